@@ -1,0 +1,1 @@
+"""``stam.figures``: figures, tables, the HTML report and ``stam demo``."""

@@ -1,0 +1,5 @@
+import sys
+
+from stam.cli import main
+
+sys.exit(main())

@@ -1,0 +1,102 @@
+"""The STAM iteration (Algorithm 1, eq. (algalg1)), written once.
+
+Everything here is expressed through the paper's operators, so the synthetic problems
+(``stam.synthetic``) and the network optimiser (``stam.dnn``) run the very same update:
+
+- a stochastic gradient of ``G`` at ``y^t`` (passed in as a tensor: the caller samples it),
+- ``grad_y_H(x, y)``, the gradient of ``H`` in ``y``,
+- ``prox_H(z, y, gamma)``, the exact minimiser of eq. (algx): ``argmin_x H(x, y) + ||x - z||^2 / (2 gamma)``,
+- ``prox_F(v, gamma)``, the exact minimiser of eq. (algu): ``argmin_u F(u) + ||u - v||^2 / (2 gamma)``.
+
+Tensors are batched: every tensor carries a leading dimension of ``R`` independent runs
+(seeds), and ``gamma``, ``beta`` are floats or tensors broadcastable against ``(R, 1)``.  The
+functions are pure (optax style): they return a new :class:`STAMState` and never modify their
+inputs, so they can be ``torch.compile``-d and run on CPU or CUDA alike.
+
+Start rule (the paper leaves ``z^0`` and ``z^{-1}`` undefined).  Given ``y^0`` and a point
+``z^{-1}`` (by default ``z^{-1} = y^0`` when x and y live in the same space, otherwise zero), the
+x-, u- and z-steps are run once at ``y^0``::
+
+    x^0 = prox_H(z^{-1}, y^0, gamma)          # eq. (algx) with y^{t+1} -> y^0
+    u^0 = prox_F(2 x^0 - z^{-1}, gamma)       # eq. (algu)
+    z^0 = z^{-1} + u^0 - x^0                  # eq. (algz)
+
+so that the optimality conditions eq. (eq13) and eq. (eq16) already hold at ``t = 0``.  This is
+what the proof of Lemma par2 (eq. (eq22)) and of Theorem conv (eq. (eq17)) use at ``t = 0``;
+with it, ``z^0 - z^{-1} = u^0 - x^0`` is a genuine iterate difference and the stationarity
+measure at ``t = 0`` is bounded exactly as at every later ``t``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, Union
+
+import torch
+from torch import Tensor
+
+Scalar = Union[float, Tensor]
+
+
+class ThreeBlockOperators(Protocol):
+    """The operators of problem (model) ``min F(x) + G(y) + H(x, y)`` that STAM needs.
+    (The stochastic gradient of ``G`` is sampled by the caller and passed to :func:`stam_step`.)"""
+
+    def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
+        """nabla_y H(x, y)."""
+
+    def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
+        """argmin_x H(x, y) + ||x - z||^2 / (2 gamma)   (eq. (algx))."""
+
+    def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
+        """argmin_u F(u) + ||u - v||^2 / (2 gamma)   (eq. (algu)); any minimiser if several."""
+
+
+class STAMState(NamedTuple):
+    """Iterate ``(y^t, x^t, u^t, z^t)`` of Algorithm 1; each of shape ``(R, ...)``."""
+
+    y: Tensor
+    x: Tensor
+    u: Tensor
+    z: Tensor
+
+
+def stam_init(y0: Tensor, ops: ThreeBlockOperators, gamma: Scalar, z_prev: Tensor | None = None) -> STAMState:
+    """Initial state by the start rule of this module's docstring.
+
+    ``z_prev`` is ``z^{-1}``; if omitted it is ``y0`` (x and y share a space in every problem of
+    this toolkit whose x-space equals its y-space; pass it explicitly otherwise)."""
+    z_prev = y0 if z_prev is None else z_prev
+    x0 = ops.prox_H(z_prev, y0, gamma)  # eq. (algx)
+    u0 = ops.prox_F(2 * x0 - z_prev, gamma)  # eq. (algu)
+    z0 = z_prev + (u0 - x0)  # eq. (algz)
+    return STAMState(y0, x0, u0, z0)
+
+
+def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma: Scalar, beta: Scalar) -> STAMState:
+    """One iteration of Algorithm 1 (eq. (algalg1)).
+
+    ``grad_G`` is the unbiased stochastic gradient ``tilde-nabla G(y^t)`` (Definition ass1).
+
+    - eq. (algy): ``y^{t+1} = y^t - (grad_G + nabla_y H(x^t, y^t)) / beta``
+      (the unique minimiser of the linearised, ``beta``-proximal y-subproblem),
+    - eq. (algx): ``x^{t+1} = prox_H(z^t, y^{t+1}, gamma)``,
+    - eq. (algu): ``u^{t+1} = prox_F(2 x^{t+1} - z^t, gamma)``,
+    - eq. (algz): ``z^{t+1} = z^t + (u^{t+1} - x^{t+1})``.
+    """
+    y, x, _, z = state
+    y1 = y - (grad_G + ops.grad_y_H(x, y)) / beta  # eq. (algy)
+    x1 = ops.prox_H(z, y1, gamma)  # eq. (algx)
+    u1 = ops.prox_F(2 * x1 - z, gamma)  # eq. (algu)
+    z1 = z + (u1 - x1)  # eq. (algz)
+    return STAMState(y1, x1, u1, z1)
+
+
+def as_batch_scalar(value: Scalar, like: Tensor) -> Scalar:
+    """A per-run parameter (shape ``(R,)``) reshaped to broadcast against ``like`` ``(R, ...)``;
+    floats pass through unchanged."""
+    if isinstance(value, Tensor) and value.dim() == 1:
+        return value.to(like).view(-1, *([1] * (like.dim() - 1)))
+    return value
+
+
+__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "as_batch_scalar"]

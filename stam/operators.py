@@ -1,0 +1,77 @@
+"""Standard operators for :mod:`stam.algorithm`.
+
+- :class:`QuadraticCoupling`: ``H(x, y) = (lam / 2) ||x - y||^2``, the coupling of the paper's
+  network model (eq. (binary-model), eq. (stam)).
+- :class:`IndicatorQ`: ``F = indicator of Q`` (eq. (eq01)); its prox is the projection onto Q.
+
+Together they give the four updates of eq. (alg:stamm) as derived from Algorithm 1 (with the
+W-update using ``x^t``; see ``stam paper-check``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from stam.algorithm import Scalar
+from stam.quantize import project_Q
+
+
+@dataclass
+class QuadraticCoupling:
+    """``H(x, y) = (lam/2) ||x - y||^2``.
+
+    ``nabla_y H(x, y) = lam (y - x)``; the x-step eq. (algx) has the closed form
+    ``argmin_x (lam/2)||x - y||^2 + ||x - z||^2/(2 gamma) = (z + gamma lam y) / (1 + gamma lam)``.
+    """
+
+    lam: Scalar
+
+    def H(self, x: Tensor, y: Tensor) -> Tensor:
+        """Per-run value, shape ``(R,)``."""
+        d = (x - y).flatten(1)
+        lam = self.lam.reshape(-1) if isinstance(self.lam, Tensor) else self.lam
+        return 0.5 * lam * (d * d).sum(dim=1)
+
+    def grad_x_H(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.lam * (x - y)
+
+    def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.lam * (y - x)
+
+    def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
+        gl = gamma * self.lam
+        return (z + gl * y) / (1 + gl)
+
+
+@dataclass
+class IndicatorQ:
+    """``F = indicator of Q`` with blocks given by ``block_ids`` (see :mod:`stam.quantize`).
+    Its prox, for every ``gamma > 0``, is the projection onto Q."""
+
+    block_ids: Tensor
+    num_blocks: int
+
+    def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
+        return project_Q(v, self.block_ids, self.num_blocks)
+
+
+@dataclass
+class Composite:
+    """Glue: an object with ``grad_y_H``, ``prox_H`` and ``prox_F`` from an H-part and an F-part."""
+
+    h: object
+    f: object
+
+    def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.h.grad_y_H(x, y)
+
+    def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
+        return self.h.prox_H(z, y, gamma)
+
+    def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
+        return self.f.prox_F(v, gamma)
+
+
+__all__ = ["QuadraticCoupling", "IndicatorQ", "Composite"]

@@ -1,0 +1,41 @@
+"""The quantised set Q of eq. (eq01) and the projection onto it, eq. (0411)-(0412).
+
+Q is a product over blocks (layers): on block i every coordinate is ``s_i * (+-1)`` with one
+scale ``s_i >= 0``.  The exact projection (eq. (0412), Rastegari et al.) is
+``s_i = ||U_i||_1 / n_i`` and ``Z_ij = +1 if U_ij >= 0 else -1`` (so sign(0) = +1).
+
+Blocks are given as a ``LongTensor`` of block ids (one per coordinate, values 0..B-1), shared by
+all R runs; tensors are ``(R, n)``.  All work is vectorised (``index_add_``), no loop over blocks.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def block_ids_from_sizes(sizes, device=None) -> Tensor:
+    """Block ids ``[0]*sizes[0] + [1]*sizes[1] + ...`` as a LongTensor."""
+    sizes_t = torch.as_tensor(list(sizes), dtype=torch.long, device=device)
+    return torch.repeat_interleave(torch.arange(len(sizes_t), device=device), sizes_t)
+
+
+def block_scales(v: Tensor, block_ids: Tensor, num_blocks: int | None = None) -> Tensor:
+    """Per-block optimal scales ``s = mean |v|`` over each block: shape ``(R, B)``."""
+    if num_blocks is None:
+        num_blocks = int(block_ids.max().item()) + 1
+    flat = v.reshape(v.shape[0], -1)
+    sums = flat.new_zeros(flat.shape[0], num_blocks).index_add_(1, block_ids, flat.abs())
+    counts = torch.bincount(block_ids, minlength=num_blocks).to(flat.dtype)
+    return sums / counts
+
+
+def project_Q(v: Tensor, block_ids: Tensor, num_blocks: int | None = None) -> Tensor:
+    """Euclidean projection of each run's ``v`` (shape ``(R, n)``) onto Q (eq. (0411))."""
+    s = block_scales(v, block_ids, num_blocks)
+    flat = v.reshape(v.shape[0], -1)
+    mag = s.index_select(1, block_ids)
+    return torch.where(flat >= 0, mag, -mag).reshape(v.shape)
+
+
+__all__ = ["block_ids_from_sizes", "block_scales", "project_Q"]

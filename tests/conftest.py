@@ -1,0 +1,22 @@
+"""Shared test settings: CPU only, one torch thread per xdist worker, hypothesis without
+deadlines (timing belongs in benchmarks/, not in tests)."""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "ci", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+settings.register_profile("dev", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+try:  # keep 2-core machines from oversubscribing when xdist runs two workers
+    import torch
+
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover
+    pass

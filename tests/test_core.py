@@ -1,0 +1,73 @@
+"""The shared STAM update (stam.algorithm) and the quantised set Q (stam.quantize)."""
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stam.algorithm import STAMState, stam_init, stam_step
+from stam.operators import Composite, IndicatorQ, QuadraticCoupling
+from stam.quantize import block_ids_from_sizes, project_Q
+
+
+def test_import_stam_and_theory_cli_do_not_import_torch():
+    code = "import sys, stam, stam.cli; stam.cli.build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@given(st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_project_Q_is_optimal_against_brute_force(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(1, n, generator=g, dtype=torch.float64)
+    if n > 1:
+        v[0, 0] = 0.0  # sign(0) = +1 must be handled
+    ids = block_ids_from_sizes([n])
+    p = project_Q(v, ids, 1)
+    best = min(
+        float(((torch.tensor(signs, dtype=torch.float64) * s - v[0]) ** 2).sum())
+        for signs in itertools.product([-1.0, 1.0], repeat=n)
+        for s in [max(0.0, float((torch.tensor(signs, dtype=torch.float64) * v[0]).sum()) / n)]
+    )
+    assert float(((p - v) ** 2).sum()) <= best + 1e-12
+    assert torch.all(p[0].abs() == p[0].abs()[0])
+
+
+def test_project_Q_blocks_and_sign_zero():
+    v = torch.tensor([[0.0, -2.0, 1.0, 3.0, -1.0]])
+    ids = block_ids_from_sizes([2, 3])
+    p = project_Q(v, ids, 2)
+    assert torch.allclose(p, torch.tensor([[1.0, -1.0, 5 / 3, 5 / 3, -5 / 3]]))
+
+
+def test_stam_step_network_specialisation_matches_eq_alg_stamm():
+    """With H = (lam/2)||x-y||^2 and F = I_Q the generic step is eq. (alg:stamm) with x^t in the W-update."""
+    torch.manual_seed(0)
+    n, lam, gamma, beta = 7, 0.7, 0.3, 5.0
+    ids = block_ids_from_sizes([3, 4])
+    ops = Composite(QuadraticCoupling(lam), IndicatorQ(ids, 2))
+    s = stam_init(torch.randn(2, n), ops, gamma)
+    g = torch.randn(2, n)
+    new = stam_step(s, g, ops, gamma, beta)
+    W = ((beta - lam) * s.y + lam * s.x - g) / beta
+    U = (gamma * lam * W + s.z) / (gamma * lam + 1)
+    V = project_Q(2 * U - s.z, ids, 2)
+    X = s.z + V - U
+    for a, b in zip(new, STAMState(W, U, V, X)):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_start_rule_satisfies_optimality_at_t0():
+    torch.manual_seed(1)
+    lam, gamma = 0.5, 0.2
+    ops = Composite(QuadraticCoupling(lam), IndicatorQ(block_ids_from_sizes([5]), 1))
+    y0 = torch.randn(3, 5)
+    s = stam_init(y0, ops, gamma)
+    z_prev = y0
+    # eq. (eq13) at t=0: 0 = grad_x H(x0, y0) + (x0 - z^{-1})/gamma
+    assert torch.allclose(lam * (s.x - y0) + (s.x - z_prev) / gamma, torch.zeros_like(y0), atol=1e-6)
+    assert torch.allclose(s.z - z_prev, s.u - s.x)
