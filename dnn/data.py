@@ -1,0 +1,298 @@
+"""Data sets for Section 3: CIFAR-10/100 from the official python-pickle archives, and
+scikit-learn's bundled digits (real, offline) through the same interface.
+
+Everything lives on the training device as ``uint8`` tensors ``(N, C, H, W)``; the random crop
+(4-pixel zero padding) and horizontal flip of the CIFAR training set run there, batched, drawing
+from a ``torch.Generator`` (see :func:`augment`).
+
+Integrity and safety of CIFAR files:
+
+- ``cifar-10-python.tar.gz`` / ``cifar-100-python.tar.gz`` are checked against the official MD5s
+  (https://www.cs.toronto.edu/~kriz/cifar.html) before anything is read;
+- the extracted folders ``cifar-10-batches-py/`` / ``cifar-100-python/`` are checked file by file
+  against the per-file MD5s of the official archive's members (the table torchvision uses), then
+  for shapes and label ranges; the SHA-256 of every file read is returned as a manifest
+  (:attr:`ImageData.manifest`) and recorded in the run's ``config.json``;
+- the pickles are read by :class:`RestrictedUnpickler`, which admits only what those files
+  contain (dicts, lists, strings, numbers and numpy array reconstruction); anything else, e.g. a
+  ``reduce`` to ``os.system``, is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+import tarfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from stam.errors import UsageError
+from stam.io import atomic_path
+
+DATASET_NAMES = ("cifar10", "cifar100", "digits")
+
+SOURCE_URL = "https://www.cs.toronto.edu/~kriz/"
+
+
+@dataclass(frozen=True)
+class CifarLayout:
+    """Where a CIFAR variant's arrays live in its official archive."""
+
+    archive: str
+    folder: str
+    train_files: tuple[str, ...]
+    test_file: str
+    meta_file: str
+    label_key: str
+    num_classes: int
+
+
+CIFAR_LAYOUTS = {
+    "cifar10": CifarLayout(
+        "cifar-10-python.tar.gz", "cifar-10-batches-py",
+        tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta", "labels", 10,
+    ),
+    "cifar100": CifarLayout(
+        "cifar-100-python.tar.gz", "cifar-100-python", ("train",), "test", "meta", "fine_labels", 100,
+    ),
+}
+
+#: MD5 of the official archives and of their members (the latter as listed by torchvision's
+#: ``datasets.CIFAR10`` / ``CIFAR100``).  Tests pass their own table for the fake archives they write.
+OFFICIAL_MD5 = {
+    "cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a",
+    "cifar-10-batches-py/data_batch_1": "c99cafc152244af753f735de768cd75f",
+    "cifar-10-batches-py/data_batch_2": "d4bba439e000b95fd0a9bffe97cbabec",
+    "cifar-10-batches-py/data_batch_3": "54ebc095f3ab1f0389bbae665268c751",
+    "cifar-10-batches-py/data_batch_4": "634d18415352ddfa80567beed471001a",
+    "cifar-10-batches-py/data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
+    "cifar-10-batches-py/test_batch": "40351d587109b95175f43aff81a1287e",
+    "cifar-10-batches-py/batches.meta": "5ff9c542aee3614f3951f8cda6e48888",
+    "cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85",
+    "cifar-100-python/train": "16019d7e3df5f24257cddd939b257f8d",
+    "cifar-100-python/test": "f0ef6b0ae62326f3e7ffdfab6717acfc",
+    "cifar-100-python/meta": "7973b15100ade9c7d40fb424638fde48",
+}
+
+
+# --------------------------------------------------------------------------- safe unpickling
+
+def _numpy_reconstruct():
+    core = getattr(np, "_core", None) or np.core  # numpy >= 2 moved numpy.core to numpy._core
+    return core.multiarray._reconstruct
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickler for the CIFAR python pickles: besides the built-in containers and scalars, it
+    admits only ``numpy.core.multiarray._reconstruct`` (either module spelling), ``numpy.ndarray``
+    and ``numpy.dtype``; any other global (``os.system``, ``builtins.eval``, ...) is refused."""
+
+    ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+    }
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: not a type found in CIFAR pickles")
+        if name == "_reconstruct":
+            return _numpy_reconstruct()
+        return getattr(np, name)
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("refusing a persistent id: not found in CIFAR pickles")
+
+
+def safe_unpickle(data: bytes) -> object:
+    """Unpickle ``data`` (a Python 2 CIFAR pickle; strings decode as latin-1, as numpy needs)."""
+    return RestrictedUnpickler(io.BytesIO(data), encoding="latin1").load()
+
+
+# --------------------------------------------------------------------------- the data object
+
+@dataclass
+class ImageData:
+    """A classification data set on one device: ``uint8`` images ``(N, C, H, W)``, ``int64``
+    labels; per-channel mean and std of the training images (on the 0..1 scale) for
+    normalisation; ``augment`` says whether crop-and-flip applies (CIFAR yes, digits no)."""
+
+    name: str
+    train_x: Tensor
+    train_y: Tensor
+    test_x: Tensor
+    test_y: Tensor
+    num_classes: int
+    augment: bool
+    mean: Tensor = field(init=False)
+    std: Tensor = field(init=False)
+    manifest: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        x = self.train_x.float().div_(255)
+        self.mean = x.mean(dim=(0, 2, 3))
+        self.std = x.std(dim=(0, 2, 3)).clamp_min(1e-3)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return tuple(self.train_x.shape[1:])
+
+    def normalise(self, x: Tensor, dtype=torch.float32) -> Tensor:
+        """uint8 images to ``(x/255 - mean) / std``."""
+        shape = (1, -1, 1, 1)
+        return (x.to(dtype) / 255 - self.mean.view(shape).to(dtype)) / self.std.view(shape).to(dtype)
+
+
+def augment(x: Tensor, generator: torch.Generator, pad: int = 4) -> Tensor:
+    """Random crop with ``pad``-pixel zero padding and random horizontal flip, batched on the
+    device of ``x`` (uint8 ``(B, C, H, W)``); all randomness from ``generator``."""
+    b, c, h, w = x.shape
+    padded = torch.nn.functional.pad(x, (pad, pad, pad, pad))
+    offsets = torch.randint(0, 2 * pad + 1, (2, b), generator=generator, device=x.device)
+    flip = torch.rand(b, generator=generator, device=x.device) < 0.5
+    rows = offsets[0, :, None] + torch.arange(h, device=x.device)  # (B, H)
+    cols = offsets[1, :, None] + torch.arange(w, device=x.device)  # (B, W)
+    cols = torch.where(flip[:, None], cols.flip(1), cols)
+    batch = torch.arange(b, device=x.device)[:, None, None]
+    out = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+# --------------------------------------------------------------------------- CIFAR
+
+def _md5(data: bytes) -> str:
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def _missing_message(name: str, layout: CifarLayout, data_dir: Path, why: str) -> str:
+    members = ", ".join((*layout.train_files, layout.test_file, layout.meta_file))
+    return (
+        f"{name} {why} in {data_dir}: expected {layout.archive} (MD5 {OFFICIAL_MD5[layout.archive]}) or the "
+        f"extracted folder {layout.folder}/ with {members}; get it from {SOURCE_URL}{layout.archive} or pass --download"
+    )
+
+
+def _read_archive(path: Path, layout: CifarLayout, checksums: dict, name: str) -> dict[str, bytes]:
+    blob = path.read_bytes()
+    expected = checksums[layout.archive]
+    if _md5(blob) != expected:
+        raise UsageError(
+            f"{path} is corrupt or partial (MD5 {_md5(blob)}, expected {expected}); delete it and fetch "
+            f"{SOURCE_URL}{layout.archive} again (or pass --download)"
+        )
+    files = {}
+    wanted = {f"{layout.folder}/{f}" for f in (*layout.train_files, layout.test_file, layout.meta_file)}
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if member.name in wanted and member.isfile():
+                files[member.name] = tar.extractfile(member).read()
+    missing = sorted(wanted - files.keys())
+    if missing:
+        raise UsageError(f"{path} lacks {', '.join(missing)}; it is not the official {layout.archive}")
+    return files
+
+
+def _read_folder(folder: Path, layout: CifarLayout, checksums: dict, name: str) -> dict[str, bytes]:
+    files = {}
+    for f in (*layout.train_files, layout.test_file, layout.meta_file):
+        key = f"{layout.folder}/{f}"
+        path = folder / f
+        if not path.is_file():
+            raise UsageError(_missing_message(name, layout, folder.parent, f"is incomplete ({key} is missing)"))
+        data = path.read_bytes()
+        expected = checksums.get(key)
+        if expected is not None and _md5(data) != expected:
+            raise UsageError(f"{path} is corrupt (MD5 {_md5(data)}, expected {expected}); re-extract {layout.archive}")
+        files[key] = data
+    return files
+
+
+def _download(url: str, dest: Path) -> None:
+    try:
+        with atomic_path(dest) as tmp, urllib.request.urlopen(url, timeout=60) as response:
+            with open(tmp, "wb") as out:
+                while chunk := response.read(1 << 20):
+                    out.write(chunk)
+    except OSError as exc:
+        raise UsageError(f"could not download {url}: {exc}") from None
+
+
+def _decode_split(blob: bytes, layout: CifarLayout, key: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        obj = safe_unpickle(blob)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{key} is not a CIFAR pickle: {exc}") from None
+    if not isinstance(obj, dict) or "data" not in obj or layout.label_key not in obj:
+        raise UsageError(f"{key} lacks the 'data' and '{layout.label_key}' entries of a CIFAR pickle")
+    x, y = obj["data"], np.asarray(obj[layout.label_key])
+    ok = (
+        isinstance(x, np.ndarray) and x.dtype == np.uint8 and x.ndim == 2 and x.shape[1] == 3 * 32 * 32
+        and y.ndim == 1 and len(y) == len(x) and y.dtype.kind in "iu" and (len(y) == 0 or (y.min() >= 0 and y.max() < layout.num_classes))
+    )
+    if not ok:
+        raise UsageError(f"{key} has the wrong shape or labels: expected uint8 data (N, 3072) and N labels in 0..{layout.num_classes - 1}")
+    return x.reshape(-1, 3, 32, 32), y.astype(np.int64)
+
+
+def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
+    """CIFAR-10 or CIFAR-100 from ``data_dir`` (the official archive, or its extracted folder).
+
+    ``checksums`` maps ``archive name`` and ``folder/member`` to MD5 hex digests; default
+    :data:`OFFICIAL_MD5` (tests pass the checksums of the small fake archives they write)."""
+    layout = CIFAR_LAYOUTS[name]
+    checksums = OFFICIAL_MD5 if checksums is None else checksums
+    data_dir = Path(data_dir)
+    archive, folder = data_dir / layout.archive, data_dir / layout.folder
+    if not archive.is_file() and not folder.is_dir():
+        if not download:
+            raise UsageError(_missing_message(name, layout, data_dir, "not found"))
+        _download(SOURCE_URL + layout.archive, archive)
+    if archive.is_file():
+        files = _read_archive(archive, layout, checksums, name)
+    else:
+        files = _read_folder(folder, layout, checksums, name)
+    manifest = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
+    train = [_decode_split(files[f"{layout.folder}/{f}"], layout, f) for f in layout.train_files]
+    test_x, test_y = _decode_split(files[f"{layout.folder}/{layout.test_file}"], layout, layout.test_file)
+    train_x = np.concatenate([t[0] for t in train])
+    train_y = np.concatenate([t[1] for t in train])
+    return ImageData(
+        name,
+        torch.from_numpy(train_x).to(device), torch.from_numpy(train_y).to(device),
+        torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device),
+        layout.num_classes, augment=True, manifest=manifest,
+    )
+
+
+# --------------------------------------------------------------------------- digits
+
+def load_digits(device="cpu") -> ImageData:
+    """scikit-learn's bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255).
+    Deterministic split: every fifth image (index % 5 == 0) is a test image (360), the rest train (1437)."""
+    from sklearn.datasets import load_digits as sk_digits
+
+    bunch = sk_digits()
+    images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
+    labels = bunch.target.astype(np.int64)
+    test = np.arange(len(labels)) % 5 == 0
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
+    return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False)
+
+
+def load(name: str, data_dir: str | Path = "data", download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
+    """The data set ``name`` (one of :data:`DATASET_NAMES`) on ``device``."""
+    if name == "digits":
+        return load_digits(device)
+    if name in CIFAR_LAYOUTS:
+        return load_cifar(name, data_dir, download, device, checksums)
+    raise UsageError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
+
+
+__all__ = ["ImageData", "load", "load_cifar", "load_digits", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]

@@ -1,0 +1,166 @@
+"""Networks of Section 3 (VGG-11, VGG-16, ResNet-18 in their CIFAR forms) and two small ones
+(a VGG-style CNN and an MLP) for the offline digits data and the tests.
+
+- VGG (Simonyan & Zisserman, CIFAR form): 3x3 conv-BN-ReLU blocks with 2x2 max pooling, then one
+  linear classifier on the 512 pooled features.  Convs carry no bias (a BatchNorm follows).
+- ResNet-18 (He et al., CIFAR form): a 3x3 stem conv (stride 1, no max pool), four stages of two
+  BasicBlocks (64, 128, 256, 512 channels, strides 1, 2, 2, 2; 1x1 conv + BN shortcuts where
+  the shape changes), global average pooling, one linear classifier.
+
+:func:`param_groups` splits a model's parameters into the quantised set of eq. (eq01) (every conv
+and linear weight, one block of Q per tensor) and the float rest (biases, BatchNorm), with the
+optional ``keep_float`` exceptions of the first conv and/or last linear layer.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import torch
+from torch import nn
+
+#: Layer plans: an int is a 3x3 conv-BN-ReLU block with that many channels, "M" a 2x2 max pool.
+VGG_PLANS: dict[str, tuple] = {
+    "vgg11": (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+    "vgg16": (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"),
+    # the small CNN for 8x8 digits and the tests
+    "cnn": (32, "M", 64, "M"),
+}
+
+
+class VGG(nn.Module):
+    """conv-BN-ReLU blocks following ``plan``, global average pooling (the identity on CIFAR's
+    1x1 maps after five pools) and one linear classifier."""
+
+    def __init__(self, plan: Sequence, num_classes: int = 10, in_channels: int = 3):
+        super().__init__()
+        layers: list[nn.Module] = []
+        channels = in_channels
+        for item in plan:
+            if item == "M":
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(channels, item, 3, padding=1, bias=False), nn.BatchNorm2d(item), nn.ReLU(inplace=True)]
+                channels = item
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(channels, num_classes)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 conv-BN layers with an identity (or 1x1 conv-BN) shortcut."""
+
+    def __init__(self, in_planes: int, planes: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_planes != planes:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_planes, planes, 1, stride=stride, bias=False), nn.BatchNorm2d(planes))
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu(out + self.shortcut(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18, CIFAR form (3x3 stem, no max pool)."""
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 3):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, 64, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        stages, in_planes = [], 64
+        for planes, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            stages.append(nn.Sequential(BasicBlock(in_planes, planes, stride), BasicBlock(planes, planes, 1)))
+            in_planes = planes
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.linear = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.layer4(self.layer3(self.layer2(self.layer1(out))))
+        return self.linear(torch.flatten(self.pool(out), 1))
+
+
+class MLP(nn.Module):
+    """Flatten, then (Linear-BN-ReLU) x len(hidden), then a linear classifier."""
+
+    def __init__(self, in_features: int, num_classes: int = 10, hidden: Sequence[int] = (256, 256)):
+        super().__init__()
+        layers: list[nn.Module] = [nn.Flatten()]
+        width = in_features
+        for h in hidden:
+            layers += [nn.Linear(width, h, bias=False), nn.BatchNorm1d(h), nn.ReLU(inplace=True)]
+            width = h
+        layers.append(nn.Linear(width, num_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+MODEL_NAMES = ("vgg11", "vgg16", "resnet18", "cnn", "mlp")
+
+#: How ``stam table`` and the README name the models.
+DISPLAY_NAMES = {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "cnn": "SmallCNN", "mlp": "MLP"}
+
+
+def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32)) -> nn.Module:
+    """The network ``name`` (one of :data:`MODEL_NAMES`) for images of shape ``(C, H, W)``."""
+    channels = int(image_shape[0])
+    if name in VGG_PLANS:
+        return VGG(VGG_PLANS[name], num_classes, channels)
+    if name == "resnet18":
+        return ResNet18(num_classes, channels)
+    if name == "mlp":
+        return MLP(int(torch.Size(image_shape).numel()), num_classes)
+    raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+
+
+KEEP_FLOAT_CHOICES = ("first", "last")
+
+
+def weight_layers(model: nn.Module) -> list[nn.Module]:
+    """Conv and linear layers in registration order (for every model here, the order of the
+    forward pass at its two ends: the stem conv comes first, the classifier last)."""
+    return [m for m in model.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear))]
+
+
+def param_groups(model: nn.Module, keep_float: Iterable[str] = ()) -> list[dict]:
+    """Two parameter groups: ``{"params": [...], "quantize": True}`` with the weights of every
+    conv and linear layer (each tensor one block of Q, eq. (eq01)), and ``{"quantize": False}``
+    with everything else (biases, BatchNorm).  ``keep_float`` may name ``"first"`` (the first
+    conv/linear layer) and/or ``"last"`` (the last one, the classifier); their weights go to the
+    float group.  Empty groups are dropped."""
+    keep_float = set(keep_float)
+    unknown = keep_float - set(KEEP_FLOAT_CHOICES)
+    if unknown:
+        raise ValueError(f"unknown keep-float layer(s) {sorted(unknown)}; allowed: first, last")
+    layers = weight_layers(model)
+    kept = set()
+    if "first" in keep_float:
+        kept.add(id(layers[0]))
+    if "last" in keep_float:
+        kept.add(id(layers[-1]))
+    quantised = [m.weight for m in layers if id(m) not in kept]
+    qids = {id(p) for p in quantised}
+    rest = [p for p in model.parameters() if id(p) not in qids]
+    groups = [{"params": quantised, "quantize": True}, {"params": rest, "quantize": False}]
+    return [g for g in groups if g["params"]]
+
+
+def count_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+__all__ = ["VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]

@@ -1,0 +1,209 @@
+"""The paper's hyperparameter settings (Table para, Section sub:3.3) as named presets.
+
+The settings themselves are data, in ``presets.json`` next to this module; this module reads
+them and evaluates their epoch-based schedules.  Epochs count from 1 as in Table para.
+
+Schedule language.  A hyperparameter is either a number (constant) or a list of *pieces*
+``{"from": e0, "value": v0, "decay": {...}}``; the last piece with ``from <= epoch`` applies.
+Without ``decay`` the piece is the constant ``v0``.  With ``decay = {factor, start, every, until,
+min, max}`` the value at epoch ``e`` is ``clip(v0 * factor**n, min, max)`` where ``n`` counts the
+epochs ``start, start + every, ... <= min(e, until)`` (defaults ``start = from + 1``,
+``every = 1``, no ``until``, no clipping).  Since ``max(f*g, m)`` iterated equals
+``max(f**n * g, m)``, this closed form is exactly Table para's recursions
+``gamma = max(0.995 gamma, 0.3)`` etc., and the hyperparameters of any epoch follow from the
+epoch alone (nothing to carry across a ``--resume``).  A value may also be
+``{"cifar100": v, "default": w}`` (per-data-set constant, e.g. BR's switch epoch K).
+
+Short runs.  ``schedule_scale = s`` runs epoch ``e`` with the hyperparameters the preset gives
+at *paper epoch* ``p(e) = max(1, round(e / s))``: every threshold and decay of the 1000-epoch
+schedule is mapped proportionally onto a run of ``1000 s`` epochs (``s = "auto"`` picks
+``s = epochs / 1000``).  BR's second phase starts at the first epoch with ``p(e) > K``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from stam.errors import UsageError
+
+ALGOS = ("stam", "bc", "br", "psgd", "float")
+
+#: The hyperparameters each algorithm's optimiser takes from the schedule (BR also gets the
+#: phase switch ``project`` from ``switch_epoch``).
+ALGO_HYPER = {
+    "stam": ("gamma", "lam", "beta"),
+    "bc": ("lr", "weight_decay"),
+    "br": ("lr", "lam", "weight_decay", "switch_epoch"),
+    "psgd": ("lr", "weight_decay"),
+    "float": ("lr", "momentum", "weight_decay"),
+}
+
+#: Hyperparameters that must be > 0 (the others must be >= 0).
+POSITIVE = {"gamma", "lam", "beta", "lr", "switch_epoch"}
+
+
+@lru_cache(maxsize=1)
+def table() -> dict:
+    """The parsed ``presets.json``."""
+    return json.loads(resources.files("stam.dnn").joinpath("presets.json").read_text(encoding="utf-8"))
+
+
+def names() -> list[str]:
+    return list(table()["presets"])
+
+
+def paper_results() -> dict:
+    return table()["paper_results"]
+
+
+def default_preset(algo: str, dataset: str) -> str:
+    d = table()["defaults"]
+    return d.get(f"preset_for_algo_{dataset}", {}).get(algo) or d["preset_for_algo"][algo]
+
+
+# --------------------------------------------------------------------------- schedule evaluation
+
+def _per_dataset(value, dataset: str):
+    if isinstance(value, dict):
+        return value.get(dataset, value["default"])
+    return value
+
+
+def value_at(spec, epoch: int, dataset: str = "default") -> float:
+    """Value of one hyperparameter ``spec`` (see the module docstring) at 1-based ``epoch``."""
+    spec = _per_dataset(spec, dataset)
+    if isinstance(spec, (int, float)):
+        return float(spec)
+    pieces = [p for p in spec if p["from"] <= epoch]
+    if not pieces:
+        raise ValueError(f"schedule {spec} has no piece for epoch {epoch}")
+    piece = pieces[-1]
+    value = float(piece["value"])
+    decay = piece.get("decay")
+    if decay:
+        start = decay.get("start", piece["from"] + 1)
+        every = decay.get("every", 1)
+        last = min(epoch, decay.get("until", epoch))
+        n = (last - start) // every + 1 if last >= start else 0
+        value *= decay["factor"] ** n
+        value = min(max(value, decay.get("min", -math.inf)), decay.get("max", math.inf))
+    return value
+
+
+def check_spec(key: str, spec) -> None:
+    """Raise :class:`UsageError` unless ``spec`` is a valid schedule for hyperparameter ``key``."""
+    low = "> 0" if key in POSITIVE else ">= 0"
+
+    def number(v, where):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (key in POSITIVE and v == 0):
+            raise UsageError(f"{key}: {where} {v!r} must be a finite number {low}")
+
+    if isinstance(spec, dict):
+        if "default" not in spec:
+            raise UsageError(f"{key}: a per-data-set value needs a 'default' entry, got {spec}")
+        for v in spec.values():
+            number(v, "value")
+        return
+    if not isinstance(spec, list):
+        number(spec, "value")
+        return
+    if not spec or not all(isinstance(p, dict) and isinstance(p.get("from"), int) and "value" in p for p in spec):
+        raise UsageError(f"{key}: a schedule is a non-empty list of {{'from': epoch, 'value': v, 'decay': {{...}}}}, got {spec}")
+    if spec[0]["from"] != 1 or any(a["from"] >= b["from"] for a, b in zip(spec, spec[1:])):
+        raise UsageError(f"{key}: schedule pieces must start at epoch 1 and increase, got {[p['from'] for p in spec]}")
+    for p in spec:
+        number(p["value"], "value")
+        d = p.get("decay")
+        if d is not None:
+            allowed = {"factor", "start", "every", "until", "min", "max"}
+            if not isinstance(d, dict) or "factor" not in d or set(d) - allowed:
+                raise UsageError(f"{key}: decay must be {{'factor': f, optional {sorted(allowed - {'factor'})}}}, got {d}")
+            if not (isinstance(d["factor"], (int, float)) and d["factor"] > 0 and math.isfinite(d["factor"])):
+                raise UsageError(f"{key}: decay factor {d['factor']!r} must be a finite number > 0")
+            if int(d.get("every", 1)) < 1:
+                raise UsageError(f"{key}: decay 'every' must be an integer >= 1, got {d['every']!r}")
+
+
+# --------------------------------------------------------------------------- resolved settings
+
+@dataclass
+class Preset:
+    """A preset resolved for one data set, with the user's overrides applied.
+
+    ``hyper`` maps each hyperparameter to its schedule spec; :meth:`at` evaluates them."""
+
+    name: str
+    algo: str
+    label: str
+    dataset: str
+    hyper: dict
+    overrides: dict = field(default_factory=dict)
+    schedule_scale: float = 1.0
+
+    def paper_epoch(self, epoch: int) -> int:
+        """The epoch of the paper's 1000-epoch schedule that run epoch ``epoch`` follows."""
+        return max(1, round(epoch / self.schedule_scale))
+
+    def at(self, epoch: int) -> dict:
+        """Hyperparameters in force in run epoch ``epoch`` (1-based)."""
+        p = self.paper_epoch(epoch)
+        out = {k: value_at(v, p, self.dataset) for k, v in self.hyper.items()}
+        if "switch_epoch" in out:
+            out["switch_epoch"] = int(out["switch_epoch"])
+            out["project"] = p > out["switch_epoch"]  # eq. (alg:BR): t >= T with t counted from 0
+        return out
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "algo": self.algo, "label": self.label, "dataset": self.dataset, "hyper": self.hyper,
+                "overrides": self.overrides, "schedule_scale": self.schedule_scale}
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE a number or a JSON schedule (see the module docstring)."""
+    key, sep, raw = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or not key:
+        raise UsageError(f"--set {text!r}: expected KEY=VALUE, e.g. --set gamma=0.1")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise UsageError(f"--set {text!r}: VALUE must be a number or a JSON schedule such as "
+                         '[{"from": 1, "value": 8}, {"from": 81, "value": 15}]') from None
+    return key, value
+
+
+def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | None = None,
+            schedule_scale: float | str = 1.0, epochs: int | None = None) -> Preset:
+    """The preset ``name`` (or the default one for ``algo`` on ``dataset``), checked against
+    ``algo``, with ``overrides`` (hyperparameter -> spec) applied and validated."""
+    presets = table()["presets"]
+    if name is None:
+        if algo is None:
+            raise UsageError("give --algo (stam, bc, br, psgd, float) or --preset " + "/".join(presets))
+        name = default_preset(algo, dataset)
+    if name not in presets:
+        raise UsageError(f"unknown preset {name!r}; choose one of {', '.join(presets)}")
+    entry = presets[name]
+    if algo is not None and algo != entry["algo"]:
+        raise UsageError(f"preset {name!r} is for --algo {entry['algo']}, not {algo}")
+    hyper = dict(entry["hyper"])
+    overrides = dict(overrides or {})
+    allowed = ALGO_HYPER[entry["algo"]]
+    for key, spec in overrides.items():
+        if key not in allowed:
+            raise UsageError(f"--set {key}: not a hyperparameter of {entry['algo']}; allowed: {', '.join(allowed)}")
+        check_spec(key, spec)
+        hyper[key] = spec
+    if schedule_scale == "auto":
+        schedule_scale = (epochs or table()["defaults"]["epochs"]) / table()["defaults"]["epochs"]
+    if not (isinstance(schedule_scale, (int, float)) and math.isfinite(schedule_scale) and schedule_scale > 0):
+        raise UsageError(f"--schedule-scale {schedule_scale!r} must be a number > 0 or 'auto'")
+    label = entry["label"] + ("*" if overrides else "")
+    return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
+
+
+__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_results", "table", "default_preset"]
