@@ -1,0 +1,171 @@
+"""One look for every figure: the Okabe-Ito colour-blind-safe palette, one fixed colour per
+algorithm (the single mapping used by all figures), and saving as PNG (150 dpi) and PDF.
+
+Figures are built on :class:`matplotlib.figure.Figure` directly (Agg canvas, no pyplot, no
+global state), so rendering works headless and many figures can be made in one process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from stam.io import atomic_path
+
+#: Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision deficiencies.
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+}
+GREY = "#7F7F7F"
+
+#: THE colour of each algorithm, in every figure.  STAM's parameter presets (Our1, Our2, ...)
+#: are one algorithm: they share STAM's colour and differ by line style and marker.
+ALGO_COLORS = {
+    "stam": OKABE_ITO["blue"],
+    "bc": OKABE_ITO["sky_blue"],
+    "br": OKABE_ITO["bluish_green"],
+    "psgd": OKABE_ITO["orange"],
+    "float": OKABE_ITO["black"],
+    "spring": OKABE_ITO["vermillion"],  # stochastic PALM (SPRING with the SGD estimator)
+    "stam-det": OKABE_ITO["reddish_purple"],  # deterministic STAM (full gradients)
+}
+#: Display names (as the paper writes them).
+ALGO_NAMES = {
+    "stam": "STAM",
+    "bc": "BC",
+    "br": "BR",
+    "psgd": "PSGD",
+    "float": "Float",
+    "spring": "SPRING (stoch. PALM)",
+    "stam-det": "STAM (deterministic)",
+}
+#: Aliases the producers may use for the same algorithm.
+_ALIASES = {
+    "binaryconnect": "bc",
+    "binaryrelax": "br",
+    "sgd": "float",
+    "palm": "spring",
+    "stochastic-palm": "spring",
+    "spalm": "spring",
+    "stam_det": "stam-det",
+    "stam-deterministic": "stam-det",
+    "deterministic-stam": "stam-det",
+    "dstam": "stam-det",
+}
+
+#: Theory elements (not algorithms).
+BOUND_COLOR = OKABE_ITO["black"]  # the theorem's right-hand side, dashed
+REFERENCE_COLOR = GREY  # reference slopes, dotted
+PEP_COLOR = OKABE_ITO["vermillion"]  # exact worst case (performance estimation)
+ADMISSIBLE_COLOR = OKABE_ITO["bluish_green"]  # where the theorem's conditions hold
+PAPER_COLOR = OKABE_ITO["vermillion"]  # the paper's parameter settings
+
+#: Line style and marker per STAM preset (colour stays STAM's).
+_PRESET_STYLES = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v")]
+
+DPI = 150
+
+
+def canonical_algo(name: str) -> str:
+    """The key of ``ALGO_COLORS`` for an algorithm name as a producer wrote it."""
+    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
+    key = _ALIASES.get(key, key)
+    if key.startswith("stam") and key not in ALGO_COLORS:
+        return "stam"
+    return key
+
+
+def algo_color(name: str) -> str:
+    """The fixed colour of an algorithm; an unknown name gets grey (never a colour of another)."""
+    return ALGO_COLORS.get(canonical_algo(name), GREY)
+
+
+def run_label(algo: str, preset: str | None = None) -> str:
+    """How the paper names a run: ``Our1`` for STAM with preset our1, ``BC`` for bc, ..."""
+    key = canonical_algo(algo)
+    if key == "stam" and preset and str(preset).lower() not in ("", "default", "stam"):
+        p = str(preset)
+        if p.lower().startswith("our"):
+            return "Our" + p[3:]
+        return f"STAM ({p})"
+    return ALGO_NAMES.get(key, str(algo))
+
+
+def run_style(algo: str, preset: str | None = None, presets_seen: list[str] | None = None) -> dict:
+    """matplotlib keyword arguments (color, linestyle, marker, label) for one run.
+
+    ``presets_seen`` is the sorted list of STAM presets in the figure, so each preset keeps one
+    line style within a figure."""
+    key = canonical_algo(algo)
+    style = {"color": algo_color(key), "linestyle": "-", "marker": None, "label": run_label(algo, preset)}
+    if key == "stam" and presets_seen and preset in presets_seen and len(presets_seen) > 1:
+        ls, marker = _PRESET_STYLES[presets_seen.index(preset) % len(_PRESET_STYLES)]
+        style.update(linestyle=ls, marker=marker)
+    return style
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, panel_size: tuple[float, float] = (5.2, 3.9), **kwargs):
+    """A figure with an ``nrows x ncols`` grid of axes (always a 2-D array), constrained layout."""
+    fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs)
+    return fig, axes
+
+
+def save_figure(fig: Figure, stem: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` atomically; return both paths."""
+    stem = Path(stem)
+    paths = []
+    for ext in ("png", "pdf"):
+        path = stem.with_name(stem.name + "." + ext)
+        with atomic_path(path, suffix="." + ext) as tmp:
+            fig.savefig(tmp, format=ext, dpi=DPI)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG bytes (150 dpi), for embedding."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def log_axes(ax, x: bool = True, y: bool = True) -> None:
+    """Log scales with readable ticks: an axis spanning less than two decades gets ticks at
+    1, 2, 5 x 10^k (1, 2, 3, 4, 5, 6, 8 x 10^k for short spans) written as plain numbers, instead of
+    matplotlib's "2 x 10^0" minor labels."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    for on, axis, set_scale in ((x, ax.xaxis, ax.set_xscale), (y, ax.yaxis, ax.set_yscale)):
+        if not on:
+            continue
+        set_scale("log")
+        lo, hi = sorted(axis.get_view_interval())
+        if not (lo > 0 and hi / lo < 100):
+            continue
+        for mantissas in ((1, 2, 3, 4, 5, 6, 8), (1, 2, 5), (1, 3)):
+            ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                     for m in mantissas if lo <= m * 10.0**k <= hi]
+            if len(ticks) <= 7:
+                break
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def legend_below(ax, ncol: int = 1, **kwargs) -> None:
+    """The legend under the axes, where it never covers data (constrained layout makes room)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, fontsize=7, frameon=False, **kwargs)

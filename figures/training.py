@@ -1,0 +1,159 @@
+"""Figures 3 and 4: network runs (``stam train --out DIR`` folders).
+
+Figure 3, like the paper's Figures acc_cifar and acc_cifar100: one row per model, columns train
+accuracy, test accuracy with binary weights, test accuracy with float weights, one line per
+algorithm (STAM presets share STAM's colour and differ by line style).
+
+Figure 4, theory beside practice: for each STAM run, the logged stationarity proxies per epoch
+(||grad L(W) + lambda (W - U)||^2 and (||X^t - X^{t-1}|| / gamma)^2, epoch averages, the two
+terms of the measure S_t of Theorem conv) and the running minimum of their sum, on log axes,
+beside the O(1/sqrt(T)) shape of Theorem conv-rate; the epochs where the (gamma, lambda, beta)
+in force satisfied the theorem's conditions are shaded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from stam.figures.results import finite
+from stam.figures.style import (
+    ADMISSIBLE_COLOR,
+    OKABE_ITO,
+    REFERENCE_COLOR,
+    algo_color,
+    canonical_algo,
+    legend_below,
+    log_axes,
+    new_figure,
+    run_label,
+    run_style,
+)
+
+COLUMNS = (
+    ("train_acc", "train accuracy (%)"),
+    ("test_acc_binary", "test accuracy, binary weights (%)"),
+    ("test_acc_float", "test accuracy, float weights (%)"),
+)
+
+
+def _series(log: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    epochs = np.array([row.get("epoch", i + 1) for i, row in enumerate(log)], dtype=float)
+    values = np.array([row.get(key) if finite(row.get(key)) else np.nan for row in log], dtype=float)
+    return epochs, values
+
+
+def _percent(values: np.ndarray) -> np.ndarray:
+    """Accuracies as percentages whether logged as fractions or percentages."""
+    finite_v = values[np.isfinite(values)]
+    return values * 100.0 if finite_v.size and finite_v.max() <= 1.0 else values
+
+
+def _sort_key(run) -> tuple:
+    s = run["summary"]
+    order = ["float", "psgd", "bc", "br", "stam"]
+    algo = canonical_algo(s.get("algo", ""))
+    return (order.index(algo) if algo in order else len(order), str(s.get("preset") or ""), str(s.get("seed", "")))
+
+
+def plot_training(runs: list[dict], title: str | None = None):
+    """Figure 3 for a list of runs (each ``{"config", "log", "summary"}``)."""
+    if not runs:
+        raise ValueError("no train runs to plot")
+    models = sorted({r["summary"].get("model", "?") for r in runs})
+    datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
+    presets = sorted({str(r["summary"].get("preset")) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
+    fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(4.6, 3.5), sharex="row")
+    for i, model in enumerate(models):
+        labelled: set[str] = set()
+        for run in sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key):
+            s = run["summary"]
+            style = run_style(s.get("algo", "?"), str(s.get("preset")), presets)
+            # several seeds of one configuration: one legend entry, thin lines
+            label = style.pop("label")
+            show = label not in labelled
+            labelled.add(label)
+            for j, (key, _) in enumerate(COLUMNS):
+                epochs, acc = _series(run["log"], key)
+                if np.isfinite(acc).any():
+                    axes[i, j].plot(epochs, _percent(acc), markersize=3, markevery=max(1, len(epochs) // 10),
+                                    label=label if show else None, linewidth=1.4, **style)
+        for j, (_, ylabel) in enumerate(COLUMNS):
+            ax = axes[i, j]
+            ax.set_xlabel("epochs")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{model}: {ylabel.split(' (')[0]}", fontsize=10)
+            ax.grid(True, alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(title or f"Train and test accuracy per epoch ({', '.join(datasets)})", fontsize=12)
+    return fig
+
+
+def stam_runs(runs: list[dict]) -> list[dict]:
+    """The runs that logged STAM's stationarity proxies."""
+    return [
+        r for r in runs
+        if any(finite(row.get("proxy_grad")) or finite(row.get("proxy_z")) for row in r["log"])
+    ]
+
+
+def admissible_epochs(log: list[dict]) -> np.ndarray:
+    """Per epoch: True where the theorem's conditions held for the parameters in force."""
+    return np.array([bool((row.get("theorem") or {}).get("admissible")) for row in log], dtype=bool)
+
+
+def practice_panel(ax, run: dict) -> None:
+    """Figure 4 for one run (see the module docstring)."""
+    log, s = run["log"], run["summary"]
+    epochs, grad = _series(log, "proxy_grad")
+    _, z = _series(log, "proxy_z")
+    zsq = z**2
+    total = np.nan_to_num(grad, nan=0.0) + np.nan_to_num(zsq, nan=0.0)
+    total = np.where(np.isfinite(grad) | np.isfinite(zsq), total, np.nan)
+    running = np.fmin.accumulate(np.where(np.isfinite(total), total, np.inf))
+    running = np.where(np.isfinite(running), running, np.nan)
+    color = algo_color(s.get("algo", "stam"))
+    pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731
+    held = admissible_epochs(log)
+    for e, ok in zip(epochs, held):
+        if ok:
+            ax.axvspan(e - 0.5, e + 0.5, color=ADMISSIBLE_COLOR, alpha=0.18, linewidth=0)
+    ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.18,
+                    label=f"theorem's conditions hold ({held.sum()}/{len(held)} epochs)")
+    ax.plot(epochs, pos(grad), color=color, linestyle="-", marker="o", markersize=3,
+            label="\u2016\u2207L(W)+\u03bb(W\u2212U)\u2016\u00b2 (epoch mean)")
+    ax.plot(epochs, pos(zsq), color=color, linestyle="--", marker="s", markersize=3,
+            label="(\u2016X$^t$\u2212X$^{t-1}$\u2016/\u03b3)\u00b2 (epoch mean)")
+    ax.plot(epochs, pos(running), color=OKABE_ITO["black"], linestyle="-", linewidth=2,
+            label="running min of their sum (proxy of min$_t$ S$_t$)")
+    ok = np.isfinite(running) & (running > 0)
+    if ok.any():
+        e0, r0 = epochs[ok][0], running[ok][0]
+        ax.plot(epochs, r0 * np.sqrt(e0 / epochs), color=REFERENCE_COLOR, linestyle=":", linewidth=1.5,
+                label="O(1/\u221aT) shape (Theorem conv-rate)")
+    log_axes(ax)
+    ax.set_xlabel("epochs")
+    ax.set_ylabel("stationarity proxy (squared norm)")
+    ax.set_title(f"{s.get('model', '?')} on {s.get('dataset', '?')}, {run_label(s.get('algo', '?'), s.get('preset'))}",
+                 fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    legend_below(ax)
+
+
+def plot_practice(runs: list[dict]):
+    """Figure 4: one panel per run that logged the stationarity proxies."""
+    runs = sorted(stam_runs(runs), key=_sort_key)
+    if not runs:
+        raise ValueError("no run logged STAM's stationarity proxies (proxy_grad, proxy_z)")
+    ncols = min(len(runs), 3)
+    nrows = -(-len(runs) // ncols)
+    fig, axes = new_figure(ncols, nrows, panel_size=(5.4, 5.0))
+    flat = axes.ravel()
+    for ax, run in zip(flat, runs):
+        practice_panel(ax, run)
+    for ax in flat[len(runs):]:
+        ax.set_visible(False)
+    fig.suptitle("Theory beside practice: STAM's stationarity proxies per epoch", fontsize=12)
+    return fig

@@ -1,0 +1,240 @@
+"""stam.figures: every figure renders from small fixtures (written here in the formats of
+COMMON.md) and draws what it should: number of lines, log axes, labels, the bound above the
+empirical points where the theorem applies."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+matplotlib.use("Agg")
+
+from stam.figures import rates as R  # noqa: E402
+from stam.figures import style  # noqa: E402
+from stam.figures import training as TR  # noqa: E402
+from stam.figures.results import load_results  # noqa: E402
+from stam.io import atomic_write_json, atomic_write_text, provenance  # noqa: E402
+
+# -- fixtures in the formats of COMMON.md ------------------------------------------------------
+
+
+def rates_fixture(problem="regression", inadmissible_last=True, pep=False) -> dict:
+    rows = []
+    Ts = [10, 30, 100, 300, 1000]
+    for i, T in enumerate(Ts):
+        mean = 2.0 / math.sqrt(T)
+        bound = 40.0 / math.sqrt(T)
+        adm = not (inadmissible_last and i == len(Ts) - 1)
+        rows.append({"T": T, "gamma": 0.05, "beta": 3.0 * math.sqrt(T), "admissible": adm, "S_min_mean": mean,
+                     "S_min_std": 0.1 * mean, "S_min_lo": 0.8 * mean, "S_min_hi": 1.2 * mean,
+                     "bound": bound if adm else None, "ratio": bound / mean if adm else None})
+    data = {"kind": "synthetic-rates", "problem": problem, "params": {"R": 8, "b": 4},
+            "constants": {"L1": 1.0, "L2": 0.5}, "rows": rows, "slope": -0.5, "bound_slope": -0.5,
+            "provenance": provenance()}
+    if pep:
+        data["pep"] = {"rows": [{"T": T, "worst_case": 1.0 / T, "bound": 10.0 / math.sqrt(T), "ratio": 1.0,
+                                 "status": "optimal"} for T in (1, 2, 3)]}
+    return data
+
+
+def pep_fixture() -> dict:
+    return {"kind": "pep-sweep", "lam": 1.0, "gamma": 0.05, "beta": 10.0, "provenance": provenance(),
+            "rows": [{"T": T, "worst_case": 0.5 / T, "bound": 5.0 / T ** 0.5, "ratio": 10 / T ** 0.5,
+                      "status": "optimal" if T < 3 else "optimal_inaccurate"} for T in (1, 2, 3)]}
+
+
+def compare_fixture() -> dict:
+    return {"kind": "synthetic-compare", "problem": "regression", "provenance": provenance(),
+            "rows": [{"method": m, "final_S": s, "objective": 1.0 + s, "quantised_objective": 1.1 + s,
+                      "wall_time": 0.2, "grad_evals": 1000} for m, s in (("stam", 1e-3), ("spring", 2e-3),
+                                                                         ("bc", 5e-2))]}
+
+
+def paper_check_fixture() -> list:
+    return [{"label": "Rem=09836", "printed": "(...)/(10 L2)", "derived": "(...)/(10 L2^2)",
+             "verdict": "misprint", "counterexample": {"L2": 2.0, "gamma": 0.1}},
+            {"label": "k1", "printed": "K1", "derived": "K1", "verdict": "ok", "counterexample": None}]
+
+
+def write_run(root: Path, algo: str, preset=None, model="mlp", epochs=4, seed=0, proxies=None) -> Path:
+    """A `stam train --out DIR` folder."""
+    name = f"{model}-{algo}" + (f"-{preset}" if preset else "") + f"-s{seed}"
+    d = root / name
+    proxies = algo == "stam" if proxies is None else proxies
+    cfg = {"model": model, "dataset": "digits", "algo": algo, "preset": preset, "epochs": epochs,
+           "batch_size": 64, "seed": seed, "provenance": provenance()}
+    atomic_write_json(d / "config.json", cfg)
+    lines = []
+    for e in range(1, epochs + 1):
+        acc = 0.5 + 0.1 * e / epochs + 0.01 * seed
+        row = {"epoch": e, "train_loss": 1.0 / e, "train_acc": acc + 0.05, "test_acc_binary": acc,
+               "test_acc_float": acc + 0.02, "hyper": {"gamma": 0.1, "lam": 1.0, "beta": 100.0},
+               "proxy_grad": (1.0 / e) if proxies else None, "proxy_z": (0.5 / e) if proxies else None,
+               "theorem": {"admissible": e % 2 == 0, "violations": [], "unknown": ["L1"]}, "seconds": 0.1}
+        lines.append(json.dumps(row))
+    atomic_write_text(d / "log.jsonl", "\n".join(lines) + "\n")
+    atomic_write_json(d / "summary.json", {"kind": "train-run", "model": model, "dataset": "digits", "algo": algo,
+                                           "preset": preset, "best_test_acc_binary": 0.6 + 0.01 * seed,
+                                           "best_test_acc_float": 0.62, "epochs": epochs, "seconds": 0.4,
+                                           "provenance": provenance()})
+    return d
+
+
+def write_all(root: Path) -> list[Path]:
+    """Every result kind on disk; returns the paths to hand to `stam report`."""
+    atomic_write_json(root / "rates-regression.json", rates_fixture())
+    atomic_write_text(root / "rates-regression.csv", "T,S_min_mean\n10,0.63\n")
+    atomic_write_json(root / "rates-sparse.json", rates_fixture("sparse", inadmissible_last=False))
+    atomic_write_json(root / "pep.json", pep_fixture())
+    atomic_write_json(root / "compare.json", compare_fixture())
+    atomic_write_json(root / "paper-check.json", paper_check_fixture())
+    atomic_write_json(root / "stepsize.json", {"gamma_max": 0.2, "gamma": 0.1, "K1": 1.0, "K2": 2.0, "K3": 3.0,
+                                               "M": 6.0, "L": 2.0, "beta_min": 40.0, "binding": "sqrt", "T_min": 1e6})
+    runs = root / "runs"
+    for algo, preset in (("stam", "our1"), ("stam", "admissible"), ("bc", None), ("br", None), ("psgd", None),
+                         ("float", None)):
+        write_run(runs, algo, preset)
+    write_run(runs, "bc", None, seed=1)
+    write_run(runs, "stam", "our1", model="cnn")
+    return [root]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def lines_by_label(ax) -> dict:
+    return {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+
+
+def find(ax, prefix: str):
+    hits = [ln for label, ln in lines_by_label(ax).items() if label.startswith(prefix)]
+    assert len(hits) == 1, (prefix, list(lines_by_label(ax)))
+    return hits[0]
+
+
+# -- style -------------------------------------------------------------------------------------
+
+
+def test_one_colour_per_algorithm_and_aliases():
+    colours = list(style.ALGO_COLORS.values())
+    assert len(set(colours)) == len(colours)
+    assert set(colours) <= set(style.OKABE_ITO.values())
+    assert style.algo_color("BinaryConnect") == style.algo_color("bc")
+    assert style.algo_color("stam") == style.algo_color("STAM_our3")
+    assert style.algo_color("unknown-method") == style.GREY
+    assert style.run_label("stam", "our3") == "Our3"
+    assert style.run_label("stam", "admissible") == "STAM (admissible)"
+    assert style.run_label("bc", None) == "BC"
+
+
+def test_save_figure_writes_png_and_pdf(tmp_path):
+    fig, axes = style.new_figure()
+    axes[0, 0].plot([1, 2], [3, 4])
+    png, pdf = style.save_figure(fig, tmp_path / "x")
+    assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+# -- figure 1: rates ---------------------------------------------------------------------------
+
+
+def test_rates_figure_draws_bound_above_empirical_where_admissible():
+    data = rates_fixture()
+    fig = R.plot_rates([data, rates_fixture("sparse")], [pep_fixture()])
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 3  # two problems + the PEP panel
+    ax = axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "iterations" in ax.get_xlabel() and "S" in ax.get_ylabel()
+    assert "regression" in ax.get_title()
+    emp = find(ax, R.EMPIRICAL)
+    bound = find(ax, R.BOUND)
+    find(ax, R.REFERENCE)
+    assert "fitted slope \u22120.50" in emp.get_label()
+    assert len(lines_by_label(ax)) == 4  # empirical, inadmissible markers, bound, reference
+    adm = np.array([r["admissible"] for r in data["rows"]])
+    e_y, b_y = np.asarray(emp.get_ydata(), float), np.asarray(bound.get_ydata(), float)
+    assert np.all(b_y[adm] >= e_y[adm])
+    assert np.isnan(b_y[~adm]).all()  # no bound drawn where the theorem does not apply
+    assert len(ax.collections) == 1  # the seed spread
+    pep_ax = axes[2]
+    assert len(lines_by_label(pep_ax)) == 3  # worst case, bound, not-optimal markers
+    assert pep_ax.get_yscale() == "log"
+
+
+def test_rates_embedded_pep_adds_a_curve():
+    fig = R.plot_rates([rates_fixture(pep=True, inadmissible_last=False)])
+    ax = fig.axes[0]
+    find(ax, R.PEP)
+    assert len(lines_by_label(ax)) == 4
+
+
+@given(st.floats(-2.0, 0.5), st.floats(0.1, 10.0))
+def test_fit_slope_recovers_power_law(slope, c):
+    T = np.array([10.0, 100.0, 1000.0, 10000.0])
+    assert R.fit_slope(T, c * T**slope) == pytest.approx(slope, abs=1e-9)
+
+
+def test_rates_without_input_is_an_error():
+    with pytest.raises(ValueError):
+        R.plot_rates([])
+
+
+# -- figures 3 and 4: training -----------------------------------------------------------------
+
+
+def test_training_curves_one_line_per_algorithm(tmp_path):
+    write_all(tmp_path)
+    res = load_results([tmp_path / "runs"])
+    runs = [r.data for r in res["train-run"]]
+    assert len(runs) == 8
+    fig = TR.plot_training(runs)
+    axes = np.array(fig.axes).reshape(2, 3)  # rows: cnn, mlp; columns: train, test binary, test float
+    mlp = axes[1]
+    for ax, (_, ylabel) in zip(mlp, TR.COLUMNS):
+        assert ax.get_xlabel() == "epochs" and ax.get_ylabel() == ylabel
+        assert len(ax.get_lines()) == 7  # 6 configurations, bc with two seeds
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert sorted(legend) == sorted(["Float", "PSGD", "BC", "BR", "Our1", "STAM (admissible)"])
+        colours = {ln.get_label(): ln.get_color() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+        assert colours["BC"] == style.ALGO_COLORS["bc"] and colours["Our1"] == style.ALGO_COLORS["stam"]
+        styles = {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines()}
+        assert styles["Our1"] != styles["STAM (admissible)"]
+    y = mlp[0].get_lines()[0].get_ydata()
+    assert 40 < float(np.nanmax(y)) <= 100  # fractions shown as percent
+    assert len(axes[0, 0].get_lines()) == 1
+    assert "mlp" in mlp[0].get_title()
+
+
+def test_practice_figure_marks_admissible_epochs(tmp_path):
+    write_all(tmp_path)
+    runs = [r.data for r in load_results([tmp_path / "runs"])["train-run"]]
+    fig = TR.plot_practice(runs)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 3  # the STAM runs only (they log the proxies)
+    ax = axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and ax.get_xlabel() == "epochs"
+    labels = lines_by_label(ax)
+    assert len(labels) == 4  # two proxies, running min, O(1/sqrt T) shape
+    running = find(ax, "running min")
+    y = np.asarray(running.get_ydata(), float)
+    assert np.all(np.diff(y) <= 0)
+    ref = find(ax, "O(1/")
+    ry = np.asarray(ref.get_ydata(), float)
+    assert ry[-1] / ry[0] == pytest.approx(1 / math.sqrt(4))
+    spans = [p for p in ax.patches]
+    assert len(spans) == 2  # epochs 2 and 4 of 4 satisfied the conditions
+    assert any("2/4 epochs" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_practice_without_proxies_is_an_error(tmp_path):
+    d = write_run(tmp_path, "bc", None)
+    with pytest.raises(ValueError, match="proxies"):
+        TR.plot_practice([load_results([d])["train-run"][0].data])
