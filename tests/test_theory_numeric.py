@@ -1,0 +1,83 @@
+"""The numeric layer (stam.theory.numeric): generated from the sympy expressions, vectorised,
+and consistent with the conditions it reports."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stam.theory import numeric as n
+
+finite = dict(allow_nan=False, allow_infinity=False)
+
+
+def test_generated_module_is_up_to_date():
+    from stam.theory import codegen
+
+    assert codegen.TARGET.read_text(encoding="utf-8") == codegen.render(), "run python -m stam.theory.codegen"
+
+
+def test_network_specialisation_values():
+    c = n.quadratic_coupling(0.5)
+    assert (c.L2, c.L3, c.L4, c.L5, c.l) == (0.5, 0.5, 0.5, 0.5, -0.5)
+    # b = 10(l + L2) + 4 = 4: root of 1 - 4 g - 1.25 g^2
+    root = (-4 + math.sqrt(16 + 5)) / 2.5
+    assert n.gamma_threshold(c) == pytest.approx(root, rel=1e-14)
+    assert n.gamma_max(c) == pytest.approx(root, rel=1e-14)
+
+
+def test_table_para_our1_is_not_admissible():
+    rep = n.check(8.0, 1e3, n.quadratic_coupling(0.5))
+    names = [v["condition"] for v in rep["violations"]]
+    assert not rep["admissible"]
+    assert any(s.startswith("K1 > 0") for s in names)
+    assert any("gamma^2 <= 1" in s for s in names)
+
+
+def test_unknown_constants_are_reported_not_violated():
+    rep = n.check(0.1, 1e3, n.quadratic_coupling(0.5), T=100, eps=0.1)
+    assert rep["admissible"]
+    assert len(rep["unknown"]) == 3  # sqrt((L+M)AT), 2(L+M)C/eps^2, T >= ... (needs delta0, M0)
+
+
+def test_invalid_constants_raise():
+    with pytest.raises(ValueError, match="l=-2"):
+        n.Constants(L1=1, L2=1, L3=1, L4=1, L5=1, l=-2)
+    with pytest.raises(ValueError, match="L4"):
+        n.Constants(L1=1, L2=1, L3=1, L4=-1, L5=1, l=0)
+    with pytest.raises(ValueError, match="eps"):
+        n.T_min(0.1, n.quadratic_coupling(1.0, L1=1, A=1, C=1), 1.0, 0.0, 0.0)
+
+
+def test_recommendation_is_admissible_and_consistent():
+    c = n.quadratic_coupling(0.5, L1=1.0, A=2.0, C=0.1)
+    r = n.recommend(c, delta0=1.0, M0=0.0, eps=0.1)
+    assert set(r) == {"gamma_max", "gamma", "K1", "K2", "K3", "M", "L", "beta_min", "binding", "T_min"}
+    assert 0 < r["gamma"] <= r["gamma_max"] and r["K1"] > 0
+    rep = n.check(r["gamma"], r["beta_min"] * (1 + 1e-12), c, T=r["T_min"], eps=0.1, delta0=1.0, M0=0.0)
+    assert rep["admissible"], rep
+    # and the recommended gamma is (near-)optimal for T_min over a grid of admissible gammas
+    grid = np.linspace(1e-4, 1, 2000) * r["gamma_max"]
+    assert r["T_min"] <= np.min(n.T_min(grid, c, 1.0, 0.0, 0.1)) * (1 + 1e-6)
+
+
+def test_vectorised_over_a_grid():
+    g = np.linspace(0.01, 0.3, 50)[:, None]
+    c = n.quadratic_coupling(np.linspace(0.1, 3, 40)[None, :], L1=1.0, A=1.0, C=1.0)
+    assert n.T_min(g, c, 1.0, 0.0, 0.1).shape == (50, 40)
+    assert n.K3(g, c).shape == (50, 40)
+
+
+@settings(max_examples=40)
+@given(
+    L2=st.floats(0, 5, **finite), dl=st.floats(0, 5, **finite), u=st.floats(1e-6, 1 - 1e-6, **finite),
+)
+def test_K1_positive_exactly_below_threshold(L2, dl, u):
+    """K1 > 0 exactly on (0, gamma_threshold) (Remark Rem=09836, corrected)."""
+    c = n.Constants(L1=None, L2=L2, L3=0, L4=0, L5=0, l=dl - L2)
+    thr = n.gamma_threshold(c)
+    assert n.K1(thr * u, c) > 0
+    assert n.K1(thr * (1 + u), c) < 0
+    assert abs(n.K1(thr, c)) * thr < 1e-9  # 4 gamma K1 is the numerator, 0 at the root
