@@ -1,5 +1,90 @@
-"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level."""
+"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level:
+matplotlib and the other parts are imported by the handlers when they run."""
+
+from __future__ import annotations
+
+import argparse
+
+from stam.errors import positive_float, positive_int
+
+#: What ``stam plot KIND`` draws (see stam.figures.report.make_figure).
+PLOT_KINDS = ("rates", "admissible", "training", "practice")
+
+
+def _add_theory_constants(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "constants for the admissible-region figure (a network does not reveal them; they are printed in it)"
+    )
+    g.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
+    g.add_argument("--C", type=positive_float, default=1.0, help="ES constant C (default 1)")
+    g.add_argument("--eps", type=positive_float, default=0.1, help="target accuracy epsilon (default 0.1)")
+    g.add_argument("--T", type=positive_int, default=None,
+                   help="iterations for the (gamma, beta) panel (default 391000: the paper's 1000 CIFAR epochs)")
+
+
+def _constants(args):
+    from stam.figures.admissible import PAPER_T, NetworkConstants
+
+    return NetworkConstants(L1=args.L1, a_G=args.L1, C=args.C, eps=args.eps, T=args.T or PAPER_T)
+
+
+def _report(args) -> int:
+    from stam.figures.report import build_report
+
+    path = build_report(args.results, args.out, nc=_constants(args))
+    print(path)
+    return 0
+
+
+def _plot(args) -> int:
+    from stam.figures.report import plot_one
+
+    png, pdf = plot_one(args.kind, args.results, args.out, nc=_constants(args))
+    print(png)
+    print(pdf)
+    return 0
+
+
+def _demo(args) -> int:
+    from stam.figures.demo import run_demo
+
+    return run_demo(args.out, quick=args.quick, progress=not args.no_progress)
 
 
 def register(subparsers) -> None:
-    """Add this area's subcommands to ``stam``'s subparsers."""
+    """Add ``stam demo``, ``stam report`` and ``stam plot``."""
+    p = subparsers.add_parser(
+        "demo",
+        help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
+        description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
+        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. Under 3 minutes on 2 CPU "
+        "cores (--quick: under 30 s).",
+    )
+    p.add_argument("-o", "--out", default="stam-demo", help="output folder (default: stam-demo)")
+    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (under 30 s)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_demo)
+
+    p = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML page with every figure and table for the results given",
+        description="RESULTS are result files (JSON) or folders (searched recursively; a `stam train --out` folder "
+        "is one run). Writes DIR/report.html with figures/, tables/ (Markdown and LaTeX) and data/ beside it.",
+    )
+    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
+    _add_theory_constants(p)
+    p.set_defaults(func=_report)
+
+    p = subparsers.add_parser(
+        "plot",
+        help="render one figure (PNG at 150 dpi and PDF)",
+        description="KIND: rates (synthetic-rates and pep-sweep files), admissible (no results needed), "
+        "training and practice (stam train folders).",
+    )
+    p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
+    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
+    p.add_argument("-o", "--out", required=True, metavar="FILE",
+                   help="FILE.png (a FILE.pdf twin is written beside it)")
+    _add_theory_constants(p)
+    p.set_defaults(func=_plot)

@@ -1,0 +1,228 @@
+"""Figure 2: where the paper's experiments stand relative to its theorem.
+
+For the network specialisation H(x, y) = (lambda/2)||x - y||^2 (so L2* = L3* = L4* = L5* = lambda
+and l = -lambda), the step sizes that Theorem conv and Theorem conv-rate admit:
+
+- left panel, the (gamma, lambda) plane: shaded where K1 > 0 (eq. k1) and
+  [(L2*)^2 + (L5*)^2] gamma^2 <= 1, with contours of the lower bound on T of Theorem conv-rate
+  (``T_min``), and the settings of the paper's Table para (and the CIFAR-100 variant of
+  Section sub:3.3) marked and labelled; a gamma schedule is drawn as an arrow from its first to
+  its last value;
+- right panel, the (gamma, beta) plane at the paper's iteration budget: for each lambda the
+  paper uses, the region where all conditions of Theorem conv-rate hold (beta above the largest
+  of its three lower bounds), with the paper's (gamma, beta) schedules marked.
+
+All numbers come from ``stam.theory.numeric`` (corrected constants); the constants a network
+does not reveal (L1, the ES constants A and C, delta0 + M0', eps) are set by the caller and
+printed in the figure.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from stam.errors import UsageError
+from stam.figures.style import ADMISSIBLE_COLOR, GREY, PAPER_COLOR, legend_below, new_figure
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of a paper setting (an epoch range with one lambda): gamma and beta as (first, last)."""
+
+    name: str
+    gamma: tuple[float, float]
+    lam: float
+    beta: tuple[float, float]
+
+
+#: The STAM presets of Table para (CIFAR-10) and Section sub:3.3 (CIFAR-100), kept as data in
+#: ``stam.dnn.presets``, with the data set whose schedule they follow.
+PAPER_PRESETS = (("our1", "cifar10"), ("our2", "cifar10"), ("our3", "cifar10"), ("our3-cifar100", "cifar100"))
+
+
+def paper_stages(presets=PAPER_PRESETS) -> list[Stage]:
+    """The paper's settings split into stages (a new stage where lambda changes or gamma is reset
+    upwards), evaluated from the presets of ``stam.dnn`` over the paper's 1000 epochs."""
+    from stam.dnn import presets as P
+
+    epochs = int(P.table()["defaults"]["epochs"])
+    stages = []
+    for name, dataset in presets:
+        preset = P.resolve(name, "stam", dataset)
+        h = [preset.at(e) for e in range(1, epochs + 1)]
+        tag = preset.label + (" (CIFAR-100)" if dataset == "cifar100" else "")
+        cuts = [0] + [e for e in range(1, epochs) if h[e]["lam"] != h[e - 1]["lam"] or h[e]["gamma"] > h[e - 1]["gamma"]]
+        for a, b in zip(cuts, cuts[1:] + [epochs]):
+            label = tag if len(cuts) == 1 else f"{tag}, epochs {a + 1}\u2013{b}"
+            stages.append(Stage(label, (h[a]["gamma"], h[b - 1]["gamma"]), h[a]["lam"], (h[a]["beta"], h[b - 1]["beta"])))
+    return stages
+
+
+#: The paper's iteration budget: 1000 epochs of ceil(50000 / 128) = 391 minibatches.
+PAPER_T = 1000 * 391
+
+
+@dataclass(frozen=True)
+class NetworkConstants:
+    """The constants the theorem needs but a network does not reveal (stated in the figure).
+
+    ``a_G`` stands for max_i L1^i E[v_i^2] of Lemma es-lemma, so A = 2 max(a_G, L3*) with
+    L3* = lambda (corrected eq. (eq101)); C is the ES constant; ``delta0 + M0`` is delta0 + M0'."""
+
+    L1: float = 1.0
+    a_G: float = 1.0
+    C: float = 1.0
+    delta0: float = 1.0
+    M0: float = 0.0
+    eps: float = 0.1
+    T: int = PAPER_T
+
+    def describe(self) -> str:
+        return (
+            f"L1={self.L1:g}, A=2max({self.a_G:g},\u03bb), C={self.C:g}, "
+            f"\u03b4\u2080+M\u2080'={self.delta0 + self.M0:g}, \u03b5={self.eps:g}"
+        )
+
+
+def theory_numeric():
+    """``stam.theory.numeric``, or a clear error while the theory part is not there."""
+    try:
+        return importlib.import_module("stam.theory.numeric")
+    except ImportError as exc:
+        raise UsageError(f"the theory part (stam.theory.numeric) is not available yet: {exc}") from None
+
+
+def coupling(numeric, lam: float, nc: NetworkConstants):
+    """The Constants of H = (lam/2)||x-y||^2 with the caller's L1, A, C."""
+    return numeric.quadratic_coupling(lam, L1=nc.L1, A=2.0 * max(nc.a_G, lam), C=nc.C)
+
+
+def region_gamma_lambda(numeric, gammas, lams, nc: NetworkConstants):
+    """Boolean grid (len(lams), len(gammas)): K1 > 0 and [(L2*)^2+(L5*)^2] gamma^2 <= 1; and
+    T_min (nan outside)."""
+    admissible = np.zeros((len(lams), len(gammas)), dtype=bool)
+    tmin = np.full(admissible.shape, np.nan)
+    for i, lam in enumerate(lams):
+        c = coupling(numeric, float(lam), nc)
+        ok = (np.asarray(numeric.K1(gammas, c)) > 0) & ((c.L2**2 + c.L5**2) * gammas**2 <= 1)
+        admissible[i] = ok
+        if ok.any():
+            t = np.asarray(numeric.T_min(gammas[ok], c, nc.delta0, nc.M0, nc.eps), dtype=float)
+            tmin[i, ok] = t
+    return admissible, tmin
+
+
+def beta_min(numeric, gammas, lam: float, nc: NetworkConstants):
+    """The smallest beta that Theorem conv-rate admits at each gamma (nan where gamma itself is not
+    admissible): the largest of its three lower bounds at T = nc.T."""
+    c = coupling(numeric, lam, nc)
+    bounds = numeric.beta_lower_bounds(nc.T, gammas, c, eps=nc.eps)
+    bmin = np.max(np.stack([np.broadcast_to(np.asarray(v, float), gammas.shape) for v in bounds.values()]), axis=0)
+    ok = (np.asarray(numeric.K1(gammas, c)) > 0) & ((c.L2**2 + c.L5**2) * gammas**2 <= 1)
+    return np.where(ok, bmin, np.nan)
+
+
+def check_stages(numeric, nc: NetworkConstants, stages=None) -> list[dict]:
+    """The theorem's verdict at the first and last (gamma, beta) of each paper stage."""
+    out = []
+    for st in stages or paper_stages():
+        c = coupling(numeric, st.lam, nc)
+        for where, g, b in (("start", st.gamma[0], st.beta[0]), ("end", st.gamma[1], st.beta[1])):
+            res = numeric.check(g, b, c, T=nc.T, eps=nc.eps, delta0=nc.delta0, M0=nc.M0)
+            out.append({"setting": st.name, "at": where, "gamma": g, "lambda": st.lam, "beta": b, **res})
+    return out
+
+
+def group_stages(stages) -> list[tuple[str, list[Stage]]]:
+    """Stages that start at the same (gamma, lambda, beta) (to 2 digits) share one marker and label."""
+    groups: dict[tuple, list[Stage]] = {}
+    for st in stages:
+        groups.setdefault(tuple(f"{v:.2g}" for v in (st.gamma[0], st.lam, st.beta[0])), []).append(st)
+    return [(" = ".join(s.name for s in members), members) for members in groups.values()]
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
+def _draw_group(ax, members: list[Stage], label: str, marker: str, y_of) -> None:
+    """One marker at the common start; for a schedule, an arrow to where it ends (open marker)."""
+    x0, y0 = members[0].gamma[0], y_of(members[0], 0)
+    ax.plot([x0], [y0], linestyle="none", marker=marker, markersize=8, color=PAPER_COLOR,
+            markeredgecolor="black", label=label, zorder=5)
+    for st in members:
+        x1, y1 = st.gamma[1], y_of(st, 1)
+        if (x1, y1) != (x0, y0):
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0), zorder=4,
+                        arrowprops=dict(arrowstyle="->", color=PAPER_COLOR, lw=1.3, shrinkA=4, shrinkB=3))
+            ax.plot([x1], [y1], linestyle="none", marker=marker, markersize=6, markerfacecolor="white",
+                    markeredgecolor=PAPER_COLOR, zorder=5)
+
+
+def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, numeric=None, resolution: int = 220):
+    """Figure 2 (two panels), see the module docstring."""
+    numeric = numeric or theory_numeric()
+    stages = list(stages) if stages is not None else paper_stages()
+    groups = group_stages(stages)
+    fig, axes = new_figure(2, 1, panel_size=(6.2, 6.4))
+    ax, bx = axes[0]
+    gammas = np.logspace(-4, 1.5, resolution)
+
+    # -- (gamma, lambda) -------------------------------------------------------------------
+    lams = np.logspace(-2, 1.5, resolution)
+    admissible, tmin = region_gamma_lambda(numeric, gammas, lams, nc)
+    G, LAM = np.meshgrid(gammas, lams)
+    ax.contourf(G, LAM, admissible.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
+    ax.contour(G, LAM, admissible.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=1.5)
+    logt = np.log10(np.where(np.isfinite(tmin) & (tmin > 0), tmin, np.nan))
+    if np.isfinite(logt).any():
+        lo, hi = np.floor(np.nanmin(logt)), np.ceil(np.nanmax(logt))
+        levels = np.arange(lo, hi + 1, max(1.0, np.ceil((hi - lo) / 6)))
+        if len(levels) >= 2:
+            cs = ax.contour(G, LAM, logt, levels=levels, colors=[GREY], linewidths=0.8, linestyles="--")
+            ax.clabel(cs, fmt=lambda v: f"$10^{{{v:.0f}}}$", fontsize=7)
+    ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
+                    label="admissible: K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1")
+    ax.plot([], [], color=GREY, linestyle="--", linewidth=0.8,
+            label=f"T_min of Theorem conv-rate (iterations, \u03b5={nc.eps:g})")
+    for k, (label, members) in enumerate(groups):
+        _draw_group(ax, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.lam)
+    ax.plot([], [], linestyle="none", marker="o", markersize=6, markerfacecolor="white", markeredgecolor=PAPER_COLOR,
+            label="end of a schedule (arrow from its start)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(gammas[0], gammas[-1])
+    ax.set_ylim(lams[0], lams[-1])
+    ax.set_xlabel("\u03b3 (step size of the x- and u-steps)")
+    ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)")
+    ax.set_title("(\u03b3, \u03bb): admissible region vs the paper's settings", fontsize=10)
+    ax.grid(True, which="major", alpha=0.25)
+    legend_below(ax)
+
+    # -- (gamma, beta) ---------------------------------------------------------------------
+    lam_values = sorted({st.lam for st in stages})
+    styles = ["-", "--", "-.", ":"]
+    all_b = []
+    for j, lam in enumerate(lam_values):
+        bmin = beta_min(numeric, gammas, lam, nc)
+        all_b.append(bmin[np.isfinite(bmin)])
+        bx.plot(gammas, bmin, color=ADMISSIBLE_COLOR, linestyle=styles[j % len(styles)], linewidth=1.5,
+                label=f"\u03bb={lam:g}: admissible above this line")
+        bx.fill_between(gammas, bmin, 1e30, where=np.isfinite(bmin), color=ADMISSIBLE_COLOR, alpha=0.1, linewidth=0)
+    for k, (label, members) in enumerate(groups):
+        _draw_group(bx, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.beta[i])
+    finite_b = np.concatenate(all_b + [np.array([b for st in stages for b in st.beta])])
+    bx.set_xscale("log")
+    bx.set_yscale("log")
+    bx.set_xlim(gammas[0], gammas[-1])
+    bx.set_ylim(10 ** np.floor(np.log10(finite_b.min()) - 0.5), 10 ** np.ceil(np.log10(finite_b.max()) + 0.5))
+    bx.set_xlabel("\u03b3 (step size of the x- and u-steps)")
+    bx.set_ylabel("\u03b2 (proximal weight of the y-step)")
+    bx.set_title(f"(\u03b3, \u03b2) at T = {nc.T:,} iterations: Theorem conv-rate's conditions", fontsize=10)
+    bx.grid(True, which="major", alpha=0.25)
+    legend_below(bx)
+    fig.suptitle("Where the paper's experiments stand relative to the theorem, H = \u03bb/2\u2016x\u2212y\u2016\u00b2\n"
+                 f"(constants a network does not reveal: {nc.describe()})", fontsize=11)
+    return fig

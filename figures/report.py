@@ -1,0 +1,278 @@
+"""``stam report`` and ``stam plot``: every figure and table for the results given, as one
+self-contained HTML page (images embedded as base64 PNG, no JavaScript, readable offline).
+
+The page starts with a header listing each result with its versions, parameters and time (from
+the files' provenance); each figure links to its PDF and to copies of the data files it was drawn
+from (copied into ``DIR/data`` and linked relatively, so the folder can be moved or zipped).
+Every section is always present; a section without results says what would fill it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stam.errors import UsageError
+from stam.figures.cli import PLOT_KINDS
+from stam.figures.results import Result, ResultSet, load_results
+from stam.io import atomic_write_bytes, atomic_write_text
+
+#: (id, heading) of every section of the page, in order.
+SECTIONS = (
+    ("runs", "Results and provenance"),
+    ("paper-check", "Paper audit"),
+    ("stepsize", "Admissible step sizes"),
+    ("admissible", "The admissible region and the paper's settings"),
+    ("rates", "Synthetic rates against Theorem conv"),
+    ("pep", "Exact worst case by performance estimation"),
+    ("compare", "Synthetic comparison with baselines"),
+    ("training", "Training curves"),
+    ("practice", "Theory beside practice"),
+    ("accuracy", "Best test accuracy"),
+)
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1180px;margin:2em auto;
+padding:0 1.2em;color:#1a1a1a;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
+nav ol{columns:2;font-size:.95em} figure{margin:1.2em 0} figure img{max-width:100%;height:auto;border:1px solid #ddd}
+figcaption{font-size:.9em;color:#444;margin-top:.3em}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em;display:block;overflow-x:auto}
+caption{text-align:left;font-weight:600;padding:.3em 0;caption-side:top}
+th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:top}
+th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
+.note{color:#555;font-style:italic} .verdict-misprint,.verdict-error{color:#D55E00;font-weight:600}
+code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
+"""
+
+
+@dataclass
+class Section:
+    id: str
+    heading: str
+    parts: list[str] = field(default_factory=list)
+
+    def add(self, fragment: str) -> None:
+        self.parts.append(fragment)
+
+    def html(self) -> str:
+        body = "\n".join(self.parts) or '<p class="note">No results of this kind were given.</p>'
+        return f'<section id="{self.id}">\n<h2>{html.escape(self.heading)}</h2>\n{body}\n</section>'
+
+
+def make_figure(kind: str, results: ResultSet, nc=None):
+    """The matplotlib figure ``kind`` (one of :data:`PLOT_KINDS`) for ``results``.
+
+    Raises ValueError when the results hold nothing to draw for this kind."""
+    if kind == "rates":
+        from stam.figures.rates import plot_rates
+
+        return plot_rates([r.data for r in results["synthetic-rates"]], [r.data for r in results["pep-sweep"]])
+    if kind == "admissible":
+        from stam.figures.admissible import NetworkConstants, plot_admissible
+
+        return plot_admissible(nc or NetworkConstants())
+    if kind == "training":
+        from stam.figures.training import plot_training
+
+        return plot_training([r.data for r in results["train-run"]])
+    if kind == "practice":
+        from stam.figures.training import plot_practice
+
+        return plot_practice([r.data for r in results["train-run"]])
+    raise UsageError(f"unknown figure kind {kind!r}; choose one of: {', '.join(PLOT_KINDS)}")
+
+
+def _sources(kind: str, results: ResultSet) -> list[Result]:
+    return {
+        "rates": results["synthetic-rates"] + results["pep-sweep"],
+        "admissible": [],
+        "training": results["train-run"],
+        "practice": results["train-run"],
+    }[kind]
+
+
+class _Page:
+    """Collects the output folder's files: figures (PNG+PDF), tables (md+tex), copied data."""
+
+    def __init__(self, out_dir: Path):
+        self.out = out_dir
+        self.data_links: dict[int, list[str]] = {}
+        self._used: set[str] = set()
+
+    def copy_data(self, result: Result) -> list[str]:
+        """Copy the result's files into DIR/data once; return their relative links."""
+        key = id(result)
+        if key not in self.data_links:
+            links = []
+            prefix = result.path.name if result.kind == "train-run" else ""
+            for f in result.files:
+                name = f"{prefix}-{f.name}" if prefix else f.name
+                base, n = name, 2
+                while name in self._used:
+                    name = f"{Path(base).stem}-{n}{Path(base).suffix}"
+                    n += 1
+                self._used.add(name)
+                dest = self.out / "data" / name
+                if f.resolve() != dest.resolve():
+                    atomic_write_bytes(dest, f.read_bytes())
+                links.append(f"data/{name}")
+            self.data_links[key] = links
+        return self.data_links[key]
+
+    def figure(self, name: str, fig, caption: str, sources: list[Result]) -> str:
+        from stam.figures.style import save_figure
+
+        png, pdf = save_figure(fig, self.out / "figures" / name)
+        fig.clf()
+        b64 = base64.b64encode(png.read_bytes()).decode("ascii")
+        links = [f'<a href="figures/{pdf.name}">PDF</a>', f'<a href="figures/{png.name}">PNG</a>']
+        for r in sources:
+            links += [f'<a href="{link}">{html.escape(Path(link).name)}</a>' for link in self.copy_data(r)]
+        files = " \u00b7 ".join(links)
+        return (f'<figure id="fig-{name}"><a href="figures/{pdf.name}"><img alt="{html.escape(caption)}" '
+                f'src="data:image/png;base64,{b64}"></a><figcaption>{html.escape(caption)} '
+                f'<span class="small">Data and files: {files}</span></figcaption></figure>')
+
+    def table(self, name: str, table) -> str:
+        md = atomic_write_text(self.out / "tables" / f"{name}.md", table.to_markdown())
+        tex = atomic_write_text(self.out / "tables" / f"{name}.tex", table.to_latex())
+        return (table.to_html() + f'<p class="small">As <a href="tables/{md.name}">Markdown</a> \u00b7 '
+                f'<a href="tables/{tex.name}">LaTeX</a></p>')
+
+
+def _versions(prov: dict) -> str:
+    v = prov.get("versions") or {}
+    return ", ".join(f"{k} {val}" for k, val in v.items()) or "\u2013"
+
+
+def _params(result: Result) -> str:
+    d = result.data if isinstance(result.data, dict) else {}
+    if result.kind == "train-run":
+        cfg = dict(d.get("config") or {})
+        cfg.pop("provenance", None)
+        params = {k: v for k, v in cfg.items() if not isinstance(v, (dict, list))}
+    elif result.kind == "pep-sweep":
+        params = {k: d.get(k) for k in ("lam", "gamma", "beta")}
+    elif result.kind == "paper-check":
+        params = {"findings": len(result.data)}
+    else:
+        params = {k: v for k, v in (d.get("params") or {}).items() if not isinstance(v, (dict, list))}
+    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    return text if len(text) <= 400 else text[:400] + " \u2026"
+
+
+def _header(page: _Page, results: ResultSet) -> str:
+    from stam.figures.tables import Table
+
+    rows = []
+    for r in results.all():
+        prov = r.provenance
+        links = " ".join(page.copy_data(r))
+        rows.append([r.name, r.kind, prov.get("created", "\u2013"), _versions(prov), _params(r), links])
+    if not rows:
+        return '<p class="note">No result files were given; only the theory figures are shown.</p>'
+    t = Table("Every result on this page", ["Result", "Kind", "Created", "Versions", "Parameters", "Data"], rows)
+    return t.to_html()
+
+
+def _try_figure(section: Section, page: _Page, kind: str, results: ResultSet, caption: str, nc=None) -> None:
+    try:
+        fig = make_figure(kind, results, nc)
+    except ValueError as exc:  # nothing of this kind to draw
+        section.add(f'<p class="note">{html.escape(str(exc))}.</p>')
+        return
+    except UsageError as exc:  # a part of the toolkit that is not there
+        section.add(f'<p class="note">Not available: {html.escape(str(exc))}.</p>')
+        return
+    section.add(page.figure(kind, fig, caption, _sources(kind, results)))
+
+
+def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice") -> Path:
+    """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path."""
+    from stam.figures import tables as T
+
+    out_dir = Path(out_dir)
+    results = load_results(paths)
+    page = _Page(out_dir)
+    sec = {sid: Section(sid, heading) for sid, heading in SECTIONS}
+
+    sec["runs"].add(_header(page, results))
+
+    for i, r in enumerate(results["paper-check"]):
+        findings = r.data
+        bad = [f for f in findings if str(f.get("verdict")) != "ok"]
+        sec["paper-check"].add(f"<p>{len(findings)} checks; {len(bad)} not as printed: "
+                               f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
+        sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
+
+    for i, r in enumerate(results["stepsize"]):
+        sec["stepsize"].add(page.table(f"stepsize-{i}", T.stepsize_table(r.data)))
+
+    from stam.figures.admissible import NetworkConstants, check_stages, theory_numeric
+
+    nc = nc or NetworkConstants()
+    _try_figure(sec["admissible"], page, "admissible", results,
+                "The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
+                "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
+                f"(Table para, Section sub:3.3). Constants not known for a network: {nc.describe()}.", nc)
+    try:
+        sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(theory_numeric(), nc))))
+    except UsageError:
+        pass  # the figure's note already says the theory part is missing
+
+    _try_figure(sec["rates"], page, "rates", results,
+                "min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "
+                "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given.")
+    for r in results["synthetic-rates"]:
+        sec["rates"].add(page.table(f"rates-{r.data.get('problem', r.path.stem)}", T.rates_table(r.data)))
+    for i, r in enumerate(results["pep-sweep"]):
+        sec["pep"].add(page.table(f"pep-{i}", T.pep_table(r.data)))
+    if results["pep-sweep"]:
+        sec["pep"].add('<p class="small">The curves are drawn in the last panel of the rates figure above.</p>')
+    for r in results["synthetic-compare"]:
+        sec["compare"].add(page.table(f"compare-{r.data.get('problem', r.path.stem)}", T.compare_table(r.data)))
+
+    _try_figure(sec["training"], page, "training", results,
+                "Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
+                "STAM presets share STAM's colour.")
+    _try_figure(sec["practice"], page, "practice", results,
+                "STAM's stationarity proxies per epoch (log axes) beside the O(1/\u221aT) shape; shaded epochs: the "
+                "(\u03b3, \u03bb, \u03b2) in force satisfied the theorem's conditions.")
+    runs = results["train-run"]
+    for ds in sorted({str(r.data["summary"].get("dataset", "?")) for r in runs}):
+        summaries = [r.data["summary"] for r in runs if str(r.data["summary"].get("dataset", "?")) == ds]
+        sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries)))
+
+    nav = "".join(f'<li><a href="#{sid}">{html.escape(h)}</a></li>' for sid, h in SECTIONS)
+    from stam.io import provenance
+
+    prov = provenance()
+    doc = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>\n<header><h1>{html.escape(title)}</h1>"
+        f'<p class="small">Report made {html.escape(prov["created"])} by {html.escape(_versions(prov))}. '
+        "Paper: Bian, Liu, Zhang, <i>A stochastic three-block splitting algorithm and its application to quantized "
+        "deep neural networks</i>.</p></header>\n"
+        f"<nav><ol>{nav}</ol></nav>\n" + "\n".join(s.html() for s in sec.values()) + "\n</body></html>\n"
+    )
+    return atomic_write_text(out_dir / "report.html", doc)
+
+
+def plot_one(kind: str, paths, out, nc=None) -> tuple[Path, Path]:
+    """``stam plot``: one figure as ``out`` with its PNG/PDF twin beside it."""
+    from stam.figures.style import save_figure
+
+    out = Path(out)
+    if out.suffix.lower() not in (".png", ".pdf", ""):
+        raise UsageError(f"-o {out}: the figure is written as PNG and PDF; give a name ending in .png or .pdf")
+    results = load_results(paths)
+    try:
+        fig = make_figure(kind, results, nc)
+    except ValueError as exc:
+        raise UsageError(f"cannot draw {kind!r} from {', '.join(map(str, paths)) or 'no results'}: {exc}") from None
+    return save_figure(fig, out.with_suffix("") if out.suffix else out)

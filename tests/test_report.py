@@ -1,0 +1,167 @@
+"""`stam report` and `stam plot`: the HTML page parses, is self-contained (embedded PNGs, no
+JavaScript, relative links that exist), has every section, and the tables render in Markdown and
+LaTeX; user mistakes are one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_figures import compare_fixture, paper_check_fixture, rates_fixture, write_all, write_run
+
+from stam.cli import main
+from stam.figures import tables as T
+from stam.figures.report import SECTIONS
+
+
+class Page(HTMLParser):
+    """Collects ids, images, links, scripts and text of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.imgs, self.links, self.scripts, self.text = [], [], [], 0, []
+        self.tables = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+        if tag == "img":
+            self.imgs.append(a.get("src", ""))
+        if tag == "a" and "href" in a:
+            self.links.append(a["href"])
+        if tag == "script":
+            self.scripts += 1
+        if tag == "table":
+            self.tables += 1
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    inputs = write_all(root)
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", *map(str, inputs), "-o", str(out)]) == 0
+    return out
+
+
+def test_report_parses_has_every_section_and_is_self_contained(report):
+    page = parse(report / "report.html")
+    for sid, _ in SECTIONS:
+        assert sid in page.ids, sid
+    assert page.scripts == 0
+    # rates and training and practice (admissible too once the theory part is there)
+    assert len(page.imgs) >= 3
+    for src in page.imgs:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:4] == b"\x89PNG"
+    for href in page.links:
+        if href.startswith("#"):
+            assert href[1:] in page.ids
+        else:
+            assert not href.startswith(("/", "http:", "https:", "file:")), href
+            assert (report / href).is_file(), href
+    text = " ".join(page.text)
+    assert "Rem=09836" in text and "misprint" in text  # paper-check table
+    assert "regression" in text and "sparse" in text  # both rates problems
+    assert "spring" in text  # comparison table
+    assert "Our1" in text and "STAM (admissible)" in text  # accuracy table
+    assert "created" not in text.lower() or "Created" in text  # provenance header
+    assert page.tables >= 6
+
+
+def test_report_links_each_figure_to_its_data(report):
+    html = (report / "report.html").read_text()
+    assert 'href="data/rates-regression.json"' in html and 'href="data/rates-regression.csv"' in html
+    assert 'href="data/pep.json"' in html
+    assert "data/mlp-bc-s0-log.jsonl" in html
+    assert (report / "figures" / "rates.pdf").read_bytes()[:4] == b"%PDF"
+    for name in ("paper-check-0", "compare-regression", "accuracy-digits"):
+        assert (report / "tables" / f"{name}.md").read_text().startswith("**")
+        assert "\\begin{tabular}" in (report / "tables" / f"{name}.tex").read_text()
+    assert not list(report.rglob(".*.tmp"))  # atomic writes left nothing behind
+
+
+def test_report_with_nothing_still_has_every_section(tmp_path):
+    assert main(["report", "-o", str(tmp_path)]) == 0
+    page = parse(tmp_path / "report.html")
+    assert all(sid in page.ids for sid, _ in SECTIONS)
+    assert "No results of this kind were given." in " ".join(page.text)
+
+
+def test_plot_writes_png_and_pdf(tmp_path, capsys):
+    write_all(tmp_path)
+    assert main(["plot", "rates", str(tmp_path / "rates-regression.json"), "-o", str(tmp_path / "r.png")]) == 0
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "r.pdf").is_file()
+    assert main(["plot", "training", str(tmp_path / "runs"), "-o", str(tmp_path / "t.pdf")]) == 0
+    assert (tmp_path / "t.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["plot", "rates", "-o", "x.png"], "cannot draw 'rates'"),
+        (["plot", "practice", "{runs}/mlp-bc-s0", "-o", "x.png"], "proxies"),
+        (["plot", "rates", "{root}/missing.json", "-o", "x.png"], "no such file"),
+        (["plot", "rates", "{root}/bad.json", "-o", "x.png"], "not valid JSON"),
+        (["plot", "rates", "{root}/other.json", "-o", "x.png"], "not a result"),
+        (["plot", "rates", "{root}/rates-regression.json", "-o", "x.svg"], ".png or .pdf"),
+        (["plot", "admissible", "-o", "x.png", "--eps", "-1"], "must be > 0"),
+    ],
+)
+def test_user_mistakes_are_one_line_errors(tmp_path, capsys, argv, message):
+    write_all(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    argv = [a.format(root=tmp_path, runs=tmp_path / "runs") for a in argv]
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse type errors
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def test_accuracy_table_layout_and_seeds(tmp_path):
+    summaries = []
+    for algo, preset, seed, acc in (("float", None, 0, 0.9), ("bc", None, 0, 0.80), ("bc", None, 1, 0.82),
+                                    ("stam", "our3", 0, 0.85), ("psgd", None, 0, 0.5)):
+        d = write_run(tmp_path, algo, preset, seed=seed, model="vgg11")
+        s = json.loads((d / "summary.json").read_text())
+        s.update(best_test_acc_binary=acc, dataset="cifar10")
+        summaries.append(s)
+    t = T.accuracy_table(summaries, paper={("vgg11", "BC"): 88.59})
+    assert t.header == ["DNN", "Float", "PSGD", "BC", "Our3"]  # Table cifar-res order
+    assert t.rows[0][0] == "VGG-11"
+    assert t.rows[0][1] == "62.00"  # float column: the float network's accuracy
+    assert t.rows[0][3].startswith("81.00 \u00b1 1.41 (n=2)") and "(paper 88.59)" in t.rows[0][3]
+    md, tex = t.to_markdown(), t.to_latex()
+    assert md.count("\n|") == 3 and "| VGG-11 |" in md
+    assert "\\pm" in tex and tex.count("\\hline") == 3 and "\\begin{tabular}{|c|c|c|c|c|}" in tex
+
+
+def test_other_tables_render():
+    assert T.paper_check_table(paper_check_fixture()).rows[0][1] == "misprint"
+    c = T.compare_table(compare_fixture())
+    assert [r[0] for r in c.rows] == ["stam", "spring", "bc"]
+    r = T.rates_table(rates_fixture())
+    assert len(r.rows) == 5 and r.rows[-1][3] == "no"
+    assert T.latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
+    assert "|" not in T.Table("c", ["a|b"], [["x|y"]]).to_markdown().replace("\\|", "").replace("| ", "").replace(" |", "").replace("|---|", "")
