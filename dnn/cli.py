@@ -1,5 +1,115 @@
-"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level."""
+"""Subcommands of this area (registered by ``stam.cli``): ``stam train`` and ``stam table``.
+Imports nothing heavy at module level (torch is imported by the handlers)."""
+
+from __future__ import annotations
+
+import argparse
+
+from stam.errors import positive_int
+
+MODELS = ("vgg11", "vgg16", "resnet18", "cnn", "mlp")
+DATASETS = ("cifar10", "cifar100", "digits")
+ALGOS = ("stam", "bc", "br", "psgd", "float")
+
+
+def _scale(text: str):
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor 'auto'") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be a number > 0 or 'auto'")
+    return value
+
+
+def _keep_float(text: str) -> tuple:
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    if text.strip() == "none":
+        return ()
+    bad = [p for p in parts if p not in ("first", "last")]
+    if bad or not parts:
+        raise argparse.ArgumentTypeError(f"{text!r}: give first, last, first,last or none")
+    return parts
 
 
 def register(subparsers) -> None:
     """Add this area's subcommands to ``stam``'s subparsers."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a binary-weight network (Section 3: STAM, BC, BR, PSGD, float)",
+        description="Train VGG-11/VGG-16/ResNet-18 (or the small CNN/MLP) with binary weights on CIFAR-10/100 or "
+        "digits, with the hyperparameter presets of Table para; one JSON line per epoch on stdout and in OUT/log.jsonl.",
+    )
+    p.add_argument("--model", choices=MODELS, default="vgg11")
+    p.add_argument("--dataset", choices=DATASETS, default="cifar10")
+    p.add_argument("--algo", choices=ALGOS, help="default: the algorithm of --preset")
+    p.add_argument("--preset", help="float, psgd, bc, br, our1, our2, our3, our3-cifar100 (default: the paper's for --algo; see --list-presets)")
+    p.add_argument("--list-presets", action="store_true", help="print the presets and their sources, then exit")
+    p.add_argument("--epochs", type=positive_int, help="default 1000 (the paper)")
+    p.add_argument("--batch-size", type=positive_int, help="global batch size, default 128 (the paper)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
+    p.add_argument("--schedule-scale", type=_scale, default=1.0, metavar="S|auto",
+                   help="run epoch e with the preset's hyperparameters at paper epoch round(e/S); 'auto' = epochs/1000")
+    p.add_argument("--keep-float", type=_keep_float, default=(), metavar="first,last",
+                   help="keep the first conv and/or last linear layer float (default: quantise every conv and linear weight)")
+    p.add_argument("--data-dir", default="data", help="folder with cifar-10-python.tar.gz etc. (default ./data)")
+    p.add_argument("--download", action="store_true", help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
+    p.add_argument("--out", help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
+    p.add_argument("--label", help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast for forward/backward")
+    p.add_argument("--eval-batch-size", type=positive_int, default=1000)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--quiet", action="store_true", help="do not print the per-epoch JSON lines on stdout")
+    p.set_defaults(func=_train)
+
+    t = subparsers.add_parser(
+        "table",
+        help="best binary test accuracy per model x algorithm, beside the paper's (Tables cifar-res, cifar100-res)",
+        description="Collect RUNS_DIR/**/summary.json and print the best binary test accuracy (float accuracy for the "
+        "float baseline) per model and algorithm as Markdown, the paper's numbers beside ours where a run exists.",
+    )
+    t.add_argument("runs_dir", metavar="RUNS_DIR")
+    t.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
+    t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
+    t.add_argument("--time", action="store_true", help="add the mean wall time per run")
+    t.set_defaults(func=_table)
+
+
+def _train(args) -> int:
+    import sys
+
+    from stam.dnn import presets
+
+    if args.list_presets:
+        for name, entry in presets.table()["presets"].items():
+            print(f"{name:14s} {entry['algo']:6s} {entry['source']}")
+        return 0
+    from stam.dnn.train import Diverged, TrainConfig, run
+
+    overrides = dict(presets.parse_override(s) for s in args.overrides)
+    cfg = TrainConfig(
+        model=args.model, dataset=args.dataset, algo=args.algo, preset=args.preset, epochs=args.epochs,
+        batch_size=args.batch_size, seed=args.seed, overrides=overrides, schedule_scale=args.schedule_scale,
+        keep_float=args.keep_float, data_dir=args.data_dir, download=args.download, out=args.out, resume=args.resume,
+        device=args.device, bf16=args.bf16, eval_batch_size=args.eval_batch_size, progress=not args.no_progress,
+        echo=not args.quiet, label=args.label,
+    )
+    try:
+        run(cfg)
+    except Diverged as exc:
+        print(f"stam: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _table(args) -> int:
+    from stam.dnn.table import render
+
+    print(render(args.runs_dir, latex=args.latex, dataset=args.dataset, with_time=args.time))
+    return 0

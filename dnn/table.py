@@ -1,0 +1,114 @@
+"""``stam table RUNS_DIR``: the best test accuracy of every run found under ``RUNS_DIR``, laid
+out like the paper's Tables cifar-res (CIFAR-10) and cifar100-res (CIFAR-100): one row per model,
+one column per algorithm, the paper's number beside ours where a run exists.
+
+A cell is the best test accuracy (%) with binary weights over the epochs of a run (for the Float
+column: with the float weights), as mean +- sample std over the runs (seeds) of that cell.
+Columns are the runs' labels (``Our3``, ``BC``, ...; a run with ``--set`` overrides is labelled
+``Our3*`` unless ``--label`` named it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from stam.dnn import presets
+from stam.dnn.models import DISPLAY_NAMES, MODEL_NAMES
+from stam.errors import UsageError
+
+DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
+COLUMN_ORDER = ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
+
+
+def collect(runs_dir: str | Path) -> list[dict]:
+    """Every ``summary.json`` of kind ``train-run`` under ``runs_dir``."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        raise UsageError(f"{runs_dir}: not a directory; give the folder that holds the run directories")
+    out = []
+    for path in sorted(root.rglob("summary.json")):
+        try:
+            s = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(s, dict) and s.get("kind") == "train-run":
+            out.append(s)
+    return out
+
+
+def best_accuracy(summary: dict) -> float | None:
+    """What the paper tabulates: best binary test accuracy; the float network's for Float."""
+    return summary.get("best_test_acc_float" if summary.get("algo") == "float" else "best_test_acc_binary")
+
+
+def _stats(values: list[float]) -> tuple[float, float | None]:
+    m = sum(values) / len(values)
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
+    return m, sd
+
+
+def _cell(values: list[float], paper: float | None, digits: int = 2) -> str:
+    if not values:
+        return "–"
+    m, sd = _stats(values)
+    text = f"{m:.{digits}f}" + (f" ± {sd:.{digits}f} (n={len(values)})" if sd is not None else "")
+    return text + (f" [paper {paper:.2f}]" if paper is not None else "")
+
+
+def build(summaries: list[dict], dataset: str, with_time: bool = False) -> tuple[str, list[str], list[list[str]]]:
+    """(title, header, rows) for one data set."""
+    paper = presets.paper_results().get(dataset, {})
+    acc: dict[tuple[str, str], list[float]] = {}
+    secs: dict[tuple[str, str], list[float]] = {}
+    for s in summaries:
+        value = best_accuracy(s)
+        if s.get("dataset") != dataset or value is None:
+            continue
+        key = (s["model"], s.get("label") or s.get("preset"))
+        acc.setdefault(key, []).append(float(value))
+        secs.setdefault(key, []).append(float(s.get("seconds", float("nan"))))
+    labels = {c for _, c in acc}
+    base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
+    columns = base + sorted(labels - set(base))
+    models = [m for m in MODEL_NAMES if m in paper or any(k[0] == m for k in acc)]
+    rows = []
+    for m in models:
+        row = [DISPLAY_NAMES[m]]
+        for c in columns:
+            key = (m, c)
+            row.append(_cell(acc.get(key, []), paper.get(m, {}).get(c) if key in acc else None))
+            if with_time:
+                row.append(_cell(secs[key], None, 1) if key in secs else "–")
+        rows.append(row)
+    header = ["DNN"] + [h for c in columns for h in ((c, f"{c} time (s)") if with_time else (c,))]
+    title = f"Best test accuracy (%), binary weights (Float: float weights) — {DATASET_TITLES.get(dataset, dataset)}"
+    return title, header, rows
+
+
+def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
+    lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
+def to_latex(title: str, header: list[str], rows: list[list[str]]) -> str:
+    esc = lambda s: s.replace("±", r"$\pm$").replace("–", "--").replace("%", r"\%").replace("_", r"\_")  # noqa: E731
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\begin{tabular}{|" + "|".join("c" * len(header)) + "|}", r"\hline",
+             " & ".join(map(esc, header)) + r" \\ \cline{1-%d}" % len(header)]
+    lines += [" & ".join(map(esc, r)) + r" \\ \cline{1-%d}" % len(header) for r in rows]
+    lines += [r"\end{tabular}", rf"\caption{{{esc(title)}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None, with_time: bool = False) -> str:
+    summaries = collect(runs_dir)
+    if not summaries:
+        raise UsageError(f"{runs_dir}: no run summaries (summary.json from 'stam train') found")
+    found = [d for d in ("cifar10", "cifar100", "digits") if any(s.get("dataset") == d for s in summaries)]
+    datasets = [dataset] if dataset else found
+    fmt = to_latex if latex else to_markdown
+    return "\n".join(fmt(*build(summaries, d, with_time)) for d in datasets)
+
+
+__all__ = ["collect", "build", "render", "best_accuracy", "to_markdown", "to_latex"]

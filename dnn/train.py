@@ -1,0 +1,388 @@
+"""``stam train``: binary-weight training of Section 3 with STAM (eq. (alg:stamm)), BinaryConnect
+(eq. (alg:BC)), BinaryRelax (eq. (alg:BR)), PSGD (eq. (alg:PSGD)) or float SGD.
+
+A run directory holds ``config.json`` (the resolved settings), ``log.jsonl`` (one object per
+epoch: train loss/accuracy, test accuracy with binary and with float weights, the
+hyperparameters in force, STAM's stationarity proxies averaged over the epoch and the check of
+Theorem conv's conditions for the (gamma, lambda, beta) in force), ``summary.json`` and
+``checkpoint.pt`` (after every epoch, atomically).  ``resume=True`` continues from the
+checkpoint exactly: model, optimiser, the global torch RNG and the two generators (shuffling,
+augmentation) are restored, and the hyperparameters of an epoch are a function of the epoch
+alone (:mod:`stam.dnn.presets`).
+
+Accuracies are in percent.  "Binary" test accuracy always uses weights in Q: the optimiser's
+``binary_weights()`` (V for STAM, Proj_Q of the float weights for BC, BR and PSGD), and for the
+float baseline the projection of its weights onto Q; "float" uses the float weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from stam.dnn import data as data_mod
+from stam.dnn import distributed, presets
+from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
+from stam.errors import UsageError
+from stam.io import atomic_path, atomic_write_json, atomic_write_text, provenance
+
+CHECKPOINT_FORMAT = 1
+
+#: Settings that must not change across a ``--resume`` (``epochs`` may grow).
+RUN_IDENTITY = ("model", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float", "bf16")
+
+
+class Diverged(RuntimeError):
+    """The training loss became NaN or infinite; the message is one line."""
+
+
+@dataclass
+class TrainConfig:
+    model: str = "vgg11"
+    dataset: str = "cifar10"
+    algo: str | None = None
+    preset: str | None = None
+    epochs: int | None = None  # default: the paper's 1000
+    batch_size: int | None = None  # default: the paper's 128 (global, split over processes)
+    seed: int = 0
+    overrides: dict = field(default_factory=dict)
+    schedule_scale: float | str = 1.0
+    keep_float: tuple = ()
+    data_dir: str = "data"
+    download: bool = False
+    out: str | None = None
+    resume: bool = False
+    device: str = "auto"
+    bf16: bool = False
+    eval_batch_size: int = 1000
+    progress: bool = True
+    echo: bool = True  # print each epoch's JSON line on stdout
+    label: str | None = None  # column name in ``stam table`` (default: the preset's, e.g. Our3; Our3* with overrides)
+
+
+# --------------------------------------------------------------------------- optimisers
+
+def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
+    """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`."""
+    if algo == "float":
+        return torch.optim.SGD(groups, lr=hyper["lr"], momentum=hyper["momentum"], weight_decay=hyper["weight_decay"])
+    from stam.dnn import optim
+
+    if algo == "stam":
+        return optim.STAM(groups, gamma=hyper["gamma"], lam=hyper["lam"], beta=hyper["beta"])
+    if algo == "bc":
+        return optim.BinaryConnect(groups, lr=hyper["lr"], weight_decay=hyper["weight_decay"])
+    if algo == "br":
+        return optim.BinaryRelax(groups, lr=hyper["lr"], lam=hyper["lam"], rho=1.0, weight_decay=hyper["weight_decay"])
+    if algo == "psgd":
+        return optim.PSGD(groups, lr=hyper["lr"], weight_decay=hyper["weight_decay"])
+    raise UsageError(f"unknown algorithm {algo!r}; choose one of {', '.join(presets.ALGOS)}")
+
+
+def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
+    """Put the hyperparameters of the current epoch into every parameter group."""
+    for group in opt.param_groups:
+        for key in presets.ALGO_HYPER[algo]:
+            if key in group:
+                group[key] = hyper[key]
+    if algo == "br" and hyper["project"]:
+        opt.switch_to_projection()
+
+
+@contextlib.contextmanager
+def projected_weights(opt: torch.optim.Optimizer):
+    """Float baseline: temporarily replace every quantised weight by its projection onto Q
+    (eq. (0411)); restores the float weights on exit."""
+    from stam.quantize import project_Q
+
+    saved = []
+    with torch.no_grad():
+        for group in opt.param_groups:
+            if group.get("quantize"):
+                for p in group["params"]:
+                    saved.append((p, p.detach().clone()))
+                    flat = p.reshape(1, -1)
+                    p.copy_(project_Q(flat, torch.zeros(flat.shape[1], dtype=torch.long, device=p.device), 1).view_as(p))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for p, v in saved:
+                p.copy_(v)
+
+
+def binary_weights(opt):
+    return opt.binary_weights() if hasattr(opt, "binary_weights") else projected_weights(opt)
+
+
+def float_weights(opt):
+    return opt.float_weights() if hasattr(opt, "float_weights") else contextlib.nullcontext()
+
+
+def theorem_status(algo: str, hyper: dict) -> dict | None:
+    """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.numeric``);
+    conditions that need constants unknown for a network (L1, A, C) are listed as unknown."""
+    if algo != "stam":
+        return None
+    from stam.theory.numeric import check, quadratic_coupling
+
+    r = check(hyper["gamma"], hyper["beta"], quadratic_coupling(hyper["lam"]))
+    finite = lambda v: float(v) if math.isfinite(v) else None  # noqa: E731  (strict JSON: no Infinity)
+    return {
+        "admissible": bool(r["admissible"]),
+        "violations": [{"condition": str(v["condition"]), "value": finite(v["value"]), "limit": finite(v["limit"])} for v in r["violations"]],
+        "unknown": [str(u) for u in r["unknown"]],
+    }
+
+
+# --------------------------------------------------------------------------- one step, one epoch
+
+def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast, memory_format=torch.contiguous_format):
+    """Forward, backward and one optimiser step on a uint8 batch; returns (loss, #correct) as
+    0-dim tensors (no host synchronisation)."""
+    x = data.normalise(x_uint8).contiguous(memory_format=memory_format)
+    opt.zero_grad(set_to_none=True)
+    with autocast():
+        out = net(x)
+        loss = F.cross_entropy(out.float(), y)
+    loss.backward()
+    opt.step()
+    return loss.detach(), (out.argmax(1) == y).sum()
+
+
+@torch.no_grad()
+def evaluate(model, data: data_mod.ImageData, ctx, batch: int, autocast, memory_format=torch.contiguous_format) -> float:
+    """Test accuracy (percent) of ``model`` as it stands; the test set is split over processes."""
+    model.eval()
+    xs, ys = data.test_x[ctx.rank :: ctx.world], data.test_y[ctx.rank :: ctx.world]
+    correct = torch.zeros((), dtype=torch.long, device=ctx.device)
+    for i in range(0, len(xs), batch):
+        with autocast():
+            out = model(data.normalise(xs[i : i + batch]).contiguous(memory_format=memory_format))
+        correct += (out.argmax(1) == ys[i : i + batch]).sum()
+    distributed.all_reduce_sum(correct, ctx)
+    return 100.0 * correct.item() / len(data.test_x)
+
+
+def _proxies(opt) -> tuple | None:
+    if not hasattr(opt, "stationarity_proxies"):
+        return None
+    p = opt.stationarity_proxies()
+    if isinstance(p, dict):
+        p = (p["grad"], p["z"])
+    return tuple(torch.as_tensor(v, dtype=torch.float64) for v in p)
+
+
+# --------------------------------------------------------------------------- the run
+
+def _json_line(record: dict) -> str:
+    return json.dumps(record, allow_nan=True)
+
+
+def _default_out(cfg: TrainConfig, preset: presets.Preset) -> Path:
+    return Path("runs") / f"{cfg.dataset}-{cfg.model}-{preset.name}-seed{cfg.seed}"
+
+
+def _identity(config: dict) -> dict:
+    return {k: config[k] for k in RUN_IDENTITY}
+
+
+def _rng_state(gen_shuffle, gen_aug, device) -> dict:
+    state = {"torch": torch.get_rng_state(), "shuffle": gen_shuffle.get_state(), "augment": gen_aug.get_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict, gen_shuffle, gen_aug, device) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    gen_shuffle.set_state(state["shuffle"].cpu())
+    gen_aug.set_state(state["augment"].cpu())
+    if "cuda" in state and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+
+
+class Trained(NamedTuple):
+    summary: dict  # also written to OUT/summary.json
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+
+
+def run(cfg: TrainConfig, checksums: dict | None = None) -> Trained:
+    """Train as ``cfg`` says (``checksums``: see :func:`stam.dnn.data.load_cifar`).
+    Raises :class:`Diverged` when the loss stops being finite (the last good checkpoint stays)."""
+    ctx = distributed.setup(cfg.device)
+    try:
+        return _run(cfg, ctx, checksums)
+    finally:
+        distributed.teardown(ctx)
+
+
+def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
+    defaults = presets.table()["defaults"]
+    epochs = cfg.epochs or defaults["epochs"]
+    batch_size = cfg.batch_size or defaults["batch_size"]
+    preset = presets.resolve(cfg.preset, cfg.algo, cfg.dataset, cfg.overrides, cfg.schedule_scale, epochs)
+    if batch_size % ctx.world:
+        raise UsageError(f"--batch-size {batch_size} must be divisible by the number of processes ({ctx.world})")
+    out = Path(cfg.out) if cfg.out else _default_out(cfg, preset)
+    ckpt_path = out / "checkpoint.pt"
+    if cfg.resume and not ckpt_path.is_file():
+        raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
+    if not cfg.resume and ckpt_path.is_file():
+        raise UsageError(f"{out} already holds a run (checkpoint.pt); pass --resume to continue it or choose another --out")
+
+    device = ctx.device
+    data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download and ctx.main, device, checksums)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, data.num_classes, data.image_shape).to(device)
+    memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
+    model = model.to(memory_format=memory_format)
+    groups = param_groups(model, cfg.keep_float)
+    opt = make_optimizer(preset.algo, groups, preset.at(1))
+    net = model
+    if ctx.world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    gen_shuffle = torch.Generator().manual_seed(cfg.seed)
+    gen_aug = torch.Generator(device=device).manual_seed(cfg.seed + 1)
+    use_bf16 = cfg.bf16
+    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)  # noqa: E731
+
+    config = {
+        "model": cfg.model, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
+        "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
+        "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16,
+        "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
+        "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
+        "data_manifest_sha256": data.manifest, "train_size": len(data.train_x), "test_size": len(data.test_x),
+    }
+    records: list[dict] = []
+    start_epoch, seconds_total = 1, 0.0
+    if cfg.resume:
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=True)
+        old = ckpt["config"]
+        changed = [k for k in RUN_IDENTITY if old.get(k) != config[k]]
+        if changed:
+            raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        _set_rng_state(ckpt["rng"], gen_shuffle, gen_aug, device)
+        records, seconds_total = list(ckpt["log"]), float(ckpt["seconds"])
+        start_epoch = int(ckpt["epoch"]) + 1
+    if ctx.main:
+        atomic_write_json(out / "config.json", {"kind": "train-config", "provenance": provenance(), **config})
+
+    n_train = len(data.train_x)
+    local = batch_size // ctx.world
+    steps = n_train // batch_size + (1 if n_train % batch_size >= 2 * ctx.world else 0)  # keep a last partial batch unless tiny
+    for epoch in range(start_epoch, epochs + 1):
+        t0 = time.perf_counter()
+        hyper = preset.at(epoch)
+        apply_hyper(opt, preset.algo, hyper)
+        model.train()
+        perm = torch.randperm(n_train, generator=gen_shuffle).to(device)
+        loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+        correct = torch.zeros((), dtype=torch.long, device=device)
+        seen = 0
+        prox_sum, prox_n = None, 0
+        bar = _progress(cfg, ctx, steps, epoch, epochs)
+        for step in range(steps):
+            idx = perm[step * batch_size : (step + 1) * batch_size][ctx.rank :: ctx.world]
+            x, y = data.train_x[idx], data.train_y[idx]
+            if data.augment:
+                x = data_mod.augment(x, gen_aug)
+            loss, c = train_step(net, opt, x, y, data, autocast, memory_format)
+            loss_sum += loss * len(idx)
+            correct += c
+            seen += len(idx)
+            p = _proxies(opt)
+            if p is not None:
+                prox_sum = p if prox_sum is None else tuple(a + b for a, b in zip(prox_sum, p))
+                prox_n += 1
+            if (step + 1) % 25 == 0 or step + 1 == steps:
+                check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
+                if not torch.isfinite(check):
+                    bar.close()
+                    _diverged(out, config, records, epoch, step + 1, steps, check.item(), ctx)
+                bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
+            bar.update(1)
+        bar.close()
+        distributed.average_buffers(model, ctx)
+        totals = distributed.all_reduce_sum(torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)]), ctx)
+        with binary_weights(opt):
+            acc_bin = evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format)
+        with float_weights(opt):
+            acc_float = evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format)
+        seconds = time.perf_counter() - t0
+        seconds_total += seconds
+        record = {
+            "epoch": epoch, "paper_epoch": preset.paper_epoch(epoch),
+            "train_loss": totals[0].item() / totals[2].item(), "train_acc": 100.0 * totals[1].item() / totals[2].item(),
+            "test_acc_binary": acc_bin, "test_acc_float": acc_float, "hyper": hyper,
+            "proxy_grad": None if prox_sum is None else prox_sum[0].item() / prox_n,
+            "proxy_z": None if prox_sum is None else prox_sum[1].item() / prox_n,
+            "theorem": theorem_status(preset.algo, hyper), "seconds": seconds,
+        }
+        records.append(record)
+        if ctx.main:
+            _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total)
+            if cfg.echo:
+                print(_json_line(record), flush=True)
+        distributed.barrier(ctx)
+    summary = _summary(config, records, seconds_total, "completed")
+    if ctx.main:
+        atomic_write_json(out / "summary.json", summary)
+    return Trained(summary, model, opt)
+
+
+def _progress(cfg, ctx, steps, epoch, epochs):
+    from tqdm import tqdm
+
+    return tqdm(total=steps, desc=f"epoch {epoch}/{epochs}", file=sys.stderr, leave=False, dynamic_ncols=True, disable=not (cfg.progress and ctx.main))
+
+
+def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total) -> None:
+    ckpt = {
+        "format": CHECKPOINT_FORMAT, "epoch": epoch, "config": config, "model": model.state_dict(),
+        "optimizer": opt.state_dict(), "rng": _rng_state(gen_shuffle, gen_aug, device), "log": records, "seconds": seconds_total,
+    }
+    with atomic_path(out / "checkpoint.pt") as tmp:
+        torch.save(ckpt, tmp)
+    atomic_write_text(out / "log.jsonl", "".join(_json_line(r) + "\n" for r in records))
+
+
+def _summary(config, records, seconds_total, status) -> dict:
+    best_bin = max(records, key=lambda r: r["test_acc_binary"], default=None)
+    best_float = max(records, key=lambda r: r["test_acc_float"], default=None)
+    return {
+        "kind": "train-run", "provenance": provenance(), "status": status,
+        "model": config["model"], "model_name": DISPLAY_NAMES[config["model"]], "dataset": config["dataset"],
+        "algo": config["algo"], "preset": config["preset"], "label": config["label"], "seed": config["seed"],
+        "best_test_acc_binary": best_bin and best_bin["test_acc_binary"], "best_epoch_binary": best_bin and best_bin["epoch"],
+        "best_test_acc_float": best_float and best_float["test_acc_float"], "best_epoch_float": best_float and best_float["epoch"],
+        "final_test_acc_binary": records[-1]["test_acc_binary"] if records else None,
+        "final_test_acc_float": records[-1]["test_acc_float"] if records else None,
+        "epochs": len(records), "epochs_planned": config["epochs"], "seconds": seconds_total,
+        "batch_size": config["batch_size"], "schedule_scale": config["schedule_scale"], "overrides": config["overrides"],
+        "keep_float": config["keep_float"], "device": config["device"], "world_size": config["world_size"], "params": config["params"],
+    }
+
+
+def _diverged(out, config, records, epoch, step, steps, loss, ctx):
+    last = records[-1]["epoch"] if records else None
+    kept = f"the last good checkpoint (epoch {last}) is kept in {out / 'checkpoint.pt'}" if last else "no epoch had completed, so there is no checkpoint"
+    if ctx.main:
+        atomic_write_json(out / "summary.json", _summary(config, records, sum(r["seconds"] for r in records), f"diverged in epoch {epoch}"))
+    raise Diverged(f"training loss became {'nan' if math.isnan(loss) else 'inf'} in epoch {epoch} (by step {step} of {steps}); stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
+
+
+__all__ = ["TrainConfig", "Trained", "run", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]

@@ -1,0 +1,161 @@
+"""stam train: logs, exact resume, NaN stop, checkpoints loadable with weights_only, DDP with gloo."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from stam.cli import main
+from stam.dnn import train as T
+from stam.errors import UsageError
+
+ALGOS = ["float", "stam", "bc", "br", "psgd"]
+
+
+def cfg(tmp_path, name="run", **kw):
+    base = dict(model="mlp", dataset="digits", algo="float", epochs=2, out=str(tmp_path / name), progress=False, echo=False)
+    base.update(kw)
+    return T.TrainConfig(**base)
+
+
+def _log(path):
+    return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in (path / "log.jsonl").read_text().splitlines()]
+
+
+def _opt_available(algo):
+    if algo == "float":
+        return True
+    try:
+        import stam.dnn.optim  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_resume_is_exact(tmp_path, algo):
+    """2 epochs straight == 1 epoch + --resume + 1 epoch: same weights, optimiser state and log."""
+    if not _opt_available(algo):
+        pytest.skip("stam.dnn.optim not there yet")
+    kw = dict(algo=algo, schedule_scale=0.002 if algo != "float" else 1.0, seed=3)  # 2 epochs span the whole schedule
+    if algo == "float":
+        kw["overrides"] = {"lr": 0.05, "momentum": 0.9}
+    straight = T.run(cfg(tmp_path, "a", **kw))
+    T.run(cfg(tmp_path, "b", **{**kw, "epochs": 1}))
+    resumed = T.run(cfg(tmp_path, "b", **kw, resume=True))
+    for (k, v), (k2, v2) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2), k
+    sa, sb = straight.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    assert sa.keys() == sb.keys()
+    for i in sa:
+        for key, value in sa[i].items():
+            assert torch.equal(torch.as_tensor(value), torch.as_tensor(sb[i][key])), (i, key)
+    assert _log(tmp_path / "a") == _log(tmp_path / "b")
+    ckpt = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
+    assert ckpt["epoch"] == 2 and len(ckpt["log"]) == 2
+
+
+def test_log_and_summary_contents(tmp_path):
+    res = T.run(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
+    (rec,) = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert set(rec) >= {"epoch", "train_loss", "train_acc", "test_acc_binary", "test_acc_float", "hyper", "proxy_grad", "proxy_z", "theorem", "seconds"}
+    assert rec["hyper"] == {"lr": 0.1, "momentum": 0.0, "weight_decay": 1e-7} and rec["theorem"] is None
+    assert 0 <= rec["test_acc_binary"] <= 100 and rec["test_acc_float"] > 50  # float SGD learns digits in one epoch
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["kind"] == "train-run" and s["status"] == "completed" and s["best_test_acc_float"] == rec["test_acc_float"]
+    assert s == {**res.summary, "provenance": s["provenance"]}
+    c = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert c["params"]["quantized"] == 64 * 256 + 256 * 256 + 256 * 10  # every linear weight, no bias or BN
+
+
+def test_binary_accuracy_of_float_baseline_uses_projected_weights(tmp_path):
+    res = T.run(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
+    opt = res.optimizer
+    w = opt.param_groups[0]["params"][0]
+    before = w.detach().clone()
+    with T.projected_weights(opt):
+        assert torch.all(w.abs() == w.abs()[0, 0]) and torch.equal(w >= 0, before >= 0)
+        assert torch.allclose(w.abs()[0, 0], before.abs().mean())
+    assert torch.equal(w, before)
+
+
+def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    blow_up = [{"from": 1, "value": 0.1}, {"from": 2, "value": 1e30}]
+    with pytest.raises(T.Diverged, match=r"became (nan|inf) in epoch 2.*last good checkpoint \(epoch 1\)"):
+        T.run(cfg(tmp_path, epochs=3, overrides={"lr": blow_up}))
+    ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    assert ckpt["epoch"] == 1 and all(torch.isfinite(v).all() for v in ckpt["model"].values() if v.is_floating_point())
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged in epoch 2"
+
+
+def test_cli_one_line_errors(tmp_path, capsys):
+    out = str(tmp_path / "x")
+    cases = [
+        (["--preset", "our9"], "unknown preset"),
+        (["--algo", "bc", "--preset", "our3"], "is for --algo stam"),
+        (["--algo", "stam", "--set", "lr=0.1"], "allowed: gamma, lam, beta"),
+        (["--algo", "stam", "--set", "gamma=-1"], "gamma"),
+        (["--algo", "stam", "--resume"], "no checkpoint"),
+        (["--algo", "float", "--dataset", "cifar10", "--data-dir", str(tmp_path)], "cifar-10-python.tar.gz"),
+        (["--algo", "float", "--keep-float", "middle"], "first, last"),
+        (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
+    ]
+    for argv, match in cases:
+        assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--out", out, "--no-progress", *argv]) == 2
+        err = capsys.readouterr().err
+        assert match in err and err.count("\n") == 1, (argv, err)
+
+
+def _rc(argv):
+    """Exit status of ``stam ARGV`` (argparse errors exit through SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_existing_run_needs_resume_and_same_settings(tmp_path):
+    T.run(cfg(tmp_path, epochs=1))
+    with pytest.raises(UsageError, match="already holds a run"):
+        T.run(cfg(tmp_path, epochs=1))
+    with pytest.raises(UsageError, match="seed was 0, now 5"):
+        T.run(cfg(tmp_path, epochs=2, seed=5, resume=True))
+
+
+def test_cli_train_and_table(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        rc = main(["train", "--model", "mlp", "--dataset", "digits", "--algo", "float", "--epochs", "1", "--seed", str(seed),
+                   "--set", "lr=0.1", "--label", "Float", "--out", str(runs / f"f{seed}"), "--no-progress"])
+        assert rc == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and json.loads(lines[0])["epoch"] == 1
+    assert main(["table", str(runs)]) == 0
+    table = capsys.readouterr().out
+    assert "| DNN | Float |" in table and "| MLP |" in table and "(n=2)" in table
+
+
+def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
+    script = tmp_path / "ddp.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, torch
+        torch.set_num_threads(1)
+        from stam.dnn.train import TrainConfig, run
+        res = run(TrainConfig(model="mlp", dataset="digits", algo="float", epochs=1, overrides={{"lr": 0.1, "momentum": 0.9}},
+                              out={str(tmp_path / "ddp")!r}, progress=False, echo=False, device="cpu"))
+        torch.save(res.model.state_dict(), {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
+        assert res.summary["world_size"] == 2
+    """))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script)],
+                   check=True, env=env, capture_output=True, timeout=300)
+    a = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    b = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    first = torch.load(tmp_path / "ddp" / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(first[k], a[k]) for k in a)
+    assert json.loads((tmp_path / "ddp" / "summary.json").read_text())["world_size"] == 2
