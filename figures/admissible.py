@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stam.errors import UsageError
-from stam.figures.style import ADMISSIBLE_COLOR, GREY, PAPER_COLOR, legend_below, new_figure
+from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def region_gamma_lambda(numeric, gammas, lams, nc: NetworkConstants):
     tmin = np.full(admissible.shape, np.nan)
     for i, lam in enumerate(lams):
         c = coupling(numeric, float(lam), nc)
-        ok = (np.asarray(numeric.K1(gammas, c)) > 0) & ((c.L2**2 + c.L5**2) * gammas**2 <= 1)
+        ok = np.asarray(numeric.admissible_gamma(gammas, c), dtype=bool)
         admissible[i] = ok
         if ok.any():
             t = np.asarray(numeric.T_min(gammas[ok], c, nc.delta0, nc.M0, nc.eps), dtype=float)
@@ -119,10 +119,12 @@ def beta_min(numeric, gammas, lam: float, nc: NetworkConstants):
     """The smallest beta that Theorem conv-rate admits at each gamma (nan where gamma itself is not
     admissible): the largest of its three lower bounds at T = nc.T."""
     c = coupling(numeric, lam, nc)
-    bounds = numeric.beta_lower_bounds(nc.T, gammas, c, eps=nc.eps)
-    bmin = np.max(np.stack([np.broadcast_to(np.asarray(v, float), gammas.shape) for v in bounds.values()]), axis=0)
-    ok = (np.asarray(numeric.K1(gammas, c)) > 0) & ((c.L2**2 + c.L5**2) * gammas**2 <= 1)
-    return np.where(ok, bmin, np.nan)
+    ok = np.asarray(numeric.admissible_gamma(gammas, c), dtype=bool)
+    out = np.full(gammas.shape, np.nan)
+    if ok.any():
+        bounds = numeric.beta_lower_bounds(nc.T, gammas[ok], c, eps=nc.eps)
+        out[ok] = np.max(np.stack([np.broadcast_to(np.asarray(v, float), (ok.sum(),)) for v in bounds.values()]), axis=0)
+    return out
 
 
 def check_stages(numeric, nc: NetworkConstants, stages=None) -> list[dict]:
@@ -161,6 +163,21 @@ def _draw_group(ax, members: list[Stage], label: str, marker: str, y_of) -> None
                     markeredgecolor=PAPER_COLOR, zorder=5)
 
 
+def _label_positions(gammas, lams, values, levels, columns=(3e-3, 3e-4, 3e-2)) -> list[tuple[tuple, float]]:
+    """Where to write each contour's level: where it crosses one of a few fixed gamma columns
+    (matplotlib's automatic placement skips short, mostly horizontal contours)."""
+    out = []
+    for level in levels:
+        for g in columns:
+            col = values[:, int(np.argmin(np.abs(np.log(gammas / g))))]
+            idx = np.nonzero(np.diff(np.sign(col - level)) != 0)[0]
+            idx = [i for i in idx if np.isfinite(col[i]) and np.isfinite(col[i + 1])]
+            if idx:
+                out.append(((g, float(np.sqrt(lams[idx[0]] * lams[idx[0] + 1]))), level))
+                break
+    return out
+
+
 def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, numeric=None, resolution: int = 220):
     """Figure 2 (two panels), see the module docstring."""
     numeric = numeric or theory_numeric()
@@ -181,11 +198,13 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, nume
         lo, hi = np.floor(np.nanmin(logt)), np.ceil(np.nanmax(logt))
         levels = np.arange(lo, hi + 1, max(1.0, np.ceil((hi - lo) / 6)))
         if len(levels) >= 2:
-            cs = ax.contour(G, LAM, logt, levels=levels, colors=[GREY], linewidths=0.8, linestyles="--")
-            ax.clabel(cs, fmt=lambda v: f"$10^{{{v:.0f}}}$", fontsize=7)
+            ax.contour(G, LAM, logt, levels=levels, colors=["#404040"], linewidths=0.9, linestyles="--")
+            for (g, lam), level in _label_positions(gammas, lams, logt, levels):
+                ax.text(g, lam, f"$10^{{{level:.0f}}}$", fontsize=8, ha="center", va="center",
+                        bbox=dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.8))
     ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
                     label="admissible: K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1")
-    ax.plot([], [], color=GREY, linestyle="--", linewidth=0.8,
+    ax.plot([], [], color="#404040", linestyle="--", linewidth=0.9,
             label=f"T_min of Theorem conv-rate (iterations, \u03b5={nc.eps:g})")
     for k, (label, members) in enumerate(groups):
         _draw_group(ax, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.lam)

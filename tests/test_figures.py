@@ -238,3 +238,64 @@ def test_practice_without_proxies_is_an_error(tmp_path):
     d = write_run(tmp_path, "bc", None)
     with pytest.raises(ValueError, match="proxies"):
         TR.plot_practice([load_results([d])["train-run"][0].data])
+
+
+# -- figure 2: admissible region (uses stam.theory.numeric and the stam.dnn presets) ---------------
+
+from stam.figures import admissible as ADM  # noqa: E402
+from stam.theory import numeric  # noqa: E402
+
+
+def test_paper_stages_come_from_the_presets():
+    stages = {s.name: s for s in ADM.paper_stages()}
+    assert stages["Our1"].gamma == (8.0, 8.0) and stages["Our1"].lam == 0.5
+    assert stages["Our2"].gamma == (15.0, 0.3) and stages["Our2"].lam == 4.0
+    assert stages["Our3, epochs 81\u20131000"].gamma == (15.0, 0.3)
+    late = stages["Our3 (CIFAR-100), epochs 351\u20131000"]
+    assert late.lam == 15.0 and late.gamma[0] == 3.0 and late.gamma[1] == pytest.approx(5e-3)
+    assert late.beta[1] == pytest.approx(920.0)
+    labels = [label for label, _ in ADM.group_stages(stages.values())]
+    assert "Our1 = Our3, epochs 1\u201380" in labels and "Our2 = Our3, epochs 81\u20131000" in labels
+
+
+@given(st.floats(0.01, 30.0))
+def test_region_is_exactly_gamma_below_gamma_max(lam):
+    nc = ADM.NetworkConstants()
+    gammas = np.logspace(-4, 1.5, 200)
+    admissible, tmin = ADM.region_gamma_lambda(numeric, gammas, np.array([lam]), nc)
+    c = ADM.coupling(numeric, lam, nc)
+    assert np.array_equal(admissible[0], gammas < numeric.gamma_max(c))
+    assert np.all(np.isfinite(tmin[0][admissible[0]])) and np.isnan(tmin[0][~admissible[0]]).all()
+    bmin = ADM.beta_min(numeric, gammas, lam, nc)
+    assert np.array_equal(np.isfinite(bmin), admissible[0])
+    ok = admissible[0]
+    for bound in numeric.beta_lower_bounds(nc.T, gammas[ok], c, eps=nc.eps).values():
+        assert np.all(bmin[ok] >= bound)
+
+
+def test_paper_settings_against_the_theorem():
+    checks = ADM.check_stages(numeric, ADM.NetworkConstants())
+    assert not any(c["admissible"] for c in checks)  # none of the paper's settings is admissible
+    late_end = [c for c in checks if c["setting"].endswith("351\u20131000") and c["at"] == "end"][0]
+    names = [v["condition"] for v in late_end["violations"]]
+    assert not any(n.startswith("K1") for n in names)  # gamma = 5e-3 at lambda = 15: K1 > 0 holds
+    assert any("sqrt((L+M) A T)" in n for n in names)  # but beta = 920 is far too small
+
+
+def test_admissible_figure_draws_region_contours_and_paper_settings():
+    fig = ADM.plot_admissible(resolution=60)
+    ax, bx = fig.axes[:2]
+    for a in (ax, bx):
+        assert a.get_xscale() == "log" and a.get_yscale() == "log"
+        assert a.get_xlabel().startswith("\u03b3")
+    assert ax.get_ylabel().startswith("\u03bb") and bx.get_ylabel().startswith("\u03b2")
+    groups = ADM.group_stages(ADM.paper_stages())
+    for a in (ax, bx):
+        labels = [t.get_text() for t in a.get_legend().get_texts()]
+        assert all(label in labels for label, _ in groups)
+        # every paper setting lies inside the axes (log axes show both the region and the points)
+        x0, x1 = a.get_xlim()
+        assert all(x0 <= st.gamma[i] <= x1 for _, m in groups for st in m for i in (0, 1))
+    assert any(t.get_text().startswith("$10^{") for t in ax.texts)  # labelled T_min contours
+    assert len([ln for ln in bx.get_lines() if "admissible above" in ln.get_label()]) == 4  # one per lambda
+    assert "0.1" in fig._suptitle.get_text()  # the constants used are printed
