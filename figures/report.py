@@ -245,7 +245,7 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     runs = results["train-run"]
     for ds in sorted({str(r.data["summary"].get("dataset", "?")) for r in runs}):
         summaries = [r.data["summary"] for r in runs if str(r.data["summary"].get("dataset", "?")) == ds]
-        sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries)))
+        sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries, ds)))
 
     nav = "".join(f'<li><a href="#{sid}">{html.escape(h)}</a></li>' for sid, h in SECTIONS)
     from stam.io import provenance

@@ -57,7 +57,7 @@ class Result:
             s = d.get("summary") or {}
             from stam.figures.style import run_label
 
-            return f"{s.get('model', '?')} on {s.get('dataset', '?')}, {run_label(s.get('algo', '?'), s.get('preset'))}"
+            return f"{s.get('model', '?')} on {s.get('dataset', '?')}, {run_label(s.get('algo', '?'), s.get('preset'), s.get('label'))}"
         return f"{self.kind}: {self.path.name}"
 
 
@@ -135,7 +135,7 @@ def load_run(path: Path) -> Result:
         files.append(path / "log.jsonl")
     summary = data["summary"]
     config = data["config"]
-    for key in ("model", "dataset", "algo", "preset"):  # a run still in progress has no summary yet
+    for key in ("model", "dataset", "algo", "preset", "label"):  # a run still in progress has no summary yet
         if key not in summary and key in config:
             summary[key] = config[key]
     return Result("train-run", data, path, files)

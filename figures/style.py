@@ -89,8 +89,11 @@ def algo_color(name: str) -> str:
     return ALGO_COLORS.get(canonical_algo(name), GREY)
 
 
-def run_label(algo: str, preset: str | None = None) -> str:
-    """How the paper names a run: ``Our1`` for STAM with preset our1, ``BC`` for bc, ..."""
+def run_label(algo: str, preset: str | None = None, label: str | None = None) -> str:
+    """How the paper names a run: the label the run was given (``stam train --label``, or its
+    preset's: ``Our3``, ``BC``, ...), else ``Our1`` for STAM with preset our1, ``BC`` for bc, ..."""
+    if label:
+        return str(label)
     key = canonical_algo(algo)
     if key == "stam" and preset and str(preset).lower() not in ("", "default", "stam"):
         p = str(preset)
@@ -100,15 +103,15 @@ def run_label(algo: str, preset: str | None = None) -> str:
     return ALGO_NAMES.get(key, str(algo))
 
 
-def run_style(algo: str, preset: str | None = None, presets_seen: list[str] | None = None) -> dict:
+def run_style(algo: str, label: str, stam_labels: list[str] | None = None) -> dict:
     """matplotlib keyword arguments (color, linestyle, marker, label) for one run.
 
-    ``presets_seen`` is the sorted list of STAM presets in the figure, so each preset keeps one
-    line style within a figure."""
+    ``stam_labels`` is the sorted list of the STAM runs' labels in the figure (Our1, Our3, ...),
+    so that each keeps one line style within a figure."""
     key = canonical_algo(algo)
-    style = {"color": algo_color(key), "linestyle": "-", "marker": None, "label": run_label(algo, preset)}
-    if key == "stam" and presets_seen and preset in presets_seen and len(presets_seen) > 1:
-        ls, marker = _PRESET_STYLES[presets_seen.index(preset) % len(_PRESET_STYLES)]
+    style = {"color": algo_color(key), "linestyle": "-", "marker": None, "label": label}
+    if key == "stam" and stam_labels and label in stam_labels and len(stam_labels) > 1:
+        ls, marker = _PRESET_STYLES[stam_labels.index(label) % len(_PRESET_STYLES)]
         style.update(linestyle=ls, marker=marker)
     return style
 

@@ -2,7 +2,8 @@
 LaTeX, HTML), and the builders for each result kind:
 
 - :func:`accuracy_table`: best test accuracy per model x algorithm, laid out like the paper's
-  Tables cifar-res and cifar100-res (binary weights; the Float column is the float network);
+  Tables cifar-res and cifar100-res (binary weights; the Float column is the float network),
+  built by ``stam table``'s own :func:`stam.dnn.table.build`;
 - :func:`paper_check_table`: the findings of ``stam paper-check``;
 - :func:`compare_table`: ``stam synthetic compare``;
 - :func:`rates_table`, :func:`pep_table`, :func:`stepsize_table`, :func:`settings_table`.
@@ -16,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 from stam.figures.results import finite
-from stam.figures.style import canonical_algo, run_label
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -81,57 +81,14 @@ class Table:
 
 # -- best accuracies (Tables cifar-res, cifar100-res) ---------------------------------------
 
-#: Column order of Table cifar-res; other STAM presets follow.
-_PAPER_COLUMNS = ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
-MODEL_NAMES = {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "mlp": "MLP", "cnn": "CNN"}
+def accuracy_table(summaries: list[dict], dataset: str) -> Table:
+    """Best test accuracy (%) per model (rows) and algorithm (columns), mean +- std over seeds,
+    the paper's number beside ours where a run exists: the layout of ``stam table``
+    (:func:`stam.dnn.table.build`, which this reuses)."""
+    from stam.dnn.table import build
 
-
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "\u2013"
-    m = sum(values) / len(values)
-    if len(values) == 1:
-        return f"{m:.2f}"
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-    return f"{m:.2f} \u00b1 {sd:.2f} (n={len(values)})"
-
-
-def best_accuracy(summary: dict) -> float | None:
-    """The number the paper tabulates for a run, in percent: the best test accuracy with binary
-    weights, and for the float baseline the float network's."""
-    algo = canonical_algo(summary.get("algo", ""))
-    key = "best_test_acc_float" if algo == "float" else "best_test_acc_binary"
-    v = summary.get(key)
-    if not finite(v):
-        return None
-    return v * 100.0 if v <= 1.0 else float(v)
-
-
-def accuracy_table(summaries: list[dict], paper: dict | None = None) -> Table:
-    """Best test accuracy (%) per model (rows) and algorithm (columns), mean +- std over seeds.
-
-    ``paper`` maps (model, column) to the paper's number for this data set; where given, the cell
-    reads ``ours (paper p)``."""
-    datasets = sorted({str(s.get("dataset", "?")) for s in summaries})
-    cells: dict[tuple[str, str], list[float]] = {}
-    for s in summaries:
-        acc = best_accuracy(s)
-        if acc is not None:
-            cells.setdefault((str(s.get("model", "?")), run_label(s.get("algo", "?"), s.get("preset"))), []).append(acc)
-    models = sorted({m for m, _ in cells}, key=lambda m: (list(MODEL_NAMES).index(m) if m in MODEL_NAMES else 99, m))
-    present = {c for _, c in cells}
-    columns = [c for c in _PAPER_COLUMNS if c in present] + sorted(present - set(_PAPER_COLUMNS))
-    rows = []
-    for m in models:
-        row = [MODEL_NAMES.get(m, m)]
-        for c in columns:
-            text = _mean_std(cells.get((m, c), []))
-            if paper and (m, c) in paper:
-                text += f" (paper {paper[(m, c)]:.2f})"
-            row.append(text)
-        rows.append(row)
-    caption = f"Best test accuracy (%) with binary weights ({', '.join(datasets)}); Float: full-precision network"
-    return Table(caption, ["DNN"] + columns, rows)
+    title, header, rows = build(summaries, dataset)
+    return Table(title, header, rows)
 
 
 # -- the other result kinds -------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Figures 3 and 4: network runs (``stam train --out DIR`` folders).
 
 Figure 3, like the paper's Figures acc_cifar and acc_cifar100: one row per model, columns train
-accuracy, test accuracy with binary weights, test accuracy with float weights, one line per
-algorithm (STAM presets share STAM's colour and differ by line style).
+accuracy, test accuracy with binary weights, test accuracy with float weights (percent, as
+``stam train`` logs them), one line per algorithm (STAM presets share STAM's colour and differ by
+line style).
 
 Figure 4, theory beside practice: for each STAM run, the logged stationarity proxies per epoch
 (||grad L(W) + lambda (W - U)||^2 and (||X^t - X^{t-1}|| / gamma)^2, epoch averages, the two
@@ -43,10 +44,9 @@ def _series(log: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     return epochs, values
 
 
-def _percent(values: np.ndarray) -> np.ndarray:
-    """Accuracies as percentages whether logged as fractions or percentages."""
-    finite_v = values[np.isfinite(values)]
-    return values * 100.0 if finite_v.size and finite_v.max() <= 1.0 else values
+def label_of(summary: dict) -> str:
+    """The run's column name, as ``stam table`` uses it."""
+    return run_label(summary.get("algo", "?"), summary.get("preset"), summary.get("label"))
 
 
 def _sort_key(run) -> tuple:
@@ -62,13 +62,13 @@ def plot_training(runs: list[dict], title: str | None = None):
         raise ValueError("no train runs to plot")
     models = sorted({r["summary"].get("model", "?") for r in runs})
     datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
-    presets = sorted({str(r["summary"].get("preset")) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
+    stam_labels = sorted({label_of(r["summary"]) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
     fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(4.6, 3.5), sharex="row")
     for i, model in enumerate(models):
         labelled: set[str] = set()
         for run in sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key):
             s = run["summary"]
-            style = run_style(s.get("algo", "?"), str(s.get("preset")), presets)
+            style = run_style(s.get("algo", "?"), label_of(s), stam_labels)
             # several seeds of one configuration: one legend entry, thin lines
             label = style.pop("label")
             show = label not in labelled
@@ -76,7 +76,7 @@ def plot_training(runs: list[dict], title: str | None = None):
             for j, (key, _) in enumerate(COLUMNS):
                 epochs, acc = _series(run["log"], key)
                 if np.isfinite(acc).any():
-                    axes[i, j].plot(epochs, _percent(acc), markersize=3, markevery=max(1, len(epochs) // 10),
+                    axes[i, j].plot(epochs, acc, markersize=3, markevery=max(1, len(epochs) // 10),
                                     label=label if show else None, linewidth=1.4, **style)
         for j, (_, ylabel) in enumerate(COLUMNS):
             ax = axes[i, j]
@@ -136,7 +136,7 @@ def practice_panel(ax, run: dict) -> None:
     log_axes(ax)
     ax.set_xlabel("epochs")
     ax.set_ylabel("stationarity proxy (squared norm)")
-    ax.set_title(f"{s.get('model', '?')} on {s.get('dataset', '?')}, {run_label(s.get('algo', '?'), s.get('preset'))}",
+    ax.set_title(f"{s.get('model', '?')} on {s.get('dataset', '?')}, {label_of(s)}",
                  fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)

@@ -141,20 +141,22 @@ def test_user_mistakes_are_one_line_errors(tmp_path, capsys, argv, message):
 
 def test_accuracy_table_layout_and_seeds(tmp_path):
     summaries = []
-    for algo, preset, seed, acc in (("float", None, 0, 0.9), ("bc", None, 0, 0.80), ("bc", None, 1, 0.82),
-                                    ("stam", "our3", 0, 0.85), ("psgd", None, 0, 0.5)):
+    for algo, preset, seed, acc in (("float", None, 0, 90.0), ("bc", None, 0, 80.0), ("bc", None, 1, 82.0),
+                                    ("stam", "our3", 0, 85.0), ("psgd", None, 0, 50.0)):
         d = write_run(tmp_path, algo, preset, seed=seed, model="vgg11")
         s = json.loads((d / "summary.json").read_text())
         s.update(best_test_acc_binary=acc, dataset="cifar10")
         summaries.append(s)
-    t = T.accuracy_table(summaries, paper={("vgg11", "BC"): 88.59})
-    assert t.header == ["DNN", "Float", "PSGD", "BC", "Our3"]  # Table cifar-res order
-    assert t.rows[0][0] == "VGG-11"
-    assert t.rows[0][1] == "62.00"  # float column: the float network's accuracy
-    assert t.rows[0][3].startswith("81.00 \u00b1 1.41 (n=2)") and "(paper 88.59)" in t.rows[0][3]
+    t = T.accuracy_table(summaries, "cifar10")
+    assert t.header == ["DNN", "Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]  # Table cifar-res
+    assert [r[0] for r in t.rows] == ["VGG-11", "VGG-16", "ResNet-18"]
+    vgg11 = dict(zip(t.header, t.rows[0]))
+    assert vgg11["Float"].startswith("62.00")  # float column: the float network's accuracy
+    assert vgg11["BC"] == "81.00 ± 1.41 (n=2) [paper 88.59]"
+    assert vgg11["BR"] == "–"
     md, tex = t.to_markdown(), t.to_latex()
-    assert md.count("\n|") == 3 and "| VGG-11 |" in md
-    assert "\\pm" in tex and tex.count("\\hline") == 3 and "\\begin{tabular}{|c|c|c|c|c|}" in tex
+    assert md.count("\n|") == 5 and "| VGG-11 |" in md
+    assert "\\pm" in tex and tex.count("\\hline") == 5 and "\\begin{tabular}{|c|c|c|c|c|c|c|c|}" in tex
 
 
 def test_other_tables_render():
