@@ -1,0 +1,232 @@
+"""Rate experiment: STAM on a synthetic problem, min_t E S_t against Theorem conv.
+
+For each horizon ``T`` of a geometric grid, ``R`` independent runs (seeds of the sampling; all
+start from the problem's ``y^0`` by the start rule of :mod:`stam.algorithm`) are advanced by
+:func:`stam.algorithm.stam_step`.  All horizons and all seeds form one batch of
+``R * len(T_grid)`` rows; rows are ordered by horizon and the batch shrinks as horizons end, so
+the whole experiment is ``max(T_grid)`` vectorised steps (never a Python loop over runs).
+
+Parameters (default): ``gamma = gamma_fraction * gamma_max`` (:func:`stam.theory.numeric.gamma_max`,
+i.e. ``K1 > 0`` and ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``; also inside the problem's own limits,
+e.g. ``gamma < theta`` for MCP), and for each T ``beta = max{sqrt((L+M) A T), 2 K2/K1}``, the
+lower bounds of Theorem conv-rate without eps (:func:`stam.theory.numeric.beta_lower_bounds`).
+Explicit ``gamma``/``beta`` are checked against Theorem conv's hypotheses
+(:func:`stam.theory.numeric.check`); if they fail, the run needs ``allow_inadmissible`` and its
+rows carry ``admissible = False`` and ``bound = None``.
+
+Recorded per horizon T (rules):
+
+- Stationarity: ``S_t`` (:meth:`ThreeBlockProblem.stationarity`, full gradient) on the schedule
+  ``t in {0, ..., 15}`` plus a geometric grid of ratio 1.1 up to ``max(T_grid) - 1`` plus every
+  ``T_k - 1``.  ``E S_t`` is the mean over the R seeds at each scheduled t < T; ``S_min_mean`` is
+  the minimum of that mean over the scheduled t (``t*`` its argmin); ``S_min_std``,
+  ``S_min_lo``, ``S_min_hi`` are the standard deviation and the 10% / 90% quantiles over the seeds
+  at ``t*``.  The minimum over a subset of t is >= the minimum over all t, so
+  ``ratio = bound / S_min_mean >= 1`` on the schedule implies the theorem's inequality.
+- ``delta_0 = mean over seeds of G(y^0) + H(x^0, y^0) - GH_inf_lb`` with the certified lower bound
+  ``GH_inf_lb <= (G+H)^inf`` (so delta_0 is an upper bound of the paper's delta_0).
+- ``M_0' = mean over seeds of (M_0 - min_{0 <= t <= T} M_t)``, ``M_t`` of Lemma conv-lemma evaluated
+  at every step.  (The paper takes the infimum over all t >= 0; the proof of Theorem conv for
+  horizon T only needs ``M_t' >= 0`` for ``0 <= t <= T``, which this finite-horizon rule gives.)
+- ``bound`` = right-hand side of Theorem conv (:func:`stam.theory.numeric.theorem_rhs`) with the
+  problem's constants, when Theorem conv's hypotheses hold; ``ratio = bound / S_min_mean``.
+- ``slope`` / ``bound_slope``: least-squares slopes of ``log S_min_mean`` / ``log bound`` against
+  ``log T`` over the grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from stam.algorithm import as_batch_scalar, stam_step
+from stam.synthetic.problems import ThreeBlockProblem
+
+
+class InadmissibleError(ValueError):
+    """Explicit parameters outside the hypotheses of Theorem conv, without ``allow_inadmissible``."""
+
+
+def geometric_grid(T_min: int, T_max: int, points: int) -> list[int]:
+    """``points`` integers from ``T_min`` to ``T_max``, geometrically spaced (duplicates removed)."""
+    if T_min < 1 or T_max < T_min or points < 1:
+        raise ValueError(f"need 1 <= T_min <= T_max and points >= 1, got {T_min}, {T_max}, {points}")
+    return sorted({int(round(v)) for v in np.geomspace(T_min, T_max, points)})
+
+
+def eval_schedule(T_grid: list[int], dense: int = 16, ratio: float = 1.1) -> list[int]:
+    """The iterations t at which S_t is evaluated (module docstring)."""
+    T_max = max(T_grid)
+    ts = set(range(min(dense, T_max)))
+    v = float(dense)
+    while v < T_max:
+        ts.add(int(v))
+        v *= ratio
+    ts.update(T - 1 for T in T_grid)
+    return sorted(t for t in ts if t < T_max)
+
+
+def choose_parameters(problem: ThreeBlockProblem, T_grid, gamma=None, beta=None, gamma_fraction=0.5,
+                      allow_inadmissible=False):
+    """``(gamma, betas, admissible, info)``: the step sizes for each horizon (module docstring)."""
+    from stam.theory import numeric
+
+    c = problem.theory_constants()
+    gmax = numeric.gamma_max(c)
+    info = {"gamma_max": gmax}
+    if gamma is None:
+        if not 0 < gamma_fraction < 1:
+            raise ValueError(f"gamma_fraction must be in (0, 1), got {gamma_fraction}")
+        gamma = gamma_fraction * gmax
+        info["gamma_rule"] = f"{gamma_fraction:g} * gamma_max"
+    else:
+        info["gamma_rule"] = "given"
+    problem.check_gamma(gamma)
+    if beta is None:
+        if numeric.K1(gamma, c) <= 0:
+            raise InadmissibleError(
+                f"gamma = {gamma:g} gives K1 <= 0 (gamma_max = {gmax:.4g}); Theorem conv-rate prescribes no beta: "
+                "give --beta together with --allow-inadmissible"
+            )
+        betas = [float(max(numeric.beta_lower_bounds(T, gamma, c).values())) for T in T_grid]
+        info["beta_rule"] = "max{sqrt((L+M) A T), 2 K2/K1} (Theorem conv-rate, no eps)"
+    else:
+        betas = [float(beta)] * len(T_grid)
+        info["beta_rule"] = "given"
+    checks = [numeric.check(gamma, b, c) for b in betas]
+    admissible = [ch["admissible"] for ch in checks]
+    if not all(admissible) and not allow_inadmissible:
+        bad = next(ch for ch in checks if not ch["admissible"])
+        what = "; ".join(f"{v['condition']}: {v['value']:.4g} vs limit {v['limit']:.4g}" for v in bad["violations"])
+        raise InadmissibleError(
+            f"gamma = {gamma:g}, beta = {betas[admissible.index(False)]:g} violate Theorem conv ({what}); "
+            "add --allow-inadmissible to run them anyway (rows are then marked admissible=false, bound=null)"
+        )
+    return float(gamma), betas, admissible, info
+
+
+def _quantiles(x: torch.Tensor) -> tuple[float, float]:
+    q = torch.quantile(x, torch.tensor([0.1, 0.9], dtype=x.dtype, device=x.device))
+    return float(q[0]), float(q[1])
+
+
+def _finite(v):
+    return v if v is not None and math.isfinite(v) else None
+
+
+def _slope(T, vals) -> float | None:
+    pts = [(math.log(t), math.log(v)) for t, v in zip(T, vals) if v is not None and v > 0 and math.isfinite(v)]
+    if len(pts) < 2:
+        return None
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=None, gamma_fraction=0.5,
+              allow_inadmissible=False, seed: int = 0, progress: bool = True) -> dict:
+    """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
+    (without ``provenance``, which the writer adds)."""
+    from tqdm import tqdm
+
+    from stam.theory import numeric
+
+    T_grid = sorted({int(T) for T in T_grid})
+    if not T_grid or T_grid[0] < 1 or R < 1:
+        raise ValueError(f"need horizons T >= 1 and R >= 1, got T_grid={T_grid}, R={R}")
+    gamma, betas, admissible, info = choose_parameters(problem, T_grid, gamma, beta, gamma_fraction, allow_inadmissible)
+    c = problem.theory_constants()
+    dev, dt = problem.y0.device, problem.y0.dtype
+    K, T_max = len(T_grid), T_grid[-1]
+    rows_total = K * R
+    beta_rows = torch.tensor(betas, dtype=dt, device=dev).repeat_interleave(R)
+    gen = torch.Generator(device=dev).manual_seed(seed)
+
+    schedule = eval_schedule(T_grid)
+    col = {t: j for j, t in enumerate(schedule)}
+    S_rec = torch.full((rows_total, len(schedule)), math.nan, dtype=dt, device=dev)
+
+    state = problem.start(rows_total, gamma)
+    phi0 = problem.G.value(state.y) + problem.H.H(state.x, state.y)
+    M0 = problem.lyapunov(state, gamma)
+    M_min = M0.clone()
+    first = 0  # rows [first:] are still running
+    k_next = 0
+    with tqdm(total=T_max, desc=f"stam {problem.name}", disable=not progress, leave=False, unit="it") as bar:
+        for t in range(T_max):
+            if t in col:
+                S_rec[first:, col[t]] = problem.stationarity(state.u, state.y)
+            grad = problem.stochastic_grad(state.y, gen)
+            state = stam_step(state, grad, problem, gamma, as_batch_scalar(beta_rows[first:], state.y))
+            M_min[first:] = torch.fmin(M_min[first:], problem.lyapunov(state, gamma))
+            while k_next < K and T_grid[k_next] == t + 1:
+                first += R
+                k_next += 1
+                state = type(state)(*(v[R:] for v in state))
+            bar.update(1)
+
+    rows, details = [], []
+    for k, T in enumerate(T_grid):
+        sl = slice(k * R, (k + 1) * R)
+        cols = [j for j, t in enumerate(schedule) if t < T]
+        S = S_rec[sl][:, cols]
+        mean = S.mean(dim=0)
+        finite = torch.isfinite(mean)
+        delta0 = float(phi0[sl].mean()) - problem.constants()["GH_inf_lb"]
+        M0p = float((M0[sl] - M_min[sl]).mean())
+        if bool(finite.any()):
+            j = int(torch.where(finite, mean, torch.full_like(mean, math.inf)).argmin())
+            S_star = S[:, j]
+            s_mean, s_std = float(S_star.mean()), float(S_star.std()) if R > 1 else 0.0
+            lo, hi = _quantiles(S_star)
+            t_star = schedule[cols[j]]
+        else:
+            s_mean = s_std = lo = hi = None
+            t_star = None
+        bound = None
+        if admissible[k] and math.isfinite(delta0) and math.isfinite(M0p):
+            bound = _finite(float(numeric.theorem_rhs(T, gamma, betas[k], c, delta0, M0p)))
+        ratio = bound / s_mean if bound is not None and s_mean else None
+        rows.append(dict(T=T, gamma=gamma, beta=betas[k], admissible=admissible[k], S_min_mean=_finite(s_mean),
+                         S_min_std=_finite(s_std), S_min_lo=_finite(lo), S_min_hi=_finite(hi), bound=bound,
+                         ratio=_finite(ratio)))
+        details.append(dict(T=T, delta0=_finite(delta0), M0_prime=_finite(M0p), t_star=t_star,
+                            t=[schedule[j] for j in cols], S_mean=[_finite(float(v)) for v in mean]))
+
+    Ts = [r["T"] for r in rows]
+    consts = problem.constants()
+    consts.update(K1=float(numeric.K1(gamma, c)), K2=float(numeric.K2(gamma, c)), K3=float(numeric.K3(gamma, c)),
+                  M=float(numeric.M(gamma, c)), L=float(c.L), gamma_max=info["gamma_max"])
+    params = dict(problem.params, problem=problem.name, R=R, seed=seed, T_grid=T_grid, gamma=gamma,
+                  gamma_rule=info["gamma_rule"], beta_rule=info["beta_rule"], sampling=problem.sampling.describe(),
+                  F=problem.F.describe(), dtype=str(dt).replace("torch.", ""), device=str(dev),
+                  schedule="S_t at t < 16, a geometric grid of ratio 1.1, and every T-1; min over these t",
+                  delta0_rule="mean_r [G(y0)+H(x0,y0)] - GH_inf_lb (certified lower bound of (G+H)^inf)",
+                  M0_rule="mean_r [M_0 - min_{0<=t<=T} M_t] (finite-horizon infimum, per run)",
+                  spread="std and 10%/90% quantiles over seeds at t* = argmin_t mean_r S_t")
+    return {
+        "kind": "synthetic-rates",
+        "problem": problem.name,
+        "params": params,
+        "constants": consts,
+        "rows": rows,
+        "slope": _slope(Ts, [r["S_min_mean"] for r in rows]),
+        "bound_slope": _slope(Ts, [r["bound"] for r in rows]),
+        "details": details,
+    }
+
+
+ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_min_lo", "S_min_hi", "bound", "ratio")
+
+
+def rows_csv(result: dict) -> str:
+    """The rows of a ``synthetic-rates`` result as CSV (header = ``ROW_KEYS``)."""
+    lines = [",".join(ROW_KEYS)]
+    for row in result["rows"]:
+        lines.append(",".join("" if row[k] is None else repr(row[k]) if isinstance(row[k], float) else str(row[k])
+                              for k in ROW_KEYS))
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "rows_csv", "InadmissibleError", "ROW_KEYS"]
