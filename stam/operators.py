@@ -47,11 +47,12 @@ class QuadraticCoupling:
 
 @dataclass
 class IndicatorQ:
-    """``F = indicator of Q`` with blocks given by ``block_ids`` (see :mod:`stam.quantize`).
-    Its prox, for every ``gamma > 0``, is the projection onto Q."""
+    """``F = indicator of Q`` with blocks given by ``block_ids`` (see :mod:`stam.quantize`;
+    ``None``: each run's whole tensor is one block).  Its prox, for every ``gamma > 0``, is the
+    projection onto Q."""
 
-    block_ids: Tensor
-    num_blocks: int
+    block_ids: Tensor | None
+    num_blocks: int = 1
 
     def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
         return project_Q(v, self.block_ids, self.num_blocks)

@@ -6,6 +6,9 @@ scale ``s_i >= 0``.  The exact projection (eq. (0412), Rastegari et al.) is
 
 Blocks are given as a ``LongTensor`` of block ids (one per coordinate, values 0..B-1), shared by
 all R runs; tensors are ``(R, n)``.  All work is vectorised (``index_add_``), no loop over blocks.
+``block_ids=None`` means one block per run: the whole of ``v[r]`` (any shape ``(R, ...)``, any
+strides, e.g. one channels-last layer weight).  This path is a plain reduction, so it stays
+layout-preserving and ``torch.compile``-friendly (``stam.dnn`` projects one layer at a time).
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ def block_ids_from_sizes(sizes, device=None) -> Tensor:
     return torch.repeat_interleave(torch.arange(len(sizes_t), device=device), sizes_t)
 
 
-def block_scales(v: Tensor, block_ids: Tensor, num_blocks: int | None = None) -> Tensor:
-    """Per-block optimal scales ``s = mean |v|`` over each block: shape ``(R, B)``."""
+def block_scales(v: Tensor, block_ids: Tensor | None, num_blocks: int | None = None) -> Tensor:
+    """Per-block optimal scales ``s = mean |v|`` over each block: shape ``(R, B)`` (``(R, 1)`` for
+    ``block_ids=None``)."""
+    if block_ids is None:
+        return v.abs().mean(dim=tuple(range(1, v.dim()))).unsqueeze(1)
     if num_blocks is None:
         num_blocks = int(block_ids.max().item()) + 1
     flat = v.reshape(v.shape[0], -1)
@@ -30,9 +36,12 @@ def block_scales(v: Tensor, block_ids: Tensor, num_blocks: int | None = None) ->
     return sums / counts
 
 
-def project_Q(v: Tensor, block_ids: Tensor, num_blocks: int | None = None) -> Tensor:
+def project_Q(v: Tensor, block_ids: Tensor | None, num_blocks: int | None = None) -> Tensor:
     """Euclidean projection of each run's ``v`` (shape ``(R, n)``) onto Q (eq. (0411))."""
     s = block_scales(v, block_ids, num_blocks)
+    if block_ids is None:
+        mag = s.view(-1, *([1] * (v.dim() - 1)))
+        return torch.where(v >= 0, mag, -mag)
     flat = v.reshape(v.shape[0], -1)
     mag = s.index_select(1, block_ids)
     return torch.where(flat >= 0, mag, -mag).reshape(v.shape)
