@@ -1,5 +1,47 @@
-"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level."""
+"""Subcommands of this area (registered by ``stam.cli``): ``stam paper-check`` and
+``stam stepsize``.  Imports nothing heavy at module level (the handlers import sympy / numpy
+when they run; ``stam stepsize`` never imports sympy or torch)."""
+
+from __future__ import annotations
+
+
+def _paper_check(args) -> int:
+    from stam.theory.audit import run
+
+    return run(args)
+
+
+def _stepsize(args) -> int:
+    from stam.theory.stepsize import run
+
+    return run(args)
 
 
 def register(subparsers) -> None:
-    """Add this area's subcommands to ``stam``'s subparsers."""
+    """Add ``stam paper-check`` and ``stam stepsize``."""
+    p = subparsers.add_parser(
+        "paper-check",
+        help="re-derive the paper's constants, thresholds and inequality steps; report misprints with counterexamples",
+        description="For each audited item: its label, what is printed, what is derived (sympy), a verdict "
+        "(ok / misprint / error) and, where the print is wrong, a concrete counterexample found by a seeded search. "
+        "The toolkit computes with the corrected forms.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, counterexample}")
+    p.add_argument("--as-printed", action="store_true",
+                   help="also evaluate the printed forms on the counterexamples and show the numbers they give")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance) to FILE")
+    p.set_defaults(func=_paper_check)
+
+    s = subparsers.add_parser(
+        "stepsize",
+        help="admissible step sizes: gamma_max, recommended gamma, K1..K3, M, L, beta_min, T_min; or check a setting",
+        description="Which (gamma, beta, T) the theory admits (Lemma conv-lemma, Theorems conv and conv-rate), with the "
+        "corrected constants (see stam paper-check). Without --gamma: gamma_max and the recommended gamma (the admissible "
+        "gamma minimising T_min). With --gamma: the same at that gamma. With --gamma --beta [--T] [--eps ...]: "
+        "admissible yes/no and the violated conditions.",
+        epilog="Example (the paper's Table para, Our1): stam stepsize --quadratic-coupling 0.5 --gamma 8 --beta 1e3",
+    )
+    from stam.theory.stepsize import add_arguments
+
+    add_arguments(s)
+    s.set_defaults(func=_stepsize)

@@ -305,8 +305,12 @@ def network_updates() -> dict:
         "V": "Proj_Q(2 U^{t+1} - X^t)",
         "X": "X^t + (V^{t+1} - U^{t+1})",
     }
-    return {"derived": derived, "printed": printed, "symbols": {"W~^t": Wtil, "U^t": Ut, "gradL(W^T)": gLT,
-                                                              "gradL(W^t)": gL}}
+    return {
+        "derived": derived,
+        "printed": printed,
+        "symbols": {"W^t": Wt, "W~^t": Wtil, "U^t": Ut, "X^t": Xt, "W^{t+1}": W1, "gradL(W^t)": gL,
+                    "gradL(W^T)": gLT},
+    }
 
 
 __all__ = [

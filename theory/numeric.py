@@ -146,6 +146,11 @@ def gamma_max(c: Constants, as_printed: bool = False):
     return float(out) if np.ndim(out) == 0 else out
 
 
+def second_condition(gamma, c: Constants):
+    """``[(L2*)^2 + (L5*)^2] gamma^2`` (Theorem conv requires ``<= 1``)."""
+    return g.second_condition(gamma, c.L2, c.L5)
+
+
 def admissible_gamma(gamma, c: Constants):
     """Boolean: ``K_1 > 0`` and the second condition of Theorem conv."""
     return (K1(gamma, c) > 0) & (g.second_condition(gamma, c.L2, c.L5) <= 1)
@@ -276,11 +281,11 @@ def _argmin_gamma(c, delta0, M0, eps, as_printed, gmax) -> float:
     return float(fine[j]) if fvals[j] <= vals[i] else float(grid[i])
 
 
-def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False) -> dict:
+def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False, gamma=None) -> dict:
     """The step sizes the theory admits: ``gamma_max``; the recommended ``gamma`` = the admissible
-    gamma that minimises ``T_min``; at it ``K1, K2, K3, M, L``; ``T_min`` (Theorem conv-rate) and
-    ``beta_min`` = the largest of the three lower bounds on beta at ``T = T_min``, with the name
-    of the one that binds."""
+    gamma that minimises ``T_min`` (or the given ``gamma``, which must be admissible); at it
+    ``K1, K2, K3, M, L``; ``T_min`` (Theorem conv-rate) and ``beta_min`` = the largest of the
+    three lower bounds on beta at ``T = T_min``, with the name of the one that binds."""
     _need(c, "L1", "A", "C")
     for name, v in (("delta0", delta0), ("M0", M0)):
         _check_nonneg(name, v)
@@ -289,7 +294,12 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False) -> dict:
     gmax = gamma_max(c, as_printed)
     if not (math.isfinite(gmax) and gmax > 0):
         raise ValueError(f"no admissible gamma: gamma_max={gmax!r}")
-    gam = _argmin_gamma(c, delta0, M0, eps, as_printed, gmax)
+    if gamma is None:
+        gam = _argmin_gamma(c, delta0, M0, eps, as_printed, gmax)
+    else:
+        gam = float(gamma)
+        if not bool(admissible_gamma(gam, c)):
+            raise ValueError(f"gamma={gamma!r} is not admissible; allowed: 0 < gamma <= gamma_max={gmax:.6g}")
     tmin = T_min(gam, c, delta0, M0, eps, as_printed)
     bounds = beta_lower_bounds(tmin, gam, c, eps, as_printed)
     binding = max(bounds, key=lambda k: bounds[k])
@@ -309,6 +319,6 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False) -> dict:
 
 __all__ = [
     "Constants", "quadratic_coupling", "es_gh", "es_lemma", "finite_sum", "K1", "K2", "K3", "M",
-    "gamma_threshold", "gamma_max", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",
+    "gamma_threshold", "gamma_max", "second_condition", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",
     "check", "recommend", "BETA_KEYS",
 ]
