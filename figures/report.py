@@ -46,6 +46,8 @@ th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:t
 th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
 .note{color:#555;font-style:italic} .verdict-misprint,.verdict-error{color:#D55E00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
+details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
+max-height:24em;overflow:auto;background:#f6f6f6;padding:.4em;margin:.3em 0}
 """
 
 

@@ -7,7 +7,8 @@ output folder) and sorts what it finds by kind:
 - ``synthetic-compare`` (``stam synthetic compare``)
 - ``train-run``         (a ``stam train --out DIR`` folder: config.json, log.jsonl, summary.json)
 - ``pep-sweep``         (``stam pep --sweep-T ... --out FILE``)
-- ``paper-check``       (``stam paper-check --json``: a list of findings)
+- ``paper-check``       (``stam paper-check --out FILE``: {kind, provenance, items}; or the list
+                         of findings that ``--json`` prints)
 - ``stepsize``          (``stam stepsize --json``: one recommendation object)
 """
 
@@ -31,9 +32,12 @@ class Result:
     data: object
     path: Path
     files: list[Path] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)  # provenance of a result whose data is a list
 
     @property
     def provenance(self) -> dict:
+        if "provenance" in self.meta:
+            return self.meta["provenance"] or {}
         if isinstance(self.data, dict):
             prov = self.data.get("provenance")
             if prov is None and self.kind == "train-run":
@@ -108,7 +112,7 @@ def classify(obj) -> str | None:
         kind = obj.get("kind")
         if kind in KINDS:
             return kind
-        if kind in ("paper-check", "paper_check") or ("findings" in obj and isinstance(obj["findings"], list)):
+        if kind in ("paper-check", "paper_check") or isinstance(obj.get("items", obj.get("findings")), list):
             return "paper-check"
         if kind in ("stepsize", "stepsize-recommendation") or {"gamma_max", "beta_min", "binding"} <= obj.keys():
             return "stepsize"
@@ -152,13 +156,15 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
                 "a train run is given as its folder)"
             )
         return None
-    if kind == "paper-check" and isinstance(obj, dict):
-        obj = obj.get("findings", obj)
+    meta = {}
+    if kind == "paper-check" and isinstance(obj, dict):  # `stam paper-check --out FILE`: {kind, provenance, items}
+        meta = {"provenance": obj.get("provenance")}
+        obj = obj.get("items", obj.get("findings"))
     files = [path]
     csv = path.with_suffix(".csv")
     if kind == "synthetic-rates" and csv.is_file():
         files.append(csv)
-    return Result(kind, obj, path, files)
+    return Result(kind, obj, path, files, meta)
 
 
 def load_results(paths) -> ResultSet:

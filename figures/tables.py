@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from stam.figures.results import finite
 
@@ -51,11 +51,14 @@ def latex_escape(text: str) -> str:
 
 @dataclass
 class Table:
-    """A caption, a header and rows of already formatted cells."""
+    """A caption, a header and rows of already formatted cells.  ``details`` maps (row, column)
+    to longer text that the HTML rendering shows folded under the cell (``<details>``, no
+    JavaScript); Markdown and LaTeX show the cell only."""
 
     caption: str
     header: list[str]
     rows: list[list[str]]
+    details: dict = field(default_factory=dict)
 
     def to_markdown(self) -> str:
         esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
@@ -72,9 +75,18 @@ class Table:
         lines += [r"\end{tabular}", rf"\caption{{{latex_escape(self.caption)}}}", r"\end{table}"]
         return "\n".join(lines) + "\n"
 
+    def _html_cell(self, i: int, j: int, cell: str) -> str:
+        attr = f' class="verdict-{html.escape(cell)}"' if self.header[j] == "Verdict" else ""
+        more = self.details.get((i, j))
+        if more:
+            return (f"<td{attr}><details><summary>{html.escape(cell)}</summary>"
+                    f"<pre>{html.escape(more)}</pre></details></td>")
+        return f"<td{attr}>{html.escape(cell)}</td>"
+
     def to_html(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        body = "".join("<tr>" + "".join(self._html_cell(i, j, c) for j, c in enumerate(r)) + "</tr>"
+                       for i, r in enumerate(self.rows))
         return (f"<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>")
 
@@ -94,10 +106,20 @@ def accuracy_table(summaries: list[dict], dataset: str) -> Table:
 # -- the other result kinds -------------------------------------------------------------------
 
 def paper_check_table(findings: list[dict]) -> Table:
-    rows = [[fmt(f.get("label")), fmt(f.get("verdict")), fmt(f.get("printed")), fmt(f.get("derived")),
-             fmt(f.get("counterexample"))] for f in findings]
+    """One row per audited item; the counterexample cell gives what it shows (its ``meaning``),
+    the numbers fold out under it in HTML (and are in the data file)."""
+    rows, details = [], {}
+    for i, f in enumerate(findings):
+        ce = f.get("counterexample")
+        if isinstance(ce, dict):
+            numbers = {k: v for k, v in ce.items() if k != "meaning"}
+            cell = str(ce.get("meaning") or "counterexample")
+            details[(i, 4)] = json.dumps(numbers, indent=1, default=str)
+        else:
+            cell = fmt(ce)
+        rows.append([fmt(f.get("label")), fmt(f.get("verdict")), fmt(f.get("printed")), fmt(f.get("derived")), cell])
     return Table("The paper audit (stam paper-check): printed vs derived",
-                 ["Label", "Verdict", "Printed", "Derived", "Counterexample"], rows)
+                 ["Label", "Verdict", "Printed", "Derived", "Counterexample"], rows, details)
 
 
 def compare_table(compare: dict) -> Table:
@@ -125,7 +147,7 @@ def pep_table(sweep: dict) -> Table:
     rows = [[fmt(r.get("T")), fmt(r.get("worst_case")), fmt(r.get("bound")), fmt(r.get("ratio")), fmt(r.get("status"))]
             for r in sorted(sweep.get("rows", []), key=lambda r: r.get("T", 0))]
     return Table(f"Exact worst case (PEP) for lambda={sweep.get('lam')}, gamma={sweep.get('gamma')}, "
-                 f"beta={sweep.get('beta')}", ["T", "worst case", "bound", "bound / worst case", "solver status"], rows)
+                 f"beta={sweep.get('beta')}", ["T", "worst case", "bound", "worst case / bound", "solver status"], rows)
 
 
 def stepsize_table(rec: dict, title: str = "Admissible step sizes (stam stepsize)") -> Table:

@@ -59,7 +59,7 @@ def compare_fixture() -> dict:
 
 def paper_check_fixture() -> list:
     return [{"label": "Rem=09836", "printed": "(...)/(10 L2)", "derived": "(...)/(10 L2^2)",
-             "verdict": "misprint", "counterexample": {"L2": 2.0, "gamma": 0.1}},
+             "verdict": "misprint", "counterexample": {"L2": 2.0, "gamma": 0.1, "meaning": "K1 < 0 below the printed root"}},
             {"label": "k1", "printed": "K1", "derived": "K1", "verdict": "ok", "counterexample": None}]
 
 
@@ -94,7 +94,8 @@ def write_all(root: Path) -> list[Path]:
     atomic_write_json(root / "rates-sparse.json", rates_fixture("sparse", inadmissible_last=False))
     atomic_write_json(root / "pep.json", pep_fixture())
     atomic_write_json(root / "compare.json", compare_fixture())
-    atomic_write_json(root / "paper-check.json", paper_check_fixture())
+    atomic_write_json(root / "paper-check.json", {"kind": "paper-check", "provenance": provenance(),  # --out format
+                                                  "items": paper_check_fixture()})
     atomic_write_json(root / "stepsize.json", {"gamma_max": 0.2, "gamma": 0.1, "K1": 1.0, "K2": 2.0, "K3": 3.0,
                                                "M": 6.0, "L": 2.0, "beta_min": 40.0, "binding": "sqrt", "T_min": 1e6})
     runs = root / "runs"
@@ -117,6 +118,25 @@ def find(ax, prefix: str):
     hits = [ln for label, ln in lines_by_label(ax).items() if label.startswith(prefix)]
     assert len(hits) == 1, (prefix, list(lines_by_label(ax)))
     return hits[0]
+
+
+def test_readers_classify_every_result_format(tmp_path):
+    from stam.figures.results import classify
+
+    assert classify(paper_check_fixture()) == "paper-check"  # what `stam paper-check --json` prints
+    assert classify({"kind": "paper-check", "items": []}) == "paper-check"
+    assert classify({"gamma_max": 1, "beta_min": 2, "binding": "x"}) == "stepsize"
+    for fx in (rates_fixture(), pep_fixture(), compare_fixture()):
+        assert classify(fx) == fx["kind"]
+    assert classify({"kind": "something-else"}) is None and classify([1, 2]) is None
+    write_all(tmp_path)
+    res = load_results([tmp_path])
+    assert {k: len(v) for k, v in res.by_kind.items()} == {
+        "paper-check": 1, "stepsize": 1, "synthetic-rates": 2, "synthetic-compare": 1, "pep-sweep": 1, "train-run": 8}
+    pc = res["paper-check"][0]
+    assert isinstance(pc.data, list) and pc.provenance["versions"]["stam"]
+    rates = [r for r in res["synthetic-rates"] if r.data["problem"] == "regression"][0]
+    assert [f.name for f in rates.files] == ["rates-regression.json", "rates-regression.csv"]
 
 
 # -- style -------------------------------------------------------------------------------------

@@ -1,0 +1,347 @@
+"""``stam demo``: the whole toolkit end to end on built-in defaults (the README's main job).
+
+Steps, each run in-process through the real command line (``stam.cli.main``) with its documented
+flags, so the demo exercises exactly what a user would type (the commands are kept in
+``OUT/logs/``):
+
+1. the paper audit (``stam paper-check --out``),
+2. a synthetic rate experiment on the default problem (``stam synthetic run``),
+3. admissible step sizes for that problem, from the constants the experiment recorded
+   (``stam stepsize --json``),
+4. the exact worst case of deterministic STAM for a few T (``stam pep --sweep-T``),
+5. a short digits training of STAM, BC, BR, PSGD and float (``stam train``),
+6. the report (``stam report``): ``OUT/report.html``.
+
+Nothing is downloaded.  A part of the toolkit that is not installed is reported as "not available
+yet" and the rest still runs; a step that fails is reported with its exit status and its log,
+and the demo's exit status is then 1.
+
+Atomic output: everything is built in a staging folder beside ``OUT`` and swapped into place at
+the end, so ``OUT`` always holds one complete demo (the previous one until the new one is done).
+``OUT`` must be new, empty, or a folder an earlier ``stam demo`` wrote (it carries a marker file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stam.errors import UsageError
+from stam.io import atomic_write_json, atomic_write_text, provenance
+
+MARKER = ".stam-demo"
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Sizes of the demo: the full one (< 3 min on 2 cores) and ``--quick`` (< 30 s)."""
+
+    synthetic_problem: str = "binary"
+    synthetic_quick: bool = False
+    eps: float = 0.1  # target accuracy for `stam stepsize`
+    pep_lam: float = 1.0
+    pep_T: tuple[int, ...] = (1, 2, 3, 5)
+    model: str = "mlp"
+    epochs: int = 15
+    batch_size: int = 32
+    algos: tuple[str, ...] = ("stam", "bc", "br", "psgd", "float")
+
+    @staticmethod
+    def make(quick: bool) -> "DemoConfig":
+        if quick:
+            return DemoConfig(synthetic_quick=True, pep_T=(1, 2), epochs=3)
+        return DemoConfig()
+
+
+@dataclass
+class Step:
+    name: str
+    status: str = "pending"  # ok | missing | failed
+    message: str = ""
+    seconds: float = 0.0
+    outputs: list[Path] = field(default_factory=list)
+
+
+def available_commands() -> set[str]:
+    """The subcommands ``stam`` has now (a part that is not installed registers none)."""
+    import argparse
+
+    from stam.cli import build_parser
+
+    for action in build_parser()._actions:  # argparse keeps the subcommands as one action
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def run_command(argv: list[str], log: Path) -> tuple[int, str, BaseException | None]:
+    """``stam ARGV`` in-process; returns (exit status, stdout, the exception it raised if any).
+    The command, its stdout and any traceback go to ``log``; stderr (progress bars, error lines)
+    stays on the terminal.  An exception inside a command (a part still being built) does not
+    stop the demo: it is logged and the step is reported."""
+    import traceback
+
+    from stam.cli import main
+
+    out = io.StringIO()
+    error, trace = None, ""
+    with contextlib.redirect_stdout(out):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse rejected the flags
+            rc = exc.code if isinstance(exc.code, int) else 2
+        except Exception as exc:  # noqa: BLE001 - reported as the step's failure, with its traceback logged
+            rc, error, trace = 1, exc, traceback.format_exc()
+    atomic_write_text(log, f"$ stam {' '.join(argv)}\n(exit status {rc})\n{out.getvalue()}{trace}")
+    return rc, out.getvalue(), error
+
+
+class Demo:
+    """The demo's state: staging folder, configuration, step records, headline results."""
+
+    def __init__(self, out: Path, quick: bool, progress: bool):
+        self.out = out
+        self.quick = quick
+        self.progress = progress
+        self.cfg = DemoConfig.make(quick)
+        self.stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+        self.commands = available_commands()
+        self.steps: list[Step] = []
+        self.headline: dict[str, str] = {}
+        self.rates: dict | None = None
+        self._n = 0
+
+    # -- helpers -------------------------------------------------------------------------
+    def _need(self, step: Step, *commands: str) -> bool:
+        missing = [c for c in commands if c not in self.commands]
+        if missing:
+            step.status = "missing"
+            step.message = f"not available yet: this toolkit has no `stam {' / '.join(missing)}` command"
+        return not missing
+
+    def _run(self, step: Step, argv: list[str]) -> str | None:
+        """Run ``stam ARGV``; its stdout, or None (step marked failed) on a non-zero exit."""
+        self._n += 1
+        log = Path("logs") / f"{self._n:02d}-{argv[0]}.txt"
+        rc, stdout, error = run_command(argv, self.stage / log)
+        if isinstance(error, ImportError):
+            step.status = "missing"
+            step.message = f"not available yet: `stam {argv[0]}` needs {error} (see {log})"
+        elif error is not None:
+            step.status = "failed"
+            step.message = f"`stam {' '.join(argv)}` raised {type(error).__name__}: {error} (see {log})"
+        elif rc != 0:
+            step.status = "failed"
+            step.message = f"`stam {' '.join(argv)}` exited with status {rc} (see {log})"
+        return stdout if rc == 0 and error is None else None
+
+    # -- the steps -------------------------------------------------------------------------
+    def paper_check(self, step: Step) -> None:
+        if not self._need(step, "paper-check"):
+            return
+        path = self.stage / "paper-check.json"
+        if self._run(step, ["paper-check", "--out", str(path)]) is None:
+            return
+        items = json.loads(path.read_text())["items"]
+        counts: dict[str, int] = {}
+        for f in items:
+            counts[f["verdict"]] = counts.get(f["verdict"], 0) + 1
+        wrong = [str(f["label"]) for f in items if f["verdict"] != "ok"]
+        self.headline["audit"] = (
+            f"Paper audit: {len(items)} items checked, "
+            + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+            + (f" (wrong as printed: {', '.join(wrong[:5])}{', ...' if len(wrong) > 5 else ''})" if wrong else "")
+        )
+        step.outputs.append(path)
+        step.status = "ok"
+
+    def synthetic(self, step: Step) -> None:
+        if not self._need(step, "synthetic"):
+            return
+        out = self.stage / "synthetic"
+        argv = ["synthetic", "run", "--problem", self.cfg.synthetic_problem, "--out", str(out)]
+        if self.cfg.synthetic_quick:
+            argv.append("--quick")
+        if self._run(step, argv) is None:
+            return
+        path = out / f"rates-{self.cfg.synthetic_problem}.json"
+        self.rates = json.loads(path.read_text())
+        rows = [r for r in self.rates["rows"] if r.get("admissible") and r.get("ratio") is not None]
+        slope = self.rates.get("slope")
+        text = f"Synthetic problem {self.rates['problem']}: min_t E S_t falls with slope {slope:+.2f} in T (log-log)"
+        if rows:
+            text += (f"; the bound of Theorem conv holds with bound/empirical from {min(r['ratio'] for r in rows):.3g} "
+                     f"to {max(r['ratio'] for r in rows):.3g} (gamma={rows[0]['gamma']:.3g})")
+        self.headline["rates"] = text
+        step.outputs.append(out)
+        step.status = "ok"
+
+    def stepsize(self, step: Step) -> None:
+        if not self._need(step, "stepsize"):
+            return
+        if self.rates is None:
+            step.status = "missing"
+            step.message = "skipped: it takes the problem's constants from the synthetic rate experiment, which did not run"
+            return
+        c = self.rates["constants"]
+        d0 = self.rates["details"][0]
+        flags = {"L1": c["L1"], "L2": c["L2"], "L3": c["L3"], "L4": c["L4"], "L5": c["L5"], "l": c["l"],
+                 "A": c["A"], "C": c["C"], "delta0": max(d0["delta0"], 0.0), "M0": max(d0["M0_prime"], 0.0),
+                 "eps": self.cfg.eps}
+        argv = ["stepsize", "--json"] + [f"--{k}={v!r}" for k, v in flags.items()]
+        stdout = self._run(step, argv)
+        if stdout is None:
+            return
+        rec = json.loads(stdout)
+        path = atomic_write_json(self.stage / "stepsize.json", {
+            "kind": "stepsize", "provenance": provenance(),
+            "params": {"problem": self.rates["problem"], **flags}, **rec})
+        step.outputs.append(path)
+        step.status = "ok"
+
+    def pep(self, step: Step) -> None:
+        """A PEP sweep at admissible parameters for lambda = pep_lam: gamma = gamma_max / 2 and the
+        smallest beta Theorem conv-rate admits at the largest T (with the normalisation of
+        ``stam pep``: L1 = 1, A = 2 max(L1, lambda), C = 0)."""
+        if not self._need(step, "pep"):
+            return
+        from stam.theory import numeric
+
+        lam = self.cfg.pep_lam
+        c = numeric.quadratic_coupling(lam, L1=1.0, A=2 * max(1.0, lam), C=0.0)
+        gamma = float(f"{numeric.gamma_max(c) / 2:.3g}")
+        bounds = numeric.beta_lower_bounds(max(self.cfg.pep_T), gamma, c)
+        beta = float(math.ceil(max(float(v) for v in bounds.values())))
+        path = self.stage / "pep.json"
+        argv = ["pep", "--lam", str(lam), "--gamma", str(gamma), "--beta", str(beta),
+                "--sweep-T", ",".join(map(str, self.cfg.pep_T)), "--out", str(path)]
+        if self._run(step, argv) is None:
+            return
+        step.outputs.append(path)
+        step.status = "ok"
+
+    def train(self, step: Step, bar) -> None:
+        if not self._need(step, "train"):
+            return
+        from stam.dnn.table import best_accuracy
+        from stam.figures.training import label_of
+
+        runs = self.stage / "runs"
+        best = {}
+        for algo in self.cfg.algos:
+            if bar is not None:
+                bar.set_postfix_str(f"training {algo}")
+            argv = ["train", "--dataset", "digits", "--model", self.cfg.model, "--algo", algo,
+                    "--epochs", str(self.cfg.epochs), "--batch-size", str(self.cfg.batch_size),
+                    "--schedule-scale", "auto", "--quiet", "--out", str(runs / algo)]
+            if not self.progress:
+                argv.append("--no-progress")
+            done = self._run(step, argv) is not None
+            if bar is not None:
+                bar.set_postfix_str("")
+            if not done:
+                return
+            summary = json.loads((runs / algo / "summary.json").read_text())
+            best[label_of(summary)] = best_accuracy(summary)
+        self.headline["train"] = (
+            f"Digits ({self.cfg.model}, {self.cfg.epochs} epochs), best test accuracy with binary weights "
+            "(Float: float weights): " + ", ".join(f"{k} {v:.1f}%" for k, v in best.items() if v is not None)
+        )
+        step.outputs.append(runs)
+        step.status = "ok"
+
+    def report(self, step: Step) -> None:
+        inputs = [str(p) for s in self.steps for p in s.outputs]
+        if self._run(step, ["report", *inputs, "-o", str(self.stage)]) is not None:
+            step.outputs.append(self.stage / "report.html")
+            step.status = "ok"
+
+    # -- driver ------------------------------------------------------------------------------
+    def run(self) -> int:
+        from tqdm.auto import tqdm
+
+        plan = [
+            ("paper audit", self.paper_check),
+            ("synthetic rate experiment", self.synthetic),
+            ("admissible step sizes", self.stepsize),
+            ("exact worst case (PEP)", self.pep),
+            ("digits training", self.train),
+            ("report", self.report),
+        ]
+        t_start = time.perf_counter()
+        bar = tqdm(total=len(plan), unit="step", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
+                   bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed} {postfix}")
+        try:
+            for name, fn in plan:
+                step = Step(name)
+                bar.set_description(f"stam demo: {name}")
+                t0 = time.perf_counter()
+                fn(step, bar) if fn == self.train else fn(step)
+                step.seconds = time.perf_counter() - t0
+                self.steps.append(step)
+                if step.status != "ok":
+                    tqdm.write(f"stam demo: {name}: {step.message}", file=sys.stderr)
+                bar.update(1)
+        finally:
+            bar.close()
+        total = time.perf_counter() - t_start
+        atomic_write_json(self.stage / "demo.json", {
+            "kind": "demo", "provenance": provenance(), "quick": self.quick, "seconds": total,
+            "config": self.cfg.__dict__,
+            "steps": [{"name": s.name, "status": s.status, "message": s.message, "seconds": s.seconds}
+                      for s in self.steps],
+            "headline": self.headline,
+        })
+        atomic_write_text(self.stage / MARKER, "written by stam demo\n")
+        self._swap_into_place()
+        self._print_summary(total)
+        return 1 if any(s.status == "failed" for s in self.steps) else 0
+
+    def _swap_into_place(self) -> None:
+        trash = None
+        if self.out.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.old-", dir=self.out.parent))
+            os.replace(self.out, trash / self.out.name)
+        os.replace(self.stage, self.out)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+
+    def _print_summary(self, total: float) -> None:
+        for s in self.steps:
+            if s.status != "ok":
+                print(f"  {s.name}: {s.message}")
+        print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
+        for key in ("audit", "rates", "train"):
+            if key in self.headline:
+                print(f"  {self.headline[key]}")
+
+
+def check_out_dir(out: Path) -> None:
+    """OUT must be new, empty, or an earlier demo's folder (never someone else's files)."""
+    if out.exists():
+        if not out.is_dir():
+            raise UsageError(f"-o {out}: exists and is not a folder")
+        if any(out.iterdir()) and not (out / MARKER).exists():
+            raise UsageError(f"-o {out}: folder exists, is not empty and was not written by stam demo; "
+                             "choose a new or empty folder")
+
+
+def run_demo(out="stam-demo", quick: bool = False, progress: bool = True) -> int:
+    out = Path(out).absolute()
+    check_out_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    demo = Demo(out, quick, progress)
+    try:
+        return demo.run()
+    finally:
+        if demo.stage.exists():
+            shutil.rmtree(demo.stage, ignore_errors=True)
