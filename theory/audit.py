@@ -229,48 +229,44 @@ def chain_counterexample(label: str, seed: int = SEED) -> dict | None:
     return rec
 
 
-def premise_witness(label: str, seed: int = SEED) -> dict | None:
+@lru_cache(maxsize=None)
+def premise_witness(label: str, seed: int = SEED, tries: int = 3000) -> dict | None:
     """Explicit vectors in R^2 that satisfy every premise the proof of Lemma par2 uses up to
     ``label`` (eq. (eq23), (Hx-ylip), eq. (eq34), eq. (eq265) and (algz): ``E = ||dx - dz||^2``)
     with ``K1 > 0``, at which the printed ``label`` fails: the printed step is not implied.
 
-    Construction: Young in eq. (eq24) and (Hx-ylip) tight (``d = -dx``, ``||d|| = L4* ||dy||``),
-    eq. (eq23), eq. (eq34) and eq. (eq265) with equality; a seeded search over
-    ``(gamma, l, L2*, L4*)`` picks the most violated point."""
+    Construction: Young in eq. (eq24) and (Hx-ylip) tight (``dx = (1, 0)``, ``d = -dx``,
+    ``dy = -dx / L4*``), eq. (eq23), eq. (eq34) and eq. (eq265) with equality; a seeded search
+    over ``(gamma, l, L2*, L4*)`` (vectorised) picks the most violated point."""
     rng = np.random.default_rng(seed)
+    L2 = np.round(rng.uniform(0, 2, tries), 2)
+    L4 = np.round(rng.uniform(0.5, 4, tries), 2)
+    l = np.round(rng.uniform(-L2, 1), 2)
+    c = num.Constants(L1=None, L2=L2, L3=0, L4=L4, L5=0, l=l)
+    gam = np.round(num.gamma_threshold(c) * rng.uniform(0.5, 0.999, tries), 4)
+    X, Y, D, Q = np.ones(tries), 1 / L4**2, np.ones(tries), -np.ones(tries)
+    P = gam * ((1 / gam - l) * X + Q)  # eq23 with equality
+    nz = (1 + gam * L2) * np.sqrt(X) + gam * L4 * np.sqrt(Y)  # eq34 with equality
+    dz2 = np.sqrt(np.maximum(nz**2 - P**2, 0.0))
+    Z, E = nz**2, (1 - P) ** 2 + dz2**2
+    dPhi = E / gam - (1 / gam - l) * X / 2  # eq265 with equality
+    k1 = num.K1(gam, c)
+    args = (X, Y, Z, P, D, Q, E, dPhi, gam, l, L2, L4, k1, num.K2(gam, c))
+    hyps = {name: sp.lambdify(_CHAIN_ARGS + (chain.sx, chain.sy), e, "numpy")(*args, np.sqrt(X), np.sqrt(Y)) + 0 * X
+            for name, (e, _) in chain.HYPOTHESES.items()}
     fp, fd = _gap_functions()[label]
-    hyp = {name: sp.lambdify(_CHAIN_ARGS + (chain.sx, chain.sy), e, "numpy")
-           for name, (e, _) in chain.HYPOTHESES.items()}
-    best = None
-    for _ in range(3000):
-        L2, L4 = float(np.round(rng.uniform(0, 2), 2)), float(np.round(rng.uniform(0.5, 4), 2))
-        l = float(np.round(rng.uniform(-L2, 1), 2))
-        c = num.Constants(L1=None, L2=L2, L3=0, L4=L4, L5=0, l=l)
-        gam = float(np.round(float(num.gamma_threshold(c)) * rng.uniform(0.5, 0.999), 4))
-        if not num.K1(gam, c) > 0:
-            continue
-        dx = np.array([1.0, 0.0])
-        d, dy = -dx, -dx / L4
-        X, Y, D, Q = dx @ dx, dy @ dy, d @ d, d @ dx
-        P = gam * ((1 / gam - l) * X + Q)  # eq23 with equality
-        nz = (1 + gam * L2) * np.sqrt(X) + gam * L4 * np.sqrt(Y)  # eq34 with equality
-        dz = np.array([P, np.sqrt(max(nz**2 - P**2, 0.0))])
-        Z, E = dz @ dz, (dx - dz) @ (dx - dz)
-        dPhi = E / gam - (1 / gam - l) * X / 2  # eq265 with equality
-        args = (X, Y, Z, P, D, Q, E, dPhi, gam, l, L2, L4, float(num.K1(gam, c)), float(num.K2(gam, c)))
-        hyps = {name: float(f(*args, np.sqrt(X), np.sqrt(Y))) for name, f in hyp.items()}
-        if min(hyps.values()) < -1e-9 or abs(P) > np.sqrt(X * Z) + 1e-12:
-            continue
-        pg, dg = float(fp(*args)), float(fd(*args))
-        if pg < 0 and (best is None or pg < best["printed_gap"]):
-            best = {"L2*": L2, "L4*": L4, "l": l, "gamma": gam, "K1": args[-2],
-                    "vectors": {"x^{t+1}-x^t": dx, "y^{t+1}-y^t": dy, "d": d, "z^t-z^{t-1}": dz},
-                    "dPhi": dPhi, "premise_gaps": hyps, "printed_gap": pg, "derived_gap": dg}
-    if best is None:
+    pg, dg = fp(*args) + 0 * X, fd(*args) + 0 * X
+    valid = (k1 > 0) & (np.abs(P) <= nz + 1e-12) & np.all([h > -1e-9 for h in hyps.values()], axis=0) & (pg < 0)
+    if not valid.any():
         return None
-    best["meaning"] = (f"all premises of the proof hold (gaps >= 0) but the printed {label} fails: "
-                       "the step is not implied (no violation on actual STAM iterates was found)")
-    return _r(best)
+    i = int(np.argmin(np.where(valid, pg, np.inf)))
+    return _r({"L2*": L2[i], "L4*": L4[i], "l": l[i], "gamma": gam[i], "K1": k1[i],
+               "vectors": {"x^{t+1}-x^t": [1.0, 0.0], "y^{t+1}-y^t": [-1 / L4[i], 0.0], "d": [-1.0, 0.0],
+                           "z^t-z^{t-1}": [P[i], dz2[i]]},
+               "dPhi": dPhi[i], "premise_gaps": {key: h[i] for key, h in hyps.items()},
+               "printed_gap": pg[i], "derived_gap": dg[i],
+               "meaning": f"all premises of the proof hold (gaps >= 0) but the printed {label} fails: "
+                          "the step is not implied (no violation on actual STAM iterates was found)"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -281,18 +277,19 @@ def premise_witness(label: str, seed: int = SEED) -> dict | None:
 def item_threshold(seed: int = SEED) -> Finding:
     thr = k.gamma_threshold()
     rng = np.random.default_rng(seed)
+    L2 = np.round(rng.uniform(0.05, 4, 1000), 2)
+    l = np.round(rng.uniform(-L2, 2), 2)
+    c = num.Constants(L1=None, L2=L2, L3=0, L4=0, L5=0, l=l)
+    exact, printed = num.gamma_threshold(c), num.gamma_threshold(c, as_printed=True)
+    hits = np.flatnonzero(printed > exact * 1.01)
     ce = None
-    for _ in range(1000):
-        L2 = float(np.round(rng.uniform(0.05, 4), 2))
-        l = float(np.round(rng.uniform(-L2, 2), 2))
-        c = num.Constants(L1=None, L2=L2, L3=0, L4=0, L5=0, l=l)
-        exact, printed = float(num.gamma_threshold(c)), float(num.gamma_threshold(c, as_printed=True))
-        if printed > exact * 1.01:
-            g = float(f"{(exact + printed) / 2:.4g}")
-            ce = _r({"L2*": L2, "l": l, "printed_threshold": printed, "exact_threshold": exact, "gamma": g,
-                     "K1(gamma)": float(num.K1(g, c)),
-                     "meaning": "gamma below the printed threshold with K1(gamma) <= 0"})
-            break
+    if hits.size:
+        i = int(hits[0])
+        g = float(f"{(exact[i] + printed[i]) / 2:.4g}")
+        ci = num.Constants(L1=None, L2=float(L2[i]), L3=0, L4=0, L5=0, l=float(l[i]))
+        ce = _r({"L2*": L2[i], "l": l[i], "printed_threshold": printed[i], "exact_threshold": exact[i], "gamma": g,
+                 "K1(gamma)": float(num.K1(g, ci)),
+                 "meaning": "gamma below the printed threshold with K1(gamma) <= 0"})
     return Finding(
         "Rem=09836 (threshold of K1 > 0)", pretty(thr["printed"]), pretty(thr["root"]) + "  [= " +
         pretty(thr["stable"]) + "; at L2*=0: " + pretty(thr["at_L2_zero"]) + "]", "misprint", ce,
@@ -531,12 +528,13 @@ def item_network_constants() -> Finding:
                    "the paper's 'one can always take l = L2*' is valid but not the smallest; l = -lam is.")
 
 
-def findings(seed: int = SEED) -> list[Finding]:
-    """All audited items, in the order of the paper."""
-    return [
+@lru_cache(maxsize=None)
+def findings(seed: int = SEED) -> tuple[Finding, ...]:
+    """All audited items, in the order of the paper (computed once per process)."""
+    return (
         item_es_lemma(seed), item_es_gh(seed), item_k1(), item_threshold(seed), *item_chain(seed), item_K3(seed),
         item_eq403(seed), item_eq52(seed), item_beta(seed), item_T(), item_stamm(), item_network_constants(),
-    ]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -555,7 +553,7 @@ def _short(ce: dict | None) -> str:
     return "; ".join(f"{key}={v}" for key, v in keep.items() if key != "t" or v is not None)
 
 
-def table(items: list[Finding], as_printed: bool = False) -> str:
+def table(items, as_printed: bool = False) -> str:
     lines = []
     w = max(len(f.label) for f in items)
     lines.append(f"{'label':<{w}}  {'verdict':<8}  printed  ->  derived")

@@ -67,7 +67,7 @@ def functions() -> list[tuple[str, str, sp.Expr]]:
         ("es_lemma_A_printed", "A of Lemma es-lemma as printed.", k.ES_LEMMA_A_PRINTED),
         ("ev2_nice", "E[v_i^2] of b-nice sampling without replacement.", k.ev2_nice_without_replacement()),
         ("ev2_replacement", "E[v_i^2] of b samples with replacement.", k.ev2_with_replacement()),
-        ("theorem_rhs", "Right-hand side of Theorem conv.", _stable_power(k.theorem_rhs())),
+        ("theorem_rhs", "Right-hand side of Theorem conv.", k.theorem_rhs()),
         ("beta_min_exp", "eq. (eq700): beta >= sqrt((L+M) A T).", betas["sqrt((L+M)*A*T)"]),
         ("beta_min_conv", "Theorem conv: beta >= 2 K2/K1.", betas["2*K2/K1"]),
         ("beta_min_eps", "eq. (eq702): beta >= 2 (L+M) C / eps^2.", betas["2*(L+M)*C/eps^2"]),
@@ -94,7 +94,7 @@ def render() -> str:
         "",
     ]
     for name, doc, expr in functions():
-        plain = expr.subs({x: sp.Symbol(NAMES[x]) for x in expr.free_symbols})
+        plain = _stable_power(expr).subs({x: sp.Symbol(NAMES[x]) for x in expr.free_symbols})
         args = _args(expr)
         body = printer.doprint(plain)
         lines += ["", f"def {name}({', '.join(args)}):", f'    """{doc}"""', f"    return {body}", ""]
