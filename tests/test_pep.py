@@ -20,7 +20,7 @@ from stam.operators import Composite, QuadraticCoupling  # noqa: E402
 from stam.theory import pep  # noqa: E402
 
 #: (lam, gamma, beta) with a finite worst case; the first two satisfy Theorem conv's conditions (L1 = 1).
-PARAMS = [(1.0, 0.1, 250.0), (2.0, 0.05, 300.0), (0.5, 0.2, 50.0)]
+PARAMS = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0), (0.5, 0.2, 50.0)]
 #: Table para's Our1 (gamma = 8, lam = 0.5, beta = 1e3) with L1 = 1: far outside the admissible set.
 OUR1 = (0.5, 8.0, 1000.0)
 

@@ -1,5 +1,117 @@
-"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level."""
+"""``stam pep``: the exact worst case of deterministic STAM (performance estimation) beside
+Theorem conv's bound.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from stam.errors import UsageError, positive_float, positive_int, require
+
+
+def _T_list(text: str) -> list[int]:
+    """argparse type: a comma-separated list of integers >= 1 (``1,2,3``)."""
+    values = []
+    for part in text.split(","):
+        values.append(positive_int(part.strip()))
+    return values
+
+
+def _fmt(value, digits: int = 6) -> str:
+    return "none" if value is None else f"{value:.{digits}g}"
+
+
+def _status_note(row: dict) -> str:
+    status = row["status"]
+    if status == "optimal":
+        return f"optimal ({row['solver']}, {row['seconds']:.2f} s)"
+    if status == "unbounded":
+        return f"UNBOUNDED ({row['solver']}): delta0 + M0' <= 1 bounds nothing; the worst case is +infinity"
+    note = f"{status.upper()} ({row['solver']}): not a certified worst case"
+    if row.get("unverified_value") is not None:
+        note += f"; the solver's unverified value was {_fmt(row['unverified_value'])}"
+    return note
+
+
+def _admissible_note(row: dict) -> str:
+    if row["admissible"]:
+        return "yes"
+    parts = [f"{v['condition']} ({_fmt(v['value'], 4)} vs {_fmt(v['limit'], 4)})" for v in row["violations"]]
+    return "NO: " + "; ".join(parts)
+
+
+def _print_row(args, row: dict) -> None:
+    print(f"deterministic STAM, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} L1={args.L1:g} "
+          f"T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
+    print(f"  worst case of min_t S_t (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
+    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for delta0 + M0' = 1; admissible: "
+          f"{_admissible_note(row)}")
+    note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
+    print(f"  ratio worst case / bound      : {_fmt(row['ratio'], 4)}{note}")
+
+
+def _print_sweep(sweep: dict) -> None:
+    print(f"{'T':>4} {'worst case':>14} {'bound':>14} {'ratio':>10}  status")
+    for r in sweep["rows"]:
+        print(f"{r['T']:>4} {_fmt(r['worst_case']):>14} {_fmt(r['bound']):>14} {_fmt(r['ratio'], 4):>10}  {r['status']}")
+
+
+def _pep(args) -> int:
+    from stam.io import atomic_write_json, dumps
+    from stam.theory import pep
+
+    solver = None if args.solver == "auto" else args.solver
+    require((args.T is None) != (args.sweep_T is None), "give exactly one of --T N and --sweep-T N1,N2,...")
+    if args.sweep_T is None:
+        require(args.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
+        row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
+                          solver=solver)
+        row = {"lam": args.lam, "gamma": args.gamma, "beta": args.beta, "L1": args.L1, **row}
+        if args.json:
+            print(dumps(row))
+        else:
+            _print_row(args, row)
+        return 0
+    require(args.out is not None, "--sweep-T writes a result file: give --out FILE.json")
+    sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
+                          solver=solver)
+    atomic_write_json(args.out, sweep)
+    if args.json:
+        print(dumps(sweep))
+    else:
+        _print_sweep(sweep)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _handler(args) -> int:
+    try:
+        return _pep(args)
+    except ImportError as exc:  # the optional extra is missing
+        raise UsageError(f"stam pep needs the 'pep' extra (pip install 'stam-toolkit[pep]'): {exc}") from None
 
 
 def register(subparsers) -> None:
-    """Add this area's subcommands to ``stam``'s subparsers."""
+    """Add ``stam pep``."""
+    p = subparsers.add_parser(
+        "pep",
+        help="exact worst case of deterministic STAM (performance estimation) vs Theorem conv's bound",
+        description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} S_t, S_t the stationarity "
+        "measure of Theorem conv, that T iterations of STAM with the full gradient of G can reach over every "
+        "L1-smooth G, H = (lam/2)||x-y||^2 and closed convex F with delta0 + M0' <= 1, beside the theorem's "
+        "bound for the same normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. "
+        "A solver status other than optimal is printed as such.",
+    )
+    p.add_argument("--lam", type=positive_float, required=True, help="coupling weight lambda of H (> 0)")
+    p.add_argument("--gamma", type=positive_float, required=True, help="step size gamma of the x/u-steps (> 0)")
+    p.add_argument("--beta", type=positive_float, required=True, help="proximal weight beta of the y-step (> 0)")
+    p.add_argument("--T", type=positive_int, default=None, help="iterations (>= 1)")
+    p.add_argument("--sweep-T", type=_T_list, default=None, metavar="N1,N2,...",
+                   help="several horizons; writes a pep-sweep result file (--out)")
+    p.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
+    p.add_argument("--free-start", action="store_true",
+                   help="z^{-1} is a free point (default: z^{-1} = y^0, as stam_init)")
+    p.add_argument("--solver", choices=("auto", "clarabel", "scs"), default="auto",
+                   help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("-o", "--out", default=None, metavar="FILE", help="result file for --sweep-T (JSON)")
+    p.set_defaults(func=_handler)

@@ -1,0 +1,137 @@
+"""`stam pep`: output, result file, bad input, non-optimal statuses, lazy imports."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("PEPit")
+pytest.importorskip("cvxpy")
+
+from stam.cli import main  # noqa: E402
+from stam.theory import pep  # noqa: E402
+
+ADMISSIBLE = ["--lam", "1", "--gamma", "0.1", "--beta", "250"]
+
+
+def run(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse rejects a flag
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pep", "--lam", "0", "--gamma", "0.1", "--beta", "250", "--T", "2"],
+        ["pep", "--lam", "1", "--gamma", "-0.1", "--beta", "250", "--T", "2"],
+        ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "nan", "--T", "2"],
+        ["pep", *ADMISSIBLE, "--T", "0"],
+        ["pep", *ADMISSIBLE, "--T", "2", "--L1", "0"],
+        ["pep", *ADMISSIBLE, "--sweep-T", "1,0", "--out", "x.json"],
+        ["pep", *ADMISSIBLE, "--sweep-T", "1,a", "--out", "x.json"],
+        ["pep", *ADMISSIBLE],  # neither --T nor --sweep-T
+        ["pep", *ADMISSIBLE, "--T", "2", "--sweep-T", "1,2", "--out", "x.json"],
+        ["pep", *ADMISSIBLE, "--sweep-T", "1,2"],  # no --out
+        ["pep", *ADMISSIBLE, "--T", "2", "--out", "x.json"],
+        ["pep", *ADMISSIBLE, "--T", "2", "--solver", "mosek"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and "error:" in err and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_pep_api_rejects_bad_constants():
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match="T=0"):
+        pep.stam_pep(1.0, 0.1, 250.0, 0)
+    with pytest.raises(UsageError, match="beta=-1"):
+        pep.stam_pep(1.0, 0.1, -1.0, 2)
+
+
+def test_json_single_run_matches_theorem(capsys):
+    code, out, _ = run(["pep", *ADMISSIBLE, "--T", "2", "--json"], capsys)
+    assert code == 0
+    row = json.loads(out)
+    assert row["status"] == "optimal" and row["admissible"] and row["violations"] == []
+    assert row["ratio"] == pytest.approx(row["worst_case"] / row["bound"])
+    assert 0 < row["ratio"] < 1  # Theorem conv holds, and its bound is not attained
+    assert min(row["details"]["metrics"]) == pytest.approx(row["worst_case"], rel=1e-4)
+    assert row["details"]["delta0"] + row["details"]["M0_prime"] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("params", [("1", "0.1", "250"), ("2", "0.05", "330")])
+def test_worst_case_never_exceeds_bound_when_admissible(params):
+    lam, gamma, beta = map(float, params)
+    for T in (1, 3):
+        row = pep.compare(lam, gamma, beta, T)
+        assert row["admissible"] and row["status"] == "optimal"
+        assert row["worst_case"] <= row["bound"]
+
+
+def test_text_output(capsys):
+    code, out, _ = run(["pep", *ADMISSIBLE, "--T", "1"], capsys)
+    assert code == 0
+    assert "worst case of min_t S_t (PEP)" in out and "status: optimal" in out and "admissible: yes" in out
+    code, out, _ = run(["pep", "--lam", "0.5", "--gamma", "8", "--beta", "1000", "--T", "1"], capsys)
+    assert code == 0
+    assert "(PEP) : none" in out and "UNBOUNDED" in out and "admissible: NO" in out and "K1 > 0" in out
+
+
+def test_sweep_writes_pep_sweep_file(capsys, tmp_path):
+    path = tmp_path / "sweep.json"
+    code, out, _ = run(["pep", *ADMISSIBLE, "--sweep-T", "1,2,3", "--out", str(path)], capsys)
+    assert code == 0 and str(path) in out
+    sweep = json.loads(path.read_text())
+    assert sweep["kind"] == "pep-sweep" and "provenance" in sweep
+    assert (sweep["lam"], sweep["gamma"], sweep["beta"]) == (1.0, 0.1, 250.0)
+    assert [r["T"] for r in sweep["rows"]] == [1, 2, 3]
+    for r in sweep["rows"]:
+        assert set(r) == {"T", "worst_case", "bound", "ratio", "status"}
+        assert r["status"] == "optimal" and r["ratio"] == pytest.approx(r["worst_case"] / r["bound"])
+    from stam.figures.results import load_file
+
+    assert load_file(path).kind == "pep-sweep"
+
+
+def test_status_other_than_optimal_is_never_a_bare_number(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(pep.SOLVER_DEFAULTS, "CLARABEL", {**pep.SOLVER_DEFAULTS["CLARABEL"], "max_iter": 2})
+    monkeypatch.setitem(pep.SOLVER_DEFAULTS, "SCS", {"max_iters": 2})
+    code, out, _ = run(["pep", *ADMISSIBLE, "--T", "2", "--solver", "clarabel", "--json"], capsys)
+    row = json.loads(out)
+    assert code == 0 and row["status"] == "user_limit"
+    assert row["worst_case"] is None and row["ratio"] is None and row["unverified_value"] > 0
+    code, out, _ = run(["pep", *ADMISSIBLE, "--T", "2"], capsys)  # auto: Clarabel, then SCS: both fail
+    assert "(PEP) : none" in out and "not a certified worst case" in out.lower()
+    path = tmp_path / "s.json"
+    run(["pep", *ADMISSIBLE, "--sweep-T", "1", "--solver", "clarabel", "--out", str(path)], capsys)
+    row = json.loads(path.read_text())["rows"][0]
+    assert row["status"] != "optimal" and row["worst_case"] is None and row["ratio"] is None
+
+
+def test_missing_extra_is_a_one_line_error(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PEPit", None)
+    code, out, err = run(["pep", *ADMISSIBLE, "--T", "1"], capsys)
+    assert code == 2 and "pep' extra" in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_does_not_import_pepit_cvxpy_or_torch():
+    code = (
+        "import sys, contextlib, io, stam.cli\n"
+        "p = stam.cli.build_parser(); p.format_help()\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    p.parse_args(['pep', '--help'])\n"
+        "print(sorted(m for m in ('PEPit', 'cvxpy', 'torch', 'stam.theory.pep') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
