@@ -107,3 +107,12 @@ def test_beta_min_counterexample(items):
     ce = items["conv-rate beta conditions"].counterexample
     assert ce["Theorem conv RHS"] > ce["eps^2"]
     assert ce["beta = 1.01 min"] > min(ce["beta_bounds"].values())
+
+
+def test_brief_and_as_printed_text(capsys):
+    assert main(["paper-check", "--brief", "--as-printed"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines[1:1 + len(EXPECTED)]) == len(EXPECTED)
+    assert all(f"{v:<8}" in line for line, v in zip(lines[1:], EXPECTED.values()))
+    assert "Effect of the printed forms" in out

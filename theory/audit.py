@@ -320,9 +320,9 @@ def item_chain(seed: int = SEED) -> list[Finding]:
         else:
             verdict = "error"
             ce = chain_counterexample(st.label, seed) or premise_witness(st.label, seed)
-            note = (f"derived by: {st.rule}; printed - derived = {pretty(cmp.residual)}; "
-                    + ("the printed step follows from the printed predecessors (error propagated from eq25)"
-                       if follows else "does not follow from its premises: (Hx-ylip) gives (L4*)^2 ||dy||^2"))
+            origin = ("follows from the printed predecessors: error propagated from eq25" if follows
+                      else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
+            note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
         out.append(Finding(st.label, pretty(st.printed) + " >= 0", pretty(st.derived) + " >= 0", verdict, ce, note))
     return out
 
@@ -574,6 +574,16 @@ def table(items, as_printed: bool = False) -> str:
     return "\n".join(lines)
 
 
+def brief(items) -> str:
+    """One line per item: label, verdict and what is wrong (the note's first clause)."""
+    w = max(len(f.label) for f in items)
+    lines = [f"{'label':<{w}}  {'verdict':<8}  counterexample  note"]
+    for f in items:
+        note = f.note.split(" (derived by")[0]
+        lines.append(f"{f.label:<{w}}  {f.verdict:<8}  {'found' if f.counterexample else '-':<14}  {note}")
+    return "\n".join(lines)
+
+
 def _as_printed_effect() -> str:
     """What the printed forms change in ``stam stepsize`` for a reference network setting."""
     c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
@@ -593,5 +603,10 @@ def run(args) -> int:
     rows = [f.as_json() for f in items]
     if getattr(args, "out", None):
         atomic_write_json(args.out, {"kind": "paper-check", "provenance": provenance(), "items": rows})
-    print(dumps(rows) if args.json else table(items, as_printed=args.as_printed))
+    if args.json:
+        print(dumps(rows))
+    elif getattr(args, "brief", False):
+        print(brief(items) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
+    else:
+        print(table(items, as_printed=args.as_printed))
     return 0

@@ -27,6 +27,7 @@ def register(subparsers) -> None:
         "The toolkit computes with the corrected forms.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, counterexample}")
+    p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong)")
     p.add_argument("--as-printed", action="store_true",
                    help="also evaluate the printed forms on the counterexamples and show the numbers they give")
     p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance) to FILE")

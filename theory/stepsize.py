@@ -126,14 +126,23 @@ def _describe(c, args) -> str:
             f"l={_fmt(c.l)}; ES: A={_fmt(c.A)} C={_fmt(c.C)}" + ("   [printed forms]" if args.as_printed else ""))
 
 
+def _gamma_limits(c, as_printed: bool) -> str:
+    from stam.theory import numeric as num
+
+    thr = float(num.gamma_threshold(c, as_printed))
+    s2 = float(c.L2) ** 2 + float(c.L5) ** 2
+    second = 1 / math.sqrt(s2) if s2 > 0 else math.inf
+    binds = "K1 > 0" if thr <= second else "the second condition"
+    return (f"K1 > 0 for gamma < {_fmt(thr)}, [(L2*)^2+(L5*)^2] gamma^2 <= 1 for gamma <= {_fmt(second)}; "
+            f"{binds} binds")
+
+
 def _recommend_text(r: dict, c, args, at_gamma: bool) -> str:
     from stam.theory import numeric as num
 
-    thr = num.gamma_threshold(c, args.as_printed)
     lines = [_describe(c, args),
              f"delta0 + M0' = {_fmt(args.delta0 + args.M0)}, eps = {_fmt(args.eps)}",
-             f"  gamma_max = {_fmt(r['gamma_max'])}   (sup of gamma with K1 > 0 [< {_fmt(float(thr))}] and "
-             "[(L2*)^2+(L5*)^2] gamma^2 <= 1)"]
+             f"  gamma_max = {_fmt(r['gamma_max'])}   ({_gamma_limits(c, args.as_printed)})"]
     if at_gamma:
         lines.append(f"  gamma     = {_fmt(r['gamma'])}   (given)")
     else:
@@ -148,9 +157,12 @@ def _recommend_text(r: dict, c, args, at_gamma: bool) -> str:
 
 
 def _check_text(rep: dict, c, args) -> str:
+    from stam.theory import numeric as num
+
     head = [_describe(c, args),
             f"gamma = {_fmt(args.gamma)}, beta = {_fmt(args.beta)}" + (f", T = {args.T}" if args.T else "")
             + (f", eps = {_fmt(args.eps)}" if args.eps else ""),
+            f"gamma_max = {_fmt(num.gamma_max(c, args.as_printed))} ({_gamma_limits(c, args.as_printed)})",
             f"admissible: {'yes' if rep['admissible'] else 'NO'}"]
     for v in rep["violations"]:
         head.append(f"  violated: {v['condition']}: value {_fmt(v['value'])}, limit {_fmt(v['limit'])}")
