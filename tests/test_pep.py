@@ -191,3 +191,14 @@ def test_worst_case_shrinks_with_T_and_free_start_is_no_better():
     w = [worst(lam, gamma, beta, T) for T in (1, 2, 3)]
     assert w[0] > w[1] > w[2] > 0
     assert worst(lam, gamma, beta, 2, True) >= w[1] * (1 - 1e-6)
+
+
+def test_worst_case_scales_like_the_problem():
+    """Scaling G, H, F by s (L1 -> s L1, lam -> s lam, gamma -> gamma/s, beta -> s beta) leaves the
+    iterates unchanged, multiplies S_t by s^2 and delta0 + M0'_T by s: the worst case by s.
+    (Theorem conv's conditions are not invariant: K1 mixes gamma with 1, see docs/readme/pep.md.)"""
+    lam, gamma, beta = PARAMS[0]
+    s = 2.0
+    scaled = pep.stam_pep(s * lam, gamma / s, s * beta, 2, L1=s)
+    assert scaled.optimal
+    assert scaled.worst_case == pytest.approx(s * worst(lam, gamma, beta, 2), rel=1e-5)
