@@ -1,5 +1,91 @@
-"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level."""
+"""Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level:
+the handlers live in :mod:`stam.synthetic.commands` and are imported when a command runs.
+
+    stam synthetic run     --problem NAME   rate experiment against Theorem conv (JSON + CSV)
+    stam synthetic compare --problem NAME   STAM vs baselines at an equal gradient budget
+    stam synthetic sweep                    problems x seeds x gamma fractions, -j N, resumable
+"""
+
+from __future__ import annotations
+
+from stam.errors import positive_float, positive_int
+
+#: the names of :data:`stam.synthetic.problems.PROBLEMS` (kept here so that parsing imports no torch;
+#: a test checks they agree)
+PROBLEM_NAMES = ("binary", "sparse-l1", "sparse-mcp", "cosine")
+#: Table para's constant parameters (schedules dropped): (lam, gamma, beta)
+PAPER_PRESETS = {"paper-our1": (0.5, 8.0, 1000.0), "paper-our2": (4.0, 15.0, 1000.0)}
+
+
+def _handler(name: str):
+    def call(args):
+        from stam.synthetic import commands
+
+        return getattr(commands, name)(args)
+
+    return call
+
+
+def _instance_args(p, default_R: int) -> None:
+    p.add_argument("--n", type=positive_int, default=32, help="dimension of y (and x) (default 32)")
+    p.add_argument("--N", type=positive_int, default=256, help="number of terms of G (default 256)")
+    p.add_argument("--b", type=positive_int, default=8, help="minibatch size (default 8)")
+    p.add_argument("--replacement", action="store_true", help="b-nice sampling with replacement (default: without)")
+    p.add_argument("--R", type=positive_int, default=default_R, help=f"independent runs (seeds), batched (default {default_R})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the instance and of the sampling (default 0)")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default cpu)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="torch CPU threads (default 1: the default instances are latency-bound)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def register(subparsers) -> None:
-    """Add this area's subcommands to ``stam``'s subparsers."""
+    """Add ``stam synthetic run|compare|sweep``."""
+    top = subparsers.add_parser("synthetic", help="synthetic three-block problems: rates, baselines, sweeps",
+                                description="Synthetic problems with known constants (stam.synthetic).")
+    sub = top.add_subparsers(dest="synthetic_command", metavar="SUBCOMMAND", parser_class=type(top))
+    top.set_defaults(func=lambda args: top.print_help() or 2)
+
+    run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
+                         description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
+    run.add_argument("--problem", required=True, choices=PROBLEM_NAMES)
+    _instance_args(run, default_R=32)
+    run.add_argument("--T-min", type=positive_int, default=10, help="smallest horizon (default 10)")
+    run.add_argument("--T-max", type=positive_int, default=10240, help="largest horizon (default 10240)")
+    run.add_argument("--T-points", type=positive_int, default=11, help="horizons on the geometric grid (default 11)")
+    run.add_argument("--gamma", type=positive_float, help="explicit gamma (default: --gamma-fraction of gamma_max)")
+    run.add_argument("--gamma-fraction", type=positive_float, default=0.5, help="gamma / gamma_max, in (0, 1) (default 0.5)")
+    run.add_argument("--beta", type=positive_float, help="explicit beta for every T (default: Theorem conv-rate's rule)")
+    run.add_argument("--lam", type=positive_float, help="coupling weight lambda (binary, cosine)")
+    run.add_argument("--preset", choices=tuple(PAPER_PRESETS),
+                     help="Table para's (lambda, gamma, beta) as constants; implies --allow-inadmissible")
+    run.add_argument("--allow-inadmissible", action="store_true",
+                     help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
+    run.add_argument("--quick", action="store_true", help="a few seconds: T up to 640, R = 8")
+    run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
+    run.set_defaults(func=_handler("run_command"))
+
+    cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
+                          description="Baselines with equal budgets of stochastic gradient evaluations.")
+    cmp_.add_argument("--problem", required=True, choices=PROBLEM_NAMES)
+    _instance_args(cmp_, default_R=8)
+    cmp_.add_argument("--budget", type=positive_int, default=32768,
+                      help="sample-gradient evaluations per run (default 32768 = 4096 iterations of b=8)")
+    cmp_.add_argument("--gamma", type=positive_float, help="explicit gamma (default 0.5 gamma_max)")
+    cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta)")
+    cmp_.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
+    cmp_.set_defaults(func=_handler("compare_command"))
+
+    sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions in parallel processes, resumable",
+                        description="Runs `synthetic run` for every combination; skips results already on disk.")
+    sw.add_argument("--problems", default=",".join(PROBLEM_NAMES), help="comma-separated (default: all)")
+    sw.add_argument("--seeds", default="0,1,2", help="comma-separated instance/sampling seeds (default 0,1,2)")
+    sw.add_argument("--gamma-fractions", default="0.25,0.5", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
+    sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")
+    sw.add_argument("--T-max", type=positive_int, default=2560, help="largest horizon (default 2560)")
+    sw.add_argument("--T-points", type=positive_int, default=9, help="horizons per job (default 9)")
+    sw.add_argument("-j", "--jobs", type=positive_int, default=2, help="parallel processes (default 2)")
+    sw.add_argument("--out", default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw.set_defaults(func=_handler("sweep_command"))

@@ -1,0 +1,241 @@
+"""stam.synthetic: the constants of every problem (Assumption ass2, Lemma es-lemma) and the
+sampling (Definition ass1, eq. (stochastic G)).
+
+Every claimed Lipschitz constant is checked on sampled point pairs: never exceeded, and
+approached (ratio > 0.5 on pairs found by a search along the top singular vector of the
+Jacobian at sampled points), so the constants are not vacuous."""
+
+import functools
+import itertools
+import math
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stam.synthetic.cli import PROBLEM_NAMES
+from stam.synthetic.problems import PROBLEMS, make_problem
+from stam.synthetic.sampling import Sampling
+
+SMALL = dict(n=6, N=12, b=3)
+
+
+@functools.lru_cache(maxsize=None)
+def problem(name, seed=0):
+    return make_problem(name, seed=seed, **SMALL)
+
+
+def maps(p):
+    """name of the constant -> (map, which argument varies) with x, y of the problem's sizes."""
+    G, H = p.G, p.H
+    return {
+        "L1": lambda x, y: G.grad(y),
+        "L2": lambda x, y: H.grad_x_H(x, y),
+        "L3": lambda x, y: H.grad_y_H(x, y),
+        "L4": lambda x, y: H.grad_x_H(x, y),
+        "L5": lambda x, y: H.grad_y_H(x, y),
+    }
+
+
+VARIES = {"L1": "y", "L2": "x", "L3": "y", "L4": "y", "L5": "x"}
+
+
+def dims(p):
+    n = p.G.n
+    m = n if p.z_prev is None else p.z_prev.numel()
+    return m, n
+
+
+def base_points(p, gen, count=6):
+    """Points where the search starts: 0, the reference near-minimiser, and random points at
+    several scales (uniform on [-pi, pi] too, for the periodic coupling)."""
+    m, n = dims(p)
+    x_ref, y_ref = (v[0] for v in p.reference)
+    pts = [(torch.zeros(m, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)), (x_ref, y_ref)]
+    for k in range(count):
+        scale = [0.1, 1.0, 3.0][k % 3]
+        pts.append((scale * torch.randn(m, generator=gen, dtype=torch.float64),
+                    scale * torch.randn(n, generator=gen, dtype=torch.float64)))
+        pts.append(((torch.rand(m, generator=gen, dtype=torch.float64) * 2 - 1) * math.pi,
+                    y_ref + 0.01 * torch.randn(n, generator=gen, dtype=torch.float64)))
+    return pts
+
+
+def ratio(f, x1, y1, x2, y2):
+    num = (f(x1[None], y1[None]) - f(x2[None], y2[None])).norm()
+    den = (x1 - x2).norm() + (y1 - y2).norm()
+    return float(num / den)
+
+
+def searched_ratio(f, which, x, y, eps=1e-6):
+    """Largest ratio on the pairs (w + t v, w + t v + eps v), t on a grid in [-4, 4], with v the top
+    right singular vector of the Jacobian at w (a line search along the direction of largest
+    change)."""
+    if which == "y":
+        J = torch.autograd.functional.jacobian(lambda v: f(x[None], v[None])[0], y)
+        v = torch.linalg.svd(J).Vh[0]
+        return max(ratio(f, x, y + t * v, x, y + (t + eps) * v) for t in torch.linspace(-4, 4, 33).tolist())
+    J = torch.autograd.functional.jacobian(lambda v: f(v[None], y[None])[0], x)
+    v = torch.linalg.svd(J).Vh[0]
+    return max(ratio(f, x + t * v, y, x + (t + eps) * v, y) for t in torch.linspace(-4, 4, 33).tolist())
+
+
+def test_problem_names_of_the_cli_are_the_registry():
+    assert tuple(PROBLEMS) == PROBLEM_NAMES
+    with pytest.raises(KeyError, match="known"):
+        make_problem("nope")
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_lipschitz_constants_are_approached(name):
+    p = problem(name)
+    c = p.constants()
+    gen = torch.Generator().manual_seed(1)
+    pts = base_points(p, gen)
+    for key, f in maps(p).items():
+        best = max(searched_ratio(f, VARIES[key], x, y) for x, y in pts)
+        assert best <= c[key] * (1 + 1e-6), (key, best, c[key])
+        assert best > 0.5 * c[key], (key, best, c[key])
+    # per-sample L1^i: the largest, approached by its own G_i
+    i_max = int(p.G.L1_i().argmax())
+    g_i = lambda x, y: p.G.grad_batch(y, torch.tensor([[i_max]]).expand(y.shape[0], 1))  # noqa: E731
+    best = max(searched_ratio(g_i, "y", x, y) for x, y in pts)
+    assert 0.5 * c["L1_i_max"] < best <= c["L1_i_max"] * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_weak_convexity_constant_l_is_exact(name):
+    """<grad_x H(x1,y) - grad_x H(x2,y), x1 - x2> >= -l ||x1 - x2||^2, with near-equality somewhere."""
+    p = problem(name)
+    l = p.constants()["l"]
+    gen = torch.Generator().manual_seed(2)
+    lowest = math.inf
+    for x, y in base_points(p, gen):
+        Hxx = torch.autograd.functional.jacobian(lambda v: p.H.grad_x_H(v[None], y[None])[0], x)
+        v = torch.linalg.eigh(0.5 * (Hxx + Hxx.T)).eigenvectors[:, 0]
+        for d in (1e-6 * v, torch.randn(x.shape, generator=gen, dtype=torch.float64)):
+            dg = p.H.grad_x_H((x + d)[None], y[None]) - p.H.grad_x_H(x[None], y[None])
+            lowest = min(lowest, float((dg[0] * d).sum() / (d * d).sum()))
+    assert lowest >= -l - 1e-6
+    assert lowest <= -l + 0.5 * abs(l) + 1e-6
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.sampled_from([0.01, 1.0, 10.0]))
+def test_constants_never_exceeded_on_random_pairs(name, seed, scale):
+    p = problem(name)
+    c = p.constants()
+    m, n = dims(p)
+    gen = torch.Generator().manual_seed(seed)
+    r = lambda k: scale * torch.randn(k, generator=gen, dtype=torch.float64)  # noqa: E731
+    x1, x2, y1, y2 = r(m), r(m), r(n), r(n)
+    for key, f in maps(p).items():
+        got = ratio(f, x1, y1, x1, y2) if VARIES[key] == "y" else ratio(f, x1, y1, x2, y1)
+        assert got <= c[key] * (1 + 1e-9) + 1e-12, key
+    # lower bounds: H >= H_inf, G >= G_inf_lb, G + H >= GH_inf_lb
+    assert float(p.H.H(x1[None], y1[None])) >= c["H_inf"] - 1e-12
+    assert float(p.G.value(y1[None])) >= c["G_inf_lb"]
+    assert float(p.G.values_i(y1[None]).min()) >= 0.0
+
+
+def test_H_inf_is_attained_where_claimed():
+    p = problem("cosine")
+    x = torch.full((1, SMALL["n"]), math.pi, dtype=torch.float64)
+    assert float(p.H.H(x, x)) == pytest.approx(p.constants()["H_inf"])
+    for name in ("binary", "sparse-l1"):
+        q = problem(name)
+        m, n = dims(q)
+        assert float(q.H.H(torch.zeros(1, m, dtype=torch.float64), torch.zeros(1, n, dtype=torch.float64))) == 0.0
+
+
+def test_mcp_problem_enforces_gamma_below_theta():
+    p = problem("sparse-mcp")
+    with pytest.raises(ValueError, match="gamma < theta"):
+        p.check_gamma(p.F.theta)
+    with pytest.raises(ValueError, match="gamma < theta"):
+        p.prox_F(torch.zeros(1, 6, dtype=torch.float64), 2 * p.F.theta)
+
+
+def test_cosine_problem_enforces_gamma_l_below_one():
+    p = problem("cosine")
+    with pytest.raises(ValueError, match="gamma\\*l < 1"):
+        p.check_gamma(1.0 / p.constants()["l"])
+
+
+# --- sampling ------------------------------------------------------------------------------------
+def outcomes(sampling):
+    """All equally likely draws (as index tuples) of a sampling."""
+    if sampling.replacement:
+        return list(itertools.product(range(sampling.N), repeat=sampling.b))
+    return list(itertools.combinations(range(sampling.N), sampling.b))
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("N,b", [(5, 1), (5, 2), (6, 3), (4, 4)])
+def test_estimator_unbiased_and_second_moment_by_enumeration(N, b, replacement):
+    s = Sampling(N, b, replacement)
+    idx = torch.tensor(outcomes(s))
+    v = s.weights(idx)
+    assert torch.allclose(v.mean(0), torch.ones(N, dtype=torch.float64))  # E v_i = 1
+    assert torch.allclose((v**2).mean(0), torch.full((N,), s.second_moment(), dtype=torch.float64))
+    from stam.theory.numeric_generated import ev2_nice, ev2_replacement
+
+    assert s.second_moment() == pytest.approx((ev2_replacement if replacement else ev2_nice)(N, b))
+    for name in ("binary", "sparse-l1"):
+        p = make_problem(name, n=4, N=N, b=b, replacement=replacement, seed=3)
+        y = torch.randn(1, 4, dtype=torch.float64).expand(len(idx), -1)
+        est = p.G.grad_batch(y, idx)
+        assert torch.allclose(est.mean(0), p.G.grad(y[:1])[0], atol=1e-12)  # Definition ass1
+        # the minibatch average is the unified form (1/N) sum_i v_i grad G_i
+        per_i = torch.stack([p.G.grad_batch(y[:1], torch.tensor([[i]]))[0] for i in range(N)])
+        assert torch.allclose(est, v.to(per_i.dtype) @ per_i / N, atol=1e-12)
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_sampler_draws_match_the_distribution(replacement):
+    s = Sampling(10, 4, replacement)
+    idx = s.draw(40000, torch.Generator().manual_seed(0))
+    assert idx.shape == (40000, 4) and int(idx.min()) >= 0 and int(idx.max()) < 10
+    if not replacement:
+        assert all(len(set(row)) == 4 for row in idx[:500].tolist())
+    v = s.weights(idx)
+    se = v.std(0) / 200  # standard error of the mean over 40000 draws
+    assert torch.all((v.mean(0) - 1).abs() < 5 * se)
+    assert float((v**2).mean()) == pytest.approx(s.second_moment(), rel=0.03)
+
+
+def test_sampling_rejects_bad_sizes():
+    with pytest.raises(ValueError):
+        Sampling(5, 6)
+    with pytest.raises(ValueError):
+        Sampling(0, 1)
+    assert Sampling(5, 6, replacement=True).second_moment() == pytest.approx(5 / 6 + 5 / 6)
+
+
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+@pytest.mark.parametrize("replacement", [False, True])
+def test_expected_smoothness_of_es_lemma_by_enumeration(name, replacement):
+    """Lemma es-lemma (corrected A, C; certified bounds): exact expectation over all draws."""
+    p = make_problem(name, n=4, N=5, b=2, replacement=replacement, seed=4)
+    c = p.constants()
+    idx = torch.tensor(outcomes(p.sampling))
+    m, n = dims(p)
+    gen = torch.Generator().manual_seed(5)
+    for scale in (0.1, 1.0, 5.0):
+        x = scale * torch.randn(1, m, generator=gen, dtype=torch.float64)
+        y = scale * torch.randn(1, n, generator=gen, dtype=torch.float64)
+        g = p.G.grad_batch(y.expand(len(idx), -1), idx) + p.H.grad_y_H(x, y)
+        lhs = float((g * g).sum(1).mean())
+        rhs = 2 * c["A"] * float(p.G.value(y) + p.H.H(x, y) - c["GH_inf_lb"]) + c["C"]
+        assert lhs <= rhs
+
+
+def test_delta_upper_bound_is_a_function_value():
+    p = problem("binary")
+    c = p.constants()
+    x, y = p.reference
+    assert c["GH_inf_ub"] == pytest.approx(float(p.G.value(y) + p.H.H(x, y)))
+    assert c["GH_inf_lb"] <= c["GH_inf_ub"]
+    assert c["A"] == 2 * max(c["L1_i_max"] * c["Ev2"], c["L3"])
+    assert c["C"] == pytest.approx(2 * c["A"] * c["Delta_ub"])
