@@ -163,11 +163,13 @@ def sweep_command(args) -> int:
 
     problems = _split(args.problems, str, "problems")
     unknown = [p for p in problems if p not in PROBLEM_NAMES]
-    require(not unknown, f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(PROBLEM_NAMES)}")
+    if unknown:
+        raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(PROBLEM_NAMES)}")
     seeds = _split(args.seeds, int, "seeds")
     fractions = _split(args.gamma_fractions, float, "gamma-fractions")
     bad = [f for f in fractions if not 0 < f < 1]
-    require(not bad, f"--gamma-fractions: {bad[0]} is not in (0, 1)")
+    if bad:
+        raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
     jobs = sweep_jobs(problems, seeds, fractions, args.out)
     todo = [j for j in jobs if not j[4]]
