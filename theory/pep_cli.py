@@ -25,7 +25,7 @@ def _status_note(row: dict) -> str:
     if status == "optimal":
         return f"optimal ({row['solver']}, {row['seconds']:.2f} s)"
     if status == "unbounded":
-        return f"UNBOUNDED ({row['solver']}): delta0 + M0' <= 1 bounds nothing; the worst case is +infinity"
+        return f"UNBOUNDED ({row['solver']}): delta0 + M0'_T <= 1 bounds nothing; the worst case is +infinity"
     note = f"{status.upper()} ({row['solver']}): not a certified worst case"
     if row.get("unverified_value") is not None:
         note += f"; the solver's unverified value was {_fmt(row['unverified_value'])}"
@@ -43,7 +43,7 @@ def _print_row(args, row: dict) -> None:
     print(f"deterministic STAM, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} L1={args.L1:g} "
           f"T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
     print(f"  worst case of min_t S_t (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
-    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for delta0 + M0' = 1; admissible: "
+    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for delta0 + M0'_T = 1; admissible: "
           f"{_admissible_note(row)}")
     note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
     print(f"  ratio worst case / bound      : {_fmt(row['ratio'], 4)}{note}")
@@ -97,9 +97,10 @@ def register(subparsers) -> None:
         help="exact worst case of deterministic STAM (performance estimation) vs Theorem conv's bound",
         description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} S_t, S_t the stationarity "
         "measure of Theorem conv, that T iterations of STAM with the full gradient of G can reach over every "
-        "L1-smooth G, H = (lam/2)||x-y||^2 and closed convex F with delta0 + M0' <= 1, beside the theorem's "
-        "bound for the same normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. "
-        "A solver status other than optimal is printed as such.",
+        "L1-smooth G, H = (lam/2)||x-y||^2 and closed convex F with delta0 + M0'_T <= 1 (M0'_T = M_0 - "
+        "min_{t<=T} M_t, the finite-horizon form of the paper's M0'), beside the theorem's bound for the same "
+        "normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. A solver status other "
+        "than optimal is printed as such.",
     )
     p.add_argument("--lam", type=positive_float, required=True, help="coupling weight lambda of H (> 0)")
     p.add_argument("--gamma", type=positive_float, required=True, help="step size gamma of the x/u-steps (> 0)")
