@@ -290,9 +290,11 @@ def item_threshold(seed: int = SEED) -> Finding:
         ce = _r({"L2*": L2[i], "l": l[i], "printed_threshold": printed[i], "exact_threshold": exact[i], "gamma": g,
                  "K1(gamma)": float(num.K1(g, ci)),
                  "meaning": "gamma below the printed threshold with K1(gamma) <= 0"})
+    b_def = f"  with b = {pretty(thr['b'])}"
     return Finding(
-        "Rem=09836 (threshold of K1 > 0)", pretty(thr["printed"]), pretty(thr["root"]) + "  [= " +
-        pretty(thr["stable"]) + "; at L2*=0: " + pretty(thr["at_L2_zero"]) + "]", "misprint", ce,
+        "Rem=09836 (threshold of K1 > 0)", pretty(thr["printed_in_b"]) + b_def,
+        pretty(thr["root_in_b"]) + b_def + " (positive root of 4 gamma K1) = " + pretty(thr["stable"])
+        + "; at L2*=0: " + pretty(thr["at_L2_zero"]), "misprint", ce,
         "denominator 10 L2* should be 10 (L2*)^2 (agree only at L2* = 1); the print is undefined at L2* = 0. "
         "K1 > 0 implies gamma*l < 1/10, so the strong convexity of eq260 holds.",
     )

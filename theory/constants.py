@@ -153,10 +153,16 @@ def gamma_threshold() -> dict:
     root = next(r for r in roots if r.subs(probe) > 0)
     stable = 2 / (bq + sp.sqrt(bq**2 + 20 * L2**2))
     assert sp.simplify(sp.radsimp(root - stable)) == 0
+    b_ = sp.Symbol("b", positive=True)  # shorthand for beta_ in the displayed forms
+    in_b = (sp.sqrt(b_**2 + 20 * L2**2) - b_) / (10 * L2**2)
+    assert sp.simplify(sp.radsimp(in_b.subs(b_, bq) - root)) == 0
     linear_root = sp.solve(sp.Eq(num.subs(L2, 0), 0), gamma)[0]
     assert sp.simplify(stable.subs({L2: 0, l: _l_nonneg}) - linear_root.subs(l, _l_nonneg)) == 0
     return {
         "root": sp.simplify(root),
+        "root_in_b": in_b,
+        "printed_in_b": (sp.sqrt(b_**2 + 20 * L2**2) - b_) / (10 * L2),
+        "b": bq,
         "stable": stable,
         # L2* = 0 (then l >= 0): K1's numerator is linear; its root is the stable form at L2* = 0
         "at_L2_zero": linear_root,
