@@ -73,7 +73,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from stam.errors import require
 
@@ -113,9 +113,6 @@ class PEPResult:
     def has_solution(self) -> bool:
         """The solver left values (possibly unverified) in the PEP's points and expressions."""
         return self.worst_case is not None or self.primal is not None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _check_solver(solver: str | None) -> str | None:
