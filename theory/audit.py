@@ -476,11 +476,14 @@ def item_beta(seed: int = SEED) -> Finding:
     T = r["T_min"]
     bounds = num.beta_lower_bounds(T, r["gamma"], c, eps)
     beta_p = 1.01 * min(bounds.values())
-    rhs = float(num.theorem_rhs(T, r["gamma"], beta_p, c, delta0, M0))
+    # log10 of Theorem conv's RHS, 2 (1+q)^T beta D / T + (L+M) C / beta, without overflow
+    LM = c.L + r["M"]
+    q = LM * c.A / beta_p**2
+    log_rhs = np.logaddexp(T * np.log1p(q) + np.log(2 * beta_p * (delta0 + M0) / T), np.log(LM * c.C / beta_p))
     rep = num.check(r["gamma"], beta_p, c, T=T, eps=eps, delta0=delta0, M0=M0)
     ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
              "gamma": r["gamma"], "T": T, "beta_bounds": bounds, "beta = 1.01 min": beta_p,
-             "Theorem conv RHS": rhs, "eps^2": eps**2, "violated": [v["condition"] for v in rep["violations"]],
+             "log10 Theorem conv RHS": float(log_rhs / np.log(10)), "log10 eps^2": float(np.log10(eps**2)), "violated": [v["condition"] for v in rep["violations"]],
              "meaning": "beta > min{...} holds but the bound of Theorem conv exceeds eps^2"})
     return Finding("conv-rate beta conditions", "beta > min{sqrt((L+M)AT), 2K2/K1, 2(L+M)C/eps^2}",
                    "beta >= max{" + ", ".join(pretty(v) for v in bc.values()) + "}", "misprint", ce,
