@@ -70,7 +70,7 @@ def rates_panel(ax, rates: dict) -> None:
     if not finite(slope):
         slope = fit_slope(T, mean)
     pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731 - log axes drop non-positive values
-    ax.fill_between(T, pos(lo), pos(hi), color=color, alpha=0.22, linewidth=0, label="spread over seeds")
+    ax.fill_between(T, pos(lo), pos(hi), color=color, alpha=0.22, linewidth=0, label="spread over seeds (10%\u201390% quantiles)")
     ax.plot(T, pos(mean), color=color, marker="o", markersize=4, label=f"{EMPIRICAL} (fitted slope {_fmt_slope(slope)})")
     if (~admissible).any():
         ax.plot(
@@ -97,8 +97,13 @@ def rates_panel(ax, rates: dict) -> None:
     ax.set_ylabel(r"min$_{t<T}$ E S$_t$  (stationarity, eq. con-inequality)")
     params = rates.get("params") or {}
     seeds = params.get("R") or params.get("seeds")
-    extra = f", {seeds} seeds" if seeds else ""
-    ax.set_title(f"Problem {rates.get('problem', '?')}: stationarity vs T{extra}", fontsize=10)
+    title = f"Problem {rates.get('problem', '?')}: stationarity vs T" + (f", {seeds} seeds" if seeds else "")
+    gammas = {r.get("gamma") for r in rows}
+    if len(gammas) == 1 and finite(next(iter(gammas))):
+        rule = params.get("gamma_rule")
+        title += f"\n\u03b3 = {next(iter(gammas)):.3g}" + (f" ({rule})" if rule else "")
+        title += ", \u03b2 per T by Theorem conv-rate" if admissible.all() else ", outside the theorem's conditions"
+    ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)
 
@@ -109,12 +114,12 @@ def pep_panel(ax, sweeps: list[dict]) -> None:
         rows = sorted(_pep_rows(sweep), key=lambda r: r.get("T", 0))
         T, worst, bound = _column(rows, "T"), _column(rows, "worst_case"), _column(rows, "bound")
         tag = f"\u03bb={sweep.get('lam')}, \u03b3={sweep.get('gamma')}, \u03b2={sweep.get('beta')}"
-        ls = ["-", "--", "-.", ":"][i % 4]
-        ax.plot(T, np.where(worst > 0, worst, np.nan), color=PEP_COLOR, linestyle=ls, marker="s", markersize=4,
+        marker = ["s", "o", "^", "D"][i % 4]
+        ax.plot(T, np.where(worst > 0, worst, np.nan), color=PEP_COLOR, marker=marker, markersize=4,
                 label=f"{PEP} ({tag})")
         if np.isfinite(bound).any():
-            ax.plot(T, np.where(bound > 0, bound, np.nan), color=BOUND_COLOR, linestyle=ls, alpha=0.8,
-                    label=f"{BOUND} ({tag})")
+            ax.plot(T, np.where(bound > 0, bound, np.nan), color=BOUND_COLOR, linestyle="--", marker=marker,
+                    markersize=3, label=f"{BOUND} ({tag})")
         bad = np.array([str(r.get("status", "optimal")).lower() != "optimal" for r in rows])
         if bad.any():
             ax.plot(T[bad], np.where(worst[bad] > 0, worst[bad], np.nan), linestyle="none", marker="x",

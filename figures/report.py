@@ -46,6 +46,7 @@ th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:t
 th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
 .note{color:#555;font-style:italic} .verdict-misprint,.verdict-error{color:#D55E00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
+table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
 details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
 max-height:24em;overflow:auto;background:#f6f6f6;padding:.4em;margin:.3em 0}
 """
@@ -168,17 +169,19 @@ def _params(result: Result) -> str:
 
 
 def _header(page: _Page, results: ResultSet) -> str:
-    from stam.figures.tables import Table
-
+    """Every result with its time, versions and parameters (from its provenance), linked to the
+    copies of its data files."""
     rows = []
     for r in results.all():
         prov = r.provenance
-        links = " ".join(page.copy_data(r))
-        rows.append([r.name, r.kind, prov.get("created", "\u2013"), _versions(prov), _params(r), links])
+        links = " ".join(f'<a href="{link}">{html.escape(Path(link).name)}</a>' for link in page.copy_data(r))
+        cells = [html.escape(c) for c in (r.name, r.kind, prov.get("created", "\u2013"), _versions(prov), _params(r))]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{links}</td></tr>")
     if not rows:
         return '<p class="note">No result files were given; only the theory figures are shown.</p>'
-    t = Table("Every result on this page", ["Result", "Kind", "Created", "Versions", "Parameters", "Data"], rows)
-    return t.to_html()
+    head = "".join(f"<th>{h}</th>" for h in ("Result", "Kind", "Created", "Versions", "Parameters", "Data"))
+    return (f'<table class="provenance"><caption>Every result on this page</caption><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
 
 
 def _try_figure(section: Section, page: _Page, kind: str, results: ResultSet, caption: str, nc=None) -> None:

@@ -38,6 +38,9 @@ ALGO_COLORS = {
     "spring": OKABE_ITO["vermillion"],  # stochastic PALM (SPRING with the SGD estimator)
     "stam-det": OKABE_ITO["reddish_purple"],  # deterministic STAM (full gradients)
 }
+#: A marker per algorithm too, so that curves that coincide (PSGD's float weights follow plain
+#: SGD exactly) stay distinguishable.
+ALGO_MARKERS = {"stam": "o", "bc": "^", "br": "s", "psgd": "v", "float": "x", "spring": "D", "stam-det": "P"}
 #: Display names (as the paper writes them).
 ALGO_NAMES = {
     "stam": "STAM",
@@ -109,7 +112,7 @@ def run_style(algo: str, label: str, stam_labels: list[str] | None = None) -> di
     ``stam_labels`` is the sorted list of the STAM runs' labels in the figure (Our1, Our3, ...),
     so that each keeps one line style within a figure."""
     key = canonical_algo(algo)
-    style = {"color": algo_color(key), "linestyle": "-", "marker": None, "label": label}
+    style = {"color": algo_color(key), "linestyle": "-", "marker": ALGO_MARKERS.get(key), "label": label}
     if key == "stam" and stam_labels and label in stam_labels and len(stam_labels) > 1:
         ls, marker = _PRESET_STYLES[stam_labels.index(label) % len(_PRESET_STYLES)]
         style.update(linestyle=ls, marker=marker)
@@ -124,13 +127,15 @@ def new_figure(ncols: int = 1, nrows: int = 1, panel_size: tuple[float, float] =
 
 
 def save_figure(fig: Figure, stem: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` atomically; return both paths."""
+    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` atomically; return both paths.  The layout
+    is computed once, for the PNG, and frozen for the PDF (it is the same page)."""
     stem = Path(stem)
     paths = []
     for ext in ("png", "pdf"):
         path = stem.with_name(stem.name + "." + ext)
         with atomic_path(path, suffix="." + ext) as tmp:
             fig.savefig(tmp, format=ext, dpi=DPI)
+        fig.set_layout_engine("none")
         paths.append(path)
     return paths[0], paths[1]
 

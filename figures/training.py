@@ -61,12 +61,15 @@ def plot_training(runs: list[dict], title: str | None = None):
     if not runs:
         raise ValueError("no train runs to plot")
     models = sorted({r["summary"].get("model", "?") for r in runs})
+    names = {r["summary"].get("model", "?"): r["summary"].get("model_name") or r["summary"].get("model", "?")
+             for r in runs}
     datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
     stam_labels = sorted({label_of(r["summary"]) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
     fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(4.6, 3.5), sharex="row")
     for i, model in enumerate(models):
         labelled: set[str] = set()
-        for run in sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key):
+        ordered = sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key)
+        for k, run in enumerate(ordered):
             s = run["summary"]
             style = run_style(s.get("algo", "?"), label_of(s), stam_labels)
             # several seeds of one configuration: one legend entry, thin lines
@@ -76,17 +79,24 @@ def plot_training(runs: list[dict], title: str | None = None):
             for j, (key, _) in enumerate(COLUMNS):
                 epochs, acc = _series(run["log"], key)
                 if np.isfinite(acc).any():
-                    axes[i, j].plot(epochs, acc, markersize=3, markevery=max(1, len(epochs) // 10),
-                                    label=label if show else None, linewidth=1.4, **style)
+                    # earlier curves wider, markers staggered: coinciding curves stay visible
+                    every = max(1, len(epochs) // 10)
+                    axes[i, j].plot(epochs, acc, markersize=4, markevery=(k % every, every),
+                                    label=label if show else None, linewidth=max(2.6 - 0.25 * k, 1.0), **style)
         for j, (_, ylabel) in enumerate(COLUMNS):
             ax = axes[i, j]
             ax.set_xlabel("epochs")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{model}: {ylabel.split(' (')[0]}", fontsize=10)
+            ax.set_title(f"{names.get(model, model)}: {ylabel.split(' (')[0]}", fontsize=10)
             ax.grid(True, alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7, loc="lower right")
+    # one legend for the figure, under the panels, never over the curves
+    handles = {}
+    for ax in axes.ravel():
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 7),
+               fontsize=8, frameon=False)
     fig.suptitle(title or f"Train and test accuracy per epoch ({', '.join(datasets)})", fontsize=12)
     return fig
 
@@ -104,6 +114,17 @@ def admissible_epochs(log: list[dict]) -> np.ndarray:
     return np.array([bool((row.get("theorem") or {}).get("admissible")) for row in log], dtype=bool)
 
 
+def hyper_summary(log: list[dict]) -> str:
+    """The STAM hyperparameters over the run: ``gamma 8 -> 0.3, lambda 0.5 -> 4, beta 1000``."""
+    parts = []
+    for key, sym in (("gamma", "\u03b3"), ("lam", "\u03bb"), ("beta", "\u03b2")):
+        vals = [(row.get("hyper") or {}).get(key) for row in log]
+        vals = [v for v in vals if finite(v)]
+        if vals:
+            parts.append(f"{sym}={vals[0]:.3g}" if vals[0] == vals[-1] else f"{sym} {vals[0]:.3g}\u2192{vals[-1]:.3g}")
+    return ", ".join(parts)
+
+
 def practice_panel(ax, run: dict) -> None:
     """Figure 4 for one run (see the module docstring)."""
     log, s = run["log"], run["summary"]
@@ -117,9 +138,13 @@ def practice_panel(ax, run: dict) -> None:
     color = algo_color(s.get("algo", "stam"))
     pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731
     held = admissible_epochs(log)
-    for e, ok in zip(epochs, held):
+    # each epoch's span reaches halfway (geometrically: the x axis is logarithmic) to its neighbours
+    edges = np.sqrt(epochs[1:] * epochs[:-1]) if len(epochs) > 1 else np.array([])
+    lo_edges = np.concatenate([[epochs[0]], edges]) if len(epochs) else epochs
+    hi_edges = np.concatenate([edges, [epochs[-1]]]) if len(epochs) else epochs
+    for a, b, ok in zip(lo_edges, hi_edges, held):
         if ok:
-            ax.axvspan(e - 0.5, e + 0.5, color=ADMISSIBLE_COLOR, alpha=0.18, linewidth=0)
+            ax.axvspan(a, b, color=ADMISSIBLE_COLOR, alpha=0.18, linewidth=0)
     ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.18,
                     label=f"theorem's conditions hold ({held.sum()}/{len(held)} epochs)")
     ax.plot(epochs, pos(grad), color=color, linestyle="-", marker="o", markersize=3,
@@ -136,8 +161,9 @@ def practice_panel(ax, run: dict) -> None:
     log_axes(ax)
     ax.set_xlabel("epochs")
     ax.set_ylabel("stationarity proxy (squared norm)")
-    ax.set_title(f"{s.get('model', '?')} on {s.get('dataset', '?')}, {label_of(s)}",
-                 fontsize=10)
+    hyper = hyper_summary(log)
+    ax.set_title(f"{s.get('model_name') or s.get('model', '?')} on {s.get('dataset', '?')}, {label_of(s)}"
+                 + (f"\n{hyper}" if hyper else ""), fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)
 
