@@ -81,3 +81,14 @@ def test_K1_positive_exactly_below_threshold(L2, dl, u):
     assert n.K1(thr * u, c) > 0
     assert n.K1(thr * (1 + u), c) < 0
     assert abs(n.K1(thr, c)) * thr < 1e-9  # 4 gamma K1 is the numerator, 0 at the root
+
+
+@settings(max_examples=40)
+@given(L2=st.floats(0, 5, **finite), L5=st.floats(0, 5, **finite), dl=st.floats(0, 5, **finite),
+       u=st.floats(1e-6, 1 - 1e-6, **finite))
+def test_admissible_exactly_below_gamma_max(L2, L5, dl, u):
+    """Both conditions on gamma of Theorem conv hold exactly on (0, gamma_max]."""
+    c = n.Constants(L1=None, L2=L2, L3=0, L4=0, L5=L5, l=dl - L2)
+    gm = n.gamma_max(c)
+    assert n.admissible_gamma(gm * u, c)
+    assert not n.admissible_gamma(gm * (1 + u), c)
