@@ -133,7 +133,7 @@ def derivation() -> dict:
     # eq39: add K1/(K2 gamma^2) * eq35; K2 is the value that cancels X.
     k2_sym = sp.Symbol("k2", positive=True)
     eq35 = steps[-2].derived
-    trial = sp.expand(eq36.subs(K1, k1) + k1 / (k2_sym * gamma**2) * eq35)
+    trial = sp.expand(eq36 + k1 / (k2_sym * gamma**2) * eq35)
     k2 = sp.solve(sp.Eq(trial.coeff(X), 0), k2_sym)[0]
 
     def eq39(s):

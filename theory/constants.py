@@ -14,7 +14,7 @@ import sympy as sp
 
 from stam.theory import chain
 from stam.theory.symbols import (
-    A0, B0, C0, C, A, L1, L2, L3, L4, L5, M, M0, N, T, K1, K2, b, beta, delta0, delta_inf, eps, gamma, gap, l, lam,
+    A0, B0, C0, C, A, L1, L2, L3, L5, M, M0, N, T, K1, K2, b, beta, delta0, delta_inf, eps, gamma, gap, l, lam,
     m_v, omega_m1, t, L,
 )
 
@@ -25,7 +25,7 @@ cached = lru_cache(maxsize=None)
 # Expected smoothness: Lemma ES-GH and Lemma es-lemma
 # --------------------------------------------------------------------------------------------
 
-def _smallest_dominating(bound: sp.Expr, parts: list[sp.Symbol], target_coeffs: dict) -> list[sp.Expr]:
+def _smallest_dominating(bound: sp.Expr, parts: list[sp.Symbol]) -> list[sp.Expr]:
     """For ``bound = sum_k c_k p_k + c_0`` (``p_k >= 0`` free), the smallest values making
     ``target = sum_k a_k p_k + a_0 >= bound`` for all ``p_k >= 0``: ``a_k >= c_k`` each."""
     poly = sp.Poly(sp.expand(bound), *parts)
@@ -44,7 +44,7 @@ def es_gh() -> dict:
     are returned, ``Delta_GH = (G+H)^inf - G^inf - H^inf``."""
     g, h = sp.symbols("g h", nonnegative=True)
     bound = 2 * (2 * A0 * g + B0 * (2 * L1 * g) + C0) + 2 * (2 * L3 * h)
-    cg, ch, c0 = _smallest_dominating(bound, [g, h], {})
+    cg, ch, c0 = _smallest_dominating(bound, [g, h])
     a = sp.Max(cg / 2, ch / 2)
     return {"A": a, "C": 2 * a * gap + c0}
 
@@ -62,7 +62,7 @@ def es_lemma() -> dict:
     gi, h = sp.symbols("g_i h", nonnegative=True)
     # one representative summand i of (1/N) sum_i (...): coefficients per unit of (1/N)
     bound = 4 * (m_v * gi + L3 * h)
-    cg, ch, _ = _smallest_dominating(bound, [gi, h], {})
+    cg, ch, _ = _smallest_dominating(bound, [gi, h])
     a = sp.Max(cg / 2, ch / 2)
     return {"A": a, "C": 2 * a * delta_inf}
 
