@@ -146,7 +146,7 @@ def practice_panel(ax, run: dict) -> None:
         if ok:
             ax.axvspan(a, b, color=ADMISSIBLE_COLOR, alpha=0.18, linewidth=0)
     ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.18,
-                    label=f"theorem's conditions hold ({held.sum()}/{len(held)} epochs)")
+                    label=f"theorem's conditions hold, where checkable ({held.sum()}/{len(held)} epochs)")
     ax.plot(epochs, pos(grad), color=color, linestyle="-", marker="o", markersize=3,
             label="\u2016\u2207L(W)+\u03bb(W\u2212U)\u2016\u00b2 (epoch mean)")
     ax.plot(epochs, pos(zsq), color=color, linestyle="--", marker="s", markersize=3,

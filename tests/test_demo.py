@@ -1,0 +1,96 @@
+"""`stam demo`: the quick demo runs end to end through the real commands and leaves a complete
+report; a missing part is reported as such; a failing step sets exit status 1; the output folder
+is replaced atomically and never someone else's."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from stam.cli import main
+from stam.figures import demo as D
+from stam.figures.report import SECTIONS
+
+
+class Ids(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.imgs = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.ids += [a["id"]] if "id" in a else []
+        self.imgs += tag == "img"
+
+
+def test_quick_demo_end_to_end(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads((out / "demo.json").read_text())
+    steps = {s["name"]: s for s in record["steps"]}
+    assert list(steps) == ["paper audit", "synthetic rate experiment", "admissible step sizes",
+                           "exact worst case (PEP)", "digits training", "report"]
+    # every part of the toolkit is wired: no step missing or failed
+    assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
+    assert f"Report: {out / 'report.html'}" in printed
+    headline = [line for line in printed.splitlines() if line.startswith("  ")]
+    assert len(headline) == 3
+    assert headline[0].lstrip().startswith("Paper audit:") and "misprint" in headline[0]
+    assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
+    assert headline[2].lstrip().startswith("Digits") and all(k in headline[2] for k in ("BC", "BR", "PSGD", "Float"))
+    page = Ids()
+    page.feed((out / "report.html").read_text())
+    assert all(sid in page.ids for sid, _ in SECTIONS)
+    assert page.imgs >= 4  # admissible, rates, training, practice
+    for name in ("paper-check.json", "stepsize.json", "pep.json", "synthetic/rates-binary.json"):
+        assert (out / name).is_file(), name
+    assert len(list((out / "runs").glob("*/summary.json"))) == 6
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # staging folder gone
+
+
+@pytest.fixture
+def only_report(monkeypatch):
+    """A toolkit in which every other part is missing (what a fresh checkout of one part sees)."""
+    monkeypatch.setattr(D, "available_commands", lambda: {"report", "plot", "demo"})
+
+
+def test_missing_parts_are_reported_not_hidden(tmp_path, capsys, only_report):
+    out = tmp_path / "d"
+    assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for part in ("paper-check", "synthetic", "stepsize", "pep", "train"):
+        assert f"not available yet: this toolkit has no `stam {part}` command" in printed
+    assert (out / "report.html").is_file()
+    # a second demo over the first replaces it as a whole
+    (out / "logs" / "stale.txt").write_text("old")
+    assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
+    assert not (out / "logs" / "stale.txt").exists() and (out / "report.html").is_file()
+
+
+def test_a_failing_step_gives_status_1_and_its_log(tmp_path, capsys, only_report, monkeypatch):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / D.MARKER).write_text("")
+    (out / "keep.txt").write_text("previous demo")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("stam.figures.report.build_report", boom)
+    assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert "raised RuntimeError: disk on fire" in printed
+    log = next((out / "logs").glob("*-report.txt")).read_text()
+    assert "Traceback" in log and "disk on fire" in log
+    assert not (out / "keep.txt").exists()  # the new (partial) demo replaced the earlier one as a whole
+
+
+def test_demo_never_writes_into_a_foreign_folder(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("precious")
+    assert main(["demo", "--quick", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "was not written by stam demo" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "mine.txt").read_text() == "precious"
