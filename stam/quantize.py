@@ -37,14 +37,17 @@ def block_scales(v: Tensor, block_ids: Tensor | None, num_blocks: int | None = N
 
 
 def project_Q(v: Tensor, block_ids: Tensor | None, num_blocks: int | None = None) -> Tensor:
-    """Euclidean projection of each run's ``v`` (shape ``(R, n)``) onto Q (eq. (0411))."""
+    """Euclidean projection of each run's ``v`` (shape ``(R, n)``) onto Q (eq. (0411)).
+
+    The signs are ``copysign(s, v + 0.0)``: adding +0.0 turns -0.0 into +0.0, so sign(0) = +1
+    exactly as ``v >= 0`` would give, at a fraction of the cost of ``torch.where`` on CPU."""
     s = block_scales(v, block_ids, num_blocks)
     if block_ids is None:
         mag = s.view(-1, *([1] * (v.dim() - 1)))
-        return torch.where(v >= 0, mag, -mag)
+        return torch.copysign(mag.expand_as(v), v + 0.0)
     flat = v.reshape(v.shape[0], -1)
     mag = s.index_select(1, block_ids)
-    return torch.where(flat >= 0, mag, -mag).reshape(v.shape)
+    return torch.copysign(mag, flat + 0.0).reshape(v.shape)
 
 
 __all__ = ["block_ids_from_sizes", "block_scales", "project_Q"]
