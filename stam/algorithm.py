@@ -11,7 +11,10 @@ Everything here is expressed through the paper's operators, so the synthetic pro
 Tensors are batched: every tensor carries a leading dimension of ``R`` independent runs
 (seeds), and ``gamma``, ``beta`` are floats or tensors broadcastable against ``(R, 1)``.  The
 functions are pure (optax style): they return a new :class:`STAMState` and never modify their
-inputs, so they can be ``torch.compile``-d and run on CPU or CUDA alike.
+inputs, so they can be ``torch.compile``-d and run on CPU or CUDA alike.  They use only
+arithmetic and the operators, so they run unchanged on numpy arrays too (the paper audit,
+which must not import torch, and the PEP, which runs them on PEPit expressions, do so);
+this module imports no torch.
 
 Start rule (the paper leaves ``z^0`` and ``z^{-1}`` undefined).  Given ``y^0`` and a point
 ``z^{-1}`` (by default ``z^{-1} = y^0`` when x and y live in the same space, otherwise zero), the
@@ -29,12 +32,12 @@ measure at ``t = 0`` is bounded exactly as at every later ``t``.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, Union
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Union
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # annotations only: the update itself is array-library agnostic
+    from torch import Tensor
 
-Scalar = Union[float, Tensor]
+Scalar = Union[float, "Tensor"]
 
 
 class ThreeBlockOperators(Protocol):
@@ -94,8 +97,10 @@ def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma:
 def as_batch_scalar(value: Scalar, like: Tensor) -> Scalar:
     """A per-run parameter (shape ``(R,)``) reshaped to broadcast against ``like`` ``(R, ...)``;
     floats pass through unchanged."""
-    if isinstance(value, Tensor) and value.dim() == 1:
-        return value.to(like).view(-1, *([1] * (like.dim() - 1)))
+    if getattr(value, "ndim", 0) == 1:
+        if hasattr(value, "to"):  # torch: match dtype and device
+            value = value.to(like)
+        return value.reshape(-1, *([1] * (like.ndim - 1)))
     return value
 
 

@@ -112,29 +112,41 @@ def random_instances(R: int, rng: np.random.Generator, n: int = 2) -> dict:
     }
 
 
+class _DerivedOps:
+    """The operators of the audit's instances for :mod:`stam.algorithm`, on numpy arrays:
+    ``H = (lam/2)||x - y||^2`` with the x-step lambdified from the sympy derivation, and
+    ``F(u) = (mu/2)||u - c||^2``, whose prox is the same x-step with ``(y, lam) -> (c, mu)``."""
+
+    def __init__(self, inst: dict):
+        self.lam = inst["lam"][:, None]
+        self.mu = inst["mu"][:, None]
+        self.c = inst["c"]
+        _, self.x_step = derived_updates()
+
+    def grad_y_H(self, x, y):
+        return self.lam * (y - x)
+
+    def prox_H(self, z, y, gamma):
+        return self.x_step(y, z, gamma, self.lam)
+
+    def prox_F(self, v, gamma):
+        return self.x_step(self.c, v, gamma, self.mu)
+
+
 def run_stam(inst: dict, T: int) -> dict:
-    """T steps of Algorithm 1 (deterministic gradient) from the start rule of
-    :mod:`stam.algorithm`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
-    y_step, x_step = derived_updates()
-    col = lambda v: v[:, None]  # noqa: E731
-    lam, gam, beta, a, mu = (col(inst[key]) for key in ("lam", "gamma", "beta", "a", "mu"))
+    """T steps of Algorithm 1 (deterministic gradient ``a (y - g0)``), run by the one STAM
+    update :func:`stam.algorithm.stam_step` on numpy arrays from the start rule of
+    :func:`stam.algorithm.stam_init`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
+    from stam.algorithm import stam_init, stam_step
 
-    def prox_F(v):  # the prox of (mu/2)||u - c||^2 is the x-step with (y, lam) -> (c, mu)
-        return x_step(inst["c"], v, gam, mu)
-
-    y, zp = inst["y0"], inst["zm1"]
-    x = x_step(y, zp, gam, lam)
-    u = prox_F(2 * x - zp)
-    z = zp + u - x
-    traj = {key: [v] for key, v in (("y", y), ("x", x), ("u", u), ("z", z))}
+    gam, beta, a = (inst[key][:, None] for key in ("gamma", "beta", "a"))
+    ops = _DerivedOps(inst)
+    state = stam_init(inst["y0"], ops, gam, z_prev=inst["zm1"])
+    traj = [state]
     for _ in range(T):
-        y = y_step(y, x, a * (y - inst["g0"]), beta, lam)
-        x = x_step(y, z, gam, lam)
-        u = prox_F(2 * x - z)
-        z = z + u - x
-        for key, v in (("y", y), ("x", x), ("u", u), ("z", z)):
-            traj[key].append(v)
-    out = {key: np.stack(v) for key, v in traj.items()}
+        state = stam_step(state, a * (state.y - inst["g0"]), ops, gam, beta)
+        traj.append(state)
+    out = {key: np.stack([getattr(st, key) for st in traj]) for key in ("y", "x", "u", "z")}
     out["zm1"] = inst["zm1"]
     return out
 
