@@ -99,10 +99,18 @@ def rates_panel(ax, rates: dict) -> None:
     seeds = params.get("R") or params.get("seeds")
     title = f"Problem {rates.get('problem', '?')}: stationarity vs T" + (f", {seeds} seeds" if seeds else "")
     gammas = {r.get("gamma") for r in rows}
+    betas = {r.get("beta") for r in rows}
     if len(gammas) == 1 and finite(next(iter(gammas))):
-        rule = params.get("gamma_rule")
-        title += f"\n\u03b3 = {next(iter(gammas)):.3g}" + (f" ({rule})" if rule else "")
-        title += ", \u03b2 per T by Theorem conv-rate" if admissible.all() else ", outside the theorem's conditions"
+        gamma = next(iter(gammas))
+        if params.get("preset"):  # Table para's constants (stam synthetic run --preset)
+            title += f"\n{params['preset']}: \u03b3 = {gamma:.3g}, \u03bb = {params.get('lam')}"
+            title += f", \u03b2 = {next(iter(betas)):.3g}" if len(betas) == 1 else ""
+        else:
+            rule = params.get("gamma_rule")
+            title += f"\n\u03b3 = {gamma:.3g}" + (f" ({rule})" if rule and rule != "given" else "")
+            title += ", \u03b2 per T by Theorem conv-rate" if params.get("beta_rule", "").startswith("max") else ""
+        if not admissible.all():
+            title += " (outside the theorem)"
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)

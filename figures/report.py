@@ -104,7 +104,8 @@ class _Page:
     def __init__(self, out_dir: Path):
         self.out = out_dir
         self.data_links: dict[int, list[str]] = {}
-        self._used: set[str] = set()
+        self._used: set[str] = set()  # names in data/
+        self._tables: set[str] = set()  # names in tables/
 
     def copy_data(self, result: Result) -> list[str]:
         """Copy the result's files into DIR/data once; return their relative links."""
@@ -141,6 +142,11 @@ class _Page:
                 f'<span class="small">Data and files: {files}</span></figcaption></figure>')
 
     def table(self, name: str, table) -> str:
+        base, n = name, 2
+        while name in self._tables:  # two results of one problem: rates-binary, rates-binary-2
+            name = f"{base}-{n}"
+            n += 1
+        self._tables.add(name)
         md = atomic_write_text(self.out / "tables" / f"{name}.md", table.to_markdown())
         tex = atomic_write_text(self.out / "tables" / f"{name}.tex", table.to_latex())
         return (table.to_html() + f'<p class="small">As <a href="tables/{md.name}">Markdown</a> \u00b7 '

@@ -48,7 +48,7 @@ ALGO_NAMES = {
     "br": "BR",
     "psgd": "PSGD",
     "float": "Float",
-    "spring": "SPRING (stoch. PALM)",
+    "spring": "SPRING-SGD (stochastic PALM)",
     "stam-det": "STAM (deterministic)",
 }
 #: Aliases the producers may use for the same algorithm.
@@ -57,6 +57,7 @@ _ALIASES = {
     "binaryrelax": "br",
     "sgd": "float",
     "palm": "spring",
+    "spring-sgd": "spring",
     "stochastic-palm": "spring",
     "spalm": "spring",
     "stam_det": "stam-det",

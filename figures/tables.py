@@ -123,8 +123,8 @@ def paper_check_table(findings: list[dict]) -> Table:
 
 
 def compare_table(compare: dict) -> Table:
-    keys = ["method", "final_S", "objective", "quantised_objective", "wall_time", "grad_evals"]
-    header = ["Method", "final S", "objective", "quantised objective", "wall time (s)", "gradient evals"]
+    keys = ["method", "iterations", "grad_evals", "final_S", "objective", "quantised_objective", "wall_time"]
+    header = ["Method", "iterations", "gradient evals", "final S", "objective", "quantised objective", "wall time (s)"]
     rows = [[fmt(r.get(k)) for k in keys] for r in compare.get("rows", [])]
     return Table(f"Synthetic comparison on problem {compare.get('problem', '?')} (equal gradient budgets)",
                  header, rows)

@@ -31,7 +31,7 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out
     record = json.loads((out / "demo.json").read_text())
     steps = {s["name"]: s for s in record["steps"]}
-    assert list(steps) == ["paper audit", "synthetic rate experiment", "admissible step sizes",
+    assert list(steps) == ["paper audit", "synthetic rate experiment", "synthetic baselines", "admissible step sizes",
                            "exact worst case (PEP)", "digits training", "report"]
     # every part of the toolkit is wired: no step missing or failed
     assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
@@ -45,7 +45,8 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     page.feed((out / "report.html").read_text())
     assert all(sid in page.ids for sid, _ in SECTIONS)
     assert page.imgs >= 4  # admissible, rates, training, practice
-    for name in ("paper-check.json", "stepsize.json", "pep.json", "synthetic/rates-binary.json"):
+    for name in ("paper-check.json", "stepsize.json", "pep.json", "synthetic/rates-binary.json",
+                 "synthetic/compare-binary.json"):
         assert (out / name).is_file(), name
     assert len(list((out / "runs").glob("*/summary.json"))) == 6
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # staging folder gone
