@@ -102,7 +102,7 @@ def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
 def projected_weights(opt: torch.optim.Optimizer):
     """Float baseline: temporarily replace every quantised weight by its projection onto Q
     (eq. (0411)); restores the float weights on exit."""
-    from stam.quantize import project_Q
+    from stam.dnn.optim import project_layer
 
     saved = []
     with torch.no_grad():
@@ -110,8 +110,7 @@ def projected_weights(opt: torch.optim.Optimizer):
             if group.get("quantize"):
                 for p in group["params"]:
                     saved.append((p, p.detach().clone()))
-                    flat = p.reshape(1, -1)
-                    p.copy_(project_Q(flat, torch.zeros(flat.shape[1], dtype=torch.long, device=p.device), 1).view_as(p))
+                    p.copy_(project_layer(p))
     try:
         yield
     finally:

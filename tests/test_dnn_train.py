@@ -41,7 +41,9 @@ def test_resume_is_exact(tmp_path, algo):
     """2 epochs straight == 1 epoch + --resume + 1 epoch: same weights, optimiser state and log."""
     if not _opt_available(algo):
         pytest.skip("stam.dnn.optim not there yet")
-    kw = dict(algo=algo, schedule_scale=0.002 if algo != "float" else 1.0, seed=3)  # 2 epochs span the whole schedule
+    # schedule scales that put a stage change between the two epochs (STAM: paper epochs 80 -> 160;
+    # BR: 200 -> 400, across the switch to pure projection at K = 250)
+    kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 200}.get(algo, 1.0), seed=3)
     if algo == "float":
         kw["overrides"] = {"lr": 0.05, "momentum": 0.9}
     straight = T.run(cfg(tmp_path, "a", **kw))
@@ -159,3 +161,32 @@ def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
     first = torch.load(tmp_path / "ddp" / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.equal(first[k], a[k]) for k in a)
     assert json.loads((tmp_path / "ddp" / "summary.json").read_text())["world_size"] == 2
+
+
+def test_stam_logs_proxies_and_theorem_check(tmp_path):
+    if not _opt_available("stam"):
+        pytest.skip("stam.dnn.optim not there yet")
+    T.run(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1))
+    T.run(cfg(tmp_path, "adm", algo="stam", epochs=1, overrides={"lam": 1.0, "gamma": 0.0954, "beta": 220.0}))
+    (paper,) = _log(tmp_path / "paper")
+    (adm,) = _log(tmp_path / "adm")
+    assert paper["proxy_grad"] > 0 and paper["proxy_z"] > 0
+    assert paper["theorem"]["admissible"] is False
+    assert any(v["condition"].startswith("K1 > 0") for v in paper["theorem"]["violations"])  # gamma = 8 > gamma_max(0.5)
+    assert adm["theorem"] == {"admissible": True, "violations": [], "unknown": []}
+    assert 0 <= adm["test_acc_binary"] <= 100
+
+
+def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
+    if not _opt_available("bc"):
+        pytest.skip("stam.dnn.optim not there yet")
+    from test_dnn_data import write_fake_cifar
+
+    sums = write_fake_cifar(tmp_path, "cifar10", n=8)
+    c = cfg(tmp_path, "c", model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=16, data_dir=str(tmp_path),
+            keep_float=("first", "last"))
+    res = T.run(c, checksums=sums)
+    conf = json.loads((tmp_path / "c" / "config.json").read_text())
+    assert conf["params"]["quantized"] == 3 * 3 * 32 * 64  # only the second conv: first conv and classifier kept float
+    assert conf["train_size"] == 40 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
+    assert res.summary["epochs"] == 1 and 0 <= res.summary["best_test_acc_binary"] <= 100
