@@ -1,0 +1,392 @@
+"""The network optimisers (stam.dnn.optim) against eqs. (alg:stamm), (alg:BC), (alg:BR), (alg:PSGD)
+written out by hand; binary/float weight views; state_dict round trips; schedules; keep-float
+groups; the compiled kernels against the eager ones."""
+
+import copy
+import io
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stam.algorithm import STAMState, stam_init, stam_step
+from stam.dnn import optim
+from stam.dnn.optim import PSGD, STAM, BinaryConnect, BinaryRelax
+from stam.operators import Composite, IndicatorQ, QuadraticCoupling
+from stam.quantize import block_ids_from_sizes, project_Q
+
+F64 = torch.float64
+TOL = dict(rtol=1e-12, atol=1e-13)
+
+
+def proj(v):
+    """Proj_Q of one layer written out by hand (eq. (0412)): s = mean|v|, sign(0) = +1."""
+    s = v.abs().mean()
+    return torch.where(v >= 0, s, -s)
+
+
+def mlp(seed=0, dtype=F64):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3)).to(dtype)
+
+
+def groups(m):
+    return [{"params": [m[0].weight, m[2].weight]}, {"params": [m[0].bias, m[2].bias], "quantize": False}]
+
+
+def batch(t, dtype=F64):
+    g = torch.Generator().manual_seed(100 + t)
+    return torch.randn(8, 5, generator=g, dtype=dtype), torch.randint(0, 3, (8,), generator=g)
+
+
+def backward(m, t):
+    x, y = batch(t, next(m.parameters()).dtype)
+    for p in m.parameters():
+        p.grad = None
+    loss = torch.nn.functional.cross_entropy(m(x), y)
+    loss.backward()
+    return loss
+
+
+def train(m, opt, steps, start=0, schedule=None):
+    for t in range(start, start + steps):
+        if schedule:
+            schedule(opt, t)
+        backward(m, t)
+        opt.step()
+
+
+MAKERS = {
+    "stam": lambda gs, **kw: STAM(gs, gamma=2.0, lam=0.7, beta=5.0, **kw),
+    "bc": lambda gs, **kw: BinaryConnect(gs, lr=0.3, weight_decay=1e-2, **kw),
+    "br": lambda gs, **kw: BinaryRelax(gs, lr=0.3, lam=1.0, rho=1.5, weight_decay=1e-2, **kw),
+    "psgd": lambda gs, **kw: PSGD(gs, lr=0.3, weight_decay=1e-2, **kw),
+}
+
+
+def _hyper_schedule(opt, t):
+    if t == 3:
+        for g in opt.param_groups:
+            for k, v in dict(gamma=0.9, lam=1.3, beta=4.0, lr=0.05).items():
+                if k in g:
+                    g[k] = v
+    if t == 4 and isinstance(opt, BinaryRelax):
+        opt.switch_to_projection()
+
+
+# --------------------------------------------------------------------------- compiled kernel
+# (first in the file: with -n 2 the one slow test, ~15 s of inductor start-up on a cold cache,
+# runs beside all the others)
+
+
+def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules():
+    torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+
+    ms = [mlp(14, torch.float32), mlp(14, torch.float32)]
+    opts = [MAKERS["stam"](groups(ms[0]), compile=False), MAKERS["stam"](groups(ms[1]), compile=True)]
+    for m, opt in zip(ms, opts):
+        train(m, opt, 2)
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs == 1  # one graph for the whole step (fullgraph: no breaks)
+    for m, opt in zip(ms, opts):
+        train(m, opt, 3, start=2, schedule=_hyper_schedule)  # new gamma, lam, beta: values only
+    assert counters["stats"]["unique_graphs"] == graphs
+    for p, q in zip(*(m.parameters() for m in ms)):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-6)
+        for k in opts[0].state.get(p, {}):
+            assert torch.allclose(opts[0].state[p][k], opts[1].state[q][k], rtol=1e-5, atol=1e-6)
+    assert torch.allclose(opts[0]._last_step[0][2], opts[1]._last_step[0][2], rtol=1e-5)  # the grad proxy (z: eager, by hand)
+
+
+# --------------------------------------------------------------------------- by hand
+
+
+def test_stam_is_eq_alg_stamm_by_hand_with_a_schedule_and_proxies():
+    m = mlp()
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    W = [m[0].weight.detach().clone(), m[2].weight.detach().clone()]
+    b = [m[0].bias.detach().clone(), m[2].bias.detach().clone()]
+    U = [w.clone() for w in W]  # start rule: U^0 = W^0, V^0 = X^0 = Proj_Q(W^0)
+    V = [proj(w) for w in W]
+    X = [v.clone() for v in V]
+    hyper = [(2.0, 0.7, 5.0), (2.0, 0.7, 5.0), (0.5, 3.0, 9.0), (0.3, 3.0, 8.0)]  # changed between steps
+    for t, (gamma, lam, beta) in enumerate(hyper):
+        for grp in opt.param_groups:
+            grp.update(gamma=gamma, lam=lam, beta=beta)
+        backward(m, t)
+        G = [m[0].weight.grad.clone(), m[2].weight.grad.clone()]
+        gb = [m[0].bias.grad.clone(), m[2].bias.grad.clone()]
+        opt.step()
+        grad_proxy = sum(((g + lam * (w - u)) ** 2).sum() for g, w, u in zip(G, W, U))
+        for i in range(2):  # eq. (alg:stamm) with U^t in the W-update (derived from Algorithm 1)
+            W[i] = ((beta - lam) * W[i] + lam * U[i] - G[i]) / beta
+            U[i] = (gamma * lam * W[i] + X[i]) / (gamma * lam + 1)
+            V[i] = proj(2 * U[i] - X[i])
+            X[i] = X[i] + V[i] - U[i]
+            b[i] = b[i] - gb[i] / beta  # non-quantised: the y-step alone, lr = 1/beta
+        for i, layer in enumerate((m[0], m[2])):
+            st = opt.state[layer.weight]
+            assert torch.allclose(layer.weight, W[i], **TOL) and torch.allclose(layer.bias, b[i], **TOL)
+            assert torch.allclose(st["U"], U[i], **TOL) and torch.allclose(st["X"], X[i], **TOL)
+            assert torch.allclose(st["V"], V[i], **TOL)
+        proxies = opt.stationarity_proxies()
+        assert torch.allclose(proxies["grad"], grad_proxy, **TOL)
+        z = torch.sqrt(sum(((v - u) ** 2).sum() for v, u in zip(V, U))) / gamma  # ||X^{t+1} - X^t|| / gamma
+        assert torch.allclose(proxies["z"], z, **TOL)
+
+
+def test_stam_optimizer_is_stam_step_on_the_concatenated_layers():
+    """Per-layer kernel == the shared update on all layers as one run with block ids (eq. (eq01))."""
+    m = mlp(1)
+    opt = STAM(groups(m)[:1], gamma=1.5, lam=0.4, beta=3.0, compile=False)
+    flat = lambda ts: torch.cat([t.reshape(-1) for t in ts]).unsqueeze(0)  # noqa: E731
+    sizes = [m[0].weight.numel(), m[2].weight.numel()]
+    ops = Composite(QuadraticCoupling(0.4), IndicatorQ(block_ids_from_sizes(sizes), 2))
+    s = stam_init(flat([m[0].weight.detach(), m[2].weight.detach()]), ops, 1.5)
+    for t in range(3):
+        backward(m, t)
+        s = stam_step(s, flat([m[0].weight.grad, m[2].weight.grad]), ops, 1.5, 3.0)
+        opt.step()
+        st = [opt.state[p] for p in (m[0].weight, m[2].weight)]
+        assert torch.allclose(flat([m[0].weight, m[2].weight]), s.y, **TOL)
+        for key, ref in (("U", s.x), ("V", s.u), ("X", s.z)):
+            assert torch.allclose(flat([x[key] for x in st]), ref, **TOL)
+
+
+@pytest.mark.parametrize("algo", ["bc", "br", "psgd"])
+def test_bc_br_psgd_are_their_equations_by_hand(algo):
+    m = mlp(2)
+    U = [m[0].weight.detach().clone(), m[2].weight.detach().clone()]  # U^0 = the initial weights
+    b = [m[0].bias.detach().clone(), m[2].bias.detach().clone()]
+    opt = MAKERS[algo](groups(m), compile=False)
+    lr, wd, lam, rho = 0.3, 1e-2, 1.0, 1.5
+    if algo in ("bc", "br"):
+        assert all(torch.equal(opt.state[p]["U"], u) for p, u in zip((m[0].weight, m[2].weight), U))
+    if algo == "bc":
+        assert all(torch.equal(p, proj(u)) for p, u in zip((m[0].weight, m[2].weight), U))  # W~^0 = Proj_Q(U^0)
+    phase = 1
+    for t in range(5):
+        if algo == "br" and t == 3:
+            opt.switch_to_projection()
+            phase = 2
+        if algo == "br" and t in (1, 2):  # end of an "epoch": lam <- rho lam
+            opt.grow_lambda()
+            lam *= rho
+        if t == 2:  # schedule: a new lr for every group
+            for grp in opt.param_groups:
+                grp["lr"] = lr = 0.1
+        backward(m, t)
+        G = [m[0].weight.grad.clone(), m[2].weight.grad.clone()]
+        gb = [m[0].bias.grad.clone(), m[2].bias.grad.clone()]
+        opt.step()
+        for i, layer in enumerate((m[0], m[2])):
+            U[i] = U[i] - lr * (G[i] + wd * U[i])  # eq. (alg:BC), (alg:BR), (alg:PSGD): the U-update
+            b[i] = b[i] - lr * (gb[i] + wd * b[i])  # non-quantised group: SGD
+            if algo == "bc" or (algo == "br" and phase == 2):
+                Wt = proj(U[i])
+            elif algo == "br":
+                Wt = (lam * proj(U[i]) + U[i]) / (lam + 1)
+            else:
+                Wt = U[i]  # PSGD: the forward pass uses U; W~ = Proj_Q(U) is the output
+            assert torch.allclose(layer.weight, Wt, **TOL), (t, i)
+            assert torch.allclose(layer.bias, b[i], **TOL)
+            if algo != "psgd":
+                assert torch.allclose(opt.state[layer.weight]["U"], U[i], **TOL)
+        with opt.binary_weights():
+            for i, layer in enumerate((m[0], m[2])):
+                assert torch.allclose(layer.weight, proj(U[i]), **TOL)
+
+
+def test_br_first_forward_weights_are_relaxed_with_lam0():
+    m = mlp(3)
+    w0 = m[0].weight.detach().clone()
+    BinaryRelax(groups(m), lr=0.1, lam=2.0, rho=1.02, compile=False)
+    assert torch.allclose(m[0].weight, (2.0 * proj(w0) + w0) / 3.0, **TOL)
+
+
+# --------------------------------------------------------------------------- binary / float weights
+
+
+@pytest.mark.parametrize("algo", list(MAKERS))
+def test_binary_weights_are_in_Q_and_restored_exactly(algo):
+    m = mlp(4)
+    opt = MAKERS[algo](groups(m), compile=False)
+    train(m, opt, 3)
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    floats = {n: (opt.state[p]["U"] if algo in ("bc", "br") else p).detach().clone() for n, p in m.named_parameters() if n.endswith("weight")}
+    with opt.binary_weights():
+        for n, p in m.named_parameters():
+            if n.endswith("weight"):
+                s = p.abs().flatten()[0]
+                assert torch.all(p.abs() == s) and s > 0  # one scale per layer: in Q
+                ref = opt.state[p]["V"] if algo == "stam" else proj(floats[n])
+                assert torch.equal(p, ref)
+            else:
+                assert torch.equal(p, before[n])  # biases stay float
+    with opt.float_weights():
+        for n, p in m.named_parameters():
+            assert torch.equal(p, floats.get(n, before[n]))
+    for n, p in m.named_parameters():
+        assert torch.equal(p, before[n])
+
+
+def test_stam_binary_weights_before_the_first_step_use_the_start_rule():
+    m = mlp(5)
+    opt = STAM(groups(m), gamma=1.0, lam=1.0, beta=2.0, compile=False)
+    w = m[0].weight.detach().clone()
+    with opt.binary_weights():
+        assert torch.allclose(m[0].weight, proj(w), **TOL)
+    assert torch.equal(m[0].weight, w)
+
+
+# --------------------------------------------------------------------------- state_dict, groups
+
+
+@pytest.mark.parametrize("algo", list(MAKERS))
+def test_state_dict_round_trip_continues_exactly(algo):
+    m = mlp(6)
+    opt = MAKERS[algo](groups(m), compile=False)
+    train(m, opt, 2, schedule=_hyper_schedule)
+    buf = io.BytesIO()
+    torch.save({"model": m.state_dict(), "opt": opt.state_dict()}, buf)
+    buf.seek(0)
+    ckpt = torch.load(buf, weights_only=True)
+    m2 = mlp(7)  # different initial weights: everything must come from the checkpoint
+    opt2 = MAKERS[algo](groups(m2), compile=False)  # build the optimiser, then load both
+    m2.load_state_dict(ckpt["model"])
+    opt2.load_state_dict(ckpt["opt"])
+    train(m, opt, 4, start=2, schedule=_hyper_schedule)
+    train(m2, opt2, 4, start=2, schedule=_hyper_schedule)
+    for p, q in zip(m.parameters(), m2.parameters()):
+        assert torch.equal(p, q)
+    sa, sb = opt.state_dict(), opt2.state_dict()
+    assert sa["param_groups"] == sb["param_groups"]
+    for i, st in sa["state"].items():
+        for k, v in st.items():
+            assert torch.equal(v, sb["state"][i][k]), (i, k)
+
+
+def test_keep_float_layer_gets_plain_sgd_and_stays_float():
+    m = mlp(8)
+    gs = [{"params": [m[2].weight]}, {"params": [m[0].weight, m[0].bias, m[2].bias], "quantize": False}]
+    opt = STAM(gs, gamma=1.0, lam=0.5, beta=4.0, compile=False)
+    w0 = m[0].weight.detach().clone()
+    backward(m, 0)
+    g0 = m[0].weight.grad.clone()
+    opt.step()
+    assert torch.allclose(m[0].weight, w0 - g0 / 4.0, **TOL) and m[0].weight not in opt.state
+    with opt.binary_weights():
+        assert torch.allclose(m[0].weight, w0 - g0 / 4.0, **TOL)
+        assert m[2].weight.abs().unique().numel() == 1
+    bc = BinaryConnect([{"params": [m[0].weight], "quantize": False}], lr=0.5)
+    w1 = m[0].weight.detach().clone()
+    backward(m, 1)
+    g1 = m[0].weight.grad.clone()
+    bc.step()
+    assert torch.allclose(m[0].weight, w1 - 0.5 * g1, **TOL)
+
+
+def test_a_quantised_parameter_without_gradient_has_gradient_zero():
+    m = mlp(9)
+    opt = BinaryRelax(groups(m)[:1], lr=0.1, lam=1.0, rho=1.0, compile=False)
+    u = opt.state[m[0].weight]["U"].clone()
+    opt.param_groups[0]["lam"] = 3.0
+    opt.step()  # no backward: U stays, W~ is relaxed with the new lam
+    assert torch.equal(opt.state[m[0].weight]["U"], u)
+    assert torch.allclose(m[0].weight, (3.0 * proj(u) + u) / 4.0, **TOL)
+
+
+def test_bad_hyperparameters_and_parameters_are_rejected():
+    m = mlp(10)
+    for make, match in [
+        (lambda: STAM(groups(m), gamma=0.0, lam=1.0, beta=1.0), "gamma"),
+        (lambda: STAM(groups(m), gamma=1.0, lam=1.0, beta=-1.0), "beta"),
+        (lambda: BinaryConnect(groups(m), lr=1.0, weight_decay=-1.0), "weight_decay"),
+        (lambda: BinaryRelax(groups(m), lr=1.0, lam=1.0, rho=0.5), "rho"),
+        (lambda: PSGD(groups(m), lr=0.0), "lr"),
+        (lambda: PSGD(groups(m), lr=1.0, compile="yes"), "compile"),
+        (lambda: BinaryConnect([{"params": [torch.zeros(3, dtype=torch.long)]}], lr=1.0), "floating point"),
+        (lambda: optim.make("adam", groups(m), lr=1.0), "unknown"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            make()
+    opt = BinaryRelax(groups(mlp(11)), lr=0.1, lam=1.0, rho=1.0, compile=False)
+    opt.param_groups[0]["phase"] = 3
+    with pytest.raises(ValueError, match="phase"):
+        opt.step()
+    with pytest.raises(RuntimeError, match="no step"):
+        STAM(groups(mlp(12)), gamma=1.0, lam=1.0, beta=1.0).stationarity_proxies()
+
+
+# --------------------------------------------------------------------------- layouts, Q
+
+
+@settings(max_examples=25)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.integers(0, 2**31 - 1), st.booleans())
+def test_layerwise_projection_equals_block_projection(shape, seed, zeros):
+    """project_Q with block_ids=None (one block per run) == the block-id path with one block."""
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(2, *shape, generator=g, dtype=F64)
+    if zeros:
+        v[v.abs() < 0.5] = 0.0  # sign(0) = +1
+    ref = project_Q(v.reshape(2, -1), torch.zeros(v[0].numel(), dtype=torch.long), 1).reshape(v.shape)
+    assert torch.allclose(project_Q(v, None), ref, **TOL)
+    assert torch.allclose(optim.project_layer(v[0]), ref[0], **TOL)
+
+
+@pytest.mark.parametrize("algo", list(MAKERS))
+def test_channels_last_weights_give_the_same_steps(algo):
+    def run(channels_last):
+        torch.manual_seed(13)
+        conv = torch.nn.Conv2d(3, 4, 3).double()
+        if channels_last:
+            conv = conv.to(memory_format=torch.channels_last)
+        opt = MAKERS[algo]([{"params": [conv.weight]}, {"params": [conv.bias], "quantize": False}], compile=False)
+        x = torch.randn(2, 3, 5, 5, dtype=F64, generator=torch.Generator().manual_seed(1))
+        for _ in range(3):
+            conv.zero_grad()
+            conv(x).square().mean().backward()
+            opt.step()
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last) == channels_last
+        with opt.binary_weights():
+            return conv.weight.detach().clone(), conv.weight.detach().contiguous()
+
+    (a, _), (b, _) = run(False), run(True)
+    assert torch.allclose(a, b, **TOL)
+
+
+# --------------------------------------------------------------------------- compiled kernels
+
+
+def test_failed_compilation_falls_back_to_the_eager_kernel(monkeypatch):
+    from stam.dnn import optim_common
+
+    def broken(fn, **kw):
+        def run(*a):
+            raise RuntimeError("no C++ compiler")
+
+        return run
+
+    monkeypatch.setattr(optim_common, "_COMPILED", {})
+    monkeypatch.setattr(torch, "compile", broken)
+    ms = [mlp(15), mlp(15)]
+    opts = [MAKERS["bc"](groups(ms[0]), compile=True), MAKERS["bc"](groups(ms[1]), compile=False)]
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
+        train(ms[0], opts[0], 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train(ms[0], opts[0], 2, start=1)  # warned once, eager from then on
+    train(ms[1], opts[1], 3)
+    for p, q in zip(ms[0].parameters(), ms[1].parameters()):
+        assert torch.equal(p, q)
+
+
+def test_auto_compiles_only_large_groups():
+    small = STAM(groups(mlp(16)), gamma=1.0, lam=1.0, beta=1.0)
+    assert not small._wants_compile(small.param_groups[0])
+    big = BinaryConnect([{"params": [torch.nn.Parameter(torch.zeros(1 << 20))]}], lr=1.0)
+    assert big._wants_compile(big.param_groups[0])
+    assert copy.deepcopy(optim.OPTIMIZERS) == {"stam": STAM, "bc": BinaryConnect, "br": BinaryRelax, "psgd": PSGD}
