@@ -178,7 +178,7 @@ def _label_positions(gammas, lams, values, levels, columns=(3e-3, 3e-4, 3e-2)) -
     return out
 
 
-def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, numeric=None, resolution: int = 220):
+def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, numeric=None, resolution: int = 160):
     """Figure 2 (two panels), see the module docstring."""
     numeric = numeric or theory_numeric()
     stages = list(stages) if stages is not None else paper_stages()

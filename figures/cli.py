@@ -15,7 +15,7 @@ def _add_theory_constants(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "constants for the admissible-region figure (a network does not reveal them; they are printed in it)"
     )
-    g.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
+    g.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G; also A = 2 max(L1, lambda) (default 1)")
     g.add_argument("--C", type=positive_float, default=1.0, help="ES constant C (default 1)")
     g.add_argument("--eps", type=positive_float, default=0.1, help="target accuracy epsilon (default 0.1)")
     g.add_argument("--T", type=positive_int, default=None,

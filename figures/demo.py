@@ -159,14 +159,11 @@ class Demo:
         if self._run(step, ["paper-check", "--out", str(path)]) is None:
             return
         items = json.loads(path.read_text())["items"]
-        counts: dict[str, int] = {}
-        for f in items:
-            counts[f["verdict"]] = counts.get(f["verdict"], 0) + 1
-        wrong = [str(f["label"]) for f in items if f["verdict"] != "ok"]
+        counts = {v: sum(f["verdict"] == v for f in items) for v in ("ok", "misprint", "error")}
+        wrong = [str(f["label"]).split(" (")[0] for f in items if f["verdict"] != "ok"]
         self.headline["audit"] = (
-            f"Paper audit: {len(items)} items checked, "
-            + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-            + (f" (wrong as printed: {', '.join(wrong[:5])}{', ...' if len(wrong) > 5 else ''})" if wrong else "")
+            f"Paper audit: {len(items)} items re-derived: {counts['ok']} ok, {counts['misprint']} misprints, "
+            f"{counts['error']} wrong steps ({', '.join(wrong[:8])}{', ...' if len(wrong) > 8 else ''})"
         )
         step.outputs.append(path)
         step.status = "ok"
@@ -327,7 +324,7 @@ class Demo:
             ("report", self.report),
         ]
         t_start = time.perf_counter()
-        bar = tqdm(total=len(plan), unit="step", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
+        bar = tqdm(total=len(plan), desc="stam demo", unit="step", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
                    bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed} {postfix}")
         try:
             for name, fn in plan:

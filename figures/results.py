@@ -180,8 +180,10 @@ def load_results(paths) -> ResultSet:
         if is_run_dir(path):
             results.add(load_run(path))
         elif path.is_dir():
+            # a report folder (e.g. a `stam demo` output) holds copies of its inputs in data/: skip them
+            copies = {"data", "figures", "tables"} if (path / "report.html").is_file() else set()
             for child in sorted(path.iterdir()):
-                if child.name.startswith("."):
+                if child.name.startswith(".") or child.name in copies:
                     continue
                 if child.is_dir() or child.suffix == ".json":
                     visit(child, strict=False)

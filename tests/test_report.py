@@ -96,6 +96,13 @@ def test_report_links_each_figure_to_its_data(report):
     assert not list(report.rglob(".*.tmp"))  # atomic writes left nothing behind
 
 
+def test_a_report_folder_can_be_reported_again_without_duplicates(report):
+    from stam.figures.results import load_results
+
+    res = load_results([report])  # it holds data/ copies of every input: they are not read twice
+    assert sum(len(v) for v in res.by_kind.values()) == 0
+
+
 def test_report_with_nothing_still_has_every_section(tmp_path):
     assert main(["report", "-o", str(tmp_path)]) == 0
     page = parse(tmp_path / "report.html")
