@@ -183,7 +183,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, nume
     numeric = numeric or theory_numeric()
     stages = list(stages) if stages is not None else paper_stages()
     groups = group_stages(stages)
-    fig, axes = new_figure(2, 1, panel_size=(6.2, 6.4))
+    fig, axes = new_figure(2, 1, panel_size=(5.3, 5.9))
     ax, bx = axes[0]
     gammas = np.logspace(-4, 1.5, resolution)
 

@@ -94,7 +94,7 @@ def rates_panel(ax, rates: dict) -> None:
 
     log_axes(ax)
     ax.set_xlabel("T (iterations)")
-    ax.set_ylabel(r"min$_{t<T}$ E S$_t$  (stationarity, eq. con-inequality)")
+    ax.set_ylabel(r"min$_{t<T}$ E S$_t$ (stationarity, Theorem conv)")
     params = rates.get("params") or {}
     seeds = params.get("R") or params.get("seeds")
     title = f"Problem {rates.get('problem', '?')}: stationarity vs T" + (f", {seeds} seeds" if seeds else "")
@@ -103,15 +103,15 @@ def rates_panel(ax, rates: dict) -> None:
     if len(gammas) == 1 and finite(next(iter(gammas))):
         gamma = next(iter(gammas))
         if params.get("preset"):  # Table para's constants (stam synthetic run --preset)
-            title += f"\n{params['preset']}: \u03b3 = {gamma:.3g}, \u03bb = {params.get('lam')}"
-            title += f", \u03b2 = {next(iter(betas)):.3g}" if len(betas) == 1 else ""
+            title += f"\n{params['preset']}: \u03b3={gamma:g}, \u03bb={params.get('lam')}"
+            title += f", \u03b2={next(iter(betas)):g}" if len(betas) == 1 else ""
         else:
-            rule = params.get("gamma_rule")
-            title += f"\n\u03b3 = {gamma:.3g}" + (f" ({rule})" if rule and rule != "given" else "")
-            title += ", \u03b2 per T by Theorem conv-rate" if params.get("beta_rule", "").startswith("max") else ""
+            rule = str(params.get("gamma_rule") or "").replace(" * ", "\u00b7").replace("gamma_max", "\u03b3_max")
+            title += f"\n\u03b3={gamma:.3g}" + (f" ({rule})" if rule and rule != "given" else "")
+            title += ", \u03b2(T) of Thm conv-rate" if str(params.get("beta_rule", "")).startswith("max") else ""
         if not admissible.all():
             title += " (outside the theorem)"
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)
 
@@ -135,7 +135,7 @@ def pep_panel(ax, sweeps: list[dict]) -> None:
     log_axes(ax)
     ax.set_xlabel("T (iterations)")
     ax.set_ylabel(r"min$_{t<T}$ S$_t$ (worst case, $\delta_0+M_0'\leq 1$)")
-    ax.set_title("Deterministic STAM: exact worst case (PEP) vs bound", fontsize=10)
+    ax.set_title("Deterministic STAM: exact worst case (PEP)\nvs the bound of Theorem conv", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)
 
@@ -147,7 +147,7 @@ def plot_rates(rates: list[dict], pep_sweeps: list[dict] = ()):
         raise ValueError("no synthetic-rates or pep-sweep results to plot")
     ncols = min(panels, 3)
     nrows = -(-panels // ncols)
-    fig, axes = new_figure(ncols, nrows, panel_size=(5.4, 5.0))
+    fig, axes = new_figure(ncols, nrows, panel_size=(4.5, 4.6))
     flat = axes.ravel()
     for ax, r in zip(flat, rates):
         rates_panel(ax, r)

@@ -65,7 +65,7 @@ def plot_training(runs: list[dict], title: str | None = None):
              for r in runs}
     datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
     stam_labels = sorted({label_of(r["summary"]) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
-    fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(4.6, 3.5), sharex="row")
+    fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(3.7, 3.0), sharex="row")
     for i, model in enumerate(models):
         labelled: set[str] = set()
         ordered = sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key)
@@ -175,7 +175,7 @@ def plot_practice(runs: list[dict]):
         raise ValueError("no run logged STAM's stationarity proxies (proxy_grad, proxy_z)")
     ncols = min(len(runs), 3)
     nrows = -(-len(runs) // ncols)
-    fig, axes = new_figure(ncols, nrows, panel_size=(5.4, 5.0))
+    fig, axes = new_figure(ncols, nrows, panel_size=(4.5, 4.6))
     flat = axes.ravel()
     for ax, run in zip(flat, runs):
         practice_panel(ax, run)

@@ -49,16 +49,11 @@ def parse(path: Path) -> Page:
     return page
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    root = tmp_path_factory.mktemp("results")
-    inputs = write_all(root)
-    out = tmp_path_factory.mktemp("report")
-    assert main(["report", *map(str, inputs), "-o", str(out)]) == 0
-    return out
-
-
-def test_report_parses_has_every_section_and_is_self_contained(report):
+def test_report_parses_has_every_section_is_self_contained_and_links_its_data(tmp_path):
+    """One report built from every result kind (one test: building it is the expensive part)."""
+    inputs = write_all(tmp_path / "results")
+    report = tmp_path / "report"
+    assert main(["report", *map(str, inputs), "-o", str(report)]) == 0
     page = parse(report / "report.html")
     for sid, _ in SECTIONS:
         assert sid in page.ids, sid
@@ -83,8 +78,7 @@ def test_report_parses_has_every_section_and_is_self_contained(report):
     assert "Created" in text and "stam 0.1.0" in text  # provenance header
     assert page.tables >= 6
 
-
-def test_report_links_each_figure_to_its_data(report):
+    # each figure links to its data (copied beside the page), each table has Markdown and LaTeX
     html = (report / "report.html").read_text()
     assert 'href="data/rates-regression.json"' in html and 'href="data/rates-regression.csv"' in html
     assert 'href="data/pep.json"' in html
@@ -95,12 +89,10 @@ def test_report_links_each_figure_to_its_data(report):
         assert "\\begin{tabular}" in (report / "tables" / f"{name}.tex").read_text()
     assert not list(report.rglob(".*.tmp"))  # atomic writes left nothing behind
 
-
-def test_a_report_folder_can_be_reported_again_without_duplicates(report):
+    # a report folder holds data/ copies of its inputs: reading it again finds no result twice
     from stam.figures.results import load_results
 
-    res = load_results([report])  # it holds data/ copies of every input: they are not read twice
-    assert sum(len(v) for v in res.by_kind.values()) == 0
+    assert sum(len(v) for v in load_results([report]).by_kind.values()) == 0
 
 
 def test_report_with_nothing_still_has_every_section(tmp_path):
