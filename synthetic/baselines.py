@@ -18,13 +18,15 @@ minibatch of ``b`` costs ``b``, a full gradient costs ``N``.  For a budget ``E``
   epoch 250 of 1000), then ``W+ = Proj_Q(U+)``; ``lam_0 = 1``, ``rho = 1.02`` per epoch of
   ``N/b`` iterations (Table para).
 
-All y-steps (and the lr of PSGD/BC/BR) use the same step ``1/beta``, by default the beta that
-Theorem conv-rate prescribes to STAM at its iteration count (deterministic STAM then takes the
-beta prescribed for its own iteration count and its ``A`` with ``E[v_i^2] = 1``).  Every method reports, at its final
-point ``(u, y)`` (STAM: ``(u^T, y^T)``; SPRING: ``(x^T, y^T)``; PSGD/BC/BR: ``(Proj_Q(W^T), U^T)``),
-the stationarity measure ``S`` of Theorem conv, the objective ``Phi(u, y) = F(u) + G(y) + H(u, y)``
-of the three-block model and, when ``F = I_Q``, the quantised objective ``G(u)`` (the loss of
-the binary model).  Values are means over the R runs.
+All y-steps (and the lr of PSGD/BC/BR) use the same step ``1/beta``: given (``--beta``), or by
+default the beta that Theorem conv-rate prescribes to STAM at its iteration count
+(deterministic STAM then takes the beta prescribed for its own iteration count and its ``A``,
+with ``E[v_i^2] = 1``).  Every method reports, at its final point ``(u, y)`` (STAM:
+``(u^T, y^T)``; SPRING: ``(x^T, y^T)``; PSGD/BC/BR: ``(Proj_Q(W^T), U^T)``), the stationarity
+measure ``S`` of Theorem conv, the objective ``Phi(u, y) = F(u) + G(y) + H(u, y)`` of the
+three-block model and, when ``F = I_Q``, the quantised objective ``G(u)`` (the loss of the
+binary model).  Values are means over the R runs.  PSGD/BC/BR do not minimise Phi: their S
+and Phi say how far their output is from a stationary point of the three-block model.
 """
 
 from __future__ import annotations

@@ -1,0 +1,160 @@
+"""Speed of the batched STAM iteration on the synthetic problems (prints JSON; --out FILE writes it).
+
+Measures, on problem 1 (``binary``, float32 by default; one STAM iteration = one minibatch
+stochastic gradient + :func:`stam.algorithm.stam_step`):
+
+1. seconds per iteration over n in {1e3, 1e4, 1e5, 1e6} x R in {1, 4, 16, 64, 256} (b = 8,
+   N = 64); a combination is skipped when the gathered minibatch ``R * b * n`` exceeds
+   ``--max-elements`` (memory) -- the skipped ones are listed with the reason;
+2. growth in n (R = 1, n >= 1e4 where arithmetic, not Python overhead, dominates) and in b
+   (n = 1e5, R = 1, b in {8, 32, 128, 512}, N = 512): fitted log-log slopes (1 = linear);
+3. batched vs sequential at n = 1e3: one iteration of R = 64 batched runs against 64 iterations
+   of R = 1 (the same work run one run at a time);
+4. at n = 1e6, b = 32, R = 1: one STAM iteration against the stochastic gradient evaluation it
+   contains (target: at most 1.5x).
+
+Each time is the best and the median of at least ``--repeat`` calls (more until 0.5 s are spent)
+after two warm-up calls.  The grid and the growth fits use the best times (the usual choice on
+a machine shared with other work); the two targets are stated with medians and best times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from stam.algorithm import stam_step
+from stam.io import atomic_write_json, provenance
+from stam.synthetic.problems import binary
+
+GAMMA, BETA = 0.1, 1000.0
+
+
+def timed(fn, repeat: int, warmup: int = 2, min_seconds: float = 0.5, max_calls: int = 2000) -> dict:
+    """Best and median wall time of at least ``repeat`` calls (more, up to ``max_calls``, until
+    ``min_seconds`` have been spent) after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    while len(times) < repeat or (sum(times) < min_seconds and len(times) < max_calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return {"best": min(times), "median": statistics.median(times), "calls": len(times)}
+
+
+def make(n, R, b, N, dtype, seed=0):
+    """A ``binary`` instance, its batched start, and closures for one iteration and one gradient."""
+    problem = binary(n=n, N=N, b=b, blocks=4, seed=seed, dtype=dtype)
+    gen = torch.Generator().manual_seed(seed)
+    box = {"state": problem.start(R, GAMMA)}
+
+    def iteration():
+        s = box["state"]
+        box["state"] = stam_step(s, problem.stochastic_grad(s.y, gen), problem, GAMMA, BETA)
+
+    def gradient():
+        problem.stochastic_grad(box["state"].y, gen)
+
+    return problem, iteration, gradient
+
+
+def slope(xs, ys) -> float:
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="also write the JSON here (atomically)")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: on a shared 2-core machine OpenMP barriers stall for ms)")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    ap.add_argument("--max-elements", type=float, default=6.4e7, help="skip when R*b*n exceeds this")
+    ap.add_argument("--quick", action="store_true", help="n up to 1e5, R up to 64, fewer repeats")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.dtype)
+    ns = [10**3, 10**4, 10**5] + ([] if args.quick else [10**6])
+    Rs = [1, 4, 16, 64] + ([] if args.quick else [256])
+    repeat = 3 if args.quick else args.repeat
+    b0, N0 = 8, 64
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+
+    grid, skipped = [], []
+    for n in ns:
+        for R in Rs:
+            if R * b0 * n > args.max_elements:
+                skipped.append({"n": n, "R": R, "reason": f"R*b*n = {R * b0 * n:.3g} > {args.max_elements:.3g} elements "
+                                                          "in the gathered minibatch (memory/time)"})
+                continue
+            _, it, _ = make(n, R, b0, N0, dtype)
+            t = timed(it, repeat)
+            grid.append({"n": n, "R": R, "b": b0, "N": N0, "seconds_per_iter": t["best"], "median": t["median"],
+                         "calls": t["calls"], "seconds_per_run_iter": t["best"] / R})
+            log(f"n={n:>8} R={R:>4}: {t['best'] * 1e3:9.3f} ms/iter (median {t['median'] * 1e3:.3f})")
+
+    by = {(g["n"], g["R"]): g["seconds_per_iter"] for g in grid}
+    n_lin = [n for n in ns if n >= 10**4 and (n, 1) in by]
+    growth_n = {"R": 1, "n": n_lin, "seconds": [by[(n, 1)] for n in n_lin], "slope": slope(n_lin, [by[(n, 1)] for n in n_lin])}
+
+    bs, b_sec = [8, 32, 128, 512], []
+    for b in bs:
+        _, it, _ = make(10**5 if not args.quick else 10**4, 1, b, 512, dtype)
+        b_sec.append(timed(it, repeat)["best"])
+        log(f"b={b:>4}: {b_sec[-1] * 1e3:9.3f} ms/iter")
+    growth_b = {"n": 10**5 if not args.quick else 10**4, "R": 1, "b": bs, "seconds": b_sec, "slope": slope(bs, b_sec)}
+
+    _, it64, _ = make(10**3, 64, b0, N0, dtype)
+    _, it1, _ = make(10**3, 1, b0, N0, dtype)
+    batched = timed(it64, repeat)
+    single = timed(it1, repeat)
+    loop = timed(lambda: [it1() for _ in range(64)], repeat)
+    batch = {"n": 10**3, "R": 64, "b": b0, "batched_seconds": batched, "single_run_seconds": single,
+             "sequential_64_loop_seconds": loop,
+             "speedup": 64 * single["median"] / batched["median"],
+             "speedup_best": 64 * single["best"] / batched["best"],
+             "speedup_loop": loop["median"] / batched["median"],
+             "rule": "speedup = 64 x median(one R=1 iteration) / median(one R=64 iteration)",
+             "target": ">= 10"}
+    log(f"batched vs sequential at n=1e3, R=64: {batch['speedup']:.1f}x (best {batch['speedup_best']:.1f}x, "
+        f"64-loop {batch['speedup_loop']:.1f}x)")
+
+    n_big = 10**6 if not args.quick else 10**5
+    _, it_big, grad_big = make(n_big, 1, 32, 64, dtype)
+    t_iter = timed(it_big, repeat, min_seconds=2.0)
+    t_grad = timed(grad_big, repeat, min_seconds=2.0)
+    overhead = {"n": n_big, "b": 32, "R": 1, "iteration_seconds": t_iter["best"], "gradient_seconds": t_grad["best"],
+                "ratio": t_iter["best"] / t_grad["best"], "ratio_median": t_iter["median"] / t_grad["median"],
+                "target": "<= 1.5"}
+    log(f"n={n_big}, b=32: iteration {t_iter['best'] * 1e3:.2f} ms, gradient {t_grad['best'] * 1e3:.2f} ms, "
+        f"ratio {overhead['ratio']:.2f} (medians: {overhead['ratio_median']:.2f})")
+
+    result = {
+        "kind": "synthetic-speed",
+        "provenance": provenance(),
+        "settings": {"problem": "binary", "dtype": args.dtype, "threads": args.threads, "repeat": repeat,
+                     "quick": args.quick, "timing": "best and median of >= --repeat calls (>= 0.5 s) after 2 warm-up calls"},
+        "grid": grid,
+        "skipped": skipped,
+        "growth_n": growth_n,
+        "growth_b": growth_b,
+        "batched_vs_sequential": batch,
+        "iteration_vs_gradient": overhead,
+    }
+    text = json.dumps(result, indent=2, default=lambda o: o if math.isfinite(o) else None)
+    print(text)
+    if args.out:
+        atomic_write_json(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
