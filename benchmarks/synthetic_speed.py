@@ -9,7 +9,7 @@ stochastic gradient + :func:`stam.algorithm.stam_step`):
 2. growth in n (R = 1, n >= 1e4 where arithmetic, not Python overhead, dominates) and in b
    (n = 1e5, R = 1, b in {8, 32, 128, 512}, N = 512): fitted log-log slopes (1 = linear);
 3. batched vs sequential at n = 1e3: one iteration of R = 64 batched runs against 64 iterations
-   of R = 1 (the same work run one run at a time);
+   of R = 1 (the same work run one run at a time), with 1 thread and with all cores;
 4. at n = 1e6, b = 32, R = 1: one STAM iteration against the stochastic gradient evaluation it
    contains (target: at most 1.5x).
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -114,18 +115,24 @@ def main(argv=None) -> int:
 
     _, it64, _ = make(10**3, 64, b0, N0, dtype)
     _, it1, _ = make(10**3, 1, b0, N0, dtype)
-    batched = timed(it64, repeat)
-    single = timed(it1, repeat)
-    loop = timed(lambda: [it1() for _ in range(64)], repeat)
-    batch = {"n": 10**3, "R": 64, "b": b0, "batched_seconds": batched, "single_run_seconds": single,
-             "sequential_64_loop_seconds": loop,
-             "speedup": 64 * single["median"] / batched["median"],
-             "speedup_best": 64 * single["best"] / batched["best"],
-             "speedup_loop": loop["median"] / batched["median"],
-             "rule": "speedup = 64 x median(one R=1 iteration) / median(one R=64 iteration)",
-             "target": ">= 10"}
-    log(f"batched vs sequential at n=1e3, R=64: {batch['speedup']:.1f}x (best {batch['speedup_best']:.1f}x, "
-        f"64-loop {batch['speedup_loop']:.1f}x)")
+    batch = {"n": 10**3, "R": 64, "b": b0, "N": N0, "target": ">= 10",
+             "rule": "speedup = 64 x median(one R=1 iteration) / median(one R=64 iteration)", "by_threads": {}}
+    for threads in sorted({1, os.cpu_count() or 1}):
+        torch.set_num_threads(threads)
+        batched = timed(it64, repeat, min_seconds=1.0)
+        single = timed(it1, repeat, min_seconds=1.0)
+        loop = timed(lambda: [it1() for _ in range(64)], repeat, min_seconds=1.0)
+        batch["by_threads"][threads] = {
+            "batched_seconds": batched, "single_run_seconds": single, "sequential_64_loop_seconds": loop,
+            "speedup": 64 * single["median"] / batched["median"],
+            "speedup_best": 64 * single["best"] / batched["best"],
+            "speedup_loop": loop["median"] / batched["median"],
+        }
+        b = batch["by_threads"][threads]
+        log(f"batched vs sequential at n=1e3, R=64, {threads} thread(s): {b['speedup']:.1f}x (best {b['speedup_best']:.1f}x, "
+            f"64-loop {b['speedup_loop']:.1f}x)")
+    torch.set_num_threads(args.threads)
+    batch["speedup"] = batch["by_threads"][args.threads]["speedup"] if args.threads in batch["by_threads"] else None
 
     n_big = 10**6 if not args.quick else 10**5
     _, it_big, grad_big = make(n_big, 1, 32, 64, dtype)
