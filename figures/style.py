@@ -141,15 +141,6 @@ def save_figure(fig: Figure, stem: str | os.PathLike) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG bytes (150 dpi), for embedding."""
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
-
-
 def log_axes(ax, x: bool = True, y: bool = True) -> None:
     """Log scales with readable ticks: an axis spanning less than two decades gets ticks at
     1, 2, 5 x 10^k (1, 2, 3, 4, 5, 6, 8 x 10^k for short spans) written as plain numbers, instead of
