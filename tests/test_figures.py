@@ -221,12 +221,12 @@ def test_training_curves_one_line_per_algorithm(tmp_path):
     for ax, (_, ylabel) in zip(mlp, TR.COLUMNS):
         assert ax.get_xlabel() == "epochs" and ax.get_ylabel() == ylabel
         assert len(ax.get_lines()) == 7  # 6 configurations, bc with two seeds
-        legend = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert sorted(legend) == sorted(["Float", "PSGD", "BC", "BR", "Our1", "STAM (admissible)"])
         colours = {ln.get_label(): ln.get_color() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
         assert colours["BC"] == style.ALGO_COLORS["bc"] and colours["Our1"] == style.ALGO_COLORS["stam"]
         styles = {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines()}
         assert styles["Our1"] != styles["STAM (admissible)"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]  # one legend, under the panels
+    assert sorted(legend) == sorted(["Float", "PSGD", "BC", "BR", "Our1", "STAM (admissible)"])
     y = mlp[0].get_lines()[0].get_ydata()
     assert 50 < float(np.nanmax(y)) <= 100
     assert len(axes[0, 0].get_lines()) == 1
