@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,7 +164,9 @@ def _params(result: Result) -> str:
     if result.kind == "train-run":
         cfg = dict(d.get("config") or {})
         cfg.pop("provenance", None)
-        params = {k: v for k, v in cfg.items() if not isinstance(v, (dict, list))}
+        small = lambda v: not isinstance(v, (dict, list)) or len(json.dumps(v, default=str)) <= 80  # noqa: E731
+        params = {k: json.dumps(v, default=str) if isinstance(v, (dict, list)) else v
+                  for k, v in cfg.items() if small(v) and v not in ({}, [])}
     elif result.kind == "pep-sweep":
         params = {k: d.get(k) for k in ("lam", "gamma", "beta")}
     elif result.kind == "paper-check":

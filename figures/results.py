@@ -52,7 +52,8 @@ class Result:
         """A short human name for headers and titles."""
         d = self.data if isinstance(self.data, dict) else {}
         if self.kind == "synthetic-rates":
-            return f"synthetic rates: {d.get('problem', self.path.stem)}"
+            preset = (d.get("params") or {}).get("preset")
+            return f"synthetic rates: {d.get('problem', self.path.stem)}" + (f" at {preset}" if preset else "")
         if self.kind == "synthetic-compare":
             return f"synthetic comparison: {d.get('problem', self.path.stem)}"
         if self.kind == "pep-sweep":
