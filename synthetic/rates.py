@@ -7,8 +7,8 @@ start from the problem's ``y^0`` by the start rule of :mod:`stam.algorithm`) are
 the whole experiment is ``max(T_grid)`` vectorised steps (never a Python loop over runs).
 
 Parameters (default): ``gamma = gamma_fraction * gamma_max`` (:func:`stam.theory.numeric.gamma_max`,
-i.e. ``K1 > 0`` and ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``; also inside the problem's own limits,
-e.g. ``gamma < theta`` for MCP), and for each T ``beta = max{sqrt((L+M) A T), 2 K2/K1}``, the
+i.e. ``K1 > 0`` and ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``; any gamma is also checked against the
+problem's own limits, e.g. ``gamma < theta`` for MCP), and for each T ``beta = max{sqrt((L+M) A T), 2 K2/K1}``, the
 lower bounds of Theorem conv-rate without eps (:func:`stam.theory.numeric.beta_lower_bounds`).
 Explicit ``gamma``/``beta`` are checked against Theorem conv's hypotheses
 (:func:`stam.theory.numeric.check`); if they fail, the run needs ``allow_inadmissible`` and its
