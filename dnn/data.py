@@ -51,15 +51,16 @@ class CifarLayout:
     meta_file: str
     label_key: str
     num_classes: int
+    title: str
 
 
 CIFAR_LAYOUTS = {
     "cifar10": CifarLayout(
         "cifar-10-python.tar.gz", "cifar-10-batches-py",
-        tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta", "labels", 10,
+        tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta", "labels", 10, "CIFAR-10",
     ),
     "cifar100": CifarLayout(
-        "cifar-100-python.tar.gz", "cifar-100-python", ("train",), "test", "meta", "fine_labels", 100,
+        "cifar-100-python.tar.gz", "cifar-100-python", ("train",), "test", "meta", "fine_labels", 100, "CIFAR-100",
     ),
 }
 
@@ -174,7 +175,7 @@ def _md5(data: bytes) -> str:
 def _missing_message(name: str, layout: CifarLayout, data_dir: Path, why: str) -> str:
     members = ", ".join((*layout.train_files, layout.test_file, layout.meta_file))
     return (
-        f"{name} {why} in {data_dir}: expected {layout.archive} (MD5 {OFFICIAL_MD5[layout.archive]}) or the "
+        f"{layout.title} {why} in {data_dir}: expected {layout.archive} (MD5 {OFFICIAL_MD5[layout.archive]}) or the "
         f"extracted folder {layout.folder}/ with {members}; get it from {SOURCE_URL}{layout.archive} or pass --download"
     )
 

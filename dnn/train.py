@@ -241,7 +241,11 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         raise UsageError(f"{out} already holds a run (checkpoint.pt); pass --resume to continue it or choose another --out")
 
     device = ctx.device
-    data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download and ctx.main, device, checksums)
+    if ctx.main:  # only the main process may download; the others read what it verified
+        data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums)
+    distributed.barrier(ctx)
+    if not ctx.main:
+        data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, data.num_classes, data.image_shape).to(device)
     memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
