@@ -1,0 +1,50 @@
+"""stam table: layout of Tables cifar-res / cifar100-res with the paper's numbers beside ours."""
+
+import json
+
+import pytest
+
+from stam.cli import main
+from stam.dnn import table
+
+
+def summary(dataset, model, algo, preset, label, binary, flt, seed=0):
+    return {"kind": "train-run", "dataset": dataset, "model": model, "algo": algo, "preset": preset, "label": label,
+            "best_test_acc_binary": binary, "best_test_acc_float": flt, "seconds": 10.0, "seed": seed}
+
+
+def write(tmp_path, runs):
+    for i, s in enumerate(runs):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "summary.json").write_text(json.dumps(s))
+
+
+def test_cifar_layout_and_paper_numbers(tmp_path, capsys):
+    write(tmp_path, [
+        summary("cifar10", "vgg11", "stam", "our3", "Our3", 90.0, 91.0, 0),
+        summary("cifar10", "vgg11", "stam", "our3", "Our3", 91.0, 91.5, 1),
+        summary("cifar10", "resnet18", "float", "float", "Float", 40.0, 95.0),
+        summary("cifar100", "vgg16", "stam", "our3-cifar100", "Our3", 71.0, 72.0),
+    ])
+    assert main(["table", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    c10, c100 = out.split("CIFAR-100")
+    assert "| DNN | Float | PSGD | BC | BR | Our1 | Our2 | Our3 |" in c10
+    assert "| VGG-11 | – | – | – | – | – | – | 90.50 ± 0.71 (n=2) [paper 90.71] |" in c10
+    assert "| ResNet-18 | 95.00 [paper 95.49] |" in c10  # the Float column shows the float network
+    assert "| VGG-16 | – | – | – | – | – | – | – |" in c10
+    assert "| DNN | Float | BC | BR | Our3 |" in c100 and "71.00 [paper 71.26]" in c100
+    assert main(["table", str(tmp_path), "--latex", "--dataset", "cifar100"]) == 0
+    latex = capsys.readouterr().out
+    assert r"\begin{tabular}" in latex and "71.00 [paper 71.26]" in latex and "CIFAR-10 " not in latex
+
+
+def test_extra_columns_and_errors(tmp_path, capsys):
+    write(tmp_path, [summary("digits", "mlp", "stam", "our3", "STAM admissible", 11.0, 95.0)])
+    title, header, rows = table.build(table.collect(tmp_path), "digits", with_time=True)
+    assert header == ["DNN", "STAM admissible", "STAM admissible time (s)"] and rows == [["MLP", "11.00", "10.0"]]
+    assert main(["table", str(tmp_path / "none")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["table", str(tmp_path / "empty")]) == 2
