@@ -35,36 +35,39 @@ def _ops(lam) -> Composite:
 
 
 def stam_kernel(Ws: list[Tensor], Gs: list[Tensor], Us: list[Tensor], Vs: list[Tensor], Xs: list[Tensor],
-                gamma: Tensor, lam: Tensor, beta: Tensor, weight_decay: Tensor | None) -> Tensor:
+                gamma: Tensor, lam: Tensor, beta: Tensor, weight_decay: Tensor | None) -> tuple[Tensor, Tensor]:
     """One STAM step on every layer of a group, in place (``W`` = parameters, state ``U, V, X``).
 
     Each layer is one run (``R = 1``) of :func:`stam.algorithm.stam_step`.  ``weight_decay``
-    (``None`` for none) adds ``(wd/2)||W||^2`` to G.  Returns ``||grad G(W^t) + lam (W^t - U^t)||^2``
-    summed over the layers (the stochastic y-gradient of eq. (algy); it costs nothing extra: the
-    compiled kernel reads these tensors in its reduction pass anyway)."""
+    (``None`` for none) adds ``(wd/2)||W||^2`` to G.  Returns, summed over the layers (float64),
+    ``||grad G(W^t) + lam (W^t - U^t)||^2`` (the stochastic y-gradient of eq. (algy)) and
+    ``||X^{t+1} - X^t||^2 = ||V^{t+1} - U^{t+1}||^2`` (eq. (algz)).
+
+    Both come from the reduction pass the projection needs anyway, so they cost no extra pass
+    over memory: with ``v = 2 U^{t+1} - X^t``, ``V^{t+1} = s sign(v)`` and ``s = mean |v|``,
+    ``||V - U||^2 = n s^2 - 2 s sum(sign(v) U) + sum(U^2)``, accumulated in float64 (a direct
+    ``sum((V - U)^2)`` would need a third pass: inductor does not fuse a reduction with the
+    in-place write-back of the tensors it reads)."""
     ops = _ops(lam)
-    grad_sq = torch.zeros((), dtype=gamma.dtype, device=gamma.device)
+    f64 = dict(dtype=torch.float64)
+    grad_sq = torch.zeros((), **f64, device=gamma.device)
+    dz_sq = torch.zeros((), **f64, device=gamma.device)
     for W, G, U, V, X in zip(Ws, Gs, Us, Vs, Xs):
         w, u, x = W.unsqueeze(0), U.unsqueeze(0), X.unsqueeze(0)
         g = G.unsqueeze(0)
         if weight_decay is not None:
             g = g + weight_decay * w
         new = stam_step(STAMState(w, u, V.unsqueeze(0), x), g, ops, gamma, beta)
-        grad_sq = grad_sq + (g + ops.grad_y_H(u, w)).square().sum()
+        grad_sq = grad_sq + (g + ops.grad_y_H(u, w)).square().sum(**f64)
+        v = 2 * new.x - x  # the point projected in eq. (algu)
+        s = v.abs().mean().double()
+        u1 = new.x.double()
+        dz_sq = dz_sq + (u1.numel() * s * s - 2 * s * torch.where(v >= 0, u1, -u1).sum() + u1.square().sum())
         W.copy_(new.y.squeeze(0))
         U.copy_(new.x.squeeze(0))
         V.copy_(new.u.squeeze(0))
         X.copy_(new.z.squeeze(0))
-    return grad_sq
-
-
-def z_increment_kernel(Vs: list[Tensor], Us: list[Tensor]) -> Tensor:
-    """``sum ||V - U||^2`` over the layers: ``||X^{t+1} - X^t||^2`` after a step (eq. (algz)).
-
-    Computed on demand from the state rather than in :func:`stam_kernel`: there it would need a
-    third pass (inductor does not fuse a reduction with the in-place write-back of what it reads),
-    here it is one read of ``V`` and ``U`` and is only paid when asked for."""
-    return sum((V - U).square().sum(dtype=torch.float64) for V, U in zip(Vs, Us))
+    return grad_sq, dz_sq.clamp(min=0)
 
 
 class STAM(QuantizingOptimizer):
@@ -79,7 +82,7 @@ class STAM(QuantizingOptimizer):
 
     def __init__(self, params, gamma: float, lam: float, beta: float, weight_decay: float = 0.0, compile: bool | str = "auto"):
         check_hyper(dict(gamma=gamma, lam=lam, beta=beta), dict(weight_decay=weight_decay))
-        self._last_step: list[tuple[dict, float, Tensor]] = []  # (group, gamma, grad proxy) of the last step
+        self._last_step: list[tuple[Tensor, Tensor]] = []  # per quantised group: grad proxy, ||dX||^2 / gamma^2
         super().__init__(params, dict(gamma=gamma, lam=lam, beta=beta, weight_decay=weight_decay), compile)
 
     def _float_lr(self, group: dict) -> float:
@@ -100,9 +103,9 @@ class STAM(QuantizingOptimizer):
         h = [hyper_tensor(group[k], like) for k in ("gamma", "lam", "beta")]
         wd = hyper_tensor(group["weight_decay"], like) if group["weight_decay"] else None
         st = [self.state[p] for p in params]
-        grad_sq = self._run(stam_kernel, group, [p.detach() for p in params], self._grads(params),
-                            [s["U"] for s in st], [s["V"] for s in st], [s["X"] for s in st], *h, wd)
-        self._last_step.append((group, group["gamma"], grad_sq))
+        grad_sq, dz_sq = self._run(stam_kernel, group, [p.detach() for p in params], self._grads(params),
+                                   [s["U"] for s in st], [s["V"] for s in st], [s["X"] for s in st], *h, wd)
+        self._last_step.append((grad_sq, dz_sq / group["gamma"] ** 2))
 
     def step(self, closure=None):
         self._last_step = []
@@ -111,17 +114,13 @@ class STAM(QuantizingOptimizer):
     def stationarity_proxies(self) -> dict[str, Tensor]:
         """The last step's ``{"grad": ||grad L(W^t) + lam (W^t - U^t)||^2, "z": ||X^{t+1} - X^t|| / gamma}``
         over all quantised parameters together (``z`` combines groups as the norm of the stacked
-        ``(X^{t+1} - X^t) / gamma``).  0-d float64 tensors on the parameters' device, so reading
-        them each step costs no host synchronisation; ``float()`` them to read.  ``z`` is
-        computed here from the state (``X^{t+1} - X^t = V^{t+1} - U^{t+1}``, eq. (algz))."""
+        ``(X^{t+1} - X^t) / gamma``).  0-d float64 tensors on the parameters' device, computed
+        within the step (see :func:`stam_kernel`), so reading them each step costs neither a pass
+        over memory nor a host synchronisation; ``float()`` them to read."""
         if not self._last_step:
             raise RuntimeError("stationarity_proxies(): no step has been taken yet")
-        grad = sum(g.double() for _, _, g in self._last_step)
-        z_sq = 0
-        for group, gamma, _ in self._last_step:
-            st = [self.state[p] for p in group["params"]]
-            z_sq = z_sq + self._run(z_increment_kernel, group, [s["V"] for s in st], [s["U"] for s in st]) / gamma**2
-        return {"grad": grad, "z": z_sq.sqrt()}
+        grad_sq, z_sq = (sum(v) for v in zip(*self._last_step))
+        return {"grad": grad_sq, "z": z_sq.sqrt()}
 
     def _binary_values(self):
         for group in self._quantized_groups():
@@ -132,4 +131,4 @@ class STAM(QuantizingOptimizer):
         return []  # the parameters hold W
 
 
-__all__ = ["STAM", "stam_kernel", "z_increment_kernel"]
+__all__ = ["STAM", "stam_kernel"]
