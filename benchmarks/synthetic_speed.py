@@ -6,10 +6,12 @@ stochastic gradient + :func:`stam.algorithm.stam_step`):
 1. seconds per iteration over n in {1e3, 1e4, 1e5, 1e6} x R in {1, 4, 16, 64, 256} (b = 8,
    N = 64); a combination is skipped when the gathered minibatch ``R * b * n`` exceeds
    ``--max-elements`` (memory) -- the skipped ones are listed with the reason;
-2. growth in n (R = 1, n >= 1e4 where arithmetic, not Python overhead, dominates) and in b
-   (n = 1e5, R = 1, b in {8, 32, 128, 512}, N = 512): fitted log-log slopes (1 = linear);
+2. growth in n (R = 1, b = 8, n from 1e4, where arithmetic rather than Python overhead
+   dominates, to 1e6) and in b (n = 1e5, R = 1, b in {8, 32, 128, 512}, N = 512): the log-log
+   slope and the affine fit ``t = a + c * size`` with its largest relative residual;
 3. batched vs sequential at n = 1e3: one iteration of R = 64 batched runs against 64 iterations
-   of R = 1 (the same work run one run at a time), with 1 thread and with all cores;
+   of R = 1 (the same work run one run at a time), in alternating rounds, with 1 thread and
+   with all cores;
 4. at n = 1e6, b = 32, R = 1: one STAM iteration against the stochastic gradient evaluation it
    contains (target: at most 1.5x).
 
@@ -71,6 +73,42 @@ def slope(xs, ys) -> float:
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
+def growth(name: str, sizes, make_iteration, repeat: int, log) -> dict:
+    """Seconds per iteration over ``sizes`` of one parameter; the log-log slope (1 = linear; below 1
+    while a fixed cost still shows) and the affine fit ``t = a + c * size`` by least squares with
+    relative weights, with its largest relative residual (small = the cost is linear in the size)."""
+    secs = []
+    for size in sizes:
+        secs.append(timed(make_iteration(size), repeat)["best"])
+        log(f"{name}={size:>8}: {secs[-1] * 1e3:9.3f} ms/iter")
+    x, t = np.asarray(sizes, float), np.asarray(secs)
+    w = 1 / t  # minimise relative residuals
+    (c, a), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], 1) * w[:, None], t * w, rcond=None)
+    resid = float(np.max(np.abs(a + c * x - t) / t))
+    return {name: list(sizes), "seconds": secs, "slope": slope(sizes, secs), "slope_top_decade":
+            slope(sizes[-2:], secs[-2:]) if len(sizes) >= 2 else None,
+            "affine_fit": {"a_seconds": float(a), "c_seconds_per_unit": float(c), "max_relative_residual": resid}}
+
+
+def interleaved(batched, sequential, rounds: int, warmup: int = 2) -> dict:
+    """Alternate one call of ``batched`` and one of ``sequential``; the per-round ratio is immune to
+    the slow drifts of a shared machine.  Median and quartiles of ``sequential / batched``."""
+    for _ in range(warmup):
+        batched(), sequential()
+    tb, ts = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        batched()
+        mid = time.perf_counter()
+        sequential()
+        tb.append(mid - start)
+        ts.append(time.perf_counter() - mid)
+    ratio = sorted(s / b for s, b in zip(ts, tb))
+    q = lambda f: ratio[min(len(ratio) - 1, int(f * len(ratio)))]  # noqa: E731
+    return {"rounds": rounds, "batched_seconds_median": statistics.median(tb), "sequential_seconds_median":
+            statistics.median(ts), "speedup": statistics.median(ratio), "speedup_q1": q(0.25), "speedup_q3": q(0.75)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="also write the JSON here (atomically)")
@@ -102,35 +140,24 @@ def main(argv=None) -> int:
                          "calls": t["calls"], "seconds_per_run_iter": t["best"] / R})
             log(f"n={n:>8} R={R:>4}: {t['best'] * 1e3:9.3f} ms/iter (median {t['median'] * 1e3:.3f})")
 
-    by = {(g["n"], g["R"]): g["seconds_per_iter"] for g in grid}
-    n_lin = [n for n in ns if n >= 10**4 and (n, 1) in by]
-    growth_n = {"R": 1, "n": n_lin, "seconds": [by[(n, 1)] for n in n_lin], "slope": slope(n_lin, [by[(n, 1)] for n in n_lin])}
-
-    bs, b_sec = [8, 32, 128, 512], []
-    for b in bs:
-        _, it, _ = make(10**5 if not args.quick else 10**4, 1, b, 512, dtype)
-        b_sec.append(timed(it, repeat)["best"])
-        log(f"b={b:>4}: {b_sec[-1] * 1e3:9.3f} ms/iter")
-    growth_b = {"n": 10**5 if not args.quick else 10**4, "R": 1, "b": bs, "seconds": b_sec, "slope": slope(bs, b_sec)}
+    growth_n = growth("n", [10**4, 3 * 10**4, 10**5, 3 * 10**5] + ([] if args.quick else [10**6]),
+                      lambda n: make(n, 1, b0, N0, dtype)[1], repeat, log)
+    growth_n.update(R=1, b=b0, N=N0)
+    n_b = 10**5 if not args.quick else 10**4
+    growth_b = growth("b", [8, 32, 128, 512], lambda b: make(n_b, 1, b, 512, dtype)[1], repeat, log)
+    growth_b.update(R=1, n=n_b, N=512)
 
     _, it64, _ = make(10**3, 64, b0, N0, dtype)
     _, it1, _ = make(10**3, 1, b0, N0, dtype)
     batch = {"n": 10**3, "R": 64, "b": b0, "N": N0, "target": ">= 10",
-             "rule": "speedup = 64 x median(one R=1 iteration) / median(one R=64 iteration)", "by_threads": {}}
+             "rule": "rounds alternate one R=64 iteration and 64 R=1 iterations (the same work, run by run); "
+                     "speedup = median over rounds of (time of the 64 R=1 iterations) / (time of the R=64 iteration)",
+             "by_threads": {}}
     for threads in sorted({1, os.cpu_count() or 1}):
         torch.set_num_threads(threads)
-        batched = timed(it64, repeat, min_seconds=1.0)
-        single = timed(it1, repeat, min_seconds=1.0)
-        loop = timed(lambda: [it1() for _ in range(64)], repeat, min_seconds=1.0)
-        batch["by_threads"][threads] = {
-            "batched_seconds": batched, "single_run_seconds": single, "sequential_64_loop_seconds": loop,
-            "speedup": 64 * single["median"] / batched["median"],
-            "speedup_best": 64 * single["best"] / batched["best"],
-            "speedup_loop": loop["median"] / batched["median"],
-        }
-        b = batch["by_threads"][threads]
-        log(f"batched vs sequential at n=1e3, R=64, {threads} thread(s): {b['speedup']:.1f}x (best {b['speedup_best']:.1f}x, "
-            f"64-loop {b['speedup_loop']:.1f}x)")
+        batch["by_threads"][threads] = r = interleaved(it64, lambda: [it1() for _ in range(64)], rounds=max(repeat, 1) * 15)
+        log(f"batched vs sequential at n=1e3, R=64, {threads} thread(s): {r['speedup']:.1f}x "
+            f"(quartiles {r['speedup_q1']:.1f}-{r['speedup_q3']:.1f})")
     torch.set_num_threads(args.threads)
     batch["speedup"] = batch["by_threads"][args.threads]["speedup"] if args.threads in batch["by_threads"] else None
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 from stam.algorithm import Scalar
-from stam.quantize import project_Q
+from stam.quantize import Blocks, project_Q
 
 
 @dataclass
@@ -42,20 +43,26 @@ class QuadraticCoupling:
 
     def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
         gl = gamma * self.lam
-        return (z + gl * y) / (1 + gl)
+        if isinstance(z, Tensor):  # one pass instead of three
+            return torch.lerp(z, y, gl / (1 + gl))
+        return (z + gl * y) / (1 + gl)  # any other arithmetic type (PEPit expressions in stam.theory.pep)
 
 
 @dataclass
 class IndicatorQ:
     """``F = indicator of Q`` with blocks given by ``block_ids`` (see :mod:`stam.quantize`;
     ``None``: each run's whole tensor is one block).  Its prox, for every ``gamma > 0``, is the
-    projection onto Q."""
+    projection onto Q.  The partition is analysed once, into ``blocks``
+    (:class:`stam.quantize.Blocks`)."""
 
     block_ids: Tensor | None
     num_blocks: int = 1
 
+    def __post_init__(self):
+        self.blocks = None if self.block_ids is None else Blocks.of(self.block_ids, self.num_blocks)
+
     def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
-        return project_Q(v, self.block_ids, self.num_blocks)
+        return project_Q(v, self.blocks)
 
 
 @dataclass

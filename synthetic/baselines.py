@@ -83,7 +83,7 @@ def _spring(problem, iters, R, eta_y, gen):
 
 def _quantisation(problem, method, iters, R, lr, gen):
     F = problem.F
-    proj = lambda v: project_Q(v, F.block_ids, F.num_blocks)  # noqa: E731
+    proj = lambda v: project_Q(v, F.blocks)  # noqa: E731
     U = problem.y0.expand(R, -1).clone()
     W = proj(U)
     epoch = problem.sampling.N / problem.sampling.b

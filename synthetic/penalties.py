@@ -138,7 +138,7 @@ class QuantizedIndicator(IndicatorQ):
 
     def value(self, u: Tensor) -> Tensor:
         """0 on Q, +inf off Q (membership up to a relative 1e-12 on the block magnitudes)."""
-        s = block_scales(u, self.block_ids, self.num_blocks).index_select(1, self.block_ids)
+        s = self.blocks.expand(block_scales(u, self.blocks))
         ok = ((u.abs() - s).abs() <= 1e-12 * (1 + s)).all(dim=1)
         return torch.where(ok, torch.zeros_like(ok, dtype=u.dtype), torch.full_like(ok, math.inf, dtype=u.dtype))
 
@@ -146,12 +146,11 @@ class QuantizedIndicator(IndicatorQ):
         """The projection is the prox for every gamma > 0."""
 
     def dist2(self, u: Tensor, g: Tensor) -> Tensor:
-        R = u.shape[0]
         zeta = torch.where(u >= 0, 1.0, -1.0).to(g.dtype)
-        inner = g.new_zeros(R, self.num_blocks).index_add_(1, self.block_ids, g * zeta)
-        counts = torch.bincount(self.block_ids, minlength=self.num_blocks).to(g.dtype)
+        inner = self.blocks.sums(g * zeta)
+        counts = self.blocks.counts.to(g.dtype)
         per_block = inner**2 / counts
-        scales = block_scales(u, self.block_ids, self.num_blocks)
+        scales = block_scales(u, self.blocks)
         for r, blk in (scales == 0).nonzero().tolist():  # rare: exactly-zero blocks
             per_block[r, blk] = min_partition(g[r, self.block_ids == blk]) ** 2 / counts[blk]
         return per_block.sum(dim=1)

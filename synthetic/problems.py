@@ -43,7 +43,7 @@ import torch
 from torch import Tensor
 
 from stam.algorithm import STAMState, Scalar, stam_init
-from stam.quantize import block_ids_from_sizes, project_Q
+from stam.quantize import Blocks, block_ids_from_sizes, project_Q
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
@@ -207,6 +207,8 @@ def _finish(problem: ThreeBlockProblem, device, dtype) -> ThreeBlockProblem:
         for key, val in vars(part).items():
             if isinstance(val, Tensor):
                 setattr(part, key, conv(val))
+            elif isinstance(val, Blocks):
+                setattr(part, key, val.to(device))
     problem.y0 = conv(problem.y0)
     if problem.z_prev is not None:
         problem.z_prev = conv(problem.z_prev)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from stam.algorithm import STAMState, stam_init, stam_step
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
-from stam.quantize import block_ids_from_sizes, project_Q
+from stam import quantize
+from stam.quantize import Blocks, block_ids_from_sizes, block_scales, project_Q
 
 
 def test_import_stam_and_theory_cli_do_not_import_torch():
@@ -42,6 +43,49 @@ def test_project_Q_blocks_and_sign_zero():
     ids = block_ids_from_sizes([2, 3])
     p = project_Q(v, ids, 2)
     assert torch.allclose(p, torch.tensor([[1.0, -1.0, 5 / 3, 5 / 3, -5 / 3]]))
+
+
+def _project_Q_reference(v, ids, B):
+    """eq. (0412) coordinate by coordinate: s_i = mean |v| over block i, sign(0) = +1."""
+    out = torch.empty_like(v)
+    for r in range(v.shape[0]):
+        for i in range(B):
+            m = ids == i
+            out[r, m] = torch.where(v[r, m] >= 0, 1.0, -1.0).to(v.dtype) * v[r, m].abs().mean()
+    return out
+
+
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=5), st.integers(1, 3), st.booleans(), st.integers(0, 2**31 - 1))
+def test_blocks_paths_agree_with_eq_0412(sizes, R, shuffle, seed):
+    """Contiguous blocks take the per-block view path, any other partition the index path; both
+    are eq. (0412) exactly, zeros and -0.0 included (sign +1)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = block_ids_from_sizes(sizes)
+    if shuffle:
+        ids = ids[torch.randperm(len(ids), generator=g)]
+    B, n = len(sizes), len(ids)
+    blocks = Blocks.of(ids, B)
+    contiguous = bool((ids[1:] >= ids[:-1]).all())
+    assert (blocks.sizes is not None) == contiguous and blocks.split == contiguous
+    assert blocks.counts.tolist() == [int((ids == i).sum()) for i in range(B)]
+    v = torch.randn(R, n, generator=g, dtype=torch.float64)
+    v[v.abs() < 0.3] = 0.0
+    v[0, 0] = -0.0
+    p, ref = project_Q(v, blocks), _project_Q_reference(v, ids, B)
+    assert torch.allclose(p, ref, rtol=1e-14, atol=0) and torch.equal(p.signbit(), ref.signbit())
+    assert torch.equal(project_Q(v, ids, B), p)  # a raw id tensor gives the same
+    scales = torch.tensor([[float(ref[r, ids == i].abs().max()) for i in range(B)] for r in range(R)], dtype=v.dtype)
+    assert torch.allclose(block_scales(v, blocks), scales, rtol=1e-14, atol=0)
+
+
+def test_many_contiguous_blocks_use_the_index_path(monkeypatch):
+    monkeypatch.setattr(quantize, "SPLIT_MAX_BLOCKS", 2)
+    ids = block_ids_from_sizes([2, 3, 1])
+    blocks = Blocks.of(ids, 3)
+    assert blocks.sizes == (2, 3, 1) and not blocks.split
+    v = torch.tensor([[0.0, -2.0, 1.0, 3.0, -1.0, -0.0]])
+    p, ref = project_Q(v, blocks), _project_Q_reference(v, ids, 3)
+    assert torch.allclose(p, ref, rtol=1e-6, atol=0) and torch.equal(p.signbit(), ref.signbit())
 
 
 def test_stam_step_network_specialisation_matches_eq_alg_stamm():

@@ -192,6 +192,38 @@ def test_estimator_unbiased_and_second_moment_by_enumeration(N, b, replacement):
         assert torch.allclose(est, v.to(per_i.dtype) @ per_i / N, atol=1e-12)
 
 
+@pytest.mark.parametrize("path", ["dense", "gather", "chunked-rows", "chunked-runs"])
+@pytest.mark.parametrize("link,mu", [("robust", 0.0), ("logistic", 0.3)])
+def test_grad_batch_paths_are_the_sampled_average(path, link, mu, monkeypatch):
+    """Every evaluation route of grad_batch (all residuals by one GEMM; one gather; gathers in
+    blocks of rows, or of runs) is ``(1/b) sum_k nabla G_{i_k}(y)``, repeats counted twice."""
+    from stam.synthetic import losses
+
+    R, b, n, N = 3, 5, 7, 60 if path != "dense" else 12  # dense iff N <= DENSE_RATIO * b = 40
+    gen = torch.Generator().manual_seed(1)
+    G = losses.FiniteSumLoss(torch.randn(N, n, generator=gen, dtype=torch.float64),
+                             torch.randn(N, generator=gen, dtype=torch.float64),
+                             losses.ROBUST if link == "robust" else losses.LOGISTIC, mu)
+    y = torch.randn(R, n, generator=gen, dtype=torch.float64)
+    idx = torch.randint(0, N, (R, b), generator=gen)
+    idx[0, 1] = idx[0, 0]  # a repeat, as with replacement
+    element = 8  # float64
+    cap = {"chunked-rows": 2 * R * n, "chunked-runs": 2 * n}.get(path)  # numbers per gathered block
+    if cap:
+        monkeypatch.setattr(losses, "GATHER_BYTES", cap * element)
+    calls = []
+    for route in ("_grad_dense", "_grad_rows"):
+        monkeypatch.setattr(G, route, lambda *a, f=getattr(G, route), route=route: (calls.append(route), f(*a))[1])
+    got = G.grad_batch(y, idx)
+    # the route taken is the one meant: blocks of 2 rows for all runs (3 blocks), or 2 runs x 1 row (2 x 5)
+    assert calls == {"dense": ["_grad_dense"], "gather": ["_grad_rows"], "chunked-rows": ["_grad_rows"] * 3,
+                     "chunked-runs": ["_grad_rows"] * 10}[path]
+    ref = torch.stack([sum(G.link.deriv(G.A[i] @ y[r] - G.t[i]) * G.A[i] for i in idx[r].tolist()) / b for r in range(R)])
+    if mu:
+        ref = ref + mu * 2 * y / (1 + y * y) ** 2
+    assert torch.allclose(got, ref, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("replacement", [False, True])
 def test_sampler_draws_match_the_distribution(replacement):
     s = Sampling(10, 4, replacement)
