@@ -24,7 +24,7 @@ import time
 import torch
 
 from stam.dnn.optim import make
-from stam.io import atomic_write_json, dumps, provenance
+from stam.io import emit_json, provenance
 
 VGG11_PLAN = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
 
@@ -171,10 +171,7 @@ def main(argv=None) -> int:
         "torch": torch.__version__,
         **run(device, args.rounds, args.only.split(",") if args.only else None),
     }
-    text = dumps(result)
-    print(text)
-    if args.out:
-        atomic_write_json(args.out, result)
+    emit_json(result, args.out)
     return 0
 
 

@@ -24,7 +24,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from stam.io import atomic_write_json, provenance
+from stam.io import emit_json, provenance
 
 PAPER = ["float", "psgd", "bc", "br", "our1", "our2", "our3"]
 
@@ -98,9 +98,7 @@ def main(argv=None) -> dict:
     result = {"kind": "dnn-train-digits", "provenance": provenance(), "model": args.model, "epochs": args.epochs,
               "schedule_scale": args.epochs / 1000, "seeds": args.seeds, "admissible": adm, "rows": rows,
               "machine": "2-core CPU sandbox, no GPU; one torch thread per run, two runs at a time"}
-    print(json.dumps(result, indent=2))
-    if args.out:
-        atomic_write_json(args.out, result)
+    emit_json(result, args.out)
     return result
 
 

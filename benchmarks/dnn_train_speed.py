@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import time
 
 import torch
@@ -25,7 +24,7 @@ from stam.dnn import data as data_mod
 from stam.dnn import presets
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.train import make_optimizer, train_step
-from stam.io import atomic_write_json, provenance
+from stam.io import emit_json, provenance
 
 PAPER_EPOCHS, CIFAR_TRAIN = 1000, 50_000
 
@@ -112,9 +111,7 @@ def main(argv=None) -> dict:
         "rows": rows, "ratio_float_over_stam": ratios, "target_ratio": 1.15,
         "meets_target": all(r <= 1.15 for r in ratios.values()),
     }
-    print(json.dumps(result, indent=2))
-    if args.out:
-        atomic_write_json(args.out, result)
+    emit_json(result, args.out)
     return result
 
 

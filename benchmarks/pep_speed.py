@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
 
-    from stam.io import atomic_write_json, dumps, provenance
+    from stam.io import emit_json, provenance
 
     start = time.perf_counter()
     from stam.theory.pep import stam_pep
@@ -63,9 +63,7 @@ def main(argv=None) -> int:
         "all_optimal": all(r["status"] == "optimal" for r in rows),
         "rows": rows,
     }
-    print(dumps(out))
-    if args.out:
-        atomic_write_json(args.out, out)
+    emit_json(out, args.out)
     return 0
 
 

@@ -23,8 +23,6 @@ a machine shared with other work); the two targets are stated with medians and b
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import statistics
 import sys
@@ -34,7 +32,7 @@ import numpy as np
 import torch
 
 from stam.algorithm import stam_step
-from stam.io import atomic_write_json, provenance
+from stam.io import emit_json, provenance
 from stam.synthetic.problems import binary
 
 GAMMA, BETA = 0.1, 1000.0
@@ -183,10 +181,7 @@ def main(argv=None) -> int:
         "batched_vs_sequential": batch,
         "iteration_vs_gradient": overhead,
     }
-    text = json.dumps(result, indent=2, default=lambda o: o if math.isfinite(o) else None)
-    print(text)
-    if args.out:
-        atomic_write_json(args.out, result)
+    emit_json(result, args.out)
     return 0
 
 

@@ -93,12 +93,10 @@ def main(argv=None) -> int:
         "numeric_grid_1e6": grid(args.repeats),
         "paper_check": paper_check(),
     }
-    from stam.io import atomic_write_json, dumps, provenance
+    from stam.io import emit_json, provenance
 
     res["provenance"] = provenance()
-    print(dumps(res))
-    if args.out:
-        atomic_write_json(args.out, res)
+    emit_json(res, args.out)
     return 0
 
 

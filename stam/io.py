@@ -60,6 +60,16 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_text(path, dumps(obj) + "\n")
 
 
+def emit_json(obj: Any, out: str | os.PathLike | None = None) -> str:
+    """Print ``obj`` as JSON on stdout and, if ``out`` is given, also write it there atomically
+    (what every script in ``benchmarks/`` ends with)."""
+    text = dumps(obj)
+    print(text)
+    if out:
+        atomic_write_text(out, text + "\n")
+    return text
+
+
 def provenance() -> dict:
     """Versions and time for a result file's header (the report shows them)."""
     from stam import __version__

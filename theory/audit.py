@@ -211,6 +211,15 @@ def iterate_search(seed: int = SEED, R: int = 2000, T: int = 25) -> dict:
     return {"inst": inst, "traj": tr, "q": q, "gaps": chain_gaps(inst, q)}
 
 
+def _counterexample(violated: bool, inst, tr, r, t, fields: dict) -> dict | None:
+    """``None`` if nothing is violated, else the replayable instance of run r at step t with ``fields``."""
+    if not violated:
+        return None
+    ce = _instance_record(inst, tr, r, t)
+    ce.update(_r(fields))
+    return ce
+
+
 def _instance_record(inst, tr, r, t) -> dict:
     """The numbers a reader needs to replay run r around step t."""
     pick = lambda v: v[r] if np.ndim(v) == 1 else v[r]  # noqa: E731
@@ -440,11 +449,9 @@ def item_eq403(seed: int = SEED) -> Finding:
     derived = 2 * st["eta"] + 2 * st["Z"] / gam**2 + 4 * lam**2 * st["Z"]
     rel = (printed - lhs) / (1 + lhs)
     t, r = np.unravel_index(np.argmin(rel), rel.shape)
-    ce = None
-    if rel[t, r] < 0:
-        ce = _instance_record(srch["inst"], srch["traj"], r, t)
-        ce.update(_r({"LHS": lhs[t, r], "printed middle line": printed[t, r], "derived middle line": derived[t, r],
-                      "meaning": "LHS of eq403 exceeds its printed middle line"}))
+    ce = _counterexample(rel[t, r] < 0, srch["inst"], srch["traj"], r, t,
+                         {"LHS": lhs[t, r], "printed middle line": printed[t, r], "derived middle line": derived[t, r],
+                          "meaning": "LHS of eq403 exceeds its printed middle line"})
     return Finding("eq403", "2 eta_t + 2 E(||z^t-z^{t-1}||^2/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2",
                    "2 eta_t + 2 E(||z^t-z^{t-1}||/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2 "
                    "<= 2 eta_t + 4 E(||z^t-z^{t-1}||/gamma)^2", "misprint", ce,
@@ -468,12 +475,10 @@ def item_eq52(seed: int = SEED) -> Finding:
     lhs_printed = float(st1["grad_u"][0, 0] + np.sqrt(st1["dist2"][0, 0]))
     lhs_derived = float(st1["grad_u"][0, 0] + st1["dist2"][0, 0])
     rhs = float(2 * (st1["eta"][0, 0] + 2 * st1["Z"][0, 0] / one["gamma"][0] ** 2))
-    ce = None
-    if lhs_printed > rhs:
-        ce = _instance_record(one, tr, 0, 0)
-        ce.update(_r({"T": 1, "data scaled by": scale, "printed LHS (with dist)": lhs_printed,
-                      "derived LHS (with dist^2)": lhs_derived, "2 min[eta + 2 E(||dz||/gamma)^2]": rhs,
-                      "meaning": "the first inequality of eq52 fails with dist in place of dist^2"}))
+    ce = _counterexample(lhs_printed > rhs, one, tr, 0, 0,
+                         {"T": 1, "data scaled by": scale, "printed LHS (with dist)": lhs_printed,
+                          "derived LHS (with dist^2)": lhs_derived, "2 min[eta + 2 E(||dz||/gamma)^2]": rhs,
+                          "meaning": "the first inequality of eq52 fails with dist in place of dist^2"})
     return Finding("eq52", "min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist(0, ...)] <= ...",
                    "min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist^2(0, ...)] <= 2 (1+(L+M)A/beta^2)^T/T "
                    "beta (delta0+M0') + (L+M)C/beta", "misprint", ce,
