@@ -72,20 +72,18 @@ class TrainConfig:
 # --------------------------------------------------------------------------- optimisers
 
 def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
-    """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`."""
+    """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`,
+    built from the hyperparameters ``hyper`` of the first epoch: ``torch.optim.SGD`` for the float
+    baseline, otherwise :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).
+    BR gets ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
     if algo == "float":
         return torch.optim.SGD(groups, lr=hyper["lr"], momentum=hyper["momentum"], weight_decay=hyper["weight_decay"])
+    if algo not in presets.ALGO_HYPER:
+        raise UsageError(f"unknown algorithm {algo!r}; choose one of {', '.join(presets.ALGOS)}")
     from stam.dnn import optim
 
-    if algo == "stam":
-        return optim.STAM(groups, gamma=hyper["gamma"], lam=hyper["lam"], beta=hyper["beta"])
-    if algo == "bc":
-        return optim.BinaryConnect(groups, lr=hyper["lr"], weight_decay=hyper["weight_decay"])
-    if algo == "br":
-        return optim.BinaryRelax(groups, lr=hyper["lr"], lam=hyper["lam"], rho=1.0, weight_decay=hyper["weight_decay"])
-    if algo == "psgd":
-        return optim.PSGD(groups, lr=hyper["lr"], weight_decay=hyper["weight_decay"])
-    raise UsageError(f"unknown algorithm {algo!r}; choose one of {', '.join(presets.ALGOS)}")
+    args = {k: hyper[k] for k in presets.ALGO_HYPER[algo] if k != "switch_epoch"}
+    return optim.make(algo, groups, **args, **({"rho": 1.0} if algo == "br" else {}))
 
 
 def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:

@@ -26,21 +26,35 @@ def _log(path):
     return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in (path / "log.jsonl").read_text().splitlines()]
 
 
-def _opt_available(algo):
+@pytest.mark.parametrize("algo", ALGOS)
+def test_optimizer_factory_is_stam_dnn_optim_make(algo, monkeypatch):
+    """stam train builds the quantising optimisers through the one factory, with the epoch-1
+    hyperparameters of the preset in every group (BR with rho = 1: the lam schedule drives it)."""
+    from stam.dnn import models, optim, presets
+
+    calls, make = [], optim.make
+
+    def spy(a, params, **kw):
+        calls.append((a, kw))
+        return make(a, params, **kw)
+
+    monkeypatch.setattr(optim, "make", spy)
+    hyper = presets.resolve(None, algo, "digits").at(1)
+    opt = T.make_optimizer(algo, models.param_groups(models.build_model("mlp", 10, (1, 8, 8))), hyper)
     if algo == "float":
-        return True
-    try:
-        import stam.dnn.optim  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        assert isinstance(opt, torch.optim.SGD) and not calls
+        return
+    assert isinstance(opt, optim.OPTIMIZERS[algo]) and [a for a, _ in calls] == [algo]
+    for key in presets.ALGO_HYPER[algo]:
+        if key != "switch_epoch":
+            assert all(g[key] == hyper[key] for g in opt.param_groups if g.get("quantize")), key
+    if algo == "br":
+        assert calls[0][1]["rho"] == 1.0
 
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_resume_is_exact(tmp_path, algo):
     """2 epochs straight == 1 epoch + --resume + 1 epoch: same weights, optimiser state and log."""
-    if not _opt_available(algo):
-        pytest.skip("stam.dnn.optim not there yet")
     # schedule scales that put a stage change between the two epochs (STAM: paper epochs 80 -> 160;
     # BR: 200 -> 400, across the switch to pure projection at K = 250)
     kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 200}.get(algo, 1.0), seed=3)
@@ -164,8 +178,6 @@ def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
 
 
 def test_stam_logs_proxies_and_theorem_check(tmp_path):
-    if not _opt_available("stam"):
-        pytest.skip("stam.dnn.optim not there yet")
     T.run(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1))
     T.run(cfg(tmp_path, "adm", algo="stam", epochs=1, overrides={"lam": 1.0, "gamma": 0.0954, "beta": 220.0}))
     (paper,) = _log(tmp_path / "paper")
@@ -178,8 +190,6 @@ def test_stam_logs_proxies_and_theorem_check(tmp_path):
 
 
 def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
-    if not _opt_available("bc"):
-        pytest.skip("stam.dnn.optim not there yet")
     from test_dnn_data import write_fake_cifar
 
     sums = write_fake_cifar(tmp_path, "cifar10", n=8)
