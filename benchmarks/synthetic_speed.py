@@ -4,11 +4,14 @@ Measures, on problem 1 (``binary``, float32 by default; one STAM iteration = one
 stochastic gradient + :func:`stam.algorithm.stam_step`):
 
 1. seconds per iteration over n in {1e3, 1e4, 1e5, 1e6} x R in {1, 4, 16, 64, 256} (b = 8,
-   N = 64); a combination is skipped when the gathered minibatch ``R * b * n`` exceeds
-   ``--max-elements`` (memory) -- the skipped ones are listed with the reason;
-2. growth in n (R = 1, b = 8, n from 1e4, where arithmetic rather than Python overhead
+   N = 64); a combination is skipped when its estimated peak memory exceeds ``--max-gib``
+   (:func:`peak_bytes`) -- the skipped ones are listed with the reason;
+2. growth in n (R = 1, b = 8, N = 72, n from 1e4, where arithmetic rather than Python overhead
    dominates, to 1e6) and in b (n = 1e5, R = 1, b in {8, 32, 128, 512}, N = 512): the log-log
-   slope and the affine fit ``t = a + c * size`` with its largest relative residual;
+   slope, the cost per unit of size, and the affine fit ``t = a + c * size`` with its largest
+   relative residual.  Both use ``N > DENSE_RATIO * b``, so every size takes the one general
+   route of ``FiniteSumLoss.grad_batch`` (bounded gathers; the grid's N = 64 with b = 8 takes the
+   dense route for data within cache, which would mix two routes in one fit);
 3. batched vs sequential at n = 1e3: one iteration of R = 64 batched runs against 64 iterations
    of R = 1 (the same work run one run at a time), in alternating rounds, with 1 thread and
    with all cores;
@@ -33,9 +36,11 @@ import torch
 
 from stam.algorithm import stam_step
 from stam.io import emit_json, provenance
+from stam.synthetic.losses import DENSE_RATIO
 from stam.synthetic.problems import binary
 
 GAMMA, BETA = 0.1, 1000.0
+N_GROWTH = DENSE_RATIO * 8 + 8  # > DENSE_RATIO * b at b = 8: growth in n on the gather route alone
 
 
 def timed(fn, repeat: int, warmup: int = 2, min_seconds: float = 0.5, max_calls: int = 2000) -> dict:
@@ -67,6 +72,18 @@ def make(n, R, b, N, dtype, seed=0):
     return problem, iteration, gradient
 
 
+#: Peak memory of an iteration, in (R, n) tensors: the state (y, x, u, z) stays resident and one
+#: iteration holds at most 6 more at once (measured: VmHWM - VmRSS over 3 iterations at n = 1e6,
+#: R = 16 and 64, float32, is 6.00 (R, n) tensors); the gather buffer is bounded (GATHER_BYTES).
+PEAK_TENSORS = 4 + 6
+
+
+def peak_bytes(n: int, R: int, N: int, itemsize: int) -> int:
+    """Estimated peak memory of one batched iteration: :data:`PEAK_TENSORS` ``(R, n)`` tensors and
+    the ``(N, n)`` data matrix."""
+    return (PEAK_TENSORS * R + N) * n * itemsize
+
+
 def slope(xs, ys) -> float:
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
@@ -83,7 +100,8 @@ def growth(name: str, sizes, make_iteration, repeat: int, log) -> dict:
     w = 1 / t  # minimise relative residuals
     (c, a), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], 1) * w[:, None], t * w, rcond=None)
     resid = float(np.max(np.abs(a + c * x - t) / t))
-    return {name: list(sizes), "seconds": secs, "slope": slope(sizes, secs), "slope_top_decade":
+    return {name: list(sizes), "seconds": secs, "seconds_per_unit": [s / z for s, z in zip(secs, sizes)],
+            "slope": slope(sizes, secs), "slope_top_decade":
             slope(sizes[-2:], secs[-2:]) if len(sizes) >= 2 else None,
             "affine_fit": {"a_seconds": float(a), "c_seconds_per_unit": float(c), "max_relative_residual": resid}}
 
@@ -114,7 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (default 1: on a shared 2-core machine OpenMP barriers stall for ms)")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    ap.add_argument("--max-elements", type=float, default=6.4e7, help="skip when R*b*n exceeds this")
+    ap.add_argument("--max-gib", type=float, default=8.0, help="skip a grid point whose estimated peak memory exceeds this (GiB)")
     ap.add_argument("--quick", action="store_true", help="n up to 1e5, R up to 64, fewer repeats")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -128,9 +146,9 @@ def main(argv=None) -> int:
     grid, skipped = [], []
     for n in ns:
         for R in Rs:
-            if R * b0 * n > args.max_elements:
-                skipped.append({"n": n, "R": R, "reason": f"R*b*n = {R * b0 * n:.3g} > {args.max_elements:.3g} elements "
-                                                          "in the gathered minibatch (memory/time)"})
+            need = peak_bytes(n, R, N0, dtype.itemsize) / 2**30
+            if need > args.max_gib:
+                skipped.append({"n": n, "R": R, "reason": f"estimated peak memory {need:.3g} GiB > --max-gib {args.max_gib:g}"})
                 continue
             _, it, _ = make(n, R, b0, N0, dtype)
             t = timed(it, repeat)
@@ -139,8 +157,8 @@ def main(argv=None) -> int:
             log(f"n={n:>8} R={R:>4}: {t['best'] * 1e3:9.3f} ms/iter (median {t['median'] * 1e3:.3f})")
 
     growth_n = growth("n", [10**4, 3 * 10**4, 10**5, 3 * 10**5] + ([] if args.quick else [10**6]),
-                      lambda n: make(n, 1, b0, N0, dtype)[1], repeat, log)
-    growth_n.update(R=1, b=b0, N=N0)
+                      lambda n: make(n, 1, b0, N_GROWTH, dtype)[1], repeat, log)
+    growth_n.update(R=1, b=b0, N=N_GROWTH)
     n_b = 10**5 if not args.quick else 10**4
     growth_b = growth("b", [8, 32, 128, 512], lambda b: make(n_b, 1, b, 512, dtype)[1], repeat, log)
     growth_b.update(R=1, n=n_b, N=512)

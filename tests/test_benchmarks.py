@@ -1,0 +1,55 @@
+"""The benchmark scripts (benchmarks/) still run against the package's current API, and their
+arithmetic is right.  Timings themselves are never asserted here (they belong to the JSON the
+scripts write)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dnn_train_speed_runs_the_train_step_of_stam_train(tmp_path, capsys):
+    bench = _load("dnn_train_speed")
+    out = tmp_path / "speed.json"
+    bench.main(["--models", "cnn", "--repeats", "1", "--step-repeats", "1", "--batch-size", "16", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    assert {(r["model"], r["algo"]) for r in result["rows"]} == {("cnn", "float"), ("cnn", "stam")}
+    for r in result["rows"]:
+        assert r["images_per_s"] > 0 and r["optimizer_step_seconds"] > 0
+        assert r["projected_1000_epochs_hours"] == pytest.approx(1000 * 50_000 / r["images_per_s"] / 3600)
+    ips = {r["algo"]: r["images_per_s"] for r in result["rows"]}
+    assert result["ratio_float_over_stam"]["cnn"] == pytest.approx(ips["float"] / ips["stam"])
+    assert result["meets_target"] == (result["ratio_float_over_stam"]["cnn"] <= 1.15)
+
+
+def test_synthetic_speed_growth_fit_recovers_an_affine_cost(monkeypatch):
+    """With times a + c * size, the fit returns (a, c), zero residual, and slopes that tend to 1."""
+    bench = _load("synthetic_speed")
+    a, c = 2e-4, 3e-8
+    monkeypatch.setattr(bench, "timed", lambda fn, repeat: {"best": fn()})
+    sizes = [10**4, 10**5, 10**6, 10**7]
+    g = bench.growth("n", sizes, lambda size: (lambda: a + c * size), 1, lambda msg: None)
+    assert g["affine_fit"]["a_seconds"] == pytest.approx(a, rel=1e-6)
+    assert g["affine_fit"]["c_seconds_per_unit"] == pytest.approx(c, rel=1e-6)
+    assert g["affine_fit"]["max_relative_residual"] < 1e-9
+    assert g["seconds_per_unit"] == pytest.approx([(a + c * s) / s for s in sizes])
+    assert 0.5 < g["slope"] < 1 < g["slope_top_decade"] + 0.01
+
+
+def test_synthetic_speed_skips_by_peak_memory_and_growth_uses_the_gather_route():
+    bench = _load("synthetic_speed")
+    from stam.synthetic.losses import DENSE_RATIO
+
+    assert bench.N_GROWTH > DENSE_RATIO * 8  # b = 8: the dense route is never taken in the n-growth fit
+    assert bench.peak_bytes(10**6, 256, 64, 4) / 2**30 > 8.0 > bench.peak_bytes(10**6, 64, 64, 4) / 2**30
