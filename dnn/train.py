@@ -33,7 +33,7 @@ from stam.dnn import data as data_mod
 from stam.dnn import distributed, presets
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
-from stam.io import atomic_path, atomic_write_json, atomic_write_text, provenance
+from stam.io import atomic_path, atomic_write_json, atomic_write_text, bar_disable, provenance
 
 CHECKPOINT_FORMAT = 1
 
@@ -348,7 +348,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
 def _progress(cfg, ctx, steps, epoch, epochs):
     from tqdm import tqdm
 
-    return tqdm(total=steps, desc=f"epoch {epoch}/{epochs}", file=sys.stderr, leave=False, dynamic_ncols=True, disable=not (cfg.progress and ctx.main))
+    return tqdm(total=steps, desc=f"epoch {epoch}/{epochs}", file=sys.stderr, leave=False, dynamic_ncols=True, disable=bar_disable(cfg.progress and ctx.main))
 
 
 def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total) -> None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance
 
 MARKER = ".stam-demo"
 
@@ -324,7 +324,7 @@ class Demo:
             ("report", self.report),
         ]
         t_start = time.perf_counter()
-        bar = tqdm(total=len(plan), desc="stam demo", unit="step", disable=not self.progress, file=sys.stderr, dynamic_ncols=True,
+        bar = tqdm(total=len(plan), desc="stam demo", unit="step", disable=bar_disable(self.progress), file=sys.stderr, dynamic_ncols=True,
                    bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed} {postfix}")
         try:
             for name, fn in plan:

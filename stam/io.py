@@ -70,6 +70,13 @@ def emit_json(obj: Any, out: str | os.PathLike | None = None) -> str:
     return text
 
 
+def bar_disable(progress: bool) -> bool | None:
+    """tqdm's ``disable`` for a progress bar the user asked for (``progress``) or not: ``True``
+    when not, else ``None``, tqdm's "only on a terminal", so that output redirected to a file
+    (a long run under nohup, a CI log) holds no progress bars."""
+    return None if progress else True
+
+
 def provenance() -> dict:
     """Versions and time for a result file's header (the report shows them)."""
     from stam import __version__

@@ -138,6 +138,7 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
     """All applicable methods at an equal budget; the ``synthetic-compare`` result dict."""
     from tqdm import tqdm
 
+    from stam.io import bar_disable
     from stam.theory import numeric
 
     if budget < problem.sampling.b:
@@ -151,7 +152,7 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
     step = 1 / (theory_beta(problem, T, gamma) if beta is None else float(beta))
     if methods is None:
         methods = [m for m in METHODS if problem.quantised or m not in QUANTISATION_METHODS]
-    rows = [run_method(problem, m, budget, R, gamma, beta, seed) for m in tqdm(methods, desc="compare", disable=not progress,
+    rows = [run_method(problem, m, budget, R, gamma, beta, seed) for m in tqdm(methods, desc="compare", disable=bar_disable(progress),
                                                                             leave=False)]
     return {
         "kind": "synthetic-compare",

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
-from stam.io import atomic_write_json, atomic_write_text, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 
@@ -176,6 +176,6 @@ def sweep_command(args) -> int:
     print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk (skipped), {len(todo)} to run with -j {args.jobs}")
     runner = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
     done = runner(delayed(sweep_job)(p, s, f, stem, args.out, args.R, args.T_max, args.T_points) for p, s, f, stem, _ in todo)
-    for stem in tqdm(done, total=len(todo), desc="sweep", disable=args.no_progress, file=sys.stderr):
+    for stem in tqdm(done, total=len(todo), desc="sweep", disable=bar_disable(not args.no_progress), file=sys.stderr):
         print(f"wrote {Path(args.out) / stem}.json")
     return 0

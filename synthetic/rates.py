@@ -130,6 +130,7 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
     (without ``provenance``, which the writer adds)."""
     from tqdm import tqdm
 
+    from stam.io import bar_disable
     from stam.theory import numeric
 
     T_grid = sorted({int(T) for T in T_grid})
@@ -153,7 +154,7 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
     M_min = M0.clone()
     first = 0  # rows [first:] are still running
     k_next = 0
-    with tqdm(total=T_max, desc=f"stam {problem.name}", disable=not progress, leave=False, unit="it") as bar:
+    with tqdm(total=T_max, desc=f"stam {problem.name}", disable=bar_disable(progress), leave=False, unit="it") as bar:
         for t in range(T_max):
             if t in col:
                 S_rec[first:, col[t]] = problem.stationarity(state.u, state.y)

@@ -115,3 +115,25 @@ def test_start_rule_satisfies_optimality_at_t0():
     # eq. (eq13) at t=0: 0 = grad_x H(x0, y0) + (x0 - z^{-1})/gamma
     assert torch.allclose(lam * (s.x - y0) + (s.x - z_prev) / gamma, torch.zeros_like(y0), atol=1e-6)
     assert torch.allclose(s.z - z_prev, s.u - s.x)
+
+
+def test_progress_bars_only_on_a_terminal():
+    """bar_disable: a bar the user turned off never shows; one left on shows on a terminal and
+    not in a file (a redirected log holds no progress bars)."""
+    import io
+
+    from tqdm import tqdm
+
+    from stam.io import bar_disable
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    def shown(progress, stream):
+        for _ in tqdm(range(3), file=stream, disable=bar_disable(progress)):
+            pass
+        return "3/3" in stream.getvalue()
+
+    assert shown(True, Terminal()) and not shown(True, io.StringIO())
+    assert not shown(False, Terminal()) and not shown(False, io.StringIO())
