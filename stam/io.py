@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success it is renamed onto ``path``
-    (``os.replace``, atomic on POSIX), on any exception it is removed."""
+    """Yield a temporary path next to ``path``; on success it is flushed to disk (``fsync``), given
+    the permissions a plainly created file would have, and renamed onto ``path`` (``os.replace``,
+    atomic on POSIX), and the rename is flushed too; on any exception it is removed.  So ``path``
+    is the old file or the whole new one, after a crash of the process or of the machine."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
@@ -24,11 +32,20 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        with open(tmp_path, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates it 0600
         os.replace(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
         raise
+    with contextlib.suppress(OSError):  # the directory entry (not possible on every platform)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
