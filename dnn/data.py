@@ -21,6 +21,7 @@ Integrity and safety of CIFAR files:
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import pickle
 import tarfile
@@ -221,7 +222,7 @@ def _download(url: str, dest: Path) -> None:
             with open(tmp, "wb") as out:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
-    except OSError as exc:
+    except (OSError, http.client.HTTPException) as exc:  # no network, HTTP error, a connection cut mid-file
         raise UsageError(f"could not download {url}: {exc}") from None
 
 
@@ -256,7 +257,16 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
             raise UsageError(_missing_message(name, layout, data_dir, "not found"))
         _download(SOURCE_URL + layout.archive, archive)
     if archive.is_file():
-        files = _read_archive(archive, layout, checksums, name)
+        try:
+            files = _read_archive(archive, layout, checksums, name)
+        except UsageError:  # corrupt, partial or foreign: fetch it again, or use the extracted folder
+            if download:
+                _download(SOURCE_URL + layout.archive, archive)
+                files = _read_archive(archive, layout, checksums, name)
+            elif folder.is_dir():
+                files = _read_folder(folder, layout, checksums, name)
+            else:
+                raise
     else:
         files = _read_folder(folder, layout, checksums, name)
     manifest = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}

@@ -116,6 +116,60 @@ def test_corrupt_archive_is_refused_by_checksum(tmp_path):
         D.load("cifar10", tmp_path)
 
 
+@pytest.fixture
+def cifar_server(tmp_path, monkeypatch):
+    """A local HTTP server (127.0.0.1, no network) in place of the official source, serving a fake
+    CIFAR-10 archive; yields (data dir, checksums of the served archive, list of requested paths)."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    served.mkdir()
+    sums = write_fake_cifar(served)
+    requests = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            requests.append(self.path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(D, "SOURCE_URL", f"http://127.0.0.1:{server.server_address[1]}/")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    yield data_dir, sums, requests
+    server.shutdown()
+
+
+def test_download_fetches_a_missing_archive_and_refetches_a_corrupt_one(cifar_server):
+    data_dir, sums, requests = cifar_server
+    d = D.load("cifar10", data_dir, download=True, checksums=sums)
+    assert d.train_x.shape == (30, 3, 32, 32) and requests == ["/cifar-10-python.tar.gz"]
+    archive = data_dir / "cifar-10-python.tar.gz"
+    archive.write_bytes(archive.read_bytes()[:-10])  # an interrupted earlier download
+    with pytest.raises(UsageError, match="corrupt or partial"):
+        D.load("cifar10", data_dir, checksums=sums)
+    d = D.load("cifar10", data_dir, download=True, checksums=sums)  # --download fetches it again
+    assert d.train_x.shape == (30, 3, 32, 32) and len(requests) == 2
+    assert not [p for p in data_dir.iterdir() if p.name != "cifar-10-python.tar.gz"]  # no temporary left
+
+
+def test_download_failure_is_one_line_and_leaves_nothing(cifar_server, monkeypatch):
+    data_dir, sums, _ = cifar_server
+    monkeypatch.setattr(D, "SOURCE_URL", D.SOURCE_URL + "missing/")  # HTTP 404
+    with pytest.raises(UsageError, match="could not download .*cifar-10-python.tar.gz") as e:
+        D.load("cifar10", data_dir, download=True, checksums=sums)
+    assert "\n" not in str(e.value) and not list(data_dir.iterdir())
+
+
+def test_a_valid_folder_stands_in_for_a_corrupt_archive(tmp_path):
+    sums = write_fake_cifar(tmp_path, extract=True)
+    (tmp_path / "cifar-10-python.tar.gz").write_bytes(b"not an archive")
+    sums["cifar-10-python.tar.gz"] = "0" * 32
+    assert D.load("cifar10", tmp_path, checksums=sums).train_x.shape == (30, 3, 32, 32)
+
+
 def test_partial_or_corrupt_folder(tmp_path):
     sums = write_fake_cifar(tmp_path, extract=True)
     folder = tmp_path / "cifar-10-batches-py"
