@@ -45,6 +45,25 @@ COMPILE_OPTIONS = {"realize_reads_threshold": 64}
 _COMPILED: dict[Callable, Callable] = {}
 
 
+def _compile_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions by which ``torch.compile`` says it cannot compile here (no C++ compiler, no
+    Triton, an unsupported construct).  They are raised while compiling, before the kernel has
+    written anything, so running the same kernel eagerly instead is safe; any other exception
+    (out of memory, a bad tensor) is raised as it is."""
+    import importlib
+
+    found = []
+    for module, names in (("torch._dynamo.exc", ("TorchDynamoException",)),
+                          ("torch._inductor.exc", ("InductorError", "InvalidCxxCompiler", "CppCompileError",
+                                                    "TritonMissing", "GPUTooOldForTriton", "CUDACompileError"))):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        found += [getattr(mod, n) for n in names if isinstance(getattr(mod, n, None), type)]
+    return tuple(found)
+
+
 def project_layer(w: Tensor) -> Tensor:
     """Proj_Q of one layer's tensor, eq. (0411)-(0412): ``s * sign(w)`` with ``s = mean |w|``
     and sign(0) = +1 (the whole tensor is one block; any shape and strides)."""
@@ -127,7 +146,9 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         grads = [p.grad for p in params]
         if group["weight_decay"]:
             grads = torch._foreach_add(grads, params, alpha=group["weight_decay"])
-        torch._foreach_add_(params, grads, alpha=-self._float_lr(group))
+        # the step size as a 0-d float64 tensor, not an ``alpha``: a step beyond float32's range
+        # then gives inf weights (which stam train reports as divergence), not a conversion error
+        torch._foreach_sub_(params, torch._foreach_mul(grads, hyper_tensor(self._float_lr(group), params[0])))
 
     @staticmethod
     def _grads(params: list[Tensor]) -> list[Tensor]:
@@ -143,7 +164,7 @@ class QuantizingOptimizer(torch.optim.Optimizer):
                 compiled = _COMPILED[kernel] = torch.compile(kernel, fullgraph=True, dynamic=False, options=COMPILE_OPTIONS)
             try:
                 return compiled(*args)
-            except Exception as exc:  # noqa: BLE001  (no compiler/Triton here: same kernel, eager)
+            except _compile_errors() as exc:  # no compiler/Triton here: the same kernel, eager
                 warnings.warn(f"{type(self).__name__}: torch.compile unavailable ({type(exc).__name__}: {exc}); running the update eagerly", RuntimeWarning, stacklevel=3)
                 self._compile = False
         return kernel(*args)
