@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
     p.add_argument("--schedule-scale", type=_scale, default=1.0, metavar="S|auto",
-                   help="run epoch e with the preset's hyperparameters at paper epoch round(e/S); 'auto' = epochs/1000")
+                   help="run epoch e with the preset's hyperparameters at paper epoch floor((e-1)/S)+1 (the run starts at paper epoch 1); 'auto' = epochs/1000")
     p.add_argument("--keep-float", type=_keep_float, default=(), metavar="first,last",
                    help="keep the first conv and/or last linear layer float (default: quantise every conv and linear weight)")
     p.add_argument("--data-dir", default="data", help="folder with cifar-10-python.tar.gz etc. (default ./data)")

@@ -14,10 +14,18 @@ epochs ``start, start + every, ... <= min(e, until)`` (defaults ``start = from +
 epoch alone (nothing to carry across a ``--resume``).  A value may also be
 ``{"cifar100": v, "default": w}`` (per-data-set constant, e.g. BR's switch epoch K).
 
-Short runs.  ``schedule_scale = s`` runs epoch ``e`` with the hyperparameters the preset gives
-at *paper epoch* ``p(e) = max(1, round(e / s))``: every threshold and decay of the 1000-epoch
-schedule is mapped proportionally onto a run of ``1000 s`` epochs (``s = "auto"`` picks
-``s = epochs / 1000``).  BR's second phase starts at the first epoch with ``p(e) > K``.
+Short runs.  ``schedule_scale = s`` maps the 1000-epoch schedule proportionally onto a run of
+``1000 s`` epochs (``s = "auto"`` picks ``s = epochs / 1000``): run epoch ``e`` stands for the
+paper epochs in ``((e - 1)/s, e/s]`` and runs with the hyperparameters of the first of them,
+*paper epoch* ``p(e) = floor((e - 1)/s) + 1``.  So a run starts where the paper starts
+(``p(1) = 1``: the first stage of a preset always runs, however short the run) and a threshold
+at paper epoch ``E`` takes effect in the run epoch whose interval contains ``E``; with ``s = 1``,
+``p(e) = e``.  BR's second phase starts at the first epoch with ``p(e) > K``.
+
+Stage changes (Our3, ``our3-cifar100``): a value *set* at the start of a stage holds in that
+stage's first epoch and decays from the next (Table para: "gamma = 15 (epoch = 81)"); beta,
+which carries over from the first stage, decays from the second stage's first epoch (Table
+para: "if epoch <= 80: 1e3, else max(0.9999 beta, 920)").
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ ALGO_HYPER = {
     "float": ("lr", "momentum", "weight_decay"),
 }
 
-#: Hyperparameters that must be > 0 (the others must be >= 0).
+#: Hyperparameters that must be > 0 (the others must be >= 0), and those that are epoch numbers.
 POSITIVE = {"gamma", "lam", "beta", "lr", "switch_epoch"}
+INTEGER = {"switch_epoch"}
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +110,8 @@ def check_spec(key: str, spec) -> None:
     def number(v, where):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (key in POSITIVE and v == 0):
             raise UsageError(f"{key}: {where} {v!r} must be a finite number {low}")
+        if key in INTEGER and v != int(v):
+            raise UsageError(f"{key}: {where} {v!r} must be an integer (an epoch number)")
 
     if isinstance(spec, dict):
         if "default" not in spec:
@@ -124,8 +135,12 @@ def check_spec(key: str, spec) -> None:
                 raise UsageError(f"{key}: decay must be {{'factor': f, optional {sorted(allowed - {'factor'})}}}, got {d}")
             if not (isinstance(d["factor"], (int, float)) and d["factor"] > 0 and math.isfinite(d["factor"])):
                 raise UsageError(f"{key}: decay factor {d['factor']!r} must be a finite number > 0")
-            if int(d.get("every", 1)) < 1:
-                raise UsageError(f"{key}: decay 'every' must be an integer >= 1, got {d['every']!r}")
+            for name in ("start", "every", "until"):
+                if name in d and (isinstance(d[name], bool) or not isinstance(d[name], int) or d[name] < 1):
+                    raise UsageError(f"{key}: decay {name!r} must be an epoch number (an integer >= 1), got {d[name]!r}")
+            for name in ("min", "max"):
+                if name in d:
+                    number(d[name], f"decay {name!r}")
 
 
 # --------------------------------------------------------------------------- resolved settings
@@ -145,8 +160,10 @@ class Preset:
     schedule_scale: float = 1.0
 
     def paper_epoch(self, epoch: int) -> int:
-        """The epoch of the paper's 1000-epoch schedule that run epoch ``epoch`` follows."""
-        return max(1, round(epoch / self.schedule_scale))
+        """The epoch of the paper's 1000-epoch schedule that run epoch ``epoch`` follows:
+        ``floor((epoch - 1) / s) + 1`` (module docstring; a small tolerance keeps float
+        rounding, e.g. ``1 / 0.2``, from dropping a whole epoch)."""
+        return math.floor((epoch - 1) / self.schedule_scale + 1e-9) + 1
 
     def at(self, epoch: int) -> dict:
         """Hyperparameters in force in run epoch ``epoch`` (1-based)."""

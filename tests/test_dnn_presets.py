@@ -70,10 +70,27 @@ def test_every_preset_is_valid_and_sourced():
 def test_schedule_scale_maps_thresholds_proportionally():
     p = P.resolve("our3", None, "digits", schedule_scale="auto", epochs=100)
     assert p.schedule_scale == 0.1
-    assert [p.paper_epoch(e) for e in (1, 8, 9, 100)] == [10, 80, 90, 1000]
-    assert p.at(8)["lam"] == 0.5 and p.at(9)["lam"] == 4.0 and p.at(100)["gamma"] == pytest.approx(0.3)
+    # run epoch e stands for paper epochs ((e-1)/s, e/s] and follows the first of them
+    assert [p.paper_epoch(e) for e in (1, 2, 8, 9, 100)] == [1, 11, 71, 81, 991]
+    assert p.at(8)["lam"] == 0.5 and p.at(9)["lam"] == 4.0 and p.at(9)["gamma"] == 15.0  # set at 81, decays from 82
+    assert p.at(100)["gamma"] == pytest.approx(0.3)
     br = P.resolve("br", None, "digits", schedule_scale=0.1)
-    assert not br.at(25)["project"] and br.at(26)["project"]
+    assert not br.at(25)["project"] and br.at(26)["project"]  # paper epochs 241 and 251 > K = 250
+    assert [P.resolve("our3", None, "digits", schedule_scale=s).paper_epoch(1) for s in (0.002, 0.2, 1.0)] == [1, 1, 1]
+    five = P.resolve("our3", None, "digits", schedule_scale=0.2)  # 1 / 0.2 must not round down to 4.999...
+    assert [five.paper_epoch(e) for e in (1, 2, 17, 200)] == [1, 6, 81, 996]
+    assert [P.resolve("our3", None, "digits").paper_epoch(e) for e in (1, 80, 81, 1000)] == [1, 80, 81, 1000]
+
+
+def test_stage_changes_of_the_cifar100_variant():
+    """Section sub:3.3: 350 epochs of (gamma, lambda, beta) = (10, 0.8, 1e3), then gamma = 3 and
+    lambda = 15 set at epoch 351 (gamma decays from 352), beta decaying from 351."""
+    p = P.resolve(None, "stam", "cifar100")
+    assert p.name == "our3-cifar100"
+    assert p.at(350) == {"gamma": 10.0, "lam": 0.8, "beta": 1000.0}
+    assert p.at(351) == {"gamma": 3.0, "lam": 15.0, "beta": pytest.approx(999.0)}
+    assert p.at(352)["gamma"] == pytest.approx(2.97) and p.at(1000)["gamma"] == pytest.approx(max(3 * 0.99**649, 5e-3))
+    assert p.at(1000)["beta"] == 920.0
 
 
 def test_overrides():
@@ -89,6 +106,14 @@ def test_overrides():
         (dict(name="our3", algo=None, overrides={"gamma": [{"from": 2, "value": 1}]}), "start at epoch 1"),
         (dict(name="our3", algo=None, overrides={"gamma": [{"from": 1, "value": 1, "decay": {"f": 2}}]}), "decay"),
         (dict(name="our3", algo=None, schedule_scale=0), "schedule-scale"),
+        (dict(name="our3", algo=None, overrides={"gamma": [{"from": 1, "value": 1, "decay": {"factor": 0.9, "start": "a"}}]}),
+         "'start' must be an epoch number"),
+        (dict(name="our3", algo=None, overrides={"gamma": [{"from": 1, "value": 1, "decay": {"factor": 0.9, "until": 2.5}}]}),
+         "'until' must be an epoch number"),
+        (dict(name="our3", algo=None, overrides={"gamma": [{"from": 1, "value": 1, "decay": {"factor": 0.9, "min": "x"}}]}),
+         "decay 'min'"),
+        (dict(name="br", algo=None, overrides={"switch_epoch": 0.5}), "must be an integer"),
+        (dict(name="br", algo=None, overrides={"switch_epoch": 0}), "> 0"),
     ]
     for kw, match in bad:
         with pytest.raises(UsageError, match=match):
