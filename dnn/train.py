@@ -231,7 +231,11 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     preset = presets.resolve(cfg.preset, cfg.algo, cfg.dataset, cfg.overrides, cfg.schedule_scale, epochs)
     if batch_size % ctx.world:
         raise UsageError(f"--batch-size {batch_size} must be divisible by the number of processes ({ctx.world})")
+    if batch_size // ctx.world < 2:
+        raise UsageError(f"--batch-size {batch_size}: each of the {ctx.world} process(es) needs at least 2 images per batch (BatchNorm)")
     out = Path(cfg.out) if cfg.out else _default_out(cfg, preset)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a directory for the run")
     ckpt_path = out / "checkpoint.pt"
     if cfg.resume and not ckpt_path.is_file():
         raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
@@ -248,6 +252,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     model = build_model(cfg.model, data.num_classes, data.image_shape).to(device)
     memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
     model = model.to(memory_format=memory_format)
+    _check_fits(model, cfg.model, data, memory_format)
     groups = param_groups(model, cfg.keep_float)
     opt = make_optimizer(preset.algo, groups, preset.at(1))
     net = model
@@ -269,8 +274,10 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     records: list[dict] = []
     start_epoch, seconds_total = 1, 0.0
     if cfg.resume:
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=True)
+        ckpt = _load_checkpoint(ckpt_path, device)
         old = ckpt["config"]
+        if torch.device(old["device"]).type != device.type:
+            raise UsageError(f"--resume: the run was on {old['device']}, this process is on {device}; resume on the same kind of device")
         changed = [k for k in RUN_IDENTITY if old.get(k) != config[k]]
         if changed:
             raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
@@ -297,10 +304,13 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         prox_sum, prox_n = None, 0
         bar = _progress(cfg, ctx, steps, epoch, epochs)
         for step in range(steps):
-            idx = perm[step * batch_size : (step + 1) * batch_size][ctx.rank :: ctx.world]
-            x, y = data.train_x[idx], data.train_y[idx]
-            if data.augment:
-                x = data_mod.augment(x, gen_aug)
+            batch = perm[step * batch_size : (step + 1) * batch_size]
+            idx = batch[ctx.rank :: ctx.world]  # this process's share
+            if data.augment:  # the whole batch on every process: the generators stay in step, as in one process
+                x = data_mod.augment(data.train_x[batch], gen_aug)[ctx.rank :: ctx.world]
+            else:
+                x = data.train_x[idx]
+            y = data.train_y[idx]
             loss, c = train_step(net, opt, x, y, data, autocast, memory_format)
             loss_sum += loss * len(idx)
             correct += c
@@ -313,10 +323,13 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
                 check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
                 if not torch.isfinite(check):
                     bar.close()
-                    _diverged(out, config, records, epoch, step + 1, steps, check.item(), ctx)
+                    what = f"training loss became {'nan' if math.isnan(check.item()) else 'inf'} in epoch {epoch} (by step {step + 1} of {steps})"
+                    _diverged(out, config, records, epoch, what, ctx)
                 bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
             bar.update(1)
         bar.close()
+        if not _all_finite(model, opt):  # an update after the last loss check may still have broken them
+            _diverged(out, config, records, epoch, f"weights or optimiser state became non-finite in epoch {epoch}", ctx)
         distributed.average_buffers(model, ctx)
         totals = distributed.all_reduce_sum(torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)]), ctx)
         with binary_weights(opt):
@@ -378,12 +391,48 @@ def _summary(config, records, seconds_total, status) -> dict:
     }
 
 
-def _diverged(out, config, records, epoch, step, steps, loss, ctx):
+def _diverged(out, config, records, epoch, what, ctx):
     last = records[-1]["epoch"] if records else None
     kept = f"the last good checkpoint (epoch {last}) is kept in {out / 'checkpoint.pt'}" if last else "no epoch had completed, so there is no checkpoint"
     if ctx.main:
         atomic_write_json(out / "summary.json", _summary(config, records, sum(r["seconds"] for r in records), f"diverged in epoch {epoch}"))
-    raise Diverged(f"training loss became {'nan' if math.isnan(loss) else 'inf'} in epoch {epoch} (by step {step} of {steps}); stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
+    raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
+
+
+@torch.no_grad()
+def _all_finite(model, opt) -> bool:
+    """Whether every parameter, buffer and floating-point optimiser state tensor is finite (one
+    pass over them, once per epoch, one host synchronisation)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    tensors += [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_floating_point()]
+    return bool(torch.stack([torch.isfinite(t).all() for t in tensors if t.is_floating_point()]).all())
+
+
+@torch.no_grad()
+def _check_fits(model, name: str, data: data_mod.ImageData, memory_format) -> None:
+    """One forward pass of two test images in eval mode (no randomness drawn): a model that
+    cannot take the data set's images is a usage error, named before anything is written."""
+    model.eval()
+    try:
+        model(data.normalise(data.test_x[:2]).contiguous(memory_format=memory_format))
+    except RuntimeError as exc:
+        c, h, w = data.image_shape
+        raise UsageError(f"--model {name} does not take {data.name}'s {c}x{h}x{w} images ({str(exc).splitlines()[0]}); "
+                         "mlp and cnn are made for digits, vgg11, vgg16 and resnet18 for CIFAR") from None
+    finally:
+        model.train()
+
+
+def _load_checkpoint(path: Path, device) -> dict:
+    """The checkpoint at ``path``, loaded with ``weights_only=True`` (nothing in it can run code)."""
+    try:
+        ckpt = torch.load(path, map_location=device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001  (any unreadable file: truncated, foreign, refused by weights_only)
+        raise UsageError(f"--resume: {path} is not a readable stam checkpoint ({type(exc).__name__}); "
+                         "start a new run with another --out") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT or "config" not in ckpt:
+        raise UsageError(f"--resume: {path} is not a stam train checkpoint of format {CHECKPOINT_FORMAT}")
+    return ckpt
 
 
 __all__ = ["TrainConfig", "Trained", "run", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]

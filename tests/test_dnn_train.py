@@ -55,9 +55,9 @@ def test_optimizer_factory_is_stam_dnn_optim_make(algo, monkeypatch):
 @pytest.mark.parametrize("algo", ALGOS)
 def test_resume_is_exact(tmp_path, algo):
     """2 epochs straight == 1 epoch + --resume + 1 epoch: same weights, optimiser state and log."""
-    # schedule scales that put a stage change between the two epochs (STAM: paper epochs 80 -> 160;
-    # BR: 200 -> 400, across the switch to pure projection at K = 250)
-    kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 200}.get(algo, 1.0), seed=3)
+    # schedule scales that put a stage change between the two epochs (STAM: paper epochs 1 -> 81;
+    # BR: 1 -> 251, across the switch to pure projection at K = 250)
+    kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 250}.get(algo, 1.0), seed=3)
     if algo == "float":
         kw["overrides"] = {"lr": 0.05, "momentum": 0.9}
     straight = T.run(cfg(tmp_path, "a", **kw))
@@ -119,11 +119,69 @@ def test_cli_one_line_errors(tmp_path, capsys):
         (["--algo", "float", "--dataset", "cifar10", "--data-dir", str(tmp_path)], "cifar-10-python.tar.gz"),
         (["--algo", "float", "--keep-float", "middle"], "first, last"),
         (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
+        (["--algo", "float", "--batch-size", "1"], "at least 2 images per batch"),
+        (["--algo", "br", "--set", "switch_epoch=0.5"], "must be an integer"),
     ]
     for argv, match in cases:
         assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--out", out, "--no-progress", *argv]) == 2
         err = capsys.readouterr().err
         assert match in err and err.count("\n") == 1, (argv, err)
+
+
+def test_more_user_mistakes_are_one_line_and_write_nothing(tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a run")
+    assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--algo", "float", "--out", str(a_file)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    big = tmp_path / "vgg"
+    assert _rc(["train", "--model", "vgg11", "--dataset", "digits", "--algo", "stam", "--out", str(big), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--model vgg11 does not take digits's 1x8x8 images" in err and err.count("\n") == 1
+    assert not big.exists() or not any(big.iterdir())  # no stray config.json
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "checkpoint.pt").write_bytes(b"garbage, or a truncated copy")
+    assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--algo", "float", "--out", str(bad), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a readable stam checkpoint" in err and err.count("\n") == 1
+
+
+def test_resume_refuses_another_kind_of_device(tmp_path):
+    T.run(cfg(tmp_path, epochs=1))
+    path = tmp_path / "run" / "checkpoint.pt"
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["config"]["device"] = "cuda:0"
+    torch.save(ckpt, path)
+    with pytest.raises(UsageError, match="the run was on cuda:0, this process is on cpu"):
+        T.run(cfg(tmp_path, epochs=2, resume=True))
+
+
+def test_weights_broken_by_the_last_step_of_an_epoch_stop_the_run(tmp_path, monkeypatch):
+    """The loss is checked before a step's update; an update that breaks the weights after the
+    epoch's last loss check is caught at the end of the epoch, before anything is saved."""
+    real, steps = T.train_step, []
+
+    def step_then_break(net, opt, *args, **kw):
+        out = real(net, opt, *args, **kw)
+        steps.append(1)
+        if len(steps) == 2:  # the last (only) step of epoch 2
+            with torch.no_grad():
+                next(net.parameters()).fill_(float("nan"))
+        return out
+
+    monkeypatch.setattr(T, "train_step", step_then_break)
+    with pytest.raises(T.Diverged, match=r"weights or optimiser state became non-finite in epoch 2.*checkpoint \(epoch 1\)"):
+        T.run(cfg(tmp_path, algo="bc", epochs=3, batch_size=2048))
+    ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    assert ckpt["epoch"] == 1 and all(torch.isfinite(v).all() for v in ckpt["model"].values() if v.is_floating_point())
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged in epoch 2"
+
+
+def test_bf16_autocast_trains_on_the_cpu(tmp_path):
+    res = T.run(cfg(tmp_path, algo="stam", preset="our3", epochs=1, bf16=True))
+    (rec,) = _log(tmp_path / "run")
+    assert res.summary["status"] == "completed" and rec["train_loss"] == rec["train_loss"] and 0 <= rec["test_acc_binary"] <= 100
+    assert all(p.dtype == torch.float32 for p in res.model.parameters())  # autocast: weights and state stay float32
 
 
 def _rc(argv):
@@ -152,7 +210,7 @@ def test_cli_train_and_table(tmp_path, capsys):
     assert len(lines) == 2 and json.loads(lines[0])["epoch"] == 1
     assert main(["table", str(runs)]) == 0
     table = capsys.readouterr().out
-    assert "| DNN | Float |" in table and "| MLP |" in table and "(n=2)" in table
+    assert "| DNN | Float |" in table and "| MLP |" in table and "(n=2, 1 epoch)" in table
 
 
 def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
@@ -175,6 +233,42 @@ def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
     first = torch.load(tmp_path / "ddp" / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.equal(first[k], a[k]) for k in a)
     assert json.loads((tmp_path / "ddp" / "summary.json").read_text())["world_size"] == 2
+
+
+def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactly(tmp_path):
+    """STAM (Our3) on a fake CIFAR-10 of 25 training images, batch 10 on 2 gloo processes: the
+    last batch of 5 splits 3 + 2, so per-process augmentation draws would drift apart.  Every rank
+    ends with the same weights and the same U, V, X, and 2 epochs straight equal 1 + resume + 1."""
+    from test_dnn_data import write_fake_cifar
+
+    sums = write_fake_cifar(tmp_path, "cifar10", n=5)
+    script = tmp_path / "ddp_stam.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, os, sys, torch
+        torch.set_num_threads(1)
+        from stam.dnn.train import TrainConfig, run
+        name, epochs, resume = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "resume"
+        res = run(TrainConfig(model="cnn", dataset="cifar10", preset="our3", epochs=epochs, batch_size=10,
+                              schedule_scale=1 / 80, data_dir={str(tmp_path)!r}, out={str(tmp_path)!r} + "/" + name,
+                              resume=resume, progress=False, echo=False, device="cpu"),
+                  checksums=json.loads({json.dumps(json.dumps(sums))}))
+        opt = res.optimizer
+        state = {{f"{{i}}.{{k}}": v for i, p in enumerate(opt.param_groups[0]["params"]) for k, v in opt.state[p].items()}}
+        torch.save({{"model": res.model.state_dict(), "opt": state}}, {str(tmp_path)!r} + f"/{{name}}-rank{{os.environ['RANK']}}.pt")
+    """))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for args in (("straight", "2", "new"), ("split", "1", "new"), ("split", "2", "resume")):
+        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script), *args],
+                       check=True, env=env, capture_output=True, timeout=300, cwd=str(tmp_path.parent))
+    got = {f"{n}{r}": torch.load(tmp_path / f"{n}-rank{r}.pt", weights_only=True) for n in ("straight", "split") for r in (0, 1)}
+    ref = got["straight0"]
+    assert ref["opt"] and {k.split(".")[1] for k in ref["opt"]} == {"U", "V", "X"}
+    for key, other in got.items():
+        for part in ("model", "opt"):
+            assert ref[part].keys() == other[part].keys()
+            assert all(torch.equal(ref[part][k], other[part][k]) for k in ref[part]), (key, part)
+    log = [json.loads(line) for line in (tmp_path / "straight" / "log.jsonl").read_text().splitlines()]
+    assert [r["hyper"]["lam"] for r in log] == [0.5, 4.0]  # a stage change of Our3 between the two epochs
 
 
 def test_stam_logs_proxies_and_theorem_check(tmp_path):
