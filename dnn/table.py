@@ -5,7 +5,9 @@ one column per algorithm, the paper's number beside ours where a run exists.
 A cell is the best test accuracy (%) with binary weights over the epochs of a run (for the Float
 column: with the float weights), as mean +- sample std over the runs (seeds) of that cell.
 Columns are the runs' labels (``Our3``, ``BC``, ...; a run with ``--set`` overrides is labelled
-``Our3*`` unless ``--label`` named it).
+``Our3*`` unless ``--label`` named it).  A cell of runs shorter than the paper's 1000 epochs says
+how long they were (``15 epochs``), since the paper's number beside it is of 1000.  Runs that
+diverged are left out of the cells and counted under the table.
 """
 
 from __future__ import annotations
@@ -49,12 +51,24 @@ def _stats(values: list[float]) -> tuple[float, float | None]:
     return m, sd
 
 
-def _cell(values: list[float], paper: float | None, digits: int = 2) -> str:
+PAPER_EPOCHS = 1000
+
+
+def _cell(values: list[float], paper: float | None, digits: int = 2, epochs: set | None = None) -> str:
     if not values:
         return "–"
     m, sd = _stats(values)
-    text = f"{m:.{digits}f}" + (f" ± {sd:.{digits}f} (n={len(values)})" if sd is not None else "")
+    notes = [f"n={len(values)}"] if sd is not None else []
+    short = sorted(e for e in (epochs or ()) if e is not None and e != PAPER_EPOCHS)
+    if short:
+        notes.append("/".join(map(str, short)) + (" epoch" if short == [1] else " epochs"))
+    text = f"{m:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "") + (f" ({', '.join(notes)})" if notes else "")
     return text + (f" [paper {paper:.2f}]" if paper is not None else "")
+
+
+def completed(summary: dict) -> bool:
+    """Whether a run finished (summaries without a status are taken as finished)."""
+    return summary.get("status", "completed") == "completed"
 
 
 def build(summaries: list[dict], dataset: str, with_time: bool = False) -> tuple[str, list[str], list[list[str]]]:
@@ -62,13 +76,15 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False) -> tuple
     paper = presets.paper_results().get(dataset, {})
     acc: dict[tuple[str, str], list[float]] = {}
     secs: dict[tuple[str, str], list[float]] = {}
+    epochs: dict[tuple[str, str], set] = {}
     for s in summaries:
         value = best_accuracy(s)
-        if s.get("dataset") != dataset or value is None:
+        if s.get("dataset") != dataset or value is None or not completed(s):
             continue
         key = (s["model"], s.get("label") or s.get("preset"))
         acc.setdefault(key, []).append(float(value))
         secs.setdefault(key, []).append(float(s.get("seconds", float("nan"))))
+        epochs.setdefault(key, set()).add(s.get("epochs"))
     labels = {c for _, c in acc}
     base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
     columns = base + sorted(labels - set(base))
@@ -78,12 +94,15 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False) -> tuple
         row = [DISPLAY_NAMES[m]]
         for c in columns:
             key = (m, c)
-            row.append(_cell(acc.get(key, []), paper.get(m, {}).get(c) if key in acc else None))
+            row.append(_cell(acc.get(key, []), paper.get(m, {}).get(c) if key in acc else None, epochs=epochs.get(key)))
             if with_time:
                 row.append(_cell(secs[key], None, 1) if key in secs else "–")
         rows.append(row)
     header = ["DNN"] + [h for c in columns for h in ((c, f"{c} time (s)") if with_time else (c,))]
     title = f"Best test accuracy (%), binary weights (Float: float weights) — {DATASET_TITLES.get(dataset, dataset)}"
+    left_out = sum(1 for s in summaries if s.get("dataset") == dataset and not completed(s))
+    if left_out:
+        title += f" ({left_out} run(s) that did not complete left out)"
     return title, header, rows
 
 
@@ -92,8 +111,17 @@ def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+          "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "–": "--"}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` (labels come from the user's ``--label``) as LaTeX source."""
+    return "".join(_LATEX.get(ch, ch) for ch in text)
+
+
 def to_latex(title: str, header: list[str], rows: list[list[str]]) -> str:
-    esc = lambda s: s.replace("±", r"$\pm$").replace("–", "--").replace("%", r"\%").replace("_", r"\_")  # noqa: E731
+    esc = latex_escape
     lines = [r"\begin{table}[htbp]", r"\centering", r"\begin{tabular}{|" + "|".join("c" * len(header)) + "|}", r"\hline",
              " & ".join(map(esc, header)) + r" \\ \cline{1-%d}" % len(header)]
     lines += [" & ".join(map(esc, r)) + r" \\ \cline{1-%d}" % len(header) for r in rows]
@@ -111,4 +139,4 @@ def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None
     return "\n".join(fmt(*build(summaries, d, with_time)) for d in datasets)
 
 
-__all__ = ["collect", "build", "render", "best_accuracy", "to_markdown", "to_latex"]
+__all__ = ["collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]

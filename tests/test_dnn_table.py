@@ -48,3 +48,23 @@ def test_extra_columns_and_errors(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["table", str(tmp_path / "empty")]) == 2
+
+
+def test_short_and_diverged_runs_and_latex_escaping(tmp_path, capsys):
+    runs = [summary("cifar10", "vgg11", "stam", "our3", "Our3", 80.0, 81.0, 0),
+            summary("cifar10", "vgg11", "stam", "our3", "Our3", 82.0, 83.0, 1),
+            summary("cifar10", "vgg11", "stam", "our3", "Our3", 99.0, 99.0, 2),
+            summary("cifar10", "vgg11", "bc", "bc", "A&B_#1 $x$ ~", 70.0, 71.0)]
+    for r in runs[:2]:
+        r.update(epochs=15, status="completed")
+    runs[2].update(epochs=3, status="diverged in epoch 4")
+    write(tmp_path, runs)
+    _, header, rows = table.build(table.collect(tmp_path), "cifar10")
+    title = table.build(table.collect(tmp_path), "cifar10")[0]
+    row = dict(zip(header, rows[0]))
+    assert row["Our3"] == "81.00 ± 1.41 (n=2, 15 epochs) [paper 90.71]"  # the diverged 99.0 is left out
+    assert "1 run(s) that did not complete left out" in title
+    assert main(["table", str(tmp_path), "--latex"]) == 0
+    latex = capsys.readouterr().out
+    assert r"A\&B\_\#1 \$x\$ \textasciitilde{}" in latex and "A&B" not in latex
+    assert table.latex_escape("50% ± 1") == r"50\% $\pm$ 1"

@@ -152,7 +152,7 @@ def test_accuracy_table_layout_and_seeds(tmp_path):
     assert [r[0] for r in t.rows] == ["VGG-11", "VGG-16", "ResNet-18"]
     vgg11 = dict(zip(t.header, t.rows[0]))
     assert vgg11["Float"].startswith("62.00")  # float column: the float network's accuracy
-    assert vgg11["BC"] == "81.00 ± 1.41 (n=2) [paper 88.59]"
+    assert vgg11["BC"] == "81.00 ± 1.41 (n=2, 4 epochs) [paper 88.59]"  # short runs beside the paper's 1000 epochs
     assert vgg11["BR"] == "–"
     md, tex = t.to_markdown(), t.to_latex()
     assert md.count("\n|") == 5 and "| VGG-11 |" in md
