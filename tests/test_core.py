@@ -137,3 +137,21 @@ def test_progress_bars_only_on_a_terminal():
 
     assert shown(True, Terminal()) and not shown(True, io.StringIO())
     assert not shown(False, Terminal()) and not shown(False, io.StringIO())
+
+
+def test_atomic_write_is_whole_or_absent_with_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from stam.io import atomic_path, atomic_write_text
+
+    target = tmp_path / "sub" / "result.json"
+    atomic_write_text(target, "new")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask  # not mkstemp's 0600
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise KeyboardInterrupt
+    assert target.read_text() == "new" and [p.name for p in target.parent.iterdir()] == ["result.json"]
