@@ -196,8 +196,13 @@ class Demo:
             p = json.loads((paper / f"rates-{problem}.json").read_text())
             step.outputs.append(paper / f"rates-{problem}.json")
             last = p["rows"][-1]
-            text += (f"; at Table para's {self.cfg.paper_preset[6:].capitalize()} (outside the theorem) it stays at "
-                     f"{last['S_min_mean']:.3g} up to T = {last['T']}")
+            name = self.cfg.paper_preset[6:].capitalize()
+            if last.get("nonfinite"):
+                text += f"; at Table para's {name} (outside the theorem) {last['nonfinite']} runs diverge by T = {last['T']}"
+            else:
+                fmt = lambda v: "-" if v is None else f"{v:.3g}"  # noqa: E731
+                text += (f"; at Table para's {name} (outside the theorem) E S_t goes from {fmt(last.get('S_0_mean'))} "
+                         f"to {fmt(last.get('S_final_mean'))} by T = {last['T']} (minimum {fmt(last['S_min_mean'])})")
         self.headline["rates"] = text
         step.status = "ok"
 

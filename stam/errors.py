@@ -53,6 +53,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_int(text: str) -> int:
+    """argparse type: a random seed, an integer in [0, 2**63)."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text} must be an integer in [0, 2**63)")
+    return value
+
+
 def require(condition: bool, message: str) -> None:
     """Raise :class:`UsageError` with ``message`` unless ``condition`` holds."""
     if not condition:

@@ -146,6 +146,9 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
     c = problem.theory_constants()
     gamma = gamma_fraction * numeric.gamma_max(c) if gamma is None else float(gamma)
     problem.check_gamma(gamma)
+    if beta is None and not numeric.K1(gamma, c) > 0:
+        raise ValueError(f"gamma = {gamma:g} gives K1 <= 0 (gamma_max = {float(numeric.gamma_max(c)):.4g}): Theorem conv-rate "
+                         "prescribes no beta there; give --beta (any beta is run; the output says whether Theorem conv applies)")
     T = budget // problem.sampling.b
     beta_rule = ("theory: max{sqrt((L+M) A T), 2 K2/K1} at STAM's T (stam-det: at its own T and A)" if beta is None
                  else "given (all methods)")
@@ -154,11 +157,15 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
         methods = [m for m in METHODS if problem.quantised or m not in QUANTISATION_METHODS]
     rows = [run_method(problem, m, budget, R, gamma, beta, seed) for m in tqdm(methods, desc="compare", disable=bar_disable(progress),
                                                                             leave=False)]
+    verdict = numeric.check(gamma, 1 / step, c)
     return {
         "kind": "synthetic-compare",
         "problem": problem.name,
         "params": dict(problem.params, budget=budget, R=R, seed=seed, gamma=gamma, beta=1 / step, beta_rule=beta_rule,
-                       step=step, sampling=problem.sampling.describe(), F=problem.F.describe()),
+                       step=step, sampling=problem.sampling.describe(), F=problem.F.describe(),
+                       admissible=bool(verdict["admissible"]),
+                       violations="; ".join(f"{v['condition']}: {float(v['value']):.4g} vs limit {float(v['limit']):.4g}"
+                                            for v in verdict["violations"])),
         "rows": rows,
     }
 

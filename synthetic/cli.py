@@ -8,7 +8,7 @@ the handlers live in :mod:`stam.synthetic.commands` and are imported when a comm
 
 from __future__ import annotations
 
-from stam.errors import positive_float, positive_int
+from stam.errors import positive_float, positive_int, seed_int
 
 #: the names of :data:`stam.synthetic.problems.PROBLEMS` (kept here so that parsing imports no torch;
 #: a test checks they agree)
@@ -31,13 +31,14 @@ def _instance_args(p, default_R: int) -> None:
     p.add_argument("--N", type=positive_int, default=256, help="number of terms of G (default 256)")
     p.add_argument("--b", type=positive_int, default=8, help="minibatch size (default 8)")
     p.add_argument("--replacement", action="store_true", help="b-nice sampling with replacement (default: without)")
-    p.add_argument("--R", type=positive_int, default=default_R, help=f"independent runs (seeds), batched (default {default_R})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the instance and of the sampling (default 0)")
+    p.add_argument("--R", type=positive_int, default=None, help=f"independent runs (seeds), batched (default {default_R})")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="torch CPU threads (default 1: the default instances are latency-bound)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(default_R=default_R)
 
 
 def register(subparsers) -> None:
@@ -59,10 +60,10 @@ def register(subparsers) -> None:
     run.add_argument("--beta", type=positive_float, help="explicit beta for every T (default: Theorem conv-rate's rule)")
     run.add_argument("--lam", type=positive_float, help="coupling weight lambda (binary, cosine)")
     run.add_argument("--preset", choices=tuple(PAPER_PRESETS),
-                     help="Table para's (lambda, gamma, beta) as constants; implies --allow-inadmissible")
+                     help="Table para's (lambda, gamma, beta) as constants (not with --gamma, --beta or --lam); implies --allow-inadmissible")
     run.add_argument("--allow-inadmissible", action="store_true",
                      help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
-    run.add_argument("--quick", action="store_true", help="a few seconds: T up to 640, R = 8")
+    run.add_argument("--quick", action="store_true", help="a few seconds: T up to 640, R = 8 (unless --R is given)")
     run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
     run.set_defaults(func=_handler("run_command"))
 
@@ -73,7 +74,8 @@ def register(subparsers) -> None:
     cmp_.add_argument("--budget", type=positive_int, default=32768,
                       help="sample-gradient evaluations per run (default 32768 = 4096 iterations of b=8)")
     cmp_.add_argument("--gamma", type=positive_float, help="explicit gamma (default 0.5 gamma_max)")
-    cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta)")
+    cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta; "
+                      "any beta is run, and the output says whether (gamma, beta) satisfy Theorem conv)")
     cmp_.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
     cmp_.set_defaults(func=_handler("compare_command"))
 

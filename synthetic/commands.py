@@ -6,13 +6,15 @@ are written atomically (:mod:`stam.io`), so an interrupted command leaves no hal
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import math
 import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
-from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, dumps, provenance
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 
@@ -27,7 +29,33 @@ def _setup(args):
         device = torch.device(args.device)
     except RuntimeError:
         raise UsageError(f"--device {args.device!r} is not a torch device (use cpu or cuda)") from None
+    require(device.type in ("cpu", "cuda"), f"--device {args.device}: the synthetic problems run on cpu or cuda")
     return device, getattr(torch, args.dtype)
+
+
+def _out_dir(path: str, flag: str = "--out") -> Path:
+    """``path`` as an output folder; a usage error now, not after the run, if it is a file."""
+    out = Path(path)
+    require(not out.exists() or out.is_dir(), f"{flag} {out} is a file; give a directory")
+    return out
+
+
+@contextlib.contextmanager
+def _user_limits(what: str):
+    """Out of memory, or numbers beyond floating point, as one-line usage errors."""
+    import torch
+
+    try:
+        yield
+    except torch.OutOfMemoryError:
+        raise UsageError(f"out of memory for {what}; lower --R or --n") from None
+    except RuntimeError as exc:
+        if "not enough memory" in str(exc) or "DefaultCPUAllocator" in str(exc):
+            raise UsageError(f"out of memory for {what}; lower --R or --n") from None
+        raise
+    except ArithmeticError as exc:  # ZeroDivisionError, OverflowError: e.g. gamma so small that gamma^2 = 0
+        raise UsageError(f"the parameters of {what} are beyond floating point ({type(exc).__name__}: {exc}); "
+                         "give a gamma and beta of ordinary size") from None
 
 
 def _problem(args, **extra):
@@ -48,24 +76,39 @@ def _fmt(v, spec=".4g"):
 
 
 def format_rates(result: dict) -> str:
-    """The rows of a ``synthetic-rates`` result as a fixed-width table plus the slopes."""
-    head = f"{'T':>7} {'beta':>10} {'adm':>4} {'min_t E S_t':>12} {'+- std':>9} {'bound':>10} {'ratio':>9}"
+    """The rows of a ``synthetic-rates`` result as a fixed-width table, the slopes, and a warning
+    where runs diverged or ended above their start (the minimum alone would hide it)."""
+    head = (f"{'T':>7} {'beta':>10} {'adm':>4} {'min_t E S_t':>12} {'+- std':>9} {'at t':>6} {'E S_T-1':>10} "
+            f"{'bound':>10} {'ratio':>9}")
     lines = [head, "-" * len(head)]
     for r in result["rows"]:
         lines.append(f"{r['T']:>7} {_fmt(r['beta']):>10} {('yes' if r['admissible'] else 'no'):>4} "
-                     f"{_fmt(r['S_min_mean']):>12} {_fmt(r['S_min_std'], '.2g'):>9} {_fmt(r['bound']):>10} "
-                     f"{_fmt(r['ratio']):>9}")
-    lines.append(f"fitted log-log slope: S {_fmt(result['slope'], '.3f')}, bound {_fmt(result['bound_slope'], '.3f')}")
+                     f"{_fmt(r['S_min_mean']):>12} {_fmt(r['S_min_std'], '.2g'):>9} {_fmt(r['t_star'], 'd'):>6} "
+                     f"{_fmt(r['S_final_mean']):>10} {_fmt(r['bound']):>10} {_fmt(r['ratio']):>9}")
+    lines.append(f"fitted log-log slope: S {_fmt(result['slope'], '.3f')} (upper half of the grid "
+                 f"{_fmt(result['slope_tail'], '.3f')}), bound {_fmt(result['bound_slope'], '.3f')} "
+                 f"({_fmt(result['bound_slope_tail'], '.3f')})")
+    last = result["rows"][-1]
+    if last["nonfinite"]:
+        R = result["params"]["R"]
+        rest = "means are over the others" if last["nonfinite"] < R else "E S_t is over the steps before"
+        lines.append(f"warning: {last['nonfinite']} of {R} runs diverged (S_t inf or nan) by T = {last['T']}; {rest}")
+    elif last["S_final_mean"] is not None and last["S_0_mean"] is not None and last["S_final_mean"] > last["S_0_mean"]:
+        lines.append(f"warning: E S_t ends above its start (E S_0 = {_fmt(last['S_0_mean'])}, E S_T-1 = "
+                     f"{_fmt(last['S_final_mean'])} at T = {last['T']}): not converging at these parameters")
     return "\n".join(lines)
 
 
 def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
-    """``out_dir/stem.json`` and ``.csv``, each written atomically."""
+    """``out_dir/stem.json`` and ``.csv``, each written atomically; the CSV first, so that a JSON
+    (what a resumed sweep looks for) always has its CSV."""
     from stam.synthetic.rates import rows_csv
 
     out_dir = Path(out_dir)
     result = dict(result, provenance=provenance())
-    return (atomic_write_json(out_dir / f"{stem}.json", result), atomic_write_text(out_dir / f"{stem}.csv", rows_csv(result)))
+    text, table = dumps(result) + "\n", rows_csv(result)  # both made before either file is written
+    csv_path = atomic_write_text(out_dir / f"{stem}.csv", table)
+    return atomic_write_text(out_dir / f"{stem}.json", text), csv_path
 
 
 def run_command(args) -> int:
@@ -73,12 +116,16 @@ def run_command(args) -> int:
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
 
     if args.quick:
-        args.T_min, args.T_max, args.T_points, args.R = QUICK["T_min"], QUICK["T_max"], QUICK["T_points"], min(args.R, QUICK["R"])
+        args.T_min, args.T_max, args.T_points = QUICK["T_min"], QUICK["T_max"], QUICK["T_points"]
+    R = args.R if args.R is not None else QUICK["R"] if args.quick else args.default_R
     require(args.T_min <= args.T_max, f"--T-min {args.T_min} exceeds --T-max {args.T_max}")
+    out = _out_dir(args.out)
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
     if args.preset:
         require(args.problem in ("binary", "cosine"), f"--preset {args.preset} needs a problem with lambda (binary, cosine)")
+        given = [f for f, v in (("--gamma", args.gamma), ("--beta", args.beta), ("--lam", args.lam)) if v is not None]
+        require(not given, f"--preset {args.preset} sets lambda, gamma and beta; drop {', '.join(given)} (or drop --preset)")
         lam, gamma, beta = PAPER_PRESETS[args.preset]
         extra["lam"], allow = lam, True
     if args.lam is not None:
@@ -88,14 +135,15 @@ def run_command(args) -> int:
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
     problem = _problem(args, **extra)
     try:
-        result = run_rates(problem, geometric_grid(args.T_min, args.T_max, args.T_points), R=args.R, gamma=gamma,
-                           beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow, seed=args.seed,
-                           progress=not args.no_progress)
+        with _user_limits(f"--R {R} runs of {len(geometric_grid(args.T_min, args.T_max, args.T_points))} horizons at n = {args.n}"):
+            result = run_rates(problem, geometric_grid(args.T_min, args.T_max, args.T_points), R=R, gamma=gamma,
+                               beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow, seed=args.seed,
+                               progress=not args.no_progress)
     except (InadmissibleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
         result["params"]["preset"] = args.preset
-    json_path, csv_path = write_rates(result, args.out, f"rates-{args.problem}")
+    json_path, csv_path = write_rates(result, out, f"rates-{args.problem}")
     print(problem.describe())
     print(f"gamma = {result['params']['gamma']:.4g} ({result['params']['gamma_rule']}), beta: {result['params']['beta_rule']}")
     print(format_rates(result))
@@ -106,17 +154,21 @@ def run_command(args) -> int:
 def compare_command(args) -> int:
     from stam.synthetic.baselines import compare, format_table
 
+    out = _out_dir(args.out)
+    R = args.R if args.R is not None else args.default_R
     problem = _problem(args)
     try:
-        result = compare(problem, args.budget, R=args.R, gamma=args.gamma, beta=args.beta, seed=args.seed,
-                         progress=not args.no_progress)
+        with _user_limits(f"--R {R} runs at n = {args.n}"):
+            result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
+                             progress=not args.no_progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    path = atomic_write_json(Path(args.out) / f"compare-{args.problem}.json", dict(result, provenance=provenance()))
+    path = atomic_write_json(out / f"compare-{args.problem}.json", dict(result, provenance=provenance()))
     print(problem.describe())
     p = result["params"]
     print(f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "
-          f"y-step 1/beta = {p['step']:.4g} ({p['beta_rule']})")
+          f"y-step 1/beta = {p['step']:.4g} ({p['beta_rule']}); Theorem conv's hypotheses at STAM's "
+          f"(gamma, beta): {'hold' if p['admissible'] else 'fail: ' + p['violations']}")
     print(format_table(result))
     print(f"wrote {path}")
     return 0
@@ -131,13 +183,27 @@ def _split(text: str, cast, name: str) -> list:
     return values
 
 
-def sweep_jobs(problems, seeds, fractions, out_dir) -> list[tuple]:
-    """(problem, seed, fraction, stem) for every combination, and whether its result exists."""
+def sweep_jobs(problems, seeds, fractions, out_dir, R: int | None = None, T_grid: list[int] | None = None) -> list[tuple]:
+    """(problem, seed, fraction, stem, done) for every combination (each once); ``done`` says that
+    ``out_dir/stem.json`` holds a result of exactly these settings (``R`` and ``T_grid`` too,
+    where given): a result of other settings is run again and replaced."""
     jobs = []
-    for problem, seed, frac in itertools.product(problems, seeds, fractions):
+    for problem, seed, frac in dict.fromkeys(itertools.product(problems, seeds, fractions)):
         stem = f"rates-{problem}-seed{seed}-gf{frac:g}"
-        jobs.append((problem, seed, frac, stem, (Path(out_dir) / f"{stem}.json").exists()))
+        jobs.append((problem, seed, frac, stem, _holds(Path(out_dir) / f"{stem}.json", problem, seed, frac, R, T_grid)))
     return jobs
+
+
+def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> bool:
+    """Whether ``path`` is a complete result of these settings (its CSV, written first, beside it)."""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        p = result["params"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return (result.get("kind") == "synthetic-rates" and path.with_suffix(".csv").is_file()
+            and p.get("problem") == problem and p.get("seed") == seed and p.get("gamma_rule") == f"{fraction:g} * gamma_max"
+            and (R is None or p.get("R") == R) and (T_grid is None or p.get("T_grid") == T_grid))
 
 
 def sweep_job(problem_name: str, seed: int, fraction: float, stem: str, out_dir: str, R: int, T_max: int, T_points: int) -> str:
@@ -165,15 +231,21 @@ def sweep_command(args) -> int:
     unknown = [p for p in problems if p not in PROBLEM_NAMES]
     if unknown:
         raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(PROBLEM_NAMES)}")
+    from stam.synthetic.rates import geometric_grid
+
     seeds = _split(args.seeds, int, "seeds")
+    bad = [s for s in seeds if not 0 <= s < 2**63]
+    require(not bad, f"--seeds: {bad[0] if bad else ''} is not a seed (an integer in [0, 2**63))")
     fractions = _split(args.gamma_fractions, float, "gamma-fractions")
     bad = [f for f in fractions if not 0 < f < 1]
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
-    jobs = sweep_jobs(problems, seeds, fractions, args.out)
+    _out_dir(args.out)
+    jobs = sweep_jobs(problems, seeds, fractions, args.out, args.R, geometric_grid(10, args.T_max, args.T_points))
     todo = [j for j in jobs if not j[4]]
-    print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk (skipped), {len(todo)} to run with -j {args.jobs}")
+    print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk with these settings (skipped), "
+          f"{len(todo)} to run with -j {args.jobs}")
     runner = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
     done = runner(delayed(sweep_job)(p, s, f, stem, args.out, args.R, args.T_max, args.T_points) for p, s, f, stem, _ in todo)
     for stem in tqdm(done, total=len(todo), desc="sweep", disable=bar_disable(not args.no_progress), file=sys.stderr):

@@ -21,8 +21,16 @@ Recorded per horizon T (rules):
   ``T_k - 1``.  ``E S_t`` is the mean over the R seeds at each scheduled t < T; ``S_min_mean`` is
   the minimum of that mean over the scheduled t (``t*`` its argmin); ``S_min_std``,
   ``S_min_lo``, ``S_min_hi`` are the standard deviation and the 10% / 90% quantiles over the seeds
-  at ``t*``.  The minimum over a subset of t is >= the minimum over all t, so
-  ``ratio = bound / S_min_mean >= 1`` on the schedule implies the theorem's inequality.
+  at ``t*``, ``S_min_se`` the standard error of the mean there.  ``S_min_mean`` *estimates*
+  ``min_t E S_t``: the mean over seeds is unbiased at each t, the minimum over t of those noisy
+  means is biased low (by at most a few standard errors where they are small), and the minimum
+  over a subset of t is >= the minimum over all t.  So ``ratio = bound / S_min_mean`` is evidence
+  for the theorem's inequality, strong where it is large against ``S_min_se / S_min_mean``, not a
+  certificate.
+- What happens along the way, which the minimum hides (a run that diverges keeps its small
+  ``S_0`` as its minimum): ``S_0_mean`` and ``S_final_mean``, the mean of ``S_t`` at t = 0 and at
+  ``t = T - 1``, and ``nonfinite``, the number of seeds whose ``S_t`` is inf or nan at some
+  scheduled t < T (they count in no mean: means are over the finite values).
 - ``delta_0 = mean over seeds of G(y^0) + H(x^0, y^0) - GH_inf_lb`` with the certified lower bound
   ``GH_inf_lb <= (G+H)^inf`` (so delta_0 is an upper bound of the paper's delta_0).
 - ``M_0' = mean over seeds of (M_0 - min_{0 <= t <= T} M_t)``, ``M_t`` of Lemma conv-lemma evaluated
@@ -31,7 +39,8 @@ Recorded per horizon T (rules):
 - ``bound`` = right-hand side of Theorem conv (:func:`stam.theory.numeric.theorem_rhs`) with the
   problem's constants, when Theorem conv's hypotheses hold; ``ratio = bound / S_min_mean``.
 - ``slope`` / ``bound_slope``: least-squares slopes of ``log S_min_mean`` / ``log bound`` against
-  ``log T`` over the grid.
+  ``log T`` over the grid; ``slope_tail`` / ``bound_slope_tail`` the same over its upper half (the
+  horizons where ``sqrt((L+M) A T)`` rather than ``2 K2/K1`` tends to set beta).
 """
 
 from __future__ import annotations
@@ -116,6 +125,12 @@ def _finite(v):
     return v if v is not None and math.isfinite(v) else None
 
 
+def _nanmean(x: torch.Tensor) -> torch.Tensor:
+    """Mean over dim 0 of the finite entries (nan where there is none)."""
+    ok = torch.isfinite(x)
+    return torch.where(ok, x, torch.zeros_like(x)).sum(dim=0) / ok.sum(dim=0)
+
+
 def _slope(T, vals) -> float | None:
     pts = [(math.log(t), math.log(v)) for t, v in zip(T, vals) if v is not None and v > 0 and math.isfinite(v)]
     if len(pts) < 2:
@@ -172,18 +187,21 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
         sl = slice(k * R, (k + 1) * R)
         cols = [j for j, t in enumerate(schedule) if t < T]
         S = S_rec[sl][:, cols]
-        mean = S.mean(dim=0)
+        mean = _nanmean(S)
         finite = torch.isfinite(mean)
+        nonfinite = int((~torch.isfinite(S)).any(dim=1).sum())
         delta0 = float(phi0[sl].mean()) - problem.constants()["GH_inf_lb"]
         M0p = float((M0[sl] - M_min[sl]).mean())
         if bool(finite.any()):
             j = int(torch.where(finite, mean, torch.full_like(mean, math.inf)).argmin())
-            S_star = S[:, j]
-            s_mean, s_std = float(S_star.mean()), float(S_star.std()) if R > 1 else 0.0
+            S_star = S[:, j][torch.isfinite(S[:, j])]
+            s_mean = float(S_star.mean())
+            s_std = float(S_star.std()) if len(S_star) > 1 else 0.0
+            s_se = s_std / math.sqrt(len(S_star))
             lo, hi = _quantiles(S_star)
             t_star = schedule[cols[j]]
         else:
-            s_mean = s_std = lo = hi = None
+            s_mean = s_std = s_se = lo = hi = None
             t_star = None
         bound = None
         if admissible[k] and math.isfinite(delta0) and math.isfinite(M0p):
@@ -191,7 +209,8 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
         ratio = bound / s_mean if bound is not None and s_mean else None
         rows.append(dict(T=T, gamma=gamma, beta=betas[k], admissible=admissible[k], S_min_mean=_finite(s_mean),
                          S_min_std=_finite(s_std), S_min_lo=_finite(lo), S_min_hi=_finite(hi), bound=bound,
-                         ratio=_finite(ratio)))
+                         ratio=_finite(ratio), S_min_se=_finite(s_se), t_star=t_star, S_0_mean=_finite(float(mean[0])),
+                         S_final_mean=_finite(float(mean[-1])), nonfinite=nonfinite))
         details.append(dict(T=T, delta0=_finite(delta0), M0_prime=_finite(M0p), t_star=t_star,
                             t=[schedule[j] for j in cols], S_mean=[_finite(float(v)) for v in mean]))
 
@@ -205,7 +224,8 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
                   schedule="S_t at t < 16, a geometric grid of ratio 1.1, and every T-1; min over these t",
                   delta0_rule="mean_r [G(y0)+H(x0,y0)] - GH_inf_lb (certified lower bound of (G+H)^inf)",
                   M0_rule="mean_r [M_0 - min_{0<=t<=T} M_t] (finite-horizon infimum, per run)",
-                  spread="std and 10%/90% quantiles over seeds at t* = argmin_t mean_r S_t")
+                  spread="std, standard error and 10%/90% quantiles over seeds at t* = argmin_t mean_r S_t",
+                  means="over the seeds whose S_t is finite; nonfinite counts the others")
     return {
         "kind": "synthetic-rates",
         "problem": problem.name,
@@ -214,11 +234,14 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
         "rows": rows,
         "slope": _slope(Ts, [r["S_min_mean"] for r in rows]),
         "bound_slope": _slope(Ts, [r["bound"] for r in rows]),
+        "slope_tail": _slope(Ts[len(Ts) // 2 :], [r["S_min_mean"] for r in rows[len(Ts) // 2 :]]),
+        "bound_slope_tail": _slope(Ts[len(Ts) // 2 :], [r["bound"] for r in rows[len(Ts) // 2 :]]),
         "details": details,
     }
 
 
-ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_min_lo", "S_min_hi", "bound", "ratio")
+ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_min_lo", "S_min_hi", "bound", "ratio",
+            "S_min_se", "t_star", "S_0_mean", "S_final_mean", "nonfinite")
 
 
 def rows_csv(result: dict) -> str:

@@ -55,6 +55,10 @@ def test_inadmissible_parameters_are_marked_and_have_no_bound(tmp_path, capsys):
     (["--problem", "sparse-l1", "--lam", "2"], "--lam is for the problems with lambda"),
     (["--problem", "binary", "--T-min", "50", "--T-max", "10"], "--T-min 50 exceeds --T-max 10"),
     (["--problem", "binary", "--device", "cuda"], "CUDA is not available"),
+    (["--problem", "binary", "--device", "meta"], "run on cpu or cuda"),
+    (["--problem", "binary", "--gamma", "1e-300", "--beta", "1", "--allow-inadmissible"], "beyond floating point"),
+    (["--problem", "binary", "--preset", "paper-our1", "--gamma", "0.01"], "drop --gamma"),
+    (["--problem", "binary", "--seed", "-1"], "must be an integer in [0, 2**63)"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(argv, needle, tmp_path, capsys):
     try:
@@ -65,6 +69,40 @@ def test_bad_input_is_one_line_and_exit_status_2(argv, needle, tmp_path, capsys)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0]
     assert not list(tmp_path.iterdir())
+
+
+def test_out_naming_a_file_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(rates, "run_rates", lambda *a, **k: pytest.fail("ran before checking --out"))
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    for sub in (["run"], ["compare"]):
+        code, _, err = run(["synthetic", *sub, "--problem", "binary", *SMALL, "--out", str(a_file)], capsys)
+        assert code == 2 and "is a file" in err and len(err.strip().splitlines()) == 1
+    assert a_file.read_text() == "x"
+
+
+def test_divergence_and_growth_outside_the_theorem_are_reported(tmp_path, capsys):
+    """The minimum over t hides a run that blows up (it keeps its S_0): the rows carry E S_0,
+    E S_{T-1} and the number of diverged runs, and the table says so."""
+    code, out, _ = run(["synthetic", "run", "--problem", "binary", "--beta", "1e-3", "--allow-inadmissible", "--T-max", "200",
+                        "--T-points", "3", "--R", "3", "--out", str(tmp_path), *SMALL], capsys)
+    rows = json.loads((tmp_path / "rates-binary.json").read_text())["rows"]
+    assert code == 0 and rows[-1]["nonfinite"] == 3 and "warning: 3 of 3 runs diverged" in out
+    assert rows[0]["t_star"] == 0 and rows[0]["S_min_mean"] == pytest.approx(rows[0]["S_0_mean"])
+    assert rows[0]["S_final_mean"] is None or rows[0]["S_final_mean"] > 1e6 * rows[0]["S_0_mean"]
+    code, out, _ = run(["synthetic", "run", "--problem", "binary", "--T-max", "80", "--T-points", "2", "--R", "3",
+                        "--out", str(tmp_path), *SMALL], capsys)
+    rows = json.loads((tmp_path / "rates-binary.json").read_text())["rows"]
+    assert code == 0 and "warning" not in out and all(r["nonfinite"] == 0 for r in rows)
+    assert rows[-1]["S_final_mean"] < rows[-1]["S_0_mean"] and 0 < rows[-1]["S_min_se"] <= rows[-1]["S_min_std"]
+
+
+def test_float32_runs_keep_the_bound(tmp_path, capsys):
+    """F = indicator of Q: membership up to float32 rounding, so M_t and the bound stay finite."""
+    code, _, _ = run(["synthetic", "run", "--problem", "binary", "--dtype", "float32", "--T-max", "20", "--T-points", "2",
+                      "--R", "2", "--out", str(tmp_path), *SMALL], capsys)
+    rows = json.loads((tmp_path / "rates-binary.json").read_text())["rows"]
+    assert code == 0 and all(r["bound"] is not None and r["ratio"] >= 1 for r in rows)
 
 
 def test_interrupted_run_leaves_no_file(tmp_path, capsys, monkeypatch):
@@ -99,8 +137,15 @@ def test_sweep_skips_results_on_disk(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["rates-binary-seed0-gf0.5.json", "rates-cosine-seed0-gf0.5.json"]
     (tmp_path / "rates-cosine-seed0-gf0.5.json").unlink()  # as if interrupted before this job finished
     code, out, _ = run(argv, capsys)
-    assert code == 0 and "1 already on disk (skipped), 1 to run" in out
+    assert code == 0 and "1 already on disk with these settings (skipped), 1 to run" in out
     assert json.loads((tmp_path / "rates-cosine-seed0-gf0.5.json").read_text())["kind"] == "synthetic-rates"
+    (tmp_path / "rates-binary-seed0-gf0.5.csv").unlink()  # interrupted between the CSV and the JSON of an older writer
+    argv[argv.index("--R") + 1] = "3"  # other settings: the results on disk are stale
+    argv[argv.index("--gamma-fractions") + 1] = "0.5,0.50"  # the same fraction twice is one job
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "sweep: 2 jobs, 0 already on disk with these settings (skipped), 2 to run" in out
+    assert all(json.loads(p.read_text())["params"]["R"] == 3 for p in tmp_path.glob("*.json"))
+    assert (tmp_path / "rates-binary-seed0-gf0.5.csv").is_file()
 
 
 def test_sweep_rejects_unknown_problem(tmp_path, capsys):
