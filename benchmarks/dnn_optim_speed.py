@@ -2,8 +2,9 @@
 parameters of the CIFAR VGG-11 (issue 4, section 5), and bytes of optimiser state per parameter.
 
 Only the ``step()`` is timed: the gradients are fixed random tensors (no forward/backward).  The
-parameter shapes are those of the CIFAR VGG-11 (conv 3x3 with bias, BatchNorm, one linear layer
-512-10; conv and linear weights quantised, everything else float), 9,231,114 parameters.
+parameters are those of ``stam train``'s CIFAR VGG-11 (:func:`stam.dnn.models.build_model`, in
+the groups of :func:`stam.dnn.models.param_groups`: conv and linear weights quantised, BatchNorm
+and the classifier's bias float).
 
 Timings on a shared machine drift (here by factors of several over minutes), so the optimisers
 are measured *interleaved*: each round times one step of every optimiser in turn, and each ratio
@@ -23,37 +24,25 @@ import time
 
 import torch
 
+from stam.dnn.models import build_model, param_groups
 from stam.dnn.optim import make
 from stam.io import emit_json, provenance
-
-VGG11_PLAN = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
 
 #: Hyperparameters at epoch 1 of Table para (lr 5e-4 and weight decay 1e-7 for the SGD family,
 #: Our1/Our3 for STAM).
 PAPER = {"lr": 5e-4, "weight_decay": 1e-7, "gamma": 8.0, "lam": 0.5, "beta": 1e3, "br_lam": 1.0, "rho": 1.02}
 
 
-def vgg11_shapes(num_classes: int = 10) -> list[tuple[tuple[int, ...], bool]]:
-    """(shape, quantised) of every parameter of the CIFAR VGG-11, in model order."""
-    shapes, cin = [], 3
-    for v in VGG11_PLAN:
-        if v == "M":
-            continue
-        shapes += [((v, cin, 3, 3), True), ((v,), False), ((v,), False), ((v,), False)]  # conv w, conv b, BN w, BN b
-        cin = v
-    return shapes + [((num_classes, cin), True), ((num_classes,), False)]
-
-
 def make_params(device: torch.device, seed: int = 0) -> list[dict]:
-    """Two parameter groups (quantised / float) with fixed random values and gradients."""
+    """The parameter groups of a freshly initialised CIFAR VGG-11 (quantised, float), with fixed
+    random gradients."""
+    torch.manual_seed(seed)
+    groups = param_groups(build_model("vgg11", 10).to(device))
     g = torch.Generator().manual_seed(seed)
-    groups = {True: [], False: []}
-    for shape, q in vgg11_shapes():
-        fan_in = shape[1] * (shape[2] * shape[3] if len(shape) == 4 else 1) if len(shape) > 1 else 1
-        p = torch.nn.Parameter((torch.randn(shape, generator=g) / fan_in**0.5).to(device))
-        p.grad = (torch.randn(shape, generator=g) * 1e-2).to(device)
-        groups[q].append(p)
-    return [{"params": groups[True], "quantize": True}, {"params": groups[False], "quantize": False}]
+    for group in groups:
+        for p in group["params"]:
+            p.grad = (torch.randn(p.shape, generator=g) * 1e-2).to(device)
+    return groups
 
 
 def optimizers(device: torch.device) -> dict[str, tuple[str, callable]]:
@@ -165,7 +154,7 @@ def main(argv=None) -> int:
     result = {
         "kind": "dnn-optim-speed",
         "provenance": provenance(),
-        "model": "vgg11-cifar10 parameter shapes",
+        "model": "vgg11-cifar10 parameters (stam.dnn.models)",
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU: {cpu_name()} ({os.cpu_count()} logical CPUs)",
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
