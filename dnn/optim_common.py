@@ -146,9 +146,12 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         grads = [p.grad for p in params]
         if group["weight_decay"]:
             grads = torch._foreach_add(grads, params, alpha=group["weight_decay"])
-        # the step size as a 0-d float64 tensor, not an ``alpha``: a step beyond float32's range
-        # then gives inf weights (which stam train reports as divergence), not a conversion error
-        torch._foreach_sub_(params, torch._foreach_mul(grads, hyper_tensor(self._float_lr(group), params[0])))
+        lr = self._float_lr(group)
+        if lr <= torch.finfo(params[0].dtype).max:  # one fused pass
+            torch._foreach_add_(params, grads, alpha=-lr)
+        else:  # an ``alpha`` beyond the parameters' range is a conversion error; this gives inf weights,
+            # which stam train reports as divergence
+            torch._foreach_sub_(params, torch._foreach_mul(grads, hyper_tensor(lr, params[0])))
 
     @staticmethod
     def _grads(params: list[Tensor]) -> list[Tensor]:

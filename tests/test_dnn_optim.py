@@ -413,3 +413,12 @@ def test_auto_compiles_only_large_groups():
     big = BinaryConnect([{"params": [torch.nn.Parameter(torch.zeros(1 << 20))]}], lr=1.0)
     assert big._wants_compile(big.param_groups[0])
     assert copy.deepcopy(optim.OPTIMIZERS) == {"stam": STAM, "bc": BinaryConnect, "br": BinaryRelax, "psgd": PSGD}
+
+
+def test_a_step_beyond_float_range_gives_inf_weights_not_an_error():
+    """stam train reports non-finite weights as divergence; a conversion error would be a traceback."""
+    q = torch.nn.Parameter(torch.ones(3))
+    opt = BinaryConnect([{"params": [q], "quantize": False}], lr=1e300)
+    q.grad = torch.ones(3)
+    opt.step()
+    assert torch.isinf(q).all()
