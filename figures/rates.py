@@ -1,7 +1,9 @@
 """Figure 1: empirical stationarity rates against Theorem conv.
 
 One panel per synthetic problem: ``min_t E S_t`` against ``T`` on log-log axes (the mean over
-seeds, the seeds' spread shaded), the right-hand side of Theorem conv (eq. (con-inequality),
+seeds, the seeds' spread shaded), ``E S_{T-1}`` where it departs from that minimum (a run that
+grows or diverges keeps a small minimum; the last iterate shows it, and the legend counts runs
+that diverged), the right-hand side of Theorem conv (eq. (con-inequality),
 corrected constants) as a curve, a reference slope -1/2 (the O(1/sqrt(T)) of Theorem conv-rate
 when beta grows like sqrt(T)), the fitted log-log slope in the legend, and where a PEP sweep is
 given the exact worst case of deterministic STAM (one more panel, or a curve in the problem's
@@ -28,6 +30,7 @@ EMPIRICAL = "STAM: mean of min$_t$ S$_t$ over seeds"
 BOUND = "Theorem conv bound"
 REFERENCE = "reference slope $-1/2$"
 PEP = "PEP exact worst case"
+FINAL = "STAM: mean of S$_{T-1}$ (last iterate)"
 
 
 def _column(rows, key):
@@ -72,6 +75,11 @@ def rates_panel(ax, rates: dict) -> None:
     pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731 - log axes drop non-positive values
     ax.fill_between(T, pos(lo), pos(hi), color=color, alpha=0.22, linewidth=0, label="spread over seeds (10%\u201390% quantiles)")
     ax.plot(T, pos(mean), color=color, marker="o", markersize=4, label=f"{EMPIRICAL} (fitted slope {_fmt_slope(slope)})")
+    final = _column(rows, "S_final_mean")
+    diverged = max((int(r.get("nonfinite") or 0) for r in rows), default=0)
+    if diverged or np.any(final > 1.01 * mean):
+        note = f", {diverged} of {(rates.get('params') or {}).get('R', '?')} runs diverged" if diverged else ""
+        ax.plot(T, pos(final), color=color, linestyle="-.", marker="x", markersize=5, label=f"{FINAL}{note}")
     if (~admissible).any():
         ax.plot(
             T[~admissible], pos(mean[~admissible]), linestyle="none", marker="o", markersize=8,
@@ -94,7 +102,7 @@ def rates_panel(ax, rates: dict) -> None:
 
     log_axes(ax)
     ax.set_xlabel("T (iterations)")
-    ax.set_ylabel(r"min$_{t<T}$ E S$_t$ (stationarity, Theorem conv)")
+    ax.set_ylabel(r"E S$_t$ (stationarity, Theorem conv)")
     params = rates.get("params") or {}
     seeds = params.get("R") or params.get("seeds")
     title = f"Problem {rates.get('problem', '?')}: stationarity vs T" + (f", {seeds} seeds" if seeds else "")

@@ -189,6 +189,22 @@ def test_rates_figure_draws_bound_above_empirical_where_admissible():
     assert pep_ax.get_yscale() == "log"
 
 
+def test_rates_figure_shows_the_last_iterate_where_the_minimum_hides_growth():
+    grows = rates_fixture("grows")
+    for r in grows["rows"]:
+        r.update(S_final_mean=5.0 * r["S_min_mean"], nonfinite=0)
+    grows["rows"][-1].update(S_final_mean=None, nonfinite=3)
+    calm = rates_fixture("calm")
+    for r in calm["rows"]:
+        r.update(S_final_mean=r["S_min_mean"], nonfinite=0)
+    fig = R.plot_rates([grows, calm])
+    final = find(fig.axes[0], R.FINAL)
+    assert "3 of 8 runs diverged" in final.get_label()
+    y = np.asarray(final.get_ydata(), float)
+    assert np.allclose(y[:-1], [5.0 * r["S_min_mean"] for r in grows["rows"][:-1]]) and np.isnan(y[-1])
+    assert not [ln for ln in fig.axes[1].get_lines() if ln.get_label().startswith(R.FINAL)]  # nothing hidden: no extra line
+
+
 def test_rates_embedded_pep_adds_a_curve():
     fig = R.plot_rates([rates_fixture(pep=True, inadmissible_last=False)])
     ax = fig.axes[0]
