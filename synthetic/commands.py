@@ -134,11 +134,11 @@ def run_command(args) -> int:
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
     problem = _problem(args, **extra)
+    T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
     try:
-        with _user_limits(f"--R {R} runs of {len(geometric_grid(args.T_min, args.T_max, args.T_points))} horizons at n = {args.n}"):
-            result = run_rates(problem, geometric_grid(args.T_min, args.T_max, args.T_points), R=R, gamma=gamma,
-                               beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow, seed=args.seed,
-                               progress=not args.no_progress)
+        with _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
+            result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
+                               allow_inadmissible=allow, seed=args.seed, progress=not args.no_progress)
     except (InadmissibleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
