@@ -202,7 +202,7 @@ def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> b
     except (OSError, ValueError, KeyError, TypeError):
         return False
     return (result.get("kind") == "synthetic-rates" and path.with_suffix(".csv").is_file()
-            and p.get("problem") == problem and p.get("seed") == seed and p.get("gamma_rule") == f"{fraction:g} * gamma_max"
+            and p.get("problem") == problem and p.get("seed") == seed and p.get("gamma_fraction") == fraction
             and (R is None or p.get("R") == R) and (T_grid is None or p.get("T_grid") == T_grid))
 
 

@@ -219,7 +219,8 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
     consts.update(K1=float(numeric.K1(gamma, c)), K2=float(numeric.K2(gamma, c)), K3=float(numeric.K3(gamma, c)),
                   M=float(numeric.M(gamma, c)), L=float(c.L), gamma_max=info["gamma_max"])
     params = dict(problem.params, problem=problem.name, R=R, seed=seed, T_grid=T_grid, gamma=gamma,
-                  gamma_rule=info["gamma_rule"], beta_rule=info["beta_rule"], sampling=problem.sampling.describe(),
+                  gamma_rule=info["gamma_rule"], gamma_fraction=None if info["gamma_rule"] == "given" else gamma_fraction,
+                  beta_rule=info["beta_rule"], sampling=problem.sampling.describe(),
                   F=problem.F.describe(), dtype=str(dt).replace("torch.", ""), device=str(dev),
                   schedule="S_t at t < 16, a geometric grid of ratio 1.1, and every T-1; min over these t",
                   delta0_rule="mean_r [G(y0)+H(x0,y0)] - GH_inf_lb (certified lower bound of (G+H)^inf)",
