@@ -104,4 +104,51 @@ def as_batch_scalar(value: Scalar, like: Tensor) -> Scalar:
     return value
 
 
-__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "as_batch_scalar"]
+# --------------------------------------------------------------------------- the baselines of Section 3.1
+
+class QuantizedState(NamedTuple):
+    """Iterate of PSGD / BC / BR (eqs. (alg:PSGD), (alg:BC), (alg:BR)): the float weights ``u = U^t``
+    and the weights ``w`` of the forward pass (where the next stochastic gradient is taken):
+    ``W~^t`` for BC and BR, ``U^t`` itself for PSGD.  Each of shape ``(R, ...)``."""
+
+    u: Tensor
+    w: Tensor
+
+
+def psgd_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar) -> QuantizedState:
+    """eq. (alg:PSGD) as printed: ``U^{t+1} = U^t - lr grad``, with ``grad`` taken at ``U^t``
+    (``state.w``); ``W~^{t+1} = Proj_Q(U^{t+1})`` is the output, ``ops.prox_F(u, lr)``, and is
+    not fed back, so the forward weights stay ``U``."""
+    u1 = state.u - lr * grad
+    return QuantizedState(u1, u1)
+
+
+def bc_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar) -> QuantizedState:
+    """eq. (alg:BC): ``U^{t+1} = U^t - lr grad`` (``grad`` taken at ``W~^t``),
+    ``W~^{t+1} = Proj_Q(U^{t+1})`` = ``ops.prox_F(U^{t+1}, lr)`` (F = I_Q)."""
+    u1 = state.u - lr * grad
+    return QuantizedState(u1, ops.prox_F(u1, lr))
+
+
+def br_relax(u: Tensor, ops, lam: Scalar, lr: Scalar = 1.0) -> Tensor:
+    """BinaryRelax's relaxed weights ``(lam Proj_Q(u) + u) / (lam + 1)``, the minimiser of
+    ``(lam/2) dist(W, Q)^2 + ||W - u||^2 / 2`` (eq. (BR))."""
+    return (lam * ops.prox_F(u, lr) + u) / (lam + 1)
+
+
+def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, relaxed=True) -> QuantizedState:
+    """eq. (alg:BR): ``U^{t+1} = U^t - lr grad`` (``grad`` taken at ``W~^t``); in the first phase
+    (``relaxed``) ``W~^{t+1} = (lam Proj_Q(U^{t+1}) + U^{t+1}) / (lam + 1)``, in the second
+    ``W~^{t+1} = Proj_Q(U^{t+1})`` (BC).  ``relaxed`` is a bool, or a per-run boolean tensor
+    broadcastable against ``(R, ...)`` (runs in different phases)."""
+    u1 = state.u - lr * grad
+    if relaxed is True:
+        return QuantizedState(u1, br_relax(u1, ops, lam, lr))
+    if relaxed is False:
+        return QuantizedState(u1, ops.prox_F(u1, lr))
+    p = ops.prox_F(u1, lr)
+    return QuantizedState(u1, p + relaxed * ((u1 - p) / (lam + 1)))  # = br_relax where relaxed, p elsewhere
+
+
+__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "as_batch_scalar",
+           "QuantizedState", "psgd_step", "bc_step", "br_step", "br_relax"]

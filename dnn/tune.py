@@ -1,0 +1,280 @@
+"""``stam tune``: an equal-budget comparison of STAM, BC, BR, PSGD and float SGD on digits.
+
+The protocol follows the external-tuning rules of AlgoPerf and DeepOBS:
+
+1. **Search spaces as data.** Each algorithm declares its search space beside its preset
+   (``search_spaces`` in ``presets.json``): log-uniform ranges for its step sizes and couplings,
+   each containing the paper's setting.
+2. **The same budget for everyone.** Every algorithm gets the same number of trials, drawn
+   quasi-randomly (scrambled Sobol, :class:`scipy.stats.qmc.Sobol`, mapped to the log ranges),
+   all with the same training seed (``tune_seed``) and the same epochs.
+3. **Selection on validation data.** A trial's score is its best validation accuracy with binary
+   weights over the epochs (float weights for the float baseline); the best trial of each
+   algorithm is chosen by that score.  Trials never read the test set.
+4. **Fresh seeds for the numbers.** The chosen configuration is re-run with ``seeds`` fresh
+   training seeds (new initial weights and minibatch orders; the validation split stays, as in
+   AlgoPerf).  Each run's test accuracy is read at its own validation-selected epoch; the table
+   gives mean +- std and a 95% t-interval of these.
+5. **The paper's settings, labelled.** The paper's presets (Our1-3, BC, BR, PSGD, Float of Table
+   para, their 1000-epoch schedules scaled onto the run) are run on the same fresh seeds and
+   reported in rows labelled "paper setting (not tuned)".
+
+Every trial batch and every final run is a job of :func:`stam.jobs.run_jobs`, stored in
+``OUT/jobs/`` as it finishes: an interrupted tuning resumes without re-running finished jobs, and
+``--scheduler`` sends the jobs to a Dask distributed cluster.  The trials of one algorithm run as
+one batched computation (:func:`stam.dnn.batched.train_batched`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+from stam.errors import UsageError
+
+#: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
+FINAL_SEED0 = 1000
+
+
+def search_space(algo: str, spaces: dict | None = None) -> dict:
+    """The search space of ``algo`` from ``spaces`` (default: ``presets.json``), validated
+    (one-line errors)."""
+    from stam.dnn import presets
+
+    spaces = presets.table().get("search_spaces", {}) if spaces is None else spaces
+    if algo not in spaces:
+        known = ", ".join(k for k in spaces if not k.startswith("_"))
+        raise UsageError(f"unknown algorithm {algo!r} for tuning; choose from {known}")
+    space = spaces[algo]
+    if not isinstance(space, dict) or not space:
+        raise UsageError(f"the search space of {algo} is empty; give it at least one range in presets.json")
+    allowed = presets.ALGO_HYPER[algo]
+    for key, dim in space.items():
+        if not isinstance(dim, dict):
+            raise UsageError(f"search space of {algo}: {key} must be {{'log_uniform': [low, high]}}, got {dim!r}")
+        if key not in allowed:
+            raise UsageError(f"search space of {algo}: {key!r} is not one of its hyperparameters ({', '.join(allowed)})")
+        lo, hi = dim.get("log_uniform", (None, None))
+        if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi < math.inf):
+            raise UsageError(f"search space of {algo}: {key} needs 'log_uniform': [low, high] with 0 < low <= high, got {dim}")
+    return space
+
+
+def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None) -> list[dict]:
+    """``n`` configurations (hyperparameter -> preset override) from ``algo``'s search space,
+    scrambled Sobol points mapped onto the log ranges (the first ``n`` of a base-2 sequence)."""
+    from scipy.stats import qmc
+
+    if n < 1:
+        raise UsageError(f"--trials {n}: the budget must be at least 1 trial per algorithm")
+    space = search_space(algo, spaces)
+    keys = list(space)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Sobol's balance warning for n not a power of 2
+        points = qmc.Sobol(len(keys), scramble=True, seed=seed).random(n)
+    trials = []
+    for row in points:
+        trial = {}
+        for key, u in zip(keys, row):
+            lo, hi = space[key]["log_uniform"]
+            value = float(f"{math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))):.4g}")
+            decay = space[key].get("decay")
+            trial[key] = [{"from": 1, "value": value, "decay": decay}] if decay else value
+        trials.append(trial)
+    return trials
+
+
+def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
+    """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
+    digits) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
+    from stam.dnn import presets
+
+    return presets.resolve(preset, algo, "digits", overrides or {}, "auto", epochs)
+
+
+def score_key(algo: str) -> str:
+    """What selects a trial or an epoch: binary validation accuracy (float for the float baseline)."""
+    return "val_acc_float" if algo == "float" else "val_acc_binary"
+
+
+def run_job(spec: dict) -> dict:
+    """One job (module-level, so a Dask worker can run it): train the configurations of ``spec``
+    as one batched computation and return, per configuration, its validation-selected epoch and
+    accuracies (and the test accuracy at that epoch when ``spec["test"]``)."""
+    import torch
+
+    from stam.dnn import batched
+
+    torch.set_num_threads(spec.get("threads", 1))
+    task = batched.digits_task(spec["val_fraction"], spec["split_seed"])
+    configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset")), seed)
+               for ov, seed in zip(spec["overrides"], spec["seeds"])]
+    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"])
+    key = score_key(spec["algo"])
+    out = []
+    for res in results:
+        best = batched.select_epoch(res["log"], key)
+        last = res["log"][-1] if res["log"] else None
+        row = {"diverged_epoch": res["diverged_epoch"], "selected_epoch": best and best["epoch"],
+               "score": best and best[key], "seconds": res["seconds"],
+               "val_curve": [r.get(key) for r in res["log"]],
+               "sign_ever": last and last["sign_ever"]}
+        if spec["test"]:
+            row["test_acc"] = best and best[key.replace("val", "test")]
+            row["test_acc_final"] = last and last[key.replace("val", "test")]
+        out.append(row)
+    return {"rows": out}
+
+
+# --------------------------------------------------------------------------- the protocol
+
+def summarise(values: list[float]) -> dict:
+    """mean, std (n-1), and the 95% t-interval of the mean of ``values`` (finite ones)."""
+    from scipy import stats
+
+    v = [float(x) for x in values if x is not None and math.isfinite(x)]
+    n = len(v)
+    if n == 0:
+        return {"n": 0, "mean": None, "std": None, "ci95": None}
+    mean = sum(v) / n
+    if n == 1:
+        return {"n": 1, "mean": mean, "std": None, "ci95": None}
+    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
+    half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return {"n": n, "mean": mean, "std": std, "ci95": [mean - half, mean + half]}
+
+
+def _paper_presets(algo: str) -> list[str]:
+    from stam.dnn import presets
+
+    names = [n for n, e in presets.table()["presets"].items() if e["algo"] == algo and not n.endswith("cifar100")]
+    return names
+
+
+def _label(algo: str) -> str:
+    from stam.dnn import presets
+
+    return presets.table()["presets"][presets.default_preset(algo, "digits")]["label"] if algo != "stam" else "STAM"
+
+
+def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fraction: float, split_seed: int,
+         tune_seed: int, paper: bool, chunk: int, spaces: dict | None = None) -> dict:
+    """The whole protocol as data: the trial configurations of every algorithm and the job specs
+    of the trial stage (chunks of at most ``chunk`` trials, one batched training each)."""
+    if trials < 1:
+        raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
+    if seeds < 2:
+        raise UsageError(f"--seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
+    base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed}
+    out = {"base": base, "trials": {}, "jobs": []}
+    for algo in algos:
+        cfgs = sample_trials(algo, trials, tune_seed, spaces)
+        out["trials"][algo] = cfgs
+        for i in range(0, trials, chunk):
+            part = cfgs[i : i + chunk]
+            out["jobs"].append({"stage": "trial", "algo": algo, "first": i, "overrides": part,
+                                "seeds": [tune_seed] * len(part), "test": False, **base})
+    return out
+
+
+def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, batch_size: int = 32,
+         val_fraction: float = 0.1, split_seed: int = 0, tune_seed: int = 0, paper: bool = True, chunk: int = 16,
+         scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None) -> dict:
+    """Run the protocol of the module docstring; returns (and writes ``OUT/tune-digits.json``)
+    the result."""
+    from stam.io import atomic_write_json, atomic_write_text, provenance
+    from stam.jobs import run_jobs
+
+    out_dir = Path(out_dir)
+    store = out_dir / "jobs"
+    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, paper, chunk, spaces)
+    base = p["base"]
+    results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials")
+    _raise_errors(p["jobs"], results)
+    algorithms = []
+    finals = []
+    fresh = [FINAL_SEED0 + k for k in range(seeds)]
+    for algo in algos:
+        rows = [r for spec, res in zip(p["jobs"], results) if spec["algo"] == algo for r in res["rows"]]
+        trials_out = [{"overrides": ov, **{k: r[k] for k in ("score", "selected_epoch", "diverged_epoch")}}
+                      for ov, r in zip(p["trials"][algo], rows)]
+        scored = [t for t in trials_out if t["score"] is not None]
+        best = max(scored, key=lambda t: t["score"]) if scored else None
+        algorithms.append({"algo": algo, "label": _label(algo), "space": search_space(algo, spaces), "trials": trials_out, "best": best})
+        if best is not None:
+            finals.append({"stage": "final", "algo": algo, "overrides": [best["overrides"]] * seeds, "seeds": fresh,
+                           "test": True, **base})
+    paper_rows = []
+    if paper:
+        for algo in algos:
+            for name in _paper_presets(algo):
+                finals.append({"stage": "paper", "algo": algo, "preset": name, "overrides": [{}] * seeds, "seeds": fresh,
+                               "test": True, **base})
+    final_results = run_jobs(run_job, finals, store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: fresh seeds")
+    _raise_errors(finals, final_results)
+    by_algo = {a["algo"]: a for a in algorithms}
+    for spec, res in zip(finals, final_results):
+        rows = res["rows"]
+        final = {"seeds": spec["seeds"], "test_acc": [r["test_acc"] for r in rows],
+                 "test_acc_final_epoch": [r["test_acc_final"] for r in rows],
+                 "val_acc": [r["score"] for r in rows], "selected_epoch": [r["selected_epoch"] for r in rows],
+                 "diverged": sum(r["diverged_epoch"] is not None for r in rows), **summarise([r["test_acc"] for r in rows])}
+        if spec["stage"] == "final":
+            by_algo[spec["algo"]]["final"] = final
+        else:
+            from stam.dnn import presets
+
+            label = presets.table()["presets"][spec["preset"]]["label"]
+            paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
+    result = {
+        "kind": "tune", "provenance": provenance(), "dataset": "digits", "model": "mlp",
+        "params": {"algos": list(algos), "trials": trials, "seeds": seeds, "tune_seed": tune_seed, "final_seeds": fresh, **base},
+        "protocol": ("equal budget: the same number of scrambled-Sobol trials per algorithm over its declared search space; "
+                     "trials chosen on validation accuracy (binary weights; float weights for Float); the chosen configuration "
+                     f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
+        "algorithms": algorithms, "paper_rows": paper_rows,
+    }
+    atomic_write_json(out_dir / "tune-digits.json", result)
+    atomic_write_text(out_dir / "tune-digits.md", format_table(result) + "\n")
+    return result
+
+
+def _raise_errors(specs, results) -> None:
+    bad = [(s, r) for s, r in zip(specs, results) if "error" in r]
+    if bad:
+        s, r = bad[0]
+        raise RuntimeError(f"{len(bad)} tuning job(s) failed, e.g. {s['stage']} {s['algo']}: {r['error']}")
+
+
+def _fmt_hyper(overrides: dict) -> str:
+    parts = []
+    for k, v in overrides.items():
+        v = v[0]["value"] if isinstance(v, list) else v
+        parts.append(f"{k}={v:.3g}")
+    return ", ".join(parts)
+
+
+def format_table(result: dict) -> str:
+    """The equal-budget table (Markdown): tuned rows, then the paper-settings rows, labelled."""
+    pm = lambda f: "-" if f.get("mean") is None else (f"{f['mean']:.1f} +- {f['std']:.1f}" if f.get("std") is not None else f"{f['mean']:.1f}")  # noqa: E731
+    ci = lambda f: "-" if not f.get("ci95") else f"[{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]"  # noqa: E731
+    prm = result["params"]
+    lines = [f"Digits (MLP, {prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
+             f"(Float: float weights), {prm['seeds']} fresh seeds, at each run's validation-selected epoch.",
+             "",
+             "| algorithm | protocol | hyperparameters | val. acc. (best trial) | test acc. mean +- std | 95% interval | diverged |",
+             "|---|---|---|---|---|---|---|"]
+    for a in result["algorithms"]:
+        f = a.get("final", {})
+        best = a.get("best") or {}
+        lines.append(f"| {a['label']} | tuned, {len(a['trials'])} trials | {_fmt_hyper(best.get('overrides', {})) or '-'} | "
+                     f"{'-' if best.get('score') is None else format(best['score'], '.1f')} | {pm(f)} | {ci(f)} | {f.get('diverged', '-')} |")
+    for r in result["paper_rows"]:
+        f = r["final"]
+        lines.append(f"| {r['label']} | paper setting (not tuned) | preset {r['preset']} | - | {pm(f)} | {ci(f)} | {f['diverged']} |")
+    return "\n".join(lines)
+
+
+__all__ = ["search_space", "sample_trials", "resolve", "run_job", "score_key", "FINAL_SEED0", "tune", "plan",
+           "summarise", "format_table"]
