@@ -1,6 +1,6 @@
 # Two entry points, both idempotent on a fresh clone:
 #   make demo   -> creates .venv if needed, installs, runs `stam demo`
-#   make test   -> creates .venv if needed, installs (with dev and pep extras), runs the whole test suite
+#   make test   -> creates .venv if needed, installs (with dev, pep and cluster extras), runs the whole test suite
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e '.[dev,pep]'
+	$(BIN)/python -m pip install -q -e '.[dev,pep,cluster]'
 	touch $@
 
 demo: $(STAMP)

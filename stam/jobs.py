@@ -1,0 +1,333 @@
+"""Many small jobs, here or on a Dask distributed cluster, resumable: the engine of ``stam tune``
+and ``stam map``.
+
+A *job* is a pure function of a JSON-able *spec* (a dict: the algorithm, its step sizes, the seed,
+...).  :func:`run_jobs` calls ``fn(spec)`` for every spec and returns the results in the order of
+the specs::
+
+    from stam.jobs import run_jobs
+    results = run_jobs(train_one, specs, "runs/tune/jobs", scheduler=args.scheduler, workers=args.workers)
+
+The job store
+    Every finished job is one file ``STORE/<key>.json``, written atomically (:mod:`stam.io`) by the
+    process that called :func:`run_jobs`, holding
+    ``{"kind": "job-result", "spec": ..., "result": ..., "seconds": ..., "provenance": ...}``
+    (``seconds``: the wall time of ``fn`` on the machine that ran it; ``provenance``: that
+    machine's host name and versions, :func:`stam.io.provenance`).  The key (:func:`spec_key`) is a
+    hash of the spec's canonical JSON (:func:`canonical_json`: sorted keys, no spaces), so it does
+    not depend on the order of a dict's keys; ``1`` and ``1.0``, ``True`` and ``1`` are different
+    specs, a tuple and a list with the same items are the same spec.  One store holds the jobs of
+    one ``fn``: the key does not name the function.
+
+Resuming
+    A spec whose file exists, is a ``job-result`` and holds this very spec (compared by canonical
+    JSON) is not run again: its stored result is returned.  So an interrupted run (Ctrl-C, a lost
+    connection, a killed machine) is continued by running the same command again; only the jobs
+    without a result are computed.  A file that is not valid JSON, of another kind, or for another
+    spec is never trusted: that job is run again and the file overwritten.  A result is returned
+    as it reads back from its file (``json.loads`` of what was stored), so a first run and a
+    resumed run return the same thing.
+
+Where the jobs run
+    ``scheduler=None`` (the default): here.  ``workers=1`` runs the jobs in this process, in the
+    order of the specs; ``workers=N > 1`` runs them in N local processes (joblib), storing each
+    result as it comes back.  ``scheduler="tcp://HOST:PORT"`` (``HOST:PORT`` means the same):
+    the jobs are submitted to that running Dask distributed scheduler (``pip install
+    'stam-toolkit[cluster]'``; start one with ``dask scheduler`` and workers with ``dask worker
+    tcp://HOST:PORT``) through :class:`distributed.Client`; results are gathered as they complete
+    and each is stored as it arrives, so an interrupted run keeps the finished ones.  The workers
+    only compute: they return the result to the client, which writes the store, so a remote
+    cluster needs no shared disk.  They do need this toolkit installed (the same version), since
+    ``fn`` is sent to them by reference.  ``workers`` counts local processes only: with a scheduler
+    the cluster's workers run the jobs, and giving both is a usage error.
+
+``fn`` must be a module-level function (picklable, and importable on the workers under the same
+module name, e.g. ``stam.dnn.tune.train_one``), taking the spec and returning a JSON-able dict.
+
+Failures
+    A job whose ``fn`` raises an exception (or returns something that is not a JSON-able dict, or
+    whose worker dies) gets ``{"error": "<ExceptionType>: <first line of the message>"}`` in the
+    returned list; nothing is stored for it, so a resumed run tries it again; the other jobs run
+    on, and the caller decides what a failed job means.  Ctrl-C (:class:`KeyboardInterrupt`)
+    propagates at once (on a cluster the outstanding jobs are cancelled first); every result that
+    finished before it is already on disk.
+
+Usage errors (:class:`stam.errors.UsageError`, one line, raised before any job runs): a store
+that is a file, cannot be created or is not writable; a store entry ``<key>.json`` that is a
+folder; ``workers < 1``; a malformed scheduler address; ``distributed`` not installed; a scheduler
+that cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds.  A spec that is not a dict of
+JSON-able values is a programming error (:class:`TypeError`).  Duplicate specs are run once and
+their result is returned for each.
+
+This module imports neither torch nor dask when it is imported; joblib, tqdm and distributed are
+imported when a run needs them.  :func:`add_scheduler_args` adds the two flags that every command
+running jobs shares (``--scheduler ADDRESS``, ``--workers N``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from stam.errors import UsageError, positive_int
+from stam.io import _default, atomic_write_text, bar_disable, dumps, provenance
+
+#: ``"kind"`` of a job's result file.
+KIND = "job-result"
+#: Seconds to wait for the Dask scheduler to accept the connection before giving up.
+CONNECT_TIMEOUT_S = 8.0
+#: Hex digits of the SHA-256 of a spec's canonical JSON kept in its key (96 bits).
+KEY_DIGITS = 24
+
+_INSTALL_HINT = "install the 'cluster' extra: pip install 'stam-toolkit[cluster]'"
+# tcp://HOST:PORT or HOST:PORT; HOST a name, an IPv4 address or a bracketed IPv6 address.
+_ADDRESS = re.compile(r"^(?:tcp://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
+
+
+def canonical_json(spec: Any) -> str:
+    """The one text of ``spec`` that its key hashes and that resuming compares: JSON with sorted
+    keys and no spaces (numpy scalars and arrays as numbers and lists, paths as strings)."""
+    try:
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"), default=_default, allow_nan=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a job spec must be JSON-able: {exc}") from None
+
+
+def spec_key(spec: dict) -> str:
+    """A spec's stable key, the stem of its result file: the first :data:`KEY_DIGITS` hex digits
+    of the SHA-256 of :func:`canonical_json`."""
+    return _hash(canonical_json(spec))
+
+
+def _hash(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:KEY_DIGITS]
+
+
+def scheduler_address(text: str) -> str:
+    """``text`` as a Dask scheduler address ``tcp://HOST:PORT`` (``HOST:PORT`` is completed with
+    ``tcp://``); a :class:`UsageError` naming it otherwise."""
+    match = _ADDRESS.match(text.strip()) if isinstance(text, str) else None
+    if match is None or not 1 <= int(match["port"]) <= 65535:
+        raise UsageError(f"--scheduler {text!r} is not a Dask scheduler address; give tcp://HOST:PORT "
+                         "(e.g. tcp://127.0.0.1:8786), or leave out --scheduler to run here")
+    return f"tcp://{match['host']}:{int(match['port'])}"
+
+
+def _scheduler_type(text: str) -> str:
+    try:
+        return scheduler_address(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--scheduler ")) from None
+
+
+def add_scheduler_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``--scheduler ADDRESS`` and ``--workers N`` (the arguments of :func:`run_jobs` of the
+    same names) to ``parser``, for every command that runs jobs."""
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=_scheduler_type, default=None,
+                        help="Dask distributed scheduler, e.g. tcp://127.0.0.1:8786; default: run here "
+                             "(needs the 'cluster' extra; the results are stored here, workers need no shared disk)")
+    parser.add_argument("--workers", metavar="N", type=positive_int, default=1,
+                        help="local processes (default 1); not with --scheduler")
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _execute(fn: Callable[[dict], dict], spec: dict) -> tuple[str, Any, float, dict | None]:
+    """One job, where it runs (this process, a local worker process or a Dask worker):
+    ``("ok", result, seconds, provenance)`` or ``("error", "<Type>: <line>", seconds, None)``."""
+    start = time.perf_counter()
+    try:
+        result = fn(spec)
+    except Exception as exc:  # noqa: BLE001 - recorded for this job, the others run on
+        return "error", _one_line(exc), time.perf_counter() - start, None
+    return "ok", result, time.perf_counter() - start, provenance()
+
+
+def _store_record(path: Path, spec: dict, outcome: tuple) -> dict:
+    """Write a finished job's file (in the calling process) and return the result as it reads back
+    from it, or ``{"error": ...}`` (nothing written) for a failed job."""
+    status, payload, seconds, prov = outcome
+    if status != "ok":
+        return {"error": payload}
+    if not isinstance(payload, dict):
+        return {"error": f"TypeError: the job returned {type(payload).__name__}, not a dict"}
+    record = {"kind": KIND, "spec": spec, "result": payload, "seconds": seconds, "provenance": prov}
+    try:
+        text = dumps(record)
+    except (TypeError, ValueError) as exc:
+        return {"error": f"TypeError: the job's result is not JSON-able ({exc})"}
+    atomic_write_text(path, text + "\n")
+    return json.loads(text)["result"]
+
+
+def _load(path: Path, canonical: str) -> dict | None:
+    """The stored result of the spec whose canonical JSON is ``canonical``, or None when ``path``
+    is absent, unreadable, not JSON, of another kind or for another spec (then it is run again)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        ok = (isinstance(record, dict) and record.get("kind") == KIND and isinstance(record.get("result"), dict)
+              and "spec" in record and canonical_json(record["spec"]) == canonical)
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None
+    return record["result"] if ok else None
+
+
+def _check_store(store: Path) -> None:
+    """A usage error now, before any job runs and without writing anything, unless ``store`` is a
+    writable folder or can be created as one (its nearest existing ancestor is a writable folder).
+    Writable means a file can be created there (a probe, removed at once): permission bits alone
+    do not say it for root or on a read-only file system."""
+    if store.exists() and not store.is_dir():
+        raise UsageError(f"the job store {store} is a file; give a folder")
+    where = store
+    while not where.exists():  # the folder that the store's first new folder is created in
+        where = where.parent
+    if not where.is_dir():
+        raise UsageError(f"the job store {store} cannot be created: {where} is a file; give a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stam-write-test.", dir=where)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"the job store {store} cannot be written ({where}: {exc.strerror or exc}); "
+                         "give a folder you can write to") from None
+
+
+def _distributed():
+    """The module :mod:`distributed`, or a :class:`UsageError` saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"--scheduler needs dask.distributed, which is not installed; {_INSTALL_HINT}") from None
+    return distributed
+
+
+def _connect(address: str):
+    """A :class:`distributed.Client` on ``address``, or a :class:`UsageError` saying why not."""
+    distributed = _distributed()
+    try:
+        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError, ValueError, RuntimeError) as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({_one_line(exc)}); "
+                         "start one with `dask scheduler` or leave out --scheduler") from None
+
+
+def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *, scheduler: str | None = None,
+             workers: int = 1, progress: bool = True, desc: str = "jobs") -> list[dict]:
+    """Run ``fn(spec) -> dict`` (JSON-able) for every spec; the results in the order of ``specs``.
+
+    ``fn`` must be a module-level function (picklable; importable on the workers).  Each result is
+    stored as ``STORE/<key>.json`` (:func:`spec_key`) by this process as soon as it arrives; a spec
+    whose valid result file exists is not run again.  ``scheduler=None`` runs here
+    (``workers=1``: in this process, in order; ``workers>1``: that many joblib processes);
+    ``scheduler="tcp://HOST:PORT"`` submits the jobs to that Dask distributed scheduler.  A job
+    that raises gives ``{"error": "<Type>: <line>"}`` (not stored).  See the module docstring.
+    """
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise UsageError(f"--workers {workers!r}: give an integer >= 1 (local processes)")
+    address = None
+    if scheduler is not None:
+        address = scheduler_address(scheduler)
+        if workers != 1:
+            raise UsageError(f"--workers {workers} counts local processes; with --scheduler {address} the "
+                             "cluster's workers run the jobs (leave out --workers)")
+        _distributed()  # installed? checked before any job runs
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise TypeError(f"job spec {i} is a {type(spec).__name__}, not a dict")
+    store = Path(store)
+    _check_store(store)
+
+    canon = [canonical_json(spec) for spec in specs]
+    keys = [_hash(c) for c in canon]
+    unique: dict[str, int] = {}  # key -> index of its first spec
+    for i, key in enumerate(keys):
+        unique.setdefault(key, i)
+    results: dict[str, dict] = {}
+    todo: list[str] = []
+    for key, i in unique.items():
+        path = store / f"{key}.json"
+        if path.exists() and not path.is_file():
+            raise UsageError(f"the job store entry {path} is not a file; remove it")
+        stored = _load(path, canon[i]) if path.exists() else None
+        if stored is None:
+            todo.append(key)
+        else:
+            results[key] = stored
+
+    client = _connect(address) if address is not None and todo else None  # reachable? before any job runs
+    try:
+        if todo:
+            store.mkdir(parents=True, exist_ok=True)
+        _run_todo(fn, specs, unique, todo, store, results, client, workers, progress, desc)
+    finally:
+        if client is not None:
+            client.close()
+    return [results[key] for key in keys]
+
+
+def _run_todo(fn, specs, unique, todo, store, results, client, workers, progress, desc) -> None:
+    """Run the jobs ``todo`` (keys; ``unique[key]`` indexes the spec) here or through ``client``,
+    storing each result as it arrives and putting it into ``results``."""
+    from tqdm import tqdm
+
+    with tqdm(total=len(unique), initial=len(results), desc=desc, unit="job", file=sys.stderr,
+              disable=bar_disable(progress)) as bar:
+        def finish(key: str, outcome: tuple) -> None:
+            results[key] = _store_record(store / f"{key}.json", specs[unique[key]], outcome)
+            bar.update(1)
+
+        if not todo:
+            return
+        if client is not None:
+            _run_dask(fn, client, [(key, specs[unique[key]]) for key in todo], finish)
+        elif workers == 1 or len(todo) == 1:
+            for key in todo:
+                finish(key, _execute(fn, specs[unique[key]]))
+        else:
+            from joblib import Parallel, delayed
+
+            runner = Parallel(n_jobs=min(workers, len(todo)), return_as="generator_unordered")
+            for key, outcome in runner(delayed(_keyed)(key, fn, specs[unique[key]]) for key in todo):
+                finish(key, outcome)
+
+
+def _keyed(key: str, fn: Callable[[dict], dict], spec: dict) -> tuple[str, tuple]:
+    return key, _execute(fn, spec)
+
+
+def _run_dask(fn, client, jobs: list[tuple[str, dict]], finish: Callable[[str, tuple], None]) -> None:
+    """Submit ``jobs`` through ``client``; ``finish`` each as it completes; on the way out (also on
+    Ctrl-C) cancel what has not finished, so the cluster does not compute for nobody."""
+    distributed = _distributed()
+    futures: dict = {}
+    try:
+        token = uuid.uuid4().hex[:8]  # task keys unique to this run (another fn may share a spec)
+        name = getattr(fn, "__name__", "job")
+        for key, spec in jobs:
+            futures[client.submit(_execute, fn, spec, key=f"stam-{name}-{key}-{token}", pure=False)] = key
+        for future in distributed.as_completed(list(futures), loop=client.loop):
+            key = futures[future]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # noqa: BLE001 - a worker died, fn could not be unpickled there, ...
+                outcome = ("error", _one_line(exc), 0.0, None)
+            finish(key, outcome)
+    finally:
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            client.cancel(pending)
