@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from stam.errors import positive_int
+from stam.errors import positive_int, seed_int
 
 MODELS = ("vgg11", "vgg16", "resnet18", "cnn", "mlp")
 DATASETS = ("cifar10", "cifar100", "digits")
@@ -79,6 +79,80 @@ def register(subparsers) -> None:
     t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
     t.add_argument("--time", action="store_true", help="add the mean wall time per run")
     t.set_defaults(func=_table)
+
+    from stam.jobs import add_scheduler_args
+
+    u = subparsers.add_parser(
+        "tune",
+        help="equal-budget tuning of STAM, BC, BR, PSGD and float on digits, numbers from fresh seeds",
+        description="Every algorithm gets the same number of quasi-random (Sobol) trials over its declared search space "
+        "(presets.json: search_spaces); the best trial is chosen on validation accuracy with binary weights, then re-run "
+        "on fresh seeds; prints the table (mean +- std, 95%% interval of test accuracy), with the paper's settings as "
+        "labelled rows. Writes OUT/tune-digits.json and .md; finished jobs are kept in OUT/jobs, so running the same "
+        "command again resumes.",
+    )
+    u.add_argument("--algos", type=_algos, default=ALGOS, metavar="A,B,...", help=f"default: {','.join(ALGOS)}")
+    u.add_argument("--trials", type=positive_int, default=16, help="trials per algorithm, the same for each (default 16)")
+    u.add_argument("--seeds", type=positive_int, default=5, help="fresh seeds for the final numbers (default 5, at least 2)")
+    u.add_argument("--epochs", type=positive_int, default=60, help="epochs of every run (default 60)")
+    u.add_argument("--batch-size", type=positive_int, default=32)
+    u.add_argument("--val-fraction", type=_fraction, default=0.1, help="validation share of the training set (default 0.1)")
+    u.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0)")
+    u.add_argument("--tune-seed", type=seed_int, default=0, help="seed of the Sobol points and of the trials' training (default 0)")
+    u.add_argument("--space-file", metavar="JSON", help="search spaces to use instead of presets.json's, e.g. "
+                   '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
+    u.add_argument("--no-paper", action="store_true", help="leave out the paper-settings rows")
+    u.add_argument("--out", default="tune-digits", help="output folder (default tune-digits)")
+    u.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_scheduler_args(u)
+    u.set_defaults(func=_tune)
+
+
+def _algos(text: str) -> tuple:
+    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    bad = [p for p in parts if p not in ALGOS]
+    if bad or not parts:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(ALGOS)} (comma-separated)")
+    return parts
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be a number in (0, 1)")
+    return value
+
+
+def _tune(args) -> int:
+    import json
+    from pathlib import Path
+
+    from stam.errors import UsageError
+    from stam.io import check_out_dir
+
+    spaces = None
+    if args.space_file:
+        try:
+            spaces = json.loads(Path(args.space_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"--space-file {args.space_file}: not a readable JSON file ({type(exc).__name__})") from None
+        if not isinstance(spaces, dict):
+            raise UsageError(f"--space-file {args.space_file}: expected an object algorithm -> search space")
+    check_out_dir(Path(args.out), "--out")
+    from stam.dnn import tune
+
+    tune.plan(args.algos, args.trials, args.seeds, args.epochs, args.batch_size, args.val_fraction, args.split_seed,
+              args.tune_seed, not args.no_paper, 16, spaces)  # every usage error before any work
+    result = tune.tune(args.algos, args.out, trials=args.trials, seeds=args.seeds, epochs=args.epochs,
+                       batch_size=args.batch_size, val_fraction=args.val_fraction, split_seed=args.split_seed,
+                       tune_seed=args.tune_seed, paper=not args.no_paper, scheduler=args.scheduler, workers=args.workers,
+                       progress=not args.no_progress, spaces=spaces)
+    print(tune.format_table(result))
+    print(f"Results: {Path(args.out) / 'tune-digits.json'}")
+    return 0
 
 
 def _train(args) -> int:

@@ -297,6 +297,28 @@ def load_digits(device="cpu") -> ImageData:
     return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False)
 
 
+def split_validation(data: ImageData, fraction: float, seed: int = 0) -> ImageData:
+    """A stratified validation split carved out of the training set: each class gives
+    ``max(1, round(fraction * count))`` of its images (seeded by ``seed``); returns a copy whose
+    ``train_x/train_y`` are the rest and ``val_x/val_y`` the held-out images."""
+    import dataclasses
+
+    gen = torch.Generator().manual_seed(seed)
+    labels = data.train_y.cpu()
+    val_idx = []
+    for c in torch.unique(labels).tolist():
+        idx = (labels == c).nonzero().flatten()
+        k = max(1, round(fraction * len(idx)))
+        val_idx.append(idx[torch.randperm(len(idx), generator=gen)[:k]])
+    val = torch.sort(torch.cat(val_idx)).values
+    keep = torch.ones(len(labels), dtype=torch.bool)
+    keep[val] = False
+    dev = data.train_x.device
+    out = dataclasses.replace(data, train_x=data.train_x[keep.to(dev)], train_y=data.train_y[keep.to(dev)])
+    out.val_x, out.val_y = data.train_x[val.to(dev)], data.train_y[val.to(dev)]
+    return out
+
+
 def load(name: str, data_dir: str | Path = "data", download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
     """The data set ``name`` (one of :data:`DATASET_NAMES`) on ``device``."""
     if name == "digits":

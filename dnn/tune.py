@@ -31,6 +31,7 @@ import math
 import warnings
 from pathlib import Path
 
+from stam.dnn.sweep import run_job, score_key
 from stam.errors import UsageError
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -83,48 +84,6 @@ def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None) 
             trial[key] = [{"from": 1, "value": value, "decay": decay}] if decay else value
         trials.append(trial)
     return trials
-
-
-def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
-    """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
-    digits) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
-    from stam.dnn import presets
-
-    return presets.resolve(preset, algo, "digits", overrides or {}, "auto", epochs)
-
-
-def score_key(algo: str) -> str:
-    """What selects a trial or an epoch: binary validation accuracy (float for the float baseline)."""
-    return "val_acc_float" if algo == "float" else "val_acc_binary"
-
-
-def run_job(spec: dict) -> dict:
-    """One job (module-level, so a Dask worker can run it): train the configurations of ``spec``
-    as one batched computation and return, per configuration, its validation-selected epoch and
-    accuracies (and the test accuracy at that epoch when ``spec["test"]``)."""
-    import torch
-
-    from stam.dnn import batched
-
-    torch.set_num_threads(spec.get("threads", 1))
-    task = batched.digits_task(spec["val_fraction"], spec["split_seed"])
-    configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset")), seed)
-               for ov, seed in zip(spec["overrides"], spec["seeds"])]
-    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"])
-    key = score_key(spec["algo"])
-    out = []
-    for res in results:
-        best = batched.select_epoch(res["log"], key)
-        last = res["log"][-1] if res["log"] else None
-        row = {"diverged_epoch": res["diverged_epoch"], "selected_epoch": best and best["epoch"],
-               "score": best and best[key], "seconds": res["seconds"],
-               "val_curve": [r.get(key) for r in res["log"]],
-               "sign_ever": last and last["sign_ever"]}
-        if spec["test"]:
-            row["test_acc"] = best and best[key.replace("val", "test")]
-            row["test_acc_final"] = last and last[key.replace("val", "test")]
-        out.append(row)
-    return {"rows": out}
 
 
 # --------------------------------------------------------------------------- the protocol
@@ -276,5 +235,5 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["search_space", "sample_trials", "resolve", "run_job", "score_key", "FINAL_SEED0", "tune", "plan",
+__all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan",
            "summarise", "format_table"]
