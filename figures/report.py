@@ -10,15 +10,17 @@ Every section is always present; a section without results says what would fill 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from stam.errors import UsageError
 from stam.figures.cli import PLOT_KINDS
 from stam.figures.results import Result, ResultSet, load_results
-from stam.io import atomic_write_bytes, atomic_write_text
+from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, slug
 
 #: (id, heading) of every section of the page, in order.
 SECTIONS = (
@@ -67,10 +69,26 @@ class Section:
         return f'<section id="{self.id}">\n<h2>{html.escape(self.heading)}</h2>\n{body}\n</section>'
 
 
+def href(link: str) -> str:
+    """An ``href`` value for a relative link inside the output folder: URL-quoted and
+    HTML-escaped (the links are built from slugs already; this is the second fence)."""
+    return html.escape(urllib.parse.quote(link, safe="/"), quote=True)
+
+
+def _plain(results: ResultSet) -> ResultSet:
+    """The results as figures draw them: every string from the files as plain text, never
+    matplotlib mathtext (:func:`stam.figures.style.plain_text`), so that a run labelled
+    ``$\\notacommand{$`` is drawn as typed instead of crashing the renderer."""
+    from stam.figures.style import plain_text
+
+    return ResultSet({k: [dataclasses.replace(r, data=plain_text(r.data)) for r in v] for k, v in results.by_kind.items()})
+
+
 def make_figure(kind: str, results: ResultSet, nc=None):
     """The matplotlib figure ``kind`` (one of :data:`PLOT_KINDS`) for ``results``.
 
     Raises ValueError when the results hold nothing to draw for this kind."""
+    results = _plain(results)
     if kind == "rates":
         from stam.figures.rates import plot_rates
 
@@ -114,13 +132,9 @@ class _Page:
         if key not in self.data_links:
             links = []
             prefix = result.path.name if result.kind == "train-run" else ""
-            for f in result.files:
-                name = f"{prefix}-{f.name}" if prefix else f.name
-                base, n = name, 2
-                while name in self._used:
-                    name = f"{Path(base).stem}-{n}{Path(base).suffix}"
-                    n += 1
-                self._used.add(name)
+            for f in result.files:  # data/<slug>.<suffix>: a name made safe, unique in data/
+                stem = f"{prefix}-{f.stem}" if prefix else f.stem
+                name = slug(stem, self._used, ext=f.suffix or "json")
                 dest = self.out / "data" / name
                 if f.resolve() != dest.resolve():
                     atomic_write_bytes(dest, f.read_bytes())
@@ -134,24 +148,23 @@ class _Page:
         png, pdf = save_figure(fig, self.out / "figures" / name)
         fig.clf()
         b64 = base64.b64encode(png.read_bytes()).decode("ascii")
-        links = [f'<a href="figures/{pdf.name}">PDF</a>', f'<a href="figures/{png.name}">PNG</a>']
+        links = [f'<a href="{href("figures/" + pdf.name)}">PDF</a>', f'<a href="{href("figures/" + png.name)}">PNG</a>']
         for r in sources:
-            links += [f'<a href="{link}">{html.escape(Path(link).name)}</a>' for link in self.copy_data(r)]
+            links += [f'<a href="{href(link)}">{html.escape(Path(link).name)}</a>' for link in self.copy_data(r)]
         files = " \u00b7 ".join(links)
-        return (f'<figure id="fig-{name}"><a href="figures/{pdf.name}"><img alt="{html.escape(caption)}" '
+        return (f'<figure id="fig-{html.escape(name, quote=True)}"><a href="{href("figures/" + pdf.name)}">'
+                f'<img alt="{html.escape(caption, quote=True)}" '
                 f'src="data:image/png;base64,{b64}"></a><figcaption>{html.escape(caption)} '
                 f'<span class="small">Data and files: {files}</span></figcaption></figure>')
 
     def table(self, name: str, table) -> str:
-        base, n = name, 2
-        while name in self._tables:  # two results of one problem: rates-binary, rates-binary-2
-            name = f"{base}-{n}"
-            n += 1
-        self._tables.add(name)
+        """``name`` may hold a field of a result file (its problem, data set): the file names are
+        its slug, unique in tables/ (two results of one problem: rates-binary, rates-binary-2)."""
+        name = slug(name, self._tables)
         md = atomic_write_text(self.out / "tables" / f"{name}.md", table.to_markdown())
         tex = atomic_write_text(self.out / "tables" / f"{name}.tex", table.to_latex())
-        return (table.to_html() + f'<p class="small">As <a href="tables/{md.name}">Markdown</a> \u00b7 '
-                f'<a href="tables/{tex.name}">LaTeX</a></p>')
+        return (table.to_html() + f'<p class="small">As <a href="{href("tables/" + md.name)}">Markdown</a> \u00b7 '
+                f'<a href="{href("tables/" + tex.name)}">LaTeX</a></p>')
 
 
 def _versions(prov: dict) -> str:
@@ -183,7 +196,7 @@ def _header(page: _Page, results: ResultSet) -> str:
     rows = []
     for r in results.all():
         prov = r.provenance
-        links = " ".join(f'<a href="{link}">{html.escape(Path(link).name)}</a>' for link in page.copy_data(r))
+        links = " ".join(f'<a href="{href(link)}">{html.escape(Path(link).name)}</a>' for link in page.copy_data(r))
         cells = [html.escape(c) for c in (r.name, r.kind, prov.get("created", "\u2013"), _versions(prov), _params(r))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{links}</td></tr>")
     if not rows:
@@ -209,7 +222,10 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path."""
     from stam.figures import tables as T
 
-    out_dir = Path(out_dir)
+    out_dir = check_out_dir(out_dir, "-o")
+    for sub in ("figures", "tables", "data"):
+        check_out_dir(out_dir / sub, "-o")
+    check_out_file(out_dir / "report.html", "-o")
     results = load_results(paths)
     page = _Page(out_dir)
     sec = {sid: Section(sid, heading) for sid, heading in SECTIONS}
@@ -282,11 +298,16 @@ def plot_one(kind: str, paths, out, nc=None) -> tuple[Path, Path]:
     from stam.figures.style import save_figure
 
     out = Path(out)
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a folder; give a file name FILE.png (FILE.pdf is written beside it)")
     if out.suffix.lower() not in (".png", ".pdf", ""):
         raise UsageError(f"-o {out}: the figure is written as PNG and PDF; give a name ending in .png or .pdf")
+    stem = out.with_suffix("") if out.suffix else out
+    for ext in (".png", ".pdf"):
+        check_out_file(stem.with_name(stem.name + ext), "-o")
     results = load_results(paths)
     try:
         fig = make_figure(kind, results, nc)
     except ValueError as exc:
         raise UsageError(f"cannot draw {kind!r} from {', '.join(map(str, paths)) or 'no results'}: {exc}") from None
-    return save_figure(fig, out.with_suffix("") if out.suffix else out)
+    return save_figure(fig, stem)

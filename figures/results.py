@@ -82,19 +82,170 @@ class ResultSet:
         self.by_kind[result.kind].append(result)
 
 
-def _read_json(path: Path):
+# -- what each kind of file must hold ------------------------------------------------------------
+#
+# ONE declarative schema per kind of file this module reads, written from what its producer writes
+# (synthetic/rates.py, synthetic/baselines.py, theory/pep.py, theory/audit.py, theory/numeric.py,
+# dnn/train.py): the keys that must be there and the type of every key that is read.  A file that
+# breaks it is a one-line usage error naming the file and the field, never a traceback or an empty
+# table.  Keys not listed are carried along unread.
+
+NUM = ("number",)  # int or float (not bool); nan and inf allowed (the writers use them)
+NUM_OR_NULL = ("number", "null")
+INT = ("integer",)
+INT_OR_NULL = ("integer", "null")
+STR = ("string",)
+STR_OR_NULL = ("string", "null")
+BOOL = ("boolean",)
+BOOL_OR_NULL = ("boolean", "null")
+DICT = ("object",)
+DICT_OR_NULL = ("object", "null")
+LIST = ("list",)
+ANY = ("any",)
+
+_IS = {
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+    "any": lambda v: True,
+}
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+               float: "a number", type(None): "null"}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """``required`` and ``optional`` keys with their allowed types; ``each`` maps a list-valued key
+    to the schema of each of its elements (rows); ``inner`` maps an object-valued key to its own
+    schema."""
+
+    required: dict = field(default_factory=dict)
+    optional: dict = field(default_factory=dict)
+    each: dict = field(default_factory=dict)
+    inner: dict = field(default_factory=dict)
+
+
+PROVENANCE = Schema(optional={"created": STR, "host": STR, "machine": STR, "versions": DICT})
+RATES_ROW = Schema(
+    required={"T": INT, "S_min_mean": NUM_OR_NULL},
+    optional={"gamma": NUM, "beta": NUM, "admissible": BOOL, "S_min_std": NUM_OR_NULL, "S_min_lo": NUM_OR_NULL,
+              "S_min_hi": NUM_OR_NULL, "S_min_se": NUM_OR_NULL, "bound": NUM_OR_NULL, "ratio": NUM_OR_NULL,
+              "t_star": INT_OR_NULL, "S_0_mean": NUM_OR_NULL, "S_final_mean": NUM_OR_NULL, "nonfinite": INT_OR_NULL},
+)
+PEP_ROW = Schema(required={"T": INT},
+                 optional={"worst_case": NUM_OR_NULL, "bound": NUM_OR_NULL, "ratio": NUM_OR_NULL, "status": STR})
+RATES_PARAMS = Schema(optional={"R": INT, "seeds": ANY, "preset": STR_OR_NULL, "lam": NUM_OR_NULL,
+                                "gamma_rule": STR_OR_NULL, "beta_rule": STR_OR_NULL, "problem": STR})
+COMPARE_ROW = Schema(required={"method": STR},
+                     optional={"iterations": INT_OR_NULL, "grad_evals": NUM_OR_NULL, "final_S": NUM_OR_NULL,
+                               "objective": NUM_OR_NULL, "quantised_objective": NUM_OR_NULL, "wall_time": NUM_OR_NULL})
+FINDING = Schema(required={"label": STR, "verdict": STR},
+                 optional={"printed": STR_OR_NULL, "derived": STR_OR_NULL, "counterexample": DICT_OR_NULL, "note": STR})
+RUN_KEYS = {"kind": STR, "status": STR, "model": STR, "model_name": STR_OR_NULL, "dataset": STR, "algo": STR,
+            "preset": STR_OR_NULL, "label": STR_OR_NULL, "seed": INT_OR_NULL, "epochs": INT_OR_NULL,
+            "epochs_planned": INT_OR_NULL, "seconds": NUM_OR_NULL, "best_test_acc_binary": NUM_OR_NULL,
+            "best_test_acc_float": NUM_OR_NULL, "best_epoch_binary": INT_OR_NULL, "best_epoch_float": INT_OR_NULL,
+            "final_test_acc_binary": NUM_OR_NULL, "final_test_acc_float": NUM_OR_NULL, "provenance": DICT_OR_NULL}
+
+SCHEMAS = {
+    "synthetic-rates": Schema(
+        required={"rows": LIST},
+        optional={"kind": STR, "problem": STR, "params": DICT, "constants": DICT, "slope": NUM_OR_NULL,
+                  "bound_slope": NUM_OR_NULL, "slope_tail": NUM_OR_NULL, "bound_slope_tail": NUM_OR_NULL,
+                  "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL},
+        each={"rows": RATES_ROW},
+        inner={"params": RATES_PARAMS, "provenance": PROVENANCE,
+               "pep": Schema(required={"rows": LIST}, optional={"kind": STR}, each={"rows": PEP_ROW})},
+    ),
+    "synthetic-compare": Schema(required={"rows": LIST},
+                                optional={"kind": STR, "problem": STR, "params": DICT, "provenance": DICT_OR_NULL},
+                                each={"rows": COMPARE_ROW}, inner={"provenance": PROVENANCE}),
+    "pep-sweep": Schema(required={"rows": LIST, "lam": NUM, "gamma": NUM, "beta": NUM},
+                        optional={"kind": STR, "L1": NUM, "free_start": BOOL, "admissible": BOOL,
+                                  "provenance": DICT_OR_NULL},
+                        each={"rows": PEP_ROW}, inner={"provenance": PROVENANCE}),
+    # `stam paper-check --out FILE` ({kind, provenance, items}); the list `--json` prints is checked
+    # element by element against FINDING
+    "paper-check": Schema(optional={"kind": STR, "items": LIST, "findings": LIST, "provenance": DICT_OR_NULL},
+                          each={"items": FINDING, "findings": FINDING}, inner={"provenance": PROVENANCE}),
+    # `stam stepsize --json`: numeric.recommend's object
+    "stepsize": Schema(required={"gamma_max": NUM_OR_NULL, "beta_min": NUM_OR_NULL, "binding": STR},
+                       optional={"kind": STR, "gamma": NUM_OR_NULL, "K1": NUM_OR_NULL, "K2": NUM_OR_NULL,
+                                 "K3": NUM_OR_NULL, "M": NUM_OR_NULL, "L": NUM_OR_NULL, "T_min": NUM_OR_NULL,
+                                 "provenance": DICT_OR_NULL},
+                       inner={"provenance": PROVENANCE}),
+    # the three files of a `stam train --out DIR` folder
+    "summary.json": Schema(required={"model": STR}, optional=RUN_KEYS, inner={"provenance": PROVENANCE}),
+    "config.json": Schema(optional=dict(RUN_KEYS, epochs=INT), inner={"provenance": PROVENANCE}),
+    "log.jsonl": Schema(optional={"epoch": INT, "paper_epoch": NUM_OR_NULL, "train_loss": NUM_OR_NULL,
+                                  "train_acc": NUM_OR_NULL, "test_acc_binary": NUM_OR_NULL,
+                                  "test_acc_float": NUM_OR_NULL, "hyper": DICT_OR_NULL, "proxy_grad": NUM_OR_NULL,
+                                  "proxy_z": NUM_OR_NULL, "theorem": DICT_OR_NULL, "seconds": NUM_OR_NULL},
+                        inner={"hyper": Schema(optional={"gamma": NUM_OR_NULL, "lam": NUM_OR_NULL, "beta": NUM_OR_NULL}),
+                               "theorem": Schema(optional={"admissible": BOOL_OR_NULL})}),
+}
+
+
+def _json_type(value) -> str:
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def validate(obj, schema: Schema, path: Path, where: str = "") -> None:
+    """Check ``obj`` against ``schema``; a :class:`UsageError` naming the file ``path`` and the field
+    (``rows[3].T``) that is missing or of the wrong type."""
+    def fail(field_: str, message: str):
+        raise UsageError(f"{path}: {'field ' + field_ + ' ' if field_ else ''}{message} (not a file this toolkit wrote, "
+                         "or damaged)")
+
+    if not isinstance(obj, dict):
+        fail(where, f"must be an object, not {_json_type(obj)}")
+    for key in schema.required:
+        if key not in obj:
+            fail(f"{where}{key}", "is missing")
+    for key, types in {**schema.optional, **schema.required}.items():
+        if key in obj and not any(_IS[t](obj[key]) for t in types):
+            fail(f"{where}{key}", f"must be {' or '.join(types)}, not {_json_type(obj[key])}")
+    for key, inner in schema.inner.items():
+        if isinstance(obj.get(key), dict):
+            validate(obj[key], inner, path, f"{where}{key}.")
+    for key, each in schema.each.items():
+        if isinstance(obj.get(key), list):
+            for i, item in enumerate(obj[key]):
+                validate(item, each, path, f"{where}{key}[{i}].")
+
+
+def _read_text(path: Path) -> str:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); not a file this toolkit wrote") from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _parse(text: str, path: Path, line: int | None = None):
+    where = f"line {line}" if line is not None else ""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = where or f"line {exc.lineno}"
+        raise UsageError(f"{path}: not valid JSON ({exc.msg} at {at})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: {where + ': ' if where else ''}JSON nested too deeply to read") from None
+
+
+def _read_json(path: Path):
+    return _parse(_read_text(path), path)
 
 
 def read_jsonl(path: Path) -> list[dict]:
     """A JSON-lines file; a torn last line (a run still writing) is skipped."""
     rows = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _read_text(path).splitlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -104,6 +255,8 @@ def read_jsonl(path: Path) -> list[dict]:
             if i == len(lines) - 1:
                 break
             raise UsageError(f"{path}: line {i + 1} is not valid JSON") from None
+        except RecursionError:
+            raise UsageError(f"{path}: line {i + 1}: JSON nested too deeply to read") from None
     return rows
 
 
@@ -134,10 +287,17 @@ def load_run(path: Path) -> Result:
     for name, key in (("config.json", "config"), ("summary.json", "summary")):
         if (path / name).is_file():
             data[key] = _read_json(path / name)
+            validate(data[key], SCHEMAS[name], path / name)
             files.append(path / name)
     if (path / "log.jsonl").is_file():
         data["log"] = read_jsonl(path / "log.jsonl")
+        for i, row in enumerate(data["log"]):
+            validate(row, SCHEMAS["log.jsonl"], path / "log.jsonl", f"line {i + 1}: ")
         files.append(path / "log.jsonl")
+    if not files[-1:] or "model" not in data["summary"] and "model" not in data["config"]:
+        where = path / ("summary.json" if (path / "summary.json").is_file() else "config.json")
+        raise UsageError(f"{where}: field model is missing (a `stam train --out` folder names its model in "
+                         "config.json and summary.json)")
     summary = data["summary"]
     config = data["config"]
     for key in ("model", "dataset", "algo", "preset", "label"):  # a run still in progress has no summary yet
@@ -158,9 +318,16 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
             )
         return None
     meta = {}
+    if isinstance(obj, dict):
+        validate(obj, SCHEMAS[kind], path)
     if kind == "paper-check" and isinstance(obj, dict):  # `stam paper-check --out FILE`: {kind, provenance, items}
         meta = {"provenance": obj.get("provenance")}
         obj = obj.get("items", obj.get("findings"))
+        if obj is None:
+            raise UsageError(f"{path}: field items is missing (a paper-check result lists its findings there)")
+    if kind == "paper-check":
+        for i, finding in enumerate(obj):
+            validate(finding, FINDING, path, f"[{i}].")
     files = [path]
     csv = path.with_suffix(".csv")
     if kind == "synthetic-rates" and csv.is_file():

@@ -107,6 +107,23 @@ def run_label(algo: str, preset: str | None = None, label: str | None = None) ->
     return ALGO_NAMES.get(key, str(algo))
 
 
+def plain_text(obj, _depth: int = 0):
+    """``obj`` (a string, or lists and dicts of them, e.g. a parsed result file) with every ``$``
+    written ``\\$``: matplotlib then draws the text as typed instead of parsing it as mathtext
+    (``Text`` turns ``\\$`` back into ``$`` outside math), so a label from a file can neither
+    crash a figure (``$\\notacommand{$``) nor change how it looks.  Figures get their data
+    through this; text meant as math is written in the figure code itself."""
+    if isinstance(obj, str):
+        return obj.replace("$", r"\$")
+    if _depth > 16:  # figures draw nothing nested this deep; a hostile file could nest thousands
+        return obj
+    if isinstance(obj, dict):
+        return {k: plain_text(v, _depth + 1) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [plain_text(v, _depth + 1) for v in obj]
+    return obj
+
+
 def run_style(algo: str, label: str, stam_labels: list[str] | None = None) -> dict:
     """matplotlib keyword arguments (color, linestyle, marker, label) for one run.
 

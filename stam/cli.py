@@ -5,13 +5,17 @@ light module (``stam.theory.cli``, ...).  Registering imports nothing heavy: eve
 imports what it needs when it runs, so ``stam stepsize`` never imports torch.
 
 A user's mistake (:class:`stam.errors.UsageError`, or a bad flag) is printed as one line
-``stam: error: ...`` and exits with status 2; Ctrl-C exits with 130; neither shows a traceback.
+``stam: error: ...`` and exits with status 2; Ctrl-C exits with 130; output piped into a reader that
+stops early (``stam ... | head -1``) ends quietly with status 141 (128 + SIGPIPE, what a shell reports
+for a command ended by a closed pipe); an operating-system failure while reading or writing (a full
+disk, a file removed under it) is one line ``stam: error: ...`` with status 1.  None shows a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -62,7 +66,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stam: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+    except OSError as exc:  # not the user's mistake, but no traceback either
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"stam: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    try:  # a reader that went away after the last line is still a broken pipe
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     return int(result or 0)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null, so that the interpreter's final flush
+    raises nothing (the recipe of the Python docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -109,3 +109,106 @@ def provenance() -> dict:
         "machine": platform.machine(),
         "versions": versions,
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Output locations, checked before any work, and safe output names
+# --------------------------------------------------------------------------------------------
+
+
+def _usage(message: str):
+    from stam.errors import UsageError
+
+    return UsageError(message)
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (``.`` for a relative path whose parts are all new)."""
+    probe = path
+    while not os.path.lexists(probe):
+        parent = probe.parent
+        if parent == probe:
+            break
+        probe = parent
+    return probe
+
+
+def _writable_dir(folder: Path) -> bool:
+    """Whether a file can be created in the existing folder ``folder``: ``os.access`` and, since
+    root passes every ``os.access`` check (but not a read-only file system), a probe file created
+    and removed at once (nothing is left behind)."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stam-probe-", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
+
+
+def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """``path`` as an output folder, checked before any work is done: a one-line usage error
+    (:class:`stam.errors.UsageError`) if it is a file, lies under a file, or cannot be written
+    (checked on the nearest folder that exists).  Creates nothing."""
+    out = Path(path)
+    try:
+        if os.fspath(out) == "":
+            raise _usage(f"{flag} is empty; give a folder")
+        if out.exists() and not out.is_dir():
+            raise _usage(f"{flag} {out} is a file; give a folder")
+        base = _nearest_existing(out)
+        if not base.is_dir():
+            raise _usage(f"{flag} {out}: {base} is a file, so no folder can be made under it")
+        if not _writable_dir(base):
+            where = "" if base == out else f" ({base}, where it would be created)"
+            raise _usage(f"{flag} {out}: the folder is not writable{where}")
+    except (ValueError, OSError) as exc:  # a NUL byte, a name too long, a loop of links
+        raise _usage(f"{flag} {os.fspath(out)!r} is not a usable path ({exc})") from None
+    return out
+
+
+def check_out_file(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """``path`` as an output file, checked before any work is done: a one-line usage error if it
+    is a folder, or its folder cannot be made or written (:func:`check_out_dir`).  Creates nothing."""
+    out = Path(path)
+    try:
+        if os.fspath(out) == "" or out.name in ("", ".", ".."):
+            raise _usage(f"{flag} {os.fspath(out)!r} is not a file name")
+        if out.is_dir():
+            raise _usage(f"{flag} {out} is a folder; give a file name")
+    except (ValueError, OSError) as exc:
+        raise _usage(f"{flag} {os.fspath(out)!r} is not a usable path ({exc})") from None
+    check_out_dir(out.parent, flag=f"{flag} {out}: its folder")
+    return out
+
+
+#: the longest slug :func:`slug` makes (file names stay short on every file system)
+SLUG_MAX = 48
+
+
+def slug(text, used: set | None = None, default: str = "x", ext: str = "") -> str:
+    """A safe file-name part made from ``text`` (e.g. a field of a result file): lower-case
+    ``[a-z0-9-]`` only, no leading or trailing ``-``, at most :data:`SLUG_MAX` characters
+    (``default`` if nothing is left).  With ``used`` (a set of slugs already given out) a counter
+    makes it unique (``rates-binary``, ``rates-binary-2``) and it is added to ``used``.  ``ext``
+    (e.g. ``"csv"``, itself reduced to ``[a-z0-9]``) makes a file name ``<slug>.<ext>``, unique as a
+    whole (``rates-binary.json`` and ``rates-binary.csv`` may share their slug).  Output
+    names are built from slugs only, never from raw file contents, so nothing can name a path
+    outside the output folder."""
+    import re
+
+    base = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:SLUG_MAX].strip("-") or default
+    ext = re.sub(r"[^a-z0-9]+", "", str(ext).lower())[:8]
+    dot = f".{ext}" if ext else ""
+    if used is None:
+        return base + dot
+    name, n = base + dot, 2
+    while name in used:
+        tail = f"-{n}"
+        name = base[: SLUG_MAX - len(tail)].rstrip("-") + tail + dot
+        n += 1
+    used.add(name)
+    return name

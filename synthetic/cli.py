@@ -52,9 +52,9 @@ def register(subparsers) -> None:
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
     run.add_argument("--problem", required=True, choices=PROBLEM_NAMES)
     _instance_args(run, default_R=32)
-    run.add_argument("--T-min", type=positive_int, default=10, help="smallest horizon (default 10)")
-    run.add_argument("--T-max", type=positive_int, default=10240, help="largest horizon (default 10240)")
-    run.add_argument("--T-points", type=positive_int, default=11, help="horizons on the geometric grid (default 11)")
+    run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
+    run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")
+    run.add_argument("--T-points", type=positive_int, default=None, help="horizons on the geometric grid (default 11)")
     run.add_argument("--gamma", type=positive_float, help="explicit gamma (default: --gamma-fraction of gamma_max)")
     run.add_argument("--gamma-fraction", type=positive_float, default=0.5, help="gamma / gamma_max, in (0, 1) (default 0.5)")
     run.add_argument("--beta", type=positive_float, help="explicit beta for every T (default: Theorem conv-rate's rule)")
@@ -63,7 +63,7 @@ def register(subparsers) -> None:
                      help="Table para's (lambda, gamma, beta) as constants (not with --gamma, --beta or --lam); implies --allow-inadmissible")
     run.add_argument("--allow-inadmissible", action="store_true",
                      help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
-    run.add_argument("--quick", action="store_true", help="a few seconds: T up to 640, R = 8 (unless --R is given)")
+    run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
     run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
     run.set_defaults(func=_handler("run_command"))
 

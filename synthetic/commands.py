@@ -10,13 +10,17 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
-from stam.io import atomic_write_json, atomic_write_text, bar_disable, dumps, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
+#: the horizon grid of `synthetic run` without --quick (the flags default to None, so that --quick can
+#: tell a value the user gave from a default)
+RUN_DEFAULTS = dict(T_min=10, T_max=10240, T_points=11)
 
 
 def _setup(args):
@@ -33,13 +37,6 @@ def _setup(args):
     return device, getattr(torch, args.dtype)
 
 
-def _out_dir(path: str, flag: str = "--out") -> Path:
-    """``path`` as an output folder; a usage error now, not after the run, if it is a file."""
-    out = Path(path)
-    require(not out.exists() or out.is_dir(), f"{flag} {out} is a file; give a directory")
-    return out
-
-
 @contextlib.contextmanager
 def _user_limits(what: str):
     """Out of memory, or numbers beyond floating point, as one-line usage errors."""
@@ -47,7 +44,7 @@ def _user_limits(what: str):
 
     try:
         yield
-    except torch.OutOfMemoryError:
+    except (torch.OutOfMemoryError, MemoryError):
         raise UsageError(f"out of memory for {what}; lower --R or --n") from None
     except RuntimeError as exc:
         if "not enough memory" in str(exc) or "DefaultCPUAllocator" in str(exc):
@@ -58,12 +55,32 @@ def _user_limits(what: str):
                          "give a gamma and beta of ordinary size") from None
 
 
+def _memory_estimate(args) -> int:
+    """Bytes a synthetic instance and its runs take, roughly: the N x n data (and a working copy)
+    and about 16 vectors of length n per run (iterates, gradients, running sums), in float64."""
+    R = args.R if args.R is not None else args.default_R
+    return 8 * args.n * (2 * args.N + 16 * R + 16 * args.b)
+
+
+def _check_memory(args) -> None:
+    """Refuse, before allocating anything, an instance larger than half this machine's memory (it
+    would thrash or be killed); one line with the estimate and the limit."""
+    need = _memory_estimate(args)
+    try:
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):  # not on every platform
+        return
+    require(need <= limit, f"--n {args.n} --N {args.N} --R {args.R or args.default_R} needs about {need / 2**30:.3g} GiB, "
+            f"more than half this machine's memory ({limit / 2**30:.3g} GiB); lower --n, --N or --R")
+
+
 def _problem(args, **extra):
     from stam.synthetic.problems import make_problem
 
-    device, dtype = _setup(args)
     require(args.replacement or args.b <= args.N,
             f"--b {args.b} exceeds --N {args.N}: without replacement the batch must be at most N (or add --replacement)")
+    _check_memory(args)
+    device, dtype = _setup(args)
     try:
         return make_problem(args.problem, n=args.n, N=args.N, b=args.b, replacement=args.replacement, seed=args.seed,
                             device=device, dtype=dtype, **extra)
@@ -116,10 +133,21 @@ def run_command(args) -> int:
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
 
     if args.quick:
+        given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
+                 if getattr(args, key) is not None]
+        require(not given, f"--quick sets --T-min {QUICK['T_min']} --T-max {QUICK['T_max']} --T-points "
+                f"{QUICK['T_points']} (and --R {QUICK['R']} unless given); drop {', '.join(given)} or drop --quick")
         args.T_min, args.T_max, args.T_points = QUICK["T_min"], QUICK["T_max"], QUICK["T_points"]
-    R = args.R if args.R is not None else QUICK["R"] if args.quick else args.default_R
+        args.default_R = QUICK["R"]
+    else:
+        for key in ("T_min", "T_max", "T_points"):
+            if getattr(args, key) is None:
+                setattr(args, key, RUN_DEFAULTS[key])
+    R = args.R if args.R is not None else args.default_R
     require(args.T_min <= args.T_max, f"--T-min {args.T_min} exceeds --T-max {args.T_max}")
-    out = _out_dir(args.out)
+    out = check_out_dir(args.out)
+    for suffix in (".json", ".csv"):
+        check_out_file(out / f"rates-{args.problem}{suffix}")
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
     if args.preset:
@@ -133,7 +161,8 @@ def run_command(args) -> int:
         extra["lam"] = args.lam
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
-    problem = _problem(args, **extra)
+    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+        problem = _problem(args, **extra)
     T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
     try:
         with _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
@@ -154,9 +183,11 @@ def run_command(args) -> int:
 def compare_command(args) -> int:
     from stam.synthetic.baselines import compare, format_table
 
-    out = _out_dir(args.out)
+    out = check_out_dir(args.out)
+    check_out_file(out / f"compare-{args.problem}.json")
     R = args.R if args.R is not None else args.default_R
-    problem = _problem(args)
+    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+        problem = _problem(args)
     try:
         with _user_limits(f"--R {R} runs at n = {args.n}"):
             result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
@@ -241,7 +272,7 @@ def sweep_command(args) -> int:
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
-    _out_dir(args.out)
+    check_out_dir(args.out)
     jobs = sweep_jobs(problems, seeds, fractions, args.out, args.R, geometric_grid(10, args.T_max, args.T_points))
     todo = [j for j in jobs if not j[4]]
     print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk with these settings (skipped), "

@@ -75,9 +75,17 @@ class ThreeBlockProblem:
         return self.F.prox_F(v, gamma)
 
     def check_gamma(self, gamma: float) -> None:
-        """Raise ``ValueError`` if the x- or u-step is not a well-posed exact minimisation at gamma."""
+        """Raise ``ValueError`` if the x- or u-step is not a well-posed exact minimisation at gamma,
+        ``OverflowError`` if Lemma conv-lemma's ``K1, K2, K3`` at gamma are beyond floating point
+        (a gamma like 1e-300: the theory's side of every run would be inf or nan)."""
         self.H.check_gamma(gamma)
         self.F.check_gamma(gamma)
+        from stam.theory import numeric
+
+        c = self.theory_constants()
+        ks = [float(f(gamma, c)) for f in (numeric.K1, numeric.K2, numeric.K3)]
+        if not all(math.isfinite(k) for k in ks):
+            raise OverflowError(f"gamma = {float(gamma):g} gives K1, K2, K3 = {', '.join(f'{k:g}' for k in ks)}")
 
     # --- sampling -----------------------------------------------------------------------
     def stochastic_grad(self, y: Tensor, generator: torch.Generator | None = None) -> Tensor:

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 
 def _paper_check(args) -> int:
+    from stam.errors import require
+    from stam.io import check_out_file
+
+    require(not (args.json and args.brief), "--json and --brief are two formats of the same findings; give one")
+    if args.out is not None:
+        check_out_file(args.out, "--out")
     from stam.theory.audit import run
 
     return run(args)
@@ -27,7 +33,7 @@ def register(subparsers) -> None:
         "The toolkit computes with the corrected forms.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, counterexample}")
-    p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong)")
+    p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong); not with --json")
     p.add_argument("--as-printed", action="store_true",
                    help="also evaluate the printed forms on the counterexamples and show the numbers they give")
     p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance) to FILE")

@@ -18,6 +18,17 @@ import numpy as np
 
 from stam.theory import numeric_generated as g
 
+
+def _ieee(fn, *args):
+    """Call a generated formula in IEEE double arithmetic: arguments as float64 (a Python float
+    raises on ``1e308 ** 2`` and on ``x / 0``; an int beyond 2**63 is not a numpy number), and
+    overflow, division by zero and underflow give ``inf``/``0`` without a warning.  A result that is
+    ``nan`` where the formula is defined (``inf/inf``) is the caller's to refuse (``stam stepsize``
+    does)."""
+    with np.errstate(all="ignore"):
+        out = fn(*(np.asarray(a, dtype=float) for a in args))
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
 # --------------------------------------------------------------------------------------------
 # Constants of Assumption ass2 and of the ES inequality
 # --------------------------------------------------------------------------------------------
@@ -84,14 +95,14 @@ def es_gh(L1, L3, A0, B0, C0, gap=0.0) -> tuple:
     H^inf >= 0`` (0 when ``G`` and ``H`` attain their infima at a common point)."""
     for name, v in (("L1", L1), ("L3", L3), ("A0", A0), ("B0", B0), ("C0", C0), ("gap", gap)):
         _check_nonneg(name, v)
-    return g.es_gh_A(L1, L3, A0, B0), g.es_gh_C(L1, L3, A0, B0, C0, gap)
+    return _ieee(g.es_gh_A, L1, L3, A0, B0), _ieee(g.es_gh_C, L1, L3, A0, B0, C0, gap)
 
 
 def es_lemma(L1_i, Ev2_i, L3, delta_inf, as_printed: bool = False) -> tuple:
     """``(A, C)`` of Lemma es-lemma from the per-sample ``L_1^i`` and ``E[v_i^2]`` (arrays over i,
     reduced along the last axis) and ``Delta^inf``; corrected ``A = 2 max(max_i L_1^i E v_i^2, L3*)``."""
     m = np.max(np.asarray(L1_i, dtype=float) * np.asarray(Ev2_i, dtype=float), axis=-1)
-    a = g.es_lemma_A_printed(L3, m) if as_printed else g.es_lemma_A(L3, m)
+    a = _ieee(g.es_lemma_A_printed, L3, m) if as_printed else _ieee(g.es_lemma_A, L3, m)
     return a, 2 * a * delta_inf
 
 
@@ -99,7 +110,7 @@ def finite_sum(Lmax, N, b, L3, delta_inf, replacement: bool = False, as_printed:
     """``(A, C)`` of Lemma es-lemma for ``N`` samples of smoothness ``<= Lmax`` and minibatches of
     ``b``: b-nice sampling without replacement (``E v_i^2 = N/b``), or with replacement
     (``E v_i^2 = (N + b - 1)/b``)."""
-    ev2 = g.ev2_replacement(N, b) if replacement else g.ev2_nice(N, b)
+    ev2 = _ieee(g.ev2_replacement, N, b) if replacement else _ieee(g.ev2_nice, N, b)
     return es_lemma(np.asarray(Lmax)[..., None], np.asarray(ev2)[..., None], L3, delta_inf, as_printed)
 
 
@@ -110,22 +121,23 @@ def finite_sum(Lmax, N, b, L3, delta_inf, replacement: bool = False, as_printed:
 
 def K1(gamma, c: Constants):
     """``K_1`` of eq. (k1)."""
-    return g.K1(gamma, c.L2, c.l)
+    return _ieee(g.K1, gamma, c.L2, c.l)
 
 
 def K2(gamma, c: Constants):
     """``K_2`` of Lemma conv-lemma."""
-    return g.K2(gamma, c.L2)
+    return _ieee(g.K2, gamma, c.L2)
 
 
 def K3(gamma, c: Constants, as_printed: bool = False):
     """``K_3``; corrected ``(L4*)^2 (1 + 5 gamma) + 5 K1 (L4*)^2 / K2`` (eq. (eq39))."""
-    return (g.K3_printed if as_printed else g.K3)(gamma, c.L2, c.L4, c.l)
+    return _ieee(g.K3_printed if as_printed else g.K3, gamma, c.L2, c.L4, c.l)
 
 
 def M(gamma, c: Constants, as_printed: bool = False):
     """``M = 2 K_3`` (eq. (eq46))."""
-    return 2 * K3(gamma, c, as_printed)
+    with np.errstate(over="ignore"):
+        return 2 * K3(gamma, c, as_printed)
 
 
 def gamma_threshold(c: Constants, as_printed: bool = False):
@@ -133,14 +145,14 @@ def gamma_threshold(c: Constants, as_printed: bool = False):
     ``as_printed``, undefined (nan) at ``L2* = 0``)."""
     if as_printed:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return g.gamma_threshold_printed(np.asarray(c.L2, dtype=float), c.l)
-    return g.gamma_threshold(c.L2, c.l)
+            return _ieee(g.gamma_threshold_printed, np.asarray(c.L2, dtype=float), c.l)
+    return _ieee(g.gamma_threshold, c.L2, c.l)
 
 
 def gamma_max(c: Constants, as_printed: bool = False):
     """sup of gamma with ``K_1 > 0`` and ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``."""
-    s = np.asarray(c.L2, dtype=float) ** 2 + np.asarray(c.L5, dtype=float) ** 2
-    with np.errstate(divide="ignore"):
+    with np.errstate(over="ignore", divide="ignore"):
+        s = np.asarray(c.L2, dtype=float) ** 2 + np.asarray(c.L5, dtype=float) ** 2
         second = np.where(s > 0, 1 / np.sqrt(s), np.inf)
     out = np.minimum(gamma_threshold(c, as_printed), second)
     return float(out) if np.ndim(out) == 0 else out
@@ -148,12 +160,12 @@ def gamma_max(c: Constants, as_printed: bool = False):
 
 def second_condition(gamma, c: Constants):
     """``[(L2*)^2 + (L5*)^2] gamma^2`` (Theorem conv requires ``<= 1``)."""
-    return g.second_condition(gamma, c.L2, c.L5)
+    return _ieee(g.second_condition, gamma, c.L2, c.L5)
 
 
 def admissible_gamma(gamma, c: Constants):
     """Boolean: ``K_1 > 0`` and the second condition of Theorem conv."""
-    return (K1(gamma, c) > 0) & (g.second_condition(gamma, c.L2, c.L5) <= 1)
+    return (K1(gamma, c) > 0) & (_ieee(g.second_condition, gamma, c.L2, c.L5) <= 1)
 
 
 def _need(c: Constants, *names: str) -> None:
@@ -167,7 +179,7 @@ def theorem_rhs(T, gamma, beta, c: Constants, delta0, M0, as_printed: bool = Fal
     (see :func:`check`)."""
     _need(c, "L1", "A", "C")
     with np.errstate(over="ignore"):
-        return g.theorem_rhs(beta, T, c.L, c.A, c.C, M(gamma, c, as_printed), delta0, M0)
+        return _ieee(g.theorem_rhs, beta, T, c.L, c.A, c.C, M(gamma, c, as_printed), delta0, M0)
 
 
 BETA_KEYS = ("sqrt((L+M)*A*T)", "2*K2/K1", "2*(L+M)*C/eps^2")
@@ -179,12 +191,12 @@ def beta_lower_bounds(T, gamma, c: Constants, eps=None, as_printed: bool = False
     ``2*K2/K1`` is ``inf`` where ``K_1 <= 0``."""
     k1, k2 = K1(gamma, c), K2(gamma, c)
     with np.errstate(divide="ignore"):
-        conv = np.where(k1 > 0, g.beta_min_conv(k1, k2), np.inf)
+        conv = np.where(k1 > 0, _ieee(g.beta_min_conv, k1, k2), np.inf)
     out = {"2*K2/K1": conv if np.ndim(conv) else float(conv)}
     m = M(gamma, c, as_printed)
-    out["sqrt((L+M)*A*T)"] = None if c.L1 is None or c.A is None else g.beta_min_exp(T, c.L, c.A, m)
+    out["sqrt((L+M)*A*T)"] = None if c.L1 is None or c.A is None else _ieee(g.beta_min_exp, T, c.L, c.A, m)
     if eps is not None:
-        out["2*(L+M)*C/eps^2"] = None if c.L1 is None or c.C is None else g.beta_min_eps(eps, c.L, c.C, m)
+        out["2*(L+M)*C/eps^2"] = None if c.L1 is None or c.C is None else _ieee(g.beta_min_eps, eps, c.L, c.C, m)
     return {k: out[k] for k in BETA_KEYS if k in out}
 
 
@@ -194,8 +206,8 @@ def _T_bound(gamma, c, delta0, M0, eps, as_printed=False):
     k1, k2, m = K1(gamma, c), K2(gamma, c), M(gamma, c, as_printed)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.maximum(
-            np.maximum(g.T_min_exp(eps, c.L, c.A, m, delta0, M0), g.T_min_conv(eps, k1, k2, delta0, M0)),
-            g.T_min_eps(eps, c.L, c.C, m, delta0, M0),
+            np.maximum(_ieee(g.T_min_exp, eps, c.L, c.A, m, delta0, M0), _ieee(g.T_min_conv, eps, k1, k2, delta0, M0)),
+            _ieee(g.T_min_eps, eps, c.L, c.C, m, delta0, M0),
         )
     return np.where(admissible_gamma(gamma, c), terms, np.inf)
 
@@ -238,7 +250,7 @@ def check(gamma, beta, c: Constants, T=None, eps=None, delta0=None, M0=None, as_
 
     k1 = _f(K1(gamma, c))
     cond("K1 > 0 (eq. k1)", k1 > 0, k1, 0.0)
-    sc = _f(g.second_condition(gamma, c.L2, c.L5))
+    sc = _f(_ieee(g.second_condition, gamma, c.L2, c.L5))
     cond("[(L2*)^2+(L5*)^2] gamma^2 <= 1 (Theorem conv)", sc <= 1, sc, 1.0)
     bounds = beta_lower_bounds(T if T is not None else 1.0, gamma, c, eps, as_printed)
     names = {
@@ -263,7 +275,8 @@ def check(gamma, beta, c: Constants, T=None, eps=None, delta0=None, M0=None, as_
         if delta0 is None or M0 is None:
             unknown.append(name)
         else:
-            lim = 12 * beta * (delta0 + M0) / eps**2
+            with np.errstate(all="ignore"):  # IEEE: eps^2 may underflow to 0, the limit is then inf
+                lim = 12 * np.float64(beta) * (np.float64(delta0) + M0) / np.float64(eps) ** 2
             cond(name, T >= lim, T, lim)
     return {"admissible": not violations, "violations": violations, "unknown": unknown}
 
@@ -293,7 +306,7 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False, gamma=Non
         raise ValueError(f"eps={eps!r} is not allowed; it must be a finite number > 0")
     gmax = gamma_max(c, as_printed)
     if not (math.isfinite(gmax) and gmax > 0):
-        raise ValueError(f"no admissible gamma: gamma_max={gmax!r}")
+        raise ValueError(f"no admissible gamma in floating point: gamma_max={gmax!r} at these constants")
     if gamma is None:
         gam = _argmin_gamma(c, delta0, M0, eps, as_printed, gmax)
     else:

@@ -4,8 +4,33 @@ Theorem conv's bound.  Registering imports nothing heavy; PEPit and cvxpy load w
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from stam.errors import UsageError, positive_float, positive_int, require
+from stam.io import check_out_file
+
+#: the largest Gram matrix ``stam pep`` builds without ``--force``: ``2T + 2`` points (``2T + 3``
+#: with ``--free-start``), so T <= 24.  The SDP has O(T^2) interpolation constraints, each of
+#: Gram size: on 2 CPU cores T = 10 takes about 5 s, T = 20 about 20 s, and the time grows
+#: like T^4 or faster (T = 100000 would not finish).
+MAX_GRAM = 50
+
+
+def gram_size(T: int, free_start: bool = False) -> int:
+    """Points of the PEP of :func:`stam.theory.pep.stam_pep` for horizon ``T`` (its Gram matrix is
+    this size): ``y^0``, then per step the gradient of ``G`` and the subgradient of ``F`` at the new
+    point, and ``M_T``'s extra step; one more for a free ``z^{-1}``."""
+    return 2 * T + 2 + (1 if free_start else 0)
+
+
+def _check_size(args) -> None:
+    """Refuse, before any work, a PEP above :data:`MAX_GRAM` unless ``--force``."""
+    T = args.T if args.T is not None else max(args.sweep_T)
+    size = gram_size(T, args.free_start)
+    require(args.force or size <= MAX_GRAM,
+            f"--T {T} gives a PEP with a Gram matrix of size {size} x {size}, above the limit {MAX_GRAM} "
+            f"(T <= {(MAX_GRAM - 2 - int(args.free_start)) // 2}; the solve grows like T^4 or faster); "
+            "add --force to run it anyway")
 
 
 def _T_list(text: str) -> list[int]:
@@ -55,16 +80,35 @@ def _print_sweep(sweep: dict) -> None:
         print(f"{r['T']:>4} {_fmt(r['worst_case']):>14} {_fmt(r['bound']):>14} {_fmt(r['ratio'], 4):>10}  {r['status']}")
 
 
+@contextlib.contextmanager
+def _beyond_floats(args):
+    """Parameters whose PEP has coefficients beyond floating point (cvxpy refuses data with inf or
+    nan; an overflow in building it) as a one-line usage error."""
+    try:
+        yield
+    except (ValueError, ArithmeticError) as exc:
+        text = str(exc)
+        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in text:
+            raise
+        raise UsageError(f"--lam {args.lam:g} --gamma {args.gamma:g} --beta {args.beta:g} --L1 {args.L1:g}: the PEP's "
+                         f"coefficients (products and ratios of these) are beyond floating point "
+                         f"({text.splitlines()[0] if text else type(exc).__name__}); give values of ordinary size") from None
+
+
 def _pep(args) -> int:
     from stam.io import atomic_write_json, dumps
     from stam.theory import pep
 
     solver = None if args.solver == "auto" else args.solver
     require((args.T is None) != (args.sweep_T is None), "give exactly one of --T N and --sweep-T N1,N2,...")
+    if args.out is not None:
+        check_out_file(args.out, "--out")
+    _check_size(args)
     if args.sweep_T is None:
         require(args.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
-        row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
-                          solver=solver)
+        with _beyond_floats(args):
+            row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
+                              solver=solver)
         row = {"lam": args.lam, "gamma": args.gamma, "beta": args.beta, "L1": args.L1, **row}
         if args.json:
             print(dumps(row))
@@ -72,8 +116,9 @@ def _pep(args) -> int:
             _print_row(args, row)
         return 0
     require(args.out is not None, "--sweep-T writes a result file: give --out FILE.json")
-    sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
-                          solver=solver)
+    with _beyond_floats(args):
+        sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
+                              solver=solver)
     atomic_write_json(args.out, sweep)
     if args.json:
         print(dumps(sweep))
@@ -114,5 +159,7 @@ def register(subparsers) -> None:
     p.add_argument("--solver", choices=("auto", "clarabel", "scs"), default="auto",
                    help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--force", action="store_true",
+                   help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
     p.add_argument("-o", "--out", default=None, metavar="FILE", help="result file for --sweep-T (JSON)")
     p.set_defaults(func=_handler)

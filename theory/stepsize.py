@@ -117,7 +117,20 @@ def _fmt(x) -> str:
         return "unknown"
     if isinstance(x, int):
         return str(x)
+    if math.isnan(x):
+        return "nan (not computable in floating point)"
     return f"{x:.6g}" if math.isfinite(x) else str(x)
+
+
+def _refuse_nan(values) -> None:
+    """A quantity that comes out nan (``inf - inf`` or ``inf/inf`` after an overflow, at constants
+    or step sizes far beyond ordinary size) would decide a verdict silently: a one-line usage
+    error naming it instead.  (An overflow to ``inf`` is an answer, printed as ``inf``.)"""
+    pairs = values.items() if isinstance(values, dict) else values
+    bad = list(dict.fromkeys(name for name, v in pairs if isinstance(v, float) and math.isnan(v)))
+    if bad:
+        raise UsageError(f"{', '.join(bad)} cannot be computed in floating point at these values (an intermediate "
+                         "overflows or underflows: inf - inf or inf/inf); give constants and step sizes of ordinary size")
 
 
 def _describe(c, args) -> str:
@@ -130,7 +143,7 @@ def _gamma_limits(c, as_printed: bool) -> str:
     from stam.theory import numeric as num
 
     thr = float(num.gamma_threshold(c, as_printed))
-    s2 = float(c.L2) ** 2 + float(c.L5) ** 2
+    s2 = math.fsum((float(c.L2) ** 2 if abs(c.L2) < 1e154 else math.inf, float(c.L5) ** 2 if abs(c.L5) < 1e154 else math.inf))
     second = 1 / math.sqrt(s2) if s2 > 0 else math.inf
     binds = "K1 > 0" if thr <= second else "the second condition"
     return (f"K1 > 0 for gamma < {_fmt(thr)}, [(L2*)^2+(L5*)^2] gamma^2 <= 1 for gamma <= {_fmt(second)}; "
@@ -182,6 +195,7 @@ def run(args) -> int:
         require(args.beta is not None, f"--gamma={args.gamma} with --T needs --beta as well")
         rep = num.check(args.gamma, args.beta, c, T=args.T, eps=args.eps, delta0=args.delta0, M0=args.M0,
                         as_printed=args.as_printed)
+        _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
         print(dumps(rep) if args.json else _check_text(rep, c, args))
         return 0
     for name in ("L1", "A", "C"):
@@ -191,6 +205,7 @@ def run(args) -> int:
     for name in ("delta0", "M0", "eps"):
         require(getattr(args, name) is not None, f"a bound on T needs --{name} as well")
     if args.gamma is not None:
+        _refuse_nan({"K1": float(num.K1(args.gamma, c)), "K2": float(num.K2(args.gamma, c))})
         k1 = float(num.K1(args.gamma, c))
         thr = float(num.gamma_threshold(c, args.as_printed))
         require(k1 > 0, f"--gamma={args.gamma} gives K1={k1:.6g} <= 0; allowed: 0 < gamma < {thr:.6g} (eq. k1)")
@@ -198,9 +213,12 @@ def run(args) -> int:
         gm = num.gamma_max(c, args.as_printed)
         require(args.gamma <= gm, f"--gamma={args.gamma} violates [(L2*)^2+(L5*)^2] gamma^2 <= 1 "
                 f"(value {sc:.6g}); allowed: 0 < gamma <= {gm:.6g}")
+    if not args.as_printed:  # the printed threshold is undefined (nan) at L2* = 0: recommend() says so
+        _refuse_nan({"gamma_max": float(num.gamma_max(c))})
     try:
         r = num.recommend(c, args.delta0, args.M0, args.eps, as_printed=args.as_printed, gamma=args.gamma)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _refuse_nan({k: float(v) for k, v in r.items() if isinstance(v, (int, float))})
     print(dumps(r) if args.json else _recommend_text(r, c, args, args.gamma is not None))
     return 0
