@@ -146,11 +146,13 @@ def plot_map(maps: list[dict], nc=None, numeric=None):
                                 mew=0.5, zorder=4)
             ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
             ax.plot(rg, SQRT5 / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
-                    label="\u03b3\u03bb = 1/\u221a5" if col == 0 else "_nolegend_")
+                    label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
             for k, (glabel, members) in enumerate(groups):
-                _draw_group(ax, members, glabel, _MARKERS[k % len(_MARKERS)], lambda st, i: st.lam)
+                _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
+                            lambda st, i: st.lam)
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
             ax.set_xlim(*xlim)
             ax.set_ylim(*ylim)
             ax.set_xlabel("\u03b3 (step size of the x- and u-steps)")
@@ -159,7 +161,7 @@ def plot_map(maps: list[dict], nc=None, numeric=None):
                 "accuracy" if key == "metric" else "sign changes")
             ax.set_title(f"{_safe(data['problem'])} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
             ax.grid(True, which="major", alpha=0.25)
-            if col == 0:
+            if col == 0 and row == 0:
                 ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
                                 label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)")
                 ax.plot([], [], linestyle="none", marker="*", color="white", markeredgecolor="black",
