@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from stam.errors import positive_float, positive_int
+from stam.errors import positive_float, positive_int, seed_int
 
 #: What ``stam plot KIND`` draws (see stam.figures.report.make_figure).
-PLOT_KINDS = ("rates", "admissible", "training", "practice")
+PLOT_KINDS = ("rates", "admissible", "training", "practice", "map")
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -51,8 +51,14 @@ def _demo(args) -> int:
     return run_demo(args.out, quick=args.quick, progress=not args.no_progress)
 
 
+def _map(args) -> int:
+    from stam.figures.convergence_map import map_command
+
+    return map_command(args)
+
+
 def register(subparsers) -> None:
-    """Add ``stam demo``, ``stam report`` and ``stam plot``."""
+    """Add ``stam demo``, ``stam report``, ``stam plot`` and ``stam map``."""
     p = subparsers.add_parser(
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
@@ -80,7 +86,7 @@ def register(subparsers) -> None:
         "plot",
         help="render one figure (PNG at 150 dpi and PDF)",
         description="KIND: rates (synthetic-rates and pep-sweep files), admissible (no results needed), "
-        "training and practice (stam train folders).",
+        "training and practice (stam train folders), map (convergence-map files of stam map).",
     )
     p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
     p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
@@ -88,3 +94,33 @@ def register(subparsers) -> None:
                    help="FILE.png (a FILE.pdf twin is written beside it)")
     _add_theory_constants(p)
     p.set_defaults(func=_plot)
+
+    p = subparsers.add_parser(
+        "map",
+        help="the convergence map: STAM over a log grid of (gamma, lambda) at a few betas",
+        description="Runs STAM on every (gamma, lambda, beta) of a grid with several seeds: on a synthetic problem "
+        "(--problem binary: E S_T, the stationarity of Theorem conv, after T iterations; divergence marked) or on "
+        "digits (--dataset digits, the default: validation accuracy with binary weights and the fraction of weights "
+        "whose sign ever changed). Writes DIR/map-NAME.json and .csv and the figure DIR/map-NAME.png and .pdf "
+        "(the theorem's region, gamma*lambda = 1/sqrt(5) and the paper's settings on the same axes), and prints a table.",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--problem", metavar="NAME", help="synthetic problem family: binary")
+    src.add_argument("--dataset", choices=("digits",), help="real data: digits (the default when --problem is not given)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--gammas", metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")
+    g.add_argument("--gamma-range", metavar="LO:HI:N", help="N gammas from LO to HI, geometrically spaced")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--lams", metavar="L1,L2,...", help="lambda values (default: --lam-range 0.05:30:8)")
+    g.add_argument("--lam-range", metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
+    p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default 10,100,1000)")
+    p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
+    p.add_argument("--epochs", type=positive_int, default=None, help="digits: training epochs (default 10)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 2 digits)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
+    p.add_argument("--growth", type=positive_float, default=100.0,
+                   help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_map)

@@ -11,6 +11,7 @@ flags, so the demo exercises exactly what a user would type (the commands are ke
 3. admissible step sizes for that problem, from the constants the experiment recorded
    (``stam stepsize --json``),
 4. the exact worst case of deterministic STAM for a few T (``stam pep --sweep-T``),
+4b. the convergence map of the synthetic problem over (gamma, lambda) at two betas (``stam map``),
 5. a short digits training (``stam train``) of STAM (the paper's Our3, and a theorem-admissible
    setting), BC, BR, PSGD and float,
 6. the report (``stam report``): ``OUT/report.html``.
@@ -60,12 +61,15 @@ class DemoConfig:
     batch_size: int = 32
     lr: float = 0.05  # for BC, BR, PSGD, float: Table para's 5e-4 does not move in a few digits epochs
     admissible_lam: float = 1.0  # lambda of the theorem-admissible STAM run
+    map_args: tuple[str, ...] = ("--gamma-range", "0.001:30:8", "--lam-range", "0.05:30:8", "--betas", "100,1000",
+                                 "--iterations", "500", "--seeds", "2")  # `stam map --problem binary`
 
     @staticmethod
     def make(quick: bool) -> "DemoConfig":
         if quick:
             return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=2,
-                              batch_size=64)
+                              batch_size=64, map_args=("--gamma-range", "0.001:30:5", "--lam-range", "0.05:30:5",
+                                                       "--betas", "1000", "--iterations", "100", "--seeds", "2"))
         return DemoConfig()
 
 
@@ -262,6 +266,23 @@ class Demo:
         step.outputs.append(path)
         step.status = "ok"
 
+    def convergence_map(self, step: Step) -> None:
+        """``stam map`` on the synthetic problem (the digits map is ``stam map --dataset digits``)."""
+        if not self._need(step, "map"):
+            return
+        problem = self.cfg.synthetic_problem
+        out = self.stage / "map"
+        argv = ["map", "--problem", problem, *self.cfg.map_args, "--out", str(out)]
+        argv += [] if self.progress else ["--no-progress"]
+        if self._run(step, argv) is None:
+            return
+        from stam.figures.convergence_map import summary_line
+
+        path = out / f"map-{problem}.json"
+        self.headline["map"] = "Convergence " + summary_line(json.loads(path.read_text()))
+        step.outputs.append(path)
+        step.status = "ok"
+
     def training_runs(self) -> list[tuple[str, list[str]]]:
         """(folder, flags) of each digits run: STAM with the paper's Our3 (its 1000-epoch schedule
         scaled onto the run), STAM with a theorem-admissible (gamma, lambda, beta), and BC, BR,
@@ -325,6 +346,7 @@ class Demo:
             ("synthetic baselines", self.compare),
             ("admissible step sizes", self.stepsize),
             ("exact worst case (PEP)", self.pep),
+            ("convergence map", self.convergence_map),
             ("digits training", self.train),
             ("report", self.report),
         ]
@@ -371,7 +393,7 @@ class Demo:
             if s.status != "ok":
                 print(f"  {s.name}: {s.message}")
         print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
-        for key in ("audit", "rates", "train"):
+        for key in ("audit", "rates", "map", "train"):
             if key in self.headline:
                 print(f"  {self.headline[key]}")
 

@@ -29,6 +29,7 @@ SECTIONS = (
     ("stepsize", "Admissible step sizes"),
     ("admissible", "The admissible region and the paper's settings"),
     ("rates", "Synthetic rates against Theorem conv"),
+    ("map", "Convergence map over (\u03b3, \u03bb)"),
     ("pep", "Exact worst case by performance estimation"),
     ("compare", "Synthetic comparison with baselines"),
     ("training", "Training curves"),
@@ -105,6 +106,10 @@ def make_figure(kind: str, results: ResultSet, nc=None):
         from stam.figures.training import plot_practice
 
         return plot_practice([r.data for r in results["train-run"]])
+    if kind == "map":
+        from stam.figures.convergence_map import plot_map
+
+        return plot_map([r.data for r in results["convergence-map"]], nc)
     raise UsageError(f"unknown figure kind {kind!r}; choose one of: {', '.join(PLOT_KINDS)}")
 
 
@@ -114,6 +119,7 @@ def _sources(kind: str, results: ResultSet) -> list[Result]:
         "admissible": [],
         "training": results["train-run"],
         "practice": results["train-run"],
+        "map": results["convergence-map"],
     }[kind]
 
 
@@ -259,6 +265,13 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
                 "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given.")
     for r in results["synthetic-rates"]:
         sec["rates"].add(page.table(f"rates-{r.data.get('problem', r.path.stem)}", T.rates_table(r.data)))
+    if results["convergence-map"]:
+        from stam.figures.convergence_map import map_caption
+
+        caption = " ".join(map_caption(r.data) for r in results["convergence-map"])
+    else:
+        caption = ""
+    _try_figure(sec["map"], page, "map", results, caption, nc)
     for i, r in enumerate(results["pep-sweep"]):
         sec["pep"].add(page.table(f"pep-{i}", T.pep_table(r.data)))
     if results["pep-sweep"]:

@@ -10,6 +10,8 @@ output folder) and sorts what it finds by kind:
 - ``paper-check``       (``stam paper-check --out FILE``: {kind, provenance, items}; or the list
                          of findings that ``--json`` prints)
 - ``stepsize``          (``stam stepsize --json``: one recommendation object)
+- ``convergence-map``   (``stam map``: ``map-NAME.json`` with ``map-NAME.csv`` beside it; format and
+                         validation in :mod:`stam.synthetic.convergence_map`)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from stam.errors import UsageError
 
-KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run")
+KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run", "convergence-map")
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Result:
             return f"synthetic rates: {d.get('problem', self.path.stem)}" + (f" at {preset}" if preset else "")
         if self.kind == "synthetic-compare":
             return f"synthetic comparison: {d.get('problem', self.path.stem)}"
+        if self.kind == "convergence-map":
+            return f"convergence map: {d.get('source')} {d.get('problem', self.path.stem)}"
         if self.kind == "pep-sweep":
             return f"PEP sweep: lambda={d.get('lam')}, gamma={d.get('gamma')}, beta={d.get('beta')}"
         if self.kind == "train-run":
@@ -328,9 +332,13 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
     if kind == "paper-check":
         for i, finding in enumerate(obj):
             validate(finding, FINDING, path, f"[{i}].")
+    if kind == "convergence-map":
+        from stam.synthetic.convergence_map import validate_map
+
+        validate_map(obj, path)
     files = [path]
     csv = path.with_suffix(".csv")
-    if kind == "synthetic-rates" and csv.is_file():
+    if kind in ("synthetic-rates", "convergence-map") and csv.is_file():
         files.append(csv)
     return Result(kind, obj, path, files, meta)
 

@@ -1,0 +1,439 @@
+"""The convergence map figure and the command ``stam map``.
+
+The (gamma, lambda) plane on log axes, as the left panel of the admissible-region figure
+(:mod:`stam.figures.admissible`): the region where ``K1 > 0`` (eq. k1) and ``[(L2*)^2 +
+(L5*)^2] gamma^2 <= 1`` shaded and outlined, the paper's settings marked (``paper_stages()``), and
+the curve ``gamma lambda = 1/sqrt(5)`` (the large-lambda limit of ``K1 > 0``:
+``5 (gamma lambda)^2 + 4 gamma < 1`` at ``L2* = lambda``, ``l = -lambda``).  On top, each cell of a
+map (format: :mod:`stam.synthetic.convergence_map`) coloured by its metric: synthetic maps by
+``log10 E S_T`` (lower is better), digits maps by the validation accuracy with binary weights
+(and, in a second row, the fraction of binary weights whose sign ever changed).  One panel per
+beta.  Cells where some seed diverged carry an x; where all diverged, the cell is hatched and
+has no colour; cells where Theorem conv's conditions hold (beta included) carry a star.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from stam.errors import UsageError
+from stam.synthetic.convergence_map import SQRT5
+
+#: digits: a cell "trains" when its validation accuracy with binary weights reaches this
+TRAINS_AT = 0.5
+#: colour maps (perceptually uniform, colour-vision-deficiency safe)
+CMAP_LOWER_BETTER = "cividis_r"
+CMAP_HIGHER_BETTER = "cividis"
+CMAP_FRACTION = "viridis"
+
+
+def _safe(text) -> str:
+    """Text for matplotlib: no mathtext from data (a ``$`` in a name would be parsed)."""
+    return str(text).replace("$", r"\$")[:80]
+
+
+def _edges(values: list[float]) -> np.ndarray:
+    """Cell edges of a log grid: geometric midpoints, half a step beyond the ends."""
+    v = np.log(np.asarray(values, dtype=float))
+    if len(v) == 1:
+        return np.exp(np.array([v[0] - math.log(2), v[0] + math.log(2)]))
+    mid = (v[1:] + v[:-1]) / 2
+    return np.exp(np.concatenate([[v[0] - (mid[0] - v[0])], mid, [v[-1] + (v[-1] - mid[-1])]]))
+
+
+def _grid(rows: list[dict], beta: float, key: str):
+    """(gammas, lams, values, diverged fraction, admissible) arrays of the rows at ``beta``."""
+    sel = [r for r in rows if r["beta"] == beta]
+    gammas = sorted({r["gamma"] for r in sel})
+    lams = sorted({r["lam"] for r in sel})
+    vals = np.full((len(lams), len(gammas)), np.nan)
+    div = np.zeros_like(vals)
+    adm = np.zeros(vals.shape, dtype=bool)
+    present = np.zeros(vals.shape, dtype=bool)
+    for r in sel:
+        i, j = lams.index(r["lam"]), gammas.index(r["gamma"])
+        v = r.get(key)
+        vals[i, j] = np.nan if v is None else float(v)
+        div[i, j] = r["diverged"] / r["seeds"]
+        adm[i, j] = r["admissible"]
+        present[i, j] = True
+    return gammas, lams, vals, div, adm, present
+
+
+def _betas(data: dict) -> list[float]:
+    return sorted({r["beta"] for r in data["rows"]})
+
+
+def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
+    """(row key, colour-bar label, colour map) of each row of panels for one map."""
+    if data["source"] == "synthetic":
+        out = [("metric", "log10 E S_T (lower is better)", CMAP_LOWER_BETTER)]
+    else:
+        out = [("metric", "validation accuracy, binary weights", CMAP_HIGHER_BETTER)]
+    if any(r.get("sign_ever_changed") is not None for r in data["rows"]):
+        out.append(("sign_ever_changed", "fraction of weights whose sign ever changed", CMAP_FRACTION))
+    return out
+
+
+def plot_map(maps: list[dict], nc=None, numeric=None):
+    """The figure of the module docstring: for each map one row of panels per quantity, one
+    column per beta."""
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Rectangle
+
+    from stam.figures.admissible import (
+        NetworkConstants, _draw_group, _MARKERS, group_stages, paper_stages, region_gamma_lambda, theory_numeric,
+    )
+    from stam.figures.style import ADMISSIBLE_COLOR, OKABE_ITO, legend_below, new_figure
+
+    if not maps:
+        raise ValueError("no convergence-map results given (stam map writes them)")
+    numeric = numeric or theory_numeric()
+    nc = nc or NetworkConstants()
+    groups = group_stages(paper_stages())
+    layout = [(data, key, label, cmap) for data in maps for key, label, cmap in _panel_rows(data)]
+    ncols = max(len(_betas(d)) for d in maps)
+    fig, axes = new_figure(ncols, len(layout), panel_size=(4.7, 5.0))
+    for a in axes.flat:
+        a.set_visible(False)
+    for row, (data, key, label, cmap) in enumerate(layout):
+        all_rows = data["rows"]
+        gam_all = sorted({r["gamma"] for r in all_rows})
+        lam_all = sorted({r["lam"] for r in all_rows})
+        ge, le = _edges(gam_all), _edges(lam_all)
+        # the admissible figure's axes, widened to the map's cells
+        xlim = (min(1e-4, ge[0]), max(10**1.5, ge[-1]))
+        ylim = (min(1e-2, le[0]), max(10**1.5, le[-1]))
+        vals_all = [r.get(key) for r in all_rows if r.get(key) is not None]
+        if key == "metric" and data["source"] == "synthetic":
+            transform = lambda v: np.log10(np.where(v > 0, v, np.nan))  # noqa: E731
+            finite = [math.log10(v) for v in vals_all if v > 0]
+            norm = Normalize(min(finite), max(finite)) if finite else Normalize(0, 1)
+        else:
+            transform = lambda v: v  # noqa: E731
+            norm = Normalize(0.0, 1.0)
+        rg = np.logspace(math.log10(xlim[0]), math.log10(xlim[1]), 200)
+        rl = np.logspace(math.log10(ylim[0]), math.log10(ylim[1]), 200)
+        region, _ = region_gamma_lambda(numeric, rg, rl, nc)
+        mesh = None
+        for col, beta in enumerate(_betas(data)):
+            ax = axes[row, col]
+            ax.set_visible(True)
+            RG, RL = np.meshgrid(rg, rl)
+            ax.contourf(RG, RL, region.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
+            gammas, lams, vals, div, adm, present = _grid(all_rows, beta, key)
+            gx, lx = _edges(gammas), _edges(lams)
+            shown = np.ma.masked_invalid(transform(vals))
+            mesh = ax.pcolormesh(gx, lx, shown, cmap=cmap, norm=norm, shading="flat", edgecolors="white",
+                                 linewidth=0.3, zorder=2)
+            for i in range(len(lams)):
+                for j in range(len(gammas)):
+                    if not present[i, j]:
+                        continue
+                    cx, cy = math.sqrt(gx[j] * gx[j + 1]), math.sqrt(lx[i] * lx[i + 1])
+                    if div[i, j] >= 1:
+                        ax.add_patch(Rectangle((gx[j], lx[i]), gx[j + 1] - gx[j], lx[i + 1] - lx[i], facecolor="white",
+                                               edgecolor=OKABE_ITO["vermillion"], hatch="xx", linewidth=0, zorder=3))
+                    elif div[i, j] > 0:
+                        ax.plot([cx], [cy], marker="x", color=OKABE_ITO["vermillion"], markersize=7, mew=2, zorder=4)
+                    if adm[i, j]:
+                        ax.plot([cx], [cy], marker="*", color="white", markeredgecolor="black", markersize=7,
+                                mew=0.5, zorder=4)
+            ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
+            ax.plot(rg, SQRT5 / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
+                    label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
+            for k, (glabel, members) in enumerate(groups):
+                _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
+                            lambda st, i: st.lam)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
+            ax.set_xlim(*xlim)
+            ax.set_ylim(*ylim)
+            ax.set_xlabel("\u03b3 (step size of the x- and u-steps)")
+            ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)")
+            what = "stationarity" if key == "metric" and data["source"] == "synthetic" else (
+                "accuracy" if key == "metric" else "sign changes")
+            ax.set_title(f"{_safe(data['problem'])} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
+            ax.grid(True, which="major", alpha=0.25)
+            if col == 0 and row == 0:
+                ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
+                                label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)")
+                ax.plot([], [], linestyle="none", marker="*", color="white", markeredgecolor="black",
+                        label="Theorem conv's conditions hold (\u03b2 \u2265 2K2/K1 too)")
+                ax.plot([], [], linestyle="none", marker="x", color=OKABE_ITO["vermillion"], mew=2,
+                        label="some seeds diverged")
+                ax.fill_between([], [], facecolor="white", edgecolor=OKABE_ITO["vermillion"], hatch="xx",
+                                linewidth=0, label="all seeds diverged")
+                legend_below(ax)
+        fig.colorbar(mesh, ax=list(axes[row, : len(_betas(data))]), shrink=0.8, label=_safe(label)[:70])
+    for a in list(axes.flat):
+        if not a.get_visible():
+            fig.delaxes(a)
+    fig.suptitle("Convergence map over (\u03b3, \u03bb), with the theorem's region and the paper's settings",
+                 fontsize=11)
+    return fig
+
+
+# --- numbers in words -------------------------------------------------------------------------
+def _side(row) -> bool:
+    """Below the curve gamma lambda = 1/sqrt(5)?"""
+    return row["gamma"] * row["lam"] < SQRT5
+
+
+def _good(data: dict, row) -> bool:
+    """A cell that decreases (synthetic: no seed diverged and E S_T < E S_0) or trains
+    (digits: validation accuracy >= TRAINS_AT)."""
+    if row["metric"] is None or row["diverged"]:
+        return False
+    if data["source"] == "synthetic":
+        s0 = row.get("S_0")
+        return s0 is not None and row["metric"] < s0
+    return row["metric"] >= TRAINS_AT
+
+
+def summary(data: dict) -> dict:
+    """Counts of cells: all, good (converge/train), diverged (some seed), admissible, per side
+    of gamma lambda = 1/sqrt(5)."""
+    out = {}
+    for name, rows in (("all", data["rows"]), ("below", [r for r in data["rows"] if _side(r)]),
+                       ("above", [r for r in data["rows"] if not _side(r)])):
+        vals = [r["metric"] for r in rows if r["metric"] is not None]
+        out[name] = dict(cells=len(rows), good=sum(_good(data, r) for r in rows),
+                         diverged=sum(r["diverged"] > 0 for r in rows), admissible=sum(r["admissible"] for r in rows),
+                         median=float(np.median(vals)) if vals else None)
+    return out
+
+
+def _word(data) -> str:
+    return "decrease" if data["source"] == "synthetic" else "train"
+
+
+def _num(data, v) -> str:
+    if v is None:
+        return "\u2013"
+    return f"{v:.2g}" if data["source"] == "synthetic" else f"{100 * v:.1f}%"
+
+
+def _verb(data) -> str:
+    return "decrease (no seed diverged and E S_T < E S_0)" if data["source"] == "synthetic" else (
+        f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0%})")
+
+
+def map_caption(data: dict) -> str:
+    """What the figure shows, with the numbers (plain text; the report escapes it)."""
+    s = summary(data)
+    budget = ", ".join(f"{k} = {v}" for k, v in data["budget"].items())
+    seeds = sorted({r["seeds"] for r in data["rows"]})
+    adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
+    colour = ("colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
+              else "colour: validation accuracy with binary weights"
+              + ("; second row: fraction of binary weights whose sign ever changed"
+                 if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
+    return (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
+            f"{data.get('beta_rule_text') or data['beta_rule']['kind']}). Of {s['all']['cells']} (\u03b3, \u03bb, \u03b2) "
+            f"cells, {s['all']['good']} {_verb(data)} and {s['all']['diverged']} have diverged seeds. "
+            f"Below \u03b3\u03bb = 1/\u221a5: {s['below']['good']} of {s['below']['cells']} cells {_word(data)}, "
+            f"{s['below']['diverged']} have diverged seeds, median {data['metric']} {_num(data, s['below']['median'])}; "
+            f"above it: {s['above']['good']} of {s['above']['cells']} {_word(data)}, {s['above']['diverged']} have "
+            f"diverged seeds, median {_num(data, s['above']['median'])}. "
+            f"{s['all']['admissible']} cells satisfy Theorem conv's conditions (\u2605), {adm_good} of them "
+            f"{_word(data)}. {colour}; x: some seeds diverged, hatched: "
+            "all did; shaded and outlined: K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1; dashed: "
+            "\u03b3\u03bb = 1/\u221a5; markers: the paper's settings (Table para, Section sub:3.3).")
+
+
+def format_map(data: dict) -> str:
+    """A text table per beta: lambda down, gamma across; metric, D (all seeds diverged),
+    d (some did), * (Theorem conv's conditions hold)."""
+    fmt = (lambda v: f"{v:.2e}") if data["source"] == "synthetic" else (lambda v: f"{100 * v:.1f}%")
+    lines = [f"{data['metric_label']}; D: all seeds diverged, d: some did, *: Theorem conv's conditions hold"]
+    for beta in _betas(data):
+        gammas, lams, vals, div, adm, present = _grid(data["rows"], beta, "metric")
+        lines.append(f"beta = {beta:g}")
+        corner = "lam \\ gamma"
+        lines.append(f"{corner:>12}" + "".join(f"{g:>11.3g}" for g in gammas))
+        for i in reversed(range(len(lams))):
+            cells = []
+            for j in range(len(gammas)):
+                if not present[i, j]:
+                    cell = "-"
+                elif div[i, j] >= 1:
+                    cell = "D"
+                else:
+                    cell = fmt(vals[i, j]) + ("d" if div[i, j] > 0 else "")
+                cells.append(f"{cell + ('*' if adm[i, j] else ''):>11}")
+            lines.append(f"{lams[i]:>12.3g}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def summary_line(data: dict) -> str:
+    s = summary(data)
+    word = _word(data)
+    return (f"map {data['problem']}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
+            f"diverged seeds ({s['below']['diverged']} of them below gamma*lambda = 1/sqrt(5)), median {data['metric']} "
+            f"{_num(data, s['below']['median'])} below that curve and {_num(data, s['above']['median'])} above, "
+            f"{s['all']['admissible']} satisfy Theorem conv ({sum(_good(data, r) for r in data['rows'] if r['admissible'])} "
+            f"of those {word})")
+
+
+# --- the command ------------------------------------------------------------------------------
+def _positive_list(text: str, flag: str) -> list[float]:
+    parts = [p.strip() for p in str(text).split(",")]
+    if not any(parts):
+        raise UsageError(f"{flag} is empty; give comma-separated numbers > 0, e.g. {flag} 0.1,1,10")
+    out = []
+    for p in parts:
+        try:
+            v = float(p)
+        except ValueError:
+            raise UsageError(f"{flag} {text!r}: {p!r} is not a number; give comma-separated numbers > 0") from None
+        if not (math.isfinite(v) and v > 0):
+            raise UsageError(f"{flag} {text!r}: {p} is not allowed; every value must be a finite number > 0")
+        out.append(v)
+    return sorted(set(out))
+
+
+def _range(text: str, flag: str) -> list[float]:
+    from stam.synthetic.convergence_map import log_grid
+
+    parts = str(text).split(":")
+    if len(parts) != 3:
+        raise UsageError(f"{flag} {text!r}: expected LO:HI:N (e.g. {flag} 0.001:30:8)")
+    try:
+        lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+    except ValueError:
+        raise UsageError(f"{flag} {text!r}: expected LO:HI:N with numbers LO, HI and an integer N") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo > 0 and hi > 0):
+        raise UsageError(f"{flag} {text!r}: LO and HI must be finite numbers > 0 (a log grid)")
+    if lo > hi:
+        raise UsageError(f"{flag} {text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g})")
+    if n < 1:
+        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be >= 1")
+    return log_grid(lo, hi, n)
+
+
+def _values(args, name: str, default) -> list[float]:
+    listed, ranged = getattr(args, f"{name}s"), getattr(args, f"{name}_range")
+    if listed is not None:
+        return _positive_list(listed, f"--{name}s")
+    if ranged is not None:
+        return _range(ranged, f"--{name}-range")
+    from stam.synthetic.convergence_map import log_grid
+
+    return log_grid(*default)
+
+
+def check_out_dir(path) -> Path:
+    """``path`` as an output folder that can be written: a usage error now, before any work."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a directory")
+    probe = out
+    while not probe.exists():
+        parent = probe.parent
+        if parent == probe:
+            break
+        probe = parent
+    if not probe.is_dir():
+        raise UsageError(f"--out {out}: {probe} is not a directory")
+    try:  # a real probe (os.access says yes to root, also on read-only file systems): create and remove a file
+        fd, tmp = tempfile.mkstemp(prefix=".stam-map-probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in {probe} ({exc.strerror})") from None
+    return out
+
+
+def _digits_rows(gammas, lams, betas, seeds, epochs, progress):
+    import importlib
+    import importlib.util
+    import inspect
+
+    try:
+        found = importlib.util.find_spec("stam.dnn.sweep") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise UsageError("the digits map needs stam.dnn.sweep (map_digits), which this installation lacks; "
+                         "use --problem binary for the synthetic map")
+    sweep = importlib.import_module("stam.dnn.sweep")
+    fn = getattr(sweep, "map_digits", None)
+    if fn is None:
+        raise UsageError("the digits map needs stam.dnn.sweep.map_digits, which this installation lacks")
+    kwargs = {"progress": progress} if "progress" in inspect.signature(fn).parameters else {}
+    out = fn(gammas, lams, betas, seeds, epochs, **kwargs)
+    extra = {}
+    if isinstance(out, dict):
+        extra = {k: v for k, v in out.items() if k != "rows"}
+        out = out.get("rows")
+    return list(out or []), extra
+
+
+def map_command(args) -> int:
+    """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
+    import time
+
+    from stam.synthetic import convergence_map as CM
+
+    source = "synthetic" if args.problem is not None else "digits"
+    if source == "synthetic" and args.problem not in CM.MAP_PROBLEMS:
+        raise UsageError(f"--problem {args.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
+                         "(the families with H = (lambda/2)||x - y||^2)")
+    if source == "synthetic" and args.epochs is not None:
+        raise UsageError("--epochs is for --dataset digits; the synthetic map takes --iterations")
+    if source == "digits" and args.iterations is not None:
+        raise UsageError("--iterations is for --problem binary; the digits map takes --epochs")
+    gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
+    lams = _values(args, "lam", CM.DEFAULT_LAMS)
+    betas = _positive_list(args.betas, "--betas") if args.betas is not None else list(CM.DEFAULT_BETAS)
+    if not args.growth > 1:
+        raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
+    out = check_out_dir(args.out)
+    stem = f"map-{args.problem}" if source == "synthetic" else "map-digits"
+    start = time.perf_counter()
+    if source == "synthetic":
+        import torch
+
+        torch.set_num_threads(args.threads)
+        seeds = args.seeds or CM.DEFAULT_SEEDS
+        try:
+            result = CM.run_map(args.problem, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
+                                seeds=seeds, seed=args.seed, growth=args.growth, progress=not args.no_progress)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        seeds = args.seeds or DIGITS_SEEDS
+        epochs = args.epochs or DIGITS_EPOCHS
+        rows, extra = _digits_rows(gammas, lams, betas, seeds, epochs, not args.no_progress)
+        for i, r in enumerate(rows):
+            if isinstance(r, dict) and "admissible" not in r and all(k in r for k in ("gamma", "lam", "beta")):
+                r["admissible"] = CM.admissible_flags([r["gamma"]], [r["lam"]], [r["beta"]])[0]
+        rule, rule_text = CM.fixed_beta_rule(betas)
+        params = dict(extra.get("params") or {}, gammas=gammas, lams=lams, betas=betas, seeds=seeds, epochs=epochs,
+                      seed=args.seed)
+        result = {"kind": CM.KIND, "source": "digits", "problem": str(extra.get("problem") or "digits-mlp"),
+                  "metric": "val_acc_binary",
+                  "metric_label": str(extra.get("metric_label") or "validation accuracy with binary weights (higher is better)"),
+                  "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs}, "params": params,
+                  "rows": rows}
+    elapsed = time.perf_counter() - start
+    result["params"]["seconds"] = round(elapsed, 2)
+    json_path, csv_path = CM.write_map(result, out, stem)
+    from stam.figures.style import save_figure
+
+    png, pdf = save_figure(plot_map([result]), out / stem)
+    print(format_map(result))
+    print(summary_line(result) + f"; {elapsed:.1f} s")
+    print(f"wrote {json_path}, {csv_path}, {png} and {pdf}")
+    return 0
+
+
+DIGITS_SEEDS = 2
+DIGITS_EPOCHS = 10

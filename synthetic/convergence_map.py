@@ -1,0 +1,297 @@
+"""The convergence map (``stam map``): STAM over a log grid of the (gamma, lambda) plane.
+
+For ``H(x, y) = (lambda/2)||x - y||^2`` Theorem conv admits the (gamma, beta) with ``K1 > 0``
+(eq. (k1)), ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1`` and ``beta >= 2 K2/K1``; with ``L2* = L5* =
+lambda``, ``l = -lambda`` the first condition is ``5 (gamma lambda)^2 + 4 gamma < 1``, i.e.
+``gamma lambda < 1/sqrt(5)`` for large lambda (and ``gamma < 1/4`` for small).  The paper's
+settings (Table para: gamma 8, lambda 0.5; gamma 15 -> 0.3, lambda 4) lie far outside.  The map
+shows what STAM does across that plane, inside and outside the theorem's region.
+
+Result format (THE one place; :func:`validate_map` checks it on load, :func:`write_map` writes it)
+-----------------------------------------------------------------------------------------------
+A JSON object, written atomically (:mod:`stam.io`) with a CSV twin of its rows (same stem,
+columns :data:`ROW_KEYS`)::
+
+    {"kind": "convergence-map",
+     "provenance": {...},                      # stam.io.provenance()
+     "source": "synthetic" | "digits",
+     "problem": "binary"                       # synthetic: the problem family
+              | "digits-mlp",                  # digits: the model on the data set
+     "metric": "S_final" | "val_acc_binary",
+     "metric_label": "human text",
+     "beta_rule": {"kind": "fixed", "values": [b1, b2, ...]}     # or {"kind": "theorem", ...}
+     "beta_rule_text": "the beta rule in words",
+     "budget": {"iterations": T} | {"epochs": E},
+     "params": {...},                          # everything else that fixes the run
+     "rows": [{"gamma": g, "lam": l, "beta": b, "seeds": k,
+               "metric": mean over the seeds that did not diverge, or null (all diverged),
+               "metric_std": their standard deviation (0 for one seed) or null,
+               "diverged": number of diverged seeds (0 .. seeds),
+               "sign_ever_changed": fraction of binary weights whose sign ever changed (digits) or null,
+               "admissible": Theorem conv's conditions at (g, b, H = (l/2)||x-y||^2),
+               ... source-specific extras (synthetic: S_0, S_min)}, ...]}
+
+``admissible`` is :func:`stam.theory.numeric.check` ``(gamma, beta,
+quadratic_coupling(lam))["admissible"]`` without ``T`` and ``eps``: the conditions of Theorem
+conv, which involve only L2*, L5*, l and beta, so the constants a network does not reveal (L1,
+A, C) play no part (the admissible-region figure leaves them out of its (gamma, lambda) panel
+for the same reason).  Everything is computed by :func:`admissible_flags`.
+
+Synthetic evaluator (:func:`run_map`)
+-------------------------------------
+For each lambda, the problem family's instance with that lambda (same data, y^0 and sampling
+seed; only H changes) is built once; all (gamma, beta, seed) of that lambda run as one batch of
+``len(gammas) * len(betas) * R`` rows of :func:`stam.algorithm.stam_step` (per-row gamma and beta,
+:func:`stam.algorithm.as_batch_scalar`) for ``T`` iterations.  Recorded per row:
+
+- ``S_t``, the stationarity measure of Theorem conv (:meth:`ThreeBlockProblem.stationarity`,
+  full gradient), on the schedule of :func:`stam.synthetic.rates.eval_schedule` up to ``t = T``;
+- ``S_final = S_T`` (the metric), ``S_0``, and ``S_min = min`` over the scheduled t;
+- diverged: some scheduled ``S_t`` is inf or nan, or ``S_T > growth * S_0`` (``growth`` = 100 by
+  default, stated in ``params``).
+
+Per cell the metric is the mean of ``S_T`` over the seeds that did not diverge (``S_min``
+likewise, over the same seeds; ``S_0`` over all seeds: the start rule makes it the same for
+every seed).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from stam.errors import UsageError
+
+KIND = "convergence-map"
+SOURCES = ("synthetic", "digits")
+METRICS = {"synthetic": "S_final", "digits": "val_acc_binary"}
+#: problem families with H = (lam/2)||x - y||^2 (so that the theorem's region is the one drawn)
+MAP_PROBLEMS = ("binary",)
+ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "diverged", "sign_ever_changed", "admissible",
+            "S_0", "S_min")
+#: defaults of the synthetic map (`stam map --problem binary`)
+DEFAULT_GAMMAS = (1e-3, 30.0, 8)
+DEFAULT_LAMS = (0.05, 30.0, 8)
+DEFAULT_BETAS = (10.0, 100.0, 1000.0)
+DEFAULT_ITERATIONS = 1000
+DEFAULT_SEEDS = 4
+GROWTH = 100.0
+SQRT5 = 1 / math.sqrt(5)
+
+
+def log_grid(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` values from ``lo`` to ``hi``, geometrically spaced (``n = 1``: ``[lo]``)."""
+    if not (0 < lo <= hi and math.isfinite(hi)) or n < 1:
+        raise ValueError(f"need 0 < LO <= HI and N >= 1, got {lo}, {hi}, {n}")
+    if n == 1 or lo == hi:
+        return [float(lo)]
+    r = math.log(hi / lo) / (n - 1)
+    return [float(lo * math.exp(r * i)) if 0 < i < n - 1 else float(lo if i == 0 else hi) for i in range(n)]
+
+
+def admissible_flags(gammas, lams, betas) -> list[bool]:
+    """Theorem conv's conditions (module docstring) for each (gamma, lam, beta) triple."""
+    from stam.theory import numeric
+
+    return [bool(numeric.check(float(g), float(b), numeric.quadratic_coupling(float(lam)))["admissible"])
+            for g, lam, b in zip(gammas, lams, betas)]
+
+
+# --- the format -------------------------------------------------------------------------------
+def _bad(path, field: str, what: str):
+    return UsageError(f"{path}: field {field}: {what} (not a valid {KIND} file)")
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def validate_map(obj, path="map") -> dict:
+    """``obj`` if it is a well-formed result of the module docstring's format; otherwise a
+    one-line :class:`UsageError` naming ``path`` and the first bad field."""
+    if not isinstance(obj, dict):
+        raise _bad(path, "(top level)", "expected a JSON object")
+    if obj.get("kind") != KIND:
+        raise _bad(path, "kind", f"expected {KIND!r}")
+    if obj.get("source") not in SOURCES:
+        raise _bad(path, "source", f"expected one of {', '.join(SOURCES)}")
+    for key in ("problem", "metric", "metric_label"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise _bad(path, key, "expected a non-empty string")
+    if obj["metric"] != METRICS[obj["source"]]:
+        raise _bad(path, "metric", f"expected {METRICS[obj['source']]!r} for source {obj['source']!r}")
+    rule = obj.get("beta_rule")
+    if not isinstance(rule, dict) or rule.get("kind") not in ("fixed", "theorem"):
+        raise _bad(path, "beta_rule", "expected {\"kind\": \"fixed\" or \"theorem\", ...}")
+    if rule["kind"] == "fixed" and not (isinstance(rule.get("values"), list) and rule["values"]
+                                        and all(_is_num(v) and v > 0 for v in rule["values"])):
+        raise _bad(path, "beta_rule.values", "expected a non-empty list of numbers > 0")
+    for key in ("budget", "params"):
+        if not isinstance(obj.get(key), dict):
+            raise _bad(path, key, "expected an object")
+    if "beta_rule_text" in obj and not isinstance(obj["beta_rule_text"], str):
+        raise _bad(path, "beta_rule_text", "expected a string")
+    rows = obj.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise _bad(path, "rows", "expected a non-empty list")
+    for i, row in enumerate(rows):
+        validate_row(row, f"rows[{i}]", path)
+    return obj
+
+
+def validate_row(row, where: str, path="map") -> None:
+    """One row of the format (module docstring)."""
+    if not isinstance(row, dict):
+        raise _bad(path, where, "expected an object")
+    for key in ("gamma", "lam", "beta"):
+        v = row.get(key)
+        if not (_is_num(v) and math.isfinite(v) and v > 0):
+            raise _bad(path, f"{where}.{key}", "expected a finite number > 0")
+    seeds = row.get("seeds")
+    if not (isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1):
+        raise _bad(path, f"{where}.seeds", "expected an integer >= 1")
+    div = row.get("diverged")
+    if not (isinstance(div, int) and not isinstance(div, bool) and 0 <= div <= seeds):
+        raise _bad(path, f"{where}.diverged", f"expected an integer from 0 to seeds = {seeds}")
+    for key in ("metric", "metric_std", "sign_ever_changed", "S_0", "S_min"):
+        v = row.get(key)
+        if v is not None and not (_is_num(v) and math.isfinite(v)):
+            raise _bad(path, f"{where}.{key}", "expected a finite number or null")
+    sec = row.get("sign_ever_changed")
+    if sec is not None and not 0 <= sec <= 1:
+        raise _bad(path, f"{where}.sign_ever_changed", "expected a fraction in [0, 1] or null")
+    if row.get("metric") is None and div < seeds:
+        raise _bad(path, f"{where}.metric", "null although not every seed diverged")
+    if not isinstance(row.get("admissible"), bool):
+        raise _bad(path, f"{where}.admissible", "expected true or false")
+
+
+def rows_csv(result: dict) -> str:
+    """The rows as CSV (header :data:`ROW_KEYS`; empty cells for null or absent values)."""
+    lines = [",".join(ROW_KEYS)]
+    for row in result["rows"]:
+        cells = []
+        for k in ROW_KEYS:
+            v = row.get(k)
+            cells.append("" if v is None else repr(float(v)) if isinstance(v, float) else str(v))
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def write_map(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
+    """``out_dir/stem.json`` and ``.csv`` (atomic; the CSV first, both made before either is
+    written), with provenance added; the result is validated first."""
+    from stam.io import atomic_write_text, dumps, provenance
+
+    result = dict(result, provenance=provenance())
+    validate_map(result, f"{stem}.json")
+    text, table = dumps(result) + "\n", rows_csv(result)
+    out_dir = Path(out_dir)
+    csv_path = atomic_write_text(out_dir / f"{stem}.csv", table)
+    return atomic_write_text(out_dir / f"{stem}.json", text), csv_path
+
+
+def fixed_beta_rule(betas) -> tuple[dict, str]:
+    values = [float(b) for b in betas]
+    return {"kind": "fixed", "values": values}, "beta fixed at " + ", ".join(f"{b:g}" for b in values) + " (one panel each)"
+
+
+# --- the synthetic evaluator --------------------------------------------------------------------
+def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS, iterations: int = DEFAULT_ITERATIONS,
+            seeds: int = DEFAULT_SEEDS, seed: int = 0, growth: float = GROWTH, progress: bool = False,
+            problem_kwargs: dict | None = None, device="cpu", dtype=None) -> dict:
+    """The synthetic map of the module docstring; returns the result dict (without provenance,
+    which :func:`write_map` adds)."""
+    import torch
+    from tqdm import tqdm
+
+    from stam.algorithm import as_batch_scalar, stam_step
+    from stam.io import bar_disable
+    from stam.synthetic.problems import make_problem
+    from stam.synthetic.rates import eval_schedule
+
+    if problem not in MAP_PROBLEMS:
+        raise ValueError(f"unknown problem {problem!r} for the map; known: {', '.join(MAP_PROBLEMS)}")
+    gammas = [float(g) for g in (gammas if gammas is not None else log_grid(*DEFAULT_GAMMAS))]
+    lams = [float(v) for v in (lams if lams is not None else log_grid(*DEFAULT_LAMS))]
+    betas = [float(b) for b in betas]
+    for name, vals in (("gamma", gammas), ("lambda", lams), ("beta", betas)):
+        if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
+            raise ValueError(f"{name} values must be a non-empty list of finite numbers > 0, got {vals}")
+    if iterations < 1 or seeds < 1 or not growth > 1:
+        raise ValueError(f"need iterations >= 1, seeds >= 1 and growth > 1, got {iterations}, {seeds}, {growth}")
+    dtype = dtype or torch.float64
+    kwargs = dict(problem_kwargs or {})
+    schedule = eval_schedule([iterations + 1])  # t = 0 .. T, T included
+    G, B, R = len(gammas), len(betas), seeds
+    rows_per_lam = G * B * R
+    # row order: gamma-major, then beta, then seed
+    gamma_rows = torch.tensor(gammas, dtype=dtype, device=device).repeat_interleave(B * R)
+    beta_rows = torch.tensor(betas, dtype=dtype, device=device).repeat_interleave(R).repeat(G)
+
+    rows, instance = [], None
+    with tqdm(total=len(lams) * iterations, desc=f"map {problem}", disable=bar_disable(progress), leave=False,
+              unit="it") as bar:
+        for lam in lams:
+            prob = make_problem(problem, lam=lam, seed=seed, device=device, dtype=dtype, **kwargs)
+            instance = instance or prob
+            gen = torch.Generator(device=device).manual_seed(seed)
+            like = prob.y0.expand(rows_per_lam, -1)
+            g_col, b_col = as_batch_scalar(gamma_rows, like), as_batch_scalar(beta_rows, like)
+            state = prob.start(rows_per_lam, g_col)
+            S = torch.full((rows_per_lam, len(schedule)), math.nan, dtype=dtype, device=device)
+            j = 0
+            for t in range(iterations + 1):
+                if j < len(schedule) and schedule[j] == t:
+                    S[:, j] = prob.stationarity(state.u, state.y)
+                    j += 1
+                if t == iterations:
+                    break
+                grad = prob.stochastic_grad(state.y, gen)
+                state = stam_step(state, grad, prob, g_col, b_col)
+                bar.update(1)
+            S0, ST = S[:, 0], S[:, -1]
+            finite = torch.isfinite(S).all(dim=1)
+            diverged = ~finite | (ST > growth * S0)
+            Smin = torch.where(torch.isfinite(S), S, torch.full_like(S, math.inf)).min(dim=1).values
+            for gi, g in enumerate(gammas):
+                for bi, b in enumerate(betas):
+                    sl = slice((gi * B + bi) * R, (gi * B + bi + 1) * R)
+                    ok = ~diverged[sl]
+                    n_ok = int(ok.sum())
+
+                    def mean(v):
+                        return float(v[sl][ok].mean()) if n_ok else None
+
+                    std = float(ST[sl][ok].std()) if n_ok > 1 else (0.0 if n_ok else None)
+                    s0 = S0[sl][torch.isfinite(S0[sl])]
+                    rows.append(dict(gamma=g, lam=lam, beta=b, seeds=R, metric=mean(ST), metric_std=std,
+                                     diverged=R - n_ok, sign_ever_changed=None,
+                                     S_0=float(s0.mean()) if len(s0) else None, S_min=mean(Smin)))
+    flags = admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
+    for r, a in zip(rows, flags):
+        r["admissible"] = a
+    rule, rule_text = fixed_beta_rule(betas)
+    params = dict({k: v for k, v in instance.params.items() if k != "lam"}, problem=problem, R=seeds, seed=seed,
+                  gammas=gammas, lams=lams, betas=betas, iterations=iterations, growth=growth,
+                  sampling=instance.sampling.describe(), F=instance.F.describe(),
+                  dtype=str(dtype).replace("torch.", ""), device=str(device),
+                  diverged_rule=f"S_t inf or nan at a scheduled t, or S_T > {growth:g} S_0",
+                  schedule="S_t at t < 16, a geometric grid of ratio 1.1, and t = T",
+                  means="over the seeds that did not diverge")
+    return {
+        "kind": KIND,
+        "source": "synthetic",
+        "problem": problem,
+        "metric": "S_final",
+        "metric_label": f"E S_T, stationarity of Theorem conv after T = {iterations} iterations (lower is better)",
+        "beta_rule": rule,
+        "beta_rule_text": rule_text,
+        "budget": {"iterations": iterations},
+        "params": params,
+        "rows": rows,
+    }
+
+
+__all__ = ["run_map", "validate_map", "validate_row", "write_map", "rows_csv", "admissible_flags", "log_grid",
+           "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS", "SQRT5"]

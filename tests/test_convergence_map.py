@@ -1,0 +1,288 @@
+"""`stam map`: the synthetic evaluator (format, admissible flags, convergence inside the theorem's
+region, divergence marked), the figure (synthetic and digits-style files), the command's bad
+inputs (exit 2, nothing written) and the report (figure present, hostile text escaped)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.machinery
+import json
+import math
+import sys
+import types
+from html.parser import HTMLParser
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stam.cli import main
+from stam.errors import UsageError
+from stam.figures.convergence_map import _edges, format_map, map_caption, plot_map, summary
+from stam.figures.results import load_results
+from stam.synthetic.convergence_map import (
+    ROW_KEYS, SQRT5, admissible_flags, log_grid, rows_csv, run_map, validate_map, write_map,
+)
+from stam.theory import numeric
+
+GAMMA_IN, LAM = 0.05, 1.0  # inside the theorem's region: 5 (0.05)^2 + 4 (0.05) < 1
+
+
+def beta_min(gamma, lam):
+    c = numeric.quadratic_coupling(lam)
+    return float(2 * numeric.K2(gamma, c) / numeric.K1(gamma, c))
+
+
+@pytest.fixture(scope="module")
+def tiny_map():
+    """Two gammas (inside / far outside), two lambdas, an admissible beta and a wildly large step."""
+    b_ok = 1.5 * beta_min(GAMMA_IN, LAM)
+    return run_map("binary", gammas=[GAMMA_IN, 30.0], lams=[LAM, 4.0], betas=[b_ok, 1e-3], iterations=60, seeds=2)
+
+
+def row(result, gamma, lam, beta):
+    (r,) = [r for r in result["rows"] if (r["gamma"], r["lam"], r["beta"]) == (gamma, lam, beta)]
+    return r
+
+
+def test_tiny_map_validates_and_flags_agree_with_the_theory(tiny_map, tmp_path):
+    assert validate_map(tiny_map) is tiny_map
+    assert len(tiny_map["rows"]) == 2 * 2 * 2
+    assert {(r["gamma"], r["lam"]) for r in tiny_map["rows"]} == {(g, lam) for g in (GAMMA_IN, 30.0) for lam in (LAM, 4.0)}
+    for r in tiny_map["rows"]:
+        expected = numeric.check(r["gamma"], r["beta"], numeric.quadratic_coupling(r["lam"]))["admissible"]
+        assert r["admissible"] is bool(expected)
+        assert r["seeds"] == 2 and 0 <= r["diverged"] <= 2
+    assert sum(r["admissible"] for r in tiny_map["rows"]) == 1  # only (GAMMA_IN, LAM, b_ok)
+    json_path, csv_path = write_map(tiny_map, tmp_path, "map-binary")
+    loaded = json.loads(json_path.read_text())
+    assert loaded["provenance"]["versions"]["stam"] and validate_map(loaded)
+    lines = csv_path.read_text().splitlines()
+    assert lines[0] == ",".join(ROW_KEYS) and len(lines) == 1 + len(tiny_map["rows"])
+
+
+def test_admissible_cell_decreases_and_a_huge_step_diverges(tiny_map):
+    b_ok = 1.5 * beta_min(GAMMA_IN, LAM)
+    good = row(tiny_map, GAMMA_IN, LAM, b_ok)
+    assert good["admissible"] and good["diverged"] == 0
+    assert good["metric"] < good["S_0"] and good["S_min"] <= good["metric"]
+    bad = row(tiny_map, GAMMA_IN, LAM, 1e-3)  # y-step 1000 x the gradient
+    assert not bad["admissible"]
+    assert bad["diverged"] == bad["seeds"] and bad["metric"] is None and bad["metric_std"] is None
+    assert "D" in format_map(tiny_map)
+
+
+def test_admissible_flags_match_check_on_random_points():
+    gs, ls, bs = [1e-3, 0.05, 0.19, 0.3, 8.0], [0.05, 1.0, 4.0, 0.5, 30.0], [1e5, 300.0, 1e4, 1e6, 1000.0]
+    flags = admissible_flags(gs, ls, bs)
+    assert flags == [bool(numeric.check(g, b, numeric.quadratic_coupling(lam))["admissible"]) for g, lam, b in zip(gs, ls, bs)]
+    assert flags[-1] is False  # the paper's Our1 (gamma 8, lambda 0.5, beta 1000) lies outside
+
+
+@given(st.floats(1e-6, 1e3), st.floats(1.0, 1e4), st.integers(1, 40))
+def test_log_grid_and_cell_edges(lo, ratio, n):
+    hi = lo * ratio
+    grid = log_grid(lo, hi, n)
+    assert grid[0] == lo and len(grid) == (1 if lo == hi else n)
+    if len(grid) > 1:
+        assert grid[-1] == hi
+        assert all(a < b for a, b in zip(grid, grid[1:]))
+    edges = _edges(sorted(set(grid)))
+    assert all(edges[i] < v < edges[i + 1] for i, v in enumerate(sorted(set(grid))))
+
+
+def digits_fixture(problem="digits-mlp") -> dict:
+    rows = []
+    for g in (0.01, 1.0, 8.0):
+        for lam in (0.5, 4.0):
+            for b in (100.0, 1000.0):
+                div = 2 if g == 8.0 and lam == 4.0 else 0
+                rows.append(dict(gamma=g, lam=lam, beta=b, seeds=2, metric=None if div else 0.4 + 0.05 * lam,
+                                 metric_std=None if div else 0.01, diverged=div,
+                                 sign_ever_changed=None if div else min(1.0, 0.1 * g), admissible=False))
+    for r, a in zip(rows, admissible_flags(*zip(*[(r["gamma"], r["lam"], r["beta"]) for r in rows]))):
+        r["admissible"] = a
+    return {"kind": "convergence-map", "provenance": {"created": "2026-01-01T00:00:00+00:00", "versions": {}},
+            "source": "digits", "problem": problem, "metric": "val_acc_binary",
+            "metric_label": "validation accuracy with binary weights", "beta_rule": {"kind": "fixed", "values": [100, 1000]},
+            "beta_rule_text": "beta fixed at 100, 1000", "budget": {"epochs": 3}, "params": {"model": "mlp"}, "rows": rows}
+
+
+def test_figure_renders_for_a_synthetic_and_a_digits_map(tiny_map, tmp_path, capsys):
+    write_map(tiny_map, tmp_path, "map-binary")
+    (tmp_path / "digits.json").write_text(json.dumps(digits_fixture()))
+    for src, out in (("map-binary.json", "syn.png"), ("digits.json", "dig.png")):
+        assert main(["plot", "map", str(tmp_path / src), "-o", str(tmp_path / out)]) == 0
+        png = tmp_path / out
+        assert png.stat().st_size > 10_000 and png.with_suffix(".pdf").stat().st_size > 1000
+    fig = plot_map([digits_fixture()])
+    titled = [a.get_title() for a in fig.axes if a.get_visible() and a.get_title()]
+    assert sum("accuracy" in t for t in titled) == 2 and sum("sign changes" in t for t in titled) == 2
+    ax = next(a for a in fig.axes if a.get_visible() and a.get_title())
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "\u03b3\u03bb = 1/\u221a5" in labels and any("Our1" in lab for lab in labels)
+    (curve,) = [line for line in ax.get_lines() if line.get_label() == "\u03b3\u03bb = 1/\u221a5"]
+    x, y = curve.get_data()
+    assert max(abs(a * b - SQRT5) for a, b in zip(x, y)) < 1e-12
+
+
+def test_caption_and_summary_count_cells():
+    d = digits_fixture()
+    s = summary(d)
+    assert s["all"]["cells"] == 12 and s["all"]["diverged"] == 2
+    assert s["below"]["cells"] + s["above"]["cells"] == 12
+    assert s["below"]["cells"] == sum(r["gamma"] * r["lam"] < SQRT5 for r in d["rows"])
+    assert s["all"]["good"] == sum(r["metric"] is not None and r["metric"] >= 0.5 for r in d["rows"])
+    cap = map_caption(d)
+    assert "Of 12 (" in cap and "1/\u221a5" in cap and f"{s['all']['admissible']} cells satisfy" in cap
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.pop("rows"), "rows"),
+    (lambda d: d["rows"][1].update(gamma=-1), "rows[1].gamma"),
+    (lambda d: d["rows"][0].update(diverged=5), "rows[0].diverged"),
+    (lambda d: d["rows"][2].update(sign_ever_changed=1.5), "rows[2].sign_ever_changed"),
+    (lambda d: d["rows"][0].update(admissible="yes"), "rows[0].admissible"),
+    (lambda d: d.update(source="cifar"), "source"),
+    (lambda d: d.update(metric="S_final"), "metric"),
+    (lambda d: d.update(beta_rule={"kind": "fixed", "values": []}), "beta_rule.values"),
+    (lambda d: d["rows"].__setitem__(3, "x"), "rows[3]"),
+])
+def test_a_malformed_map_file_is_one_line_naming_file_and_field(tmp_path, capsys, mutate, field):
+    d = copy.deepcopy(digits_fixture())
+    mutate(d)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))
+    assert main(["plot", "map", str(path), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err and f"field {field}:" in err
+    assert not (tmp_path / "x.png").exists()
+    with pytest.raises(UsageError):
+        load_results([path])
+
+
+def test_stam_map_writes_json_csv_and_figure_and_prints_a_table(tmp_path, capsys):
+    out = tmp_path / "m"
+    argv = ["map", "--problem", "binary", "--gammas", "0.05,30", "--lam-range", "0.5:4:2", "--betas", "420,1e-3",
+            "--iterations", "30", "--seeds", "2", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert {p.name for p in out.iterdir()} == {f"map-binary.{e}" for e in ("json", "csv", "png", "pdf")}
+    data = validate_map(json.loads((out / "map-binary.json").read_text()))
+    assert data["params"]["lams"] == [0.5, 4.0] and data["budget"] == {"iterations": 30}
+    assert "beta = 420" in text and "map binary: 8 cells" in text and "D" in text and "*" in text
+
+
+BAD = [
+    (["--problem", "nope"], "known: binary"),
+    (["--problem", "binary", "--gamma-range", "3:1:4"], "inverted"),
+    (["--problem", "binary", "--lam-range", "1:3:0"], "N = 0"),
+    (["--problem", "binary", "--gamma-range", "0:3:4"], "> 0"),
+    (["--problem", "binary", "--gamma-range", "1:3"], "LO:HI:N"),
+    (["--problem", "binary", "--lams", ","], "empty"),
+    (["--problem", "binary", "--lams", "1,-2"], "-2"),
+    (["--problem", "binary", "--gammas", "1,x"], "'x'"),
+    (["--problem", "binary", "--betas", "0"], "0"),
+    (["--problem", "binary", "--betas", "nan"], "nan"),
+    (["--problem", "binary", "--iterations", "0"], "--iterations"),
+    (["--problem", "binary", "--growth", "1"], "--growth"),
+    (["--problem", "binary", "--epochs", "3"], "--epochs"),
+    (["--problem", "binary", "--dataset", "digits"], "not allowed with"),
+    (["--problem", "binary", "--gammas", "1", "--gamma-range", "1:2:2"], "not allowed with"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", BAD)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, needle):
+    out = tmp_path / "out"
+    try:
+        code = main(["map", *argv, "--out", str(out), "--no-progress"])
+    except SystemExit as exc:  # argparse's own checks
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_out_that_is_a_file_or_unwritable_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    import stam.synthetic.convergence_map as CM
+
+    monkeypatch.setattr(CM, "run_map", lambda *a, **k: pytest.fail("ran before checking --out"))
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["map", "--problem", "binary", "--out", str(f)]) == 2
+    assert "is a file" in capsys.readouterr().err and f.read_text() == "x"
+    assert main(["map", "--problem", "binary", "--out", str(f / "sub")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["map", "--problem", "binary", "--out", "/proc/no-such/dir"]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_digits_map_without_the_sweep_module_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "stam.dnn.sweep", None)
+    assert main(["map", "--out", str(tmp_path / "d")]) == 2  # digits is the default
+    err = capsys.readouterr().err
+    assert "needs stam.dnn.sweep" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def map_digits(gammas, lams, betas, seeds, epochs, progress=True):
+        calls.append((gammas, lams, betas, seeds, epochs, progress))
+        rows = [dict(r) for r in digits_fixture()["rows"]]
+        for r in rows:
+            r.pop("admissible")
+        return rows
+
+    module = types.ModuleType("stam.dnn.sweep")
+    module.__spec__ = importlib.machinery.ModuleSpec("stam.dnn.sweep", None)
+    module.map_digits = map_digits
+    monkeypatch.setitem(sys.modules, "stam.dnn.sweep", module)
+    out = tmp_path / "d"
+    assert main(["map", "--dataset", "digits", "--gammas", "0.01,1,8", "--lams", "0.5,4", "--betas", "100,1000",
+                 "--epochs", "3", "--seeds", "2", "--out", str(out), "--no-progress"]) == 0
+    assert calls == [([0.01, 1.0, 8.0], [0.5, 4.0], [100.0, 1000.0], 2, 3, False)]
+    data = validate_map(json.loads((out / "map-digits.json").read_text()))
+    assert data["source"] == "digits" and data["budget"] == {"epochs": 3}
+    assert [r["admissible"] for r in data["rows"]] == [r["admissible"] for r in digits_fixture()["rows"]]
+    assert (out / "map-digits.png").stat().st_size > 10_000
+    assert "%" in capsys.readouterr().out
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.scripts = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+        self.scripts += tag == "script"
+
+
+def test_report_draws_the_map_and_escapes_a_hostile_problem(tiny_map, tmp_path):
+    hostile = "<script>alert(1)</script>$\\x^{"
+    d = digits_fixture(problem=hostile)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "map-digits.json").write_text(json.dumps(d))
+    write_map(tiny_map, tmp_path / "in", "map-binary")
+    assert main(["report", str(tmp_path / "in"), "-o", str(tmp_path / "rep")]) == 0
+    html = (tmp_path / "rep" / "report.html").read_text()
+    page = _Page()
+    page.feed(html)
+    assert "fig-map" in page.ids and page.scripts == 0
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert (tmp_path / "rep" / "figures" / "map.png").stat().st_size > 10_000
+    assert "map-binary.csv" in html  # the CSV twin is linked with the data
+    assert "Of 8 (" in html and "Of 12 (" in html  # both captions, with their numbers
+
+
+def test_rows_csv_leaves_null_cells_empty(tiny_map):
+    lines = rows_csv(tiny_map).splitlines()
+    diverged = [line for line, r in zip(lines[1:], tiny_map["rows"]) if r["metric"] is None]
+    assert diverged and all(",," in line for line in diverged)
+    assert math.isclose(float(lines[1].split(",")[0]), tiny_map["rows"][0]["gamma"])
