@@ -322,7 +322,7 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
             )
         return None
     meta = {}
-    if isinstance(obj, dict):
+    if isinstance(obj, dict) and kind in SCHEMAS:  # convergence-map: validate_map below, beside its writer
         validate(obj, SCHEMAS[kind], path)
     if kind == "paper-check" and isinstance(obj, dict):  # `stam paper-check --out FILE`: {kind, provenance, items}
         meta = {"provenance": obj.get("provenance")}
