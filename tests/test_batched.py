@@ -1,0 +1,194 @@
+"""The batched trainer (stam.dnn.batched), the pure baseline steps, tuning and the digits map."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stam.algorithm import QuantizedState, bc_step, br_relax, br_step, psgd_step
+from stam.dnn import batched, presets, sweep, tune
+from stam.operators import IndicatorQ
+from stam.quantize import project_Q
+
+OVERRIDES = {"stam": {"gamma": 1.0, "lam": 2.0, "beta": 20.0}, "bc": {"lr": 0.05}, "br": {"lr": 0.05},
+             "psgd": {"lr": 0.05}, "float": {"lr": 0.05}}
+
+
+@pytest.fixture(scope="module")
+def task():
+    torch.set_num_threads(1)
+    return batched.digits_task(val_fraction=0.1, split_seed=0)
+
+
+def _cfg(algo, epochs, seed=0, **over):
+    return batched.Config(presets.resolve(None, algo, "digits", {**OVERRIDES[algo], **over}, "auto", epochs), seed)
+
+
+# --------------------------------------------------------------------------- pure steps
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6), st.floats(1e-3, 1.0), st.floats(0.01, 100.0))
+def test_br_step_is_bc_after_the_switch_and_the_relaxation_before(seed, lr, lam):
+    g = torch.Generator().manual_seed(seed)
+    u, grad = torch.randn(3, 7, generator=g, dtype=torch.float64), torch.randn(3, 7, generator=g, dtype=torch.float64)
+    s = QuantizedState(u, project_Q(u, None))
+    ops = IndicatorQ(None)
+    assert torch.equal(br_step(s, grad, ops, lr, lam, relaxed=False).w, bc_step(s, grad, ops, lr).w)
+    relaxed = br_step(s, grad, ops, lr, lam, relaxed=True)
+    assert torch.allclose(relaxed.w, br_relax(u - lr * grad, ops, lam))
+    # per-run phases: run 0 relaxed, runs 1, 2 projecting
+    mask = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64).view(3, 1)
+    mixed = br_step(s, grad, ops, lr, lam, relaxed=mask)
+    assert torch.allclose(mixed.w[0], relaxed.w[0]) and torch.allclose(mixed.w[1:], bc_step(s, grad, ops, lr).w[1:])
+    # the relaxed point lies between U and its projection (eq. (BR))
+    p = project_Q(u - lr * grad, None)
+    assert torch.all((relaxed.w - p).abs() <= (u - lr * grad - p).abs() + 1e-12)
+    # PSGD does not feed the projection back
+    assert torch.equal(psgd_step(s, grad, ops, lr).w, u - lr * grad)
+
+
+# --------------------------------------------------------------------------- the trainer
+
+def test_runs_in_one_batch_do_not_interfere(task):
+    """Three configurations trained together give what each gives alone (one epoch)."""
+    cfgs = [_cfg("stam", 1, gamma=0.5), _cfg("stam", 1, lam=8.0, seed=3), _cfg("stam", 1, beta=100.0, seed=5)]
+    together = batched.train_batched(cfgs, task, 1, 32, compile=False)
+    for cfg, res in zip(cfgs, together):
+        alone = batched.train_batched([cfg], task, 1, 32, compile=False)[0]
+        a, b = res["log"][0], alone["log"][0]
+        assert math.isclose(a["train_loss"], b["train_loss"], rel_tol=1e-4)
+        assert abs(a["val_acc_binary"] - b["val_acc_binary"]) <= 100 / len(task.val.y) + 1e-9
+
+
+def test_common_random_numbers_and_no_test_reads_unless_asked(task):
+    same = batched.train_batched([_cfg("bc", 2), _cfg("bc", 2)], task, 2, 64, compile=False)
+    assert same[0]["log"] == same[1]["log"]
+    assert "test_acc_binary" not in same[0]["log"][0]  # tuning trials never read the test set
+    with_test = batched.train_batched([_cfg("bc", 1)], task, 1, 64, evaluate_test=True, compile=False)
+    assert 0 <= with_test[0]["log"][0]["test_acc_binary"] <= 100
+
+
+def test_divergence_is_marked_and_sign_flips_are_fractions(task):
+    res = batched.train_batched([_cfg("float", 2, lr=1e30), _cfg("float", 2, lr=1e-12), _cfg("float", 2)], task, 2, 64,
+                                compile=False)
+    assert res[0]["diverged_epoch"] == 1 and res[0]["log"] == []
+    frozen, moving = res[1]["log"], res[2]["log"]
+    assert all(r["sign_since_init"] == 0 and r["sign_ever"] == 0 for r in frozen)
+    for r in moving:
+        assert 0 <= r["sign_epoch"] <= 1 and 0 <= r["sign_since_init"] <= r["sign_ever"] <= 1
+    assert moving[-1]["sign_ever"] > 0
+
+
+@pytest.mark.parametrize("algo", ["stam", "br"])
+def test_compiled_update_equals_eager(task, algo):
+    cfgs = [_cfg(algo, 1, seed=s) for s in range(4)]
+    eager = batched.train_batched(cfgs, task, 1, 64, compile=False)
+    comp = batched.train_batched(cfgs, task, 1, 64, compile=True)
+    for a, b in zip(eager, comp):
+        assert math.isclose(a["log"][0]["train_loss"], b["log"][0]["train_loss"], rel_tol=1e-4)
+
+
+def test_select_epoch_uses_validation_and_the_earliest_tie():
+    log = [{"epoch": 1, "val_acc_binary": 50.0}, {"epoch": 2, "val_acc_binary": 70.0}, {"epoch": 3, "val_acc_binary": 70.0},
+           {"epoch": 4, "val_acc_binary": float("nan")}]
+    assert batched.select_epoch(log)["epoch"] == 2
+    assert batched.select_epoch([{"epoch": 1, "val_acc_binary": None}]) is None
+
+
+# --------------------------------------------------------------------------- tuning
+
+@pytest.mark.parametrize("algo", ["stam", "bc", "br", "psgd", "float"])
+def test_trials_fill_the_declared_space_and_contain_the_papers_setting(algo):
+    space = tune.search_space(algo)
+    trials = tune.sample_trials(algo, 16, seed=3)
+    assert trials == tune.sample_trials(algo, 16, seed=3) and trials != tune.sample_trials(algo, 16, seed=4)
+    paper = presets.resolve(None, algo, "cifar10").at(1)
+    for key, dim in space.items():
+        lo, hi = dim["log_uniform"]
+        vals = [t[key][0]["value"] if isinstance(t[key], list) else t[key] for t in trials]
+        assert all(lo * (1 - 1e-3) <= v <= hi * (1 + 1e-3) for v in vals)
+        # quasi-random: every quarter of the log range is hit
+        quarters = {min(3, int(4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo) + 1e-300))) for v in vals}
+        assert quarters == {0, 1, 2, 3} or lo == hi
+        assert lo <= paper[key] <= hi
+
+
+def test_summarise_gives_the_t_interval():
+    s = tune.summarise([90.0, 91.0, 92.0, 93.0, 94.0, None])
+    assert s["n"] == 5 and s["mean"] == 92.0
+    assert math.isclose(s["ci95"][1] - 92.0, 2.776445 * math.sqrt(2.5) / math.sqrt(5), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("space, message", [
+    ({"stam": {}}, "empty"),
+    ({"stam": {"gamma": {"log_uniform": [10.0, 1.0]}}}, "low <= high"),
+    ({"stam": {"lr": {"log_uniform": [1.0, 2.0]}}}, "not one of its hyperparameters"),
+    ({"bc": {"lr": {"log_uniform": [1.0, 2.0]}}}, "unknown algorithm 'stam'"),
+])
+def test_bad_search_spaces_are_usage_errors(space, message):
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        tune.sample_trials("stam", 4, 0, space)
+
+
+def test_tune_end_to_end_resumes_without_rerunning(tmp_path, capsys):
+    from stam.cli import main
+
+    argv = ["tune", "--algos", "stam,bc", "--trials", "2", "--seeds", "2", "--epochs", "1", "--batch-size", "64",
+            "--no-paper", "--no-progress", "--out", str(tmp_path / "t")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    result = json.loads((tmp_path / "t" / "tune-digits.json").read_text())
+    assert [a["algo"] for a in result["algorithms"]] == ["stam", "bc"]
+    for a in result["algorithms"]:
+        assert len(a["trials"]) == 2 and a["best"]["score"] == max(t["score"] for t in a["trials"])
+        assert a["final"]["seeds"] == [tune.FINAL_SEED0, tune.FINAL_SEED0 + 1]
+    jobs = sorted((tmp_path / "t" / "jobs").glob("*.json"))
+    stamps = [p.stat().st_mtime_ns for p in jobs]
+    assert main(argv) == 0  # resume: every job is already stored
+    assert [p.stat().st_mtime_ns for p in jobs] == stamps
+    assert capsys.readouterr().out == first
+    assert "95% interval" in first and "tuned, 2 trials" in first
+
+
+@pytest.mark.parametrize("extra, bad", [
+    (["--trials", "0"], "--trials"), (["--algos", "stam,adam"], "--algos"), (["--seeds", "1"], "--seeds"),
+    (["--val-fraction", "1"], "--val-fraction"), (["--scheduler", "nonsense::"], "scheduler"),
+])
+def test_tune_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, bad):
+    from stam.cli import main
+
+    out = tmp_path / "t"
+    try:
+        rc = main(["tune", "--epochs", "1", "--out", str(out), *extra])
+    except SystemExit as exc:  # argparse's own check of a flag
+        rc = exc.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(("stam: error:", "stam tune: error:")) and bad in err[0]
+    assert not out.exists()
+
+
+def test_tune_space_file_errors(tmp_path, capsys):
+    from stam.cli import main
+
+    f = tmp_path / "space.json"
+    f.write_text(json.dumps({"stam": {"gamma": {"log_uniform": [1.0, 0.1]}}}))
+    assert main(["tune", "--algos", "stam", "--space-file", str(f), "--out", str(tmp_path / "t")]) == 2
+    assert "low <= high" in capsys.readouterr().err
+    f.write_bytes(b"\xff\xfe")
+    assert main(["tune", "--algos", "stam", "--space-file", str(f), "--out", str(tmp_path / "t")]) == 2
+    assert not (tmp_path / "t").exists()
+
+
+def test_map_digits_rows(tmp_path):
+    rows = sweep.map_digits([0.01, 3.0], [0.5], [20.0], seeds=2, epochs=1, batch_size=64, store=tmp_path, progress=False)
+    assert [(r["gamma"], r["lam"], r["beta"]) for r in rows] == [(0.01, 0.5, 20.0), (3.0, 0.5, 20.0)]
+    for r in rows:
+        assert r["seeds"] == 2 and r["diverged"] == 0 and 0 <= r["metric"] <= 100 and 0 <= r["sign_ever_changed"] <= 1
