@@ -37,27 +37,32 @@ Where the jobs run
     tcp://HOST:PORT``) through :class:`distributed.Client`; results are gathered as they complete
     and each is stored as it arrives, so an interrupted run keeps the finished ones.  The workers
     only compute: they return the result to the client, which writes the store, so a remote
-    cluster needs no shared disk.  They do need this toolkit installed (the same version), since
-    ``fn`` is sent to them by reference.  ``workers`` counts local processes only: with a scheduler
-    the cluster's workers run the jobs, and giving both is a usage error.
+    cluster needs no shared disk.  The scheduler and the workers do need this toolkit installed
+    (the same version, as every Dask cluster needs the client's environment), since ``fn`` is sent
+    by reference and the scheduler unpacks the tasks; where it is missing, every job comes back
+    as an error naming the deserialization.  ``workers`` counts local processes only: with a
+    scheduler the cluster's workers run the jobs, and giving both is a usage error.  If the
+    connection to the scheduler is lost during a run, Dask cancels every outstanding job: a
+    usage error says so, and the finished results are on disk for the resume.
 
 ``fn`` must be a module-level function (picklable, and importable on the workers under the same
 module name, e.g. ``stam.dnn.tune.train_one``), taking the spec and returning a JSON-able dict.
 
 Failures
     A job whose ``fn`` raises an exception (or returns something that is not a JSON-able dict, or
-    whose worker dies) gets ``{"error": "<ExceptionType>: <first line of the message>"}`` in the
+    whose worker dies) gets ``{"error": "<ExceptionType>: <message, its lines joined>"}`` in the
     returned list; nothing is stored for it, so a resumed run tries it again; the other jobs run
     on, and the caller decides what a failed job means.  Ctrl-C (:class:`KeyboardInterrupt`)
     propagates at once (on a cluster the outstanding jobs are cancelled first); every result that
     finished before it is already on disk.
 
-Usage errors (:class:`stam.errors.UsageError`, one line, raised before any job runs): a store
-that is a file, cannot be created or is not writable; a store entry ``<key>.json`` that is a
-folder; ``workers < 1``; a malformed scheduler address; ``distributed`` not installed; a scheduler
-that cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds.  A spec that is not a dict of
-JSON-able values is a programming error (:class:`TypeError`).  Duplicate specs are run once and
-their result is returned for each.
+Usage errors (:class:`stam.errors.UsageError`, one line), before any job runs and with nothing
+written: a store that is a file, cannot be created or is not writable; a store entry
+``<key>.json`` that is a folder; ``workers < 1``; a malformed scheduler address; ``distributed``
+not installed; a scheduler that cannot be reached within :data:`CONNECT_TIMEOUT_S` seconds
+(tried only when some job is left to run).  During a run: a scheduler lost (see above).  A spec
+that is not a dict of JSON-able values is a programming error (:class:`TypeError`).  Duplicate
+specs are run once and their result is returned for each.
 
 This module imports neither torch nor dask when it is imported; joblib, tqdm and distributed are
 imported when a run needs them.  :func:`add_scheduler_args` adds the two flags that every command
@@ -69,6 +74,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import re
 import sys
@@ -141,8 +147,8 @@ def add_scheduler_args(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
 
 
 def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    """``"<ExceptionType>: <message>"`` on one line (its lines joined), at most 300 characters."""
+    text = f"{type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": ")
     return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -273,14 +279,14 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
     try:
         if todo:
             store.mkdir(parents=True, exist_ok=True)
-        _run_todo(fn, specs, unique, todo, store, results, client, workers, progress, desc)
+        _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc)
     finally:
         if client is not None:
-            client.close()
+            _close(client)
     return [results[key] for key in keys]
 
 
-def _run_todo(fn, specs, unique, todo, store, results, client, workers, progress, desc) -> None:
+def _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc) -> None:
     """Run the jobs ``todo`` (keys; ``unique[key]`` indexes the spec) here or through ``client``,
     storing each result as it arrives and putting it into ``results``."""
     from tqdm import tqdm
@@ -294,7 +300,7 @@ def _run_todo(fn, specs, unique, todo, store, results, client, workers, progress
         if not todo:
             return
         if client is not None:
-            _run_dask(fn, client, [(key, specs[unique[key]]) for key in todo], finish)
+            _run_dask(fn, client, address, [(key, specs[unique[key]]) for key in todo], finish, len(results))
         elif workers == 1 or len(todo) == 1:
             for key in todo:
                 finish(key, _execute(fn, specs[unique[key]]))
@@ -310,11 +316,13 @@ def _keyed(key: str, fn: Callable[[dict], dict], spec: dict) -> tuple[str, tuple
     return key, _execute(fn, spec)
 
 
-def _run_dask(fn, client, jobs: list[tuple[str, dict]], finish: Callable[[str, tuple], None]) -> None:
+def _run_dask(fn, client, address: str, jobs: list[tuple[str, dict]], finish: Callable[[str, tuple], None], stored: int) -> None:
     """Submit ``jobs`` through ``client``; ``finish`` each as it completes; on the way out (also on
-    Ctrl-C) cancel what has not finished, so the cluster does not compute for nobody."""
+    Ctrl-C) cancel what has not finished, so the cluster does not compute for nobody.  A lost
+    scheduler cancels every outstanding job: a :class:`UsageError` (the finished ones are stored)."""
     distributed = _distributed()
     futures: dict = {}
+    done = 0
     try:
         token = uuid.uuid4().hex[:8]  # task keys unique to this run (another fn may share a spec)
         name = getattr(fn, "__name__", "job")
@@ -325,9 +333,27 @@ def _run_dask(fn, client, jobs: list[tuple[str, dict]], finish: Callable[[str, t
             try:
                 outcome = future.result()
             except Exception as exc:  # noqa: BLE001 - a worker died, fn could not be unpickled there, ...
+                if getattr(exc, "reason", None) == "scheduler-connection-lost" or client.status != "running":
+                    raise UsageError(
+                        f"lost the connection to the Dask scheduler at {address} with {done} of "
+                        f"{len(jobs)} jobs done; the {stored + done} finished are stored: run the same command "
+                        "again to resume") from None
                 outcome = ("error", _one_line(exc), 0.0, None)
             finish(key, outcome)
+            done += 1
     finally:
         pending = [f for f in futures if not f.done()]
-        if pending:
+        if pending and client.status == "running":
             client.cancel(pending)
+
+
+def _close(client) -> None:
+    """Close ``client``; after a lost scheduler without the tracebacks that distributed logs then."""
+    if client.status == "running":
+        client.close()
+        return
+    logging.disable(logging.CRITICAL)
+    try:
+        client.close()
+    finally:
+        logging.disable(logging.NOTSET)

@@ -129,7 +129,7 @@ def test_a_failing_job_is_reported_not_stored_and_retried_on_resume(tmp_path):
     flag.touch()
     specs = specs_for(tmp_path, [1, 2]) + specs_for(tmp_path, [3], fail_if=str(flag)) + specs_for(tmp_path, [4])
     results = run_jobs(jobs_fns.square, specs, store, progress=False)
-    assert results[2] == {"error": "ValueError: x = 3 is refused"}  # one line
+    assert results[2] == {"error": "ValueError: x = 3 is refused second line of the message"}  # one line
     assert plain(results[:2] + results[3:]) == expected([1, 2, 4])  # the others ran on
     assert not (store / f"{spec_key(specs[2])}.json").exists() and len(list(store.glob("*.json"))) == 3
     flag.unlink()
@@ -258,19 +258,26 @@ def test_importing_the_module_loads_neither_torch_nor_dask():
 # --- a Dask distributed cluster on the loopback interface ----------------------------------------
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
+    """Two worker processes and a scheduler, all on 127.0.0.1 (started once: it takes seconds)."""
     import logging
 
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                      silence_logs=logging.ERROR) as local:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                      silence_logs=logging.ERROR, local_directory=tmp_path_factory.mktemp("dask")) as local:
         yield local
 
 
 def test_the_cluster_listens_on_loopback_only(cluster):
+    import psutil  # comes with distributed
+
     addresses = [cluster.scheduler_address] + [w.worker_address for w in cluster.workers.values()]
     assert len(addresses) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
+    me = psutil.Process()
+    listening = [c.laddr.ip for p in [me, *me.children(recursive=True)] for c in p.net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) >= 3 and set(listening) == {"127.0.0.1"}  # scheduler, its HTTP server, workers, nannies
 
 
 def test_scheduler_run_gives_the_local_results_and_stores_them_here(cluster, tmp_path):
@@ -280,7 +287,7 @@ def test_scheduler_run_gives_the_local_results_and_stores_them_here(cluster, tmp
     here = run_jobs(jobs_fns.square, specs, tmp_path / "here", progress=False)
     there = run_jobs(jobs_fns.square, specs, tmp_path / "there", scheduler=cluster.scheduler_address, progress=False)
     assert plain(there) == plain(here) and plain(there[:8]) == expected(range(8))
-    assert there[8] == {"error": "ValueError: x = 9 is refused"}
+    assert there[8] == {"error": "ValueError: x = 9 is refused second line of the message"}
     assert os.getpid() not in {r["pid"] for r in there[:8]}  # the workers computed them
     for spec, result in zip(specs[:8], there):
         record = json.loads((tmp_path / "there" / f"{spec_key(spec)}.json").read_text())
@@ -327,6 +334,37 @@ def test_scheduler_run_interrupted_keeps_what_finished(cluster, tmp_path, monkey
     rerun = computed(tmp_path / "log")[before:]
     assert not set(rerun) & set(stored)  # a stored result is never computed again
     assert set(rerun) | set(stored) >= set(range(10))
+
+
+def test_a_lost_scheduler_is_a_usage_error_and_the_finished_jobs_stay(tmp_path, monkeypatch, capfd):
+    import logging
+
+    from distributed import LocalCluster
+
+    specs, store = specs_for(tmp_path, range(12)), tmp_path / "store"
+    local = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, local_directory=tmp_path / "dask")
+    real, stored = jobs._store_record, []
+
+    def scheduler_dies_after_two(path, spec, outcome):
+        if len(stored) == 2 and local.status.name == "running":
+            local.close()  # scheduler and worker gone: the client is cut off
+        stored.append(spec["x"])
+        return real(path, spec, outcome)
+
+    monkeypatch.setattr(jobs, "_store_record", scheduler_dies_after_two)
+    try:
+        with pytest.raises(UsageError) as err:
+            run_jobs(jobs_fns.square, specs, store, scheduler=local.scheduler_address, progress=False)
+    finally:
+        local.close()
+    message = str(err.value)
+    assert message.startswith(f"lost the connection to the Dask scheduler at {local.scheduler_address} with ")
+    assert message.endswith("finished are stored: run the same command again to resume") and "\n" not in message
+    on_disk = sorted(f.stem for f in store.glob("*.json"))
+    assert len(on_disk) >= 2 and on_disk == sorted(spec_key(specs[x]) for x in stored[:len(on_disk)])
+    assert f"the {len(on_disk)} finished are stored" in message
+    assert "Traceback" not in capfd.readouterr().err  # distributed's noise on the lost connection is kept quiet
 
 
 def test_unreachable_scheduler_is_a_usage_error_and_runs_nothing(tmp_path):
