@@ -43,7 +43,7 @@ from torch import Tensor
 from stam.algorithm import (QuantizedState, STAMState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init,
                             stam_step)
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
-from stam.quantize import project_Q
+from stam.quantize import project_Q, signs
 
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.1
@@ -274,7 +274,7 @@ def _update_fn(name: str, compile: bool):
 # --------------------------------------------------------------------------- sign flips
 
 def _signs(ws: list[Tensor]) -> list[Tensor]:
-    return [w >= 0 for w in ws]  # sign(0) = +1, as stam.quantize
+    return [signs(w) for w in ws]
 
 
 def _fraction(masks: list[Tensor]) -> Tensor:
@@ -360,17 +360,17 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
             for t in forward_weights(algo, state) + floats:
                 finite &= torch.isfinite(t.flatten(1)).all(dim=1)
             bw = binary_weights(algo, state)
-            signs = _signs(bw)
-            since = [a != b for a, b in zip(signs, init_signs)]
+            now = _signs(bw)
+            since = [a != b for a, b in zip(now, init_signs)]
             ever = [e | s for e, s in zip(ever, since)]
-            rec = {"epoch": epoch, "train_loss": train_loss, "sign_epoch": _fraction([a != b for a, b in zip(signs, prev_signs)]),
+            rec = {"epoch": epoch, "train_loss": train_loss, "sign_epoch": _fraction([a != b for a, b in zip(now, prev_signs)]),
                    "sign_since_init": _fraction(since), "sign_ever": _fraction(ever)}
             splits = {"val": task.val} | ({"test": task.test} if evaluate_test else {})
             for name, split in splits.items():
                 if split is not None:
                     rec[f"{name}_acc_binary"] = accuracy(bw, floats, running, split)
                     rec[f"{name}_acc_float"] = accuracy(float_weights(algo, state), floats, running, split)
-            prev_signs = signs
+            prev_signs = now
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         for r in (alive & ~finite).nonzero().flatten().tolist():
             diverged[r] = epoch

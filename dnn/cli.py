@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--list-presets", action="store_true", help="print the presets and their sources, then exit")
     p.add_argument("--epochs", type=positive_int, help="default 1000 (the paper)")
     p.add_argument("--batch-size", type=positive_int, help="global batch size, default 128 (the paper)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
     p.add_argument("--schedule-scale", type=_scale, default=1.0, metavar="S|auto",
@@ -60,6 +60,11 @@ def register(subparsers) -> None:
     p.add_argument("--download", action="store_true", help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
     p.add_argument("--out", help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
     p.add_argument("--label", help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")
+    p.add_argument("--val-fraction", type=_fraction, default=0.1, metavar="F",
+                   help="validation share carved out of the training set, stratified by class (default 0.1); "
+                   "epochs and configurations are selected on it, never on the test set")
+    p.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0; independent of --seed)")
+    p.add_argument("--no-val", action="store_true", help="the paper's protocol: no validation set, train on the whole training set")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for forward/backward")
@@ -172,7 +177,8 @@ def _train(args) -> int:
         batch_size=args.batch_size, seed=args.seed, overrides=overrides, schedule_scale=args.schedule_scale,
         keep_float=args.keep_float, data_dir=args.data_dir, download=args.download, out=args.out, resume=args.resume,
         device=args.device, bf16=args.bf16, eval_batch_size=args.eval_batch_size, progress=not args.no_progress,
-        echo=not args.quiet, label=args.label,
+        echo=not args.quiet, label=args.label, val_fraction=None if args.no_val else args.val_fraction,
+        split_seed=args.split_seed,
     )
     try:
         run(cfg)

@@ -34,11 +34,13 @@ from stam.dnn import distributed, presets
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
 from stam.io import atomic_path, atomic_write_json, atomic_write_text, bar_disable, provenance
+from stam.quantize import signs
 
 CHECKPOINT_FORMAT = 1
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
-RUN_IDENTITY = ("model", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float", "bf16")
+RUN_IDENTITY = ("model", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float", "bf16",
+                "val_fraction", "split_seed")
 
 
 class Diverged(RuntimeError):
@@ -67,6 +69,8 @@ class TrainConfig:
     progress: bool = True
     echo: bool = True  # print each epoch's JSON line on stdout
     label: str | None = None  # column name in ``stam table`` (default: the preset's, e.g. Our3; Our3* with overrides)
+    val_fraction: float | None = 0.1  # validation share carved out of the training set; None: the paper's protocol (no validation)
+    split_seed: int = 0  # seed of the validation split (independent of ``seed``)
 
 
 # --------------------------------------------------------------------------- optimisers
@@ -157,17 +161,20 @@ def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast, memory_
 
 
 @torch.no_grad()
-def evaluate(model, data: data_mod.ImageData, ctx, batch: int, autocast, memory_format=torch.contiguous_format) -> float:
-    """Test accuracy (percent) of ``model`` as it stands; the test set is split over processes."""
+def evaluate(model, data: data_mod.ImageData, ctx, batch: int, autocast, memory_format=torch.contiguous_format,
+             split: str = "test") -> float:
+    """Accuracy (percent) of ``model`` as it stands on ``split`` (``"test"`` or ``"val"``); the
+    images are split over processes."""
     model.eval()
-    xs, ys = data.test_x[ctx.rank :: ctx.world], data.test_y[ctx.rank :: ctx.world]
+    all_x, all_y = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
+    xs, ys = all_x[ctx.rank :: ctx.world], all_y[ctx.rank :: ctx.world]
     correct = torch.zeros((), dtype=torch.long, device=ctx.device)
     for i in range(0, len(xs), batch):
         with autocast():
             out = model(data.normalise(xs[i : i + batch]).contiguous(memory_format=memory_format))
         correct += (out.argmax(1) == ys[i : i + batch]).sum()
     distributed.all_reduce_sum(correct, ctx)
-    return 100.0 * correct.item() / len(data.test_x)
+    return 100.0 * correct.item() / len(all_x)
 
 
 def _proxies(opt) -> tuple | None:
@@ -177,6 +184,48 @@ def _proxies(opt) -> tuple | None:
     if isinstance(p, dict):
         p = (p["grad"], p["z"])
     return tuple(torch.as_tensor(v, dtype=torch.float64) for v in p)
+
+
+# --------------------------------------------------------------------------- sign flips
+
+class SignFlips:
+    """The sign-flip diagnostic of the binary weights (in Q: what :func:`binary_weights` puts
+    into the quantised parameters), per layer and in total, once per epoch: the fraction of
+    weights whose sign differs from the previous epoch's end (``epoch``), from the start of
+    training (``since_init``), and that differed from the start at some epoch end (``ever``),
+    and each layer's scale ``s = mean |w|`` (eq. (0412)).  Signs as in :mod:`stam.quantize`
+    (sign(0) = +1).  Its state (start signs, last signs, the ``ever`` mask) goes into the
+    checkpoint, so a resumed run continues it exactly."""
+
+    def __init__(self, opt, model):
+        names = {id(p): n for n, p in model.named_parameters()}
+        self.params = [p for g in opt.param_groups if g.get("quantize") for p in g["params"]]
+        self.names = [names.get(id(p), "?") for p in self.params]
+        with binary_weights(opt):
+            self.init = [signs(p) for p in self.params]
+        self.prev = list(self.init)
+        self.ever = [torch.zeros_like(m) for m in self.init]
+
+    @torch.no_grad()
+    def update(self) -> dict | None:
+        """Call with the binary weights in the parameters; returns the epoch's record."""
+        if not self.params:
+            return None
+        now = [signs(p) for p in self.params]
+        epoch = [a != b for a, b in zip(now, self.prev)]
+        since = [a != b for a, b in zip(now, self.init)]
+        self.ever = [e | s for e, s in zip(self.ever, since)]
+        frac = lambda masks: float(sum(int(m.sum()) for m in masks)) / sum(m.numel() for m in masks)  # noqa: E731
+        layers = [{"name": n, "epoch": frac([e]), "since_init": frac([s]), "ever": frac([v]), "scale": float(p.abs().mean())}
+                  for n, e, s, v, p in zip(self.names, epoch, since, self.ever, self.params)]
+        self.prev = now
+        return {"epoch": frac(epoch), "since_init": frac(since), "ever": frac(self.ever), "layers": layers}
+
+    def state_dict(self) -> dict:
+        return {"init": self.init, "prev": self.prev, "ever": self.ever}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.init, self.prev, self.ever = (list(state[k]) for k in ("init", "prev", "ever"))
 
 
 # --------------------------------------------------------------------------- the run
@@ -248,6 +297,8 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     distributed.barrier(ctx)
     if not ctx.main:
         data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums)
+    if cfg.val_fraction:
+        data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, data.num_classes, data.image_shape).to(device)
     memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
@@ -270,7 +321,10 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
         "data_manifest_sha256": data.manifest, "train_size": len(data.train_x), "test_size": len(data.test_x),
+        "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
+        "val_size": len(data.val_x) if cfg.val_fraction else 0,
     }
+    flips = SignFlips(opt, model)
     records: list[dict] = []
     start_epoch, seconds_total = 1, 0.0
     if cfg.resume:
@@ -286,6 +340,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         _set_rng_state(ckpt["rng"], gen_shuffle, gen_aug, device)
         records, seconds_total = list(ckpt["log"]), float(ckpt["seconds"])
         start_epoch = int(ckpt["epoch"]) + 1
+        flips.load_state_dict(ckpt["signs"])
     if ctx.main:
         atomic_write_json(out / "config.json", {"kind": "train-config", "provenance": provenance(), **config})
 
@@ -332,23 +387,27 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
             _diverged(out, config, records, epoch, f"weights or optimiser state became non-finite in epoch {epoch}", ctx)
         distributed.average_buffers(model, ctx)
         totals = distributed.all_reduce_sum(torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)]), ctx)
+        splits = ("test", "val") if cfg.val_fraction else ("test",)
+        ev = lambda split: evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format, split)  # noqa: E731
         with binary_weights(opt):
-            acc_bin = evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format)
+            acc_bin = {split: ev(split) for split in splits}
+            sign_flips = flips.update()
         with float_weights(opt):
-            acc_float = evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format)
+            acc_float = {split: ev(split) for split in splits}
         seconds = time.perf_counter() - t0
         seconds_total += seconds
         record = {
             "epoch": epoch, "paper_epoch": preset.paper_epoch(epoch),
             "train_loss": totals[0].item() / totals[2].item(), "train_acc": 100.0 * totals[1].item() / totals[2].item(),
-            "test_acc_binary": acc_bin, "test_acc_float": acc_float, "hyper": hyper,
+            "test_acc_binary": acc_bin["test"], "test_acc_float": acc_float["test"],
+            "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"), "hyper": hyper,
             "proxy_grad": None if prox_sum is None else prox_sum[0].item() / prox_n,
             "proxy_z": None if prox_sum is None else prox_sum[1].item() / prox_n,
-            "theorem": theorem_status(preset.algo, hyper), "seconds": seconds,
+            "theorem": theorem_status(preset.algo, hyper), "sign_flips": sign_flips, "seconds": seconds,
         }
         records.append(record)
         if ctx.main:
-            _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total)
+            _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total, flips)
             if cfg.echo:
                 print(_json_line(record), flush=True)
         distributed.barrier(ctx)
@@ -364,14 +423,36 @@ def _progress(cfg, ctx, steps, epoch, epochs):
     return tqdm(total=steps, desc=f"epoch {epoch}/{epochs}", file=sys.stderr, leave=False, dynamic_ncols=True, disable=bar_disable(cfg.progress and ctx.main))
 
 
-def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total) -> None:
+def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total, flips) -> None:
     ckpt = {
         "format": CHECKPOINT_FORMAT, "epoch": epoch, "config": config, "model": model.state_dict(),
         "optimizer": opt.state_dict(), "rng": _rng_state(gen_shuffle, gen_aug, device), "log": records, "seconds": seconds_total,
+        "signs": flips.state_dict(),
     }
     with atomic_path(out / "checkpoint.pt") as tmp:
         torch.save(ckpt, tmp)
     atomic_write_text(out / "log.jsonl", "".join(_json_line(r) + "\n" for r in records))
+
+
+#: What the accuracy keys of ``summary.json`` mean (written into it).
+METRIC_NOTES = {
+    "selected_*": "the epoch with the best validation accuracy (binary weights; float weights for the float baseline), "
+                  "earliest on ties, and the accuracies at that epoch: selection on validation data only",
+    "best_test_acc_*": "the paper's metric (Tables cifar-res, cifar100-res): the best test accuracy over the epochs, "
+                       "i.e. the epoch is selected on the test set",
+    "final_test_acc_*": "at the last epoch",
+}
+
+
+def _selected(config, records) -> dict:
+    """The validation-selected epoch and its accuracies (None without a validation set)."""
+    key = "val_acc_float" if config["algo"] == "float" else "val_acc_binary"
+    good = [r for r in records if r.get(key) is not None]
+    best = max(good, key=lambda r: (r[key], -r["epoch"]), default=None)
+    pick = lambda k: best and best[k]  # noqa: E731
+    return {"selected_epoch": pick("epoch"), "selected_val_acc_binary": pick("val_acc_binary"),
+            "selected_val_acc_float": pick("val_acc_float"), "selected_test_acc_binary": pick("test_acc_binary"),
+            "selected_test_acc_float": pick("test_acc_float")}
 
 
 def _summary(config, records, seconds_total, status) -> dict:
@@ -381,6 +462,8 @@ def _summary(config, records, seconds_total, status) -> dict:
         "kind": "train-run", "provenance": provenance(), "status": status,
         "model": config["model"], "model_name": DISPLAY_NAMES[config["model"]], "dataset": config["dataset"],
         "algo": config["algo"], "preset": config["preset"], "label": config["label"], "seed": config["seed"],
+        "val_fraction": config.get("val_fraction"), "split_seed": config.get("split_seed"), **_selected(config, records),
+        "metric_notes": METRIC_NOTES,
         "best_test_acc_binary": best_bin and best_bin["test_acc_binary"], "best_epoch_binary": best_bin and best_bin["epoch"],
         "best_test_acc_float": best_float and best_float["test_acc_float"], "best_epoch_float": best_float and best_float["epoch"],
         "final_test_acc_binary": records[-1]["test_acc_binary"] if records else None,

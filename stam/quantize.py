@@ -119,4 +119,10 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
     return torch.copysign(blocks.expand(s), flat + 0.0).reshape(v.shape)
 
 
-__all__ = ["SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "project_Q"]
+def signs(w: Tensor) -> Tensor:
+    """The signs of ``w`` as a boolean tensor (True = +1), with sign(0) = +1 as in
+    :func:`project_Q`: what the sign-flip diagnostics compare."""
+    return w.detach() >= 0
+
+
+__all__ = ["signs", "SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "project_Q"]

@@ -292,5 +292,5 @@ def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
     res = T.run(c, checksums=sums)
     conf = json.loads((tmp_path / "c" / "config.json").read_text())
     assert conf["params"]["quantized"] == 3 * 3 * 32 * 64  # only the second conv: first conv and classifier kept float
-    assert conf["train_size"] == 40 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
+    assert conf["train_size"] + conf["val_size"] == 40 and conf["val_size"] >= 1 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
     assert res.summary["epochs"] == 1 and 0 <= res.summary["best_test_acc_binary"] <= 100
