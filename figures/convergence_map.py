@@ -24,6 +24,8 @@ import numpy as np
 from stam.errors import UsageError
 from stam.synthetic.convergence_map import SQRT5
 
+#: the most points a --gamma-range or --lam-range may ask for
+MAX_POINTS = 200
 #: digits: a cell "trains" when its validation accuracy with binary weights reaches this
 TRAINS_AT = 0.5
 #: colour maps (perceptually uniform, colour-vision-deficiency safe)
@@ -313,8 +315,8 @@ def _range(text: str, flag: str) -> list[float]:
         raise UsageError(f"{flag} {text!r}: LO and HI must be finite numbers > 0 (a log grid)")
     if lo > hi:
         raise UsageError(f"{flag} {text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g})")
-    if n < 1:
-        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be >= 1")
+    if not 1 <= n <= MAX_POINTS:
+        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be between 1 and {MAX_POINTS}")
     return log_grid(lo, hi, n)
 
 

@@ -178,6 +178,7 @@ BAD = [
     (["--problem", "binary", "--gamma-range", "3:1:4"], "inverted"),
     (["--problem", "binary", "--lam-range", "1:3:0"], "N = 0"),
     (["--problem", "binary", "--gamma-range", "0:3:4"], "> 0"),
+    (["--problem", "binary", "--gamma-range", "1:3:100000"], "between 1 and 200"),
     (["--problem", "binary", "--gamma-range", "1:3"], "LO:HI:N"),
     (["--problem", "binary", "--lams", ","], "empty"),
     (["--problem", "binary", "--lams", "1,-2"], "-2"),
