@@ -143,6 +143,7 @@ def test_caption_and_summary_count_cells():
     (lambda d: d["rows"][0].update(diverged=5), "rows[0].diverged"),
     (lambda d: d["rows"][2].update(sign_ever_changed=1.5), "rows[2].sign_ever_changed"),
     (lambda d: d["rows"][0].update(admissible="yes"), "rows[0].admissible"),
+    (lambda d: d["rows"][0].update(metric=45.0), "rows[0].metric"),
     (lambda d: d.update(source="cifar"), "source"),
     (lambda d: d.update(metric="S_final"), "metric"),
     (lambda d: d.update(beta_rule={"kind": "fixed", "values": []}), "beta_rule.values"),
