@@ -233,8 +233,8 @@ def map_caption(data: dict) -> str:
     budget = ", ".join(f"{k} = {v}" for k, v in data["budget"].items())
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
-    colour = ("colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "colour: validation accuracy with binary weights"
+    colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
+              else "Colour: validation accuracy with binary weights"
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
     return (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
