@@ -24,6 +24,8 @@ import numpy as np
 from stam.errors import UsageError
 from stam.synthetic.convergence_map import SQRT5
 
+#: the most points a --gamma-range or --lam-range may ask for
+MAX_POINTS = 200
 #: digits: a cell "trains" when its validation accuracy with binary weights reaches this
 TRAINS_AT = 0.5
 #: colour maps (perceptually uniform, colour-vision-deficiency safe)
@@ -231,8 +233,8 @@ def map_caption(data: dict) -> str:
     budget = ", ".join(f"{k} = {v}" for k, v in data["budget"].items())
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
-    colour = ("colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "colour: validation accuracy with binary weights"
+    colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
+              else "Colour: validation accuracy with binary weights"
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
     return (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
@@ -313,8 +315,8 @@ def _range(text: str, flag: str) -> list[float]:
         raise UsageError(f"{flag} {text!r}: LO and HI must be finite numbers > 0 (a log grid)")
     if lo > hi:
         raise UsageError(f"{flag} {text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g})")
-    if n < 1:
-        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be >= 1")
+    if not 1 <= n <= MAX_POINTS:
+        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be between 1 and {MAX_POINTS}")
     return log_grid(lo, hi, n)
 
 

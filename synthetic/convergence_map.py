@@ -24,7 +24,8 @@ columns :data:`ROW_KEYS`)::
      "budget": {"iterations": T} | {"epochs": E},
      "params": {...},                          # everything else that fixes the run
      "rows": [{"gamma": g, "lam": l, "beta": b, "seeds": k,
-               "metric": mean over the seeds that did not diverge, or null (all diverged),
+               "metric": mean over the seeds that did not diverge, or null (all diverged);
+                         digits: an accuracy as a fraction in [0, 1],
                "metric_std": their standard deviation (0 for one seed) or null,
                "diverged": number of diverged seeds (0 .. seeds),
                "sign_ever_changed": fraction of binary weights whose sign ever changed (digits) or null,
@@ -136,6 +137,8 @@ def validate_map(obj, path="map") -> dict:
         raise _bad(path, "rows", "expected a non-empty list")
     for i, row in enumerate(rows):
         validate_row(row, f"rows[{i}]", path)
+        if obj["source"] == "digits" and row["metric"] is not None and not 0 <= row["metric"] <= 1:
+            raise _bad(path, f"rows[{i}].metric", "a validation accuracy is a fraction in [0, 1] (not percent)")
     return obj
 
 
