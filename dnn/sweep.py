@@ -92,8 +92,9 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
         std = math.sqrt(sum((v - mean) ** 2 for v in scores) / (len(scores) - 1)) if len(scores) > 1 else None
         finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
         signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
-        rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
-                     "metric_final": sum(finals) / len(finals) if finals else None,
+        pct = lambda v: None if v is None else v / 100.0  # noqa: E731  (the map's accuracies are fractions)
+        rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": pct(mean), "metric_std": pct(std),
+                     "metric_final": pct(sum(finals) / len(finals)) if finals else None,
                      "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None})
     return rows
 

@@ -113,14 +113,17 @@ def register(subparsers) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--lams", metavar="L1,L2,...", help="lambda values (default: --lam-range 0.05:30:8)")
     g.add_argument("--lam-range", metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
-    p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default 10,100,1000)")
+    p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
-    p.add_argument("--epochs", type=positive_int, default=None, help="digits: training epochs (default 10)")
-    p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 2 digits)")
+    p.add_argument("--epochs", type=positive_int, default=None, help="digits: training epochs (default 60)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
     p.add_argument("--growth", type=positive_float, default=100.0,
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
     p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from stam.jobs import add_scheduler_args
+
+    add_scheduler_args(p)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
     p.set_defaults(func=_map)

@@ -177,8 +177,8 @@ def plot_map(maps: list[dict], nc=None, numeric=None):
     for a in list(axes.flat):
         if not a.get_visible():
             fig.delaxes(a)
-    fig.suptitle("Convergence map over (\u03b3, \u03bb), with the theorem's region and the paper's settings",
-                 fontsize=11)
+    title = "Convergence map over (\u03b3, \u03bb), with the theorem's region and the paper's settings"
+    fig.suptitle(title if ncols > 1 else title.replace(", with", ",\nwith"), fontsize=11)
     return fig
 
 
@@ -353,29 +353,11 @@ def check_out_dir(path) -> Path:
     return out
 
 
-def _digits_rows(gammas, lams, betas, seeds, epochs, progress):
-    import importlib
-    import importlib.util
-    import inspect
+def _digits_rows(gammas, lams, betas, seeds, epochs, progress, store, scheduler, workers):
+    """The digits half: :func:`stam.dnn.sweep.map_digits` (batched trainings as resumable jobs)."""
+    from stam.dnn.sweep import map_digits
 
-    try:
-        found = importlib.util.find_spec("stam.dnn.sweep") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise UsageError("the digits map needs stam.dnn.sweep (map_digits), which this installation lacks; "
-                         "use --problem binary for the synthetic map")
-    sweep = importlib.import_module("stam.dnn.sweep")
-    fn = getattr(sweep, "map_digits", None)
-    if fn is None:
-        raise UsageError("the digits map needs stam.dnn.sweep.map_digits, which this installation lacks")
-    kwargs = {"progress": progress} if "progress" in inspect.signature(fn).parameters else {}
-    out = fn(gammas, lams, betas, seeds, epochs, **kwargs)
-    extra = {}
-    if isinstance(out, dict):
-        extra = {k: v for k, v in out.items() if k != "rows"}
-        out = out.get("rows")
-    return list(out or []), extra
+    return map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
 
 
 def map_command(args) -> int:
@@ -394,7 +376,8 @@ def map_command(args) -> int:
         raise UsageError("--iterations is for --problem binary; the digits map takes --epochs")
     gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
     lams = _values(args, "lam", CM.DEFAULT_LAMS)
-    betas = _positive_list(args.betas, "--betas") if args.betas is not None else list(CM.DEFAULT_BETAS)
+    default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
+    betas = _positive_list(args.betas, "--betas") if args.betas is not None else list(default_betas)
     if not args.growth > 1:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
     out = check_out_dir(args.out)
@@ -413,7 +396,8 @@ def map_command(args) -> int:
     else:
         seeds = args.seeds or DIGITS_SEEDS
         epochs = args.epochs or DIGITS_EPOCHS
-        rows, extra = _digits_rows(gammas, lams, betas, seeds, epochs, not args.no_progress)
+        rows = _digits_rows(gammas, lams, betas, seeds, epochs, not args.no_progress, out / "jobs", args.scheduler, args.workers)
+        extra = {}
         for i, r in enumerate(rows):
             if isinstance(r, dict) and "admissible" not in r and all(k in r for k in ("gamma", "lam", "beta")):
                 r["admissible"] = CM.admissible_flags([r["gamma"]], [r["lam"]], [r["beta"]])[0]
@@ -437,5 +421,9 @@ def map_command(args) -> int:
     return 0
 
 
-DIGITS_SEEDS = 2
-DIGITS_EPOCHS = 10
+#: The default digits map: 64 cells (the 8 x 8 default grid) x 3 seeds x 60 epochs, at one beta:
+#: ``beta = 20``, i.e. the y-step eq. (algy) with step 1/beta = 0.05, the learning rate at which
+#: plain SGD trains this MLP in a few epochs (so beta does not hold the map back).
+DIGITS_SEEDS = 3
+DIGITS_EPOCHS = 60
+DIGITS_BETAS = (20.0,)
