@@ -214,26 +214,55 @@ def _fmt_hyper(overrides: dict) -> str:
     return ", ".join(parts)
 
 
-def format_table(result: dict) -> str:
-    """The equal-budget table (Markdown): tuned rows, then the paper-settings rows, labelled."""
-    pm = lambda f: "-" if f.get("mean") is None else (f"{f['mean']:.1f} +- {f['std']:.1f}" if f.get("std") is not None else f"{f['mean']:.1f}")  # noqa: E731
+def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
+    """The equal-budget table as (caption, header, rows): tuned rows, then the paper-settings rows,
+    labelled (one layout for the terminal, the Markdown file and the report)."""
+    def pm(f):
+        if f.get("mean") is None:
+            return "-"
+        return f"{f['mean']:.1f} \u00b1 {f['std']:.1f}" if f.get("std") is not None else f"{f['mean']:.1f}"
+
     ci = lambda f: "-" if not f.get("ci95") else f"[{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]"  # noqa: E731
     prm = result["params"]
-    lines = [f"Digits (MLP, {prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
-             f"(Float: float weights), {prm['seeds']} fresh seeds, at each run's validation-selected epoch.",
-             "",
-             "| algorithm | protocol | hyperparameters | val. acc. (best trial) | test acc. mean +- std | 95% interval | diverged |",
-             "|---|---|---|---|---|---|---|"]
+    caption = (f"Digits (MLP, {prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
+               f"(Float: float weights) on {prm['seeds']} fresh seeds, each at its validation-selected epoch; "
+               f"the same {prm['trials']} Sobol trials per algorithm, chosen on validation accuracy")
+    header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial)", "test acc. mean \u00b1 std",
+              "95% interval", "diverged"]
+    rows = []
     for a in result["algorithms"]:
         f = a.get("final", {})
         best = a.get("best") or {}
-        lines.append(f"| {a['label']} | tuned, {len(a['trials'])} trials | {_fmt_hyper(best.get('overrides', {})) or '-'} | "
-                     f"{'-' if best.get('score') is None else format(best['score'], '.1f')} | {pm(f)} | {ci(f)} | {f.get('diverged', '-')} |")
+        rows.append([a["label"], f"tuned, {len(a['trials'])} trials", _fmt_hyper(best.get("overrides", {})) or "-",
+                     "-" if best.get("score") is None else format(best["score"], ".1f"), pm(f), ci(f),
+                     str(f.get("diverged", "-"))])
     for r in result["paper_rows"]:
         f = r["final"]
-        lines.append(f"| {r['label']} | paper setting (not tuned) | preset {r['preset']} | - | {pm(f)} | {ci(f)} | {f['diverged']} |")
-    return "\n".join(lines)
+        rows.append([r["label"], "paper setting (not tuned)", f"preset {r['preset']}", "-", pm(f), ci(f), str(f["diverged"])])
+    return caption, header, rows
 
 
-__all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan",
+def format_table(result: dict) -> str:
+    """:func:`table` as Markdown."""
+    caption, header, rows = table(result)
+    lines = [caption + ".", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def headline(result: dict) -> str:
+    """One line: each algorithm's tuned test accuracy with its 95% interval."""
+    parts = []
+    for a in result["algorithms"]:
+        f = a.get("final") or {}
+        if f.get("mean") is None:
+            parts.append(f"{a['label']} -")
+            continue
+        iv = f" [{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]" if f.get("ci95") else ""
+        parts.append(f"{a['label']} {f['mean']:.1f}%{iv}")
+    prm = result["params"]
+    return (f"Digits, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
+            f"{prm['epochs']} epochs), test accuracy with binary weights (Float: float) and 95% interval: " + ", ".join(parts))
+
+
+__all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
            "summarise", "format_table"]

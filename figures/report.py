@@ -32,6 +32,7 @@ SECTIONS = (
     ("map", "Convergence map over (\u03b3, \u03bb)"),
     ("pep", "Exact worst case by performance estimation"),
     ("compare", "Synthetic comparison with baselines"),
+    ("tuning", "Equal-budget comparison (tuned on validation, fresh seeds)"),
     ("training", "Training curves"),
     ("practice", "Theory beside practice"),
     ("accuracy", "Best test accuracy"),
@@ -279,6 +280,9 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     for r in results["synthetic-compare"]:
         sec["compare"].add(page.table(f"compare-{r.data.get('problem', r.path.stem)}", T.compare_table(r.data)))
 
+    for i, r in enumerate(results["tune"]):
+        sec["tuning"].add(f"<p>{html.escape(str(r.data.get('protocol', '')))}.</p>")
+        sec["tuning"].add(page.table(f"tune-{i}", T.tune_table(r.data)))
     _try_figure(sec["training"], page, "training", results,
                 "Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
                 "STAM presets share STAM's colour.")

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from stam.errors import UsageError
 
-KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run", "convergence-map")
+KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run", "convergence-map",
+         "tune")
 
 
 @dataclass
@@ -149,6 +150,11 @@ COMPARE_ROW = Schema(required={"method": STR},
                                "objective": NUM_OR_NULL, "quantised_objective": NUM_OR_NULL, "wall_time": NUM_OR_NULL})
 FINDING = Schema(required={"label": STR, "verdict": STR},
                  optional={"printed": STR_OR_NULL, "derived": STR_OR_NULL, "counterexample": DICT_OR_NULL, "note": STR})
+FINAL = Schema(required={"test_acc": LIST, "diverged": INT},
+               optional={"mean": NUM_OR_NULL, "std": NUM_OR_NULL, "ci95": ("list", "null"), "n": INT, "seeds": LIST})
+TUNED = Schema(required={"algo": STR, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
+               inner={"final": FINAL})
+PAPER_ROW = Schema(required={"algo": STR, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
 RUN_KEYS = {"kind": STR, "status": STR, "model": STR, "model_name": STR_OR_NULL, "dataset": STR, "algo": STR,
             "preset": STR_OR_NULL, "label": STR_OR_NULL, "seed": INT_OR_NULL, "epochs": INT_OR_NULL,
             "epochs_planned": INT_OR_NULL, "seconds": NUM_OR_NULL, "best_test_acc_binary": NUM_OR_NULL,
@@ -182,6 +188,12 @@ SCHEMAS = {
                                  "K3": NUM_OR_NULL, "M": NUM_OR_NULL, "L": NUM_OR_NULL, "T_min": NUM_OR_NULL,
                                  "provenance": DICT_OR_NULL},
                        inner={"provenance": PROVENANCE}),
+    # `stam tune`: OUT/tune-digits.json
+    "tune": Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
+                   optional={"kind": STR, "dataset": STR, "model": STR, "protocol": STR, "provenance": DICT_OR_NULL},
+                   each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
+                   inner={"params": Schema(required={"trials": INT, "seeds": INT, "epochs": INT, "batch_size": INT}),
+                          "provenance": PROVENANCE}),
     # the three files of a `stam train --out DIR` folder
     "summary.json": Schema(required={"model": STR}, optional=RUN_KEYS, inner={"provenance": PROVENANCE}),
     "config.json": Schema(optional=dict(RUN_KEYS, epochs=INT), inner={"provenance": PROVENANCE}),

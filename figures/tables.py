@@ -103,6 +103,13 @@ def accuracy_table(summaries: list[dict], dataset: str) -> Table:
     return Table(title, header, rows)
 
 
+def tune_table(result: dict) -> Table:
+    """The equal-budget comparison of ``stam tune`` (:func:`stam.dnn.tune.table`)."""
+    from stam.dnn.tune import table
+
+    return Table(*table(result))
+
+
 # -- the other result kinds -------------------------------------------------------------------
 
 def paper_check_table(findings: list[dict]) -> Table:
