@@ -88,8 +88,9 @@ def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None) 
 
 # --------------------------------------------------------------------------- the protocol
 
-def summarise(values: list[float]) -> dict:
-    """mean, std (n-1), and the 95% t-interval of the mean of ``values`` (finite ones)."""
+def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -> dict:
+    """mean, std (n-1), and the 95% t-interval of the mean of ``values`` (finite ones), clipped
+    to ``bounds`` (an accuracy lies in [0, 100])."""
     from scipy import stats
 
     v = [float(x) for x in values if x is not None and math.isfinite(x)]
@@ -101,7 +102,7 @@ def summarise(values: list[float]) -> dict:
         return {"n": 1, "mean": mean, "std": None, "ci95": None}
     std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
     half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
-    return {"n": n, "mean": mean, "std": std, "ci95": [mean - half, mean + half]}
+    return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
 
 def _paper_presets(algo: str) -> list[str]:

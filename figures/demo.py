@@ -11,10 +11,15 @@ flags, so the demo exercises exactly what a user would type (the commands are ke
 3. admissible step sizes for that problem, from the constants the experiment recorded
    (``stam stepsize --json``),
 4. the exact worst case of deterministic STAM for a few T (``stam pep --sweep-T``),
-4b. the convergence map of the synthetic problem over (gamma, lambda) at two betas (``stam map``),
-5. a short digits training (``stam train``) of STAM (the paper's Our3, and a theorem-admissible
-   setting), BC, BR, PSGD and float,
-6. the report (``stam report``): ``OUT/report.html``.
+5. the convergence map of the synthetic problem over (gamma, lambda) at two betas (``stam map``),
+6. the equal-budget comparison on digits (``stam tune``): the same number of trials for STAM, BC,
+   BR, PSGD and float, chosen on validation data, numbers from fresh seeds, the paper's settings
+   as labelled rows,
+7. the convergence map on digits (``stam map --dataset digits``): where STAM's binary network
+   trains, beside the theorem's region,
+8. training curves (``stam train``) of STAM and BC at their tuned settings and of STAM at a
+   theorem-admissible setting, with the sign flips of their binary weights,
+9. the report (``stam report``): ``OUT/report.html``.
 
 Nothing is downloaded.  A part of the toolkit that is not installed is reported as "not available
 yet" and the rest still runs; a step that fails is reported with its exit status and its log,
@@ -57,9 +62,12 @@ class DemoConfig:
     pep_lam: float = 1.0
     pep_T: tuple[int, ...] = (1, 2, 3, 5)
     model: str = "mlp"
-    epochs: int = 15
+    epochs: int = 20  # of every digits training (tuning, map, curves)
     batch_size: int = 32
-    lr: float = 0.05  # for BC, BR, PSGD, float: Table para's 5e-4 does not move in a few digits epochs
+    tune_trials: int = 8
+    tune_seeds: int = 5
+    digits_map_args: tuple[str, ...] = ("--gamma-range", "0.001:30:6", "--lam-range", "0.05:30:6", "--betas", "20",
+                                        "--seeds", "1")
     admissible_lam: float = 1.0  # lambda of the theorem-admissible STAM run
     map_args: tuple[str, ...] = ("--gamma-range", "0.001:30:8", "--lam-range", "0.05:30:8", "--betas", "100,1000",
                                  "--iterations", "500", "--seeds", "2")  # `stam map --problem binary`
@@ -68,7 +76,10 @@ class DemoConfig:
     def make(quick: bool) -> "DemoConfig":
         if quick:
             return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=2,
-                              batch_size=64, map_args=("--gamma-range", "0.001:30:5", "--lam-range", "0.05:30:5",
+                              batch_size=64, tune_trials=2, tune_seeds=2,
+                              digits_map_args=("--gamma-range", "0.01:10:3", "--lam-range", "0.1:10:3", "--betas", "20",
+                                               "--seeds", "1"),
+                              map_args=("--gamma-range", "0.001:30:5", "--lam-range", "0.05:30:5",
                                                        "--betas", "1000", "--iterations", "100", "--seeds", "2"))
         return DemoConfig()
 
@@ -129,6 +140,7 @@ class Demo:
         self.steps: list[Step] = []
         self.headline: dict[str, str] = {}
         self.rates: dict | None = None
+        self.tuned: dict | None = None
         self._n = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -283,31 +295,59 @@ class Demo:
         step.outputs.append(path)
         step.status = "ok"
 
+    def tune(self, step: Step) -> None:
+        """``stam tune``: the equal-budget comparison (all five algorithms, the paper's settings as
+        labelled rows)."""
+        if not self._need(step, "tune"):
+            return
+        out = self.stage / "tune"
+        argv = ["tune", "--trials", str(self.cfg.tune_trials), "--seeds", str(self.cfg.tune_seeds),
+                "--epochs", str(self.cfg.epochs), "--batch-size", str(self.cfg.batch_size), "--out", str(out)]
+        argv += [] if self.progress else ["--no-progress"]
+        if self._run(step, argv) is None:
+            return
+        from stam.dnn.tune import headline
+
+        self.tuned = json.loads((out / "tune-digits.json").read_text())
+        self.headline["tune"] = headline(self.tuned)
+        step.outputs.append(out / "tune-digits.json")
+        step.status = "ok"
+
+    def digits_map(self, step: Step) -> None:
+        """``stam map --dataset digits``: where STAM's binary network trains, beside the theorem."""
+        if not self._need(step, "map"):
+            return
+        out = self.stage / "map-digits"
+        argv = ["map", "--dataset", "digits", *self.cfg.digits_map_args, "--epochs", str(self.cfg.epochs), "--out", str(out)]
+        argv += [] if self.progress else ["--no-progress"]
+        if self._run(step, argv) is None:
+            return
+        data = json.loads((out / "map-digits.json").read_text())
+        self.headline["digits-map"] = digits_map_headline(data)
+        step.outputs.append(out / "map-digits.json")
+        step.status = "ok"
+
     def training_runs(self) -> list[tuple[str, list[str]]]:
-        """(folder, flags) of each digits run: STAM with the paper's Our3 (its 1000-epoch schedule
-        scaled onto the run), STAM with a theorem-admissible (gamma, lambda, beta), and BC, BR,
-        PSGD and float with a constant learning rate ``lr`` (``stam train`` labels them BC* etc.:
-        not the paper's values)."""
+        """(folder, flags) of each digits run with curves: STAM and BC at the settings the tuning
+        chose (on validation data), and STAM at a theorem-admissible (gamma, lambda, beta)."""
         from stam.theory import numeric
 
         c = numeric.quadratic_coupling(self.cfg.admissible_lam)
         gamma = float(f"{numeric.gamma_max(c) / 2:.3g}")
         known = [v for v in numeric.beta_lower_bounds(1, gamma, c).values() if v is not None]
         beta = float(math.ceil(1.05 * max(float(v) for v in known)))
-        runs = [("stam-our3", ["--algo", "stam", "--preset", "our3"]),
-                ("stam-admissible", ["--algo", "stam", "--set", f"gamma={gamma}", "--set", f"lam={self.cfg.admissible_lam}",
+        runs = [("stam-admissible", ["--algo", "stam", "--set", f"gamma={gamma}", "--set", f"lam={self.cfg.admissible_lam}",
                                      "--set", f"beta={beta}", "--label", "STAM (admissible)"])]
-        runs += [(algo, ["--algo", algo, "--set", f"lr={self.cfg.lr}"]) for algo in ("bc", "br", "psgd", "float")]
+        for a in (self.tuned or {}).get("algorithms", []):
+            if a["algo"] in ("stam", "bc") and a.get("best"):
+                sets = [x for k, v in a["best"]["overrides"].items() for x in ("--set", f"{k}={json.dumps(v)}")]
+                runs.append((f"{a['algo']}-tuned", ["--algo", a["algo"], *sets, "--label", f"{a['label']} (tuned)"]))
         return runs
 
     def train(self, step: Step, bar) -> None:
         if not self._need(step, "train"):
             return
-        from stam.dnn.table import best_accuracy
-        from stam.figures.training import label_of
-
         runs = self.stage / "runs"
-        best = {}
         for name, flags in self.training_runs():
             if bar is not None:
                 bar.set_postfix_str(f"training {name}")
@@ -321,12 +361,6 @@ class Demo:
                 bar.set_postfix_str("")
             if not done:
                 return
-            summary = json.loads((runs / name / "summary.json").read_text())
-            best[label_of(summary)] = best_accuracy(summary)
-        self.headline["train"] = (
-            f"Digits ({self.cfg.model}, {self.cfg.epochs} epochs), best test accuracy with binary weights "
-            "(Float: float weights): " + ", ".join(f"{k} {v:.1f}%" for k, v in best.items() if v is not None)
-        )
         step.outputs.append(runs)
         step.status = "ok"
 
@@ -347,7 +381,9 @@ class Demo:
             ("admissible step sizes", self.stepsize),
             ("exact worst case (PEP)", self.pep),
             ("convergence map", self.convergence_map),
-            ("digits training", self.train),
+            ("equal-budget tuning", self.tune),
+            ("digits convergence map", self.digits_map),
+            ("digits training curves", self.train),
             ("report", self.report),
         ]
         t_start = time.perf_counter()
@@ -393,9 +429,30 @@ class Demo:
             if s.status != "ok":
                 print(f"  {s.name}: {s.message}")
         print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
-        for key in ("audit", "rates", "map", "train"):
+        for key in ("audit", "rates", "map", "tune", "digits-map"):
             if key in self.headline:
                 print(f"  {self.headline[key]}")
+
+
+def digits_map_headline(data: dict, good: float = 0.8) -> str:
+    """Where STAM's binary network trains on the digits map, against the theorem's region."""
+    from stam.synthetic.convergence_map import SQRT5 as GAMMA_LAMBDA
+
+    rows = [r for r in data["rows"] if r.get("metric") is not None]
+    trains = [r for r in rows if r["metric"] >= good]
+    inside = [r for r in rows if r.get("admissible")]
+    below = [r for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA]
+    text = f"Digits map ({len(data['rows'])} cells of (gamma, lambda), beta = {', '.join(f'{b:g}' for b in sorted({r['beta'] for r in data['rows']}))}): "
+    text += f"binary validation accuracy >= {good:.0%} in {len(trains)} cells"
+    if trains:
+        text += f", all with gamma*lambda >= {min(r['gamma'] * r['lam'] for r in trains):.2g}"
+    best_below = max((r["metric"] for r in below), default=None)
+    if best_below is not None:
+        text += f"; below gamma*lambda = 1/sqrt(5) (where the theorem's region lies) at most {best_below:.0%}"
+    text += f"; {len(inside)} cells satisfy Theorem conv"
+    if inside:
+        text += f" (best {max(r['metric'] for r in inside):.0%})"
+    return text
 
 
 def check_out_dir(out: Path) -> None:

@@ -38,9 +38,23 @@ COLUMNS = (
 )
 
 
+#: Drawn where the runs logged it (``stam train`` does since the sign-flip diagnostic exists):
+#: the share of binary weights whose sign ever differed from the start at an epoch end.
+SIGN_COLUMN = ("sign_flips.ever", "binary weights, sign ever flipped (%)")
+
+
+def _value(row: dict, key: str):
+    """``row[key]``; a dotted key reads a nested record (``sign_flips.ever``, a fraction, in %)."""
+    if "." not in key:
+        return row.get(key)
+    outer, inner = key.split(".", 1)
+    v = (row.get(outer) or {}).get(inner) if isinstance(row.get(outer), dict) else None
+    return 100.0 * v if finite(v) else None
+
+
 def _series(log: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     epochs = np.array([row.get("epoch", i + 1) for i, row in enumerate(log)], dtype=float)
-    values = np.array([row.get(key) if finite(row.get(key)) else np.nan for row in log], dtype=float)
+    values = np.array([_value(row, key) if finite(_value(row, key)) else np.nan for row in log], dtype=float)
     return epochs, values
 
 
@@ -65,7 +79,8 @@ def plot_training(runs: list[dict], title: str | None = None):
              for r in runs}
     datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
     stam_labels = sorted({label_of(r["summary"]) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
-    fig, axes = new_figure(len(COLUMNS), len(models), panel_size=(3.7, 3.0), sharex="row")
+    columns = COLUMNS + ((SIGN_COLUMN,) if any(np.isfinite(_series(r["log"], SIGN_COLUMN[0])[1]).any() for r in runs) else ())
+    fig, axes = new_figure(len(columns), len(models), panel_size=(3.7, 3.0), sharex="row")
     for i, model in enumerate(models):
         labelled: set[str] = set()
         ordered = sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key)
@@ -76,14 +91,14 @@ def plot_training(runs: list[dict], title: str | None = None):
             label = style.pop("label")
             show = label not in labelled
             labelled.add(label)
-            for j, (key, _) in enumerate(COLUMNS):
+            for j, (key, _) in enumerate(columns):
                 epochs, acc = _series(run["log"], key)
                 if np.isfinite(acc).any():
                     # earlier curves wider, markers staggered: coinciding curves stay visible
                     every = max(1, len(epochs) // 10)
                     axes[i, j].plot(epochs, acc, markersize=4, markevery=(k % every, every),
                                     label=label if show else None, linewidth=max(2.6 - 0.25 * k, 1.0), **style)
-        for j, (_, ylabel) in enumerate(COLUMNS):
+        for j, (_, ylabel) in enumerate(columns):
             ax = axes[i, j]
             ax.set_xlabel("epochs")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -122,6 +122,7 @@ def test_summarise_gives_the_t_interval():
     s = tune.summarise([90.0, 91.0, 92.0, 93.0, 94.0, None])
     assert s["n"] == 5 and s["mean"] == 92.0
     assert math.isclose(s["ci95"][1] - 92.0, 2.776445 * math.sqrt(2.5) / math.sqrt(5), rel_tol=1e-5)
+    assert tune.summarise([99.0, 100.0])["ci95"][1] == 100.0  # an accuracy's interval stays in [0, 100]
 
 
 @pytest.mark.parametrize("space, message", [

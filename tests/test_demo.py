@@ -32,24 +32,29 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     record = json.loads((out / "demo.json").read_text())
     steps = {s["name"]: s for s in record["steps"]}
     assert list(steps) == ["paper audit", "synthetic rate experiment", "synthetic baselines", "admissible step sizes",
-                           "exact worst case (PEP)", "convergence map", "digits training", "report"]
+                           "exact worst case (PEP)", "convergence map", "equal-budget tuning", "digits convergence map",
+                           "digits training curves", "report"]
     # every part of the toolkit is wired: no step missing or failed
     assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
     assert f"Report: {out / 'report.html'}" in printed
     headline = [line for line in printed.splitlines() if line.startswith("  ")]
-    assert len(headline) == 4
+    assert len(headline) == 5
     assert headline[0].lstrip().startswith("Paper audit:") and "misprint" in headline[0]
     assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
     assert headline[2].lstrip().startswith("Convergence map binary: 25 cells")
-    assert headline[3].lstrip().startswith("Digits") and all(k in headline[3] for k in ("BC", "BR", "PSGD", "Float"))
+    assert headline[3].lstrip().startswith("Digits, equal budget") and all(
+        k in headline[3] for k in ("STAM", "BC", "BR", "PSGD", "Float", "95% interval"))
+    assert headline[4].lstrip().startswith("Digits map (9 cells")
     page = Ids()
     page.feed((out / "report.html").read_text())
     assert all(sid in page.ids for sid, _ in SECTIONS)
     assert page.imgs >= 5 and "fig-map" in page.ids  # admissible, rates, map, training, practice
+    assert "tuning" in page.ids and "Equal-budget" in (out / "report.html").read_text()
     for name in ("paper-check.json", "stepsize.json", "pep.json", "synthetic/rates-binary.json",
-                 "synthetic/compare-binary.json", "map/map-binary.json", "map/map-binary.png"):
+                 "synthetic/compare-binary.json", "map/map-binary.json", "map/map-binary.png", "tune/tune-digits.json",
+                 "map-digits/map-digits.json"):
         assert (out / name).is_file(), name
-    assert len(list((out / "runs").glob("*/summary.json"))) == 6
+    assert len(list((out / "runs").glob("*/summary.json"))) == 3  # STAM admissible, STAM and BC tuned
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # staging folder gone
 
 
@@ -63,7 +68,7 @@ def test_missing_parts_are_reported_not_hidden(tmp_path, capsys, only_report):
     out = tmp_path / "d"
     assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    for part in ("paper-check", "synthetic", "stepsize", "pep", "map", "train"):
+    for part in ("paper-check", "synthetic", "stepsize", "pep", "map", "tune", "train"):
         assert f"not available yet: this toolkit has no `stam {part}` command" in printed
     assert (out / "report.html").is_file()
     # a second demo over the first replaces it as a whole

@@ -336,3 +336,19 @@ def test_admissible_figure_draws_region_contours_and_paper_settings():
     assert any(t.get_text().startswith("$10^{") for t in ax.texts)  # labelled T_min contours
     assert len([ln for ln in bx.get_lines() if "admissible above" in ln.get_label()]) == 4  # one per lambda
     assert "0.1" in fig._suptitle.get_text()  # the constants used are printed
+
+
+def test_training_figure_draws_sign_flips_when_logged(tmp_path):
+    """The fourth panel (share of binary weights whose sign ever flipped) appears for runs that logged it."""
+    from stam.figures.training import SIGN_COLUMN, plot_training
+
+    log = [{"epoch": e, "train_acc": 50.0 + e, "test_acc_binary": 40.0, "test_acc_float": 60.0,
+            "sign_flips": {"epoch": 0.1, "since_init": 0.1 * e, "ever": 0.2 * e}} for e in (1, 2)]
+    run = {"config": {}, "log": log, "summary": {"model": "mlp", "algo": "stam", "label": "STAM", "dataset": "digits"}}
+    fig = plot_training([run])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any(SIGN_COLUMN[1].split(" (")[0] in t for t in titles)
+    line = [ax for ax in fig.axes if SIGN_COLUMN[1].split(" (")[0] in ax.get_title()][0].lines[0]
+    assert list(line.get_ydata()) == [20.0, 40.0]
+    old = [{k: v for k, v in row.items() if k != "sign_flips"} for row in log]
+    assert len(plot_training([{**run, "log": old}]).axes) == len(fig.axes) - 1
