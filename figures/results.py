@@ -118,6 +118,8 @@ _IS = {
     "null": lambda v: v is None,
     "any": lambda v: True,
 }
+_A = {"number": "a number", "integer": "an integer", "string": "a string", "boolean": "a boolean",
+      "object": "an object", "list": "a list", "null": "null"}
 _JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
                float: "a number", type(None): "null"}
 
@@ -210,12 +212,13 @@ def _json_type(value) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def validate(obj, schema: Schema, path: Path, where: str = "") -> None:
-    """Check ``obj`` against ``schema``; a :class:`UsageError` naming the file ``path`` and the field
-    (``rows[3].T``) that is missing or of the wrong type."""
+def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None = None) -> None:
+    """Check ``obj`` against ``schema``; a :class:`UsageError` naming the file ``path`` (and the
+    ``line`` of a JSON-lines file) and the field (``rows[3].T``) that is missing or of the wrong type."""
     def fail(field_: str, message: str):
-        raise UsageError(f"{path}: {'field ' + field_ + ' ' if field_ else ''}{message} (not a file this toolkit wrote, "
-                         "or damaged)")
+        at = f"line {line}: " if line is not None else ""
+        raise UsageError(f"{path}: {at}{'field ' + field_ + ' ' if field_ else ''}{message} (not a file this toolkit "
+                         "wrote, or damaged)")
 
     if not isinstance(obj, dict):
         fail(where, f"must be an object, not {_json_type(obj)}")
@@ -224,14 +227,14 @@ def validate(obj, schema: Schema, path: Path, where: str = "") -> None:
             fail(f"{where}{key}", "is missing")
     for key, types in {**schema.optional, **schema.required}.items():
         if key in obj and not any(_IS[t](obj[key]) for t in types):
-            fail(f"{where}{key}", f"must be {' or '.join(types)}, not {_json_type(obj[key])}")
+            fail(f"{where}{key}", f"must be {' or '.join(_A.get(t, t) for t in types)}, not {_json_type(obj[key])}")
     for key, inner in schema.inner.items():
         if isinstance(obj.get(key), dict):
-            validate(obj[key], inner, path, f"{where}{key}.")
+            validate(obj[key], inner, path, f"{where}{key}.", line)
     for key, each in schema.each.items():
         if isinstance(obj.get(key), list):
             for i, item in enumerate(obj[key]):
-                validate(item, each, path, f"{where}{key}[{i}].")
+                validate(item, each, path, f"{where}{key}[{i}].", line)
 
 
 def _read_text(path: Path) -> str:
@@ -308,7 +311,7 @@ def load_run(path: Path) -> Result:
     if (path / "log.jsonl").is_file():
         data["log"] = read_jsonl(path / "log.jsonl")
         for i, row in enumerate(data["log"]):
-            validate(row, SCHEMAS["log.jsonl"], path / "log.jsonl", f"line {i + 1}: ")
+            validate(row, SCHEMAS["log.jsonl"], path / "log.jsonl", line=i + 1)
         files.append(path / "log.jsonl")
     if not files[-1:] or "model" not in data["summary"] and "model" not in data["config"]:
         where = path / ("summary.json" if (path / "summary.json").is_file() else "config.json")

@@ -166,8 +166,9 @@ def log_axes(ax, x: bool = True, y: bool = True) -> None:
 
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-    for on, axis, set_scale in ((x, ax.xaxis, ax.set_xscale), (y, ax.yaxis, ax.set_yscale)):
-        if not on:
+    for on, axis, set_scale, minpos in ((x, ax.xaxis, ax.set_xscale, ax.dataLim.minposx),
+                                        (y, ax.yaxis, ax.set_yscale, ax.dataLim.minposy)):
+        if not on or not math.isfinite(minpos):  # no positive value to draw (e.g. every one null): stay linear
             continue
         set_scale("log")
         lo, hi = sorted(axis.get_view_interval())

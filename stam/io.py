@@ -153,10 +153,10 @@ def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
     """``path`` as an output folder, checked before any work is done: a one-line usage error
     (:class:`stam.errors.UsageError`) if it is a file, lies under a file, or cannot be written
     (checked on the nearest folder that exists).  Creates nothing."""
+    if os.fspath(path) == "":  # Path("") would be ".", silently
+        raise _usage(f"{flag} is empty; give a folder")
     out = Path(path)
     try:
-        if os.fspath(out) == "":
-            raise _usage(f"{flag} is empty; give a folder")
         if out.exists() and not out.is_dir():
             raise _usage(f"{flag} {out} is a file; give a folder")
         base = _nearest_existing(out)
@@ -173,9 +173,11 @@ def check_out_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
 def check_out_file(path: str | os.PathLike, flag: str = "--out") -> Path:
     """``path`` as an output file, checked before any work is done: a one-line usage error if it
     is a folder, or its folder cannot be made or written (:func:`check_out_dir`).  Creates nothing."""
+    if os.fspath(path) == "":
+        raise _usage(f"{flag} is empty; give a file name")
     out = Path(path)
     try:
-        if os.fspath(out) == "" or out.name in ("", ".", ".."):
+        if out.name in ("", ".", ".."):
             raise _usage(f"{flag} {os.fspath(out)!r} is not a file name")
         if out.is_dir():
             raise _usage(f"{flag} {out} is a folder; give a file name")

@@ -1,0 +1,511 @@
+"""Fuzzing the command line (issue 12: hardened against bad input, crashes and hostile files).
+
+Arguments are generated from the subcommands' own argparse parsers (``stam.cli.build_parser()``
+is walked: every option gets values drawn by its type: floats over the whole range and beyond it,
+integers huge and negative, strings with quotes and HTML, paths of every kind: missing, a file,
+a folder where a file is meant, a read-only folder, under a file), and result files of every kind
+are fed in malformed (truncated, invalid UTF-8, wrong types, missing keys, hostile strings, deep
+nesting).  Each probe runs ``stam.cli.main(argv)`` in-process, with a fresh temporary folder as
+the working directory, and asserts:
+
+- it returns 0 or 2 (never raises: no traceback);
+- on 2, stderr is exactly one line starting ``stam: error:`` and the output folder is unchanged;
+- nothing is created outside the output folder (the temporary folder is snapshot before and
+  after), and no numpy ``RuntimeWarning`` leaks.
+
+Expensive commands run tiny sizes (``synthetic run --quick``, small ``--n``/``--N``/``--budget``,
+PEP horizons of 1 or 2, or a horizon the size limit refuses).  The number of examples is the
+hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores);
+``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
+test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import stat
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stam.cli import build_parser, main
+from stam.errors import finite_float, nonneg_float, positive_float, positive_int, seed_int
+
+LONG = int(os.environ.get("STAM_FUZZ_EXAMPLES", "0") or 0)
+settings.register_profile("stam-fuzz", max_examples=8, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=list(HealthCheck))
+settings.register_profile("stam-fuzz-long", max_examples=max(LONG, 1), deadline=None,
+                          suppress_health_check=list(HealthCheck))
+PROFILE = settings.get_profile("stam-fuzz-long" if LONG else "stam-fuzz")
+
+
+def examples(n: int) -> settings:
+    """``n`` examples in CI (cheap commands get more), the long profile's number otherwise."""
+    return settings(PROFILE, max_examples=LONG or n)
+
+
+#: where a hostile name (``../../..``) would land if a path were built from it: must never exist
+ESCAPE = f"stam-fuzz-escape-{os.getpid()}"
+PROBES: dict[str, int] = {}
+OUTCOMES: dict[tuple, int] = {}  # (command, exit status) -> probes
+
+# -- values -------------------------------------------------------------------------------------
+
+HOSTILE = [
+    '"><img src=x onerror=alert(1)>', "<script>alert(1)</script>", "a'b\"c", "$\\notacommand{$", "$x^$",
+    f"../../../../../../../../tmp/{ESCAPE}", f"/../../../../{ESCAPE}/PWNED", "a|b|c", "line\nbreak", "\\", "",
+    " ", "%s%n{0}", "\u202e\u0000x", "\u00e9\u4e2d\U0001f600", "x" * 300, "-", "--", "nan", "inf",
+]
+TEXT = st.one_of(st.sampled_from(HOSTILE), st.text(st.characters(blacklist_categories=("Cs",),
+                                                                  blacklist_characters="\x00"), max_size=12))
+# valid values (extremes included) several times as often as invalid ones, so that most probes get
+# past argument parsing into the computation
+EXTREME_FLOATS = ["1e-320", "5e-324", "1e308", "1.7976931348623157e308", "1e-300", "1e300", "0.1", "0.5", "2", "1000"]
+BAD_FLOATS = ["-1", "0", "-0", "nan", "inf", "-inf", "abc", "", "1e999", "0x10", "1_000"]
+VALID_FLOATS = st.one_of(st.sampled_from(EXTREME_FLOATS), st.floats(min_value=1e-6, max_value=1e6).map(repr))
+FLOATS = st.one_of(*[VALID_FLOATS] * 8, st.sampled_from(BAD_FLOATS), st.floats(allow_nan=True, allow_infinity=True).map(repr))
+VALID_INTS = st.one_of(st.sampled_from(["1", "2", "10", "99999999999999999999999", str(2**63 - 1)]),
+                       st.integers(1, 10**6).map(str))
+INTS = st.one_of(*[VALID_INTS] * 6, st.sampled_from(["0", "-1", "-5", str(2**63), "1.5", "x", "", "1e3"]),
+                 st.integers(-10, 10**30).map(str))
+SMALL = (st.integers(2, 6).map(str), st.one_of(st.integers(1, 6).map(str), st.sampled_from(["0", "-3", "x", "1.5"])))
+SMALL_INTS = SMALL[1]
+
+#: kinds of output path; resolved under the output folder by :func:`place`
+OUT_KINDS = ["new", "nested", "existing-file", "existing-dir", "read-only-dir", "under-a-file", "dot", "empty"]
+#: the kinds drawn: a new path as often as all the hostile ones together
+OUT_DRAWS = ["new"] * 7 + OUT_KINDS
+
+
+def place(kind: str, root: Path, ext: str) -> str:
+    """An output path of ``kind`` under ``root/out`` (``ext`` '' for a folder flag)."""
+    out = root / "out"
+    return {
+        "new": str(out / f"new{ext}"),
+        "nested": str(out / "a" / "b" / f"c{ext}"),
+        "existing-file": str(out / "file.txt"),
+        "existing-dir": str(out / "dir"),
+        "read-only-dir": str(out / "ro" / f"x{ext}") if ext else str(out / "ro"),
+        "under-a-file": str(out / "file.txt" / f"x{ext}"),
+        "dot": str(out / "."),
+        "empty": "",
+    }[kind]
+
+
+# -- the parsers ----------------------------------------------------------------------------------
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    raise AssertionError("no subcommands")
+
+
+def command_parsers() -> dict[tuple[str, ...], argparse.ArgumentParser]:
+    top = _subparsers(build_parser())
+    found = {(name,): top[name] for name in ("stepsize", "paper-check", "pep", "report", "plot")}
+    syn = _subparsers(top["synthetic"])
+    found.update({("synthetic", name): syn[name] for name in ("run", "compare", "sweep")})
+    return found
+
+
+PARSERS = command_parsers()
+
+
+def _T_list_type(action) -> bool:
+    return getattr(action.type, "__name__", "") == "_T_list"
+
+
+def value_strategy(action, overrides: dict, valid: bool):
+    """Values for one option, drawn by its type (``overrides`` bound the expensive ones: a
+    strategy, or a pair (valid values, any values)); ``valid``: only values of the option's type
+    and range (extremes included), so that the probe gets past argument parsing."""
+    if action.dest in overrides:
+        over = overrides[action.dest]
+        return over if not isinstance(over, tuple) else over[0] if valid else over[1]
+    if action.choices:
+        good = st.sampled_from(sorted(map(str, action.choices)))
+        return good if valid else st.one_of(good, st.sampled_from(HOSTILE[:4]))
+    if action.type in (positive_float, finite_float, nonneg_float):
+        return VALID_FLOATS if valid else FLOATS
+    if action.type in (positive_int, seed_int):
+        return VALID_INTS if valid else INTS
+    if _T_list_type(action):
+        return st.lists(st.integers(1, 3).map(str) if valid else SMALL_INTS, min_size=1, max_size=3).map(",".join)
+    if action.dest == "out" or action.metavar in ("FILE", "DIR"):
+        return st.sampled_from(OUT_DRAWS).map(lambda k: ("<out>", k))
+    return TEXT
+
+
+@st.composite
+def argv_for(draw, command: tuple[str, ...], overrides: dict, fixed: tuple[str, ...] = (),
+             positionals=None, keep: tuple[str, ...] = (), often: tuple[str, ...] = ()):
+    """An argv for ``stam COMMAND``: each option of its parser present or not (``keep``: always,
+    ``often``: half the time, the others one time in sixteen, so that most argvs are coherent), with
+    a value of its type; positionals from ``positionals``."""
+    parser = PARSERS[command]
+    valid = draw(st.integers(0, 3)) < 3  # three argvs in four: every value of its option's type
+    argv: list = list(command) + list(fixed)
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            continue
+        flag = action.option_strings[-1]
+        if flag in fixed:
+            continue
+        top = 1 if action.dest in often else 15
+        if action.dest not in keep and draw(st.integers(0, top)) != top:  # (hypothesis starts from 0: left out)
+            continue
+        if action.nargs == 0:  # store_true
+            argv.append(flag)
+        else:
+            argv += [flag, draw(value_strategy(action, overrides, valid))]
+    if positionals is not None:
+        argv += draw(positionals)
+    return argv
+
+
+# -- running one probe ------------------------------------------------------------------------------
+
+
+def _tree(root: Path, skip: Path | None = None) -> dict[str, tuple]:
+    """Every path under ``root`` (not under ``skip``) with its type and size."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if skip is not None and (here == skip or skip in here.parents):
+            dirnames[:] = []
+            continue
+        for name in dirnames + filenames:
+            p = here / name
+            if skip is not None and p == skip:
+                continue
+            st_ = p.lstat()
+            out[str(p.relative_to(root))] = (stat.S_IFMT(st_.st_mode), st_.st_size if not stat.S_ISDIR(st_.st_mode) else 0)
+    return out
+
+
+@contextlib.contextmanager
+def sandbox():
+    """A fresh temporary folder as the working directory, with ``out/`` holding one path of each
+    kind :func:`place` names, and ``in/`` for inputs."""
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="stam-fuzz-") as tmp:
+        root = Path(tmp)
+        (root / "out" / "dir").mkdir(parents=True)
+        (root / "out" / "file.txt").write_text("keep me\n")
+        (root / "out" / "ro").mkdir()
+        (root / "in").mkdir()
+        os.chmod(root / "out" / "ro", 0o555)
+        os.chdir(root)
+        try:
+            yield root
+        finally:
+            os.chdir(cwd)
+            for dirpath, dirnames, _ in os.walk(root):  # let the clean-up remove read-only folders
+                for d in dirnames:
+                    with contextlib.suppress(OSError):
+                        os.chmod(Path(dirpath) / d, 0o755)
+
+
+def probe(argv: list, root: Path, name: str) -> tuple[int, str, str]:
+    """Run ``stam argv`` in-process in ``root``; assert the contract of the module docstring."""
+    argv = [place(a[1], root, a[2] if len(a) > 2 else "") if isinstance(a, tuple) else a for a in argv]
+    outside, inside = _tree(root, skip=root / "out"), _tree(root / "out")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(stderr):
+        warnings.simplefilter("always")
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse's own errors
+            rc = exc.code
+    PROBES[name] = PROBES.get(name, 0) + 1
+    OUTCOMES[(name, rc)] = OUTCOMES.get((name, rc), 0) + 1
+    err = stderr.getvalue()
+    assert rc in (0, 2), (argv, rc, err[-2000:])
+    assert "Traceback" not in err, (argv, err[-2000:])
+    if rc == 2:
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith(("stam: error:", "stam ")) and ": error: " in lines[0], (argv, err)
+        assert _tree(root / "out") == inside, (argv, "an error after writing", err)
+    numpy_warnings = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not numpy_warnings, (argv, numpy_warnings)
+    assert _tree(root, skip=root / "out") == outside, (argv, "written outside the output folder")
+    assert not Path(f"/tmp/{ESCAPE}").exists() and not Path(f"/{ESCAPE}").exists()
+    return rc, stdout.getvalue(), err
+
+
+def report_count(name: str, minimum: int) -> None:
+    statuses = ", ".join(f"{n} exit {rc}" for (cmd, rc), n in sorted(OUTCOMES.items(), key=str) if cmd == name)
+    print(f"fuzz: {PROBES.get(name, 0)} probes of stam {name} ({statuses})")
+    assert PROBES.get(name, 0) >= minimum
+
+
+# -- argument fuzzing, one test per subcommand ----------------------------------------------------------
+
+OUT_FILE = lambda ext: st.sampled_from(OUT_DRAWS).map(lambda k: ("<out>", k, ext))  # noqa: E731
+OUT_DIR = OUT_FILE("")
+
+
+@examples(60)
+@given(argv_for(("stepsize",), {}, keep=("quadratic_coupling", "L1", "A", "C", "delta0", "M0", "eps"),
+                often=("gamma", "beta", "T", "as_printed", "json")))
+def fuzz_stepsize(argv):
+    with sandbox() as root:
+        probe(argv, root, "stepsize")
+
+
+@examples(4)
+@given(argv_for(("paper-check",), {"out": OUT_FILE(".json")}, often=("out", "json", "brief", "as_printed")))
+def fuzz_paper_check(argv):
+    with sandbox() as root:
+        probe(argv, root, "paper-check")
+
+
+PEP_T = (st.sampled_from(["1", "2", "1", "2", "25", "100000", "99999999999999999999999"]),
+         st.sampled_from(["1", "2", "25", "100000", "99999999999999999999999", "0", "-1"]))
+PEP_FLOATS = (st.one_of(st.sampled_from(["1", "0.1", "250", "10"]), VALID_FLOATS), FLOATS)
+
+
+@examples(6)
+@given(argv_for(("pep",), {"T": PEP_T, "sweep_T": (st.sampled_from(["1", "1,2", "30"]), st.sampled_from(["1", "1,2", "30", "0,1", "x"])),
+                           "lam": PEP_FLOATS, "gamma": PEP_FLOATS, "beta": PEP_FLOATS, "L1": PEP_FLOATS,
+                           "out": OUT_FILE(".json"), "solver": (st.sampled_from(["clarabel", "auto"]), st.sampled_from(["clarabel", "auto", "x"]))},
+                keep=("lam", "gamma", "beta"), often=("T", "sweep_T", "out", "json")))
+def fuzz_pep(argv):
+    pytest.importorskip("PEPit")
+    if "--force" in argv and any(argv[i + 1] not in ("1", "2", "1,2") for i, a in enumerate(argv[:-1])
+                                 if a in ("--T", "--sweep-T")):
+        argv = [a for a in argv if a != "--force"]  # --force on a large PEP is unbounded work by request
+    with sandbox() as root:
+        probe(argv, root, "pep")
+
+
+SYNTH = {
+    "n": SMALL, "N": (st.sampled_from(["4", "8"]), SMALL_INTS), "b": SMALL, "R": SMALL,
+    "gamma_fraction": (st.sampled_from(["0.5", "0.1"]), st.sampled_from(["0.5", "0.1", "1", "1e-320"])),
+    "threads": (st.just("1"), st.sampled_from(["1", "0", "x"])),
+    "device": (st.just("cpu"), st.sampled_from(["cpu", "cuda", "meta", "x", ""])),
+    "budget": (st.sampled_from(["8", "16"]), st.sampled_from(["8", "16", "1", "0", "x", "-4"])),
+    "out": OUT_DIR, "problem": st.sampled_from(["binary", "sparse-l1", "sparse-mcp", "cosine", "nope"]),
+}
+
+
+@examples(6)
+@given(argv_for(("synthetic", "run"), SYNTH, fixed=("--quick", "--no-progress"), keep=("problem", "out", "n", "N", "b", "R"),
+                often=("gamma", "beta", "allow_inadmissible")))
+def fuzz_synthetic_run(argv):
+    with sandbox() as root:
+        probe(argv, root, "synthetic run")
+
+
+@examples(4)
+@given(argv_for(("synthetic", "compare"), SYNTH, fixed=("--no-progress",), keep=("problem", "out", "budget", "n", "N", "b", "R")))
+def fuzz_synthetic_compare(argv):
+    with sandbox() as root:
+        probe(argv, root, "synthetic compare")
+
+
+SWEEP = {
+    "problems": st.sampled_from(["binary", "binary", "cosine,binary", "nope", "", ","]),
+    "seeds": st.sampled_from(["0", "0", "0,1", "-1", "x", "99999999999999999999999", ""]),
+    "gamma_fractions": st.sampled_from(["0.5", "0.5", "0.25", "0", "1", "nan", "x", "1e-320"]),
+    "R": st.sampled_from(["1", "2", "0", "x"]), "T_max": st.sampled_from(["10", "10", "12", "5", "x"]),
+    "T_points": st.sampled_from(["1", "2", "0"]), "jobs": st.sampled_from(["1"]), "out": OUT_DIR,
+}
+
+
+@examples(4)
+@given(argv_for(("synthetic", "sweep"), SWEEP, fixed=("--no-progress", "-j", "1"),
+                keep=("problems", "seeds", "gamma_fractions", "R", "T_max", "T_points", "out")))
+def fuzz_synthetic_sweep(argv):
+    with sandbox() as root:
+        probe(argv, root, "synthetic sweep")
+
+
+# -- result files, well-formed and malformed ---------------------------------------------------------------
+
+
+def valid_files() -> dict[str, object]:
+    """One small, well-formed file of every kind the report reads (as the producers write them)."""
+    rows = [{"T": T, "gamma": 0.1, "beta": 3.0 * T, "admissible": True, "S_min_mean": 1.0 / T, "S_min_std": 0.01,
+             "S_min_lo": 0.9 / T, "S_min_hi": 1.1 / T, "bound": 10.0 / T, "ratio": 10.0, "t_star": T - 1,
+             "S_0_mean": 2.0, "S_final_mean": 1.0 / T, "nonfinite": 0} for T in (10, 40)]
+    return {
+        "rates.json": {"kind": "synthetic-rates", "problem": "binary", "params": {"R": 2, "gamma_rule": "given"},
+                       "rows": rows, "slope": -1.0, "bound_slope": -1.0},
+        "pep.json": {"kind": "pep-sweep", "lam": 1.0, "gamma": 0.1, "beta": 10.0,
+                     "rows": [{"T": 1, "worst_case": 0.5, "bound": 2.0, "ratio": 0.25, "status": "optimal"}]},
+        "compare.json": {"kind": "synthetic-compare", "problem": "binary",
+                         "rows": [{"method": "stam", "iterations": 4, "final_S": 0.1, "objective": 1.0,
+                                   "quantised_objective": None, "wall_time": 0.1, "grad_evals": 32}]},
+        "paper-check.json": [{"label": "k1", "printed": "K1", "derived": "K1", "verdict": "ok", "counterexample": None}],
+        "stepsize.json": {"gamma_max": 0.2, "gamma": 0.1, "K1": 1.0, "K2": 2.0, "K3": 3.0, "M": 6.0, "L": 2.0,
+                          "beta_min": 40.0, "binding": "2*K2/K1", "T_min": 100},
+        "run/summary.json": {"kind": "train-run", "model": "mlp", "dataset": "digits", "algo": "stam",
+                             "preset": "our1", "label": "Our1", "best_test_acc_binary": 60.0,
+                             "best_test_acc_float": 62.0, "epochs": 2, "seconds": 0.4},
+        "run/config.json": {"model": "mlp", "dataset": "digits", "algo": "stam", "preset": "our1", "epochs": 2},
+        "run/log.jsonl": [{"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "test_acc_binary": 50.0 + e,
+                           "test_acc_float": 55.0, "hyper": {"gamma": 0.1, "lam": 1.0, "beta": 100.0},
+                           "proxy_grad": 1.0 / e, "proxy_z": 0.5 / e, "theorem": {"admissible": True},
+                           "seconds": 0.1} for e in (1, 2)],
+    }
+
+
+#: what `stam plot` draws from each file (the figure that reads it)
+PLOT_KIND = {"rates.json": "rates", "pep.json": "rates", "run/summary.json": "training", "run/config.json": "training",
+             "run/log.jsonl": "practice", "compare.json": "admissible", "paper-check.json": "admissible",
+             "stepsize.json": "admissible"}
+WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.sampled_from(HOSTILE),
+                  st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "T"]), st.integers(), max_size=2))
+
+
+def _paths(obj, prefix=()):
+    """Every (path, value) inside a parsed JSON value."""
+    yield prefix, obj
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def _set(obj, path, value):
+    if not path:
+        return value
+    obj[path[0]] = _set(obj[path[0]], path[1:], value)
+    return obj
+
+
+def _drop(obj, path):
+    parent = obj
+    for p in path[:-1]:
+        parent = parent[p]
+    if isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent.pop(path[-1])
+    return obj
+
+
+def _dump(name: str, obj) -> bytes:
+    if name.endswith(".jsonl") and isinstance(obj, list):
+        return "".join(json.dumps(row) + "\n" for row in obj).encode()
+    return json.dumps(obj).encode()
+
+
+@st.composite
+def malformed(draw):
+    """(file name, bytes): a file of one kind, mutated."""
+    name = draw(st.sampled_from(sorted(valid_files())))
+    obj = json.loads(json.dumps(valid_files()[name]))
+    how = draw(st.sampled_from(["wrong-type", "wrong-type", "drop-key", "hostile-string", "truncate", "utf8",
+                                "whole", "deep", "valid"]))
+    paths = [p for p, _ in _paths(obj) if p]
+    if how == "wrong-type":
+        obj = _set(obj, draw(st.sampled_from(paths)), draw(WRONG))
+    elif how == "drop-key":
+        obj = _drop(obj, draw(st.sampled_from(paths)))
+    elif how == "hostile-string":
+        strings = [p for p, v in _paths(obj) if p and isinstance(v, str)]
+        obj = _set(obj, draw(st.sampled_from(strings)), draw(st.sampled_from(HOSTILE)))
+    elif how == "whole":
+        obj = draw(WRONG)
+    elif how == "deep":
+        depth = draw(st.sampled_from([50, 5000, 100000]))
+        return name, ("[" * depth + "]" * depth).encode()
+    data = _dump(name, obj)
+    if how == "truncate":
+        data = data[: draw(st.integers(0, max(len(data) - 2, 0)))]
+    elif how == "utf8":
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00"])) + data[at:]
+    return name, data
+
+
+def _write_inputs(root: Path, name: str, data: bytes) -> Path:
+    """The valid files of every kind, with ``name`` replaced by ``data``; returns the input path."""
+    for other, obj in valid_files().items():
+        path = root / "in" / other
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data if other == name else _dump(other, obj))
+    return root / "in" / (name if "/" not in name else name.split("/")[0])
+
+
+@examples(30)
+@given(malformed(), st.sampled_from(["plot", "report"]))
+def fuzz_malformed_result_files(case, command):
+    name, data = case
+    with sandbox() as root:
+        target = _write_inputs(root, name, data)
+        if command == "plot":
+            argv = ["plot", PLOT_KIND[name], str(target), "-o", str(root / "out" / "fig.png")]
+        else:
+            argv = ["report", str(target), "-o", str(root / "out" / "report")]
+        probe(argv, root, "report/plot on malformed files")
+
+
+@examples(6)
+@given(argv_for(("report",), {"out": OUT_DIR, "T": st.one_of(INTS, st.sampled_from(["99999999999999999999999"]))},
+                positionals=st.lists(st.sampled_from(["in/rates.json", "in/run", "in", "in/missing.json",
+                                                      "out/file.txt", "in/pep.json"]), max_size=2),
+                keep=("out",)))
+def fuzz_report(argv):
+    with sandbox() as root:
+        _write_inputs(root, "", b"")
+        probe(argv, root, "report")
+
+
+@examples(8)
+@given(argv_for(("plot",), {"out": OUT_FILE(".png"),
+                            "T": st.one_of(INTS, st.sampled_from(["99999999999999999999999"]))},
+                positionals=st.tuples(st.sampled_from(["rates", "admissible", "training", "practice", "nope"]),
+                                      st.lists(st.sampled_from(["in/rates.json", "in/run", "in/pep.json"]),
+                                               max_size=1)).map(lambda t: [t[0], *t[1]]),
+                keep=("out",)))
+def fuzz_plot(argv):
+    with sandbox() as root:
+        _write_inputs(root, "", b"")
+        probe(argv, root, "plot")
+
+
+CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
+    "stepsize": (fuzz_stepsize, "stepsize", 60),
+    "paper-check": (fuzz_paper_check, "paper-check", 4),
+    "pep": (fuzz_pep, "pep", 6),
+    "synthetic-run": (fuzz_synthetic_run, "synthetic run", 6),
+    "synthetic-compare": (fuzz_synthetic_compare, "synthetic compare", 4),
+    "synthetic-sweep": (fuzz_synthetic_sweep, "synthetic sweep", 4),
+    "malformed-files": (fuzz_malformed_result_files, "report/plot on malformed files", 30),
+    "report": (fuzz_report, "report", 6),
+    "plot": (fuzz_plot, "plot", 8),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fuzz(case):
+    """Run one command's examples, then check that they ran (a strategy that filtered everything
+    away would otherwise pass without probing anything) and print their number."""
+    fuzz, name, n = CASES[case]
+    PROBES.pop(name, None)
+    fuzz()
+    report_count(name, (LONG or n) // 2)
+
+
+def test_probe_counts_are_reported(capsys):
+    """The probes of this process (the tests above that ran in it) are counted; at least this one."""
+    with sandbox() as root:
+        probe(["stepsize", "--quadratic-coupling", "1e308", "--gamma", "0.1", "--beta", "10"], root, "count-check")
+    print("fuzz probes in this process: " + ", ".join(f"{k}: {v}" for k, v in sorted(PROBES.items())))
+    assert PROBES["count-check"] == 1

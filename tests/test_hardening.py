@@ -1,0 +1,291 @@
+"""Issue 12, item by item: output locations checked before any work, extreme finite numbers,
+malformed result files, flags that are not honoured, unbounded work, hostile names and labels in
+the report, and the minor ones (``--json --brief``, a closed pipe).  The random probing of the
+same contract is tests/test_fuzz.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from stam.cli import main
+from stam.errors import UsageError
+from stam.io import check_out_dir, check_out_file, slug
+
+
+def run(argv, capsys):
+    """``stam argv`` in-process: (exit status, stdout, stderr)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a numpy warning reaching the user fails the test
+        try:
+            rc = main([str(a) for a in argv])
+        except SystemExit as exc:
+            rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc, err, *needles):
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("stam"), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+# -- 1. output locations ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def places(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "dir").mkdir()
+    return tmp_path
+
+
+def test_check_out_dir_and_file_refuse_each_wrong_kind_of_path(places, monkeypatch):
+    f, d = places / "file.txt", places / "dir"
+    with pytest.raises(UsageError, match="is a file; give a folder"):
+        check_out_dir(f)
+    with pytest.raises(UsageError, match="file.txt is a file, so no folder can be made under it"):
+        check_out_dir(f / "a" / "b")
+    with pytest.raises(UsageError, match="is a folder; give a file name"):
+        check_out_file(d)
+    with pytest.raises(UsageError, match="its folder"):
+        check_out_file(f / "x.json")
+    with pytest.raises(UsageError, match="empty"):
+        check_out_dir("")
+    assert check_out_dir(places / "new" / "deeper") == places / "new" / "deeper"
+    assert check_out_file(d / "x.json") == d / "x.json"
+    # not writable: os.access says so (as root it never does; the probe file is then the check)
+    monkeypatch.setattr("os.access", lambda *a, **k: False)
+    with pytest.raises(UsageError, match="not writable"):
+        check_out_dir(places / "new")
+    monkeypatch.undo()
+    assert sorted(p.name for p in places.iterdir()) == ["dir", "file.txt"]  # nothing created, no probe left
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["paper-check", "--out", "{f}/pc.json"], "file.txt is a file"),
+    (["paper-check", "--out", "{d}"], "is a folder"),
+    (["synthetic", "run", "--problem", "binary", "--quick", "--out", "{f}"], "is a file"),
+    (["synthetic", "run", "--problem", "binary", "--quick", "--out", "{f}/sub"], "no folder can be made under it"),
+    (["synthetic", "compare", "--problem", "binary", "--out", "{f}"], "is a file"),
+    (["synthetic", "sweep", "--out", "{f}/x"], "no folder can be made under it"),
+    (["report", "-o", "{f}"], "is a file"),
+    (["plot", "admissible", "-o", "{d}"], "is a folder"),
+    (["plot", "admissible", "-o", "{f}/x.png"], "file.txt is a file"),
+    (["pep", "--lam", "1", "--gamma", "0.1", "--beta", "10", "--sweep-T", "1", "--out", "{d}"], "is a folder"),
+])
+def test_output_locations_are_checked_before_any_work(argv, needle, places, capsys, monkeypatch):
+    import stam.figures.report
+    import stam.synthetic.baselines
+    import stam.synthetic.rates
+    import stam.theory.audit  # imported first: a module imported under the patch would keep the stand-in
+
+    for module, name in ((stam.theory.audit, "findings"), (stam.synthetic.rates, "run_rates"),
+                         (stam.synthetic.baselines, "compare"), (stam.figures.report, "load_results")):
+        monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("worked before checking the output location"))
+    before = sorted(places.rglob("*"))
+    rc, _, err = run([a.format(f=places / "file.txt", d=places / "dir") for a in argv], capsys)
+    one_line_error(rc, err, needle)
+    assert sorted(places.rglob("*")) == before
+
+
+def test_plot_into_an_existing_folder_is_an_error_not_a_file_beside_it(places, capsys):
+    rc, _, err = run(["plot", "admissible", "-o", places / "dir"], capsys)
+    one_line_error(rc, err, "is a folder")
+    assert not (places / "dir.png").exists()
+
+
+# -- 2. extreme finite numbers --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["stepsize", "--quadratic-coupling", "1e308", "--gamma", "0.1", "--beta", "10"],
+    ["stepsize", "--quadratic-coupling", "0.5", "--gamma", "1e-320", "--beta", "10"],
+    ["stepsize", "--quadratic-coupling", "0.5", "--L1", "1", "--A", "1", "--C", "1", "--delta0", "1", "--M0", "1",
+     "--eps", "1e-300", "--gamma", "1e-320"],
+    ["stepsize", "--quadratic-coupling", "1e308", "--L1", "1", "--A", "1", "--C", "1", "--delta0", "1", "--M0", "1",
+     "--eps", "0.1"],
+])
+def test_numbers_beyond_floating_point_are_one_line_errors(argv, capsys):
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, "cannot be computed in floating point")
+
+
+def test_an_overflow_to_infinity_is_an_answer_stated_as_inf(capsys):
+    rc, out, err = run(["stepsize", "--quadratic-coupling", "0.5", "--L1", "1e300", "--A", "1e300", "--C", "1e300",
+                        "--delta0", "1e300", "--M0", "1e300", "--eps", "1e-300"], capsys)
+    assert rc == 0 and not err
+    assert "T_min     = inf" in out and "beta_min  = inf" in out
+    rc, out, err = run(["stepsize", "--quadratic-coupling", "0.5", "--gamma", "0.1", "--beta", "10", "--T",
+                        "99999999999999999999999", "--L1", "1", "--A", "1", "--C", "1", "--eps", "1e-300"], capsys)
+    assert rc == 0 and not err and "limit inf" in out
+
+
+def test_admissible_figure_takes_a_huge_horizon_and_a_tiny_eps_without_warnings(tmp_path, capsys):
+    assert run(["plot", "admissible", "--T", "99999999999999999999999", "-o", tmp_path / "a.png"], capsys)[0] == 0
+    rc, _, err = run(["plot", "admissible", "--eps", "1e-300", "-o", tmp_path / "b.png"], capsys)
+    assert rc == 0 and not err
+
+
+def test_pep_with_coefficients_beyond_floating_point_is_one_line(capsys):
+    pytest.importorskip("PEPit")
+    rc, _, err = run(["pep", "--lam", "1e300", "--gamma", "1e300", "--beta", "1e-300", "--T", "1"], capsys)
+    one_line_error(rc, err, "beyond floating point")
+
+
+def test_synthetic_problem_too_large_for_memory_is_refused_before_allocating(tmp_path, capsys):
+    rc, _, err = run(["synthetic", "run", "--problem", "binary", "--quick", "--n", "100000000", "--R", "64",
+                      "--out", tmp_path], capsys)
+    one_line_error(rc, err, "GiB", "--n 100000000")
+    assert not list(tmp_path.iterdir())
+
+
+# -- 3 and 4. result files that are not what the toolkit wrote ------------------------------------------
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b'{"kind":"synthetic-rates","rows":"x"}', "field rows must be a list, not a string"),
+    (b'{"kind":"synthetic-rates"}', "field rows is missing"),
+    (b'{"kind":"pep-sweep"}', "field rows is missing"),
+    (b'{"kind":"stepsize"}', "field gamma_max is missing"),
+    (b'{"kind":"synthetic-compare","rows":[{"method":1}]}', "field rows[0].method must be a string"),
+    (b'[{"label":1,"verdict":2}]', "field [0].label must be a string"),
+    (b'{"kind":"synthetic-rates","rows":[],"problem":"\xff"}', "not UTF-8"),
+    (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
+])
+def test_malformed_result_files_name_the_file_and_field(content, needle, tmp_path, capsys):
+    (tmp_path / "r.json").write_bytes(content)
+    rc, _, err = run(["report", tmp_path / "r.json", "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "r.json", needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, content, needle", [
+    ("summary.json", b"[]", "must be an object, not a list"),
+    ("summary.json", b"null", "must be an object, not null"),
+    ("summary.json", b'{"model":"mlp","best_test_acc_binary":"abc"}', "field best_test_acc_binary must be a number"),
+    ("summary.json", b'{"dataset":"digits"}', "field model is missing"),
+    ("summary.json", b'{"model":"mlp","label":["a"]}', "field label must be a string or null, not a list"),
+    ("summary.json", b'{"model":"\xff"}', "not UTF-8"),
+    ("log.jsonl", b'{"epoch":1}\n\xff\n', "not UTF-8"),
+    ("log.jsonl", b'{"epoch":"one"}\n', "line 1: field epoch must be an integer"),
+])
+def test_malformed_run_folders_name_the_file_and_field(name, content, needle, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    if name != "summary.json":
+        (run_dir / "summary.json").write_text('{"model": "mlp"}')
+    (run_dir / name).write_bytes(content)
+    rc, _, err = run(["report", run_dir, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, str(run_dir / name), needle)
+
+
+@pytest.mark.parametrize("flag", [["--T-min", "700"], ["--T-points", "100000"], ["--T-max", "20"]])
+def test_quick_refuses_the_flags_it_would_override(flag, tmp_path, capsys):
+    rc, _, err = run(["synthetic", "run", "--problem", "binary", "--quick", *flag, "--out", tmp_path], capsys)
+    one_line_error(rc, err, "--quick sets --T-min 10 --T-max 640 --T-points 7", f"drop {flag[0]}")
+
+
+# -- 5. unbounded work --------------------------------------------------------------------------------------
+
+
+def test_pep_above_the_size_limit_is_refused_with_size_and_limit(capsys):
+    rc, _, err = run(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "100000"], capsys)
+    one_line_error(rc, err, "200002 x 200002", "limit 50", "--force")
+    rc, _, err = run(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--sweep-T", "1,30", "--out", "x.json"],
+                     capsys)
+    one_line_error(rc, err, "--T 30", "62 x 62")
+
+
+def test_gram_size_estimate_is_the_size_of_the_pep_built():
+    pytest.importorskip("PEPit")
+    from stam.theory import pep
+    from stam.theory.pep_cli import gram_size
+
+    for T, free in ((1, False), (3, False), (2, True)):
+        result = pep.stam_pep(1.0, 0.1, 250.0, T, free_start=free)
+        assert result.details["gram_size"] == gram_size(T, free), (T, free)
+
+
+# -- 8. the report: names, attributes, labels --------------------------------------------------------------
+
+
+def _run_folder(path: Path, label: str, dataset: str = "digits") -> Path:
+    path.mkdir(parents=True)
+    (path / "summary.json").write_text(json.dumps({
+        "kind": "train-run", "model": "mlp", "dataset": dataset, "algo": "stam", "label": label,
+        "best_test_acc_binary": 50.0, "best_test_acc_float": 60.0, "epochs": 1}))
+    (path / "log.jsonl").write_text(json.dumps({"epoch": 1, "train_acc": 40.0, "test_acc_binary": 50.0,
+                                                "test_acc_float": 60.0, "proxy_grad": 1.0, "proxy_z": 0.5}) + "\n")
+    return path
+
+
+def test_report_escapes_hostile_names_and_never_writes_outside_its_folder(tmp_path, capsys):
+    inputs = tmp_path / "in"
+    _run_folder(inputs / '"><img src=x onerror=alert(2)>', "$\\notacommand{$", dataset="/../../../../x/PWNED2")
+    rows = [{"T": 10, "S_min_mean": 0.1, "gamma": 0.1, "beta": 3.0}]
+    (inputs / "r.json").write_text(json.dumps({"kind": "synthetic-rates", "problem": "/../../../../x/PWNED",
+                                               "rows": rows}))
+    out = tmp_path / "a" / "out"
+    rc, _, err = run(["report", inputs, "-o", out], capsys)
+    assert rc == 0, err
+    page = (out / "report.html").read_text()
+    assert "<img src=x" not in page and 'onerror=alert(2)>"' not in page
+    made = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*")}
+    assert made == {"in", "a"}  # nothing beside the output folder
+    tables = sorted(p.name for p in (out / "tables").iterdir())
+    assert "rates-x-pwned.md" in tables and "accuracy-x-pwned2.md" in tables
+    assert all(set(p.name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-.") for p in out.rglob("*"))
+
+
+def test_a_label_that_is_not_mathtext_is_drawn_as_typed(tmp_path, capsys):
+    run_dir = _run_folder(tmp_path / "run", "$\\notacommand{$")
+    for kind in ("training", "practice"):
+        rc, _, err = run(["plot", kind, run_dir, "-o", tmp_path / f"{kind}.png"], capsys)
+        assert rc == 0, err
+    from stam.figures.report import make_figure
+    from stam.figures.results import load_results
+
+    fig = make_figure("practice", load_results([run_dir]))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("$\\notacommand{$" in t.replace("\\$", "$") for t in titles)
+
+
+def test_slug_is_safe_bounded_and_counts_collisions():
+    used: set = set()
+    assert slug("/../../x/PWNED", used) == "x-pwned"
+    assert slug("X PWNED", used) == "x-pwned-2"
+    assert slug("", used) == "x" and slug("$|<>", used) == "x-2"
+    assert len(slug("a" * 500)) <= 48
+    assert slug("rates", used, ext="json") == "rates.json" and slug("rates", used, ext="c/s.v") == "rates.csv"
+
+
+def test_markdown_tables_escape_the_pipe():
+    from stam.figures.tables import Table
+
+    md = Table("cap", ["a|b", "c"], [["x|y", "z"]]).to_markdown()
+    assert "x\\|y" in md and "a\\|b" in md
+
+
+# -- 9. minor -----------------------------------------------------------------------------------------------
+
+
+def test_paper_check_json_and_brief_together_is_an_error(capsys):
+    rc, _, err = run(["paper-check", "--json", "--brief"], capsys)
+    one_line_error(rc, err, "--json and --brief")
+
+
+def test_a_closed_pipe_ends_quietly_with_status_141():
+    proc = subprocess.Popen([sys.executable, "-m", "stam", "stepsize", "--quadratic-coupling", "0.5", "--gamma", "0.1",
+                             "--beta", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read()
+    assert proc.wait() == 141 and err == b""
