@@ -256,7 +256,17 @@ def _update_fn(name: str, compile: bool):
     if not compile:
         return fn
     if name not in _COMPILED_UPDATE:
+        import torch._dynamo
+
         from stam.dnn.optim_common import COMPILE_OPTIONS, _compile_errors
+
+        # one compiled graph per (algorithm, R, hyperparameter keys): a tuning run meets 5 algorithms
+        # at several R, more than dynamo's default of 8 graphs per function (after which it warns and
+        # runs eagerly)
+        cfg = torch._dynamo.config
+        for key in ("recompile_limit", "cache_size_limit"):
+            if hasattr(cfg, key):
+                setattr(cfg, key, max(getattr(cfg, key), 64))
 
         compiled = torch.compile(fn, dynamic=False, options=COMPILE_OPTIONS)
 
