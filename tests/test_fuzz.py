@@ -417,8 +417,8 @@ def malformed(draw):
         obj = _set(obj, draw(st.sampled_from(paths)), draw(WRONG))
     elif how == "drop-key":
         obj = _drop(obj, draw(st.sampled_from(paths)))
-    elif how == "hostile-string":
-        strings = [p for p, v in _paths(obj) if p and isinstance(v, str)]
+    elif how == "hostile-string":  # a string field gets a hostile value (any field, where there is none)
+        strings = [p for p, v in _paths(obj) if p and isinstance(v, str)] or paths
         obj = _set(obj, draw(st.sampled_from(strings)), draw(st.sampled_from(HOSTILE)))
     elif how == "whole":
         obj = draw(WRONG)
