@@ -241,7 +241,8 @@ def run_stam(argv: list[str]) -> tuple[int, list[str]]:
 @pytest.fixture(scope="session")
 def quick_demo(tmp_path_factory) -> tuple[Path, int, list[str]]:
     """One ``stam demo --quick`` per session, shared by the xdist workers through a lock file."""
-    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every xdist worker
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, for all workers
     out, log = shared / "docs-demo" / "stam-demo", shared / "docs-demo.log"
     with open(shared / "docs-demo.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -372,10 +373,24 @@ def test_every_block_is_collected_and_classified():
 
 
 def test_readme_is_the_front_door():
-    """README.md stays short (depth lives in docs/), links every page of docs/, and every link
-    to a .md file resolves."""
+    """README.md stays short (depth lives in docs/), has an example of every command that
+    `stam` registers, links every page of docs/, and every link to a .md file resolves."""
+    import argparse
+
+    from stam.cli import build_parser
+
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) < 250
+    examples = {tuple(_argv(c.text)[1:3]) for b in BLOCKS if b.path.name == "README.md" and b.kind == "shell"
+                for c in b.commands()}
+    commands = []
+    for action in build_parser()._subparsers._group_actions:
+        for name, sub in action.choices.items():
+            nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+            commands += [(name, n) for a in nested for n in a.choices] if nested else [(name,)]
+    assert len(commands) >= 11
+    for cmd in commands:
+        assert any(e[:len(cmd)] == cmd for e in examples), f"README.md has no example of stam {' '.join(cmd)}"
     pages = sorted((ROOT / "docs").glob("*.md"))
     assert pages
     for page in pages:
