@@ -285,7 +285,10 @@ def _shell(block: Block, tmp_path: Path, request) -> None:
         for c in cmds:
             argv = _argv(c.text)
             assert argv[0] == "stam" and "cifar" in c.text, f"{block.id}: no-test is only for CIFAR commands: {c.text}"
-            args = build_parser().parse_args(argv[1:])  # SystemExit (a failure) if it does not parse
+            try:
+                args = build_parser().parse_args(argv[1:])
+            except SystemExit as exc:
+                pytest.fail(f"{block.id}: {c.text!r} does not parse (exit status {exc.code})")
             assert getattr(args, "func", None) is not None
         return
     replacements = None
