@@ -1,0 +1,405 @@
+"""Every example in README.md and docs/*.md runs, so the documents cannot drift from the code.
+
+The fenced code blocks (```) of these files are collected, one test per block.  Each block is
+one of the following, and a block that is none of them fails (no silent skips):
+
+- **shell example**: its first non-blank line starts with ``$ ``.  Every ``$ `` line is a command
+  (a line ending in ``\\`` continues on the next; ``# ...`` is a comment); the lines up to the
+  next ``$ `` line are its shown output.  ``$ stam ...`` runs through :func:`stam.cli.main`
+  in-process, with stdout and stderr captured together, in a fresh temporary folder per block
+  (the commands of one block share it, so ``stam train`` then ``stam table`` works).  ``$ ls``
+  and ``$ cat`` run as subprocesses there; no other program may appear.
+  The exit status must be 2 when the shown output has a line ``stam...: error: ...``, else 0.
+  The shown output is a pattern for the whole output (lines compared with trailing blanks
+  stripped): a line ``...`` stands for any number of omitted lines (none included); every other
+  line must match the corresponding output line exactly, so output shown with no ``...`` is the
+  complete output.  No shown output: only the exit status is checked.
+- **python example** (```python): run with this interpreter in a fresh temporary folder; exit 0.
+- **make example**: every non-blank line starts with ``make ``.  Not run (``make demo`` and
+  ``make test`` create a virtual environment and install); each target named must exist in the
+  Makefile.
+
+An HTML comment on the line(s) right before the block (blank lines between are allowed) changes
+how a shell example is tested; several directives may share one comment, one per line:
+
+- ``<!-- test-match: numbers -->``: numbers in the shown output match any number and runs of
+  blanks any run of blanks (for outputs with wall times); every other character must match.
+- ``<!-- test: CMD -->`` (one ``stam ...`` command per line, as many as the block has commands):
+  the quick variant of a long example (a full training, a full synthetic run, the demo); the
+  i-th command replaces the block's i-th command.  ``<!-- test-args: ARGS -->`` instead appends
+  ARGS to every ``stam`` command of the block.  A quick variant prints other numbers and rows, so
+  its output is checked by shape: for every shown line, the text before its first digit or colon
+  (when not blank) must begin some output line.
+- ``<!-- test-needs: stam-demo -->``: the block's folder first receives ``stam-demo``, the output
+  of ``stam demo --quick`` (run once per test session and shared between xdist workers, as the
+  demo takes 15-30 s); a command ``stam demo --quick`` in a block is served from that same run.
+- ``<!-- no-test: REASON -->``: only for commands that need CIFAR-10/100, which cannot exist on an
+  offline machine: every command must then name cifar, and it is still parsed by ``stam``'s
+  argparse parser (a renamed or removed flag fails).
+
+Besides the blocks: no ``$ stam`` example may hide in an indented (unfenced) code block, every
+directive must be known, and every file under docs/ must be linked from README.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "no-test")
+ERROR_LINE = re.compile(r"^stam( [\w-]+)*: error: ")
+NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+DEMO_ARGV = ["demo", "--quick"]
+
+
+@dataclass
+class Command:
+    text: str  # as written after "$ ", continuation lines joined
+    shown: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    lines: list[str]
+    directives: dict[str, str]
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def kind(self) -> str:
+        body = [ln for ln in self.lines if ln.strip()]
+        if self.lang == "python":
+            return "python"
+        if body and body[0].startswith("$ "):
+            return "shell"
+        if body and all(ln.startswith("make ") for ln in body):
+            return "make"
+        return "unclassified"
+
+    def commands(self) -> list[Command]:
+        cmds: list[Command] = []
+        lines = iter(self.lines)
+        for ln in lines:
+            if ln.startswith("$ "):
+                text = ln[2:]
+                while text.rstrip().endswith("\\"):
+                    text = text.rstrip()[:-1] + " " + next(lines).strip()
+                cmds.append(Command(text))
+            elif cmds:
+                cmds[-1].shown.append(ln.rstrip())
+        for c in cmds:
+            while c.shown and not c.shown[-1]:
+                c.shown.pop()
+        return cmds
+
+
+def _directives(before: list[str]) -> dict[str, str]:
+    """The directives of the HTML comments ending right before a fence (blank lines allowed)."""
+    out: dict[str, str] = {}
+    i = len(before) - 1
+    while True:
+        while i >= 0 and not before[i].strip():
+            i -= 1
+        if i < 0 or not before[i].rstrip().endswith("-->"):
+            return out
+        j = i
+        while j >= 0 and "<!--" not in before[j]:
+            j -= 1
+        text = "\n".join(before[j:i + 1]).strip()
+        text = text[text.index("<!--") + 4:text.rindex("-->")]
+        key = None
+        for ln in text.splitlines():
+            m = re.match(r"\s*([\w-]+):\s*(.*)$", ln)
+            if m and m.group(1) in DIRECTIVES:
+                key = m.group(1)
+                assert key not in out, f"directive {key} given twice"
+                out[key] = m.group(2).strip()
+            elif key and ln.strip():
+                out[key] = (out[key] + "\n" + ln.strip()).strip()
+            elif ln.strip():
+                out.setdefault("?", ln.strip())
+        i = j - 1
+
+
+def collect(path: Path) -> list[Block]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        m = re.match(r"^```(\w*)\s*$", lines[i])
+        if m:
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            assert j < len(lines), f"{path}:{i + 1}: unterminated code block"
+            blocks.append(Block(path, i + 1, m.group(1), lines[i + 1:j], _directives(lines[:i])))
+            i = j + 1
+        else:
+            i += 1
+    return blocks
+
+
+BLOCKS = [b for f in DOC_FILES for b in collect(f)]
+
+
+# --------------------------------------------------------------------------------------------
+# matching the shown output
+# --------------------------------------------------------------------------------------------
+
+
+def _line_pattern(line: str, numbers: bool) -> re.Pattern:
+    if not numbers:
+        return re.compile(re.escape(line) + r"\Z")
+    parts, pos = [], 0
+    for m in NUMBER.finditer(line):
+        parts.append(re.escape(line[pos:m.start()]))
+        parts.append(r"[-+]?(?:\d[\d.,]*|\.\d+)(?:e[-+]?\d+)?")
+        pos = m.end()
+    parts.append(re.escape(line[pos:]))
+    return re.compile(re.sub(r"(\\ )+", r"\\s+", "".join(parts)) + r"\Z")
+
+
+def matches(shown: list[str], actual: list[str], numbers: bool = False) -> bool:
+    """Whether ``actual`` matches the pattern ``shown``: ``...`` lines match any run of lines,
+    every other line one line (exactly, or with any numbers when ``numbers``)."""
+    pats = [None if s.strip() == "..." else _line_pattern(s, numbers) for s in shown]
+    actual = [a.rstrip() for a in actual]
+    while actual and not actual[-1]:
+        actual.pop()
+    # dynamic programming over (pattern index, line index)
+    reach = {0}
+    for p in pats:
+        nxt = set()
+        for k in reach:
+            if p is None:
+                nxt.update(range(k, len(actual) + 1))
+            elif k < len(actual) and p.match(actual[k]):
+                nxt.add(k + 1)
+        reach = nxt
+        if not reach:
+            return False
+    return len(actual) in reach
+
+
+def shape_matches(shown: list[str], actual: list[str]) -> list[str]:
+    """The shown lines whose text before the first digit or colon begins no output line."""
+    missing = []
+    for s in shown:
+        prefix = re.split(r"[0-9:]", s, maxsplit=1)[0].rstrip()
+        if prefix.strip() and prefix.strip() != "..." and not any(a.startswith(prefix) for a in actual):
+            missing.append(s)
+    return missing
+
+
+def test_matcher():
+    out = ["a 1", "b 2", "c 3"]
+    assert matches(["a 1", "b 2", "c 3"], out)
+    assert not matches(["a 1", "b 2"], out)  # the whole output unless "..." says otherwise
+    assert matches(["a 1", "...", "c 3"], out) and matches(["...", "c 3"], out) and matches(["...", "b 2", "..."], out)
+    assert matches(["a 1", "...", "b 2", "c 3"], out)  # "..." may stand for no line
+    assert not matches(["a 1", "...", "c 4"], out) and not matches(["b 2", "..."], out)
+    assert matches(["a 9", "b  22", "..."], out, numbers=True) and not matches(["a x", "..."], out, numbers=True)
+    assert shape_matches(["Report: x", "T 10", "    10  2"], ["Report: y", "T 20"]) == []
+    assert shape_matches(["Other: x"], ["Report: y"]) == ["Other: x"]
+
+
+# --------------------------------------------------------------------------------------------
+# running commands
+# --------------------------------------------------------------------------------------------
+
+
+def run_stam(argv: list[str]) -> tuple[int, list[str]]:
+    """``stam ARGV`` in-process in the current folder: (exit status, stdout+stderr lines)."""
+    from stam.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse (usage errors, --help, --version)
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return rc, buf.getvalue().splitlines()
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory) -> tuple[Path, int, list[str]]:
+    """One ``stam demo --quick`` per session, shared by the xdist workers through a lock file."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this session's, for all workers
+    out, log = shared / "docs-demo" / "stam-demo", shared / "docs-demo.log"
+    with open(shared / "docs-demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not log.exists():
+            out.parent.mkdir(exist_ok=True)
+            rc, lines = run_stam([*DEMO_ARGV, "--no-progress", "-o", str(out)])
+            log.write_text(f"{rc}\n" + "\n".join(lines), encoding="utf-8")
+        rc_text, *lines = log.read_text(encoding="utf-8").split("\n")
+    return out, int(rc_text), lines
+
+
+def _argv(text: str) -> list[str]:
+    return shlex.split(text, comments=True)
+
+
+def _check(block: Block, cmd: str, rc: int, out: list[str], shown: list[str], quick: bool) -> None:
+    where = f"{block.id}: $ {cmd}"
+    want_rc = 2 if any(ERROR_LINE.match(s) for s in shown) else 0
+    assert rc == want_rc, f"{where}\nexit status {rc}, expected {want_rc}; output:\n" + "\n".join(out[-40:])
+    if not shown:
+        return
+    if quick:
+        missing = shape_matches(shown, out)
+        assert not missing, f"{where}\nshown lines of no output line's shape:\n" + "\n".join(missing) + \
+            "\n--- output:\n" + "\n".join(out)
+    else:
+        numbers = block.directives.get("test-match") == "numbers"
+        assert matches(shown, out, numbers), f"{where}\n--- shown:\n" + "\n".join(shown) + \
+            "\n--- output:\n" + "\n".join(out)
+
+
+def _shell(block: Block, tmp_path: Path, request) -> None:
+    d = block.directives
+    cmds = block.commands()
+    assert cmds, f"{block.id}: a shell example without commands"
+    if "no-test" in d:
+        from stam.cli import build_parser
+
+        assert d["no-test"], f"{block.id}: no-test needs a reason"
+        for c in cmds:
+            argv = _argv(c.text)
+            assert argv[0] == "stam" and "cifar" in c.text, f"{block.id}: no-test is only for CIFAR commands: {c.text}"
+            try:
+                args = build_parser().parse_args(argv[1:])
+            except SystemExit as exc:
+                pytest.fail(f"{block.id}: {c.text!r} does not parse (exit status {exc.code})")
+            assert getattr(args, "func", None) is not None
+        return
+    replacements = None
+    if "test" in d:
+        replacements = [ln.strip() for ln in d["test"].splitlines() if ln.strip()]
+        assert len(replacements) == len(cmds), f"{block.id}: 'test:' needs one command per command of the block"
+    if "test-needs" in d:
+        assert d["test-needs"] == "stam-demo", f"{block.id}: unknown test-needs {d['test-needs']!r}"
+        demo_out, demo_rc, _ = request.getfixturevalue("quick_demo")
+        assert demo_rc == 0
+        shutil.copytree(demo_out, tmp_path / "stam-demo")
+    for i, c in enumerate(cmds):
+        text, argv, quick = c.text, _argv(c.text), False
+        if replacements is not None:
+            text, quick = replacements[i], True
+            argv = _argv(text)
+        elif "test-args" in d and argv[0] == "stam":
+            argv, quick = argv + _argv(d["test-args"]), True
+            text = shlex.join(argv)
+        if argv[0] == "stam" and argv[1:3] == DEMO_ARGV:
+            assert quick, f"{block.id}: 'stam demo --quick' is only served from the shared run as a quick variant"
+            _, rc, out = request.getfixturevalue("quick_demo")
+        elif argv[0] == "stam":
+            rc, out = run_stam(argv[1:])
+        else:
+            assert argv[0] in ("ls", "cat"), f"{block.id}: only stam, ls and cat may appear in a shell example: {text}"
+            proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+            rc, out = proc.returncode, (proc.stdout + proc.stderr).splitlines()
+        _check(block, text, rc, out, c.shown, quick)
+
+
+def _python(block: Block, tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", "\n".join(block.lines)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, f"{block.id}\n{proc.stdout}\n{proc.stderr}"
+
+
+def _make(block: Block) -> None:
+    targets = set(re.findall(r"^([\w.-]+):", (ROOT / "Makefile").read_text(encoding="utf-8"), re.M))
+    for ln in block.lines:
+        if ln.strip():
+            words = [w for w in _argv(ln)[1:] if "=" not in w and not w.startswith("-")]
+            assert words, f"{block.id}: {ln!r} names no target"
+            for w in words:
+                assert w in targets, f"{block.id}: make target {w!r} is not in the Makefile ({sorted(targets)})"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block(block: Block, tmp_path, monkeypatch, request):
+    unknown = [k for k in block.directives if k not in DIRECTIVES]
+    assert not unknown, f"{block.id}: unknown directive(s) {unknown}; known: {DIRECTIVES}"
+    kind = block.kind
+    if kind != "shell":
+        assert not block.directives, f"{block.id}: directives apply to shell examples only"
+    monkeypatch.chdir(tmp_path)
+    if kind == "shell":
+        _shell(block, tmp_path, request)
+    elif kind == "python":
+        _python(block, tmp_path)
+    elif kind == "make":
+        _make(block)
+    else:
+        pytest.fail(f"{block.id}: a code block that is neither a shell, python nor make example "
+                    f"(first line {block.lines[:1]}); every block must be tested")
+
+
+def test_every_block_is_collected_and_classified():
+    """The blocks the parametrised test runs are all fenced blocks; none is unclassified; the
+    documents do have examples of every kind; no `$ stam` example hides outside a fence."""
+    kinds = [b.kind for b in BLOCKS]
+    assert "unclassified" not in kinds, [b.id for b in BLOCKS if b.kind == "unclassified"]
+    for kind in ("shell", "python", "make"):
+        assert kind in kinds
+    fences = sum(1 for f in DOC_FILES for ln in f.read_text(encoding="utf-8").splitlines() if ln.startswith("```"))
+    assert fences == 2 * len(BLOCKS)
+    run = [b for b in BLOCKS if "no-test" not in b.directives]
+    marked = [b for b in BLOCKS if "no-test" in b.directives]
+    assert len(run) + len(marked) == len(BLOCKS) and all(b.directives["no-test"] for b in marked)
+    for f in DOC_FILES:
+        inside = False
+        for n, ln in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            inside ^= ln.startswith("```")
+            assert inside or not re.match(r"^\s+\$ stam", ln), f"{f.name}:{n}: an unfenced stam example"
+
+
+def test_readme_is_the_front_door():
+    """README.md stays short (depth lives in docs/), has an example of every command that
+    `stam` registers, links every page of docs/, and every link to a .md file resolves."""
+    import argparse
+
+    from stam.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 250
+    examples = {tuple(_argv(c.text)[1:3]) for b in BLOCKS if b.path.name == "README.md" and b.kind == "shell"
+                for c in b.commands()}
+    commands = []
+    for action in build_parser()._subparsers._group_actions:
+        for name, sub in action.choices.items():
+            nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+            commands += [(name, n) for a in nested for n in a.choices] if nested else [(name,)]
+    assert len(commands) >= 11
+    for cmd in commands:
+        assert any(e[:len(cmd)] == cmd for e in examples), f"README.md has no example of stam {' '.join(cmd)}"
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert pages
+    for page in pages:
+        assert f"(docs/{page.name})" in readme, f"docs/{page.name} is not linked from README.md"
+    for link in re.findall(r"\]\(((?:docs/)?[\w./-]+\.md)(?:#[\w-]+)?\)", readme):
+        assert (ROOT / link).is_file(), link
+    for page in pages:
+        for link in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / link).resolve().is_file(), f"{page.name}: broken link {link}"
