@@ -221,18 +221,10 @@ def test_out_that_is_a_file_or_unwritable_is_refused_before_any_work(tmp_path, c
     assert "cannot write" in capsys.readouterr().err
 
 
-def test_digits_map_without_the_sweep_module_is_a_usage_error(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "stam.dnn.sweep", None)
-    assert main(["map", "--out", str(tmp_path / "d")]) == 2  # digits is the default
-    err = capsys.readouterr().err
-    assert "needs stam.dnn.sweep" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "d").exists()
-
-
 def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monkeypatch):
     calls = []
 
-    def map_digits(gammas, lams, betas, seeds, epochs, progress=True):
+    def map_digits(gammas, lams, betas, seeds, epochs, progress=True, **jobs):
         calls.append((gammas, lams, betas, seeds, epochs, progress))
         rows = [dict(r) for r in digits_fixture()["rows"]]
         for r in rows:
