@@ -75,7 +75,7 @@ def register(subparsers) -> None:
 
     t = subparsers.add_parser(
         "table",
-        help="best binary test accuracy per model x algorithm, beside the paper's (Tables cifar-res, cifar100-res)",
+        help="binary test accuracy per model x algorithm (epoch chosen on validation data), beside the paper's tables",
         description="Collect RUNS_DIR/**/summary.json and print the best binary test accuracy (float accuracy for the "
         "float baseline) per model and algorithm as Markdown, the paper's numbers beside ours where a run exists.",
     )
@@ -83,6 +83,9 @@ def register(subparsers) -> None:
     t.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
     t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
     t.add_argument("--time", action="store_true", help="add the mean wall time per run")
+    t.add_argument("--paper-metric", action="store_true",
+                   help="the paper's metric: the best test accuracy over the epochs (the epoch selected on the test set; "
+                   "default: the test accuracy at the epoch selected on validation data)")
     t.set_defaults(func=_table)
 
     from stam.jobs import add_scheduler_args
@@ -191,5 +194,6 @@ def _train(args) -> int:
 def _table(args) -> int:
     from stam.dnn.table import render
 
-    print(render(args.runs_dir, latex=args.latex, dataset=args.dataset, with_time=args.time))
+    print(render(args.runs_dir, latex=args.latex, dataset=args.dataset, with_time=args.time,
+                 metric="paper" if args.paper_metric else "selected"))
     return 0

@@ -9,8 +9,10 @@ from stam.dnn import table
 
 
 def summary(dataset, model, algo, preset, label, binary, flt, seed=0):
+    """A run with a validation split whose selected epoch is also its best test epoch."""
     return {"kind": "train-run", "dataset": dataset, "model": model, "algo": algo, "preset": preset, "label": label,
-            "best_test_acc_binary": binary, "best_test_acc_float": flt, "seconds": 10.0, "seed": seed}
+            "best_test_acc_binary": binary, "best_test_acc_float": flt, "seconds": 10.0, "seed": seed,
+            "selected_test_acc_binary": binary, "selected_test_acc_float": flt}
 
 
 def write(tmp_path, runs):
@@ -68,3 +70,18 @@ def test_short_and_diverged_runs_and_latex_escaping(tmp_path, capsys):
     latex = capsys.readouterr().out
     assert r"A\&B\_\#1 \$x\$ \textasciitilde{}" in latex and "A&B" not in latex
     assert table.latex_escape("50% ± 1") == r"50\% $\pm$ 1"
+
+
+def test_default_is_the_validation_selected_epoch_and_the_paper_metric_is_labelled(tmp_path, capsys):
+    a = summary("digits", "mlp", "bc", "bc", "BC", 90.0, 91.0)
+    a.update(selected_test_acc_binary=85.0)  # the validation-selected epoch is not the best test epoch
+    b = summary("digits", "mlp", "bc", "bc", "BC", 70.0, 71.0, seed=1)
+    b.update(selected_test_acc_binary=None, selected_test_acc_float=None)  # --no-val: no selection possible
+    write(tmp_path, [a, b])
+    assert main(["table", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "selected on validation data" in out and "| MLP | 85.00 |" in out
+    assert "1 run(s) without a validation split not shown: see --paper-metric" in out
+    assert main(["table", str(tmp_path), "--paper-metric"]) == 0
+    out = capsys.readouterr().out
+    assert "the paper's metric" in out and "80.00 ± 14.14 (n=2" in out
