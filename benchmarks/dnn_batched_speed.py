@@ -52,7 +52,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--compile", choices=("auto", "yes", "no"), default="auto")
+    ap.add_argument("--compile", choices=("auto", "yes", "no"), default="yes",
+                    help="for the batched runs (the sequential R = 1 runs are eager: compiling does not pay there)")
     ap.add_argument("--algos", default="stam,bc")
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -64,9 +65,8 @@ def main() -> None:
     for algo in args.algos.split(","):
         cfgs = configs(algo, args.R, args.epochs)
         run_b = lambda: batched.train_batched(cfgs, task, args.epochs, 32, device=device, compile=comp)  # noqa: E731
-        run_s = lambda: [batched.train_batched([c], task, args.epochs, 32, device=device, compile=comp) for c in cfgs]  # noqa: E731
+        run_s = lambda: [batched.train_batched([c], task, args.epochs, 32, device=device, compile=False) for c in cfgs]  # noqa: E731
         batched.train_batched(cfgs, task, 1, 32, device=device, compile=comp)  # warm-up (compilation)
-        batched.train_batched(cfgs[:1], task, 1, 32, device=device, compile=comp)
         tb, ts = [], []
         for _ in range(args.repeats):
             tb.append(timed(run_b))

@@ -315,14 +315,20 @@ def _hyper_at(configs: list[Config], epoch: int, device) -> dict[str, Tensor]:
     return out
 
 
+def compile_pays(R: int, steps: int) -> bool:
+    """Whether compiling the update pays for itself: compilation costs 3-10 s once per algorithm
+    and R on 2 CPU cores and saves 20-45% of an eager step from R = 16 on, less below (measured with
+    ``benchmarks/dnn_batched_speed.py``), so: R >= 16 and at least 1000 steps."""
+    return R >= 16 and steps >= 1000
+
+
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) for ``epochs`` epochs as one
     batched computation; returns one result per configuration: ``{"log": [per-epoch records],
     "diverged_epoch": e or None, "seconds": wall time / R}`` with records ``{epoch, train_loss,
     val_acc_binary, val_acc_float, test_acc_binary, test_acc_float (only with evaluate_test),
-    sign_epoch, sign_since_init, sign_ever}``.  ``compile="auto"`` compiles the update for
-    ``R >= 4`` (compilation costs seconds once per algorithm and R)."""
+    sign_epoch, sign_since_init, sign_ever}``.  ``compile="auto"``: see :func:`compile_pays`."""
     if not configs:
         return []
     algos = {c.preset.algo for c in configs}
@@ -336,9 +342,9 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     net = init_net(seeds, d, task.num_classes, device)
     state = init_state(algo, net.weights, _hyper_at(configs, 1, device))
     floats, fmom, running = net.floats, [torch.zeros_like(p) for p in net.floats], net.running
-    step_fn = _update_fn(algo, R >= 4 if compile == "auto" else bool(compile))
     gens = {s: torch.Generator().manual_seed(s) for s in dict.fromkeys(seeds)}
     steps = n_train // batch_size + (1 if n_train % batch_size >= 2 else 0)  # as stam train
+    step_fn = _update_fn(algo, compile_pays(R, epochs * steps) if compile == "auto" else bool(compile))
     init_signs = _signs(binary_weights(algo, state))
     ever = [torch.zeros_like(m) for m in init_signs]
     prev_signs = init_signs

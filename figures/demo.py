@@ -62,7 +62,7 @@ class DemoConfig:
     pep_lam: float = 1.0
     pep_T: tuple[int, ...] = (1, 2, 3, 5)
     model: str = "mlp"
-    epochs: int = 20  # of every digits training (tuning, map, curves)
+    epochs: int = 12  # of every digits training (tuning, map, curves)
     batch_size: int = 32
     tune_trials: int = 8
     tune_seeds: int = 5
