@@ -11,6 +11,7 @@ spec asks for it (final runs of a tuning), the test accuracy at the selected epo
 
 from __future__ import annotations
 
+import functools
 import math
 
 def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
@@ -26,13 +27,21 @@ def score_key(algo: str) -> str:
     return "val_acc_float" if algo == "float" else "val_acc_binary"
 
 
+@functools.lru_cache(maxsize=4)
+def _task(val_fraction: float, split_seed: int):
+    """The digits task of a split, loaded once per process (jobs only read it)."""
+    from stam.dnn import batched
+
+    return batched.digits_task(val_fraction, split_seed)
+
+
 def run_job(spec: dict) -> dict:
     """One job (module-level, so a Dask worker can run it): train the configurations of ``spec``
     as one batched computation and return, per configuration, its validation-selected epoch and
     accuracies (and the test accuracy at that epoch when ``spec["test"]``)."""
     from stam.dnn import batched
 
-    task = batched.digits_task(spec["val_fraction"], spec["split_seed"])
+    task = _task(spec["val_fraction"], spec["split_seed"])
     configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset")), seed)
                for ov, seed in zip(spec["overrides"], spec["seeds"])]
     results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"])

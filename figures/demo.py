@@ -66,6 +66,7 @@ class DemoConfig:
     batch_size: int = 32
     tune_trials: int = 8
     tune_seeds: int = 5
+    tune_paper: bool = True  # the paper-settings rows
     digits_map_args: tuple[str, ...] = ("--gamma-range", "0.001:30:6", "--lam-range", "0.05:30:6", "--betas", "20",
                                         "--seeds", "1")
     admissible_lam: float = 1.0  # lambda of the theorem-admissible STAM run
@@ -75,8 +76,8 @@ class DemoConfig:
     @staticmethod
     def make(quick: bool) -> "DemoConfig":
         if quick:
-            return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=2,
-                              batch_size=64, tune_trials=2, tune_seeds=2,
+            return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=1,
+                              batch_size=64, tune_trials=2, tune_seeds=2, tune_paper=False,
                               digits_map_args=("--gamma-range", "0.01:10:3", "--lam-range", "0.1:10:3", "--betas", "20",
                                                "--seeds", "1"),
                               map_args=("--gamma-range", "0.001:30:5", "--lam-range", "0.05:30:5",
@@ -304,6 +305,7 @@ class Demo:
         argv = ["tune", "--trials", str(self.cfg.tune_trials), "--seeds", str(self.cfg.tune_seeds),
                 "--epochs", str(self.cfg.epochs), "--batch-size", str(self.cfg.batch_size), "--out", str(out)]
         argv += [] if self.progress else ["--no-progress"]
+        argv += [] if self.cfg.tune_paper else ["--no-paper"]
         if self._run(step, argv) is None:
             return
         from stam.dnn.tune import headline

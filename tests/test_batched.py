@@ -54,6 +54,24 @@ def test_br_step_is_bc_after_the_switch_and_the_relaxation_before(seed, lr, lam)
 
 # --------------------------------------------------------------------------- the trainer
 
+@pytest.mark.parametrize("algo", ["stam", "br", "float"])
+def test_one_run_follows_stam_train_step_for_step(tmp_path, algo):
+    """R = 1 is `stam train --model mlp --dataset digits --no-val`: same start, same minibatches,
+    same update, same BatchNorm (losses and binary test accuracy per epoch)."""
+    from stam.dnn.train import TrainConfig, run
+
+    epochs = 2
+    res = batched.train_batched([_cfg(algo, epochs)], batched.digits_task(val_fraction=0), epochs, 64, evaluate_test=True,
+                                compile=False)[0]
+    run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
+                    schedule_scale="auto", val_fraction=None, out=str(tmp_path / "r"), echo=False, progress=False, device="cpu"))
+    log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
+    for a, b in zip(res["log"], log):
+        assert math.isclose(a["train_loss"], b["train_loss"], rel_tol=1e-4)
+        assert abs(a["test_acc_binary"] - b["test_acc_binary"]) <= 100 / 360 + 1e-9  # at most one image differs
+        assert math.isclose(a["sign_ever"], b["sign_flips"]["ever"], abs_tol=1e-3)
+
+
 def test_runs_in_one_batch_do_not_interfere(task):
     """Three configurations trained together give what each gives alone (one epoch)."""
     cfgs = [_cfg("stam", 1, gamma=0.5), _cfg("stam", 1, lam=8.0, seed=3), _cfg("stam", 1, beta=100.0, seed=5)]
