@@ -136,6 +136,8 @@ class ImageData:
     mean: Tensor = field(init=False)
     std: Tensor = field(init=False)
     manifest: dict = field(default_factory=dict)
+    val_x: Tensor | None = None  # validation images carved out of the training set (split_validation)
+    val_y: Tensor | None = None
 
     def __post_init__(self):
         x = self.train_x.float().div_(255)
@@ -297,26 +299,26 @@ def load_digits(device="cpu") -> ImageData:
     return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False)
 
 
-def split_validation(data: ImageData, fraction: float, seed: int = 0) -> ImageData:
-    """A stratified validation split carved out of the training set: each class gives
-    ``max(1, round(fraction * count))`` of its images (seeded by ``seed``); returns a copy whose
-    ``train_x/train_y`` are the rest and ``val_x/val_y`` the held-out images."""
-    import dataclasses
-
-    gen = torch.Generator().manual_seed(seed)
-    labels = data.train_y.cpu()
-    val_idx = []
-    for c in torch.unique(labels).tolist():
-        idx = (labels == c).nonzero().flatten()
-        k = max(1, round(fraction * len(idx)))
-        val_idx.append(idx[torch.randperm(len(idx), generator=gen)[:k]])
-    val = torch.sort(torch.cat(val_idx)).values
-    keep = torch.ones(len(labels), dtype=torch.bool)
-    keep[val] = False
-    dev = data.train_x.device
-    out = dataclasses.replace(data, train_x=data.train_x[keep.to(dev)], train_y=data.train_y[keep.to(dev)])
-    out.val_x, out.val_y = data.train_x[val.to(dev)], data.train_y[val.to(dev)]
-    return out
+def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
+    """``data`` with a seeded, stratified validation set carved out of its training set: each class
+    with n training images gives ``max(1, round(fraction * n))`` of them (at most n) to
+    ``val_x, val_y``; the rest stay in ``train_x, train_y`` (both in their original order).  The
+    choice depends on ``seed`` alone (a generator of its own), not on the training seed.  The
+    normalisation statistics are those of the remaining training images."""
+    if not (0 < fraction < 1):
+        raise UsageError(f"--val-fraction {fraction}: give a number with 0 < F < 1 (or --no-val)")
+    gen = torch.Generator().manual_seed(int(seed))
+    y = data.train_y.cpu()
+    val = torch.zeros(len(y), dtype=torch.bool)
+    for c in range(data.num_classes):
+        idx = torch.nonzero(y == c).flatten()
+        if len(idx) == 0:
+            continue
+        k = min(len(idx), max(1, round(fraction * len(idx))))
+        val[idx[torch.randperm(len(idx), generator=gen)[:k]]] = True
+    val = val.to(data.train_x.device)
+    return ImageData(data.name, data.train_x[~val], data.train_y[~val], data.test_x, data.test_y, data.num_classes,
+                     data.augment, manifest=data.manifest, val_x=data.train_x[val], val_y=data.train_y[val])
 
 
 def load(name: str, data_dir: str | Path = "data", download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
@@ -328,4 +330,4 @@ def load(name: str, data_dir: str | Path = "data", download: bool = False, devic
     raise UsageError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
 
 
-__all__ = ["ImageData", "load", "load_cifar", "load_digits", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]
+__all__ = ["ImageData", "load", "split_validation", "load_cifar", "load_digits", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]

@@ -34,7 +34,7 @@ from stam.dnn import distributed, presets
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
 from stam.io import atomic_path, atomic_write_json, atomic_write_text, bar_disable, provenance
-from stam.quantize import signs
+from stam.quantize import sign_changes, signs
 
 CHECKPOINT_FORMAT = 1
 
@@ -212,8 +212,8 @@ class SignFlips:
         if not self.params:
             return None
         now = [signs(p) for p in self.params]
-        epoch = [a != b for a, b in zip(now, self.prev)]
-        since = [a != b for a, b in zip(now, self.init)]
+        epoch = [sign_changes(a, b) for a, b in zip(now, self.prev)]
+        since = [sign_changes(a, b) for a, b in zip(now, self.init)]
         self.ever = [e | s for e, s in zip(self.ever, since)]
         frac = lambda masks: float(sum(int(m.sum()) for m in masks)) / sum(m.numel() for m in masks)  # noqa: E731
         layers = [{"name": n, "epoch": frac([e]), "since_init": frac([s]), "ever": frac([v]), "scale": float(p.abs().mean())}
@@ -444,11 +444,18 @@ METRIC_NOTES = {
 }
 
 
+def select_epoch(records: list[dict], algo: str) -> dict | None:
+    """The record of the epoch with the best validation accuracy (binary weights; float weights for
+    the float baseline), the earliest on ties; None without a validation set.  Selection on
+    validation data only (the test accuracies are read at the epoch it returns)."""
+    key = "val_acc_float" if algo == "float" else "val_acc_binary"
+    good = [r for r in records if r.get(key) is not None]
+    return max(good, key=lambda r: (r[key], -r["epoch"]), default=None)
+
+
 def _selected(config, records) -> dict:
     """The validation-selected epoch and its accuracies (None without a validation set)."""
-    key = "val_acc_float" if config["algo"] == "float" else "val_acc_binary"
-    good = [r for r in records if r.get(key) is not None]
-    best = max(good, key=lambda r: (r[key], -r["epoch"]), default=None)
+    best = select_epoch(records, config["algo"])
     pick = lambda k: best and best[k]  # noqa: E731
     return {"selected_epoch": pick("epoch"), "selected_val_acc_binary": pick("val_acc_binary"),
             "selected_val_acc_float": pick("val_acc_float"), "selected_test_acc_binary": pick("test_acc_binary"),
@@ -518,4 +525,4 @@ def _load_checkpoint(path: Path, device) -> dict:
     return ckpt
 
 
-__all__ = ["TrainConfig", "Trained", "run", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]
+__all__ = ["TrainConfig", "Trained", "run", "select_epoch", "SignFlips", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]

@@ -125,4 +125,9 @@ def signs(w: Tensor) -> Tensor:
     return w.detach() >= 0
 
 
-__all__ = ["signs", "SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "project_Q"]
+def sign_changes(a: Tensor, b: Tensor) -> Tensor:
+    """Where two sign tensors of :func:`signs` differ (bool tensor)."""
+    return a != b
+
+
+__all__ = ["signs", "sign_changes", "SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "project_Q"]

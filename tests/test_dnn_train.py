@@ -70,7 +70,10 @@ def test_resume_is_exact(tmp_path, algo):
     for i in sa:
         for key, value in sa[i].items():
             assert torch.equal(torch.as_tensor(value), torch.as_tensor(sb[i][key])), (i, key)
-    assert _log(tmp_path / "a") == _log(tmp_path / "b")
+    la, lb = _log(tmp_path / "a"), _log(tmp_path / "b")
+    assert la == lb  # val accuracies and sign-flip records included
+    assert all(r["val_acc_binary"] is not None and r["sign_flips"]["layers"] for r in la)
+    assert [r["sign_flips"] for r in la] == [r["sign_flips"] for r in lb]
     ckpt = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
     assert ckpt["epoch"] == 2 and len(ckpt["log"]) == 2
 
@@ -121,11 +124,13 @@ def test_cli_one_line_errors(tmp_path, capsys):
         (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
         (["--algo", "float", "--batch-size", "1"], "at least 2 images per batch"),
         (["--algo", "br", "--set", "switch_epoch=0.5"], "must be an integer"),
+        *[(["--algo", "float", "--val-fraction", v], f"--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc")],
     ]
     for argv, match in cases:
         assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--out", out, "--no-progress", *argv]) == 2
         err = capsys.readouterr().err
         assert match in err and err.count("\n") == 1, (argv, err)
+        assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir()), argv  # nothing written
 
 
 def test_more_user_mistakes_are_one_line_and_write_nothing(tmp_path, capsys):
@@ -292,5 +297,142 @@ def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
     res = T.run(c, checksums=sums)
     conf = json.loads((tmp_path / "c" / "config.json").read_text())
     assert conf["params"]["quantized"] == 3 * 3 * 32 * 64  # only the second conv: first conv and classifier kept float
-    assert conf["train_size"] + conf["val_size"] == 40 and conf["val_size"] >= 1 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
+    assert conf["train_size"] == 30 and conf["val_size"] == 10 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
     assert res.summary["epochs"] == 1 and 0 <= res.summary["best_test_acc_binary"] <= 100
+
+
+# -- validation split (issue 11) ---------------------------------------------------------------
+
+def test_validation_split_is_stratified_disjoint_and_seeded_by_split_seed_only():
+    from stam.dnn import data as D
+
+    full = D.load_digits()
+    a = D.split_validation(full, 0.1, 0)
+    counts = torch.bincount(full.train_y, minlength=10)
+    vc = torch.bincount(a.val_y, minlength=10)
+    assert vc.tolist() == [max(1, round(0.1 * int(n))) for n in counts]  # stratified per class
+    assert len(a.val_x) + len(a.train_x) == len(full.train_x) and len(a.val_y) == len(a.val_x)
+    # disjoint and a partition of the training set: match images+labels as rows
+    rows = lambda x, y: [tuple(r) for r in torch.cat([x.flatten(1), y[:, None].to(x.dtype)], 1).tolist()]  # noqa: E731
+    assert sorted(rows(a.val_x, a.val_y) + rows(a.train_x, a.train_y)) == sorted(rows(full.train_x, full.train_y))
+    assert torch.equal(a.test_x, full.test_x)
+    assert torch.equal(D.split_validation(full, 0.1, 0).val_x, a.val_x)  # a function of split_seed
+    assert not torch.equal(D.split_validation(full, 0.1, 1).val_x, a.val_x)
+    tiny = D.split_validation(full, 0.001, 0)
+    assert torch.bincount(tiny.val_y, minlength=10).tolist() == [1] * 10  # at least one image per class
+    with pytest.raises(UsageError, match="val-fraction"):
+        D.split_validation(full, 1.0, 0)
+
+
+def test_split_is_the_same_across_training_seeds_and_recorded(tmp_path, monkeypatch):
+    from stam.dnn import data as D
+
+    seen, split = [], D.split_validation
+
+    def spy(*a, **k):
+        seen.append(split(*a, **k))
+        return seen[-1]
+
+    monkeypatch.setattr(D, "split_validation", spy)
+    T.run(cfg(tmp_path, "s0", epochs=1, seed=0, batch_size=128))
+    T.run(cfg(tmp_path, "s1", epochs=1, seed=1, batch_size=128))
+    T.run(cfg(tmp_path, "p1", epochs=1, seed=0, split_seed=1, batch_size=128))
+    assert torch.equal(seen[0].val_x, seen[1].val_x) and torch.equal(seen[0].train_y, seen[1].train_y)  # --seed: same split
+    assert not torch.equal(seen[0].val_x, seen[2].val_x)  # --split-seed: another split
+    c = {n: json.loads((tmp_path / n / "config.json").read_text()) for n in ("s0", "s1", "p1")}
+    assert c["s0"]["val_fraction"] == 0.1 and c["s0"]["split_seed"] == 0
+    counts = torch.bincount(D.load_digits().train_y)
+    assert c["s0"]["val_size"] == sum(max(1, round(0.1 * int(n))) for n in counts) == len(seen[0].val_x)
+    assert c["s0"]["val_size"] + c["s0"]["train_size"] == 1437
+    assert c["s0"]["val_size"] == c["s1"]["val_size"] == c["p1"]["val_size"]
+    with pytest.raises(UsageError, match="split_seed was 1, now 0"):
+        T.run(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=0, resume=True))
+    with pytest.raises(UsageError, match="val_fraction"):
+        T.run(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=1, val_fraction=None, resume=True))
+
+
+def test_no_val_trains_on_everything_and_selects_nothing(tmp_path):
+    res = T.run(cfg(tmp_path, epochs=1, val_fraction=None))
+    (rec,) = _log(tmp_path / "run")
+    assert rec["val_acc_binary"] is None and rec["val_acc_float"] is None
+    c = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert c["train_size"] == 1437 and c["val_size"] == 0 and c["val_fraction"] is None
+    s = res.summary
+    assert s["selected_epoch"] is None and s["selected_test_acc_binary"] is None and s["selected_val_acc_float"] is None
+    assert s["best_test_acc_float"] == rec["test_acc_float"] and "best_test_acc_*" in s["metric_notes"]
+
+
+def test_selection_rule_is_the_earliest_argmax_of_validation_accuracy():
+    log = [{"epoch": e, "val_acc_binary": vb, "val_acc_float": vf, "test_acc_binary": tb, "test_acc_float": tf}
+           for e, vb, vf, tb, tf in [(1, 50, 90, 99, 10), (2, 70, 80, 60, 20), (3, 70, 95, 61, 30), (4, 60, 91, 98, 40)]]
+    assert T.select_epoch(log, "stam")["epoch"] == 2  # earliest of the tie 70, 70; not the test argmax (epoch 1)
+    assert T.select_epoch(log, "float")["epoch"] == 3  # the float baseline selects on val_acc_float
+    assert T.select_epoch([{**r, "val_acc_binary": None, "val_acc_float": None} for r in log], "bc") is None
+    config = {"model": "mlp", "dataset": "digits", "algo": "bc", "preset": "bc", "label": "BC", "seed": 0, "epochs": 4,
+              "batch_size": 8, "schedule_scale": 1, "overrides": {}, "keep_float": [], "device": "cpu", "world_size": 1, "params": {}}
+    s = T._summary(config, [{**r, "seconds": 1.0} for r in log], 4.0, "completed")
+    assert (s["selected_epoch"], s["selected_val_acc_binary"], s["selected_test_acc_binary"]) == (2, 70, 60)
+    assert s["best_test_acc_binary"] == 99 and s["best_epoch_binary"] == 1
+
+
+def test_real_two_epoch_run_selects_on_validation(tmp_path):
+    res = T.run(cfg(tmp_path, algo="bc", epochs=2, batch_size=64))
+    log = _log(tmp_path / "run")
+    vals = [r["val_acc_binary"] for r in log]
+    sel = vals.index(max(vals))
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["selected_epoch"] == sel + 1 and s["selected_test_acc_binary"] == log[sel]["test_acc_binary"]
+    assert s["selected_val_acc_binary"] == max(vals) and s == {**res.summary, "provenance": s["provenance"]}
+    assert all(0 <= v <= 100 for v in vals)
+
+
+# -- sign flips (issue 11) ---------------------------------------------------------------------
+
+def test_signs_helper_follows_the_projection_convention():
+    from stam.quantize import project_Q, sign_changes, signs
+
+    w = torch.tensor([[-1.0, 0.0, 2.0, -0.0]])
+    assert signs(w).tolist() == [[False, True, True, True]]  # sign(0) = +1
+    assert torch.equal(signs(w), project_Q(w, None) > 0)
+    assert sign_changes(signs(w), signs(-w)).tolist() == [[True, False, True, False]]
+
+
+@pytest.mark.parametrize("algo", ["stam", "float"])
+def test_sign_flips_equal_a_recomputation_from_saved_weights(tmp_path, algo):
+    """Run 1 epoch, save the binary weights, continue for 1 more: the logged fractions of epoch 2
+    equal the ones recomputed from the binary weights before and after."""
+    from stam.quantize import signs
+
+    kw = dict(algo=algo, batch_size=64, seed=1)
+    first = T.run(cfg(tmp_path, epochs=1, **kw))
+    ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
+    init = ckpt["signs"]["init"]
+    with T.binary_weights(first.optimizer):
+        w1 = [p.detach().clone() for g in first.optimizer.param_groups if g.get("quantize") for p in g["params"]]
+    second = T.run(cfg(tmp_path, epochs=2, resume=True, **kw))
+    with T.binary_weights(second.optimizer):
+        w2 = [p.detach().clone() for g in second.optimizer.param_groups if g.get("quantize") for p in g["params"]]
+    log = _log(tmp_path / "run")
+    r1, r2 = log[0]["sign_flips"], log[1]["sign_flips"]
+    n = sum(w.numel() for w in w2)
+    epoch = sum((signs(a) != signs(b)).sum().item() for a, b in zip(w1, w2)) / n
+    since = sum((signs(b) != i).sum().item() for b, i in zip(w2, init)) / n
+    ever = sum(((signs(a) != i) | (signs(b) != i)).sum().item() for a, b, i in zip(w1, w2, init)) / n
+    assert r2["epoch"] == pytest.approx(epoch) and r2["since_init"] == pytest.approx(since) and r2["ever"] == pytest.approx(ever)
+    assert r1["epoch"] == r1["since_init"] == r1["ever"]  # after one epoch the three coincide
+    for r in (r1, r2):
+        assert 0 <= r["epoch"] <= 1 and 0 <= r["since_init"] <= r["ever"] <= 1
+        assert [lay["name"] for lay in r["layers"]] == ["net.1.weight", "net.4.weight", "net.7.weight"] or len(r["layers"]) == 3
+    for lay, w in zip(r2["layers"], w2):
+        assert lay["scale"] == pytest.approx(w.abs().mean().item(), rel=1e-6)
+        assert 0 <= lay["epoch"] <= 1 and lay["since_init"] <= lay["ever"]
+    assert r2["epoch"] > 0  # the weights did move
+
+
+def test_no_sign_flips_when_the_optimiser_does_not_move_the_weights(tmp_path):
+    """Plain SGD with lr = 1e-30 (0 is refused) leaves the float32 weights, hence their signs, where they started."""
+    res = T.run(cfg(tmp_path, algo="float", epochs=2, batch_size=64, overrides={"lr": 1e-30}))
+    assert all(p.abs().min() > 1e-20 for g in res.optimizer.param_groups if g.get("quantize") for p in g["params"])
+    for r in _log(tmp_path / "run"):
+        f = r["sign_flips"]
+        assert f["epoch"] == f["since_init"] == f["ever"] == 0 and all(lay["ever"] == 0 for lay in f["layers"])

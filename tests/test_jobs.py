@@ -300,6 +300,22 @@ def test_scheduler_run_gives_the_local_results_and_stores_them_here(cluster, tmp
     assert len(computed(tmp_path / "log")) == 19
 
 
+def test_the_map_and_tuning_job_runs_on_the_cluster_as_here(cluster, tmp_path):
+    """The real job of `stam tune` / `stam map --dataset digits` (stam.dnn.sweep.run_job: a batched
+    digits training) gives on the Dask workers what it gives here."""
+    from stam.dnn.sweep import run_job
+
+    spec = {"stage": "map", "algo": "stam", "epochs": 1, "batch_size": 128, "val_fraction": 0.1, "split_seed": 0,
+            "test": False, "overrides": [{"gamma": 3.0, "lam": 2.0, "beta": 20.0}, {"gamma": 0.01, "lam": 0.5, "beta": 20.0}],
+            "seeds": [0, 0]}
+    here = run_jobs(run_job, [spec], tmp_path / "here", progress=False)
+    there = run_jobs(run_job, [spec], tmp_path / "there", scheduler=cluster.scheduler_address, progress=False)
+    assert "error" not in there[0], there[0]
+    for a, b in zip(here[0]["rows"], there[0]["rows"]):
+        assert a["selected_epoch"] == b["selected_epoch"] and abs(a["score"] - b["score"]) < 1e-6
+        assert a["sign_ever"] == b["sign_ever"]
+
+
 def test_scheduler_run_resumes_half_then_all(cluster, tmp_path):
     specs, store = specs_for(tmp_path, range(10)), tmp_path / "store"
     run_jobs(jobs_fns.square, specs[:5], store, scheduler=cluster.scheduler_address, progress=False)
