@@ -16,16 +16,23 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from stam.algorithm import QuantizedState, bc_step
 from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
+from stam.operators import IndicatorQ
+
+
+#: F = I_Q with each layer one block: the projection of eq. (0411) (its prox)
+LAYER_Q = IndicatorQ(None)
 
 
 def bc_kernel(Ws: list[Tensor], Gs: list[Tensor], Us: list[Tensor], lr: Tensor, weight_decay: Tensor | None) -> None:
-    """eq. (alg:BC) on every layer of a group, in place (``W`` = parameters = W~, state ``U``)."""
+    """eq. (alg:BC) on every layer of a group, in place (``W`` = parameters = W~, state ``U``):
+    each layer is one run (R = 1) of the shared :func:`stam.algorithm.bc_step`."""
     for W, G, U in zip(Ws, Gs, Us):
         g = G if weight_decay is None else G + weight_decay * U
-        u = U - lr * g
-        U.copy_(u)
-        W.copy_(project_layer(u))
+        new = bc_step(QuantizedState(U.unsqueeze(0), W.unsqueeze(0)), g.unsqueeze(0), LAYER_Q, lr)
+        U.copy_(new.u.squeeze(0))
+        W.copy_(new.w.squeeze(0))
 
 
 class BinaryConnect(QuantizingOptimizer):

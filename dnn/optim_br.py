@@ -22,22 +22,25 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from stam.dnn.optim_bc import BinaryConnect, bc_kernel
+from stam.algorithm import QuantizedState, br_relax, br_step
+from stam.dnn.optim_bc import LAYER_Q, BinaryConnect, bc_kernel
 from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
 
 
 def br_kernel(Ws: list[Tensor], Gs: list[Tensor], Us: list[Tensor], lr: Tensor, weight_decay: Tensor | None, lam: Tensor) -> None:
-    """Phase 1 of eq. (alg:BR) on every layer of a group, in place (``W`` = parameters = W~)."""
+    """Phase 1 of eq. (alg:BR) on every layer of a group, in place (``W`` = parameters = W~): each
+    layer is one run (R = 1) of the shared :func:`stam.algorithm.br_step`."""
     for W, G, U in zip(Ws, Gs, Us):
         g = G if weight_decay is None else G + weight_decay * U
-        u = U - lr * g
-        U.copy_(u)
-        W.copy_(_relax(u, lam))
+        new = br_step(QuantizedState(U.unsqueeze(0), W.unsqueeze(0)), g.unsqueeze(0), LAYER_Q, lr, lam, relaxed=True)
+        U.copy_(new.u.squeeze(0))
+        W.copy_(new.w.squeeze(0))
 
 
 def _relax(u: Tensor, lam) -> Tensor:
-    """``(lam Proj_Q(u) + u) / (lam + 1)``, the minimiser of eq. (BR)'s prox at ``u``."""
-    return (lam * project_layer(u) + u) / (lam + 1)
+    """``(lam Proj_Q(u) + u) / (lam + 1)``, the minimiser of eq. (BR)'s prox at ``u``
+    (:func:`stam.algorithm.br_relax` on one layer)."""
+    return br_relax(u.unsqueeze(0), LAYER_Q, lam).squeeze(0)
 
 
 class BinaryRelax(BinaryConnect):

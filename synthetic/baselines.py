@@ -36,8 +36,7 @@ import time
 
 import torch
 
-from stam.algorithm import stam_step
-from stam.quantize import project_Q
+from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 
@@ -82,20 +81,23 @@ def _spring(problem, iters, R, eta_y, gen):
 
 
 def _quantisation(problem, method, iters, R, lr, gen):
+    """PSGD, BC or BR through the shared steps of :mod:`stam.algorithm` (eqs. (alg:PSGD),
+    (alg:BC), (alg:BR)), with ``F = I_Q`` of the problem as the projection."""
     F = problem.F
-    proj = lambda v: project_Q(v, F.blocks)  # noqa: E731
     U = problem.y0.expand(R, -1).clone()
-    W = proj(U)
+    state = QuantizedState(U, U if method == "psgd" else F.prox_F(U, lr))
     epoch = problem.sampling.N / problem.sampling.b
     rho, lam, switch = 1.02 ** (1 / epoch), 1.0, iters // 4
     for t in range(iters):
-        U = U - lr * problem.stochastic_grad(U if method == "psgd" else W, gen)  # alg:PSGD / alg:BC / alg:BR
-        if method == "br" and t < switch:
-            W = (lam * proj(U) + U) / (lam + 1)
-            lam *= rho
+        grad = problem.stochastic_grad(state.w, gen)  # at U for PSGD, at W~ for BC and BR
+        if method == "psgd":
+            state = psgd_step(state, grad, F, lr)
+        elif method == "bc":
+            state = bc_step(state, grad, F, lr)
         else:
-            W = proj(U)
-    return proj(W), U
+            state = br_step(state, grad, F, lr, lam, relaxed=t < switch)
+            lam = lam * rho if t < switch else lam
+    return F.prox_F(state.w, lr), state.u
 
 
 def run_method(problem: ThreeBlockProblem, method: str, budget: int, R: int, gamma: float, beta: float | None,
