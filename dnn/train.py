@@ -343,6 +343,10 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         flips.load_state_dict(ckpt["signs"])
     if ctx.main:
         atomic_write_json(out / "config.json", {"kind": "train-config", "provenance": provenance(), **config})
+        if cfg.resume:  # the checkpoint is the commit point of an epoch: what a crash after it left behind follows from it
+            _write_log(out, records)
+            for stale in out.glob(".checkpoint.pt.*"):  # temporaries of a checkpoint write that was killed
+                stale.unlink(missing_ok=True)
 
     n_train = len(data.train_x)
     local = batch_size // ctx.world
@@ -431,6 +435,11 @@ def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch,
     }
     with atomic_path(out / "checkpoint.pt") as tmp:
         torch.save(ckpt, tmp)
+    _write_log(out, records)
+
+
+def _write_log(out, records) -> None:
+    """``log.jsonl``: one line per epoch, from the records the checkpoint holds."""
     atomic_write_text(out / "log.jsonl", "".join(_json_line(r) + "\n" for r in records))
 
 

@@ -436,3 +436,16 @@ def test_no_sign_flips_when_the_optimiser_does_not_move_the_weights(tmp_path):
     for r in _log(tmp_path / "run"):
         f = r["sign_flips"]
         assert f["epoch"] == f["since_init"] == f["ever"] == 0 and all(lay["ever"] == 0 for lay in f["layers"])
+
+
+def test_a_crash_between_checkpoint_and_log_is_repaired_on_resume(tmp_path):
+    """The checkpoint commits an epoch: a log left short by a kill after it, and the temporary of a
+    killed checkpoint write, are repaired when the run is resumed (issue 12, item 6)."""
+    T.run(cfg(tmp_path, epochs=2, batch_size=128))
+    log_path = tmp_path / "run" / "log.jsonl"
+    full = log_path.read_text()
+    log_path.write_text(full.splitlines(keepends=True)[0])  # as if killed before the log was rewritten
+    (tmp_path / "run" / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")
+    res = T.run(cfg(tmp_path, epochs=2, batch_size=128, resume=True))  # nothing left to train
+    assert log_path.read_text() == full and res.summary["epochs"] == 2
+    assert not list((tmp_path / "run").glob(".checkpoint.pt.*"))
