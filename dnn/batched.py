@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from stam.algorithm import (QuantizedState, STAMState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init,
+from stam.algorithm import (QuantizedState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init,
                             stam_step)
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 from stam.quantize import project_Q, signs

@@ -153,7 +153,7 @@ def _tune(args) -> int:
     from stam.dnn import tune
 
     tune.plan(args.algos, args.trials, args.seeds, args.epochs, args.batch_size, args.val_fraction, args.split_seed,
-              args.tune_seed, not args.no_paper, 16, spaces)  # every usage error before any work
+              args.tune_seed, 16, spaces)  # every usage error before any work
     result = tune.tune(args.algos, args.out, trials=args.trials, seeds=args.seeds, epochs=args.epochs,
                        batch_size=args.batch_size, val_fraction=args.val_fraction, split_seed=args.split_seed,
                        tune_seed=args.tune_seed, paper=not args.no_paper, scheduler=args.scheduler, workers=args.workers,

@@ -12,7 +12,6 @@ spec asks for it (final runs of a tuning), the test accuracy at the selected epo
 from __future__ import annotations
 
 import functools
-import math
 
 def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
     """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
@@ -74,6 +73,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     (stored in ``store``, resumable; ``scheduler``: a Dask cluster)."""
     import tempfile
 
+    from stam.dnn.table import mean_std
     from stam.jobs import run_jobs
 
     grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
@@ -97,8 +97,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
         mine = flat[k * seeds : (k + 1) * seeds]
         ok = [r for r in mine if r["diverged_epoch"] is None and r["score"] is not None]
         scores = [r["score"] for r in ok]
-        mean = sum(scores) / len(scores) if scores else None
-        std = math.sqrt(sum((v - mean) ** 2 for v in scores) / (len(scores) - 1)) if len(scores) > 1 else None
+        mean, std = mean_std(scores) if scores else (None, None)
         finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
         signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
         pct = lambda v: None if v is None else v / 100.0  # noqa: E731  (the map's accuracies are fractions)

@@ -52,7 +52,8 @@ def best_accuracy(summary: dict, metric: str = "paper") -> float | None:
     return summary.get(f"selected_test_acc_{kind}" if metric == "selected" else f"best_test_acc_{kind}")
 
 
-def _stats(values: list[float]) -> tuple[float, float | None]:
+def mean_std(values: list[float]) -> tuple[float, float | None]:
+    """Mean and sample standard deviation (None for one value) of ``values``."""
     m = sum(values) / len(values)
     sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
     return m, sd
@@ -64,7 +65,7 @@ PAPER_EPOCHS = 1000
 def _cell(values: list[float], paper: float | None, digits: int = 2, epochs: set | None = None) -> str:
     if not values:
         return "–"
-    m, sd = _stats(values)
+    m, sd = mean_std(values)
     notes = [f"n={len(values)}"] if sd is not None else []
     short = sorted(e for e in (epochs or ()) if e is not None and e != PAPER_EPOCHS)
     if short:
@@ -155,4 +156,4 @@ def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None
     return "\n".join(fmt(*build(summaries, d, with_time, metric)) for d in datasets)
 
 
-__all__ = ["METRICS", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]
+__all__ = ["METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]

@@ -349,7 +349,6 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
                 stale.unlink(missing_ok=True)
 
     n_train = len(data.train_x)
-    local = batch_size // ctx.world
     steps = n_train // batch_size + (1 if n_train % batch_size >= 2 * ctx.world else 0)  # keep a last partial batch unless tiny
     for epoch in range(start_epoch, epochs + 1):
         t0 = time.perf_counter()

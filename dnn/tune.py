@@ -31,7 +31,8 @@ import math
 import warnings
 from pathlib import Path
 
-from stam.dnn.sweep import run_job, score_key
+from stam.dnn.sweep import run_job
+from stam.dnn.table import mean_std
 from stam.errors import UsageError
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -97,10 +98,9 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
     n = len(v)
     if n == 0:
         return {"n": 0, "mean": None, "std": None, "ci95": None}
-    mean = sum(v) / n
+    mean, std = mean_std(v)
     if n == 1:
         return {"n": 1, "mean": mean, "std": None, "ci95": None}
-    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (n - 1))
     half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
     return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
@@ -119,7 +119,7 @@ def _label(algo: str) -> str:
 
 
 def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fraction: float, split_seed: int,
-         tune_seed: int, paper: bool, chunk: int, spaces: dict | None = None) -> dict:
+         tune_seed: int, chunk: int, spaces: dict | None = None) -> dict:
     """The whole protocol as data: the trial configurations of every algorithm and the job specs
     of the trial stage (chunks of at most ``chunk`` trials, one batched training each)."""
     if trials < 1:
@@ -148,7 +148,7 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
 
     out_dir = Path(out_dir)
     store = out_dir / "jobs"
-    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, paper, chunk, spaces)
+    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces)
     base = p["base"]
     results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials")
     _raise_errors(p["jobs"], results)
