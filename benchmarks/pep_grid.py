@@ -48,11 +48,10 @@ def main(argv=None) -> int:
 
     from stam.io import atomic_write_json, provenance
     from stam.theory import numeric
-    from stam.theory.pep import deterministic_es_constants
 
     admissible = []
     for lam in (0.1, 1.0, 4.0):
-        A, C = deterministic_es_constants(lam, 1.0)
+        A, C = numeric.deterministic_es(1.0, lam)
         c = numeric.quadratic_coupling(lam, L1=1.0, A=A, C=C)
         for gamma in (0.02, 0.05, 0.1):
             beta_min = numeric.beta_lower_bounds(1, gamma, c)["2*K2/K1"]

@@ -19,12 +19,11 @@ printed in the figure.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from stam.errors import UsageError
+from stam.theory import numeric
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
 
 
@@ -87,26 +86,20 @@ class NetworkConstants:
         )
 
 
-def theory_numeric():
-    """``stam.theory.numeric``, or a clear error while the theory part is not there."""
-    try:
-        return importlib.import_module("stam.theory.numeric")
-    except ImportError as exc:
-        raise UsageError(f"the theory part (stam.theory.numeric) is not available yet: {exc}") from None
+def coupling(lam: float, nc: NetworkConstants):
+    """The Constants of H = (lam/2)||x-y||^2 with the caller's L1 and C, and ``A`` of the corrected
+    Lemma es-lemma (eq. (eq101)) for ``max_i L1^i E[v_i^2] = a_G`` and ``L3* = lam``."""
+    A, _ = numeric.es_lemma([nc.a_G], [1.0], lam, 0.0)
+    return numeric.quadratic_coupling(lam, L1=nc.L1, A=float(A), C=nc.C)
 
 
-def coupling(numeric, lam: float, nc: NetworkConstants):
-    """The Constants of H = (lam/2)||x-y||^2 with the caller's L1, A, C."""
-    return numeric.quadratic_coupling(lam, L1=nc.L1, A=2.0 * max(nc.a_G, lam), C=nc.C)
-
-
-def region_gamma_lambda(numeric, gammas, lams, nc: NetworkConstants):
+def region_gamma_lambda(gammas, lams, nc: NetworkConstants):
     """Boolean grid (len(lams), len(gammas)): K1 > 0 and [(L2*)^2+(L5*)^2] gamma^2 <= 1; and
     T_min (nan outside)."""
     admissible = np.zeros((len(lams), len(gammas)), dtype=bool)
     tmin = np.full(admissible.shape, np.nan)
     for i, lam in enumerate(lams):
-        c = coupling(numeric, float(lam), nc)
+        c = coupling(float(lam), nc)
         ok = np.asarray(numeric.admissible_gamma(gammas, c), dtype=bool)
         admissible[i] = ok
         if ok.any():
@@ -115,10 +108,10 @@ def region_gamma_lambda(numeric, gammas, lams, nc: NetworkConstants):
     return admissible, tmin
 
 
-def beta_min(numeric, gammas, lam: float, nc: NetworkConstants):
+def beta_min(gammas, lam: float, nc: NetworkConstants):
     """The smallest beta that Theorem conv-rate admits at each gamma (nan where gamma itself is not
     admissible): the largest of its three lower bounds at T = nc.T."""
-    c = coupling(numeric, lam, nc)
+    c = coupling(lam, nc)
     ok = np.asarray(numeric.admissible_gamma(gammas, c), dtype=bool)
     out = np.full(gammas.shape, np.nan)
     if ok.any():
@@ -127,11 +120,11 @@ def beta_min(numeric, gammas, lam: float, nc: NetworkConstants):
     return out
 
 
-def check_stages(numeric, nc: NetworkConstants, stages=None) -> list[dict]:
+def check_stages(nc: NetworkConstants, stages=None) -> list[dict]:
     """The theorem's verdict at the first and last (gamma, beta) of each paper stage."""
     out = []
     for st in stages or paper_stages():
-        c = coupling(numeric, st.lam, nc)
+        c = coupling(st.lam, nc)
         for where, g, b in (("start", st.gamma[0], st.beta[0]), ("end", st.gamma[1], st.beta[1])):
             res = numeric.check(g, b, c, T=nc.T, eps=nc.eps, delta0=nc.delta0, M0=nc.M0)
             out.append({"setting": st.name, "at": where, "gamma": g, "lambda": st.lam, "beta": b, **res})
@@ -178,9 +171,8 @@ def _label_positions(gammas, lams, values, levels, columns=(3e-3, 3e-4, 3e-2)) -
     return out
 
 
-def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, numeric=None, resolution: int = 160):
+def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, resolution: int = 160):
     """Figure 2 (two panels), see the module docstring."""
-    numeric = numeric or theory_numeric()
     stages = list(stages) if stages is not None else paper_stages()
     groups = group_stages(stages)
     fig, axes = new_figure(2, 1, panel_size=(5.3, 5.9))
@@ -189,7 +181,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, nume
 
     # -- (gamma, lambda) -------------------------------------------------------------------
     lams = np.logspace(-2, 1.5, resolution)
-    admissible, tmin = region_gamma_lambda(numeric, gammas, lams, nc)
+    admissible, tmin = region_gamma_lambda(gammas, lams, nc)
     G, LAM = np.meshgrid(gammas, lams)
     ax.contourf(G, LAM, admissible.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
     ax.contour(G, LAM, admissible.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=1.5)
@@ -225,7 +217,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, nume
     styles = ["-", "--", "-.", ":"]
     all_b = []
     for j, lam in enumerate(lam_values):
-        bmin = beta_min(numeric, gammas, lam, nc)
+        bmin = beta_min(gammas, lam, nc)
         all_b.append(bmin[np.isfinite(bmin)])
         bx.plot(gammas, bmin, color=ADMISSIBLE_COLOR, linestyle=styles[j % len(styles)], linewidth=1.5,
                 label=f"\u03bb={lam:g}: admissible above this line")

@@ -82,20 +82,19 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def plot_map(maps: list[dict], nc=None, numeric=None):
+def plot_map(maps: list[dict], nc=None):
     """The figure of the module docstring: for each map one row of panels per quantity, one
     column per beta."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
 
     from stam.figures.admissible import (
-        NetworkConstants, _draw_group, _MARKERS, group_stages, paper_stages, region_gamma_lambda, theory_numeric,
+        NetworkConstants, _draw_group, _MARKERS, group_stages, paper_stages, region_gamma_lambda,
     )
     from stam.figures.style import ADMISSIBLE_COLOR, OKABE_ITO, legend_below, new_figure
 
     if not maps:
         raise ValueError("no convergence-map results given (stam map writes them)")
-    numeric = numeric or theory_numeric()
     nc = nc or NetworkConstants()
     groups = group_stages(paper_stages())
     layout = [(data, key, label, cmap) for data in maps for key, label, cmap in _panel_rows(data)]
@@ -121,7 +120,7 @@ def plot_map(maps: list[dict], nc=None, numeric=None):
             norm = Normalize(0.0, 1.0)
         rg = np.logspace(math.log10(xlim[0]), math.log10(xlim[1]), 200)
         rl = np.logspace(math.log10(ylim[0]), math.log10(ylim[1]), 200)
-        region, _ = region_gamma_lambda(numeric, rg, rl, nc)
+        region, _ = region_gamma_lambda(rg, rl, nc)
         mesh = None
         for col, beta in enumerate(_betas(data)):
             ax = axes[row, col]

@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import math
 import os
 import shutil
 import sys
@@ -267,10 +266,10 @@ class Demo:
         from stam.theory import numeric
 
         lam = self.cfg.pep_lam
-        c = numeric.quadratic_coupling(lam, L1=1.0, A=2 * max(1.0, lam), C=0.0)
-        gamma = float(f"{numeric.gamma_max(c) / 2:.3g}")
-        bounds = numeric.beta_lower_bounds(max(self.cfg.pep_T), gamma, c)
-        beta = float(math.ceil(max(float(v) for v in bounds.values())))
+        A, C = numeric.deterministic_es(1.0, lam)
+        chosen = numeric.admissible_parameters(numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=float(C)),
+                                               max(self.cfg.pep_T))
+        gamma, beta = chosen.gamma, chosen.beta
         path = self.stage / "pep.json"
         argv = ["pep", "--lam", str(lam), "--gamma", str(gamma), "--beta", str(beta),
                 "--sweep-T", ",".join(map(str, self.cfg.pep_T)), "--out", str(path)]
@@ -334,10 +333,8 @@ class Demo:
         chose (on validation data), and STAM at a theorem-admissible (gamma, lambda, beta)."""
         from stam.theory import numeric
 
-        c = numeric.quadratic_coupling(self.cfg.admissible_lam)
-        gamma = float(f"{numeric.gamma_max(c) / 2:.3g}")
-        known = [v for v in numeric.beta_lower_bounds(1, gamma, c).values() if v is not None]
-        beta = float(math.ceil(1.05 * max(float(v) for v in known)))
+        chosen = numeric.admissible_parameters(numeric.quadratic_coupling(self.cfg.admissible_lam), 1)
+        gamma, beta = chosen.gamma, chosen.beta
         runs = [("stam-admissible", ["--algo", "stam", "--set", f"gamma={gamma}", "--set", f"lam={self.cfg.admissible_lam}",
                                      "--set", f"beta={beta}", "--label", "STAM (admissible)"])]
         for a in (self.tuned or {}).get("algorithms", []):

@@ -249,7 +249,7 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     for i, r in enumerate(results["stepsize"]):
         sec["stepsize"].add(page.table(f"stepsize-{i}", T.stepsize_table(r.data)))
 
-    from stam.figures.admissible import NetworkConstants, check_stages, theory_numeric
+    from stam.figures.admissible import NetworkConstants, check_stages
 
     nc = nc or NetworkConstants()
     _try_figure(sec["admissible"], page, "admissible", results,
@@ -257,7 +257,7 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
                 "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
                 f"(Table para, Section sub:3.3). Constants not known for a network: {nc.describe()}.", nc)
     try:
-        sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(theory_numeric(), nc))))
+        sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(nc))))
     except UsageError:
         pass  # the figure's note already says the theory part is missing
 

@@ -6,17 +6,21 @@
 
 Together they give the four updates of eq. (alg:stamm) as derived from Algorithm 1 (with the
 W-update using ``x^t``; see ``stam paper-check``).
+
+Like :mod:`stam.algorithm`, this module imports no array library: ``QuadraticCoupling`` and
+``Composite`` work on torch tensors, numpy arrays and PEPit expressions alike (``stam.theory.pep``
+uses them without torch); ``IndicatorQ`` imports :mod:`stam.quantize` (torch) when it is built.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from stam.algorithm import Scalar
-from stam.quantize import Blocks, project_Q
+
+if TYPE_CHECKING:  # annotations only
+    from torch import Tensor
 
 
 @dataclass
@@ -32,7 +36,7 @@ class QuadraticCoupling:
     def H(self, x: Tensor, y: Tensor) -> Tensor:
         """Per-run value, shape ``(R,)``."""
         d = (x - y).flatten(1)
-        lam = self.lam.reshape(-1) if isinstance(self.lam, Tensor) else self.lam
+        lam = self.lam.reshape(-1) if hasattr(self.lam, "reshape") else self.lam
         return 0.5 * lam * (d * d).sum(dim=1)
 
     def grad_x_H(self, x: Tensor, y: Tensor) -> Tensor:
@@ -43,8 +47,8 @@ class QuadraticCoupling:
 
     def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
         gl = gamma * self.lam
-        if isinstance(z, Tensor):  # one pass instead of three
-            return torch.lerp(z, y, gl / (1 + gl))
+        if hasattr(z, "lerp"):  # a torch tensor: one pass instead of three
+            return z.lerp(y, gl / (1 + gl))
         return (z + gl * y) / (1 + gl)  # any other arithmetic type (PEPit expressions in stam.theory.pep)
 
 
@@ -59,10 +63,13 @@ class IndicatorQ:
     num_blocks: int = 1
 
     def __post_init__(self):
+        from stam.quantize import Blocks, project_Q  # torch, only where Q is used
+
         self.blocks = None if self.block_ids is None else Blocks.of(self.block_ids, self.num_blocks)
+        self._project = project_Q
 
     def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
-        return project_Q(v, self.blocks)
+        return self._project(v, self.blocks)
 
 
 @dataclass

@@ -45,10 +45,11 @@ METHODS = ("stam", "stam-det", "spring-sgd") + QUANTISATION_METHODS
 
 
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
-    """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling."""
+    """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
+    the beta of :func:`stam.theory.numeric.admissible_parameters`."""
     from stam.theory import numeric
 
-    return float(max(numeric.beta_lower_bounds(T, gamma, problem.theory_constants()).values()))
+    return numeric.admissible_parameters(problem.theory_constants(), T, gamma, allow_inadmissible=True).beta
 
 
 def _report(problem, u, y, seconds, evals):
@@ -146,28 +147,28 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
     if budget < problem.sampling.b:
         raise ValueError(f"budget {budget} is smaller than one minibatch (b = {problem.sampling.b})")
     c = problem.theory_constants()
-    gamma = gamma_fraction * numeric.gamma_max(c) if gamma is None else float(gamma)
-    problem.check_gamma(gamma)
-    if beta is None and not numeric.K1(gamma, c) > 0:
-        raise ValueError(f"gamma = {gamma:g} gives K1 <= 0 (gamma_max = {float(numeric.gamma_max(c)):.4g}): Theorem conv-rate "
-                         "prescribes no beta there; give --beta (any beta is run; the output says whether Theorem conv applies)")
+    if gamma is not None:
+        problem.check_gamma(gamma)
     T = budget // problem.sampling.b
-    beta_rule = ("theory: max{sqrt((L+M) A T), 2 K2/K1} at STAM's T (stam-det: at its own T and A)" if beta is None
+    chosen = numeric.admissible_parameters(c, T, gamma, beta, gamma_fraction, allow_inadmissible=True,
+                                           remedy="any beta given with --beta is run (the output says whether Theorem conv applies)")
+    gamma = chosen.gamma
+    problem.check_gamma(gamma)
+    beta_rule = (f"theory: {numeric.BETA_RULE} at STAM's T (stam-det: at its own T and A)" if beta is None
                  else "given (all methods)")
-    step = 1 / (theory_beta(problem, T, gamma) if beta is None else float(beta))
+    step = 1 / chosen.beta
     if methods is None:
         methods = [m for m in METHODS if problem.quantised or m not in QUANTISATION_METHODS]
     rows = [run_method(problem, m, budget, R, gamma, beta, seed) for m in tqdm(methods, desc="compare", disable=bar_disable(progress),
                                                                             leave=False)]
-    verdict = numeric.check(gamma, 1 / step, c)
+    verdict = chosen.verdicts[-1]
     return {
         "kind": "synthetic-compare",
         "problem": problem.name,
         "params": dict(problem.params, budget=budget, R=R, seed=seed, gamma=gamma, beta=1 / step, beta_rule=beta_rule,
                        step=step, sampling=problem.sampling.describe(), F=problem.F.describe(),
                        admissible=bool(verdict["admissible"]),
-                       violations="; ".join(f"{v['condition']}: {float(v['value']):.4g} vs limit {float(v['limit']):.4g}"
-                                            for v in verdict["violations"])),
+                       violations=numeric.violations_text(verdict)),
         "rows": rows,
     }
 

@@ -52,10 +52,12 @@ import torch
 
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.synthetic.problems import ThreeBlockProblem
+from stam.theory import numeric
+from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
 
 
-class InadmissibleError(ValueError):
-    """Explicit parameters outside the hypotheses of Theorem conv, without ``allow_inadmissible``."""
+#: What the CLI tells a user whose parameters the rule refused.
+REMEDY = "add --allow-inadmissible to run them anyway (rows are then marked admissible=false, bound=null)"
 
 
 def geometric_grid(T_min: int, T_max: int, points: int) -> list[int]:
@@ -79,41 +81,15 @@ def eval_schedule(T_grid: list[int], dense: int = 16, ratio: float = 1.1) -> lis
 
 def choose_parameters(problem: ThreeBlockProblem, T_grid, gamma=None, beta=None, gamma_fraction=0.5,
                       allow_inadmissible=False):
-    """``(gamma, betas, admissible, info)``: the step sizes for each horizon (module docstring)."""
-    from stam.theory import numeric
-
+    """``(gamma, betas, admissible, info)``: the step sizes for each horizon, by the one rule
+    :func:`stam.theory.numeric.admissible_parameters`, and the problem's own limits on gamma."""
     c = problem.theory_constants()
-    gmax = numeric.gamma_max(c)
-    info = {"gamma_max": gmax}
-    if gamma is None:
-        if not 0 < gamma_fraction < 1:
-            raise ValueError(f"gamma_fraction must be in (0, 1), got {gamma_fraction}")
-        gamma = gamma_fraction * gmax
-        info["gamma_rule"] = f"{gamma_fraction:g} * gamma_max"
-    else:
-        info["gamma_rule"] = "given"
-    problem.check_gamma(gamma)
-    if beta is None:
-        if numeric.K1(gamma, c) <= 0:
-            raise InadmissibleError(
-                f"gamma = {gamma:g} gives K1 <= 0 (gamma_max = {gmax:.4g}); Theorem conv-rate prescribes no beta: "
-                "give --beta together with --allow-inadmissible"
-            )
-        betas = [float(max(numeric.beta_lower_bounds(T, gamma, c).values())) for T in T_grid]
-        info["beta_rule"] = "max{sqrt((L+M) A T), 2 K2/K1} (Theorem conv-rate, no eps)"
-    else:
-        betas = [float(beta)] * len(T_grid)
-        info["beta_rule"] = "given"
-    checks = [numeric.check(gamma, b, c) for b in betas]
-    admissible = [ch["admissible"] for ch in checks]
-    if not all(admissible) and not allow_inadmissible:
-        bad = next(ch for ch in checks if not ch["admissible"])
-        what = "; ".join(f"{v['condition']}: {v['value']:.4g} vs limit {v['limit']:.4g}" for v in bad["violations"])
-        raise InadmissibleError(
-            f"gamma = {gamma:g}, beta = {betas[admissible.index(False)]:g} violate Theorem conv ({what}); "
-            "add --allow-inadmissible to run them anyway (rows are then marked admissible=false, bound=null)"
-        )
-    return float(gamma), betas, admissible, info
+    if gamma is not None:
+        problem.check_gamma(gamma)
+    p = numeric.admissible_parameters(c, T_grid, gamma, beta, gamma_fraction, allow_inadmissible, remedy=REMEDY)
+    problem.check_gamma(p.gamma)
+    info = {"gamma_max": p.gamma_max, "gamma_rule": p.gamma_rule, "beta_rule": p.beta_rule}
+    return p.gamma, list(p.betas), p.admissible, info
 
 
 def _quantiles(x: torch.Tensor) -> tuple[float, float]:
@@ -146,7 +122,6 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
     from tqdm import tqdm
 
     from stam.io import bar_disable
-    from stam.theory import numeric
 
     T_grid = sorted({int(T) for T in T_grid})
     if not T_grid or T_grid[0] < 1 or R < 1:

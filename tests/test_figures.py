@@ -299,11 +299,12 @@ def test_paper_stages_come_from_the_presets():
 def test_region_is_exactly_gamma_below_gamma_max(lam):
     nc = ADM.NetworkConstants()
     gammas = np.logspace(-4, 1.5, 200)
-    admissible, tmin = ADM.region_gamma_lambda(numeric, gammas, np.array([lam]), nc)
-    c = ADM.coupling(numeric, lam, nc)
+    admissible, tmin = ADM.region_gamma_lambda(gammas, np.array([lam]), nc)
+    c = ADM.coupling(lam, nc)
+    assert c.A == 2 * max(nc.a_G, lam)  # corrected Lemma es-lemma (eq. eq101), L3* = lam
     assert np.array_equal(admissible[0], gammas < numeric.gamma_max(c))
     assert np.all(np.isfinite(tmin[0][admissible[0]])) and np.isnan(tmin[0][~admissible[0]]).all()
-    bmin = ADM.beta_min(numeric, gammas, lam, nc)
+    bmin = ADM.beta_min(gammas, lam, nc)
     assert np.array_equal(np.isfinite(bmin), admissible[0])
     ok = admissible[0]
     for bound in numeric.beta_lower_bounds(nc.T, gammas[ok], c, eps=nc.eps).values():
@@ -311,7 +312,7 @@ def test_region_is_exactly_gamma_below_gamma_max(lam):
 
 
 def test_paper_settings_against_the_theorem():
-    checks = ADM.check_stages(numeric, ADM.NetworkConstants())
+    checks = ADM.check_stages(ADM.NetworkConstants())
     assert not any(c["admissible"] for c in checks)  # none of the paper's settings is admissible
     late_end = [c for c in checks if c["setting"].endswith("351\u20131000") and c["at"] == "end"][0]
     names = [v["condition"] for v in late_end["violations"]]

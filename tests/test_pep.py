@@ -17,7 +17,7 @@ pytest.importorskip("cvxpy")
 from stam.algorithm import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.operators import Composite, QuadraticCoupling  # noqa: E402
-from stam.theory import pep  # noqa: E402
+from stam.theory import numeric, pep  # noqa: E402
 
 #: (lam, gamma, beta) with a finite worst case; the first two satisfy Theorem conv's conditions (L1 = 1).
 PARAMS = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0), (0.5, 0.2, 50.0)]
@@ -93,7 +93,7 @@ def test_lip_lemma_and_deterministic_es_gh(data):
     x = y + torch.randn_like(y) * data.draw(st.floats(0.0, 3.0))
     gy = gradG(y)
     assert float(gy @ gy) <= 2 * L1 * G(y) + 1e-12
-    A, C = pep.deterministic_es_constants(lam, L1)
+    A, C = numeric.deterministic_es(L1, lam)
     assert C == 0.0
     v = gy + lam * (y - x)
     assert float(v @ v) <= 2 * A * (G(y) + lam / 2 * float((x - y) @ (x - y))) + 1e-12

@@ -92,3 +92,38 @@ def test_admissible_exactly_below_gamma_max(L2, L5, dl, u):
     gm = n.gamma_max(c)
     assert n.admissible_gamma(gm * u, c)
     assert not n.admissible_gamma(gm * (1 + u), c)
+
+
+# ------------------------------------------------------------------ the admissible-parameter rule
+
+@given(st.floats(0.01, 20.0), st.floats(0.05, 0.95), st.lists(st.integers(1, 10**6), min_size=1, max_size=4))
+def test_admissible_parameters_rule(lam, fraction, Ts):
+    """gamma = fraction * gamma_max; each beta is the largest lower bound of Theorem conv-rate at
+    its T (so every pair passes check(), and a slightly smaller beta fails)."""
+    A, C = n.deterministic_es(1.0, lam)
+    c = n.quadratic_coupling(lam, L1=1.0, A=float(A), C=float(C))
+    p = n.admissible_parameters(c, Ts, gamma_fraction=fraction)
+    assert p.gamma == pytest.approx(fraction * n.gamma_max(c), rel=1e-15) and p.gamma_rule == f"{fraction:g} * gamma_max"
+    assert p.T == tuple(Ts) and all(p.admissible)
+    for T, beta in zip(Ts, p.betas):
+        assert beta == max(v for v in n.beta_lower_bounds(T, p.gamma, c).values() if v is not None)
+        assert not n.check(p.gamma, beta * (1 - 1e-9), c, T=T)["admissible"]  # the binding bound, with its T
+
+
+def test_deterministic_es_is_two_max_L1_L3():
+    for L1, L3 in ((1.0, 0.5), (0.3, 4.0), (2.0, 2.0)):
+        A, C = n.deterministic_es(L1, L3)
+        assert float(A) == 2 * max(L1, L3) and float(C) == 0.0
+
+
+def test_admissible_parameters_refusals_come_from_one_place():
+    c = n.quadratic_coupling(0.5, L1=1.0, A=2.0, C=0.0)
+    with pytest.raises(n.Inadmissible, match="prescribes no beta"):
+        n.admissible_parameters(c, 10, gamma=8.0)  # Table para's Our1: K1 <= 0
+    with pytest.raises(n.Inadmissible, match=r"violate Theorem conv \(beta >= 2 K2/K1.*; run them anyway$"):
+        n.admissible_parameters(c, 10, gamma=0.05, beta=5.0, remedy="run them anyway")
+    p = n.admissible_parameters(c, 10, gamma=0.05, beta=5.0, allow_inadmissible=True)
+    assert p.admissible == [False] and p.beta_rule == "given"
+    assert n.violations_text(p.verdicts[0]).startswith("beta >= 2 K2/K1")
+    with pytest.raises(ValueError, match="gamma_fraction=1.5"):
+        n.admissible_parameters(c, 10, gamma_fraction=1.5)

@@ -106,6 +106,13 @@ def es_lemma(L1_i, Ev2_i, L3, delta_inf, as_printed: bool = False) -> tuple:
     return a, 2 * a * delta_inf
 
 
+def deterministic_es(L1, L3, gap=0.0) -> tuple:
+    """``(A, C)`` of a deterministic method (full gradient of ``G``): the exact gradient satisfies
+    Assumption ass3 with ``A0 = 0, B0 = 1, C0 = 0``, so Lemma ES-GH gives ``A = 2 max(L1, L3*)`` and
+    ``C = 2 A gap`` (``gap = (G+H)^inf - G^inf - H^inf``; 0 for ``H = (lam/2)||x - y||^2``)."""
+    return es_gh(L1, L3, 0.0, 1.0, 0.0, gap)
+
+
 def finite_sum(Lmax, N, b, L3, delta_inf, replacement: bool = False, as_printed: bool = False) -> tuple:
     """``(A, C)`` of Lemma es-lemma for ``N`` samples of smoothness ``<= Lmax`` and minibatches of
     ``b``: b-nice sampling without replacement (``E v_i^2 = N/b``), or with replacement
@@ -281,6 +288,81 @@ def check(gamma, beta, c: Constants, T=None, eps=None, delta0=None, M0=None, as_
     return {"admissible": not violations, "violations": violations, "unknown": unknown}
 
 
+def violations_text(verdict: dict, digits: int = 4) -> str:
+    """The one wording of a violated hypothesis: ``condition: value vs limit``, '; '-joined, for a
+    verdict of :func:`check`."""
+    return "; ".join(f"{v['condition']}: {float(v['value']):.{digits}g} vs limit {float(v['limit']):.{digits}g}"
+                     for v in verdict["violations"])
+
+
+class Inadmissible(ValueError):
+    """Parameters outside the hypotheses of Theorem conv where the caller did not allow them, or a
+    gamma at which Theorem conv-rate prescribes no beta (:func:`admissible_parameters`)."""
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """What :func:`admissible_parameters` chose: one ``gamma`` and a ``beta`` per horizon ``T``,
+    with Theorem conv's verdict on each pair and the rules that produced them (stated in outputs)."""
+
+    gamma: float
+    betas: tuple
+    T: tuple
+    verdicts: tuple
+    gamma_max: float
+    gamma_rule: str
+    beta_rule: str
+    gamma_fraction: float | None
+
+    @property
+    def admissible(self) -> list:
+        return [bool(v["admissible"]) for v in self.verdicts]
+
+    @property
+    def beta(self) -> float:
+        """The beta of the largest horizon (the one pair of a single-horizon choice)."""
+        return self.betas[-1]
+
+
+BETA_RULE = "max{sqrt((L+M) A T), 2 K2/K1} (Theorem conv-rate, no eps)"
+
+
+def admissible_parameters(c: Constants, T=1, gamma=None, beta=None, gamma_fraction: float = 0.5,
+                          allow_inadmissible: bool = False,
+                          remedy: str = "allow inadmissible parameters to run them anyway") -> Parameters:
+    """The admissible-parameter rule, written once: ``gamma = gamma_fraction * gamma_max`` (or the
+    given gamma) and, for each horizon in ``T`` (an int or a sequence), ``beta`` = the largest of
+    the lower bounds of Theorem conv-rate without eps, ``max{sqrt((L+M) A T), 2 K2/K1}`` (or the
+    given beta).  Every pair is checked against Theorem conv (:func:`check`); a violation raises
+    :class:`Inadmissible` (worded by :func:`violations_text`, ending with ``remedy``) unless
+    ``allow_inadmissible``.  A gamma with ``K_1 <= 0`` and no beta always raises: the theorem
+    prescribes no beta there."""
+    horizons = tuple(int(t) for t in (T if np.ndim(T) else [T]))
+    gmax = gamma_max(c)
+    if gamma is None:
+        if not 0 < gamma_fraction < 1:
+            raise ValueError(f"gamma_fraction={gamma_fraction!r} is not allowed; it must be in (0, 1)")
+        if not (math.isfinite(gmax) and gmax > 0):
+            raise Inadmissible(f"no admissible gamma in floating point: gamma_max={gmax!r} at these constants")
+        gamma, gamma_rule = gamma_fraction * gmax, f"{gamma_fraction:g} * gamma_max"
+    else:
+        gamma, gamma_rule, gamma_fraction = float(gamma), "given", None
+    if beta is None:
+        if not K1(gamma, c) > 0:
+            raise Inadmissible(f"gamma = {gamma:g} gives K1 <= 0 (gamma_max = {gmax:.4g}): Theorem conv-rate prescribes "
+                               f"no beta there; give a beta and {remedy}")
+        betas = tuple(float(max(v for v in beta_lower_bounds(t, gamma, c).values() if v is not None)) for t in horizons)
+        beta_rule = BETA_RULE
+    else:
+        betas, beta_rule = (float(beta),) * len(horizons), "given"
+    verdicts = tuple(check(gamma, b, c) for b in betas)
+    bad = next((i for i, v in enumerate(verdicts) if not v["admissible"]), None)
+    if bad is not None and not allow_inadmissible:
+        raise Inadmissible(f"gamma = {gamma:g}, beta = {betas[bad]:g} violate Theorem conv "
+                           f"({violations_text(verdicts[bad])}); {remedy}")
+    return Parameters(float(gamma), betas, horizons, verdicts, float(gmax), gamma_rule, beta_rule, gamma_fraction)
+
+
 def _argmin_gamma(c, delta0, M0, eps, as_printed, gmax) -> float:
     """The admissible gamma minimising the T bound: a geometric grid on (0, gamma_max], then a
     linear grid around the best point (vectorised; the bound is smooth in gamma)."""
@@ -333,5 +415,6 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False, gamma=Non
 __all__ = [
     "Constants", "quadratic_coupling", "es_gh", "es_lemma", "finite_sum", "K1", "K2", "K3", "M",
     "gamma_threshold", "gamma_max", "second_condition", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",
-    "check", "recommend", "BETA_KEYS",
+    "check", "recommend", "BETA_KEYS", "deterministic_es", "violations_text", "Inadmissible", "Parameters",
+    "admissible_parameters", "BETA_RULE",
 ]

@@ -57,8 +57,8 @@ Normalisation (initial condition): ``delta0 + M0'_T <= 1`` with
 The paper's bound for the same normalisation is Theorem conv's right-hand side with
 ``delta0 + M0' = 1`` from :mod:`stam.theory.numeric` (corrected constants), with the ES constants
 of the deterministic gradient: ``tilde grad G = grad G`` satisfies Assumption ass3 with
-``A0 = 0, B0 = 1, C0 = 0``, so Lemma ES-GH gives ``A = max(2 L1, 2 L3*) = 2 max(L1, lam)`` and
-``C = 2A [(G+H)^inf - G^inf - H^inf] = 0``.
+``A0 = 0, B0 = 1, C0 = 0``, so Lemma ES-GH gives ``A = 2 max(L1, lam)`` and
+``C = 0`` (:func:`stam.theory.numeric.deterministic_es`).
 
 The machinery is checked by :func:`gradient_descent_pep` (PEPit's nonconvex gradient-descent
 example: ``4 L / (3 n)`` for ``gamma = 1/L``).
@@ -300,16 +300,6 @@ def stam_pep(
 
 
 # --------------------------------------------------------------------------- the paper's side
-def deterministic_es_constants(lam: float, L1: float) -> tuple[float, float]:
-    """``(A, C)`` of Lemma ES-GH (:func:`stam.theory.numeric.es_gh`) for the full gradient, which
-    satisfies Assumption ass3 with ``A0 = 0, B0 = 1, C0 = 0``, and ``H = (lam/2)||x - y||^2``
-    (``L3* = lam``; ``(G+H)^inf - G^inf - H^inf = 0``): ``A = 2 max(L1, lam)``, ``C = 0``."""
-    from stam.theory import numeric
-
-    A, C = numeric.es_gh(L1, lam, 0.0, 1.0, 0.0, gap=0.0)
-    return float(A), float(C)
-
-
 def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0) -> dict:
     """Theorem conv's right-hand side for ``delta0 + M0' = 1`` (corrected constants, from
     :mod:`stam.theory.numeric`) and whether ``(gamma, beta)`` meets Theorem conv's hypotheses
@@ -318,8 +308,8 @@ def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0) 
     no finite positive number."""
     from stam.theory import numeric
 
-    A, C = deterministic_es_constants(lam, L1)
-    c = numeric.quadratic_coupling(lam, L1=L1, A=A, C=C)
+    A, C = numeric.deterministic_es(L1, lam)  # full gradient, H = (lam/2)||x - y||^2: L3* = lam, no gap
+    c = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C))
     bound = _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c, 1.0, 0.0))
     verdict = numeric.check(gamma, beta, c)
     return {
@@ -377,7 +367,6 @@ __all__ = [
     "solve",
     "gradient_descent_pep",
     "stam_pep",
-    "deterministic_es_constants",
     "paper_bound",
     "compare",
     "pep_sweep",
