@@ -9,12 +9,7 @@ the handlers live in :mod:`stam.synthetic.commands` and are imported when a comm
 from __future__ import annotations
 
 from stam.errors import positive_float, positive_int, seed_int
-
-#: the names of :data:`stam.synthetic.problems.PROBLEMS` (kept here so that parsing imports no torch;
-#: a test checks they agree)
-PROBLEM_NAMES = ("binary", "sparse-l1", "sparse-mcp", "cosine")
-#: Table para's constant parameters (schedules dropped): (lam, gamma, beta)
-PAPER_PRESETS = {"paper-our1": (0.5, 8.0, 1000.0), "paper-our2": (4.0, 15.0, 1000.0)}
+from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
 
 
 def _handler(name: str):
@@ -50,7 +45,7 @@ def register(subparsers) -> None:
 
     run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
-    run.add_argument("--problem", required=True, choices=PROBLEM_NAMES)
+    run.add_argument("--problem", required=True, choices=NAMES)
     _instance_args(run, default_R=32)
     run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
     run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")
@@ -58,8 +53,8 @@ def register(subparsers) -> None:
     run.add_argument("--gamma", type=positive_float, help="explicit gamma (default: --gamma-fraction of gamma_max)")
     run.add_argument("--gamma-fraction", type=positive_float, default=0.5, help="gamma / gamma_max, in (0, 1) (default 0.5)")
     run.add_argument("--beta", type=positive_float, help="explicit beta for every T (default: Theorem conv-rate's rule)")
-    run.add_argument("--lam", type=positive_float, help="coupling weight lambda (binary, cosine)")
-    run.add_argument("--preset", choices=tuple(PAPER_PRESETS),
+    run.add_argument("--lam", type=positive_float, help=f"coupling weight lambda ({', '.join(WITH_LAM)})")
+    run.add_argument("--preset", choices=tuple(f"paper-{n}" for n in PAPER_PRESET_NAMES),
                      help="Table para's (lambda, gamma, beta) as constants (not with --gamma, --beta or --lam); implies --allow-inadmissible")
     run.add_argument("--allow-inadmissible", action="store_true",
                      help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
@@ -69,7 +64,7 @@ def register(subparsers) -> None:
 
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                           description="Baselines with equal budgets of stochastic gradient evaluations.")
-    cmp_.add_argument("--problem", required=True, choices=PROBLEM_NAMES)
+    cmp_.add_argument("--problem", required=True, choices=NAMES)
     _instance_args(cmp_, default_R=8)
     cmp_.add_argument("--budget", type=positive_int, default=32768,
                       help="sample-gradient evaluations per run (default 32768 = 4096 iterations of b=8)")
@@ -81,7 +76,7 @@ def register(subparsers) -> None:
 
     sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions in parallel processes, resumable",
                         description="Runs `synthetic run` for every combination; skips results already on disk.")
-    sw.add_argument("--problems", default=",".join(PROBLEM_NAMES), help="comma-separated (default: all)")
+    sw.add_argument("--problems", default=",".join(NAMES), help="comma-separated (default: all)")
     sw.add_argument("--seeds", default="0,1,2", help="comma-separated instance/sampling seeds (default 0,1,2)")
     sw.add_argument("--gamma-fractions", default="0.25,0.5", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
     sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")

@@ -129,7 +129,7 @@ def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
 
 
 def run_command(args) -> int:
-    from stam.synthetic.cli import PAPER_PRESETS
+    from stam.synthetic.families import WITH_LAM, paper_presets
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
 
     if args.quick:
@@ -151,13 +151,13 @@ def run_command(args) -> int:
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
     if args.preset:
-        require(args.problem in ("binary", "cosine"), f"--preset {args.preset} needs a problem with lambda (binary, cosine)")
+        require(args.problem in WITH_LAM, f"--preset {args.preset} needs a problem with lambda ({', '.join(WITH_LAM)})")
         given = [f for f, v in (("--gamma", args.gamma), ("--beta", args.beta), ("--lam", args.lam)) if v is not None]
         require(not given, f"--preset {args.preset} sets lambda, gamma and beta; drop {', '.join(given)} (or drop --preset)")
-        lam, gamma, beta = PAPER_PRESETS[args.preset]
+        lam, gamma, beta = paper_presets()[args.preset]
         extra["lam"], allow = lam, True
     if args.lam is not None:
-        require(args.problem in ("binary", "cosine"), f"--lam is for the problems with lambda (binary, cosine), not {args.problem}")
+        require(args.problem in WITH_LAM, f"--lam is for the problems with lambda ({', '.join(WITH_LAM)}), not {args.problem}")
         extra["lam"] = args.lam
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
@@ -256,12 +256,12 @@ def sweep_command(args) -> int:
     from joblib import Parallel, delayed
     from tqdm import tqdm
 
-    from stam.synthetic.cli import PROBLEM_NAMES
+    from stam.synthetic.families import NAMES
 
     problems = _split(args.problems, str, "problems")
-    unknown = [p for p in problems if p not in PROBLEM_NAMES]
+    unknown = [p for p in problems if p not in NAMES]
     if unknown:
-        raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(PROBLEM_NAMES)}")
+        raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)}")
     from stam.synthetic.rates import geometric_grid
 
     seeds = _split(args.seeds, int, "seeds")

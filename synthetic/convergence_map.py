@@ -62,12 +62,13 @@ import math
 from pathlib import Path
 
 from stam.errors import UsageError
+from stam.synthetic.families import MAP_NAMES
 
 KIND = "convergence-map"
 SOURCES = ("synthetic", "digits")
 METRICS = {"synthetic": "S_final", "digits": "val_acc_binary"}
 #: problem families with H = (lam/2)||x - y||^2 (so that the theorem's region is the one drawn)
-MAP_PROBLEMS = ("binary",)
+MAP_PROBLEMS = MAP_NAMES
 ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "diverged", "sign_ever_changed", "admissible",
             "S_0", "S_min")
 #: defaults of the synthetic map (`stam map --problem binary`)

@@ -20,7 +20,7 @@ known in closed form: ``G_i^inf >= 0`` (all our ``G_i >= 0``), ``H^inf`` exact, 
 function value).  So ``Delta_ub = (G+H)(x_ref, y_ref) - 0 - H^inf >= Delta^inf`` and ``C`` stays
 valid; and ``(G+H)^inf >= G^inf_lb + H^inf`` is the certified *lower* bound used for ``delta_0``.
 
-Problems (``PROBLEMS``; sizes are keyword arguments):
+Problems (declared in :mod:`stam.synthetic.families`; sizes are keyword arguments):
 
 1. ``binary``: binary-quantised robust regression, the paper's network model eq. (binary-model)
    in miniature.  ``G`` = robust loss ``log(1 + r^2/2)`` of ``a_i^T y - b_i``, ``H`` =
@@ -44,6 +44,7 @@ from torch import Tensor
 
 from stam.algorithm import STAMState, Scalar, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
+from stam.synthetic.families import FAMILIES, family
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
@@ -290,20 +291,15 @@ def cosine(n=32, N=256, b=8, replacement=False, seed=0, lam=1.0, mu=2.0, tau=0.0
     return _finish(problem, device, dtype)
 
 
-#: name -> generator; every generator takes n, N, b, replacement, seed, device, dtype
-PROBLEMS: dict[str, Callable[..., ThreeBlockProblem]] = {
-    "binary": binary,
-    "sparse-l1": functools.partial(sparse, penalty="l1"),
-    "sparse-mcp": functools.partial(sparse, penalty="mcp"),
-    "cosine": cosine,
-}
+#: name -> generator (from the registry :data:`stam.synthetic.families.FAMILIES`); every generator
+#: takes n, N, b, replacement, seed, device, dtype
+PROBLEMS: dict[str, Callable[..., ThreeBlockProblem]] = {f.name: f.make for f in FAMILIES}
 
 
 def make_problem(name: str, **kwargs) -> ThreeBlockProblem:
-    """``PROBLEMS[name](**kwargs)``; ``KeyError`` with the known names if ``name`` is unknown."""
-    if name not in PROBLEMS:
-        raise KeyError(f"unknown problem {name!r}; known: {', '.join(PROBLEMS)}")
-    return PROBLEMS[name](**kwargs)
+    """The instance of the family ``name`` (:func:`stam.synthetic.families.family`); ``KeyError``
+    with the known names if ``name`` is unknown."""
+    return family(name).make(**kwargs)
 
 
 __all__ = ["ThreeBlockProblem", "PROBLEMS", "make_problem", "binary", "sparse", "cosine"]

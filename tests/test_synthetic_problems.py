@@ -14,7 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stam.synthetic.cli import PROBLEM_NAMES
+from stam.synthetic.families import NAMES as PROBLEM_NAMES
 from stam.synthetic.problems import PROBLEMS, make_problem
 from stam.synthetic.sampling import Sampling
 
@@ -81,10 +81,25 @@ def searched_ratio(f, which, x, y, eps=1e-6):
     return max(ratio(f, x + t * v, y, x + (t + eps) * v, y) for t in torch.linspace(-4, 4, 33).tolist())
 
 
-def test_problem_names_of_the_cli_are_the_registry():
-    assert tuple(PROBLEMS) == PROBLEM_NAMES
-    with pytest.raises(KeyError, match="known"):
+@pytest.mark.parametrize("name", PROBLEM_NAMES)
+def test_each_family_of_the_registry_builds_what_it_declares(name):
+    """A family's declaration (stam.synthetic.families) agrees with the instance its builder makes:
+    its name, a lambda where it declares one, F = I_Q where it declares quantised."""
+    from stam.synthetic.families import family
+
+    f = family(name)
+    p = make_problem(name, n=4, N=8, b=2)
+    assert p.name == name and ("lam" in p.params) == f.lam and p.quantised == f.quantised
+    assert f.quadratic_coupling == (type(p.H).__name__ == "Quadratic")
+    with pytest.raises(KeyError, match="known: " + ", ".join(PROBLEM_NAMES)):
         make_problem("nope")
+    assert tuple(PROBLEMS) == PROBLEM_NAMES  # the dict is built from the registry
+
+
+def test_paper_presets_are_table_paras_first_epoch():
+    from stam.synthetic.families import paper_presets
+
+    assert paper_presets() == {"paper-our1": (0.5, 8.0, 1000.0), "paper-our2": (4.0, 15.0, 1000.0)}
 
 
 @pytest.mark.parametrize("name", PROBLEM_NAMES)

@@ -14,7 +14,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from stam.algorithm import stam_step
 from stam.quantize import block_ids_from_sizes, project_Q
-from stam.synthetic.cli import PROBLEM_NAMES
+from stam.synthetic.families import NAMES as PROBLEM_NAMES
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator, min_partition
 from stam.synthetic.problems import make_problem

@@ -1,0 +1,85 @@
+"""The registry of synthetic problem families: each family declares here its name, what it is,
+where it is built and which parameters it has; the command lines, the sweeps, the map, the demo
+and the tests read them from here (this module imports no torch, so ``stam synthetic --help``
+stays fast).  The builders live in :mod:`stam.synthetic.problems`.
+
+To add a family: write its builder in :mod:`stam.synthetic.problems` (a function returning a
+``ThreeBlockProblem``, its constants derived in its docstring) and add one :class:`Family` to
+:data:`FAMILIES`; the parametrised tests over :data:`NAMES` then check it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Family:
+    """A synthetic three-block problem family (eq. (model)) with known constants.
+
+    ``build`` is ``"module:function"``; ``fixed`` are keyword arguments the family fixes (the
+    penalty of ``sparse-mcp``); ``lam`` says that it has a coupling weight lambda (``--lam``,
+    ``--preset``); ``quadratic_coupling`` that its ``H`` is ``(lam/2)||x - y||^2``, the network
+    model's, so that the theorem's (gamma, lambda) region of ``stam map`` is the one drawn;
+    ``quantised`` that ``F`` is the indicator of Q (PSGD, BC and BR apply)."""
+
+    name: str
+    summary: str
+    build: str
+    fixed: dict = field(default_factory=dict)
+    lam: bool = False
+    quadratic_coupling: bool = False
+    quantised: bool = False
+
+    def make(self, **kwargs):
+        """The problem instance (imports torch)."""
+        module, _, function = self.build.partition(":")
+        return getattr(importlib.import_module(module), function)(**self.fixed, **kwargs)
+
+
+FAMILIES = (
+    Family("binary", "binary-quantised robust regression, the network model eq. (binary-model) in miniature",
+           "stam.synthetic.problems:binary", lam=True, quadratic_coupling=True, quantised=True),
+    Family("sparse-l1", "coupled sparse logistic problem, H = (1/2)||Ax - By||^2, F = l1",
+           "stam.synthetic.problems:sparse", fixed={"penalty": "l1"}),
+    Family("sparse-mcp", "the same with the nonconvex MCP penalty (gamma < theta)",
+           "stam.synthetic.problems:sparse", fixed={"penalty": "mcp"}),
+    Family("cosine", "robust regression with H = (lam/2)||x - y||^2 + mu sum cos x_j, nonconvex in x",
+           "stam.synthetic.problems:cosine", lam=True),
+)
+
+#: the family names, in the order of the paper's problems (CLI choices, sweeps, tests)
+NAMES = tuple(f.name for f in FAMILIES)
+#: families with a coupling weight lambda
+WITH_LAM = tuple(f.name for f in FAMILIES if f.lam)
+#: families the convergence map runs (H = (lam/2)||x - y||^2)
+MAP_NAMES = tuple(f.name for f in FAMILIES if f.quadratic_coupling)
+
+
+def family(name: str) -> Family:
+    """The family called ``name``; ``KeyError`` naming the known ones."""
+    for f in FAMILIES:
+        if f.name == name:
+            return f
+    raise KeyError(f"unknown problem {name!r}; known: {', '.join(NAMES)}")
+
+
+#: The STAM settings of the paper's Table para that ``stam synthetic run --preset`` takes as
+#: constants (their schedules dropped), read from the presets of :mod:`stam.dnn.presets`.
+PAPER_PRESET_NAMES = ("our1", "our2")
+
+
+def paper_presets() -> dict:
+    """``{"paper-our1": (lam, gamma, beta), ...}``: the first-epoch values of Table para's STAM
+    presets (:mod:`stam.dnn.presets`, the one place they are written)."""
+    from stam.dnn import presets
+
+    out = {}
+    for name in PAPER_PRESET_NAMES:
+        h = presets.resolve(name, "stam", "cifar10").at(1)
+        out[f"paper-{name}"] = (float(h["lam"]), float(h["gamma"]), float(h["beta"]))
+    return out
+
+
+__all__ = ["Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family", "paper_presets", "PAPER_PRESET_NAMES"]
