@@ -237,3 +237,9 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     fig.suptitle("Where the paper's experiments stand relative to the theorem, H = \u03bb/2\u2016x\u2212y\u2016\u00b2\n"
                  f"(constants a network does not reveal: {nc.describe()})", fontsize=11)
     return fig
+
+
+def draw(results, nc=None):
+    """The figure kind ``admissible`` (:mod:`stam.figures.kinds`): drawn from theory alone."""
+    return plot_admissible(nc or NetworkConstants())
+

@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 
 from stam.errors import positive_float, positive_int, seed_int
-
-#: What ``stam plot KIND`` draws (see stam.figures.report.make_figure).
-PLOT_KINDS = ("rates", "admissible", "training", "practice", "map")
+from stam.figures.kinds import FIGURES, NAMES as PLOT_KINDS
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -85,8 +83,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plot",
         help="render one figure (PNG at 150 dpi and PDF)",
-        description="KIND: rates (synthetic-rates and pep-sweep files), admissible (no results needed), "
-        "training and practice (stam train folders), map (convergence-map files of stam map).",
+        description="KIND: " + "; ".join(f.help for f in FIGURES) + ".",
     )
     p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
     p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")

@@ -426,3 +426,14 @@ def map_command(args) -> int:
 DIGITS_SEEDS = 3
 DIGITS_EPOCHS = 60
 DIGITS_BETAS = (20.0,)
+
+
+def draw(results, nc=None):
+    """The figure kind ``map`` (:mod:`stam.figures.kinds`)."""
+    return plot_map([r.data for r in results["convergence-map"]], nc)
+
+
+def caption(results) -> str:
+    """The caption of the figure kind ``map``: one sentence per map."""
+    return " ".join(map_caption(r.data) for r in results["convergence-map"])
+

@@ -165,3 +165,9 @@ def plot_rates(rates: list[dict], pep_sweeps: list[dict] = ()):
         ax.set_visible(False)
     fig.suptitle("Theorem conv against STAM on synthetic problems", fontsize=12)
     return fig
+
+
+def draw(results, nc=None):
+    """The figure kind ``rates`` (:mod:`stam.figures.kinds`)."""
+    return plot_rates([r.data for r in results["synthetic-rates"]], [r.data for r in results["pep-sweep"]])
+

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stam.errors import UsageError
-from stam.figures.cli import PLOT_KINDS
+from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
 from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, slug
 
@@ -87,41 +87,14 @@ def _plain(results: ResultSet) -> ResultSet:
 
 
 def make_figure(kind: str, results: ResultSet, nc=None):
-    """The matplotlib figure ``kind`` (one of :data:`PLOT_KINDS`) for ``results``.
+    """The matplotlib figure ``kind`` (a name of :data:`stam.figures.kinds.NAMES`) for ``results``.
 
     Raises ValueError when the results hold nothing to draw for this kind."""
-    results = _plain(results)
-    if kind == "rates":
-        from stam.figures.rates import plot_rates
-
-        return plot_rates([r.data for r in results["synthetic-rates"]], [r.data for r in results["pep-sweep"]])
-    if kind == "admissible":
-        from stam.figures.admissible import NetworkConstants, plot_admissible
-
-        return plot_admissible(nc or NetworkConstants())
-    if kind == "training":
-        from stam.figures.training import plot_training
-
-        return plot_training([r.data for r in results["train-run"]])
-    if kind == "practice":
-        from stam.figures.training import plot_practice
-
-        return plot_practice([r.data for r in results["train-run"]])
-    if kind == "map":
-        from stam.figures.convergence_map import plot_map
-
-        return plot_map([r.data for r in results["convergence-map"]], nc)
-    raise UsageError(f"unknown figure kind {kind!r}; choose one of: {', '.join(PLOT_KINDS)}")
-
-
-def _sources(kind: str, results: ResultSet) -> list[Result]:
-    return {
-        "rates": results["synthetic-rates"] + results["pep-sweep"],
-        "admissible": [],
-        "training": results["train-run"],
-        "practice": results["train-run"],
-        "map": results["convergence-map"],
-    }[kind]
+    try:
+        fk = figure_kind(kind)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    return fk.figure(_plain(results), nc)
 
 
 class _Page:
@@ -213,16 +186,16 @@ def _header(page: _Page, results: ResultSet) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def _try_figure(section: Section, page: _Page, kind: str, results: ResultSet, caption: str, nc=None) -> None:
-    try:
-        fig = make_figure(kind, results, nc)
-    except ValueError as exc:  # nothing of this kind to draw
-        section.add(f'<p class="note">{html.escape(str(exc))}.</p>')
-        return
-    except UsageError as exc:  # a part of the toolkit that is not there
-        section.add(f'<p class="note">Not available: {html.escape(str(exc))}.</p>')
-        return
-    section.add(page.figure(kind, fig, caption, _sources(kind, results)))
+def _figures(sections: dict, page: _Page, results: ResultSet, nc) -> None:
+    """Every figure kind of the registry (:data:`stam.figures.kinds.FIGURES`), in its section;
+    one with nothing to draw says so."""
+    for fk in FIGURES:
+        try:
+            fig = make_figure(fk.name, results, nc)
+        except ValueError as exc:  # nothing of this kind to draw
+            sections[fk.section].add(f'<p class="note">{html.escape(str(exc))}.</p>')
+            continue
+        sections[fk.section].add(page.figure(fk.name, fig, fk.caption_for(results, nc), fk.source_results(results)))
 
 
 def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice") -> Path:
@@ -252,27 +225,10 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     from stam.figures.admissible import NetworkConstants, check_stages
 
     nc = nc or NetworkConstants()
-    _try_figure(sec["admissible"], page, "admissible", results,
-                "The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
-                "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
-                f"(Table para, Section sub:3.3). Constants not known for a network: {nc.describe()}.", nc)
-    try:
-        sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(nc))))
-    except UsageError:
-        pass  # the figure's note already says the theory part is missing
-
-    _try_figure(sec["rates"], page, "rates", results,
-                "min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "
-                "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given.")
+    _figures(sec, page, results, nc)
+    sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(nc))))
     for r in results["synthetic-rates"]:
         sec["rates"].add(page.table(f"rates-{r.data.get('problem', r.path.stem)}", T.rates_table(r.data)))
-    if results["convergence-map"]:
-        from stam.figures.convergence_map import map_caption
-
-        caption = " ".join(map_caption(r.data) for r in results["convergence-map"])
-    else:
-        caption = ""
-    _try_figure(sec["map"], page, "map", results, caption, nc)
     for i, r in enumerate(results["pep-sweep"]):
         sec["pep"].add(page.table(f"pep-{i}", T.pep_table(r.data)))
     if results["pep-sweep"]:
@@ -283,12 +239,6 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     for i, r in enumerate(results["tune"]):
         sec["tuning"].add(f"<p>{html.escape(str(r.data.get('protocol', '')))}.</p>")
         sec["tuning"].add(page.table(f"tune-{i}", T.tune_table(r.data)))
-    _try_figure(sec["training"], page, "training", results,
-                "Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
-                "STAM presets share STAM's colour.")
-    _try_figure(sec["practice"], page, "practice", results,
-                "STAM's stationarity proxies per epoch (log axes) beside the O(1/\u221aT) shape; shaded epochs: the "
-                "(\u03b3, \u03bb, \u03b2) in force satisfied the theorem's conditions.")
     runs = results["train-run"]
     for ds in sorted({str(r.data["summary"].get("dataset", "?")) for r in runs}):
         summaries = [r.data["summary"] for r in runs if str(r.data["summary"].get("dataset", "?")) == ds]

@@ -198,3 +198,14 @@ def plot_practice(runs: list[dict]):
         ax.set_visible(False)
     fig.suptitle("Theory beside practice: STAM's stationarity proxies per epoch", fontsize=12)
     return fig
+
+
+def draw_training(results, nc=None):
+    """The figure kind ``training`` (:mod:`stam.figures.kinds`)."""
+    return plot_training([r.data for r in results["train-run"]])
+
+
+def draw_practice(results, nc=None):
+    """The figure kind ``practice`` (:mod:`stam.figures.kinds`)."""
+    return plot_practice([r.data for r in results["train-run"]])
+

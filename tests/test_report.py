@@ -169,3 +169,26 @@ def test_other_tables_render():
     assert len(r.rows) == 5 and r.rows[-1][3] == "no"
     assert T.latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
     assert "|" not in T.Table("c", ["a|b"], [["x|y"]]).to_markdown().replace("\\|", "").replace("| ", "").replace(" |", "").replace("|---|", "")
+
+
+def test_the_figure_registry_is_consistent():
+    """Every figure kind declares a report section that exists, sources that are result kinds the
+    toolkit validates, and functions that import; `stam plot` takes exactly the registered names."""
+    from stam.cli import build_parser
+    from stam.figures import kinds
+    from stam.figures.report import SECTIONS
+    from stam.figures.results import KINDS
+
+    sections = {sid for sid, _ in SECTIONS}
+    for fk in kinds.FIGURES:
+        assert fk.section in sections, fk
+        assert set(fk.sources) <= set(KINDS), fk
+        assert callable(fk._load(fk.draw))
+        if fk.caption.startswith("stam."):
+            assert callable(fk._load(fk.caption))
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "plot" in a.choices)
+    plot = sub.choices["plot"]
+    kind = next(a for a in plot._actions if a.dest == "kind")
+    assert tuple(kind.choices) == kinds.NAMES
+    with pytest.raises(KeyError, match="choose one of: admissible, rates"):
+        kinds.figure_kind("nope")
