@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS
 from stam.errors import positive_int, seed_int
-
-MODELS = ("vgg11", "vgg16", "resnet18", "cnn", "mlp")
-DATASETS = ("cifar10", "cifar100", "digits")
-ALGOS = ("stam", "bc", "br", "psgd", "float")
 
 
 def _scale(text: str):
@@ -36,6 +33,8 @@ def _keep_float(text: str) -> tuple:
 
 def register(subparsers) -> None:
     """Add this area's subcommands to ``stam``'s subparsers."""
+    from stam.dnn import presets  # the preset names (JSON data; no torch)
+
     p = subparsers.add_parser(
         "train",
         help="train a binary-weight network (Section 3: STAM, BC, BR, PSGD, float)",
@@ -45,7 +44,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", choices=MODELS, default="vgg11")
     p.add_argument("--dataset", choices=DATASETS, default="cifar10")
     p.add_argument("--algo", choices=ALGOS, help="default: the algorithm of --preset")
-    p.add_argument("--preset", help="float, psgd, bc, br, our1, our2, our3, our3-cifar100 (default: the paper's for --algo; see --list-presets)")
+    p.add_argument("--preset", help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the presets and their sources, then exit")
     p.add_argument("--epochs", type=positive_int, help="default 1000 (the paper)")
     p.add_argument("--batch-size", type=positive_int, help="global batch size, default 128 (the paper)")

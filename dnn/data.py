@@ -33,10 +33,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from stam.dnn.catalog import DATASET_NAMES  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
-
-DATASET_NAMES = ("cifar10", "cifar100", "digits")
 
 SOURCE_URL = "https://www.cs.toronto.edu/~kriz/"
 

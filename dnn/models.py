@@ -19,6 +19,8 @@ from typing import Iterable, Sequence
 import torch
 from torch import nn
 
+from stam.dnn import catalog as _catalog
+
 #: Layer plans: an int is a 3x3 conv-BN-ReLU block with that many channels, "M" a 2x2 max pool.
 VGG_PLANS: dict[str, tuple] = {
     "vgg11": (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
@@ -109,10 +111,8 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-MODEL_NAMES = ("vgg11", "vgg16", "resnet18", "cnn", "mlp")
-
-#: How ``stam table`` and the README name the models.
-DISPLAY_NAMES = {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "cnn": "SmallCNN", "mlp": "MLP"}
+#: The model names and how ``stam table`` and the README name them (declared in :mod:`stam.dnn.catalog`).
+MODEL_NAMES, DISPLAY_NAMES = _catalog.MODEL_NAMES, _catalog.MODELS
 
 
 def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32)) -> nn.Module:

@@ -37,14 +37,16 @@ Constructors::
 
 from __future__ import annotations
 
+from stam.dnn.catalog import ALGORITHMS
 from stam.dnn.optim_bc import BinaryConnect
 from stam.dnn.optim_br import BinaryRelax
 from stam.dnn.optim_common import QuantizingOptimizer, project_layer
 from stam.dnn.optim_psgd import PSGD
 from stam.dnn.optim_stam import STAM
 
-#: Algorithm name (as in ``stam train --algo``) -> optimiser class (float SGD: torch.optim.SGD).
-OPTIMIZERS = {"stam": STAM, "bc": BinaryConnect, "br": BinaryRelax, "psgd": PSGD}
+#: Algorithm name (as in ``stam train --algo``) -> quantising optimiser class, from the registry
+#: :mod:`stam.dnn.catalog` (float SGD is torch.optim.SGD).
+OPTIMIZERS = {a.name: a.optimizer_class() for a in ALGORITHMS if a.binary}
 
 
 def make(algo: str, params, **hyper) -> QuantizingOptimizer:

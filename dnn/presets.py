@@ -36,19 +36,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+from stam.dnn.catalog import ALGORITHMS, NAMES as ALGOS
 from stam.errors import UsageError
 
-ALGOS = ("stam", "bc", "br", "psgd", "float")
-
-#: The hyperparameters each algorithm's optimiser takes from the schedule (BR also gets the
-#: phase switch ``project`` from ``switch_epoch``).
-ALGO_HYPER = {
-    "stam": ("gamma", "lam", "beta"),
-    "bc": ("lr", "weight_decay"),
-    "br": ("lr", "lam", "weight_decay", "switch_epoch"),
-    "psgd": ("lr", "weight_decay"),
-    "float": ("lr", "momentum", "weight_decay"),
-}
+#: The hyperparameters each algorithm's optimiser takes from the schedule, as the algorithm
+#: declares them (:mod:`stam.dnn.catalog`; BR also gets the phase switch ``project`` from
+#: ``switch_epoch``).
+ALGO_HYPER = {a.name: a.hyper for a in ALGORITHMS}
 
 #: Hyperparameters that must be > 0 (the others must be >= 0), and those that are epoch numbers.
 POSITIVE = {"gamma", "lam", "beta", "lr", "switch_epoch"}

@@ -23,7 +23,9 @@ def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None =
 
 def score_key(algo: str) -> str:
     """What selects a trial or an epoch: binary validation accuracy (float for the float baseline)."""
-    return "val_acc_float" if algo == "float" else "val_acc_binary"
+    from stam.dnn.catalog import algorithm
+
+    return algorithm(algo).score_key
 
 
 @functools.lru_cache(maxsize=4)

@@ -113,9 +113,9 @@ def _paper_presets(algo: str) -> list[str]:
 
 
 def _label(algo: str) -> str:
-    from stam.dnn import presets
+    from stam.dnn.catalog import algorithm
 
-    return presets.table()["presets"][presets.default_preset(algo, "digits")]["label"] if algo != "stam" else "STAM"
+    return algorithm(algo).label
 
 
 def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fraction: float, split_seed: int,

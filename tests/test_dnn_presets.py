@@ -146,3 +146,23 @@ def test_paper_results_are_tables_cifar_res_and_cifar100_res():
     assert r["cifar100"]["vgg16"]["Our3"] == 71.26 and r["cifar100"]["columns"] == ["Float", "BC", "BR", "Our3"]
     assert math.isclose(r["cifar10"]["vgg16"]["PSGD"], 18.84)
     json.dumps(r)
+
+
+@pytest.mark.parametrize("name", __import__("stam.dnn.catalog", fromlist=["NAMES"]).NAMES)
+def test_each_algorithm_of_the_catalog_is_complete(name):
+    """An algorithm declared in stam.dnn.catalog has its optimiser class, a paper preset setting
+    exactly its hyperparameters, a search space for `stam tune`, and is a choice of `stam train`."""
+    import torch
+
+    from stam.cli import build_parser
+    from stam.dnn import catalog, tune
+
+    a = catalog.algorithm(name)
+    assert issubclass(a.optimizer_class(), torch.optim.Optimizer)
+    preset = P.table()["presets"][P.default_preset(name, "cifar10")]
+    assert preset["algo"] == name and set(preset["hyper"]) == set(a.hyper)
+    assert tune.search_space(name)  # declared in presets.json
+    args = build_parser().parse_args(["train", "--algo", name, "--model", "mlp", "--dataset", "digits"])
+    assert args.algo == name
+    with pytest.raises(KeyError, match="choose one of stam, bc, br, psgd, float"):
+        catalog.algorithm("adam")

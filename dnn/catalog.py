@@ -1,0 +1,90 @@
+"""What ``stam train`` trains, declared once: the algorithms (Section 3.1 of the paper), the
+models and the data sets.
+
+Each algorithm declares here its name, label, update rule, hyperparameters and optimiser; ``stam train``/``stam tune`` (their
+choices), the presets (which keys a preset of it must set), the trainer (which optimiser to build
+and which hyperparameters to put into its groups each epoch), the tuner (its label, the metric it
+is chosen on) and the tables read them from here.  Imports no torch.
+
+To add an algorithm: write its pure step beside :func:`stam.algorithm.stam_step` (as
+``psgd_step``, ``bc_step``, ``br_step`` are), its ``torch.optim`` class in a module
+``stam.dnn.optim_NAME`` calling that step, one :class:`Algorithm` here, its paper preset in
+``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there; the
+tests parametrised over :data:`NAMES` then check it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A training algorithm.  ``hyper``: the hyperparameters its optimiser takes from the schedule
+    (every preset of it sets exactly these); ``optimizer``: ``"module:Class"`` of its
+    ``torch.optim.Optimizer`` (``fixed`` are constructor arguments it always gets; ``schedule_only``
+    the keys of ``hyper`` that steer the schedule but are not constructor arguments);
+    ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
+    baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
+    (gamma, lambda, beta)."""
+
+    name: str
+    label: str
+    equation: str
+    hyper: tuple
+    optimizer: str
+    fixed: dict = field(default_factory=dict)
+    schedule_only: tuple = ()
+    binary: bool = True
+    theorem: bool = False
+
+    def optimizer_class(self):
+        module, _, name = self.optimizer.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def constructor_args(self, hyper: dict) -> dict:
+        """The optimiser's keyword arguments from the hyperparameters of the first epoch."""
+        return {**{k: hyper[k] for k in self.hyper if k not in self.schedule_only}, **self.fixed}
+
+    @property
+    def score_key(self) -> str:
+        """The validation metric a trial of this algorithm is chosen on."""
+        return "val_acc_binary" if self.binary else "val_acc_float"
+
+
+ALGORITHMS = (
+    Algorithm("stam", "STAM", "eq. (alg:stamm)", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", theorem=True),
+    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect"),
+    Algorithm("br", "BR", "eq. (alg:BR)", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
+              fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth comes from the schedule
+    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD"),
+    Algorithm("float", "Float", "SGD with momentum on float weights", ("lr", "momentum", "weight_decay"),
+              "torch.optim:SGD", binary=False),
+)
+
+#: the names ``--algo`` takes, in the order of the paper's tables
+NAMES = tuple(a.name for a in ALGORITHMS)
+
+
+def algorithm(name: str) -> Algorithm:
+    """The algorithm called ``name``; ``KeyError`` naming the known ones."""
+    for a in ALGORITHMS:
+        if a.name == name:
+            return a
+    raise KeyError(f"unknown algorithm {name!r}; choose one of {', '.join(NAMES)}")
+
+
+#: The networks (built by :func:`stam.dnn.models.build_model`) with the names tables give them.
+#: To add one: its ``nn.Module`` and a branch of ``build_model`` in :mod:`stam.dnn.models`, and
+#: one entry here.
+MODELS = {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "cnn": "SmallCNN", "mlp": "MLP"}
+MODEL_NAMES = tuple(MODELS)
+
+#: The data sets (read by :func:`stam.dnn.data.load`; CIFAR from its official archives, digits
+#: from scikit-learn, offline).
+DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
+DATASET_NAMES = tuple(DATASETS)
+
+
+__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES"]
