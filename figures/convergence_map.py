@@ -352,11 +352,35 @@ def check_out_dir(path) -> Path:
     return out
 
 
-def _digits_rows(gammas, lams, betas, seeds, epochs, progress, store, scheduler, workers):
-    """The digits half: :func:`stam.dnn.sweep.map_digits` (batched trainings as resumable jobs)."""
+def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: int = 0, progress: bool = True,
+               store=None, scheduler: str | None = None, workers: int = 1) -> dict:
+    """The digits map as a ``convergence-map`` result: STAM's MLP over the grid
+    (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
+    cell flagged with Theorem conv's verdict."""
     from stam.dnn.sweep import map_digits
+    from stam.synthetic import convergence_map as CM
 
-    return map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
+    rows = map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
+    flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
+    for r, ok in zip(rows, flags):
+        r["admissible"] = ok
+    rule, rule_text = CM.fixed_beta_rule(betas)
+    return {"kind": CM.KIND, "source": "digits", "problem": "digits-mlp", "metric": "val_acc_binary",
+            "metric_label": "validation accuracy with binary weights (higher is better)",
+            "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
+            "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=seed),
+            "rows": rows}
+
+
+def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]:
+    """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
+    figure ``out/stem.png``, ``.pdf``."""
+    from stam.figures.style import save_figure
+    from stam.synthetic.convergence_map import write_map
+
+    json_path, csv_path = write_map(result, out, stem)
+    png, pdf = save_figure(plot_map([result]), Path(out) / stem)
+    return json_path, csv_path, png, pdf
 
 
 def map_command(args) -> int:
@@ -386,37 +410,21 @@ def map_command(args) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-        seeds = args.seeds or CM.DEFAULT_SEEDS
         try:
             result = CM.run_map(args.problem, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
-                                seeds=seeds, seed=args.seed, growth=args.growth, progress=not args.no_progress)
+                                seeds=args.seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
+                                progress=not args.no_progress)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
-        seeds = args.seeds or DIGITS_SEEDS
-        epochs = args.epochs or DIGITS_EPOCHS
-        rows = _digits_rows(gammas, lams, betas, seeds, epochs, not args.no_progress, out / "jobs", args.scheduler, args.workers)
-        extra = {}
-        for i, r in enumerate(rows):
-            if isinstance(r, dict) and "admissible" not in r and all(k in r for k in ("gamma", "lam", "beta")):
-                r["admissible"] = CM.admissible_flags([r["gamma"]], [r["lam"]], [r["beta"]])[0]
-        rule, rule_text = CM.fixed_beta_rule(betas)
-        params = dict(extra.get("params") or {}, gammas=gammas, lams=lams, betas=betas, seeds=seeds, epochs=epochs,
-                      seed=args.seed)
-        result = {"kind": CM.KIND, "source": "digits", "problem": str(extra.get("problem") or "digits-mlp"),
-                  "metric": "val_acc_binary",
-                  "metric_label": str(extra.get("metric_label") or "validation accuracy with binary weights (higher is better)"),
-                  "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs}, "params": params,
-                  "rows": rows}
+        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, args.epochs or DIGITS_EPOCHS, seed=args.seed,
+                            progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers)
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)
-    json_path, csv_path = CM.write_map(result, out, stem)
-    from stam.figures.style import save_figure
-
-    png, pdf = save_figure(plot_map([result]), out / stem)
+    paths = write_outputs(result, out, stem)
     print(format_map(result))
     print(summary_line(result) + f"; {elapsed:.1f} s")
-    print(f"wrote {json_path}, {csv_path}, {png} and {pdf}")
+    print(f"wrote {', '.join(map(str, paths[:3]))} and {paths[3]}")
     return 0
 
 

@@ -9,6 +9,7 @@ the handlers live in :mod:`stam.synthetic.commands` and are imported when a comm
 from __future__ import annotations
 
 from stam.errors import positive_float, positive_int, seed_int
+from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
 from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
 
 
@@ -46,7 +47,7 @@ def register(subparsers) -> None:
     run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
     run.add_argument("--problem", required=True, choices=NAMES)
-    _instance_args(run, default_R=32)
+    _instance_args(run, default_R=RUN_DEFAULTS["R"])
     run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
     run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")
     run.add_argument("--T-points", type=positive_int, default=None, help="horizons on the geometric grid (default 11)")
@@ -65,9 +66,10 @@ def register(subparsers) -> None:
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                           description="Baselines with equal budgets of stochastic gradient evaluations.")
     cmp_.add_argument("--problem", required=True, choices=NAMES)
-    _instance_args(cmp_, default_R=8)
-    cmp_.add_argument("--budget", type=positive_int, default=32768,
-                      help="sample-gradient evaluations per run (default 32768 = 4096 iterations of b=8)")
+    _instance_args(cmp_, default_R=COMPARE_DEFAULTS["R"])
+    cmp_.add_argument("--budget", type=positive_int, default=COMPARE_DEFAULTS["budget"],
+                      help=f"sample-gradient evaluations per run (default {COMPARE_DEFAULTS['budget']} = "
+                      f"{COMPARE_DEFAULTS['budget'] // 8} iterations of b=8)")
     cmp_.add_argument("--gamma", type=positive_float, help="explicit gamma (default 0.5 gamma_max)")
     cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta; "
                       "any beta is run, and the output says whether (gamma, beta) satisfy Theorem conv)")

@@ -18,9 +18,11 @@ from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
-#: the horizon grid of `synthetic run` without --quick (the flags default to None, so that --quick can
-#: tell a value the user gave from a default)
-RUN_DEFAULTS = dict(T_min=10, T_max=10240, T_points=11)
+#: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
+#: --quick can tell a value the user gave from a default)
+RUN_DEFAULTS = dict(T_min=10, T_max=10240, T_points=11, R=32)
+#: `synthetic compare`: sample-gradient evaluations and runs
+COMPARE_DEFAULTS = dict(budget=32768, R=8)
 
 
 def _setup(args):

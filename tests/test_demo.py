@@ -1,6 +1,6 @@
-"""`stam demo`: the quick demo runs end to end through the real commands and leaves a complete
-report; a missing part is reported as such; a failing step sets exit status 1; the output folder
-is replaced atomically and never someone else's."""
+"""`stam demo`: the quick demo runs end to end (a pipeline of library calls) and leaves a complete
+report; a missing optional extra is reported as such; a failing step sets exit status 1; the
+output folder is replaced atomically and never someone else's."""
 
 from __future__ import annotations
 
@@ -59,25 +59,39 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
 
 
 @pytest.fixture
-def only_report(monkeypatch):
-    """A toolkit in which every other part is missing (what a fresh checkout of one part sees)."""
-    monkeypatch.setattr(D, "available_commands", lambda: {"report", "plot", "demo"})
+def short_plan(monkeypatch):
+    """The demo with two of its steps (the PEP and the report), so that these tests take seconds."""
+    monkeypatch.setattr(D.Demo, "PLAN", (("exact worst case (PEP)", "pep"), ("report", "report")))
 
 
-def test_missing_parts_are_reported_not_hidden(tmp_path, capsys, only_report):
+def test_a_missing_optional_extra_is_reported_not_hidden(tmp_path, capsys, short_plan, monkeypatch):
+    def no_pepit(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'PEPit'", name="PEPit")
+
+    monkeypatch.setattr("stam.theory.pep.pep_sweep", no_pepit)
     out = tmp_path / "d"
     assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    for part in ("paper-check", "synthetic", "stepsize", "pep", "map", "tune", "train"):
-        assert f"not available yet: this toolkit has no `stam {part}` command" in printed
+    assert "exact worst case (PEP): needs the optional extra 'pep' (pip install 'stam-toolkit[pep]')" in printed
     assert (out / "report.html").is_file()
+    steps = json.loads((out / "demo.json").read_text())["steps"]
+    assert [s["status"] for s in steps] == ["missing", "ok"]
     # a second demo over the first replaces it as a whole
-    (out / "logs" / "stale.txt").write_text("old")
+    (out / "stale.txt").write_text("old")
     assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
-    assert not (out / "logs" / "stale.txt").exists() and (out / "report.html").is_file()
+    assert not (out / "stale.txt").exists() and (out / "report.html").is_file()
 
 
-def test_a_failing_step_gives_status_1_and_its_log(tmp_path, capsys, only_report, monkeypatch):
+def test_an_import_error_that_is_not_a_missing_extra_is_a_failure(tmp_path, capsys, short_plan, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ImportError("cannot import name 'x' from 'stam.theory.numeric'", name="stam.theory.numeric")
+
+    monkeypatch.setattr("stam.theory.pep.pep_sweep", broken)
+    assert main(["demo", "--quick", "--no-progress", "-o", str(tmp_path / "d")]) == 1
+    assert "exact worst case (PEP) raised ImportError: cannot import name 'x'" in capsys.readouterr().out
+
+
+def test_a_failing_step_gives_status_1_and_its_log(tmp_path, capsys, short_plan, monkeypatch):
     out = tmp_path / "d"
     out.mkdir()
     (out / D.MARKER).write_text("")

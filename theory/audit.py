@@ -617,14 +617,21 @@ def _as_printed_effect() -> str:
     return "\n".join(rows)
 
 
+def result(items) -> dict:
+    """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``."""
+    from stam.io import provenance
+
+    return {"kind": "paper-check", "provenance": provenance(), "items": [f.as_json() for f in items]}
+
+
 def run(args) -> int:
     """Handler of ``stam paper-check``."""
-    from stam.io import atomic_write_json, dumps, provenance
+    from stam.io import atomic_write_json, dumps
 
     items = findings()
     rows = [f.as_json() for f in items]
     if getattr(args, "out", None):
-        atomic_write_json(args.out, {"kind": "paper-check", "provenance": provenance(), "items": rows})
+        atomic_write_json(args.out, result(items))
     if args.json:
         print(dumps(rows))
     elif getattr(args, "brief", False):
