@@ -37,19 +37,24 @@ class Stage:
     beta: tuple[float, float]
 
 
-#: The STAM presets of Table para (CIFAR-10) and Section sub:3.3 (CIFAR-100), kept as data in
-#: ``stam.dnn.presets``, with the data set whose schedule they follow.
-PAPER_PRESETS = (("our1", "cifar10"), ("our2", "cifar10"), ("our3", "cifar10"), ("our3-cifar100", "cifar100"))
+def paper_presets() -> tuple:
+    """``(name, data set)`` of every STAM preset of the paper (Table para on CIFAR-10, Section
+    sub:3.3 on CIFAR-100), read from :mod:`stam.dnn.presets`, the one place they are written."""
+    from stam.dnn import presets as P
+
+    t = P.table()
+    c100 = set(t["defaults"].get("preset_for_algo_cifar100", {}).values())
+    return tuple((n, "cifar100" if n in c100 else "cifar10") for n, e in t["presets"].items() if e["algo"] == "stam")
 
 
-def paper_stages(presets=PAPER_PRESETS) -> list[Stage]:
+def paper_stages(presets=None) -> list[Stage]:
     """The paper's settings split into stages (a new stage where lambda changes or gamma is reset
     upwards), evaluated from the presets of ``stam.dnn`` over the paper's 1000 epochs."""
     from stam.dnn import presets as P
 
     epochs = int(P.table()["defaults"]["epochs"])
     stages = []
-    for name, dataset in presets:
+    for name, dataset in presets or paper_presets():
         preset = P.resolve(name, "stam", dataset)
         h = [preset.at(e) for e in range(1, epochs + 1)]
         tag = preset.label + (" (CIFAR-100)" if dataset == "cifar100" else "")

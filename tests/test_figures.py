@@ -353,3 +353,8 @@ def test_training_figure_draws_sign_flips_when_logged(tmp_path):
     assert list(line.get_ydata()) == [20.0, 40.0]
     old = [{k: v for k, v in row.items() if k != "sign_flips"} for row in log]
     assert len(plot_training([{**run, "log": old}]).axes) == len(fig.axes) - 1
+
+
+def test_the_paper_settings_drawn_are_the_stam_presets():
+    assert ADM.paper_presets() == (("our1", "cifar10"), ("our2", "cifar10"), ("our3", "cifar10"),
+                                   ("our3-cifar100", "cifar100"))
