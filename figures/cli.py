@@ -21,8 +21,11 @@ def _add_theory_constants(p: argparse.ArgumentParser) -> None:
 
 
 def _constants(args):
+    from stam.errors import require
     from stam.figures.admissible import PAPER_T, NetworkConstants
 
+    require(2 * args.L1 < float("inf"), f"--L1 {args.L1:g}: A = 2 max(L1, lambda) is beyond floating point; "
+            "give --L1 below 8.9e307")
     return NetworkConstants(L1=args.L1, a_G=args.L1, C=args.C, eps=args.eps, T=args.T or PAPER_T)
 
 

@@ -8,7 +8,9 @@ A user's mistake (:class:`stam.errors.UsageError`, or a bad flag) is printed as 
 ``stam: error: ...`` and exits with status 2; Ctrl-C exits with 130; output piped into a reader that
 stops early (``stam ... | head -1``) ends quietly with status 141 (128 + SIGPIPE, what a shell reports
 for a command ended by a closed pipe); an operating-system failure while reading or writing (a full
-disk, a file removed under it) is one line ``stam: error: ...`` with status 1.  None shows a traceback.
+disk, a file removed under it) is one line ``stam: error: ...`` with status 1; so is running out of
+memory.  Anything else is a bug in stam: one line ``stam: internal error: ...`` with status 1 (the
+environment variable ``STAM_TRACEBACK=1`` lets the traceback through).  None shows a traceback.
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # not the user's mistake, but no traceback either
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"stam: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("stam: error: out of memory; give smaller sizes", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug in stam: one line, the traceback on request
+        if os.environ.get("STAM_TRACEBACK"):
+            raise
+        first = (str(exc).splitlines() or [""])[0]
+        print(f"stam: internal error: {type(exc).__name__}: {first} (a bug in stam, please report it; "
+              "STAM_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 1
     try:  # a reader that went away after the last line is still a broken pipe
         sys.stdout.flush()

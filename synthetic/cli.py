@@ -59,6 +59,8 @@ def register(subparsers) -> None:
                      help="Table para's (lambda, gamma, beta) as constants (not with --gamma, --beta or --lam); implies --allow-inadmissible")
     run.add_argument("--allow-inadmissible", action="store_true",
                      help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
+    run.add_argument("--force", action="store_true",
+                     help="run even above the work limit (50 times the default run's work)")
     run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
     run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
     run.set_defaults(func=_handler("run_command"))

@@ -76,6 +76,30 @@ def _check_memory(args) -> None:
             f"more than half this machine's memory ({limit / 2**30:.3g} GiB); lower --n, --N or --R")
 
 
+def _run_work(R: int, T_grid, b: int, n: int) -> float:
+    """Sample-gradient coordinates a rate experiment computes: every run of every horizon T takes
+    T steps of b samples of dimension n."""
+    return float(R) * float(sum(T_grid)) * b * n
+
+
+#: The most work `synthetic run` does without --force: 50 times the default run's (a few minutes
+#: on 2 cores at most).
+WORK_LIMIT = 50
+
+
+def _check_work(args, R: int, T_grid) -> None:
+    """Refuse, before any work, a rate experiment above :data:`WORK_LIMIT` times the default
+    run's work unless ``--force``."""
+    from stam.synthetic.rates import geometric_grid
+
+    default = _run_work(RUN_DEFAULTS["R"], geometric_grid(RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"],
+                                                          RUN_DEFAULTS["T_points"]), 8, 32)
+    times = _run_work(R, T_grid, args.b, args.n) / default
+    require(args.force or times <= WORK_LIMIT,
+            f"--R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} at --b {args.b}, --n {args.n} are about "
+            f"{times:.3g} times the default run's work, above the limit of {WORK_LIMIT}; lower them or add --force")
+
+
 def _problem(args, **extra):
     from stam.synthetic.problems import make_problem
 
@@ -147,6 +171,9 @@ def run_command(args) -> int:
                 setattr(args, key, RUN_DEFAULTS[key])
     R = args.R if args.R is not None else args.default_R
     require(args.T_min <= args.T_max, f"--T-min {args.T_min} exceeds --T-max {args.T_max}")
+    T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
+    _check_memory(args)  # memory first: the most concrete limit
+    _check_work(args, R, T_grid)
     out = check_out_dir(args.out)
     for suffix in (".json", ".csv"):
         check_out_file(out / f"rates-{args.problem}{suffix}")
@@ -165,7 +192,6 @@ def run_command(args) -> int:
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
     with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
-    T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
     try:
         with _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,

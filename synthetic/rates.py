@@ -61,9 +61,13 @@ REMEDY = "add --allow-inadmissible to run them anyway (rows are then marked admi
 
 
 def geometric_grid(T_min: int, T_max: int, points: int) -> list[int]:
-    """``points`` integers from ``T_min`` to ``T_max``, geometrically spaced (duplicates removed)."""
+    """``points`` integers from ``T_min`` to ``T_max``, geometrically spaced (duplicates removed;
+    a grid so dense that its spacing is at most 1 is every integer of the range, computed without
+    building it)."""
     if T_min < 1 or T_max < T_min or points < 1:
         raise ValueError(f"need 1 <= T_min <= T_max and points >= 1, got {T_min}, {T_max}, {points}")
+    if points - 1 >= T_max * math.log(T_max / T_min):  # spacing <= 1 everywhere: every integer, as geomspace gives
+        return list(range(T_min, T_max + 1))
     return sorted({int(round(v)) for v in np.geomspace(T_min, T_max, points)})
 
 

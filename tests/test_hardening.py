@@ -289,3 +289,39 @@ def test_a_closed_pipe_ends_quietly_with_status_141():
     proc.stdout.close()  # the reader is gone before the first line is written
     err = proc.stderr.read()
     assert proc.wait() == 141 and err == b""
+
+
+def test_a_bug_is_one_line_and_status_1_and_the_traceback_on_request(monkeypatch, capsys):
+    """An unexpected exception (a bug, not a user's mistake) never shows a traceback unless asked."""
+    import stam.theory.stepsize as S
+    from stam.cli import main
+
+    def bug(args):
+        raise KeyError("oops\nsecond line")
+
+    monkeypatch.setattr(S, "run", bug)
+    monkeypatch.delenv("STAM_TRACEBACK", raising=False)
+    assert main(["stepsize", "--quadratic-coupling", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stam: internal error: KeyError: 'oops") and "STAM_TRACEBACK=1" in err
+    monkeypatch.setenv("STAM_TRACEBACK", "1")
+    with pytest.raises(KeyError):
+        main(["stepsize", "--quadratic-coupling", "1"])
+
+
+def test_work_limits_of_pep_sweeps_and_rate_experiments(capsys, tmp_path, monkeypatch):
+    from stam.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for argv, text in (
+        (["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--sweep-T", "2,2", "--out", "p.json"], "more than once"),
+        (["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--sweep-T", "24,23,22,21,20,19", "--out", "p.json"],
+         "above the limit 4"),
+        (["synthetic", "run", "--problem", "binary", "--T-max", "100000000"], "times the default run's work"),
+        (["synthetic", "run", "--problem", "binary", "--T-points", "99999999999"], "times the default run's work"),
+        (["plot", "admissible", "--L1", "1e308", "-o", "a.png"], "--L1 1e+308: A = 2 max(L1, lambda)"),
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and text in err, (argv, err)
+    assert list(tmp_path.iterdir()) == []

@@ -103,7 +103,9 @@ def es_lemma(L1_i, Ev2_i, L3, delta_inf, as_printed: bool = False) -> tuple:
     reduced along the last axis) and ``Delta^inf``; corrected ``A = 2 max(max_i L_1^i E v_i^2, L3*)``."""
     m = np.max(np.asarray(L1_i, dtype=float) * np.asarray(Ev2_i, dtype=float), axis=-1)
     a = _ieee(g.es_lemma_A_printed, L3, m) if as_printed else _ieee(g.es_lemma_A, L3, m)
-    return a, 2 * a * delta_inf
+    with np.errstate(all="ignore"):  # IEEE: an infinite A with Delta^inf = 0 gives C = 0, not nan
+        c = np.where(np.asarray(delta_inf) == 0, 0.0, 2 * a * np.asarray(delta_inf, dtype=float))
+    return a, c[()] if np.ndim(c) == 0 else c
 
 
 def deterministic_es(L1, L3, gap=0.0) -> tuple:

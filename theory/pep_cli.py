@@ -14,6 +14,9 @@ from stam.io import check_out_file
 #: Gram size: on 2 CPU cores T = 10 takes about 5 s, T = 20 about 20 s, and the time grows
 #: like T^4 or faster (T = 100000 would not finish).
 MAX_GRAM = 50
+#: the most work a sweep does without ``--force``, in units of the largest PEP allowed (the work
+#: of one PEP counted as ``(Gram size / MAX_GRAM)^4``): a few minutes on 2 cores.
+MAX_SWEEP_WORK = 4.0
 
 
 def gram_size(T: int, free_start: bool = False) -> int:
@@ -24,13 +27,21 @@ def gram_size(T: int, free_start: bool = False) -> int:
 
 
 def _check_size(args) -> None:
-    """Refuse, before any work, a PEP above :data:`MAX_GRAM` unless ``--force``."""
+    """Refuse, before any work, a PEP above :data:`MAX_GRAM` and a sweep above
+    :data:`MAX_SWEEP_WORK` unless ``--force``; a horizon listed twice is an error."""
     T = args.T if args.T is not None else max(args.sweep_T)
     size = gram_size(T, args.free_start)
     require(args.force or size <= MAX_GRAM,
             f"--T {T} gives a PEP with a Gram matrix of size {size} x {size}, above the limit {MAX_GRAM} "
             f"(T <= {(MAX_GRAM - 2 - int(args.free_start)) // 2}; the solve grows like T^4 or faster); "
             "add --force to run it anyway")
+    if args.sweep_T is not None:
+        twice = sorted({t for t in args.sweep_T if args.sweep_T.count(t) > 1})
+        require(not twice, f"--sweep-T lists {', '.join(map(str, twice))} more than once; give each horizon once")
+        work = sum((gram_size(t, args.free_start) / MAX_GRAM) ** 4 for t in args.sweep_T)
+        require(args.force or work <= MAX_SWEEP_WORK,
+                f"--sweep-T with {len(args.sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
+                f"PEP allowed, above the limit {MAX_SWEEP_WORK:g}; give fewer or smaller horizons, or add --force")
 
 
 def _T_list(text: str) -> list[int]:
