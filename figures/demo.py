@@ -391,19 +391,20 @@ def digits_map_headline(data: dict, good: float = 0.8) -> str:
     return text
 
 
-def check_out_dir(out: Path) -> None:
-    """OUT must be new, empty, or an earlier demo's folder (never someone else's files)."""
-    if out.exists():
-        if not out.is_dir():
-            raise UsageError(f"-o {out}: exists and is not a folder")
-        if any(out.iterdir()) and not (out / MARKER).exists():
-            raise UsageError(f"-o {out}: folder exists, is not empty and was not written by stam demo; "
-                             "choose a new or empty folder")
+def check_out_dir(out) -> Path:
+    """OUT must be a usable folder location (:func:`stam.io.check_out_dir`: not a file, not under a
+    file, writable) and new, empty, or an earlier demo's folder (never someone else's files)."""
+    from stam.io import check_out_dir as usable
+
+    out = usable(out, "-o").absolute()
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise UsageError(f"-o {out}: folder exists, is not empty and was not written by stam demo; "
+                         "choose a new or empty folder")
+    return out
 
 
 def run_demo(out="stam-demo", quick: bool = False, progress: bool = True) -> int:
-    out = Path(out).absolute()
-    check_out_dir(out)
+    out = check_out_dir(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     demo = Demo(out, quick, progress)
     try:

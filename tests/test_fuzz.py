@@ -112,7 +112,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict:
 
 def command_parsers() -> dict[tuple[str, ...], argparse.ArgumentParser]:
     top = _subparsers(build_parser())
-    found = {(name,): top[name] for name in ("stepsize", "paper-check", "pep", "report", "plot")}
+    found = {(name,): top[name] for name in ("stepsize", "paper-check", "pep", "report", "plot", "map", "tune", "demo")}
     syn = _subparsers(top["synthetic"])
     found.update({("synthetic", name): syn[name] for name in ("run", "compare", "sweep")})
     return found
@@ -332,6 +332,67 @@ def fuzz_synthetic_sweep(argv):
         probe(argv, root, "synthetic sweep")
 
 
+MAP = {
+    "problem": (st.sampled_from(["binary"]), st.sampled_from(["binary", "cosine", "nope", ""])),
+    "dataset": st.sampled_from(["digits"]),
+    "gamma_range": (st.sampled_from(["0.01:10:2", "0.1:1:1"]), st.sampled_from(["0.01:10:2", "1:0.1:2", "0:1:2", "a:b:c", "1:2",
+                                                                               "1e-320:1e308:2", "0.1:1:999999999"])),
+    "lam_range": (st.sampled_from(["0.1:10:2", "1:1:1"]), st.sampled_from(["0.1:10:2", "x", "-1:2:2", "1:2:0"])),
+    "gammas": (st.sampled_from(["0.1", "0.1,1"]), st.sampled_from(["0.1", ",", "nan", "-1", "1e999", "0.1,,2"])),
+    "lams": (st.sampled_from(["1", "0.5,2"]), st.sampled_from(["1", "inf", "", "x"])),
+    "betas": (st.sampled_from(["20", "100"]), st.sampled_from(["20", "0", "-5", "x,y", "1e308"])),
+    "iterations": (st.sampled_from(["5", "10"]), SMALL_INTS), "epochs": (st.just("1"), SMALL_INTS),
+    "seeds": (st.just("1"), SMALL_INTS), "threads": (st.just("1"), st.sampled_from(["1", "0"])),
+    "growth": (st.sampled_from(["100", "2"]), st.sampled_from(["1", "0.5", "-1", "nan"])),
+    "workers": (st.just("1"), st.sampled_from(["1", "0", "x"])),
+    "scheduler": (st.sampled_from(["local"]), st.sampled_from(["local", "tcp://127.0.0.1:1", "x", ""])), "out": OUT_DIR,
+}
+
+
+@examples(6)
+@given(argv_for(("map",), MAP, fixed=("--no-progress",), keep=("out",),
+                often=("problem", "gamma_range", "lam_range", "betas", "iterations", "epochs", "seeds")))
+def fuzz_map(argv):
+    if "--problem" not in argv:  # digits: one tiny grid, one epoch (a few seconds), unless a flag is bad
+        argv = [a for a in argv if a not in ("--iterations",)]
+        for flag, value in (("--gamma-range", "0.1:1:1"), ("--lam-range", "1:1:1"), ("--epochs", "1"), ("--seeds", "1")):
+            if flag not in argv and flag.replace("-range", "s") not in argv:
+                argv += [flag, value]
+    with sandbox() as root:
+        probe(argv, root, "map")
+
+
+TUNE = {
+    "algos": (st.sampled_from(["bc", "psgd"]), st.sampled_from(["bc", "adam", "", ",", "stam,stam"])),
+    "trials": (st.just("1"), SMALL_INTS), "seeds": (st.just("2"), st.sampled_from(["1", "0", "2", "x"])),
+    "epochs": (st.just("1"), SMALL_INTS), "batch_size": (st.sampled_from(["64"]), SMALL_INTS),
+    "val_fraction": (st.sampled_from(["0.1", "0.2"]), st.sampled_from(["0", "1", "0.999999", "1e-320", "x", "nan"])),
+    "space_file": (st.sampled_from(["in/space.json"]), st.sampled_from(["in/space.json", "in/bad.json", "in/missing.json", "in"])),
+    "workers": (st.just("1"), st.sampled_from(["1", "0", "x"])),
+    "scheduler": (st.sampled_from(["local"]), st.sampled_from(["local", "x"])), "out": OUT_DIR,
+}
+
+
+@examples(4)
+@given(argv_for(("tune",), TUNE, fixed=("--no-progress", "--no-paper"), keep=("algos", "trials", "seeds", "epochs", "out"),
+                often=("space_file", "val_fraction")))
+def fuzz_tune(argv):
+    with sandbox() as root:
+        (root / "in" / "space.json").write_text(json.dumps({"bc": {"lr": {"log_uniform": [0.01, 0.1]}},
+                                                            "psgd": {"lr": {"log_uniform": [0.01, 0.1]}}}))
+        (root / "in" / "bad.json").write_text('{"bc": {"lr": {"log_uniform": [1, "x"]}}, "adam": 3}')
+        probe(argv, root, "tune")
+
+
+@examples(4)
+@given(st.sampled_from(["existing-file", "under-a-file", "dot", "empty"]))
+def fuzz_demo(kind):
+    """``stam demo -o`` at every kind of location it must refuse (before any work: each probe is a
+    fraction of a second; the demo itself is tested end to end in tests/test_demo.py)."""
+    with sandbox() as root:
+        probe(["demo", "--quick", "--no-progress", "-o", ("<out>", kind)], root, "demo")
+
+
 # -- result files, well-formed and malformed ---------------------------------------------------------------
 
 
@@ -490,6 +551,9 @@ CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "malformed-files": (fuzz_malformed_result_files, "report/plot on malformed files", 30),
     "report": (fuzz_report, "report", 6),
     "plot": (fuzz_plot, "plot", 8),
+    "map": (fuzz_map, "map", 6),
+    "tune": (fuzz_tune, "tune", 4),
+    "demo": (fuzz_demo, "demo", 4),
 }
 
 
