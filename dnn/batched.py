@@ -32,6 +32,7 @@ finite is marked diverged at that epoch and its later metrics are ``None``.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -40,8 +41,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from stam.algorithm import (QuantizedState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init,
-                            stam_step)
+from stam.algorithm import QuantizedState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init, stam_step
+from stam.dnn import data as data_mod
+from stam.dnn.models import MLP
+from stam.dnn.optim_common import COMPILE_OPTIONS, _compile_errors
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 from stam.quantize import project_Q, signs
 
@@ -71,8 +74,6 @@ class Task:
 def digits_task(val_fraction: float = 0.1, split_seed: int = 0, device="cpu") -> Task:
     """scikit-learn's digits as in ``stam train --dataset digits`` (test: every fifth image), with
     the validation split of :func:`stam.dnn.data.split_validation`."""
-    from stam.dnn import data as data_mod
-
     data = data_mod.load_digits(device)
     data = data_mod.split_validation(data, val_fraction, split_seed) if val_fraction else data
     flat = lambda x: data.normalise(x).reshape(len(x), -1)  # noqa: E731
@@ -96,8 +97,6 @@ class Net:
 def init_net(seeds: list[int], in_features: int, num_classes: int, device="cpu") -> Net:
     """The initial MLP of each seed, built by :func:`stam.dnn.models.build_model` after
     ``torch.manual_seed(seed)`` as ``stam train`` does, stacked (one build per distinct seed)."""
-    from stam.dnn.models import MLP
-
     built = {}
     for s in dict.fromkeys(seeds):
         torch.manual_seed(s)
@@ -244,15 +243,11 @@ def _update_fn(name: str, compile: bool):
     """:func:`update` for ``name``, compiled with torch.compile where ``compile`` (one fused
     kernel per pass instead of one per arithmetic operation), with an eager fallback where no
     compiler is available (the errors of :func:`stam.dnn.optim_common._compile_errors`)."""
-    import functools
-
     fn = functools.partial(update, name)
     if not compile:
         return fn
     if name not in _COMPILED_UPDATE:
         import torch._dynamo
-
-        from stam.dnn.optim_common import COMPILE_OPTIONS, _compile_errors
 
         # one compiled graph per (algorithm, R, hyperparameter keys): a tuning run meets 5 algorithms
         # at several R, more than dynamo's default of 8 graphs per function (after which it warns and

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from stam.errors import UsageError
+
 
 @dataclass
 class Context:
@@ -28,8 +30,6 @@ def pick_device(requested: str, local_rank: int = 0) -> torch.device:
         requested = "cuda" if torch.cuda.is_available() else "cpu"
     if requested == "cuda":
         if not torch.cuda.is_available():
-            from stam.errors import UsageError
-
             raise UsageError("--device cuda: no CUDA device is available here; use --device cpu or auto")
         return torch.device("cuda", local_rank)
     return torch.device(requested)

@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import warnings
 from typing import Callable, Iterator
 
@@ -50,8 +51,6 @@ def _compile_errors() -> tuple[type[BaseException], ...]:
     Triton, an unsupported construct).  They are raised while compiling, before the kernel has
     written anything, so running the same kernel eagerly instead is safe; any other exception
     (out of memory, a bad tensor) is raised as it is."""
-    import importlib
-
     found = []
     for module, names in (("torch._dynamo.exc", ("TorchDynamoException",)),
                           ("torch._inductor.exc", ("InductorError", "InvalidCxxCompiler", "CppCompileError",

@@ -12,19 +12,21 @@ spec asks for it (final runs of a tuning), the test accuracy at the selected epo
 from __future__ import annotations
 
 import functools
+import tempfile
+
+from stam.dnn import presets
+from stam.dnn.catalog import algorithm
+from stam.jobs import run_jobs
+
 
 def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
     """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
     digits) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
-    from stam.dnn import presets
-
     return presets.resolve(preset, algo, "digits", overrides or {}, "auto", epochs)
 
 
 def score_key(algo: str) -> str:
     """What selects a trial or an epoch: binary validation accuracy (float for the float baseline)."""
-    from stam.dnn.catalog import algorithm
-
     return algorithm(algo).score_key
 
 
@@ -73,10 +75,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     accuracy), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose sign ever
     changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
     (stored in ``store``, resumable; ``scheduler``: a Dask cluster)."""
-    import tempfile
-
     from stam.dnn.table import mean_std
-    from stam.jobs import run_jobs
 
     grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
     runs = [(g, l, b, s) for (g, l, b) in grid for s in range(seeds)]

@@ -31,9 +31,13 @@ import math
 import warnings
 from pathlib import Path
 
+from stam.dnn import presets
+from stam.dnn.catalog import algorithm
 from stam.dnn.sweep import run_job
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
+from stam.io import atomic_write_json, atomic_write_text, provenance
+from stam.jobs import run_jobs
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
 FINAL_SEED0 = 1000
@@ -42,8 +46,6 @@ FINAL_SEED0 = 1000
 def search_space(algo: str, spaces: dict | None = None) -> dict:
     """The search space of ``algo`` from ``spaces`` (default: ``presets.json``), validated
     (one-line errors)."""
-    from stam.dnn import presets
-
     spaces = presets.table().get("search_spaces", {}) if spaces is None else spaces
     if algo not in spaces:
         known = ", ".join(k for k in spaces if not k.startswith("_"))
@@ -106,15 +108,11 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
 
 
 def _paper_presets(algo: str) -> list[str]:
-    from stam.dnn import presets
-
     names = [n for n, e in presets.table()["presets"].items() if e["algo"] == algo and not n.endswith("cifar100")]
     return names
 
 
 def _label(algo: str) -> str:
-    from stam.dnn.catalog import algorithm
-
     return algorithm(algo).label
 
 
@@ -143,9 +141,6 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
          scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None) -> dict:
     """Run the protocol of the module docstring; returns (and writes ``OUT/tune-digits.json``)
     the result."""
-    from stam.io import atomic_write_json, atomic_write_text, provenance
-    from stam.jobs import run_jobs
-
     out_dir = Path(out_dir)
     store = out_dir / "jobs"
     p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces)
@@ -183,8 +178,6 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
         if spec["stage"] == "final":
             by_algo[spec["algo"]]["final"] = final
         else:
-            from stam.dnn import presets
-
             label = presets.table()["presets"][spec["preset"]]["label"]
             paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
     result = {

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stam.theory import numeric
+from stam.dnn import presets as P
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
+from stam.theory import numeric
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,6 @@ class Stage:
 def paper_presets() -> tuple:
     """``(name, data set)`` of every STAM preset of the paper (Table para on CIFAR-10, Section
     sub:3.3 on CIFAR-100), read from :mod:`stam.dnn.presets`, the one place they are written."""
-    from stam.dnn import presets as P
-
     t = P.table()
     c100 = set(t["defaults"].get("preset_for_algo_cifar100", {}).values())
     return tuple((n, "cifar100" if n in c100 else "cifar10") for n, e in t["presets"].items() if e["algo"] == "stam")
@@ -50,8 +49,6 @@ def paper_presets() -> tuple:
 def paper_stages(presets=None) -> list[Stage]:
     """The paper's settings split into stages (a new stage where lambda changes or gamma is reset
     upwards), evaluated from the presets of ``stam.dnn`` over the paper's 1000 epochs."""
-    from stam.dnn import presets as P
-
     epochs = int(P.table()["defaults"]["epochs"])
     stages = []
     for name, dataset in presets or paper_presets():

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from stam.errors import positive_float, positive_int, seed_int
-from stam.figures.kinds import FIGURES, NAMES as PLOT_KINDS
+from stam.errors import positive_float, positive_int, require, seed_int
+from stam.figures.kinds import FIGURES
+from stam.figures.kinds import NAMES as PLOT_KINDS
+from stam.jobs import add_scheduler_args
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -21,7 +23,6 @@ def _add_theory_constants(p: argparse.ArgumentParser) -> None:
 
 
 def _constants(args):
-    from stam.errors import require
     from stam.figures.admissible import PAPER_T, NetworkConstants
 
     require(2 * args.L1 < float("inf"), f"--L1 {args.L1:g}: A = 2 max(L1, lambda) is beyond floating point; "
@@ -123,7 +124,6 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from stam.jobs import add_scheduler_args
 
     add_scheduler_args(p)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
     p.set_defaults(func=_map)

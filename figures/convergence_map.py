@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
 from stam.errors import UsageError
-from stam.synthetic.convergence_map import SQRT5
+from stam.synthetic import convergence_map as CM
+from stam.synthetic.convergence_map import SQRT5, log_grid, write_map
 
 #: the most points a --gamma-range or --lam-range may ask for
 MAX_POINTS = 200
@@ -89,7 +91,12 @@ def plot_map(maps: list[dict], nc=None):
     from matplotlib.patches import Rectangle
 
     from stam.figures.admissible import (
-        NetworkConstants, _draw_group, _MARKERS, group_stages, paper_stages, region_gamma_lambda,
+        _MARKERS,
+        NetworkConstants,
+        _draw_group,
+        group_stages,
+        paper_stages,
+        region_gamma_lambda,
     )
     from stam.figures.style import ADMISSIBLE_COLOR, OKABE_ITO, legend_below, new_figure
 
@@ -301,8 +308,6 @@ def _positive_list(text: str, flag: str) -> list[float]:
 
 
 def _range(text: str, flag: str) -> list[float]:
-    from stam.synthetic.convergence_map import log_grid
-
     parts = str(text).split(":")
     if len(parts) != 3:
         raise UsageError(f"{flag} {text!r}: expected LO:HI:N (e.g. {flag} 0.001:30:8)")
@@ -325,7 +330,6 @@ def _values(args, name: str, default) -> list[float]:
         return _positive_list(listed, f"--{name}s")
     if ranged is not None:
         return _range(ranged, f"--{name}-range")
-    from stam.synthetic.convergence_map import log_grid
 
     return log_grid(*default)
 
@@ -358,7 +362,6 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
     (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
     cell flagged with Theorem conv's verdict."""
     from stam.dnn.sweep import map_digits
-    from stam.synthetic import convergence_map as CM
 
     rows = map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
     flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
@@ -376,7 +379,6 @@ def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
     figure ``out/stem.png``, ``.pdf``."""
     from stam.figures.style import save_figure
-    from stam.synthetic.convergence_map import write_map
 
     json_path, csv_path = write_map(result, out, stem)
     png, pdf = save_figure(plot_map([result]), Path(out) / stem)
@@ -385,10 +387,6 @@ def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]
 
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
-    import time
-
-    from stam.synthetic import convergence_map as CM
-
     source = "synthetic" if args.problem is not None else "digits"
     if source == "synthetic" and args.problem not in CM.MAP_PROBLEMS:
         raise UsageError(f"--problem {args.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "

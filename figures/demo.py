@@ -44,8 +44,13 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
+from stam.io import check_out_dir as usable
+from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
+from stam.synthetic.families import paper_presets
+from stam.theory import audit, numeric, pep
 
 MARKER = ".stam-demo"
 
@@ -125,8 +130,6 @@ class Demo:
 
     # -- the steps: each computes its results as values and writes them -------------------
     def paper_check(self, step: Step) -> None:
-        from stam.theory import audit
-
         result = audit.result(audit.findings())
         step.outputs.append(atomic_write_json(self.stage / "paper-check.json", result))
         items = result["items"]
@@ -139,7 +142,6 @@ class Demo:
 
     def _rates(self, **kwargs) -> dict:
         """The rate experiment of ``stam synthetic run`` (its defaults, or ``--quick``'s grid)."""
-        from stam.synthetic.commands import QUICK, RUN_DEFAULTS
         from stam.synthetic.problems import make_problem
         from stam.synthetic.rates import geometric_grid, run_rates
 
@@ -152,9 +154,6 @@ class Demo:
 
     def synthetic(self, step: Step) -> None:
         """The rate experiment at admissible parameters and (full demo) at Table para's Our1."""
-        from stam.synthetic.commands import write_rates
-        from stam.synthetic.families import paper_presets
-
         problem = self.cfg.synthetic_problem
         self.rates = self._rates()
         step.outputs.append(write_rates(self.rates, self.stage / "synthetic", f"rates-{problem}")[0])
@@ -182,7 +181,6 @@ class Demo:
     def compare(self, step: Step) -> None:
         """STAM against its baselines at an equal gradient budget (``stam synthetic compare``)."""
         from stam.synthetic.baselines import compare
-        from stam.synthetic.commands import COMPARE_DEFAULTS
         from stam.synthetic.problems import make_problem
 
         problem = self.cfg.synthetic_problem
@@ -194,8 +192,6 @@ class Demo:
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
-        from stam.theory import numeric
-
         if self.rates is None:
             step.status = "missing"
             step.message = "skipped: it takes the problem's constants from the synthetic rate experiment, which did not run"
@@ -213,8 +209,6 @@ class Demo:
     def pep(self, step: Step) -> None:
         """A PEP sweep at the parameters of the admissible-parameter rule for lambda = pep_lam, with
         the normalisation of ``stam pep``: L1 = 1 and the ES constants of the full gradient."""
-        from stam.theory import numeric, pep
-
         lam = self.cfg.pep_lam
         A, C = numeric.deterministic_es(1.0, lam)
         chosen = numeric.admissible_parameters(numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=float(C)),
@@ -260,9 +254,6 @@ class Demo:
     def training_runs(self) -> list[tuple[str, dict]]:
         """(folder, settings) of each digits run with curves: STAM and BC at the settings the tuning
         chose (on validation data), and STAM at a theorem-admissible (gamma, lambda, beta)."""
-        from stam.dnn import catalog
-        from stam.theory import numeric
-
         lam = self.cfg.admissible_lam
         chosen = numeric.admissible_parameters(numeric.quadratic_coupling(lam), 1)
         runs = [("stam-admissible", {"algo": "stam", "overrides": {"gamma": chosen.gamma, "lam": lam, "beta": chosen.beta},
@@ -394,8 +385,6 @@ def digits_map_headline(data: dict, good: float = 0.8) -> str:
 def check_out_dir(out) -> Path:
     """OUT must be a usable folder location (:func:`stam.io.check_out_dir`: not a file, not under a
     file, writable) and new, empty, or an earlier demo's folder (never someone else's files)."""
-    from stam.io import check_out_dir as usable
-
     out = usable(out, "-o").absolute()
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
         raise UsageError(f"-o {out}: folder exists, is not empty and was not written by stam demo; "

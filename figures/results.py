@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stam.errors import UsageError
+from stam.synthetic.convergence_map import validate_map
 
 KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run", "convergence-map",
          "tune")
@@ -348,8 +349,6 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
         for i, finding in enumerate(obj):
             validate(finding, FINDING, path, f"[{i}].")
     if kind == "convergence-map":
-        from stam.synthetic.convergence_map import validate_map
-
         validate_map(obj, path)
     files = [path]
     csv = path.with_suffix(".csv")

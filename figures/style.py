@@ -7,10 +7,12 @@ global state), so rendering works headless and many figures can be made in one p
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from stam.io import atomic_path
 
@@ -162,10 +164,6 @@ def log_axes(ax, x: bool = True, y: bool = True) -> None:
     """Log scales with readable ticks: an axis spanning less than two decades gets ticks at
     1, 2, 5 x 10^k (1, 2, 3, 4, 5, 6, 8 x 10^k for short spans) written as plain numbers, instead of
     matplotlib's "2 x 10^0" minor labels."""
-    import math
-
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
     for on, axis, set_scale, minpos in ((x, ax.xaxis, ax.set_xscale, ax.dataLim.minposx),
                                         (y, ax.yaxis, ax.set_yscale, ax.dataLim.minposy)):
         if not on or not math.isfinite(minpos):  # no positive value to draw (e.g. every one null): stay linear

@@ -16,6 +16,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from stam.dnn.table import build
+from stam.dnn.tune import table
 from stam.figures.results import finite
 
 
@@ -97,16 +99,12 @@ def accuracy_table(summaries: list[dict], dataset: str) -> Table:
     """Best test accuracy (%) per model (rows) and algorithm (columns), mean +- std over seeds,
     the paper's number beside ours where a run exists: the layout of ``stam table``
     (:func:`stam.dnn.table.build`, which this reuses)."""
-    from stam.dnn.table import build
-
     title, header, rows = build(summaries, dataset)
     return Table(title, header, rows)
 
 
 def tune_table(result: dict) -> Table:
     """The equal-budget comparison of ``stam tune`` (:func:`stam.dnn.tune.table`)."""
-    from stam.dnn.tune import table
-
     return Table(*table(result))
 
 

@@ -7,10 +7,13 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+from stam.errors import UsageError
 
 
 def _umask() -> int:
@@ -117,8 +120,6 @@ def provenance() -> dict:
 
 
 def _usage(message: str):
-    from stam.errors import UsageError
-
     return UsageError(message)
 
 
@@ -200,8 +201,6 @@ def slug(text, used: set | None = None, default: str = "x", ext: str = "") -> st
     whole (``rates-binary.json`` and ``rates-binary.csv`` may share their slug).  Output
     names are built from slugs only, never from raw file contents, so nothing can name a path
     outside the output folder."""
-    import re
-
     base = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")[:SLUG_MAX].strip("-") or default
     ext = re.sub(r"[^a-z0-9]+", "", str(ext).lower())[:8]
     dot = f".{ext}" if ext else ""

@@ -35,10 +35,13 @@ import math
 import time
 
 import torch
+from tqdm import tqdm
 
 from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
+from stam.io import bar_disable
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
+from stam.theory import numeric
 
 QUANTISATION_METHODS = ("psgd", "bc", "br")
 METHODS = ("stam", "stam-det", "spring-sgd") + QUANTISATION_METHODS
@@ -47,8 +50,6 @@ METHODS = ("stam", "stam-det", "spring-sgd") + QUANTISATION_METHODS
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
     """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
     the beta of :func:`stam.theory.numeric.admissible_parameters`."""
-    from stam.theory import numeric
-
     return numeric.admissible_parameters(problem.theory_constants(), T, gamma, allow_inadmissible=True).beta
 
 
@@ -139,11 +140,6 @@ def run_method(problem: ThreeBlockProblem, method: str, budget: int, R: int, gam
 def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | None = None, beta: float | None = None,
             gamma_fraction: float = 0.5, seed: int = 0, methods=None, progress: bool = True) -> dict:
     """All applicable methods at an equal budget; the ``synthetic-compare`` result dict."""
-    from tqdm import tqdm
-
-    from stam.io import bar_disable
-    from stam.theory import numeric
-
     if budget < problem.sampling.b:
         raise ValueError(f"budget {budget} is smaller than one minibatch (b = {problem.sampling.b})")
     c = problem.theory_constants()

@@ -9,14 +9,13 @@ the handlers live in :mod:`stam.synthetic.commands` and are imported when a comm
 from __future__ import annotations
 
 from stam.errors import positive_float, positive_int, seed_int
+from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
 from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
 
 
 def _handler(name: str):
     def call(args):
-        from stam.synthetic import commands
-
         return getattr(commands, name)(args)
 
     return call

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
+from stam.synthetic.families import NAMES, WITH_LAM, paper_presets
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 #: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
@@ -155,7 +156,6 @@ def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
 
 
 def run_command(args) -> int:
-    from stam.synthetic.families import WITH_LAM, paper_presets
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
 
     if args.quick:
@@ -283,8 +283,6 @@ def sweep_job(problem_name: str, seed: int, fraction: float, stem: str, out_dir:
 def sweep_command(args) -> int:
     from joblib import Parallel, delayed
     from tqdm import tqdm
-
-    from stam.synthetic.families import NAMES
 
     problems = _split(args.problems, str, "problems")
     unknown = [p for p in problems if p not in NAMES]

@@ -62,7 +62,9 @@ import math
 from pathlib import Path
 
 from stam.errors import UsageError
+from stam.io import atomic_write_text, bar_disable, dumps, provenance
 from stam.synthetic.families import MAP_NAMES
+from stam.theory import numeric
 
 KIND = "convergence-map"
 SOURCES = ("synthetic", "digits")
@@ -93,8 +95,6 @@ def log_grid(lo: float, hi: float, n: int) -> list[float]:
 
 def admissible_flags(gammas, lams, betas) -> list[bool]:
     """Theorem conv's conditions (module docstring) for each (gamma, lam, beta) triple."""
-    from stam.theory import numeric
-
     return [bool(numeric.check(float(g), float(b), numeric.quadratic_coupling(float(lam)))["admissible"])
             for g, lam, b in zip(gammas, lams, betas)]
 
@@ -185,8 +185,6 @@ def rows_csv(result: dict) -> str:
 def write_map(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
     """``out_dir/stem.json`` and ``.csv`` (atomic; the CSV first, both made before either is
     written), with provenance added; the result is validated first."""
-    from stam.io import atomic_write_text, dumps, provenance
-
     result = dict(result, provenance=provenance())
     validate_map(result, f"{stem}.json")
     text, table = dumps(result) + "\n", rows_csv(result)
@@ -210,7 +208,6 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
     from tqdm import tqdm
 
     from stam.algorithm import as_batch_scalar, stam_step
-    from stam.io import bar_disable
     from stam.synthetic.problems import make_problem
     from stam.synthetic.rates import eval_schedule
 

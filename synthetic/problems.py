@@ -42,13 +42,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from stam.algorithm import STAMState, Scalar, stam_init
+from stam.algorithm import Scalar, STAMState, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
-from stam.synthetic.families import FAMILIES, family
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
+from stam.synthetic.families import FAMILIES, family
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
 from stam.synthetic.sampling import Sampling
+from stam.theory import numeric
+from stam.theory.numeric import Constants, es_lemma
 
 
 @dataclasses.dataclass
@@ -81,7 +83,6 @@ class ThreeBlockProblem:
         (a gamma like 1e-300: the theory's side of every run would be inf or nan)."""
         self.H.check_gamma(gamma)
         self.F.check_gamma(gamma)
-        from stam.theory import numeric
 
         c = self.theory_constants()
         ks = [float(f(gamma, c)) for f in (numeric.K1, numeric.K2, numeric.K3)]
@@ -132,8 +133,6 @@ class ThreeBlockProblem:
 
     @functools.cached_property
     def _constants(self) -> dict:
-        from stam.theory.numeric import es_lemma
-
         c = dict(L1=self.G.L1())
         c.update(self.H.constants())
         L1_i = self.G.L1_i()
@@ -155,8 +154,6 @@ class ThreeBlockProblem:
 
     def theory_constants(self):
         """The :class:`stam.theory.numeric.Constants` of this problem and sampling."""
-        from stam.theory.numeric import Constants
-
         c = self._constants
         return Constants(L1=c["L1"], L2=c["L2"], L3=c["L3"], L4=c["L4"], L5=c["L5"], l=c["l"], A=c["A"], C=c["C"])
 

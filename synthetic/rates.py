@@ -49,12 +49,13 @@ import math
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from stam.algorithm import as_batch_scalar, stam_step
+from stam.io import bar_disable
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.theory import numeric
 from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
-
 
 #: What the CLI tells a user whose parameters the rule refused.
 REMEDY = "add --allow-inadmissible to run them anyway (rows are then marked admissible=false, bound=null)"
@@ -123,10 +124,6 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
               allow_inadmissible=False, seed: int = 0, progress: bool = True) -> dict:
     """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
     (without ``provenance``, which the writer adds)."""
-    from tqdm import tqdm
-
-    from stam.io import bar_disable
-
     T_grid = sorted({int(T) for T in T_grid})
     if not T_grid or T_grid[0] < 1 or R < 1:
         raise ValueError(f"need horizons T >= 1 and R >= 1, got T_grid={T_grid}, R={R}")

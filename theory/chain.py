@@ -28,9 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 import sympy as sp
 
-from stam.theory.symbols import L2, L4, K1, K2, gamma, l
+from stam.theory.symbols import K1, K2, L2, L4, gamma, l
 
 X, Y, Z, D, E = sp.symbols("X Y Z D E", nonnegative=True)
 P, Q, dPhi = sp.symbols("P Q dPhi", real=True)
@@ -214,7 +215,6 @@ def compare(printed: sp.Expr, derived: sp.Expr, seed: int = 0, tries: int = 4000
         return Comparison("same", residual, None)
     if sp.factor(residual).is_nonnegative:
         return Comparison("weaker", residual, None)
-    import numpy as np
 
     free = sorted(residual.free_symbols, key=lambda s: s.name)
     f = sp.lambdify(free, residual, "numpy")

@@ -14,6 +14,7 @@ import argparse
 import math
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
+from stam.io import dumps
 
 COUPLING_FLAGS = ("L2", "L3", "L4", "L5", "l")
 ES_GROUPS = {
@@ -151,7 +152,6 @@ def _gamma_limits(c, as_printed: bool) -> str:
 
 
 def _recommend_text(r: dict, c, args, at_gamma: bool) -> str:
-    from stam.theory import numeric as num
 
     lines = [_describe(c, args),
              f"delta0 + M0' = {_fmt(args.delta0 + args.M0)}, eps = {_fmt(args.eps)}",
@@ -186,7 +186,6 @@ def _check_text(rep: dict, c, args) -> str:
 
 def run(args) -> int:
     """Handler of ``stam stepsize``."""
-    from stam.io import dumps
     from stam.theory import numeric as num
 
     c = constants_from_args(args)
