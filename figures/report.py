@@ -98,7 +98,7 @@ def make_figure(kind: str, results: ResultSet, nc=None):
     if kind == "admissible":
         from stam.figures.admissible import NetworkConstants, plot_admissible
 
-        return plot_admissible(nc or NetworkConstants())
+        return plot_admissible(nc or NetworkConstants(), regions=[r.data for r in results["lyapunov-region"]])
     if kind == "training":
         from stam.figures.training import plot_training
 
@@ -117,7 +117,7 @@ def make_figure(kind: str, results: ResultSet, nc=None):
 def _sources(kind: str, results: ResultSet) -> list[Result]:
     return {
         "rates": results["synthetic-rates"] + results["pep-sweep"],
-        "admissible": [],
+        "admissible": results["lyapunov-region"],
         "training": results["train-run"],
         "practice": results["train-run"],
         "map": results["convergence-map"],
