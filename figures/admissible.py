@@ -266,7 +266,7 @@ def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -
 
     cert = np.minimum(edge("general", "lo", gamma_min), gamma_max * 10)
     ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor="#0072B2",
-                     hatch="//", linewidth=0, label="certified: a Lyapunov function proves O(1/T) (convex F; "
+                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) (convex F; "
                      "stam pep --region)")
     ax.plot(edge("paper", "lo", np.nan), lams, color="#0072B2", linewidth=1.5, marker=".",
             label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")

@@ -285,6 +285,7 @@ def test_figure_draws_the_two_zones(small_region):
     ["pep", "--region", "--out", "x.json", "--gamma-range", "5"],
     ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--lams", "1"],
     ["pep", "--gamma", "0.1", "--beta", "250", "--T", "1"],
+    ["pep", "--region", "--out", "x.json", "--lams", "1e200", "--betas", "10", "--gamma-range", "1:2"],
 ])
 def test_region_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

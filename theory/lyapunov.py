@@ -441,7 +441,8 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
 def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
                  rho_min: float = RHO_MIN, solver: str | None = None, solver_options: dict | None = None) -> Certificate:
     """The best certificate of ``template`` for deterministic STAM at ``(lam, gamma, beta)``."""
-    step = stam_step_sdp(lam, gamma, beta, L1, template)
+    with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
+        step = stam_step_sdp(lam, gamma, beta, L1, template)
     if template == "paper":
         cert = search(step, rho_min=rho_min, solver=solver, solver_options=solver_options)
     else:

@@ -1,5 +1,7 @@
 """``stam pep``: the exact worst case of deterministic STAM (performance estimation) beside
-Theorem conv's bound.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
+Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
+the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  Registering imports nothing
+heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
@@ -170,16 +172,23 @@ def _region(args, solver) -> int:
     lams = args.lams or lyapunov.REGION_LAMS
     betas = args.betas or lyapunov.REGION_BETAS
     gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
-    if not args.json:
-        print(f"{'lambda':>9} {'gamma_max':>10} {'certified gamma (general)':>27} {'certified gamma (paper)':>25} "
-              f"{'refuted from gamma':>20}")
+    header = [f"{'lambda':>9} {'gamma_max':>10} {'certified gamma (general)':>27} {'certified gamma (paper)':>25} "
+              f"{'refuted from gamma':>20}"]
 
     def show(row):
         if not args.json:
+            while header:  # printed with the first row: an error before it leaves stdout empty
+                print(header.pop())
             print(f"{row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(row['general']):>27} "
                   f"{_fmt_bracket(row['paper']):>25} {_fmt_bracket(row['refuted']):>20}", flush=True)
 
-    result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show)
+    try:
+        result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show)
+    except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
+        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
+            raise
+        raise UsageError(f"--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
+                         "are beyond floating point; give values of ordinary size") from None
     atomic_write_json(args.out, result)
     if args.json:
         print(dumps(result))
