@@ -85,7 +85,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "plot",
         help="render one figure (PNG at 150 dpi and PDF)",
-        description="KIND: rates (synthetic-rates and pep-sweep files), admissible (no results needed), "
+        description="KIND: rates (synthetic-rates and pep-sweep files), admissible (no results needed; a "
+        "lyapunov-region file of stam pep --region adds the certified and refuted zones), "
         "training and practice (stam train folders), map (convergence-map files of stam map).",
     )
     p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
