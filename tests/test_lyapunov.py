@@ -255,8 +255,6 @@ def test_region_file_is_a_result_the_figures_read(small_region, tmp_path):
 
     res = load_file(small_region)
     assert res.kind == "lyapunov-region"
-    assert main(["plot", "admissible", str(small_region), "-o", str(tmp_path / "adm.png")]) == 0
-    assert (tmp_path / "adm.png").stat().st_size > 0
     data = json.loads(small_region.read_text())
     data["rows"][0]["general"]["lo"] = "far"
     bad = tmp_path / "bad.json"
@@ -268,9 +266,11 @@ def test_region_file_is_a_result_the_figures_read(small_region, tmp_path):
 
 
 def test_figure_draws_the_two_zones(small_region):
-    from stam.figures.admissible import plot_admissible
+    """`stam plot admissible FILE` / `stam report`: the figure takes the region from the results."""
+    from stam.figures.report import make_figure
+    from stam.figures.results import load_results
 
-    fig = plot_admissible(regions=[json.loads(small_region.read_text())], resolution=40)
+    fig = make_figure("admissible", load_results([small_region]))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(t.startswith("certified") for t in labels) and any(t.startswith("refuted") for t in labels)
 
