@@ -173,8 +173,9 @@ def _label_positions(gammas, lams, values, levels, columns=(3e-3, 3e-4, 3e-2)) -
     return out
 
 
-def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, resolution: int = 160):
-    """Figure 2 (two panels), see the module docstring."""
+def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, resolution: int = 160, regions=()):
+    """Figure 2 (two panels), see the module docstring; ``regions``: ``lyapunov-region`` results
+    (``stam pep --region``) drawn as two more zones of the left panel (:func:`draw_lyapunov_region`)."""
     stages = list(stages) if stages is not None else paper_stages()
     groups = group_stages(stages)
     fig, axes = new_figure(2, 1, panel_size=(5.3, 5.9))
@@ -200,6 +201,8 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
                     label="admissible: K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1")
     ax.plot([], [], color="#404040", linestyle="--", linewidth=0.9,
             label=f"T_min of Theorem conv-rate (iterations, \u03b5={nc.eps:g})")
+    for region in regions:
+        draw_lyapunov_region(ax, region, gammas[0], gammas[-1])
     for k, (label, members) in enumerate(groups):
         _draw_group(ax, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.lam)
     ax.plot([], [], linestyle="none", marker="o", markersize=6, markerfacecolor="white", markeredgecolor=PAPER_COLOR,
@@ -242,6 +245,31 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
 
 
 def draw(results, nc=None):
-    """The figure kind ``admissible`` (:mod:`stam.figures.kinds`): drawn from theory alone."""
-    return plot_admissible(nc or NetworkConstants())
+    """The figure kind ``admissible`` (:mod:`stam.figures.kinds`): drawn from theory, with the
+    zones of any ``lyapunov-region`` results."""
+    return plot_admissible(nc or NetworkConstants(), regions=[r.data for r in results["lyapunov-region"]])
 
+
+def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -> None:
+    """Two zones of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) in the
+    (gamma, lambda) panel, at the lower ends of the bisection brackets: *certified* (a Lyapunov
+    function of the general template proves the rate O(1/T) for convex F: gamma up to the
+    certified ``lo``), with the limit of the paper-form template (``V = a(G+H) + b M_t``) as a
+    line; *refuted* (``stam pep`` unbounded at some T: no bound of Theorem conv's form, for convex
+    F and hence for the paper's general F: gamma from the refuted ``hi`` on)."""
+    rows = sorted(region["rows"], key=lambda r: r["lam"])
+    lams = np.array([r["lam"] for r in rows])
+
+    def edge(part, key, missing):
+        return np.array([r[part][key] if r[part][key] is not None else missing for r in rows], dtype=float)
+
+    cert = np.minimum(edge("general", "lo", gamma_min), gamma_max * 10)
+    ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor="#0072B2",
+                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) (convex F; "
+                     "stam pep --region)")
+    ax.plot(edge("paper", "lo", np.nan), lams, color="#0072B2", linewidth=1.5, marker=".",
+            label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")
+    refuted = edge("refuted", "hi", np.nan)
+    ax.fill_betweenx(lams, np.where(np.isfinite(refuted), refuted, gamma_max * 10), gamma_max * 10,
+                     where=np.isfinite(refuted), facecolor="none", edgecolor="#D55E00", hatch="\\\\", linewidth=0,
+                     label="refuted: stam pep unbounded, no bound of Theorem conv's form")

@@ -49,11 +49,12 @@ class FigureKind:
 
 FIGURES = (
     FigureKind(
-        "admissible", (), "admissible", "stam.figures.admissible:draw",
+        "admissible", ("lyapunov-region",), "admissible", "stam.figures.admissible:draw",
         "The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
         "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
         "(Table para, Section sub:3.3). Constants not known for a network: {nc}.",
-        "admissible (no results needed)"),
+        "admissible (no results needed; a lyapunov-region file of stam pep --region adds the certified and "
+        "refuted zones)"),
     FigureKind(
         "rates", ("synthetic-rates", "pep-sweep"), "rates", "stam.figures.rates:draw",
         "min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "

@@ -10,6 +10,8 @@ output folder) and sorts what it finds by kind:
 - ``paper-check``       (``stam paper-check --out FILE``: {kind, provenance, items}; or the list
                          of findings that ``--json`` prints)
 - ``stepsize``          (``stam stepsize --json``: one recommendation object)
+- ``lyapunov-region``   (``stam pep --region --out FILE``: certified and refuted gamma per lambda,
+                         :func:`stam.theory.lyapunov.region`)
 - ``convergence-map``   (``stam map``: ``map-NAME.json`` with ``map-NAME.csv`` beside it; format and
                          validation in :mod:`stam.synthetic.convergence_map`)
 """
@@ -25,7 +27,7 @@ from stam.errors import UsageError
 from stam.synthetic.convergence_map import validate_map
 
 KINDS = ("paper-check", "stepsize", "synthetic-rates", "synthetic-compare", "pep-sweep", "train-run", "convergence-map",
-         "tune")
+         "tune", "lyapunov-region")
 
 
 @dataclass
@@ -144,6 +146,11 @@ RATES_ROW = Schema(
               "S_min_hi": NUM_OR_NULL, "S_min_se": NUM_OR_NULL, "bound": NUM_OR_NULL, "ratio": NUM_OR_NULL,
               "t_star": INT_OR_NULL, "S_0_mean": NUM_OR_NULL, "S_final_mean": NUM_OR_NULL, "nonfinite": INT_OR_NULL},
 )
+BRACKET = Schema(required={"lo": NUM_OR_NULL, "hi": NUM_OR_NULL},
+                 optional={"beta": NUM_OR_NULL, "rho": NUM_OR_NULL, "statuses": DICT, "solves": INT,
+                           "slowest_solve": NUM})
+REGION_ROW = Schema(required={"lam": NUM, "gamma_theorem": NUM, "general": DICT, "paper": DICT, "refuted": DICT},
+                    optional={"seconds": NUM}, inner={"general": BRACKET, "paper": BRACKET, "refuted": BRACKET})
 PEP_ROW = Schema(required={"T": INT},
                  optional={"worst_case": NUM_OR_NULL, "bound": NUM_OR_NULL, "ratio": NUM_OR_NULL, "status": STR})
 RATES_PARAMS = Schema(optional={"R": INT, "seeds": ANY, "preset": STR_OR_NULL, "lam": NUM_OR_NULL,
@@ -181,6 +188,11 @@ SCHEMAS = {
                         optional={"kind": STR, "L1": NUM, "free_start": BOOL, "admissible": BOOL,
                                   "provenance": DICT_OR_NULL},
                         each={"rows": PEP_ROW}, inner={"provenance": PROVENANCE}),
+    # `stam pep --region --out FILE` (stam.theory.lyapunov.region)
+    "lyapunov-region": Schema(required={"rows": LIST, "L1": NUM},
+                              optional={"kind": STR, "betas": LIST, "gamma_range": LIST, "rtol": NUM, "refute_Ts": LIST,
+                                        "refute_betas": LIST, "seconds": NUM, "provenance": DICT_OR_NULL},
+                              each={"rows": REGION_ROW}, inner={"provenance": PROVENANCE}),
     # `stam paper-check --out FILE` ({kind, provenance, items}); the list `--json` prints is checked
     # element by element against FINDING
     "paper-check": Schema(optional={"kind": STR, "items": LIST, "findings": LIST, "provenance": DICT_OR_NULL},

@@ -53,3 +53,19 @@ def test_synthetic_speed_skips_by_peak_memory_and_growth_uses_the_gather_route()
 
     assert bench.N_GROWTH > DENSE_RATIO * 8  # b = 8: the dense route is never taken in the n-growth fit
     assert bench.peak_bytes(10**6, 256, 64, 4) / 2**30 > 8.0 > bench.peak_bytes(10**6, 64, 64, 4) / 2**30
+
+
+def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, capsys):
+    pytest.importorskip("cvxpy")
+    bench = _load("lyapunov_region")
+    out = tmp_path / "lyap.json"
+    bench.main(["--lams", "1", "--repeat", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    printed = capsys.readouterr().out
+    assert json.loads(printed[printed.index("\n{") + 1:]) == result  # progress lines, then the JSON
+    assert result["region"]["kind"] == "lyapunov-region" and [r["lam"] for r in result["rows"]] == [1.0]
+    row, reg = result["rows"][0], result["region"]["rows"][0]
+    assert row["sdp_solves"] == reg["general"]["solves"] + reg["paper"]["solves"] > 0
+    assert result["slowest_sdp_s"] >= max(s["max_s"] for s in result["single"])
+    assert result["meets_standard"] is False  # one lambda is not the default region of >= 12
+    assert {(s["template"], s["certified"]) for s in result["single"] if s["lam"] == 1.0} == {("paper", True), ("general", True)}

@@ -1,5 +1,7 @@
 """``stam pep``: the exact worst case of deterministic STAM (performance estimation) beside
-Theorem conv's bound.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
+Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
+the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  Registering imports nothing
+heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
@@ -111,6 +113,12 @@ def _pep(args) -> int:
     from stam.theory import pep
 
     solver = None if args.solver == "auto" else args.solver
+    if args.region:
+        return _region(args, solver)
+    stray = [f for f in ("lams", "betas", "gamma_range") if getattr(args, f) is not None]
+    require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
+    missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
+    require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
     require((args.T is None) != (args.sweep_T is None), "give exactly one of --T N and --sweep-T N1,N2,...")
     if args.out is not None:
         check_out_file(args.out, "--out")
@@ -139,6 +147,67 @@ def _pep(args) -> int:
     return 0
 
 
+def _float_list(text: str) -> list[float]:
+    """argparse type: a comma-separated list of numbers > 0 (``0.1,1,10``)."""
+    return [positive_float(part.strip()) for part in text.split(",")]
+
+
+def _gamma_range(text: str) -> tuple[float, float]:
+    """argparse type: ``LO:HI`` with 0 < LO < HI."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} must be LO:HI (two numbers > 0)")
+    lo, hi = (positive_float(p.strip()) for p in parts)
+    if not lo < hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
+    return lo, hi
+
+
+def _fmt_bracket(part: dict) -> str:
+    lo = "none" if part["lo"] is None else f"{part['lo']:.4g}"
+    hi = "none" if part["hi"] is None else f"{part['hi']:.4g}"
+    return f"[{lo}, {hi})"
+
+
+def _region(args, solver) -> int:
+    """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
+    from stam.io import atomic_write_json, dumps
+    from stam.theory import lyapunov
+
+    extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
+    require(not extra, f"--region searches over gamma and beta itself; drop {', '.join('--' + e.replace('_', '-') for e in extra)}"
+            " (give lambdas with --lams)")
+    require(not args.free_start, "--free-start is for a single PEP, not for --region")
+    require(args.out is not None, "--region writes a result file: give --out FILE.json")
+    check_out_file(args.out, "--out")
+    lams = args.lams or lyapunov.REGION_LAMS
+    betas = args.betas or lyapunov.REGION_BETAS
+    gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
+    header = [f"{'lambda':>9} {'gamma_max':>10} {'certified gamma (general)':>27} {'certified gamma (paper)':>25} "
+              f"{'refuted from gamma':>20}"]
+
+    def show(row):
+        if not args.json:
+            while header:  # printed with the first row: an error before it leaves stdout empty
+                print(header.pop())
+            print(f"{row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(row['general']):>27} "
+                  f"{_fmt_bracket(row['paper']):>25} {_fmt_bracket(row['refuted']):>20}", flush=True)
+
+    try:
+        result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show)
+    except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
+        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
+            raise
+        raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
+                         "are beyond floating point; give values of ordinary size") from None
+    atomic_write_json(args.out, result)
+    if args.json:
+        print(dumps(result))
+    else:
+        print(f"wrote {args.out} ({result['seconds']:.0f} s)")
+    return 0
+
+
 def _handler(args) -> int:
     try:
         return _pep(args)
@@ -158,9 +227,9 @@ def register(subparsers) -> None:
         "normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. A solver status other "
         "than optimal is printed as such.",
     )
-    p.add_argument("--lam", type=positive_float, required=True, help="coupling weight lambda of H (> 0)")
-    p.add_argument("--gamma", type=positive_float, required=True, help="step size gamma of the x/u-steps (> 0)")
-    p.add_argument("--beta", type=positive_float, required=True, help="proximal weight beta of the y-step (> 0)")
+    p.add_argument("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
+    p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
+    p.add_argument("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
     p.add_argument("--T", type=positive_int, default=None, help="iterations (>= 1)")
     p.add_argument("--sweep-T", type=_T_list, default=None, metavar="N1,N2,...",
                    help="several horizons; writes a pep-sweep result file (--out)")
@@ -172,5 +241,16 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--force", action="store_true",
                    help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
-    p.add_argument("-o", "--out", default=None, metavar="FILE", help="result file for --sweep-T (JSON)")
+    p.add_argument("-o", "--out", default=None, metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+    g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
+                             "(stam.theory.lyapunov) and where this PEP is unbounded")
+    g.add_argument("--region", action="store_true",
+                   help="for each lambda, the largest gamma with a Lyapunov certificate (best beta of a grid; bisection "
+                   "bracket) and the smallest gamma where the PEP is unbounded; writes a lyapunov-region file (--out)")
+    g.add_argument("--lams", type=_float_list, default=None, metavar="L1,L2,...",
+                   help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
+    g.add_argument("--betas", type=_float_list, default=None, metavar="B1,B2,...",
+                   help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
+    g.add_argument("--gamma-range", type=_gamma_range, default=None, metavar="LO:HI",
+                   help="where gamma is searched (default 1e-4:1e4)")
     p.set_defaults(func=_handler)

@@ -1,0 +1,81 @@
+"""Wall time of the default certified region (``stam pep --region``, stam.theory.lyapunov.region).
+
+Standards (issue 15): each Lyapunov SDP under 5 s on 2 cores for the template sizes used (a 5 x 5
+matrix inequality, plus a 3 x 3 for the lower bound); the default region (12 lambdas) under 5
+minutes.  Besides the total, the JSON gives per lambda the seconds, the number of SDPs and PEPs,
+the slowest Lyapunov SDP and every solver status met, and a separate timing of single SDPs of
+both templates (median and maximum over ``--repeat`` fresh builds).  The region itself is in
+``region`` (the ``lyapunov-region`` object that ``stam pep --region --out`` writes).
+
+    .venv/bin/python benchmarks/lyapunov_region.py --out benchmarks/results/lyapunov_region_bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+#: single-SDP timings: an admissible point, Table para's Our1 and Our2 (L1 = 1).
+POINTS = [(1.0, 0.1, 250.0), (0.5, 8.0, 1000.0), (4.0, 15.0, 1000.0)]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lams", default=None, help="comma-separated lambdas (default: the 12 of --region)")
+    parser.add_argument("--repeat", type=int, default=5, help="fresh builds per single-SDP timing")
+    parser.add_argument("--out", default=None, help="also write the JSON here")
+    args = parser.parse_args(argv)
+
+    from stam.io import emit_json, provenance
+    from stam.theory import lyapunov
+
+    lams = [float(v) for v in args.lams.split(",")] if args.lams else list(lyapunov.REGION_LAMS)
+    start = time.perf_counter()
+    lyapunov.certify_stam(*POINTS[0])  # imports cvxpy, sympy (the derived x-step) and warms up
+    first_call_s = time.perf_counter() - start
+
+    single = []
+    for lam, gamma, beta in POINTS:
+        for template in lyapunov.TEMPLATES:
+            walls, last = [], None
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                last = lyapunov.certify_stam(lam, gamma, beta, template=template)
+                walls.append(time.perf_counter() - t0)
+            single.append({"lam": lam, "gamma": gamma, "beta": beta, "template": template,
+                           "median_s": statistics.median(walls), "max_s": max(walls), "status": last.status,
+                           "certified": last.certified, "rho": last.rho})
+            print(f"lam={lam} gamma={gamma} beta={beta} {template}: {max(walls):.3f} s max ({last.status}, "
+                  f"certified={last.certified})", flush=True)
+
+    t0 = time.perf_counter()
+    result = lyapunov.region(lams, progress=lambda r: print(f"lam={r['lam']:.4g}: {r['seconds']:.1f} s", flush=True))
+    region_s = time.perf_counter() - t0
+    rows = [{"lam": r["lam"], "seconds": r["seconds"],
+             "sdp_solves": r["general"]["solves"] + r["paper"]["solves"], "pep_solves": r["refuted"]["solves"],
+             "slowest_sdp_s": max(r["general"]["slowest_solve"], r["paper"]["slowest_solve"]),
+             "statuses": {part: r[part]["statuses"] for part in ("general", "paper", "refuted")}}
+            for r in result["rows"]]
+    slowest = max([r["slowest_sdp_s"] for r in rows] + [s["max_s"] for s in single])
+    out = {
+        "kind": "benchmark-lyapunov-region",
+        "provenance": provenance(),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs visible, no GPU",
+        "standard": "each Lyapunov SDP < 5 s; the default region (>= 12 lambdas) < 300 s",
+        "first_call_s": first_call_s,
+        "region_s": region_s,
+        "slowest_sdp_s": slowest,
+        "meets_standard": bool(slowest < 5 and region_s < 300 and len(lams) >= 12),
+        "single": single,
+        "rows": rows,
+        "region": result,
+    }
+    emit_json(out, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

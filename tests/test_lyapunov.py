@@ -1,0 +1,299 @@
+"""Automated Lyapunov search (stam.theory.lyapunov, `stam pep --region`): known answers first,
+then STAM against Theorem conv, against `stam pep`, and along simulated runs."""
+
+import functools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("cvxpy")
+
+from stam.algorithm import stam_init, stam_step  # noqa: E402
+from stam.cli import main  # noqa: E402
+from stam.theory import lyapunov as ly  # noqa: E402
+
+
+# ----------------------------------------------------------------------------- known answers
+@pytest.mark.parametrize("method", [ly.gradient_descent, ly.proximal_gradient])
+@pytest.mark.parametrize("L", [1.0, 2.5])
+def test_gradient_and_proximal_gradient_are_certified_exactly_below_2_over_L(method, L):
+    for gamma in (0.3 / L, 1.0 / L, 1.9 / L):
+        c = method(L, gamma)
+        assert c.certified and c.status == "optimal" and c.rho > 1e-3 / L
+    for gamma in (2.0 / L, 2.2 / L, 5.0 / L):
+        c = method(L, gamma)
+        assert not c.certified and c.status == "optimal" and c.rho < 1e-7
+    lo, hi, _ = ly._bisect(lambda g: method(L, g).certified, 0.1 / L, 10 / L, 0.01)
+    assert lo < 2 / L <= hi and hi / lo <= 1.01
+
+
+def test_gradient_descent_rate_beats_the_descent_lemma():
+    """The descent lemma gives rho = gamma (1 - L gamma / 2) with V = f; the search finds at least that."""
+    for gamma in (0.5, 1.0, 1.5):
+        assert ly.gradient_descent(1.0, gamma).rho >= gamma * (1 - gamma / 2) - 1e-7
+
+
+def test_autolyap_agrees_on_gradient_descent():
+    """The one case both can express (module docstring): AutoLyap's gradient method on a smooth
+    nonconvex function, its optimality measure ||grad f||^2 and its decrease condition only
+    (C2 dropped: AutoLyap has no f^inf), switches at the same gamma = 2/L as this module."""
+    autolyap = pytest.importorskip("autolyap")
+    from autolyap.algorithms import GradientMethod
+    from autolyap.problemclass import InclusionProblem, Smooth
+
+    opts = autolyap.SolverOptions(backend="cvxpy", cvxpy_solver="CLARABEL")
+    for gamma, expected in ((1.0, True), (1.95, True), (2.05, False), (3.0, False)):
+        algo = GradientMethod(gamma)
+        P, p, T, t = autolyap.IterationIndependent.SublinearConvergence.get_parameters_optimality_measure(algo)
+        r = autolyap.IterationIndependent.search_lyapunov(InclusionProblem([Smooth(1.0)]), algo, P, T, p=p, t=t,
+                                                          rho=1.0, remove_C2=True, solver_options=opts, verbosity=0)
+        assert (r["status"] == "feasible") is expected
+        assert ly.gradient_descent(1.0, gamma).certified is expected
+
+
+def test_the_lower_bound_is_imposed():
+    """Without V >= b Phi^inf + (a-b) G^inf the search would accept a potential that may be unbounded
+    below; at this edge point it does, with it it does not."""
+    import dataclasses
+
+    step = ly.stam_step_sdp(1.0, 10.0, 5.0)
+    assert ly.search(dataclasses.replace(step, low=None), free_P=True, order=("a", "b")).certified
+    c = ly.certify_stam(1.0, 10.0, 5.0)
+    assert not c.certified and c.status == "optimal"
+
+
+# ----------------------------------------------------------------------------- STAM vs Theorem conv and stam pep
+ADMISSIBLE = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0)]
+
+
+@pytest.mark.parametrize("lam,gamma,beta", ADMISSIBLE)
+def test_where_theorem_conv_holds_the_paper_form_is_certified_with_a_better_constant(lam, gamma, beta):
+    from stam.theory import pep
+
+    assert pep.paper_bound(lam, gamma, beta, 1)["admissible"]
+    paper = ly.certify_stam(lam, gamma, beta, template="paper")
+    assert paper.certified and paper.status == "optimal"
+    # min_{t<T} S_t <= (delta0 + M0'_T) / (rho T); Theorem conv: 2 (1 + (L+M)A/beta^2)^T beta (...) / T >= 2 beta (...) / T
+    assert 1 / paper.rho <= 2 * beta
+    for T in (1, 5, 50):
+        assert 1 / (paper.rho * T) <= pep.paper_bound(lam, gamma, beta, T)["bound"]
+    general = ly.certify_stam(lam, gamma, beta)  # contains the paper's V = delta + M (gamma lam <= 1)
+    assert general.certified and general.rho >= paper.rho * (1 - 1e-4)
+
+
+@pytest.mark.parametrize("lam,gamma,beta", [(1.0, 0.1, 250.0), (0.5, 1.6, 1000.0), (4.0, 0.2, 50.0)])
+def test_paper_form_certificate_bounds_stam_pep(lam, gamma, beta):
+    """Both use delta0 + M0'_T: a paper-form certificate is an upper bound of the exact worst case."""
+    from stam.theory import pep
+
+    c = ly.certify_stam(lam, gamma, beta, template="paper")
+    assert c.certified
+    for T in (1, 2):
+        r = pep.stam_pep(lam, gamma, beta, T)
+        assert r.optimal and r.worst_case <= 1 / (c.rho * T) * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("lam,gamma,beta", [(1.0, 1.6, 250.0), (0.5, 8.0, 1000.0)])
+def test_where_stam_pep_is_unbounded_no_paper_form_certificate_exists(lam, gamma, beta):
+    from stam.theory import pep
+
+    assert pep.stam_pep(lam, gamma, beta, 1).status == "unbounded"
+    c = ly.certify_stam(lam, gamma, beta, template="paper")
+    assert c.status == "optimal" and not c.certified and c.rho < 1e-7
+
+
+def test_paper_form_stops_at_gamma_lam_1_general_form_goes_far_beyond():
+    """The identity of the module docstring: delta + M = Phi(u, y) - G^inf + (gamma/2)(1 - gamma lam)||r||^2."""
+    assert ly.certify_stam(1.0, 0.95, 1e4, template="paper").certified
+    assert not ly.certify_stam(1.0, 1.05, 1e4, template="paper").certified
+    for lam, gamma, beta in [(1.0, 2.0, 50.0), (0.5, 8.0, 1000.0), (4.0, 15.0, 1e4)]:  # gamma lam = 2, 4, 60
+        assert ly.certify_stam(lam, gamma, beta).certified
+
+
+def test_delta_plus_M_identity():
+    rng = np.random.default_rng(3)
+    lam, gamma = 0.7, 2.3
+    y, zp, s = rng.normal(size=(3, 4))
+    x = (zp + gamma * lam * y) / (1 + gamma * lam)
+    u = 2 * x - zp - gamma * s
+    z = zp + u - x
+    Fu = 1.3  # any value: it cancels
+    M = Fu + np.sum((2 * x - u - z) ** 2) / (2 * gamma) - np.sum((x - z) ** 2) / (2 * gamma) - np.sum((u - x) ** 2) / gamma
+    delta_plus_M = lam / 2 * np.sum((x - y) ** 2) + M  # with G(y) - G^inf = 0
+    r = (zp - z) / gamma
+    Phi = Fu + lam / 2 * np.sum((u - y) ** 2)
+    assert delta_plus_M == pytest.approx(Phi + gamma / 2 * (1 - gamma * lam) * np.sum(r**2))
+
+
+class _Ops:
+    """H = (lam/2)||x-y||^2 and F = kappa ||u - c||_1 on numpy arrays; keeps the prox's subgradient."""
+
+    def __init__(self, lam, c, kappa):
+        self.lam, self.c, self.kappa, self.s = lam, c, kappa, None
+
+    def grad_y_H(self, x, y):
+        return self.lam * (y - x)
+
+    def prox_H(self, z, y, gamma):
+        return (z + gamma * self.lam * y) / (1 + gamma * self.lam)
+
+    def prox_F(self, v, gamma):
+        d = v - self.c
+        u = self.c + np.sign(d) * np.maximum(np.abs(d) - gamma * self.kappa, 0)
+        self.s = (v - u) / gamma
+        return u
+
+
+@functools.lru_cache(maxsize=None)
+def cert(lam, gamma, beta, template):
+    return ly.certify_stam(lam, gamma, beta, template=template)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(point=st.sampled_from([(1.0, 0.1, 250.0, "paper"), (1.0, 0.1, 250.0, "general"), (1.0, 0.5, 50.0, "paper"),
+                              (1.0, 2.0, 50.0, "general"), (0.5, 8.0, 1000.0, "general"), (2.0, 3.0, 20.0, "general")]),
+       seed=st.integers(0, 2**31 - 1))
+def test_certificate_holds_along_simulated_runs(point, seed):
+    """V_{t+1} - V_t + rho S_t <= 0 along STAM runs (stam.algorithm) on random instances:
+    G(y) = sum_i a_i cos(y_i + phi_i) (L1 = 1 smooth, nonconvex), F = kappa ||u - c||_1; and for the
+    general template V_t >= b Phi(u^t, y^t)-bound of the module docstring."""
+    lam, gamma, beta, template = point
+    c = cert(lam, gamma, beta, template)
+    assert c.certified
+    rng = np.random.default_rng(seed)
+    n = 3
+    amp, ph, cc, kappa = rng.uniform(-1, 1, n), rng.uniform(0, 6, n), rng.normal(0, 3, n), rng.uniform(0, 2)
+    G = lambda y: float(np.sum(amp * np.cos(y + ph)))  # noqa: E731
+    gG = lambda y: -amp * np.sin(y + ph)  # noqa: E731
+    F = lambda u: float(kappa * np.abs(u - cc).sum())  # noqa: E731
+    ops = _Ops(lam, cc, kappa)
+    zp = rng.normal(0, 5, n)
+    state = stam_init(rng.normal(0, 5, n), ops, gamma, z_prev=zp)
+    s = ops.s
+    a, b = c.theta["a"], c.theta["b"]
+
+    def V(st, zprev, sub):
+        if template == "general":
+            xi = [st.y - zprev, gG(st.y), sub]
+            P = np.array(c.P)
+            return a * G(st.y) + b * F(st.u) + sum(P[i, j] * xi[i] @ xi[j] for i in range(3) for j in range(3))
+        M = (F(st.u) + np.sum((2 * st.x - st.u - st.z) ** 2) / (2 * gamma) - np.sum((st.x - st.z) ** 2) / (2 * gamma)
+             - np.sum((st.u - st.x) ** 2) / gamma)
+        return a * (G(st.y) + lam / 2 * np.sum((st.x - st.y) ** 2)) + b * M
+
+    for _ in range(40):
+        g = gG(state.y)
+        S = np.sum((g + lam * (state.y - state.u)) ** 2) + np.sum((lam * (state.u - state.y) + s) ** 2)
+        v0 = V(state, zp, s)
+        new = stam_step(state, g, ops, gamma, beta)
+        v1 = V(new, state.z, ops.s)
+        assert v1 - v0 + c.rho * S <= 1e-6 * (1 + abs(v0))
+        if template == "general":  # V_t - b (F(u)+G(y)+m) - (a-b)(G(y) - ||g||^2/(2 L1)) >= 0
+            d = state.u - state.y
+            m = lam / 2 * d @ d - np.sum((g - lam * d) ** 2) / (2 * (1 + lam))
+            assert v0 - b * (F(state.u) + G(state.y) + m) - (a - b) * (G(state.y) - g @ g / 2) >= -1e-6 * (1 + abs(v0))
+        zp, state, s = state.z, new, ops.s
+
+
+# ----------------------------------------------------------------------------- statuses, input
+def test_solver_status_is_never_hidden():
+    c = ly.certify_stam(1.0, 0.1, 250.0, solver="clarabel", solver_options={"CLARABEL": {"max_iter": 2}})
+    assert c.status == "user_limit" and not c.certified and c.rho is None
+    c = ly.certify_stam(1.0, 0.1, 250.0, solver_options={"CLARABEL": {"max_iter": 2}})  # falls back to SCS
+    assert c.details["fallback_from"] == ["CLARABEL: user_limit"] and c.solver == "SCS"
+    assert c.certified == (c.status == "optimal" and c.rho >= ly.RHO_MIN)  # SCS's answer, re-checked in numpy
+
+
+def test_api_rejects_bad_constants():
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match="gamma=-1"):
+        ly.certify_stam(1.0, -1.0, 10.0)
+    with pytest.raises(UsageError, match="template"):
+        ly.certify_stam(1.0, 0.1, 10.0, template="mine")
+
+
+def test_module_imports_neither_torch_nor_pepit():
+    code = ("import sys; from stam.theory import lyapunov as ly; c = ly.certify_stam(1.0, 0.1, 250.0); "
+            "assert c.certified; assert 'torch' not in sys.modules and 'PEPit' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------------------------- the region, the command, the figure
+SMALL = ["--lams", "1", "--betas", "100,10000", "--gamma-range", "0.01:100"]
+
+
+@pytest.fixture(scope="module")
+def small_region(tmp_path_factory):
+    out = tmp_path_factory.mktemp("region") / "region.json"
+    assert main(["pep", "--region", *SMALL, "--out", str(out)]) == 0
+    return out
+
+
+def test_region_brackets(small_region):
+    data = json.loads(small_region.read_text())
+    assert data["kind"] == "lyapunov-region" and len(data["rows"]) == 1
+    row = data["rows"][0]
+    assert row["gamma_theorem"] == pytest.approx(1 / (2 + np.sqrt(4 + 5)))
+    paper, general, refuted = row["paper"], row["general"], row["refuted"]
+    assert paper["lo"] < 1.0 <= paper["hi"] and paper["hi"] / paper["lo"] <= 1.03  # gamma lam < 1
+    assert 1.3 < refuted["hi"] < 1.45 and refuted["hi"] / refuted["lo"] <= 1.03
+    assert general["lo"] >= 10 * paper["lo"]  # far beyond gamma lam = 1 (convex F)
+    assert paper["lo"] > row["gamma_theorem"]
+    assert all(k in ("optimal", "optimal_inaccurate", "infeasible", "unbounded", "user_limit") or k.startswith("solver")
+               for part in (paper, general) for k in part["statuses"])
+    assert refuted["statuses"].get("unbounded", 0) > 0
+
+
+def test_region_file_is_a_result_the_figures_read(small_region, tmp_path):
+    from stam.figures.results import load_file
+
+    res = load_file(small_region)
+    assert res.kind == "lyapunov-region"
+    data = json.loads(small_region.read_text())
+    data["rows"][0]["general"]["lo"] = "far"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"rows\[0\]\.general\.lo"):
+        load_file(bad)
+
+
+def test_figure_draws_the_two_zones(small_region):
+    """`stam plot admissible FILE` / `stam report`: the figure takes the region from the results."""
+    from stam.figures.report import make_figure
+    from stam.figures.results import load_results
+
+    fig = make_figure("admissible", load_results([small_region]))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(t.startswith("certified") for t in labels) and any(t.startswith("refuted") for t in labels)
+
+
+@pytest.mark.parametrize("argv", [
+    ["pep", "--region", "--out", "x.json", "--lam", "1"],
+    ["pep", "--region", "--out", "x.json", "--T", "2"],
+    ["pep", "--region", "--out", "x.json", "--free-start"],
+    ["pep", "--region"],  # no --out
+    ["pep", "--region", "--out", "x.json", "--lams", "1,-2"],
+    ["pep", "--region", "--out", "x.json", "--gamma-range", "5:1"],
+    ["pep", "--region", "--out", "x.json", "--gamma-range", "5"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--lams", "1"],
+    ["pep", "--gamma", "0.1", "--beta", "250", "--T", "1"],
+    ["pep", "--region", "--out", "x.json", "--lams", "1e200", "--betas", "10", "--gamma-range", "1:2"],
+])
+def test_region_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "error:" in err and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()

@@ -1,0 +1,585 @@
+"""Automated Lyapunov search for deterministic STAM (Taylor, Van Scoy, Lessard 2018).
+
+Question (issue 15): for which ``(gamma, lam, beta)`` does *some* Lyapunov function certify that
+deterministic STAM (Algorithm 1, eq. (algalg1), with the full gradient of ``G``) reaches
+stationarity at the rate ``O(1/T)``, for every problem of the class
+
+- ``G`` ``L1``-smooth, nonconvex, bounded below (Assumption ass2 (a1));
+- ``F`` closed, proper, convex, reached only through its proximal step eq. (algu);
+- ``H(x, y) = (lam/2)||x - y||^2`` (the network coupling; no oracle: its gradients and the x-step
+  eq. (algx) are affine in the iterates)?
+
+**Template.** The state of the iteration is ``(y^t, z^{t-1})``: from it the x-step eq. (algx)
+gives ``x^t``, the u-step eq. (algu) gives ``u^t = 2x^t - z^{t-1} - gamma s_t`` with
+``s_t = g_F(u^t)`` in ``dF(u^t)``, eq. (algz) gives ``z^t``, and eq. (algy) gives
+``y^{t+1} = y^t - (grad G(y^t) + lam (y^t - x^t)) / beta``.  Everything is invariant under
+translation, so one step of the method is described by the five vectors
+
+    w = y^t - z^{t-1},   g_t = grad G(y^t),   s_t,   g_{t+1} = grad G(y^{t+1}),   s_{t+1}
+
+and the four values ``G(y^t), G(y^{t+1}), F(u^t), F(u^{t+1})``.  The iterates are *computed* from
+these by the project's one STAM update (:func:`stam.algorithm.stam_init`, :func:`stam_step`)
+run on coefficient vectors, with the x-step derived in sympy from eq. (algx)
+(:func:`stam.theory.audit.derived_updates`) -- no second copy of the algorithm, and no torch.
+
+A potential is ``V_t = (nonnegative combination of function values at the iterates) + (a
+quadratic form in xi_t = (y^t - z^{t-1}, g_t, s_t))``, and the condition
+
+    V_{t+1} - V_t + rho S_t <= 0   for every (G, F) of the class
+
+(``S_t`` the stationarity measure of Theorem conv, as in :mod:`stam.theory.pep`:
+``||grad G(y^t) + lam (y^t - u^t)||^2 + ||lam (u^t - y^t) + s_t||^2``) is imposed through the
+interpolation conditions of the two points of each function in one step (``L1``-smooth:
+Taylor-Hendrickx-Glineur 2017, Thm 3.10; convex: ``F(u_i) >= F(u_j) + <s_j, u_i - u_j>``) with
+nonnegative multipliers (S-procedure): one small SDP (a 5 x 5 matrix inequality; with the
+lower bound below one more 3 x 3), maximising ``rho`` with the function-value weights at most 1.
+Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho T)``.  Two templates:
+
+- ``"paper"``: ``V_t = a (G(y^t) + H(x^t, y^t)) + b M_t``, ``0 <= a, b <= 1``, with ``M_t`` of
+  Lemma conv-lemma (eq. (eq651)).  Then ``V_0 - V_T <= delta0 + M0'_T`` (``delta_t >= 0``), so a
+  certificate proves ``min_{t<T} S_t <= (delta0 + M0'_T) / (rho T)`` for every ``T``: the very
+  normalisation of Theorem conv and of ``stam pep``.  The theorem's own bound, specialised to the
+  full gradient, is ``2 (1 + (L+M) A / beta^2)^T beta (delta0 + M0') / T >= 2 beta (...) / T``,
+  so ``1 / rho <= 2 beta`` means the certificate is at least as good as the theorem at every T.
+  Where this template is certified, ``stam pep``'s worst case is at most ``1 / (rho T)`` for every
+  T; where ``stam pep`` is unbounded at some T, no certificate of this template can exist
+  (and no bound of the theorem's form): the two are complementary.
+- ``"general"``: ``V_t = a G(y^t) + b F(u^t) + xi_t' P xi_t`` with ``P`` a free symmetric 3 x 3
+  matrix (it contains the paper's ``a = b``, ``P`` = the quadratic part of ``H + M_t``) and
+  ``a >= b >= 0``, ``a <= 1``; plus the condition that makes the bound mean something:
+  ``V_t >= b Phi^inf + (a - b) G^inf`` for every state, with ``Phi = F(x) + G(y) + H(x, y)`` the
+  objective of (model).  It is imposed as the 3 x 3 matrix inequality
+  ``xi' P xi - b m(g_t, u^t - y^t) + (a - b) ||g_t||^2 / (2 L1) >= 0`` where
+  ``Phi^inf <= F(u) + G(y) + m(g, u - y)``, ``m(g, d) = (lam/2)||d||^2 - ||g - lam d||^2 / (2 (L1 + lam))``
+  (the upper bound of ``G`` from ``L1``-smoothness, minimised over the second point) and
+  ``G^inf <= G(y) - ||g||^2 / (2 L1)`` (Lemma Lip-lemma).  Without it the numerator
+  ``V_0 - inf_t V_t`` could be infinite (an indefinite ``P`` with ``V -> -infinity`` along a run);
+  near the edge of the region it is what decides (e.g. ``lam = 1, gamma = 10, beta = 5``: certified
+  without it, not with it).  A certificate proves
+  ``min_{t<T} S_t <= (V_0 - b Phi^inf - (a - b) G^inf) / (rho T)``.  For the paper's ``V = delta + M``
+  one finds ``delta_t + M_t = Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lam)||r_t||^2`` with
+  ``r_t = (z^{t-1} - z^t)/gamma``, bounded below exactly when ``gamma lam <= 1``.
+
+**Why not AutoLyap.**  AutoLyap 0.2.1 (``pip install autolyap``, in the ``pep`` extra) was tried
+first; its representation does not fit STAM, so the SDP is written here with cvxpy:
+
+1. its problem is the one-variable inclusion ``0 in sum_i dF_i(y)`` on one space, with every
+   linear map of the method a scalar multiple of the identity (Kronecker form); STAM solves the
+   two-block problem (model) ``min F(x) + G(y) + H(x, y)`` whose stationarity measure (Theorem
+   conv) couples the blocks through ``H``, which is no component of such an inclusion;
+2. its interpolation conditions always include a common solution point ``y*`` of that inclusion
+   (pairs with ``star``), which STAM's class does not have (``G`` and ``F`` are queried at
+   different points, and the stationary point of (model) has ``x* != y*``);
+3. its sublinear analyses measure ``V >= 0`` relative to ``y*``; a nonconvex ``G`` needs the lower
+   bound ``G^inf`` (and ``Phi^inf``) modelled as above.  On the one case both can express,
+   gradient descent on an ``L``-smooth function, ``tests/test_lyapunov.py`` checks that AutoLyap and
+   this module agree on the threshold ``gamma = 2/L``.
+
+**Checks** (tests): gradient descent (:func:`gradient_descent`) and proximal gradient with a
+convex ``F`` (:func:`proximal_gradient`) are certified exactly for ``gamma < 2/L``; at parameters
+of Theorem conv the paper template gives ``1/rho`` below the theorem's constant; where the paper
+template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
+
+**Solver status** is never hidden: every :class:`Certificate` carries cvxpy's status, and a
+value of ``rho`` only counts as a certificate when the status is ``optimal`` and ``rho >=
+rho_min``; ``optimal_inaccurate``, ``infeasible``, ``unbounded``, solver errors are reported as
+such (Clarabel first, SCS when Clarabel is not conclusive, as :func:`stam.theory.pep.solve`).
+The matrix inequalities are re-checked in numpy on the returned values (``residual``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stam.errors import require
+
+#: the templates of the module docstring.
+TEMPLATES = ("paper", "general")
+#: smallest rate that counts as a certificate (L1 = 1 scale; see :func:`certify_stam`).
+RHO_MIN = 1e-7
+#: cvxpy statuses that end the solver chain.
+_CONCLUSIVE = ("optimal", "infeasible", "unbounded")
+
+
+# --------------------------------------------------------------------------- one step, symbolically
+class _Basis:
+    """Coefficient vectors: a vector of the method is a linear combination of ``nb`` basis vectors,
+    a function value one of ``nv`` basis values; inner products become ``nb x nb`` matrices."""
+
+    def __init__(self, nb: int, nv: int):
+        self.nb, self.nv = nb, nv
+
+    def vec(self, i: int) -> np.ndarray:
+        e = np.zeros(self.nb)
+        e[i] = 1.0
+        return e
+
+    def val(self, i: int) -> np.ndarray:
+        e = np.zeros(self.nv)
+        e[i] = 1.0
+        return e
+
+    def zero(self) -> np.ndarray:
+        return np.zeros(self.nb)
+
+
+def inner(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The symmetric matrix ``Q`` with ``<a, b> = e' Q e`` (``a, b`` coefficient vectors)."""
+    o = np.outer(a, b)
+    return (o + o.T) / 2
+
+
+def sq(a: np.ndarray) -> np.ndarray:
+    """``||a||^2`` as a matrix."""
+    return np.outer(a, a)
+
+
+@dataclass
+class Interp:
+    """One interpolation inequality ``lin . f + e' quad e <= 0``."""
+
+    name: str
+    lin: np.ndarray
+    quad: np.ndarray
+
+
+def smooth_pair(L: float, xi, gi, fi, xj, gj, fj, name: str) -> Interp:
+    """``L``-smooth (not necessarily convex) interpolation, Taylor et al. 2017 Thm 3.10 (PEPit's
+    ``SmoothFunction``): ``f_i - f_j >= -(L/4)||x_i - x_j||^2 + <g_i + g_j, x_i - x_j>/2 +
+    ||g_i - g_j||^2 / (4L)``, written as ``<= 0``."""
+    quad = -(L / 4) * sq(xi - xj) + 0.5 * inner(gi + gj, xi - xj) + sq(gi - gj) / (4 * L)
+    return Interp(name, fj - fi, quad)
+
+
+def convex_pair(xi, si, fi, xj, sj, fj, name: str) -> Interp:
+    """Convex interpolation ``F(x_i) >= F(x_j) + <s_j, x_i - x_j>``, written as ``<= 0``."""
+    return Interp(name, fj - fi, inner(sj, xi - xj))
+
+
+@dataclass
+class Piece:
+    """A term of a potential: ``lin . f + e' quad e`` at time t and at time t+1."""
+
+    name: str
+    lin_t: np.ndarray
+    quad_t: np.ndarray
+    lin_t1: np.ndarray
+    quad_t1: np.ndarray
+
+
+@dataclass
+class OneStep:
+    """Everything the SDP needs about one step of a method: the interpolation inequalities, the
+    weighted pieces of the potential (``V = sum_i theta_i piece_i + xi' P xi``), the state vectors
+    ``xi_t`` and ``xi_{t+1}`` (rows, for the free quadratic form), the measure ``S_t`` and, for the
+    lower bound, the forms ``low[name]`` with ``V_t - (lower bound) = sum_i theta_i low_i + xi' P xi``."""
+
+    basis: _Basis
+    interp: list[Interp]
+    pieces: list[Piece]
+    S: np.ndarray
+    xi_t: np.ndarray | None = None
+    xi_t1: np.ndarray | None = None
+    low: dict | None = None  # piece name -> matrix over the time-t basis
+    note: str = ""
+
+
+# --------------------------------------------------------------------------- the SDP
+@dataclass
+class Certificate:
+    """Outcome of one Lyapunov search.  ``certified`` only when the solver says ``optimal`` and
+    ``rho >= rho_min``; ``rho`` is the largest rate found (None without a solution)."""
+
+    certified: bool
+    rho: float | None
+    status: str
+    solver: str
+    seconds: float
+    theta: dict = field(default_factory=dict)
+    P: list | None = None
+    residual: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {"certified": self.certified, "rho": self.rho, "status": self.status, "solver": self.solver,
+                "seconds": self.seconds, "theta": self.theta, "P": self.P, "residual": self.residual,
+                **({"details": self.details} if self.details else {})}
+
+
+def _finite(v) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_min: float = RHO_MIN,
+           solver: str | None = None, solver_options: dict | None = None) -> Certificate:
+    """Maximise ``rho`` subject to ``V_{t+1} - V_t + rho S_t <= 0`` (S-procedure over
+    ``step.interp``), ``0 <= theta_i <= 1``, ``theta_{order[0]} >= theta_{order[1]}`` when ``order``
+    is given, ``P`` free when ``free_P``, and the lower bound ``step.low >= 0`` when given.
+    ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`."""
+    import contextlib
+    import io
+
+    import cvxpy as cp
+
+    nb = step.basis.nb
+    theta = {p.name: cp.Variable(nonneg=True, name=p.name) for p in step.pieces}
+    rho = cp.Variable(name="rho")
+    mu = cp.Variable(len(step.interp), nonneg=True, name="mu")
+    lin = 0
+    quad = rho * step.S
+    for p in step.pieces:
+        lin = lin + theta[p.name] * (p.lin_t1 - p.lin_t)
+        quad = quad + theta[p.name] * (p.quad_t1 - p.quad_t)
+    for k, c in enumerate(step.interp):
+        lin = lin - mu[k] * c.lin
+        quad = quad - mu[k] * c.quad
+    cons = [lin == 0] + [t <= 1 for t in theta.values()]
+    P = None
+    if free_P:
+        k = step.xi_t.shape[0]
+        P = cp.Variable((k, k), symmetric=True, name="P")
+        quad = quad + step.xi_t1.T @ P @ step.xi_t1 - step.xi_t.T @ P @ step.xi_t
+    D = cp.Variable((nb, nb), symmetric=True)
+    cons += [D == quad, D << 0]
+    if order is not None:
+        cons.append(theta[order[0]] >= theta[order[1]])
+    low_var = None
+    if step.low is not None:
+        k = step.xi_t.shape[0]
+        low = sum(theta[name] * mat for name, mat in step.low.items())
+        if free_P:
+            low = low + P
+        low_var = cp.Variable((k, k), symmetric=True)
+        cons += [low_var == low, low_var >> 0]
+    prob = cp.Problem(cp.Maximize(rho), cons)
+
+    from stam.theory.pep import SOLVER_DEFAULTS, _check_solver
+
+    name = _check_solver(solver)
+    chain = [name] if name else ["CLARABEL", "SCS"]
+    tried = []
+    start = time.perf_counter()
+    status, used = "not_solved", chain[0]
+    for used in chain:
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                prob.solve(solver=used, **{**SOLVER_DEFAULTS[used], **(solver_options or {}).get(used, {})})
+            status = prob.status
+        except cp.error.SolverError as exc:
+            status = f"solver_error: {str(exc).splitlines()[0]}"
+        if status in _CONCLUSIVE:
+            break
+        tried.append(f"{used}: {status}")
+    seconds = time.perf_counter() - start
+    has_value = status in ("optimal", "optimal_inaccurate") and rho.value is not None
+    r = _finite(rho.value) if has_value else None
+    cert = Certificate(certified=False, rho=r, status=status, solver=used, seconds=seconds)
+    if tried:
+        cert.details["fallback_from"] = tried
+    if has_value:
+        cert.theta = {k: float(v.value) for k, v in theta.items()}
+        cert.P = P.value.tolist() if P is not None else None
+        cert.residual = {
+            "decrease_max_eig": float(np.linalg.eigvalsh(_value(quad)).max()),
+            "values_abs": float(np.abs(_value(lin)).max()),
+        }
+        if low_var is not None:
+            cert.residual["lower_min_eig"] = float(np.linalg.eigvalsh(_value(low)).min())
+        cert.details["multipliers"] = {c.name: float(m) for c, m in zip(step.interp, mu.value)}
+        cert.certified = bool(status == "optimal" and r >= rho_min and _accurate(cert.residual, r, step.S))
+    return cert
+
+
+#: a solution counts when its matrix inequalities hold to this fraction of the rate's own term
+#: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||; lower-bound form >= -RESIDUAL_ABS).
+RESIDUAL_REL = 1e-2
+RESIDUAL_ABS = 1e-6
+
+
+def _accurate(residual: dict, rho: float, S: np.ndarray) -> bool:
+    """The solver's values satisfy the certificate's inequalities up to a small tolerance (they are
+    re-checked in numpy, not taken from the solver's word)."""
+    scale = rho * float(np.linalg.eigvalsh(S).max())
+    ok = residual["decrease_max_eig"] <= RESIDUAL_REL * scale and residual["values_abs"] <= RESIDUAL_REL * scale
+    return ok and residual.get("lower_min_eig", 0.0) >= -RESIDUAL_ABS
+
+
+def _value(expr) -> np.ndarray:
+    v = expr.value
+    v = np.asarray(v, dtype=float)
+    return (v + v.T) / 2 if v.ndim == 2 else v
+
+
+# --------------------------------------------------------------------------- known answers
+def gradient_descent(L: float, gamma: float, rho_min: float = RHO_MIN, solver: str | None = None) -> Certificate:
+    """``x_{t+1} = x_t - gamma grad f(x_t)``, ``f`` ``L``-smooth nonconvex, ``S_t = ||grad f(x_t)||^2``;
+    ``V = a f(x_t) + p ||grad f(x_t)||^2`` with ``V >= a f^inf`` (``p >= -a/(2L)``).
+    Certified exactly for ``gamma < 2/L``."""
+    B = _Basis(2, 2)  # g_t, g_{t+1}; f_t, f_{t+1}
+    g0, g1, f0, f1 = B.vec(0), B.vec(1), B.val(0), B.val(1)
+    x0 = B.zero()
+    x1 = x0 - gamma * g0
+    interp = [smooth_pair(L, x1, g1, f1, x0, g0, f0, "f(x1) vs f(x0)"),
+              smooth_pair(L, x0, g0, f0, x1, g1, f1, "f(x0) vs f(x1)")]
+    step = OneStep(B, interp, [Piece("a", f0, np.zeros((2, 2)), f1, np.zeros((2, 2)))], sq(g0),
+                   xi_t=np.array([g0]), xi_t1=np.array([g1]),
+                   low={"a": np.array([[1 / (2 * L)]])})
+    return search(step, free_P=True, rho_min=rho_min, solver=solver)
+
+
+def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: str | None = None) -> Certificate:
+    """``x_{t+1} = prox_{gamma F}(x_t - gamma grad G(x_t))``, ``G`` ``L``-smooth nonconvex, ``F``
+    convex; ``S_t = ||(x_t - x_{t+1}) / gamma||^2`` (gradient mapping).  Template: ``V = a G(x_t) +
+    b F(x_t) + xi' P xi``, ``xi_t = (g_t, s_t)`` (``s_t`` the subgradient of the previous prox),
+    ``a >= b``, with ``V >= b (F+G)^inf + (a-b) G^inf``.  Certified exactly for ``gamma < 2/L``."""
+    B = _Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
+    g0, s0, g1, s1 = (B.vec(i) for i in range(4))
+    G0, G1, F0, F1 = (B.val(i) for i in range(4))
+    x0 = B.zero()
+    x1 = x0 - gamma * (g0 + s1)
+    interp = [smooth_pair(L, x1, g1, G1, x0, g0, G0, "G(x1) vs G(x0)"),
+              smooth_pair(L, x0, g0, G0, x1, g1, G1, "G(x0) vs G(x1)"),
+              convex_pair(x1, s1, F1, x0, s0, F0, "F(x1) vs F(x0)"),
+              convex_pair(x0, s0, F0, x1, s1, F1, "F(x0) vs F(x1)")]
+    Z = np.zeros((4, 4))
+    xi_t, xi_t1 = np.array([g0, s0]), np.array([g1, s1])
+    # V_t - b (F+G)^inf - (a-b) G^inf >= xi' P xi + (a - b) ||g_t||^2 / (2L)  (F+G at x_t itself)
+    low = {"G": np.array([[1 / (2 * L), 0], [0, 0]]), "F": np.array([[-1 / (2 * L), 0], [0, 0]])}
+    pieces = [Piece("G", G0, Z, G1, Z), Piece("F", F0, Z, F1, Z)]
+    step = OneStep(B, interp, pieces, sq(x0 - x1) / gamma**2, xi_t=xi_t, xi_t1=xi_t1, low=low)
+    return search(step, free_P=True, order=("G", "F"), rho_min=rho_min, solver=solver)
+
+
+# --------------------------------------------------------------------------- STAM
+class _SymbolicOps:
+    """The operators of :mod:`stam.algorithm` on coefficient vectors: ``H = (lam/2)||x - y||^2``
+    with the x-step lambdified from the sympy derivation of eq. (algx), and a proximal step of
+    ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
+
+    def __init__(self, lam: float, subgradients: list):
+        from stam.theory.audit import derived_updates
+
+        self.lam = lam
+        self._x_step = derived_updates()[1]
+        self._s = list(subgradients)
+
+    def grad_y_H(self, x, y):
+        return self.lam * (y - x)
+
+    def grad_x_H(self, x, y):
+        return self.lam * (x - y)
+
+    def prox_H(self, z, y, gamma):
+        return np.asarray(self._x_step(y, z, gamma, self.lam), dtype=float)
+
+    def prox_F(self, v, gamma):
+        return v - gamma * self._s.pop(0)
+
+
+def _validate(lam, gamma, beta, L1):
+    for name, value in (("lam", lam), ("gamma", gamma), ("beta", beta), ("L1", L1)):
+        require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
+                f"{name}={value} must be a finite number > 0")
+
+
+def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general") -> OneStep:
+    """One step of deterministic STAM as an :class:`OneStep` (module docstring: basis, template)."""
+    _validate(lam, gamma, beta, L1)
+    require(template in TEMPLATES, f"template={template!r}; allowed: {', '.join(TEMPLATES)}")
+    from stam.algorithm import stam_init, stam_step
+
+    B = _Basis(5, 4)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
+    w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
+    G0, G1, F0, F1 = (B.val(i) for i in range(4))
+    ops = _SymbolicOps(lam, [s0, s1])
+    st0 = stam_init(w, ops, gamma, z_prev=B.zero())  # x^t, u^t, z^t from (y^t, z^{t-1}) = (w, 0)
+    st1 = stam_step(st0, g0, ops, gamma, beta)  # eq. (algy), (algx), (algu), (algz)
+    interp = [smooth_pair(L1, st1.y, g1, G1, st0.y, g0, G0, "G(y^t+1) vs G(y^t)"),
+              smooth_pair(L1, st0.y, g0, G0, st1.y, g1, G1, "G(y^t) vs G(y^t+1)"),
+              convex_pair(st1.u, s1, F1, st0.u, s0, F0, "F(u^t+1) vs F(u^t)"),
+              convex_pair(st0.u, s0, F0, st1.u, s1, F1, "F(u^t) vs F(u^t+1)")]
+
+    def S(st, g, s):  # Theorem conv's measure, as in stam.theory.pep.stam_pep
+        return sq(g + ops.grad_y_H(st.u, st.y)) + sq(ops.grad_x_H(st.u, st.y) + s)
+
+    def H(st):
+        return lam / 2 * sq(st.x - st.y)
+
+    def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
+        x, u, z = st.x, st.u, st.z
+        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+
+    xi_t = np.array([st0.y - B.zero(), g0, s0])  # (y^t - z^{t-1}, g_t, s_t)
+    xi_t1 = np.array([st1.y - st0.z, g1, s1])
+    if template == "paper":
+        pieces = [Piece("a", G0, H(st0), G1, H(st1)), Piece("b", F0, M_quad(st0), F1, M_quad(st1))]
+        return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1,
+                       note="V = a (G + H) + b M_t")
+    Z = np.zeros((5, 5))
+    pieces = [Piece("a", G0, Z, G1, Z), Piece("b", F0, Z, F1, Z)]
+    # V_t - b Phi^inf - (a - b) G^inf >= xi' P xi - b m(g_t, u^t - y^t) + (a - b) ||g_t||^2 / (2 L1)
+    # written over the time-t basis (w, g_t, s_t): coefficient rows of the time-t vectors
+    d = (st0.u - st0.y)[:3]  # u^t - y^t over (w, g_t, s_t)
+    gt = g0[:3]
+    m = lam / 2 * sq(d) - sq(gt - lam * d) / (2 * (L1 + lam))
+    low = {"a": sq(gt) / (2 * L1), "b": -m - sq(gt) / (2 * L1)}
+    # xi_t = (w, g_t, s_t) is the time-t part of the basis itself, so these forms are over xi_t
+    assert np.allclose(xi_t[:, :3], np.eye(3)) and np.allclose(xi_t[:, 3:], 0)
+    return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1, low=low,
+                   note="V = a G + b F + xi' P xi")
+
+
+def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
+                 rho_min: float = RHO_MIN, solver: str | None = None, solver_options: dict | None = None) -> Certificate:
+    """The best certificate of ``template`` for deterministic STAM at ``(lam, gamma, beta)``."""
+    with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
+        step = stam_step_sdp(lam, gamma, beta, L1, template)
+    if template == "paper":
+        cert = search(step, rho_min=rho_min, solver=solver, solver_options=solver_options)
+    else:
+        cert = search(step, free_P=True, order=("a", "b"), rho_min=rho_min, solver=solver,
+                      solver_options=solver_options)
+    cert.details["template"] = step.note
+    return cert
+
+
+# --------------------------------------------------------------------------- the certified region
+#: defaults of :func:`region` (``stam pep --region``): 12 lambdas on a log grid, gamma searched on
+#: [1e-4, 1e4] (log bisection to a ratio of 1.02), beta on a log grid, refutation at T = 1, 2.
+REGION_LAMS = tuple(float(v) for v in np.logspace(-2, 1.5, 12))
+REGION_BETAS = tuple(float(v) for v in np.logspace(0, 6, 13))
+REGION_GAMMA_RANGE = (1e-4, 1e4)
+REGION_RTOL = 0.02
+REFUTE_TS = (1, 2)
+REFUTE_BETAS = (10.0, 1e3, 1e5)
+
+
+def _bisect(test, lo: float, hi: float, rtol: float):
+    """Log bisection of a property that holds at small gamma and fails at large: returns
+    ``(last holding, first failing, calls)``; ``None`` for an end that was never met."""
+    calls = 0
+    ok_lo, calls = test(lo), calls + 1
+    if not ok_lo:
+        return None, lo, calls
+    ok_hi, calls = test(hi), calls + 1
+    if ok_hi:
+        return hi, None, calls
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        calls += 1
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, calls
+
+
+def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
+                    gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None) -> dict:
+    """The largest gamma with a certificate of ``template`` for some beta of ``betas`` (log bisection
+    on ``gamma_range``; it assumes that certified gammas form an interval from below, and reports
+    the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
+    ``hi`` the smallest uncertified one above it (None: certified up to ``gamma_range[1]``),
+    ``beta`` and ``rho`` of the certificate at ``lo``, and the count of every solver status."""
+    statuses: dict[str, int] = {}
+    found: dict[float, tuple] = {}
+    slowest = [0.0]
+    order = list(betas)[::-1]
+
+    def test(gamma):
+        for beta in list(order):
+            c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver)
+            statuses[c.status] = statuses.get(c.status, 0) + 1
+            slowest[0] = max(slowest[0], c.seconds)
+            if c.certified:
+                found[gamma] = (beta, c.rho)
+                order.remove(beta)
+                order.insert(0, beta)  # try the last good beta first next time
+                return True
+        return False
+
+    lo, hi, _ = _bisect(test, *gamma_range, rtol)
+    beta, rho = found.get(lo, (None, None))
+    return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
+            "solves": sum(statuses.values()), "slowest_solve": slowest[0]}
+
+
+def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
+                  rtol: float = REGION_RTOL, solver: str | None = None) -> dict:
+    """The smallest gamma where ``stam pep`` (:func:`stam.theory.pep.stam_pep`) is *unbounded* at
+    some ``T`` of ``Ts`` for every beta of ``betas``: there ``min_{t<T} S_t`` is not bounded by any
+    multiple of ``delta0 + M0'_T`` (for convex F, so not for the paper's general F either), so no
+    bound of Theorem conv's form holds and no certificate of the ``"paper"`` template exists.
+    ``lo`` the largest gamma found not refuted, ``hi`` the smallest refuted one (None: none)."""
+    from stam.theory.pep import stam_pep
+
+    statuses: dict[str, int] = {}
+
+    def refuted(gamma):
+        for beta in betas:
+            hit = False
+            for T in Ts:
+                r = stam_pep(lam, gamma, beta, T, L1=L1, solver=solver)
+                statuses[r.status] = statuses.get(r.status, 0) + 1
+                if r.status == "unbounded":
+                    hit = True
+                    break
+            if not hit:
+                return False
+        return True
+
+    lo, hi, _ = _bisect(lambda g: not refuted(g), *gamma_range, rtol)
+    return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values())}
+
+
+def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
+           rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
+           progress=None) -> dict:
+    """The ``lyapunov-region`` result (``stam pep --region``): for each lambda the certified gamma
+    of both templates, the refuted gamma, and Theorem conv's ``gamma_max(lam)``."""
+    from stam.io import provenance
+    from stam.theory import numeric
+
+    for name, value in (("L1", L1), ("rtol", rtol)):
+        require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
+    require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
+            f"gamma range {gamma_range} must be 0 < lo < hi < inf")
+    start = time.perf_counter()
+    rows = []
+    for lam in lams:
+        _validate(float(lam), 1.0, 1.0, L1)
+        t0 = time.perf_counter()
+        gen = certified_gamma(lam, "general", betas, L1, gamma_range, rtol, solver)
+        pap = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver)
+        ref = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver)
+        gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
+        row = {"lam": float(lam), "gamma_theorem": gmax, "general": gen, "paper": pap, "refuted": ref,
+               "seconds": time.perf_counter() - t0}
+        rows.append(row)
+        if progress is not None:
+            progress(row)
+    return {
+        "kind": "lyapunov-region",
+        "provenance": provenance(),
+        "L1": L1,
+        "betas": [float(b) for b in betas],
+        "gamma_range": [float(g) for g in gamma_range],
+        "rtol": rtol,
+        "refute_Ts": [int(T) for T in refute_Ts],
+        "refute_betas": [float(b) for b in refute_betas],
+        "rows": rows,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+__all__ = ["TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
+           "certify_stam", "certified_gamma", "refuted_gamma", "region"]
