@@ -11,12 +11,28 @@ weights.  The parameters hold ``U``; no optimiser state.  (The projected SGD of 
 
 from __future__ import annotations
 
-from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, project_layer
+from torch import Tensor
+
+from stam.algorithm import QuantizedState, psgd_step
+from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
+from stam.operators import IndicatorQ
+
+#: F = I_Q with each layer one block: the projection of eq. (0411) (its prox)
+LAYER_Q = IndicatorQ(None)
+
+
+def psgd_kernel(Ws: list[Tensor], Gs: list[Tensor], lr: Tensor, weight_decay: Tensor | None) -> None:
+    """eq. (alg:PSGD) on every layer of a group, in place (the parameters hold ``U``): each layer
+    is one run (R = 1) of the shared :func:`stam.algorithm.psgd_step`."""
+    for W, G in zip(Ws, Gs):
+        g = G if weight_decay is None else G + weight_decay * W
+        W.copy_(psgd_step(QuantizedState(W.unsqueeze(0), W.unsqueeze(0)), g.unsqueeze(0), LAYER_Q, lr).u.squeeze(0))
 
 
 class PSGD(QuantizingOptimizer):
-    """PSGD, eq. (alg:PSGD).  Hyperparameters per group: ``lr``, ``weight_decay``.  Every group
-    takes the SGD step; quantised groups differ only in :meth:`binary_weights` (``Proj_Q(U)``)."""
+    """PSGD, eq. (alg:PSGD).  Hyperparameters per group: ``lr``, ``weight_decay``.  Quantised groups
+    take :func:`psgd_kernel` (the shared step), the others SGD; they differ in
+    :meth:`binary_weights` (``Proj_Q(U)``)."""
 
     def __init__(self, params, lr: float, weight_decay: float = 0.0, compile: bool | str = "auto"):
         check_hyper(dict(lr=lr), dict(weight_decay=weight_decay))
@@ -26,7 +42,12 @@ class PSGD(QuantizingOptimizer):
         return group["lr"]
 
     def _quantized_step(self, group: dict) -> None:
-        self._float_step(group)  # plain SGD on U (parameters without a gradient are skipped, as in SGD)
+        params = [p for p in group["params"] if p.grad is not None]  # as in SGD: no gradient, no step
+        if not params:
+            return
+        wd = hyper_tensor(group["weight_decay"], params[0]) if group["weight_decay"] else None
+        self._run(psgd_kernel, group, [p.detach() for p in params], [p.grad for p in params],
+                  hyper_tensor(group["lr"], params[0]), wd)
 
     def _binary_values(self):
         return [(p, project_layer(p.detach())) for g in self._quantized_groups() for p in g["params"]]
@@ -35,4 +56,4 @@ class PSGD(QuantizingOptimizer):
         return []  # the parameters hold U
 
 
-__all__ = ["PSGD"]
+__all__ = ["PSGD", "psgd_kernel"]

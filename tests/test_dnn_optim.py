@@ -104,6 +104,20 @@ def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules():
         assert torch.allclose(opts[0].stationarity_proxies()[k], opts[1].stationarity_proxies()[k], rtol=1e-4)
 
 
+@pytest.mark.parametrize("algo", ["bc", "br", "psgd"])
+def test_compiled_bc_br_psgd_kernels_agree_with_eager(algo):
+    """The compiled kernels call the shared steps of stam.algorithm (bc_step, br_step, psgd_step)
+    as the eager ones do: the same iterates, schedules included."""
+    ms = [mlp(16, torch.float32), mlp(16, torch.float32)]
+    opts = [MAKERS[algo](groups(ms[0]), compile=False), MAKERS[algo](groups(ms[1]), compile=True)]
+    for m, opt in zip(ms, opts):
+        train(m, opt, 3)
+    for p, q in zip(*(m.parameters() for m in ms)):
+        assert torch.allclose(p, q, rtol=1e-5, atol=1e-6)
+        for k in opts[0].state.get(p, {}):
+            assert torch.allclose(opts[0].state[p][k], opts[1].state[q][k], rtol=1e-5, atol=1e-6)
+
+
 # --------------------------------------------------------------------------- by hand
 
 
