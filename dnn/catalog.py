@@ -15,8 +15,9 @@ tests parametrised over :data:`NAMES` then check it.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+
+from stam.registry import load, lookup
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,7 @@ class Algorithm:
     theorem: bool = False
 
     def optimizer_class(self):
-        module, _, name = self.optimizer.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return load(self.optimizer)
 
     def constructor_args(self, hyper: dict) -> dict:
         """The optimiser's keyword arguments from the hyperparameters of the first epoch."""
@@ -69,10 +69,7 @@ NAMES = tuple(a.name for a in ALGORITHMS)
 
 def algorithm(name: str) -> Algorithm:
     """The algorithm called ``name``; ``KeyError`` naming the known ones."""
-    for a in ALGORITHMS:
-        if a.name == name:
-            return a
-    raise KeyError(f"unknown algorithm {name!r}; choose one of {', '.join(NAMES)}")
+    return lookup(ALGORITHMS, name, "algorithm")
 
 
 #: The networks (built by :func:`stam.dnn.models.build_model`) with the names tables give them.

@@ -11,8 +11,9 @@ To add a figure: write ``draw(results, nc) -> matplotlib Figure`` in a module of
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
+
+from stam.registry import load, lookup
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,7 @@ class FigureKind:
     help: str
 
     def _load(self, ref: str):
-        module, _, function = ref.partition(":")
-        return getattr(importlib.import_module(module), function)
+        return load(ref)
 
     def figure(self, results, nc=None):
         """The matplotlib figure for ``results`` (a :class:`stam.figures.results.ResultSet`)."""
@@ -80,10 +80,8 @@ NAMES = tuple(f.name for f in FIGURES)
 
 
 def figure_kind(name: str) -> FigureKind:
-    for f in FIGURES:
-        if f.name == name:
-            return f
-    raise KeyError(f"unknown figure kind {name!r}; choose one of: {', '.join(NAMES)}")
+    """The figure kind called ``name``; ``KeyError`` naming the known ones."""
+    return lookup(FIGURES, name, "figure kind")
 
 
 __all__ = ["FigureKind", "FIGURES", "NAMES", "figure_kind"]

@@ -10,8 +10,9 @@ To add a family: write its builder in :mod:`stam.synthetic.problems` (a function
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+
+from stam.registry import load, lookup
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,7 @@ class Family:
 
     def make(self, **kwargs):
         """The problem instance (imports torch)."""
-        module, _, function = self.build.partition(":")
-        return getattr(importlib.import_module(module), function)(**self.fixed, **kwargs)
+        return load(self.build)(**self.fixed, **kwargs)
 
 
 FAMILIES = (
@@ -59,10 +59,7 @@ MAP_NAMES = tuple(f.name for f in FAMILIES if f.quadratic_coupling)
 
 def family(name: str) -> Family:
     """The family called ``name``; ``KeyError`` naming the known ones."""
-    for f in FAMILIES:
-        if f.name == name:
-            return f
-    raise KeyError(f"unknown problem {name!r}; known: {', '.join(NAMES)}")
+    return lookup(FAMILIES, name, "problem")
 
 
 #: The STAM settings of the paper's Table para that ``stam synthetic run --preset`` takes as

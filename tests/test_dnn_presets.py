@@ -164,5 +164,5 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
     assert tune.search_space(name)  # declared in presets.json
     args = build_parser().parse_args(["train", "--algo", name, "--model", "mlp", "--dataset", "digits"])
     assert args.algo == name
-    with pytest.raises(KeyError, match="choose one of stam, bc, br, psgd, float"):
+    with pytest.raises(KeyError, match="choose one of: stam, bc, br, psgd, float"):
         catalog.algorithm("adam")

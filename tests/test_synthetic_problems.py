@@ -91,7 +91,7 @@ def test_each_family_of_the_registry_builds_what_it_declares(name):
     p = make_problem(name, n=4, N=8, b=2)
     assert p.name == name and ("lam" in p.params) == f.lam and p.quantised == f.quantised
     assert f.quadratic_coupling == (type(p.H).__name__ == "Quadratic")
-    with pytest.raises(KeyError, match="known: " + ", ".join(PROBLEM_NAMES)):
+    with pytest.raises(KeyError, match="choose one of: " + ", ".join(PROBLEM_NAMES)):
         make_problem("nope")
     assert tuple(PROBLEMS) == PROBLEM_NAMES  # the dict is built from the registry
 
