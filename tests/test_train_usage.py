@@ -1,5 +1,6 @@
-"""``stam train --out``: a run folder that cannot be one is a one-line error (exit 2) before any
-work: no data loaded, nothing written (issue 12, item 1)."""
+"""``stam train`` settings that cannot work are one-line errors (exit 2) before any work: no data
+loaded, nothing written: an ``--out`` that cannot be a run folder (issue 12, item 1), a
+``--schedule-scale`` that sends an epoch to paper epoch infinity (item 2)."""
 
 import pytest
 
@@ -54,3 +55,22 @@ def test_a_usable_out_still_trains(tmp_path, capsys):
     out = tmp_path / "new" / "deeper" / "run"
     assert _rc([*ARGV, "--out", str(out)]) == 0
     assert {p.name for p in out.iterdir()} == {"config.json", "log.jsonl", "summary.json", "checkpoint.pt"}
+
+
+def test_a_schedule_scale_that_sends_an_epoch_to_infinity_is_refused_before_any_work(tmp_path, capsys, no_work):
+    """Issue 12, item 2: --schedule-scale 1e-320 with 2 epochs overflowed after the first epoch."""
+    out = tmp_path / "run"
+    assert _rc([*ARGV[:-4], "--epochs", "2", "--schedule-scale", "1e-320", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--schedule-scale 1e-320 is too small" in err and not out.exists()
+
+
+def test_schedules_far_beyond_the_paper_epochs_stay_numbers():
+    from stam.dnn import presets
+
+    grow = {"from": 1, "value": 1.0, "decay": {"factor": 1.02}}
+    assert presets.value_at([grow], 10**9) == float("inf")
+    assert presets.value_at([{**grow, "decay": {"factor": 1.02, "max": 5.0}}], 10**9) == 5.0
+    assert presets.value_at([{**grow, "decay": {"factor": 0.5}}], 10**9) == 0.0
+    preset = presets.resolve(None, "br", "digits", schedule_scale=1e-300, epochs=2)
+    assert preset.paper_epoch(2) > 10**299 and preset.at(2)["lr"] >= 0
