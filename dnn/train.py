@@ -5,8 +5,8 @@ A run directory holds ``config.json`` (the resolved settings), ``log.jsonl`` (on
 epoch: train loss/accuracy, test accuracy with binary and with float weights, the
 hyperparameters in force, STAM's stationarity proxies averaged over the epoch and the check of
 Theorem conv's conditions for the (gamma, lambda, beta) in force), ``summary.json`` and
-``checkpoint.pt`` (after every epoch, atomically).  ``resume=True`` continues from the
-checkpoint exactly: model, optimiser, the global torch RNG and the two generators (shuffling,
+``checkpoint.pt`` (after every epoch, atomically, sealed with a content hash: :mod:`stam.dnn.checkpoint`,
+which also checks it on a resume).  ``resume=True`` continues from the checkpoint exactly: model, optimiser, the global torch RNG and the two generators (shuffling,
 augmentation) are restored, and the hyperparameters of an epoch are a function of the epoch
 alone (:mod:`stam.dnn.presets`).
 
