@@ -26,6 +26,7 @@ import math
 import re
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -173,12 +174,25 @@ def verified_epoch(path: Path) -> tuple[int | None, str]:
     return (epoch, "") if isinstance(epoch, int) and not isinstance(epoch, bool) else (None, "its epoch is not an integer")
 
 
-def read(path: Path, template: dict, param_shapes: list, record_keys: tuple, flag: str = "--resume") -> dict:
-    """The checkpoint at ``path``, loaded, validated against ``template`` and verified (module
+class Expected(NamedTuple):
+    """What a checkpoint of this run must look like: ``payload``, a checkpoint payload built for
+    this run by the writer's own function before any training (model, optimiser, RNG and
+    sign-flip state, config); the shapes of the optimiser's parameters in its order; the keys of a
+    log record; the parameter-group keys the schedule sets every epoch (any finite number is
+    accepted there, every other group key must equal this run's)."""
+
+    payload: dict
+    param_shapes: list
+    record_keys: tuple
+    schedule_keys: frozenset
+
+
+def read(path: Path, expected: Expected, flag: str = "--resume") -> dict:
+    """The checkpoint at ``path``, loaded, validated against ``expected`` and verified (module
     docstring); tensors on the CPU."""
     ckpt = load(path, flag)
     try:
-        validate(ckpt, template, path, param_shapes, record_keys, flag)
+        validate(ckpt, expected, path, flag)
         verify(ckpt, path, flag)
     except RecursionError:
         _fail(path, "", "is nested too deeply to be a stam train checkpoint", flag)
@@ -289,7 +303,7 @@ def _check_config(config, like: dict, path, flag) -> None:
                          "resume on the same kind of device")
 
 
-def _check_optimizer(opt, like: dict, param_shapes: list, path, flag) -> None:
+def _check_optimizer(opt, like: dict, param_shapes: list, schedule_keys: frozenset, path, flag) -> None:
     if not isinstance(opt, dict) or set(opt) != {"state", "param_groups"}:
         _fail(path, "optimizer", "must be an optimiser state_dict (a dict of state and param_groups)", flag)
     groups, like_groups = opt["param_groups"], like["param_groups"]
@@ -302,10 +316,16 @@ def _check_optimizer(opt, like: dict, param_shapes: list, path, flag) -> None:
         params = g.get("params")
         if not isinstance(params, list) or not all(_int(i) for i in params) or params != lg["params"]:
             _fail(path, f"{field}.params", f"must be the parameter indices {lg['params']}", flag)
-        for k, v in lg.items():  # the hyperparameters this optimiser reads
-            if k != "params" and (k not in g or not _same_kind(g[k], v) or (_number(v) and not math.isfinite(g[k]))):
-                got = "missing" if k not in g else f"{_kind(g[k])} {_show(g[k])}"
-                _fail(path, f"{field}.{k}", f"must be {_kind(v)}, not {got}", flag)
+        for k, v in lg.items():  # the settings this optimiser reads
+            if k == "params":
+                continue
+            if k not in g:
+                _fail(path, f"{field}.{k}", "is missing", flag)
+            if k in schedule_keys:  # set from the schedule at the start of every epoch
+                if not (_number(g[k]) and math.isfinite(g[k])):
+                    _fail(path, f"{field}.{k}", f"must be a finite number, not {_show(g[k])}", flag)
+            elif not (g[k] == v if _number(v) and _number(g[k]) else type(g[k]) is type(v) and g[k] == v):
+                _fail(path, f"{field}.{k}", f"must be {_show(v)}, as this run's optimiser has it, not {_show(g[k])}", flag)
     state = opt["state"]
     if not isinstance(state, dict):
         _fail(path, "optimizer.state", f"must be a dict, not {_kind(state)}", flag)
@@ -377,10 +397,9 @@ def _check_log(log, epoch, record_keys: tuple, path, flag) -> None:
                 _fail(path, f"{field}.{k}", f"must be a number or null, not {_kind(r[k])}", flag)
 
 
-def validate(ckpt: dict, template: dict, path: Path, param_shapes: list, record_keys: tuple, flag: str = "--resume") -> None:
-    """``ckpt`` has the structure of ``template`` (a checkpoint payload built for this run by the
-    writer's own function, before any training: its model, optimiser, RNG and sign-flip state, its
-    config); see the module docstring."""
+def validate(ckpt: dict, expected: Expected, path: Path, flag: str = "--resume") -> None:
+    """``ckpt`` has the structure ``expected`` describes (see the module docstring)."""
+    template = expected.payload
     missing = [k for k in (*KEYS, "sha256") if k not in ckpt]
     extra = [k for k in ckpt if k not in (*KEYS, "sha256")]
     if missing:
@@ -391,13 +410,13 @@ def validate(ckpt: dict, template: dict, path: Path, param_shapes: list, record_
     epoch = ckpt["epoch"]
     if not _int(epoch) or epoch < 0:
         _fail(path, "epoch", f"must be a non-negative integer, not {_show(epoch)}" + ("" if _int(epoch) else f" ({_kind(epoch)})"), flag)
-    _check_log(ckpt["log"], epoch, record_keys, path, flag)
+    _check_log(ckpt["log"], epoch, expected.record_keys, path, flag)
     if not _number(ckpt["seconds"]) or not math.isfinite(ckpt["seconds"]) or ckpt["seconds"] < 0:
         _fail(path, "seconds", f"must be a finite number >= 0, not {_show(ckpt['seconds'])}", flag)
     _same_structure(ckpt["model"], template["model"], path, "model", flag)
-    _check_optimizer(ckpt["optimizer"], template["optimizer"], param_shapes, path, flag)
+    _check_optimizer(ckpt["optimizer"], template["optimizer"], expected.param_shapes, expected.schedule_keys, path, flag)
     _check_rng(ckpt["rng"], template["rng"], torch.device(template["config"]["device"]).type, path, flag)
     _same_structure(ckpt["signs"], template["signs"], path, "signs", flag)
 
 
-__all__ = ["FORMAT", "KEYS", "digest", "seal", "write", "load", "verify", "validate", "read", "verified_epoch"]
+__all__ = ["FORMAT", "KEYS", "Expected", "digest", "seal", "write", "load", "verify", "validate", "read", "verified_epoch"]

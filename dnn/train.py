@@ -382,9 +382,9 @@ def _resume(s: Setup) -> Done:
     its structure against this run's and its content hash (:mod:`stam.dnn.checkpoint`) and that the
     run's settings are the same (only ``epochs`` may change)."""
     path = s.out / "checkpoint.pt"
-    template = _payload(s, Done(), 0)
-    shapes = [p.shape for g in s.opt.param_groups for p in g["params"]]
-    ckpt = checkpoint.read(path, template, shapes, RECORD_KEYS)
+    expected = checkpoint.Expected(_payload(s, Done(), 0), [p.shape for g in s.opt.param_groups for p in g["params"]],
+                                   RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"})  # BR's phase: the schedule's too
+    ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
     changed = [k for k in RUN_IDENTITY if old.get(k) != s.config[k]]
     if changed:
