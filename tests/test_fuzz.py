@@ -14,7 +14,10 @@ the working directory, and asserts:
   after), and no numpy ``RuntimeWarning`` leaks.
 
 Expensive commands run tiny sizes (``synthetic run --quick``, small ``--n``/``--N``/``--budget``,
-PEP horizons of 1 or 2, or a horizon the size limit refuses).  The number of examples is the
+PEP horizons of 1 or 2, or a horizon the size limit refuses, ``train`` one epoch of digits without
+``--download``).  ``train --resume`` gets a real checkpoint changed in one place (a value, a key, a
+byte, a truncation; half of the edits re-sealed with a fresh content hash), ``table`` malformed
+``summary.json``/``log.jsonl`` files beside a good run.  The number of examples is the
 hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
