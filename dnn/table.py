@@ -20,6 +20,7 @@ from stam.dnn import presets
 from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES
 from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
+from stam.figures.results import SCHEMAS, _read_json, validate
 
 DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
 COLUMN_ORDER = ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
@@ -37,8 +38,6 @@ def collect(runs_dir: str | Path, skipped: list | None = None) -> list[dict]:
     other one (unreadable, invalid, not a run summary, of an unknown model or data set) is appended
     to ``skipped`` as a :class:`Skipped`, never left out silently.  The summaries are checked
     against the one schema of the file (:data:`stam.figures.results.SCHEMAS`)."""
-    from stam.figures.results import SCHEMAS, _read_json, validate
-
     root = Path(runs_dir)
     if not root.is_dir():
         raise UsageError(f"{runs_dir}: not a directory; give the folder that holds the run directories")

@@ -29,11 +29,11 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from stam.dnn import data as data_mod
 from stam.dnn import checkpoint, distributed, presets
+from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
-from stam.io import atomic_write_json, check_out_dir, atomic_write_text, bar_disable, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
 from stam.quantize import sign_changes, signs
 
 CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
