@@ -191,8 +191,14 @@ def _train(args) -> int:
 
 
 def _table(args) -> int:
+    import sys
+
     from stam.dnn.table import render
 
-    print(render(args.runs_dir, latex=args.latex, dataset=args.dataset, with_time=args.time,
-                 metric="paper" if args.paper_metric else "selected"))
+    skipped: list = []
+    text = render(args.runs_dir, latex=args.latex, dataset=args.dataset, with_time=args.time,
+                  metric="paper" if args.paper_metric else "selected", skipped=skipped)
+    for s in skipped:  # one line each: the file and why
+        print(f"stam table: skipped {s.path}: {s.why}", file=sys.stderr)
+    print(text)
     return 0

@@ -92,7 +92,10 @@ def value_at(spec, epoch: int, dataset: str = "default") -> float:
         every = decay.get("every", 1)
         last = min(epoch, decay.get("until", epoch))
         n = (last - start) // every + 1 if last >= start else 0
-        value *= decay["factor"] ** n
+        try:
+            value *= decay["factor"] ** n
+        except OverflowError:  # a growth factor far beyond the paper's epochs: the clamp below applies
+            value = math.inf
         value = min(max(value, decay.get("min", -math.inf)), decay.get("max", math.inf))
     return value
 
@@ -213,6 +216,9 @@ def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | 
         schedule_scale = (epochs or table()["defaults"]["epochs"]) / table()["defaults"]["epochs"]
     if not (isinstance(schedule_scale, (int, float)) and math.isfinite(schedule_scale) and schedule_scale > 0):
         raise UsageError(f"--schedule-scale {schedule_scale!r} must be a number > 0 or 'auto'")
+    if epochs and not math.isfinite((epochs - 1) / schedule_scale):
+        raise UsageError(f"--schedule-scale {schedule_scale!r} is too small: epoch {epochs} of the run would follow paper epoch "
+                         f"infinity; give a scale of at least {(epochs - 1) / 1e300:.3g}")
     label = entry["label"] + ("*" if overrides else "")
     return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
 

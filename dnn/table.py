@@ -12,32 +12,62 @@ diverged are left out of the cells and counted under the table.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 from stam.dnn import presets
-from stam.dnn.models import DISPLAY_NAMES, MODEL_NAMES
+from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES
+from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
+from stam.figures.results import SCHEMAS, _read_json, validate
 
 DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
 COLUMN_ORDER = ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
 
 
-def collect(runs_dir: str | Path) -> list[dict]:
-    """Every ``summary.json`` of kind ``train-run`` under ``runs_dir``."""
+class Skipped(NamedTuple):
+    """A ``summary.json`` the table could not use, and why (one line)."""
+
+    path: Path
+    why: str
+
+
+def collect(runs_dir: str | Path, skipped: list | None = None) -> list[dict]:
+    """Every ``summary.json`` of kind ``train-run`` under ``runs_dir`` that the table can use; each
+    other one (unreadable, invalid, not a run summary, of an unknown model or data set) is appended
+    to ``skipped`` as a :class:`Skipped`, never left out silently.  The summaries are checked
+    against the one schema of the file (:data:`stam.figures.results.SCHEMAS`)."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise UsageError(f"{runs_dir}: not a directory; give the folder that holds the run directories")
     out = []
+    skipped = [] if skipped is None else skipped
     for path in sorted(root.rglob("summary.json")):
         try:
-            s = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            s = _read_json(path)
+            validate(s, SCHEMAS["summary.json"], path)
+        except UsageError as exc:
+            skipped.append(Skipped(path, str(exc).removeprefix(f"{path}: ")))
             continue
-        if isinstance(s, dict) and s.get("kind") == "train-run":
+        why = _unusable(s)
+        if why:
+            skipped.append(Skipped(path, why))
+        else:
             out.append(s)
     return out
+
+
+def _unusable(s: dict) -> str | None:
+    """Why the valid summary ``s`` cannot be a cell of the table, or None."""
+    if s.get("kind") != "train-run":
+        return f"not a stam train summary (kind {str(s.get('kind'))[:40]!r}, expected 'train-run')"
+    for key, known in (("model", MODEL_NAMES), ("dataset", DATASET_NAMES)):
+        if s.get(key) not in known:
+            return f"field {key} names an unknown {key} {str(s.get(key))[:40]!r} (known: {', '.join(known)})"
+    if not isinstance(s.get("algo"), str):
+        return "field algo is missing"
+    return None
 
 
 METRICS = ("selected", "paper")
@@ -89,9 +119,9 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
         value = best_accuracy(s, metric)
         if s.get("dataset") != dataset or value is None or not completed(s):
             continue
-        key = (s["model"], s.get("label") or s.get("preset"))
+        key = (s["model"], s.get("label") or s.get("preset") or s["algo"])
         acc.setdefault(key, []).append(float(value))
-        secs.setdefault(key, []).append(float(s.get("seconds", float("nan"))))
+        secs.setdefault(key, []).append(float(s["seconds"]) if s.get("seconds") is not None else float("nan"))
         epochs.setdefault(key, set()).add(s.get("epochs"))
     labels = {c for _, c in acc}
     base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
@@ -122,9 +152,16 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     return title, header, rows
 
 
+def markdown_cell(text: str) -> str:
+    """``text`` (labels come from the user's ``--label``) as one cell of a Markdown table: ``\\``
+    and ``|`` escaped, line breaks as spaces, so that it cannot end its cell or its row."""
+    return " ".join(str(text).replace("\\", "\\\\").replace("|", "\\|").splitlines())
+
+
 def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
-    lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+    esc = lambda cells: " | ".join(map(markdown_cell, cells))  # noqa: E731
+    lines = [f"**{title}**", "", "| " + esc(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + esc(r) + " |" for r in rows]) + "\n"
 
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -146,14 +183,22 @@ def to_latex(title: str, header: list[str], rows: list[list[str]]) -> str:
 
 
 def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None, with_time: bool = False,
-           metric: str = "selected") -> str:
-    summaries = collect(runs_dir)
+           metric: str = "selected", skipped: list | None = None) -> str:
+    """The tables of the runs under ``runs_dir`` (Markdown or LaTeX), ending with the count of
+    the summaries skipped, if any; those are appended to ``skipped`` (:func:`collect`)."""
+    skipped = [] if skipped is None else skipped
+    summaries = collect(runs_dir, skipped)
     if not summaries:
-        raise UsageError(f"{runs_dir}: no run summaries (summary.json from 'stam train') found")
-    found = [d for d in ("cifar10", "cifar100", "digits") if any(s.get("dataset") == d for s in summaries)]
+        first = f"; {len(skipped)} summary.json skipped, e.g. {skipped[0].path}: {skipped[0].why}" if skipped else ""
+        raise UsageError(f"{runs_dir}: no run summaries (summary.json from 'stam train') found{first}")
+    found = [d for d in DATASET_NAMES if any(s.get("dataset") == d for s in summaries)]
     datasets = [dataset] if dataset else found
     fmt = to_latex if latex else to_markdown
-    return "\n".join(fmt(*build(summaries, d, with_time, metric)) for d in datasets)
+    text = "\n".join(fmt(*build(summaries, d, with_time, metric)) for d in datasets)
+    if not skipped:
+        return text
+    note = f"{len(skipped)} run(s) skipped: summary.json that could not be read or used (listed on stderr)"
+    return text + (f"\n% {note}\n" if latex else f"\n_{note}._\n")
 
 
-__all__ = ["METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]
+__all__ = ["Skipped", "markdown_cell", "METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]

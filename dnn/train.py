@@ -5,8 +5,8 @@ A run directory holds ``config.json`` (the resolved settings), ``log.jsonl`` (on
 epoch: train loss/accuracy, test accuracy with binary and with float weights, the
 hyperparameters in force, STAM's stationarity proxies averaged over the epoch and the check of
 Theorem conv's conditions for the (gamma, lambda, beta) in force), ``summary.json`` and
-``checkpoint.pt`` (after every epoch, atomically).  ``resume=True`` continues from the
-checkpoint exactly: model, optimiser, the global torch RNG and the two generators (shuffling,
+``checkpoint.pt`` (after every epoch, atomically, sealed with a content hash: :mod:`stam.dnn.checkpoint`,
+which also checks it on a resume).  ``resume=True`` continues from the checkpoint exactly: model, optimiser, the global torch RNG and the two generators (shuffling,
 augmentation) are restored, and the hyperparameters of an epoch are a function of the epoch
 alone (:mod:`stam.dnn.presets`).
 
@@ -29,14 +29,14 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from stam.dnn import checkpoint, distributed, presets
 from stam.dnn import data as data_mod
-from stam.dnn import distributed, presets
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
-from stam.io import atomic_path, atomic_write_json, atomic_write_text, bar_disable, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
 from stam.quantize import sign_changes, signs
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
 RUN_IDENTITY = ("model", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float", "bf16",
@@ -238,10 +238,6 @@ def _default_out(cfg: TrainConfig, preset: presets.Preset) -> Path:
     return Path("runs") / f"{cfg.dataset}-{cfg.model}-{preset.name}-seed{cfg.seed}"
 
 
-def _identity(config: dict) -> dict:
-    return {k: config[k] for k in RUN_IDENTITY}
-
-
 def _rng_state(gen_shuffle, gen_aug, device) -> dict:
     state = {"torch": torch.get_rng_state(), "shuffle": gen_shuffle.get_state(), "augment": gen_aug.get_state()}
     if device.type == "cuda":
@@ -265,7 +261,8 @@ class Trained(NamedTuple):
 
 def run(cfg: TrainConfig, checksums: dict | None = None) -> Trained:
     """Train as ``cfg`` says (``checksums``: see :func:`stam.dnn.data.load_cifar`).
-    Raises :class:`Diverged` when the loss stops being finite (the last good checkpoint stays)."""
+    Raises :class:`Diverged` when the loss stops being finite (the last checkpoint stays; the
+    message calls it good only if its content hash verifies)."""
     ctx = distributed.setup(cfg.device)
     try:
         return _run(cfg, ctx, checksums)
@@ -273,7 +270,58 @@ def run(cfg: TrainConfig, checksums: dict | None = None) -> Trained:
         distributed.teardown(ctx)
 
 
+@dataclass
+class Setup:
+    """What every epoch uses, built once by :func:`_setup`."""
+
+    cfg: TrainConfig
+    ctx: distributed.Context
+    preset: presets.Preset
+    epochs: int
+    batch_size: int
+    out: Path
+    data: data_mod.ImageData
+    model: torch.nn.Module
+    net: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
+    opt: torch.optim.Optimizer
+    flips: SignFlips
+    gen_shuffle: torch.Generator
+    gen_aug: torch.Generator
+    autocast: object
+    memory_format: torch.memory_format
+    config: dict
+
+
+@dataclass
+class Done:
+    """What the checkpoint commits: the records of the epochs done and their training time."""
+
+    records: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
 def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
+    """``stam train``, top to bottom: set up (every usage error before anything is written), resume
+    or start, the epochs (train, check, evaluate, commit), the summary."""
+    s = _setup(cfg, ctx, checksums)
+    done = _resume(s) if cfg.resume else Done()
+    _start(s, done)
+    for epoch in range(len(done.records) + 1, s.epochs + 1):
+        t0 = time.perf_counter()
+        hyper = s.preset.at(epoch)
+        apply_hyper(s.opt, s.preset.algo, hyper)
+        totals, proxies = _train_epoch(s, done, epoch)
+        acc_bin, acc_float, sign_flips = _evaluate_epoch(s)
+        _commit(s, done, _record(s, epoch, hyper, totals, proxies, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
+    summary = _summary(s.config, done.records, done.seconds, "completed")
+    if ctx.main:
+        atomic_write_json(s.out / "summary.json", summary)
+    return Trained(summary, s.model, s.opt)
+
+
+def _check_settings(cfg: TrainConfig, ctx) -> tuple[presets.Preset, int, int, Path]:
+    """The preset, epochs, batch size and run folder, with every usage error of the settings
+    (nothing is loaded or written)."""
     defaults = presets.table()["defaults"]
     epochs = cfg.epochs or defaults["epochs"]
     batch_size = cfg.batch_size or defaults["batch_size"]
@@ -282,15 +330,19 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         raise UsageError(f"--batch-size {batch_size} must be divisible by the number of processes ({ctx.world})")
     if batch_size // ctx.world < 2:
         raise UsageError(f"--batch-size {batch_size}: each of the {ctx.world} process(es) needs at least 2 images per batch (BatchNorm)")
-    out = Path(cfg.out) if cfg.out else _default_out(cfg, preset)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a directory for the run")
+    out = check_out_dir(cfg.out if cfg.out is not None else _default_out(cfg, preset), "--out")
     ckpt_path = out / "checkpoint.pt"
     if cfg.resume and not ckpt_path.is_file():
         raise UsageError(f"--resume: no checkpoint at {ckpt_path}")
     if not cfg.resume and ckpt_path.is_file():
         raise UsageError(f"{out} already holds a run (checkpoint.pt); pass --resume to continue it or choose another --out")
+    return preset, epochs, batch_size, out
 
+
+def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
+    """Settings, data, model, optimiser, generators and the run's config, in a fixed order (the
+    random state a run starts from depends on it)."""
+    preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
     if ctx.main:  # only the main process may download; the others read what it verified
         data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums)
@@ -309,11 +361,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     net = model
     if ctx.world > 1:
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    gen_shuffle = torch.Generator().manual_seed(cfg.seed)
-    gen_aug = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     use_bf16 = cfg.bf16
-    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)  # noqa: E731
-
     config = {
         "model": cfg.model, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
@@ -324,100 +372,129 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
         "val_size": len(data.val_x) if cfg.val_fraction else 0,
     }
-    flips = SignFlips(opt, model)
-    records: list[dict] = []
-    start_epoch, seconds_total = 1, 0.0
-    if cfg.resume:
-        ckpt = _load_checkpoint(ckpt_path, device)
-        old = ckpt["config"]
-        if torch.device(old["device"]).type != device.type:
-            raise UsageError(f"--resume: the run was on {old['device']}, this process is on {device}; resume on the same kind of device")
-        changed = [k for k in RUN_IDENTITY if old.get(k) != config[k]]
-        if changed:
-            raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        _set_rng_state(ckpt["rng"], gen_shuffle, gen_aug, device)
-        records, seconds_total = list(ckpt["log"]), float(ckpt["seconds"])
-        start_epoch = int(ckpt["epoch"]) + 1
-        flips.load_state_dict(ckpt["signs"])
-    if ctx.main:
-        atomic_write_json(out / "config.json", {"kind": "train-config", "provenance": provenance(), **config})
-        if cfg.resume:  # the checkpoint is the commit point of an epoch: what a crash after it left behind follows from it
-            _write_log(out, records)
-            for stale in out.glob(".checkpoint.pt.*"):  # temporaries of a checkpoint write that was killed
-                stale.unlink(missing_ok=True)
+    return Setup(cfg, ctx, preset, epochs, batch_size, out, data, model, net, opt, SignFlips(opt, model),
+                 torch.Generator().manual_seed(cfg.seed), torch.Generator(device=device).manual_seed(cfg.seed + 1),
+                 lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16), memory_format, config)
 
+
+def _resume(s: Setup) -> Done:
+    """Restore model, optimiser, generators and sign-flip state from the checkpoint, after checking
+    its structure against this run's and its content hash (:mod:`stam.dnn.checkpoint`) and that the
+    run's settings are the same (only ``epochs`` may change)."""
+    path = s.out / "checkpoint.pt"
+    expected = checkpoint.Expected(_payload(s, Done(), 0), [p.shape for g in s.opt.param_groups for p in g["params"]],
+                                   RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"})  # BR's phase: the schedule's too
+    ckpt = checkpoint.read(path, expected)
+    old = ckpt["config"]
+    changed = [k for k in RUN_IDENTITY if old.get(k) != s.config[k]]
+    if changed:
+        raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {s.config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
+    for key, target in (("model", s.model), ("optimizer", s.opt)):  # checked above; what the loaders still refuse
+        try:
+            target.load_state_dict(ckpt[key])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"--resume: {path}: field {key} cannot be loaded ({(str(exc) or type(exc).__name__).splitlines()[0]})") from None
+    _set_rng_state(ckpt["rng"], s.gen_shuffle, s.gen_aug, s.ctx.device)
+    s.flips.load_state_dict({k: [t.to(s.ctx.device) for t in v] for k, v in ckpt["signs"].items()})
+    return Done(list(ckpt["log"]), float(ckpt["seconds"]))
+
+
+def _start(s: Setup, done: Done) -> None:
+    """``config.json``; for a resumed run, the log as its checkpoint commits it (a crash after the
+    checkpoint left it short) and no temporaries of a checkpoint write that was killed."""
+    if not s.ctx.main:
+        return
+    atomic_write_json(s.out / "config.json", {"kind": "train-config", "provenance": provenance(), **s.config})
+    if s.cfg.resume:
+        _write_log(s.out, done.records)
+        for stale in s.out.glob(".checkpoint.pt.*"):
+            stale.unlink(missing_ok=True)
+
+
+def _train_epoch(s: Setup, done: Done, epoch: int) -> tuple[torch.Tensor, tuple | None]:
+    """One pass over the shuffled training set; returns the (loss sum, #correct, #seen) summed
+    over the processes, and the epoch's mean stationarity proxies (None for optimisers without
+    them).  Raises :class:`Diverged` when the loss or, after the last step, the weights or the
+    optimiser state stop being finite."""
+    ctx, data, device, bs = s.ctx, s.data, s.ctx.device, s.batch_size
     n_train = len(data.train_x)
-    steps = n_train // batch_size + (1 if n_train % batch_size >= 2 * ctx.world else 0)  # keep a last partial batch unless tiny
-    for epoch in range(start_epoch, epochs + 1):
-        t0 = time.perf_counter()
-        hyper = preset.at(epoch)
-        apply_hyper(opt, preset.algo, hyper)
-        model.train()
-        perm = torch.randperm(n_train, generator=gen_shuffle).to(device)
-        loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
-        seen = 0
-        prox_sum, prox_n = None, 0
-        bar = _progress(cfg, ctx, steps, epoch, epochs)
-        for step in range(steps):
-            batch = perm[step * batch_size : (step + 1) * batch_size]
-            idx = batch[ctx.rank :: ctx.world]  # this process's share
-            if data.augment:  # the whole batch on every process: the generators stay in step, as in one process
-                x = data_mod.augment(data.train_x[batch], gen_aug)[ctx.rank :: ctx.world]
-            else:
-                x = data.train_x[idx]
-            y = data.train_y[idx]
-            loss, c = train_step(net, opt, x, y, data, autocast, memory_format)
-            loss_sum += loss * len(idx)
-            correct += c
-            seen += len(idx)
-            p = _proxies(opt)
-            if p is not None:
-                prox_sum = p if prox_sum is None else tuple(a + b for a, b in zip(prox_sum, p))
-                prox_n += 1
-            if (step + 1) % 25 == 0 or step + 1 == steps:
-                check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
-                if not torch.isfinite(check):
-                    bar.close()
-                    what = f"training loss became {'nan' if math.isnan(check.item()) else 'inf'} in epoch {epoch} (by step {step + 1} of {steps})"
-                    _diverged(out, config, records, epoch, what, ctx)
-                bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
-            bar.update(1)
-        bar.close()
-        if not _all_finite(model, opt):  # an update after the last loss check may still have broken them
-            _diverged(out, config, records, epoch, f"weights or optimiser state became non-finite in epoch {epoch}", ctx)
-        distributed.average_buffers(model, ctx)
-        totals = distributed.all_reduce_sum(torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)]), ctx)
-        splits = ("test", "val") if cfg.val_fraction else ("test",)
-        ev = lambda split: evaluate(model, data, ctx, cfg.eval_batch_size, autocast, memory_format, split)  # noqa: E731
-        with binary_weights(opt):
-            acc_bin = {split: ev(split) for split in splits}
-            sign_flips = flips.update()
-        with float_weights(opt):
-            acc_float = {split: ev(split) for split in splits}
-        seconds = time.perf_counter() - t0
-        seconds_total += seconds
-        record = {
-            "epoch": epoch, "paper_epoch": preset.paper_epoch(epoch),
-            "train_loss": totals[0].item() / totals[2].item(), "train_acc": 100.0 * totals[1].item() / totals[2].item(),
-            "test_acc_binary": acc_bin["test"], "test_acc_float": acc_float["test"],
-            "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"), "hyper": hyper,
-            "proxy_grad": None if prox_sum is None else prox_sum[0].item() / prox_n,
-            "proxy_z": None if prox_sum is None else prox_sum[1].item() / prox_n,
-            "theorem": theorem_status(preset.algo, hyper), "sign_flips": sign_flips, "seconds": seconds,
-        }
-        records.append(record)
-        if ctx.main:
-            _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total, flips)
-            if cfg.echo:
-                print(_json_line(record), flush=True)
-        distributed.barrier(ctx)
-    summary = _summary(config, records, seconds_total, "completed")
-    if ctx.main:
-        atomic_write_json(out / "summary.json", summary)
-    return Trained(summary, model, opt)
+    steps = n_train // bs + (1 if n_train % bs >= 2 * ctx.world else 0)  # keep a last partial batch unless tiny
+    s.model.train()
+    perm = torch.randperm(n_train, generator=s.gen_shuffle).to(device)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.long, device=device)
+    seen, prox_sum, prox_n = 0, None, 0
+    bar = _progress(s.cfg, ctx, steps, epoch, s.epochs)
+    for step in range(steps):
+        batch = perm[step * bs : (step + 1) * bs]
+        idx = batch[ctx.rank :: ctx.world]  # this process's share
+        if data.augment:  # the whole batch on every process: the generators stay in step, as in one process
+            x = data_mod.augment(data.train_x[batch], s.gen_aug)[ctx.rank :: ctx.world]
+        else:
+            x = data.train_x[idx]
+        loss, c = train_step(s.net, s.opt, x, data.train_y[idx], data, s.autocast, s.memory_format)
+        loss_sum += loss * len(idx)
+        correct += c
+        seen += len(idx)
+        p = _proxies(s.opt)
+        if p is not None:
+            prox_sum = p if prox_sum is None else tuple(a + b for a, b in zip(prox_sum, p))
+            prox_n += 1
+        if (step + 1) % 25 == 0 or step + 1 == steps:
+            check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
+            if not torch.isfinite(check):
+                bar.close()
+                what = f"training loss became {'nan' if math.isnan(check.item()) else 'inf'} in epoch {epoch} (by step {step + 1} of {steps})"
+                _diverged(s, done, epoch, what)
+            bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
+        bar.update(1)
+    bar.close()
+    if not _all_finite(s.model, s.opt):  # an update after the last loss check may still have broken them
+        _diverged(s, done, epoch, f"weights or optimiser state became non-finite in epoch {epoch}")
+    distributed.average_buffers(s.model, ctx)
+    totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)])
+    return distributed.all_reduce_sum(totals, ctx), None if prox_sum is None else tuple(v.item() / prox_n for v in prox_sum)
+
+
+def _evaluate_epoch(s: Setup) -> tuple[dict, dict, dict | None]:
+    """Test (and validation) accuracy with the binary weights and with the float weights, and the
+    sign flips of the binary weights."""
+    splits = ("test", "val") if s.cfg.val_fraction else ("test",)
+    ev = lambda split: evaluate(s.model, s.data, s.ctx, s.cfg.eval_batch_size, s.autocast, s.memory_format, split)  # noqa: E731
+    with binary_weights(s.opt):
+        acc_bin = {split: ev(split) for split in splits}
+        sign_flips = s.flips.update()
+    with float_weights(s.opt):
+        acc_float = {split: ev(split) for split in splits}
+    return acc_bin, acc_float, sign_flips
+
+
+#: the keys of an epoch's record (a line of log.jsonl)
+RECORD_KEYS = ("epoch", "paper_epoch", "train_loss", "train_acc", "test_acc_binary", "test_acc_float", "val_acc_binary",
+               "val_acc_float", "hyper", "proxy_grad", "proxy_z", "theorem", "sign_flips", "seconds")
+
+
+def _record(s: Setup, epoch, hyper, totals, proxies, acc_bin, acc_float, sign_flips, seconds) -> dict:
+    record = {
+        "epoch": epoch, "paper_epoch": s.preset.paper_epoch(epoch),
+        "train_loss": totals[0].item() / totals[2].item(), "train_acc": 100.0 * totals[1].item() / totals[2].item(),
+        "test_acc_binary": acc_bin["test"], "test_acc_float": acc_float["test"],
+        "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"), "hyper": hyper,
+        "proxy_grad": None if proxies is None else proxies[0], "proxy_z": None if proxies is None else proxies[1],
+        "theorem": theorem_status(s.preset.algo, hyper), "sign_flips": sign_flips, "seconds": seconds,
+    }
+    return record
+
+
+def _commit(s: Setup, done: Done, record: dict) -> None:
+    """The epoch's commit point: the checkpoint (then the log, derived from it), the JSON line."""
+    done.records.append(record)
+    done.seconds += record["seconds"]
+    if s.ctx.main:
+        _save(s, done, record["epoch"])
+        if s.cfg.echo:
+            print(_json_line(record), flush=True)
+    distributed.barrier(s.ctx)
 
 
 def _progress(cfg, ctx, steps, epoch, epochs):
@@ -426,15 +503,17 @@ def _progress(cfg, ctx, steps, epoch, epochs):
     return tqdm(total=steps, desc=f"epoch {epoch}/{epochs}", file=sys.stderr, leave=False, dynamic_ncols=True, disable=bar_disable(cfg.progress and ctx.main))
 
 
-def _save(out, model, opt, gen_shuffle, gen_aug, device, config, records, epoch, seconds_total, flips) -> None:
-    ckpt = {
-        "format": CHECKPOINT_FORMAT, "epoch": epoch, "config": config, "model": model.state_dict(),
-        "optimizer": opt.state_dict(), "rng": _rng_state(gen_shuffle, gen_aug, device), "log": records, "seconds": seconds_total,
-        "signs": flips.state_dict(),
-    }
-    with atomic_path(out / "checkpoint.pt") as tmp:
-        torch.save(ckpt, tmp)
-    _write_log(out, records)
+def _payload(s: Setup, done: Done, epoch: int) -> dict:
+    """What a checkpoint holds (:data:`stam.dnn.checkpoint.KEYS`); also the template a resumed
+    checkpoint is checked against."""
+    return {"epoch": epoch, "config": s.config, "model": s.model.state_dict(), "optimizer": s.opt.state_dict(),
+            "rng": _rng_state(s.gen_shuffle, s.gen_aug, s.ctx.device), "log": done.records, "seconds": done.seconds,
+            "signs": s.flips.state_dict()}
+
+
+def _save(s: Setup, done: Done, epoch: int) -> None:
+    checkpoint.write(s.out / "checkpoint.pt", _payload(s, done, epoch))
+    _write_log(s.out, done.records)
 
 
 def _write_log(out, records) -> None:
@@ -489,11 +568,21 @@ def _summary(config, records, seconds_total, status) -> dict:
     }
 
 
-def _diverged(out, config, records, epoch, what, ctx):
-    last = records[-1]["epoch"] if records else None
-    kept = f"the last good checkpoint (epoch {last}) is kept in {out / 'checkpoint.pt'}" if last else "no epoch had completed, so there is no checkpoint"
-    if ctx.main:
-        atomic_write_json(out / "summary.json", _summary(config, records, sum(r["seconds"] for r in records), f"diverged in epoch {epoch}"))
+def _diverged(s: Setup, done: Done, epoch: int, what: str):
+    """Write the summary of a diverged run and raise :class:`Diverged`; the checkpoint left is
+    called good only if its content hash verifies."""
+    path = s.out / "checkpoint.pt"
+    if not done.records:
+        kept = "no epoch had completed, so there is no checkpoint"
+    else:
+        last, why = checkpoint.verified_epoch(path)
+        if last is not None:
+            kept = f"the last good checkpoint (epoch {last}) is kept in {path} (its content hash verified)"
+        else:
+            kept = f"the checkpoint in {path} cannot be trusted: {why}"
+    if s.ctx.main:
+        atomic_write_json(s.out / "summary.json", _summary(s.config, done.records, sum(r["seconds"] for r in done.records),
+                                                           f"diverged in epoch {epoch}"))
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 
@@ -519,18 +608,6 @@ def _check_fits(model, name: str, data: data_mod.ImageData, memory_format) -> No
                          "mlp and cnn are made for digits, vgg11, vgg16 and resnet18 for CIFAR") from None
     finally:
         model.train()
-
-
-def _load_checkpoint(path: Path, device) -> dict:
-    """The checkpoint at ``path``, loaded with ``weights_only=True`` (nothing in it can run code)."""
-    try:
-        ckpt = torch.load(path, map_location=device, weights_only=True)
-    except Exception as exc:  # noqa: BLE001  (any unreadable file: truncated, foreign, refused by weights_only)
-        raise UsageError(f"--resume: {path} is not a readable stam checkpoint ({type(exc).__name__}); "
-                         "start a new run with another --out") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT or "config" not in ckpt:
-        raise UsageError(f"--resume: {path} is not a stam train checkpoint of format {CHECKPOINT_FORMAT}")
-    return ckpt
 
 
 __all__ = ["TrainConfig", "Trained", "run", "select_epoch", "SignFlips", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]

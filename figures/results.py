@@ -169,7 +169,9 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": STR, "model_name": STR_OR_NULL,
             "preset": STR_OR_NULL, "label": STR_OR_NULL, "seed": INT_OR_NULL, "epochs": INT_OR_NULL,
             "epochs_planned": INT_OR_NULL, "seconds": NUM_OR_NULL, "best_test_acc_binary": NUM_OR_NULL,
             "best_test_acc_float": NUM_OR_NULL, "best_epoch_binary": INT_OR_NULL, "best_epoch_float": INT_OR_NULL,
-            "final_test_acc_binary": NUM_OR_NULL, "final_test_acc_float": NUM_OR_NULL, "provenance": DICT_OR_NULL}
+            "final_test_acc_binary": NUM_OR_NULL, "final_test_acc_float": NUM_OR_NULL, "provenance": DICT_OR_NULL,
+            "selected_epoch": INT_OR_NULL, "selected_val_acc_binary": NUM_OR_NULL, "selected_val_acc_float": NUM_OR_NULL,
+            "selected_test_acc_binary": NUM_OR_NULL, "selected_test_acc_float": NUM_OR_NULL}
 
 SCHEMAS = {
     "synthetic-rates": Schema(

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stam.cli import main
 from stam.dnn import table
@@ -85,3 +87,82 @@ def test_default_is_the_validation_selected_epoch_and_the_paper_metric_is_labell
     assert main(["table", str(tmp_path), "--paper-metric"]) == 0
     out = capsys.readouterr().out
     assert "the paper's metric" in out and "80.00 ± 14.14 (n=2" in out
+
+
+# -- runs the table cannot use are reported, never dropped silently (issue 12, items 3, 4 and 8) ---------
+
+SKIPPED = {  # what summary.json holds -> what the stderr line says
+    "truncated": (b'{"kind": "train-run", "model": "mlp", "data', "not valid JSON"),
+    "not-utf8": (b'{"kind": "train-run", "model": "ml\xff"}', "not UTF-8"),
+    "a-list": (b"[]", "must be an object, not a list"),
+    "null": (b"null", "must be an object, not null"),
+    "no-model": (json.dumps({"kind": "train-run", "dataset": "digits", "algo": "bc"}).encode(), "field model is missing"),
+    "unknown-model": (json.dumps(summary("digits", "vgg99", "bc", "bc", "BC", 50.0, 51.0)).encode(),
+                      "field model names an unknown model 'vgg99'"),
+    "unknown-dataset": (json.dumps(summary("mnist", "mlp", "bc", "bc", "BC", 50.0, 51.0)).encode(),
+                        "field dataset names an unknown dataset 'mnist'"),
+    "accuracy-text": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "selected_test_acc_binary": "abc"}).encode(),
+                      "field selected_test_acc_binary must be a number or null, not a string"),
+    "label-list": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "label": ["a"]}).encode(),
+                   "field label must be a string or null, not a list"),
+    "other-kind": (json.dumps({"kind": "synthetic-rates", "model": "mlp"}).encode(), "not a stam train summary"),
+}
+
+
+@pytest.mark.parametrize("latex", [False, True])
+def test_every_skipped_summary_is_reported_on_stderr_and_counted(tmp_path, capsys, latex):
+    write(tmp_path, [summary("digits", "mlp", "bc", "bc", "BC", 80.0, 81.0)])
+    for name, (data, _) in SKIPPED.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_bytes(data)
+    assert main(["table", str(tmp_path), *(["--latex"] if latex else [])]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == len(SKIPPED) and "Traceback" not in captured.err
+    for name, (_, why) in SKIPPED.items():
+        (line,) = [x for x in lines if f"{tmp_path / name / 'summary.json'}:" in x]
+        assert line.startswith("stam table: skipped ") and why in line, (name, line)
+    assert f"{len(SKIPPED)} run(s) skipped" in captured.out
+    assert ("80.00" in captured.out) and ("% 10 run(s) skipped" in captured.out) == latex
+    skipped = []
+    assert len(table.collect(tmp_path, skipped)) == 1 and len(skipped) == len(SKIPPED)
+
+
+def test_a_folder_of_only_unusable_summaries_is_one_line(tmp_path, capsys):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "summary.json").write_bytes(SKIPPED["truncated"][0])
+    assert main(["table", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "1 summary.json skipped" in err and "not valid JSON" in err
+
+
+def test_no_note_when_nothing_is_skipped(tmp_path, capsys):
+    write(tmp_path, [summary("digits", "mlp", "bc", "bc", "BC", 80.0, 81.0)])
+    assert main(["table", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "skipped" not in captured.out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
+def test_markdown_cells_cannot_break_the_table(label):
+    """Any label is one cell: the row keeps its number of unescaped pipes and stays one line."""
+    text = table.to_markdown("t", ["DNN", label], [["MLP", label]])
+    lines = text.splitlines()
+    assert len(lines) == 5
+    for row in lines[2:]:
+        if row.startswith("|---"):
+            continue
+        unescaped = [i for i, ch in enumerate(row) if ch == "|" and (len(row[:i]) - len(row[:i].rstrip("\\"))) % 2 == 0]
+        assert len(unescaped) == 3, row  # | DNN | label |
+    cell = table.markdown_cell(label)
+    assert cell.replace("\\\\", "").replace("\\|", "") .count("|") == 0 and "\n" not in cell and "\r" not in cell
+    if not any(c in label for c in "\\|") and not any(c in label for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+        assert cell == label  # ordinary labels are unchanged
+
+
+def test_a_label_with_a_pipe_and_a_newline_in_a_real_table(tmp_path, capsys):
+    write(tmp_path, [summary("digits", "mlp", "bc", "bc", "a|b\nc", 80.0, 81.0)])
+    assert main(["table", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| DNN | a\\|b c |" in out and "| MLP | 80.00 |" in out
