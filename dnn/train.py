@@ -29,7 +29,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from stam.dnn import checkpoint, distributed, presets
+from stam.dnn import catalog, checkpoint, distributed, presets
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
@@ -77,26 +77,28 @@ class TrainConfig:
 
 def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
     """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`,
-    built from the hyperparameters ``hyper`` of the first epoch: ``torch.optim.SGD`` for the float
-    baseline, otherwise :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).
-    BR gets ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
-    if algo == "float":
-        return torch.optim.SGD(groups, lr=hyper["lr"], momentum=hyper["momentum"], weight_decay=hyper["weight_decay"])
-    if algo not in presets.ALGO_HYPER:
-        raise UsageError(f"unknown algorithm {algo!r}; choose one of {', '.join(presets.ALGOS)}")
+    built from the hyperparameters ``hyper`` of the first epoch as the algorithm declares it
+    (:mod:`stam.dnn.catalog`): ``torch.optim.SGD`` for the float baseline, otherwise
+    :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).  BR gets its fixed
+    ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
+    try:
+        a = catalog.algorithm(algo)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    if not a.binary:
+        return a.optimizer_class()(groups, **a.constructor_args(hyper))
     from stam.dnn import optim
 
-    args = {k: hyper[k] for k in presets.ALGO_HYPER[algo] if k != "switch_epoch"}
-    return optim.make(algo, groups, **args, **({"rho": 1.0} if algo == "br" else {}))
+    return optim.make(algo, groups, **a.constructor_args(hyper))
 
 
 def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
     """Put the hyperparameters of the current epoch into every parameter group."""
     for group in opt.param_groups:
-        for key in presets.ALGO_HYPER[algo]:
+        for key in catalog.algorithm(algo).hyper:
             if key in group:
                 group[key] = hyper[key]
-    if algo == "br" and hyper["project"]:
+    if hyper.get("project"):  # BR's second phase (the schedule sets ``project`` from ``switch_epoch``)
         opt.switch_to_projection()
 
 
@@ -131,8 +133,9 @@ def float_weights(opt):
 
 def theorem_status(algo: str, hyper: dict) -> dict | None:
     """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.numeric``);
-    conditions that need constants unknown for a network (L1, A, C) are listed as unknown."""
-    if algo != "stam":
+    conditions that need constants unknown for a network (L1, A, C) are listed as unknown; None for
+    an algorithm the theorem is not about (:attr:`stam.dnn.catalog.Algorithm.theorem`)."""
+    if not catalog.algorithm(algo).theorem:
         return None
     from stam.theory.numeric import check, quadratic_coupling
 
@@ -535,7 +538,7 @@ def select_epoch(records: list[dict], algo: str) -> dict | None:
     """The record of the epoch with the best validation accuracy (binary weights; float weights for
     the float baseline), the earliest on ties; None without a validation set.  Selection on
     validation data only (the test accuracies are read at the epoch it returns)."""
-    key = "val_acc_float" if algo == "float" else "val_acc_binary"
+    key = catalog.algorithm(algo).score_key
     good = [r for r in records if r.get(key) is not None]
     return max(good, key=lambda r: (r[key], -r["epoch"]), default=None)
 
