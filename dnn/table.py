@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import NamedTuple
 
-from stam.dnn import presets
+from stam.dnn import catalog, presets
 from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES
 from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
@@ -78,7 +78,8 @@ def best_accuracy(summary: dict, metric: str = "paper") -> float | None:
     at the epoch chosen on validation data (``selected_test_acc_*``; None for a run without a
     validation split); ``"paper"``, what the paper tabulates, the best test accuracy over the
     epochs (the epoch chosen on the test set)."""
-    kind = "float" if summary.get("algo") == "float" else "binary"
+    binary = next((a.binary for a in catalog.ALGORITHMS if a.name == summary.get("algo")), True)
+    kind = "binary" if binary else "float"
     return summary.get(f"selected_test_acc_{kind}" if metric == "selected" else f"best_test_acc_{kind}")
 
 
