@@ -424,6 +424,21 @@ def valid_files() -> dict[str, object]:
                              "preset": "our1", "label": "Our1", "best_test_acc_binary": 60.0,
                              "best_test_acc_float": 62.0, "epochs": 2, "seconds": 0.4},
         "run/config.json": {"model": "mlp", "dataset": "digits", "algo": "stam", "preset": "our1", "epochs": 2},
+        "map.json": {"kind": "convergence-map", "source": "digits", "problem": "digits-mlp", "metric": "val_acc_binary",
+                     "metric_label": "validation accuracy", "beta_rule": {"kind": "fixed", "values": [20.0]},
+                     "beta_rule_text": "beta fixed at 20", "budget": {"epochs": 1}, "params": {},
+                     "rows": [{"gamma": g, "lam": 1.0, "beta": 20.0, "seeds": 1, "metric": 0.5, "metric_std": None,
+                               "diverged": 0, "sign_ever_changed": 0.1, "admissible": g < 0.2} for g in (0.1, 1.0)]},
+        "tune.json": {"kind": "tune", "params": {"trials": 1, "seeds": 2, "epochs": 1, "batch_size": 64},
+                      "algorithms": [{"algo": "bc", "label": "BC", "trials": [{"overrides": {"lr": 0.1}, "score": 90.0,
+                                                                              "selected_epoch": 1, "diverged_epoch": None}],
+                                      "best": {"overrides": {"lr": 0.1}, "score": 90.0},
+                                      "final": {"test_acc": [90.0, 91.0], "diverged": 0, "mean": 90.5, "std": 0.7}}],
+                      "paper_rows": []},
+        "region.json": {"kind": "lyapunov-region", "L1": 1.0,
+                        "rows": [{"lam": lam, "gamma_theorem": 0.2, "general": {"lo": 10.0, "hi": 12.0, "beta": 100.0},
+                                  "paper": {"lo": 1.0 / lam, "hi": 1.1 / lam, "beta": 100.0},
+                                  "refuted": {"lo": 1.3 / lam, "hi": 1.4 / lam}} for lam in (0.5, 2.0)]},
         "run/log.jsonl": [{"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "test_acc_binary": 50.0 + e,
                            "test_acc_float": 55.0, "hyper": {"gamma": 0.1, "lam": 1.0, "beta": 100.0},
                            "proxy_grad": 1.0 / e, "proxy_z": 0.5 / e, "theorem": {"admissible": True},
@@ -432,7 +447,8 @@ def valid_files() -> dict[str, object]:
 
 
 #: what `stam plot` draws from each file (the figure that reads it)
-PLOT_KIND = {"rates.json": "rates", "pep.json": "rates", "run/summary.json": "training", "run/config.json": "training",
+PLOT_KIND = {"rates.json": "rates", "pep.json": "rates", "map.json": "map", "tune.json": "admissible",
+             "region.json": "admissible", "run/summary.json": "training", "run/config.json": "training",
              "run/log.jsonl": "practice", "compare.json": "admissible", "paper-check.json": "admissible",
              "stepsize.json": "admissible"}
 WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.sampled_from(HOSTILE),
