@@ -9,6 +9,7 @@ from stam.errors import positive_float, positive_int, require, seed_int
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
 from stam.jobs import add_scheduler_args
+from stam.registry import handler
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -51,12 +52,6 @@ def _demo(args) -> int:
     from stam.figures.demo import run_demo
 
     return run_demo(args.out, quick=args.quick, progress=not args.no_progress)
-
-
-def _map(args) -> int:
-    from stam.figures.convergence_map import map_command
-
-    return map_command(args)
 
 
 def register(subparsers) -> None:
@@ -126,4 +121,4 @@ def register(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     add_scheduler_args(p)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
-    p.set_defaults(func=_map)
+    p.set_defaults(func=handler("stam.figures.convergence_map:map_command"))

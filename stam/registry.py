@@ -23,4 +23,15 @@ def load(ref: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-__all__ = ["lookup", "load"]
+def handler(ref: str):
+    """A subcommand handler that imports ``"module:function"`` only when the command runs (so that
+    registering the subcommands, ``stam --help`` included, imports nothing heavy)."""
+
+    def run(args):
+        return load(ref)(args)
+
+    run.__qualname__ = f"handler({ref!r})"
+    return run
+
+
+__all__ = ["lookup", "load", "handler"]

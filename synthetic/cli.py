@@ -1,5 +1,5 @@
 """Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level:
-the handlers live in :mod:`stam.synthetic.commands` and are imported when a command runs.
+the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a command runs.
 
     stam synthetic run     --problem NAME   rate experiment against Theorem conv (JSON + CSV)
     stam synthetic compare --problem NAME   STAM vs baselines at an equal gradient budget
@@ -12,13 +12,6 @@ from stam.errors import positive_float, positive_int, seed_int
 from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
 from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
-
-
-def _handler(name: str):
-    def call(args):
-        return getattr(commands, name)(args)
-
-    return call
 
 
 def _instance_args(p, default_R: int) -> None:
@@ -62,7 +55,7 @@ def register(subparsers) -> None:
                      help="run even above the work limit (50 times the default run's work)")
     run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
     run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
-    run.set_defaults(func=_handler("run_command"))
+    run.set_defaults(func=commands.run_command)
 
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                           description="Baselines with equal budgets of stochastic gradient evaluations.")
@@ -75,7 +68,7 @@ def register(subparsers) -> None:
     cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta; "
                       "any beta is run, and the output says whether (gamma, beta) satisfy Theorem conv)")
     cmp_.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
-    cmp_.set_defaults(func=_handler("compare_command"))
+    cmp_.set_defaults(func=commands.compare_command)
 
     sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions in parallel processes, resumable",
                         description="Runs `synthetic run` for every combination; skips results already on disk.")
@@ -88,4 +81,4 @@ def register(subparsers) -> None:
     sw.add_argument("-j", "--jobs", type=positive_int, default=2, help="parallel processes (default 2)")
     sw.add_argument("--out", default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sw.set_defaults(func=_handler("sweep_command"))
+    sw.set_defaults(func=commands.sweep_command)
