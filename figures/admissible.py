@@ -236,7 +236,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     bx.set_ylim(10 ** np.floor(np.log10(finite_b.min()) - 0.5), 10 ** np.ceil(np.log10(finite_b.max()) + 0.5))
     bx.set_xlabel("\u03b3 (step size of the x- and u-steps)")
     bx.set_ylabel("\u03b2 (proximal weight of the y-step)")
-    bx.set_title(f"(\u03b3, \u03b2) at T = {nc.T:,} iterations: Theorem conv-rate's conditions", fontsize=10)
+    bx.set_title(f"(\u03b3, \u03b2) at T = {nc.T:,}: Theorem conv-rate's conditions", fontsize=10)
     bx.grid(True, which="major", alpha=0.25)
     legend_below(bx)
     fig.suptitle("Where the paper's experiments stand relative to the theorem, H = \u03bb/2\u2016x\u2212y\u2016\u00b2\n"
