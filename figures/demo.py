@@ -13,6 +13,7 @@ file the command would write):
    (:func:`stam.theory.numeric.recommend`, as ``stam stepsize``),
 4. the exact worst case of deterministic STAM for a few T (:func:`stam.theory.pep.pep_sweep`) at
    the parameters of the one admissible-parameter rule (:func:`stam.theory.numeric.admissible_parameters`),
+   and the certified region by automated Lyapunov search (:func:`stam.theory.lyapunov.region`),
 5. the convergence map of the synthetic problem over (gamma, lambda)
    (:func:`stam.synthetic.convergence_map.run_map`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
@@ -67,6 +68,8 @@ class DemoConfig:
     eps: float = 0.1  # target accuracy for the step sizes
     pep_lam: float = 1.0
     pep_T: tuple[int, ...] = (1, 2, 3, 5)
+    region_lams: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)  # the certified region (stam pep --region)
+    region_betas: tuple[float, ...] = (10.0, 1000.0, 100000.0)
     model: str = "mlp"
     epochs: int = 12  # of every digits training (tuning, map, curves)
     batch_size: int = 32
@@ -82,6 +85,7 @@ class DemoConfig:
     def make(quick: bool) -> "DemoConfig":
         if quick:
             return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=1,
+                              region_lams=(1.0,), region_betas=(100.0, 10000.0),
                               batch_size=64, tune_trials=2, tune_seeds=2, tune_paper=False,
                               digits_map_grid=((0.01, 10.0, 3), (0.1, 10.0, 3), (20.0,), 1),
                               map_grid=((0.001, 30.0, 5), (0.05, 30.0, 5), (1000.0,), 2), map_iterations=100)
@@ -216,6 +220,22 @@ class Demo:
         sweep = pep.pep_sweep(lam, chosen.gamma, chosen.beta, list(self.cfg.pep_T), L1=1.0)
         step.outputs.append(atomic_write_json(self.stage / "pep.json", sweep))
 
+    def region(self, step: Step) -> None:
+        """Where a Lyapunov function certifies deterministic STAM, and where the PEP refutes the
+        theorem's form (``stam pep --region``, on a small grid of lambdas)."""
+        from stam.theory import lyapunov
+
+        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas)
+        step.outputs.append(atomic_write_json(self.stage / "region.json", result))
+        rows = result["rows"]
+        paper = [r["paper"]["lo"] * r["lam"] for r in rows if r["paper"]["lo"] is not None]
+        refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
+        text = f"Lyapunov search ({len(rows)} lambdas): a potential of the paper's form certifies deterministic STAM"
+        text += f" up to gamma*lambda = {min(paper):.2f}" if paper else " nowhere in the searched range"
+        if refuted:
+            text += f"; the PEP refutes the theorem's form from gamma*lambda = {max(refuted):.2f}"
+        self.headline["region"] = text + " (convex F)"
+
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``)."""
         from stam.figures.convergence_map import summary_line, write_outputs
@@ -285,6 +305,7 @@ class Demo:
         ("synthetic baselines", "compare"),
         ("admissible step sizes", "stepsize"),
         ("exact worst case (PEP)", "pep"),
+        ("certified region (Lyapunov search)", "region"),
         ("convergence map", "convergence_map"),
         ("equal-budget tuning", "tune"),
         ("digits convergence map", "digits_map"),
@@ -356,7 +377,7 @@ class Demo:
             if s.status != "ok":
                 print(f"  {s.name}: {s.message}")
         print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
-        for key in ("audit", "rates", "map", "tune", "digits-map"):
+        for key in ("audit", "rates", "region", "map", "tune", "digits-map"):
             if key in self.headline:
                 print(f"  {self.headline[key]}")
 

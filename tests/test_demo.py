@@ -32,25 +32,26 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     record = json.loads((out / "demo.json").read_text())
     steps = {s["name"]: s for s in record["steps"]}
     assert list(steps) == ["paper audit", "synthetic rate experiment", "synthetic baselines", "admissible step sizes",
-                           "exact worst case (PEP)", "convergence map", "equal-budget tuning", "digits convergence map",
+                           "exact worst case (PEP)", "certified region (Lyapunov search)", "convergence map", "equal-budget tuning", "digits convergence map",
                            "digits training curves", "report"]
     # every part of the toolkit is wired: no step missing or failed
     assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
     assert f"Report: {out / 'report.html'}" in printed
     headline = [line for line in printed.splitlines() if line.startswith("  ")]
-    assert len(headline) == 5
+    assert len(headline) == 6
     assert headline[0].lstrip().startswith("Paper audit:") and "misprint" in headline[0]
     assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
-    assert headline[2].lstrip().startswith("Convergence map binary: 25 cells")
-    assert headline[3].lstrip().startswith("Digits, equal budget") and all(
-        k in headline[3] for k in ("STAM", "BC", "BR", "PSGD", "Float", "95% interval"))
-    assert headline[4].lstrip().startswith("Digits map (9 cells")
+    assert headline[2].lstrip().startswith("Lyapunov search (1 lambdas)") and "refutes" in headline[2]
+    assert headline[3].lstrip().startswith("Convergence map binary: 25 cells")
+    assert headline[4].lstrip().startswith("Digits, equal budget") and all(
+        k in headline[4] for k in ("STAM", "BC", "BR", "PSGD", "Float", "95% interval"))
+    assert headline[5].lstrip().startswith("Digits map (9 cells")
     page = Ids()
     page.feed((out / "report.html").read_text())
     assert all(sid in page.ids for sid, _ in SECTIONS)
     assert page.imgs >= 5 and "fig-map" in page.ids  # admissible, rates, map, training, practice
     assert "tuning" in page.ids and "Equal-budget" in (out / "report.html").read_text()
-    for name in ("paper-check.json", "stepsize.json", "pep.json", "synthetic/rates-binary.json",
+    for name in ("paper-check.json", "stepsize.json", "pep.json", "region.json", "synthetic/rates-binary.json",
                  "synthetic/compare-binary.json", "map/map-binary.json", "map/map-binary.png", "tune/tune-digits.json",
                  "map-digits/map-digits.json"):
         assert (out / name).is_file(), name
