@@ -293,3 +293,32 @@ def test_mathml_of_a_formula():
     m = mathml(sp.Ge(k.K1_expr(), 0, evaluate=False))
     assert m.startswith("<math") and "&#" in m and "<mfrac>" in m
     assert sanitize(m) is not None
+
+
+def test_report_shows_the_formulas_as_sanitised_mathml(tmp_path):
+    from html.parser import HTMLParser
+
+    pc = tmp_path / "pc.json"
+    assert main(["paper-check", "--out", str(pc)]) == 0
+    data = json.loads(pc.read_text())
+    assert data["coverage"]["audited"] == data["coverage"]["total"] == 86
+    evil = dict(data["items"][0], label="evil <b>", printed_mathml='<math><mi>x</mi><script>alert(1)</script>'
+                '<mi onmouseover="alert(2)">y</mi></math>', derived_mathml="<img src=x onerror=alert(3)>")
+    data["items"].append(evil)
+    pc.write_text(json.dumps(data))
+    out = tmp_path / "rep"
+    assert main(["report", str(pc), "-o", str(out)]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+
+    class P(HTMLParser):
+        tags, attrs = [], []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.attrs += [a for a, _ in attrs]
+
+    p = P()
+    p.feed(page)
+    assert "math" in p.tags and "mfrac" in p.tags and "script" not in p.tags
+    assert not any(a.startswith("on") for a in p.attrs) and "src=x" not in page and 'src="x"' not in page
+    assert "evil &lt;b&gt;" in page and "alert(1)" in page  # the script's text, escaped and inert

@@ -277,8 +277,9 @@ def beta_window() -> Result:
             r"\le\epsilon"),
         {**_constants(), "T_min": k.T_min_expr()},
         "beta >= max (printed min) and beta <= eps^2 T / (12 (delta0 + M0')) (dropped); T_min = O(eps^-4)")
-    note = f"eq701 from Theorem conv with (1+q)^T <= 3: {'same' if ok701 else 'differs'}; eq703 solved: " \
-           f"{'same' if ok703 else 'differs'}"
+    note = ("the statement drops beta <= eps^2 T/(12 (delta0 + M0')), which eq703 needs; "
+            f"eq701 from Theorem conv with (1+q)^T <= 3: {'same' if ok701 else 'differs'}; eq702, eq703 solved: "
+            f"{'same' if ok703 else 'differs'}")
     return Result("beta > min{...}, T >= (eq705)   (no upper bound on beta)",
                   sp.And(sp.Ge(s.beta, sp.Max(*k.beta_conditions().values())),
                          sp.Le(s.beta, s.eps**2 * s.T / (12 * (s.delta0 + s.M0)))),
@@ -293,7 +294,8 @@ def eq700() -> Result:
     ok = f.subs(x, 0) == 0 and sp.factor(mono).is_nonnegative and bool(sp.E < 3)
     ce = None if ok else {"f'": str(mono), "meaning": "log(1+x) <= x not derived"}
     return Result("(1 + (L+M)A/beta^2)^T <= exp((L+M)AT/beta^2) <= e <= 3 for beta^2 >= (L+M)AT",
-                  f"log(1+x) <= x (derivative of x - log(1+x) is {mono} >= 0), e = {float(sp.E):.6f} < 3", ce)
+                  f"log(1+x) <= x (derivative of x - log(1+x) is {mono} >= 0), e = {float(sp.E):.6f} < 3", ce,
+                  note="(1+q)^T <= exp(qT) <= e <= 3 once beta^2 >= (L+M)AT.")
 
 
 @item("eq704 -> eq705 (T bound)", covers=("eq704", "eq705"))
@@ -321,4 +323,5 @@ def conv_rate_conclusion() -> Result:
     ok = sp.expand((e**2 - Ea2 - Ed2) + Ed2 - slack) == 0
     return Result("E||grad G + grad_y H(u^t0, y^t0)|| <= eps and E dist(0, ...) <= eps",
                   "each E X <= sqrt(E X^2) <= sqrt(eps^2) = eps (Jensen; the two squared terms sum to <= eps^2)",
-                  None if ok else {"meaning": "Jensen step not derived"})
+                  None if ok else {"meaning": "Jensen step not derived"},
+                  note="E X <= sqrt(E X^2) (Jensen) for each of the two terms summing to <= eps^2.")
