@@ -146,20 +146,21 @@ def test_a_derivation_that_raises_is_reported_not_fatal(monkeypatch, capsys):
         raise ZeroDivisionError("a wrong derivation")
 
     bad = I.Item("broken item", ("eq2",), broken, "test", 0)
-    monkeypatch.setattr(I, "registry", lambda: (*REGISTRY, bad))
     ev = I.evaluate(bad)
     assert ev.verdict == "failed to derive" and "ZeroDivisionError" in ev.error
-    audit.evaluated.cache_clear()
+    done = audit.evaluated()  # the real items, evaluated once; the command gets them and the broken one
+    monkeypatch.setattr(I, "registry", lambda: (*REGISTRY, bad))
+    monkeypatch.setattr(audit, "evaluated", lambda: (*done, I.evaluate(bad)))
     audit.findings.cache_clear()
     try:
         assert main(["paper-check", "--brief"]) == 0
         out = capsys.readouterr().out
         assert re.search(r"^broken item\s+failed to derive", out, re.M)
+        assert "1 failed to derive" in out
         assert main(["paper-check", "--json"]) == 0
         row = json.loads(capsys.readouterr().out)[-1]
         assert row["verdict"] == "failed to derive" and "ZeroDivisionError" in row["error"]
     finally:
-        audit.evaluated.cache_clear()
         audit.findings.cache_clear()
 
 
@@ -226,9 +227,10 @@ def test_corrected_documents(tmp_path, capsys):
     assert main(["paper-check", "--brief", "--corrected", str(out)]) == 0
     tex, md = (out / "corrected.tex").read_text(), (out / "corrected.md").read_text()
     assert sorted(p.name for p in out.iterdir()) == ["corrected.md", "corrected.tex"]
-    for name in ("Lemma es-lemma", "Lemma ES-GH", "Lemma conv-lemma", "Theorem conv", "Theorem conv-rate"):
+    for name in ("Lemma es-lemma", "Lemma ES-GH", "Lemma conv-lemma", "Lemma par1", "Lemma par2", "Theorem conv",
+                 "Theorem conv-rate"):
         assert f"{name} (corrected)" in tex and f"## {name} (corrected)" in md
-    assert tex.count(r"\begin{enumerate}") == tex.count(r"\end{enumerate}") == 5
+    assert tex.count(r"\begin{enumerate}") == tex.count(r"\end{enumerate}") == 7
     assert tex.startswith(r"\documentclass") and tex.rstrip().endswith(r"\end{document}")
     assert sp.latex(k.K1_expr()) in tex  # constants through sympy's LaTeX printer
     assert r"\beta \leq \frac{T \epsilon^{2}}" in tex  # conv-rate's dropped upper bound on beta

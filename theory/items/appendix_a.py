@@ -14,7 +14,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import symbols as s
 from stam.theory.audit import SEED, _r, derived_updates
-from stam.theory.items import Gap, Result, item
+from stam.theory.items import Corrected, Gap, Result, Tex, item
 from stam.theory.items._steps import declare_steps, identity_result, step_result
 
 
@@ -316,8 +316,17 @@ def gap_u_step() -> Result:
 def gap_m_positive() -> Result:
     """Lemma par1 is stated for ``M > 0``; the proof of Lemma conv-lemma takes ``M = 2 K3``, which is
     0 when ``L4* = 0`` (derived K3).  The proof of par1 never divides by M, so ``M >= 0`` is enough."""
-    k3_at0 = sp.simplify(k.K3_expr().subs(s.L4, 0))
-    return Result("M = 2 K3 > 0", sp.Eq(2 * sp.Symbol("K_3"), 2 * k3_at0, evaluate=False), None,
+    k3_at0 = sp.simplify(k.K3_expr(False).subs(s.L4, 0))
+    corrected = lambda: Corrected(  # noqa: E731
+        "Lemma par1",
+        [Tex(r"\mathbb{E}[\tilde\nabla G(y^t)\mid\mathcal{F}_t]=\nabla G(y^t) \text{ and (422) holds conditionally on } "
+             r"\mathcal{F}_t"),
+         Tex(r"G, H \text{ satisfy Assumption ass2, and } H^{\inf}>-\infty"), Tex(r"\beta,\gamma>0,\quad M\ge 0"),
+         Tex(r"A, C \text{ the constants of Lemma ES-GH}")],
+        Tex(r"\frac1\beta\eta_t+\frac M2\mathbb{E}\|y^{t+1}-y^t\|^2\le\Big(1+\frac{(L+M)A}{\beta^2}\Big)\delta_t"
+            r"-\delta_{t+1}+\frac{(L+M)C}{2\beta^2}+\mathbb{E}\big[H(x^{t+1},y^{t+1})-H(x^t,y^{t+1})\big]"),
+        {"L": k.L_expr()}, "M >= 0 (printed M > 0, but M = 2 K3 = 0 when L4* = 0); conditional unbiasedness")
+    return Result("M = 2 K3 > 0", sp.Eq(2 * sp.Symbol("K_3"), 2 * k3_at0, evaluate=False), None, corrected=corrected,
                   gap=Gap("Lemma par1 with M = 2 K3", "Lemma par1: 'for any M > 0'",
                           "state Lemma par1 for M >= 0 (its proof only adds (M/2)||y^{t+1} - y^t||^2 >= 0)",
                           {"L4*": 0, "K3 (derived)": str(k3_at0), "M": str(2 * k3_at0)}))

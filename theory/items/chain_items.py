@@ -11,7 +11,7 @@ from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.audit import SEED, _r, chain_counterexample, premise_witness, pretty
-from stam.theory.items import Gap, Occurrence, Result, item
+from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 from stam.theory.items._steps import identity_result, step_result
 
 _ORIGIN = "eq25"
@@ -100,8 +100,19 @@ def par2(seed: int = SEED) -> Result:
     """The statement of Lemma par2 prints ``K3``; its bound is eq44 (see eq43, eq44)."""
     printed, derived = chain.K3_PRINTED, k.K3_expr(False)
     ce = None if _k3_same() else premise_witness("eq39", seed)
+    def corrected():
+        from stam.theory.items.section2 import COMMON
+
+        return Corrected(
+            "Lemma par2", [COMMON[0], COMMON[2], COMMON[3], sp.Gt(sp.Symbol("K_1"), 0, evaluate=False)],
+            Tex(r"\mathbb{E}\Big(\frac{\|z^t-z^{t-1}\|}{\gamma}\Big)^2\le\frac{\mathcal{K}_2}{\mathcal{K}_1}\Big("
+                r"\mathbb{E}\big[H(x^t,y^{t+1})-H(x^{t+1},y^{t+1})\big]+\mathbb{E}[\mathcal{M}_t-\mathcal{M}_{t+1}]"
+                r"+\mathcal{K}_3\,\mathbb{E}\|y^{t+1}-y^t\|^2\Big)"),
+            {"K_1": k.K1_expr(), "K_2": k.K2_expr(), "K_3": derived},
+            "K3 = (L4*)^2 (1 + 5 gamma) + 5 K1 (L4*)^2/K2 (printed L4* (1 + 5 gamma L4*) + ...); for t = 0 the start rule")
+
     return Result(sp.Eq(sp.Symbol("K_3"), printed, evaluate=False), sp.Eq(sp.Symbol("K_3"), derived, evaluate=False),
-                  ce, (Occurrence("K3 of Lemma conv-lemma", _k3_same()),),
+                  ce, (Occurrence("K3 of Lemma conv-lemma", _k3_same()),), corrected=corrected,
                   note="K1 and K2 of Lemma par2 are right (item k1 vs eq36); K3 carries eq25's L4*.")
 
 
