@@ -77,7 +77,7 @@ def pretty(expr) -> str:
     if isinstance(expr, str):
         return expr
     sub = {sym: sp.Symbol(name) for sym, name in _DISPLAY.items() if sym in expr.free_symbols}
-    return sp.sstr(expr.subs(sub))
+    return sp.sstr(expr.xreplace(sub))  # structural renaming: no re-evaluation (relations stay as printed)
 
 
 def _r(x, digits=6):
