@@ -324,3 +324,18 @@ def test_report_shows_the_formulas_as_sanitised_mathml(tmp_path):
     assert "math" in p.tags and "mfrac" in p.tags and "script" not in p.tags
     assert not any(a.startswith("on") for a in p.attrs) and "src=x" not in page and 'src="x"' not in page
     assert "evil &lt;b&gt;" in page and "alert(1)" in page  # the script's text, escaped and inert
+
+
+def test_a_statement_or_row_that_raises_is_reported(monkeypatch):
+    ev = EVALUATED["Lemma ES-GH (gh-es)"]
+
+    def boom():
+        raise RuntimeError("no statement")
+
+    bad = I.Evaluated(ev.item, I.Result("p", "d", None, corrected=boom), "ok")
+    stmts = corr.statements([bad])
+    assert "failed to derive" in str(stmts[0][0].conclusion)
+    assert "failed to derive" in corr.markdown_document(stmts)
+    monkeypatch.setattr(audit, "finding", lambda ev: 1 / 0)
+    row = audit._safe_finding(ev)
+    assert row.verdict == "failed to derive" and "ZeroDivisionError" in row.error

@@ -400,7 +400,17 @@ def findings(seed: int = SEED) -> tuple[Finding, ...]:
     """All audited items, in the order of the paper (computed once per process)."""
     if seed != SEED:
         raise ValueError(f"the audit's searches are seeded with {SEED}")
-    return tuple(finding(ev) for ev in evaluated())
+    return tuple(_safe_finding(ev) for ev in evaluated())
+
+
+def _safe_finding(ev) -> Finding:
+    """:func:`finding`, or a ``failed to derive`` row if even reporting the item raises."""
+    try:
+        return finding(ev)
+    except Exception as exc:  # noqa: BLE001 - one item must not stop the audit
+        err = f"{type(exc).__name__}: {exc} (while reporting it)"
+        return Finding(ev.item.label, "", "", "failed to derive", None, f"failed to derive: {err}", ev.item.covers,
+                       error=err)
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,7 +71,11 @@ def statements(evaluated) -> list[tuple[Corrected, list[str]]]:
     for ev in evaluated:
         if ev.result is None:
             continue
-        c = ev.result.corrected_statement()
+        try:
+            c = ev.result.corrected_statement()
+        except Exception as exc:  # noqa: BLE001 - reported in the document, never fatal
+            c = Corrected(f"(item {ev.item.label})", [], f"failed to derive the corrected statement: "
+                          f"{type(exc).__name__}: {exc}")
         if c is None:
             continue
         if c.name in out:
