@@ -76,6 +76,8 @@ _DISPLAY = {
 def pretty(expr) -> str:
     if isinstance(expr, str):
         return expr
+    if isinstance(expr, sp.Equality):  # sstr would write Eq(a, b)
+        return f"{pretty(expr.lhs)} = {pretty(expr.rhs)}"
     sub = {sym: sp.Symbol(name) for sym, name in _DISPLAY.items() if sym in expr.free_symbols}
     return sp.sstr(expr.xreplace(sub))  # structural renaming: no re-evaluation (relations stay as printed)
 
