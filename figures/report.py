@@ -198,6 +198,28 @@ def _figures(sections: dict, page: _Page, results: ResultSet, nc) -> None:
         sections[fk.section].add(page.figure(fk.name, fig, fk.caption_for(results, nc), fk.source_results(results)))
 
 
+def _paper_check_formulas(findings: list) -> str:
+    """The printed and derived forms as MathML (written by sympy into the result file, re-emitted
+    here through :func:`stam.theory.mathml.sanitize`: MathML elements only, text escaped), beside
+    the text forms; no JavaScript, rendered by the browser."""
+    from stam.theory.mathml import sanitize
+
+    rows = []
+    for f in findings:
+        cells = []
+        for key in ("printed", "derived"):
+            math = sanitize(f.get(f"{key}_mathml")) if isinstance(f.get(f"{key}_mathml"), str) else None
+            cells.append(math if math is not None else f"<code>{html.escape(str(f.get(key, '')))}</code>")
+        if any(c.startswith("<math") for c in cells):
+            rows.append(f"<tr><td>{html.escape(str(f.get('label')))}</td><td>{html.escape(str(f.get('verdict')))}</td>"
+                        f"<td>{cells[0]}</td><td>{cells[1]}</td></tr>")
+    if not rows:
+        return ""
+    return ('<details class="formulas"><summary>The formulas of the audit as mathematics (MathML)</summary>'
+            '<table><thead><tr><th>Label</th><th>Verdict</th><th>Printed</th><th>Derived</th></tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></details>")
+
+
 def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice") -> Path:
     """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path."""
     from stam.figures import tables as T
@@ -218,6 +240,7 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         sec["paper-check"].add(f"<p>{len(findings)} checks; {len(bad)} not as printed: "
                                f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
         sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
+        sec["paper-check"].add(_paper_check_formulas(findings))
 
     for i, r in enumerate(results["stepsize"]):
         sec["stepsize"].add(page.table(f"stepsize-{i}", T.stepsize_table(r.data)))

@@ -26,19 +26,24 @@ def items():
 
 
 def test_verdicts(items):
-    assert {label: f.verdict for label, f in items.items()} == EXPECTED
+    """The items audited before the audit became complete keep their verdicts (now computed)."""
+    assert {label: items[label].verdict for label in EXPECTED} == EXPECTED
 
 
 def test_every_wrong_print_has_a_counterexample(items):
     for f in items.values():
-        assert (f.counterexample is not None) == (f.verdict != "ok"), f.label
+        assert (f.counterexample is not None) == (f.verdict not in ("ok", "gap")), f.label
 
 
 def test_json_output(capsys):
+    """Backwards compatible: a list whose rows keep label, printed, derived, verdict, counterexample
+    (new keys are added), the old items in their old order among the new ones."""
     assert main(["paper-check", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["label"] for r in rows] == list(EXPECTED)
-    assert all(set(r) == {"label", "printed", "derived", "verdict", "counterexample"} for r in rows)
+    labels = [r["label"] for r in rows]
+    assert [lab for lab in labels if lab in EXPECTED] == list(EXPECTED)
+    assert all({"label", "printed", "derived", "verdict", "counterexample"} <= set(r) for r in rows)
+    assert all(isinstance(r["printed"], str) and isinstance(r["derived"], str) for r in rows)
 
 
 def test_threshold_counterexample(items):
@@ -114,6 +119,8 @@ def test_brief_and_as_printed_text(capsys):
     assert main(["paper-check", "--brief", "--as-printed"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert len(lines[1:1 + len(EXPECTED)]) == len(EXPECTED)
-    assert all(f"{v:<8}" in line for line, v in zip(lines[1:], EXPECTED.values()))
+    for label, v in EXPECTED.items():
+        line = next(li for li in lines[1:] if li.startswith(label + " "))
+        assert f" {v} " in line, label
     assert "Effect of the printed forms" in out
+    assert "Coverage: " in out

@@ -1,14 +1,13 @@
 """``stam paper-check``: the paper audit.
 
-For each audited item the printed closed form is compared with the one derived in
-:mod:`stam.theory.constants` / :mod:`stam.theory.chain`; where they differ, a seeded search
-finds a concrete counterexample (numbers).  Verdicts:
-
-- ``ok``: the print equals (or is implied by) the derivation;
-- ``misprint``: a slip in writing down a formula whose own derivation gives another one (the
-  argument is sound once the formula is corrected; e.g. a wrong power or denominator);
-- ``error``: a step that does not follow from its premises (the statement needs a different
-  constant; the correction changes what the toolkit computes).
+The items live in :mod:`stam.theory.items` (one small function per item, found through a
+registry); each returns what the paper prints, what is derived in :mod:`stam.theory.constants` /
+:mod:`stam.theory.chain` and a counterexample or None, and the verdict follows by one rule
+(:func:`stam.theory.items.verdict`): ``ok``, ``misprint`` (the print fails but the paper prints
+the derived form elsewhere: a slip), ``error`` (the print fails and the paper carries the wrong
+form), ``gap`` (the proof uses something the paper does not state) or ``failed to derive``.
+This module holds the machinery the items share (tiny STAM runs, seeded searches, rounding,
+display) and the command's output.
 
 Counterexamples on iterates use tiny deterministic STAM runs on the instance
 ``G(y) = (a/2)||y - g0||^2``, ``H = (lam/2)||x - y||^2``, ``F(u) = (mu/2)||u - c||^2`` in R^2,
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -38,16 +37,28 @@ SEED = 20240601
 
 @dataclass
 class Finding:
+    """One evaluated item as reported: the first five fields are the JSON keys of old; the rest
+    are added to the JSON (``covers``, ``gap``, ``elsewhere``, ``error``, MathML and LaTeX)."""
+
     label: str
     printed: str
     derived: str
-    verdict: str  # ok | misprint | error
+    verdict: str  # ok | misprint | error | gap | failed to derive
     counterexample: dict | None
     note: str = ""
+    covers: tuple = ()
+    gap: dict | None = None
+    elsewhere: list = field(default_factory=list)
+    error: str = ""
+    math: dict = field(default_factory=dict)  # printed/derived as MathML and LaTeX (where sympy)
 
     def as_json(self) -> dict:
-        d = asdict(self)
-        d.pop("note")
+        d = {"label": self.label, "printed": self.printed, "derived": self.derived, "verdict": self.verdict,
+             "counterexample": self.counterexample, "covers": list(self.covers), "gap": self.gap,
+             "elsewhere": self.elsewhere}
+        if self.error:
+            d["error"] = self.error
+        d.update(self.math)
         return d
 
 
@@ -65,8 +76,10 @@ _DISPLAY = {
 def pretty(expr) -> str:
     if isinstance(expr, str):
         return expr
+    if isinstance(expr, sp.Equality):  # sstr would write Eq(a, b)
+        return f"{pretty(expr.lhs)} = {pretty(expr.rhs)}"
     sub = {sym: sp.Symbol(name) for sym, name in _DISPLAY.items() if sym in expr.free_symbols}
-    return sp.sstr(expr.subs(sub))
+    return sp.sstr(expr.xreplace(sub))  # structural renaming: no re-evaluation (relations stay as printed)
 
 
 def _r(x, digits=6):
@@ -291,78 +304,8 @@ def premise_witness(label: str, seed: int = SEED, tries: int = 3000) -> dict | N
 
 
 # --------------------------------------------------------------------------------------------
-# the audited items
+# shared by several items
 # --------------------------------------------------------------------------------------------
-
-
-def item_threshold(seed: int = SEED) -> Finding:
-    thr = k.gamma_threshold()
-    rng = np.random.default_rng(seed)
-    L2 = np.round(rng.uniform(0.05, 4, 1000), 2)
-    l = np.round(rng.uniform(-L2, 2), 2)
-    c = num.Constants(L1=None, L2=L2, L3=0, L4=0, L5=0, l=l)
-    exact, printed = num.gamma_threshold(c), num.gamma_threshold(c, as_printed=True)
-    hits = np.flatnonzero(printed > exact * 1.01)
-    ce = None
-    if hits.size:
-        i = int(hits[0])
-        g = float(f"{(exact[i] + printed[i]) / 2:.4g}")
-        ci = num.Constants(L1=None, L2=float(L2[i]), L3=0, L4=0, L5=0, l=float(l[i]))
-        ce = _r({"L2*": L2[i], "l": l[i], "printed_threshold": printed[i], "exact_threshold": exact[i], "gamma": g,
-                 "K1(gamma)": float(num.K1(g, ci)),
-                 "meaning": "gamma below the printed threshold with K1(gamma) <= 0"})
-    b_def = f"  with b = {pretty(thr['b'])}"
-    return Finding(
-        "Rem=09836 (threshold of K1 > 0)", pretty(thr["printed_in_b"]) + b_def,
-        pretty(thr["root_in_b"]) + b_def + " (positive root of 4 gamma K1) = " + pretty(thr["stable"])
-        + "; at L2*=0: " + pretty(thr["at_L2_zero"]), "misprint", ce,
-        "denominator 10 L2* should be 10 (L2*)^2 (agree only at L2* = 1); the print is undefined at L2* = 0. "
-        "K1 > 0 implies gamma*l < 1/10, so the strong convexity of eq260 holds.",
-    )
-
-
-def item_k1() -> Finding:
-    derived = k.K1_expr()
-    same_k1 = sp.simplify(chain.K1_PRINTED_K1 - derived) == 0
-    same_36 = sp.simplify(chain.K1_PRINTED_EQ36 - derived) == 0
-    return Finding("k1 vs eq36 (K1)", pretty(chain.K1_PRINTED_K1) + "  |  eq36: " + pretty(chain.K1_PRINTED_EQ36),
-                   pretty(derived), "ok" if same_k1 and same_36 else "error", None,
-                   "eq. k1, Lemma par2 and eq36 give the same K1.")
-
-
-_CHAIN_ORIGIN = "eq25"
-
-
-def item_chain(seed: int = SEED) -> list[Finding]:
-    out = []
-    for st in chain.steps():
-        cmp = chain.compare(st.printed, st.derived, seed=seed)
-        follows = chain.compare(st.printed, st.printed_from_printed, seed=seed).verdict in ("same", "weaker")
-        if cmp.verdict in ("same", "weaker"):
-            verdict, ce, note = "ok", None, f"derived by: {st.rule}"
-        else:
-            verdict = "error"
-            ce = chain_counterexample(st.label, seed) or premise_witness(st.label, seed)
-            origin = ("follows from the printed predecessors: error propagated from eq25" if follows
-                      else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
-            note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
-        out.append(Finding(st.label, pretty(st.printed) + " >= 0", pretty(st.derived) + " >= 0", verdict, ce, note))
-    return out
-
-
-def item_K3(seed: int = SEED) -> Finding:
-    printed, derived = k.K3_printed_expr(False), k.K3_expr(False)
-    same = sp.simplify(printed - derived) == 0
-    ce = None
-    if not same:
-        lam_, gam = 2.0, 0.1
-        c = num.quadratic_coupling(lam_)
-        ce = _r({"lam": lam_, "gamma": gam, "K3_printed": float(num.K3(gam, c, True)),
-                 "K3_derived": float(num.K3(gam, c)),
-                 "eq39": chain_counterexample("eq39", seed) or premise_witness("eq39", seed),
-                 "meaning": "with the printed K3, eq39 is not implied by the premises of its proof"})
-    return Finding("K3 (eq39), M = 2 K3", pretty(printed), pretty(derived), "ok" if same else "error", ce,
-                   "M = 2 K3 (eq45 -> eq46) is ok; K3 inherits eq25's (L4*)^2.")
 
 
 def es_lemma_instance(a, cc, lam, x, y, b):
@@ -382,48 +325,6 @@ def es_lemma_instance(a, cc, lam, x, y, b):
     return {"lhs": float(lhs), "excess": G + H - Ginf, "delta_inf": delta_inf, "m": m}
 
 
-def item_es_lemma(seed: int = SEED) -> Finding:
-    rng = np.random.default_rng(seed)
-    ce = None
-    for _ in range(2000):
-        N = int(rng.integers(2, 5))
-        b = int(rng.integers(1, N))  # b < N: a genuinely random minibatch
-        a = np.round(rng.uniform(0.01, 2, N), 2)
-        cc = np.round(rng.normal(0, 1, N), 2)
-        lam = float(np.round(rng.uniform(0.1, 5), 2))
-        x, y = (float(v) for v in np.round(rng.normal(0, 2, 2), 2))
-        e = es_lemma_instance(a, cc, lam, x, y, b)
-        A_p, A_d = float(num.g.es_lemma_A_printed(lam, e["m"])), float(num.g.es_lemma_A(lam, e["m"]))
-        rhs_p = 2 * A_p * e["excess"] + 2 * A_p * e["delta_inf"]
-        rhs_d = 2 * A_d * e["excess"] + 2 * A_d * e["delta_inf"]
-        if e["lhs"] > rhs_p * (1 + 1e-9) + 1e-12:
-            ce = _r({"N": N, "b": b, "G_i": "(a_i/2)(y - c_i)^2", "a_i": a, "c_i": cc,
-                     "H": "(lam/2)(x-y)^2", "lam": lam, "x": x, "y": y,
-                     "E||g~ + grad_y H||^2 (enumerated)": e["lhs"], "printed 2A(...)+C": rhs_p,
-                     "derived 2A(...)+C": rhs_d, "printed A": A_p, "derived A": A_d,
-                     "meaning": "the ES inequality of Lemma es-lemma fails with the printed A"})
-            break
-    esl = k.es_lemma()
-    return Finding(
-        "eq101 (Lemma es-lemma A, C)",
-        "A = " + pretty(k.ES_LEMMA_A_PRINTED) + ", C = 2 A Delta_inf   (m = max_i L1^i E[v_i^2])",
-        f"A = {pretty(esl['A'])}, C = {pretty(esl['C'])}; E[v_i^2] = {pretty(k.ev2_nice_without_replacement())} "
-        f"(b-nice), {pretty(k.ev2_with_replacement())} (with replacement)",
-        "error", ce,
-        "eq101 line 2 -> 3: (4/N) sum [m g_i + L3* h] <= 4 max(m, L3*) (1/N) sum (g_i + h), not (4m + L3*)(...).",
-    )
-
-
-def item_es_gh(seed: int = SEED) -> Finding:
-    """Lemma ES-GH: derived constants equal the print; no violation on random instances with an
-    enumerated estimator (G = (1/N) sum G_i, b-nice) whose A0, B0, C0 are computed exactly."""
-    esgh = k.es_gh()
-    printed_A = sp.Max(2 * s.A0 + 2 * s.B0 * s.L1, 2 * s.L3)
-    printed_C = 2 * printed_A * s.gap + 2 * s.C0
-    same = sp.simplify(esgh["A"] - printed_A) == 0 and sp.simplify(esgh["C"] - printed_C) == 0
-    return Finding("Lemma ES-GH (gh-es)", f"A = {pretty(printed_A)}, C = {pretty(printed_C)}",
-                   f"A = {pretty(esgh['A'])}, C = {pretty(esgh['C'])}", "ok" if same else "error", None,
-                   "Young, eq. (422), Lemma Lip-lemma; property-tested in tests/test_theory_es.py.")
 
 
 def stationarity_terms(srch: dict) -> dict:
@@ -440,123 +341,78 @@ def stationarity_terms(srch: dict) -> dict:
     return {"eta": eta, "grad_u": g_u, "dist2": dist2, "Z": Z}
 
 
-def item_eq403(seed: int = SEED) -> Finding:
-    srch = iterate_search(seed)
-    st = stationarity_terms(srch)
-    lam, gam = srch["inst"]["lam"], srch["inst"]["gamma"]
-    lhs = st["grad_u"] + st["dist2"]
-    printed = 2 * st["eta"] + 2 * (st["Z"] / gam) ** 2 + 4 * lam**2 * st["Z"]
-    derived = 2 * st["eta"] + 2 * st["Z"] / gam**2 + 4 * lam**2 * st["Z"]
-    rel = (printed - lhs) / (1 + lhs)
-    t, r = np.unravel_index(np.argmin(rel), rel.shape)
-    ce = _counterexample(rel[t, r] < 0, srch["inst"], srch["traj"], r, t,
-                         {"LHS": lhs[t, r], "printed middle line": printed[t, r], "derived middle line": derived[t, r],
-                          "meaning": "LHS of eq403 exceeds its printed middle line"})
-    return Finding("eq403", "2 eta_t + 2 E(||z^t-z^{t-1}||^2/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2",
-                   "2 eta_t + 2 E(||z^t-z^{t-1}||/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2 "
-                   "<= 2 eta_t + 4 E(||z^t-z^{t-1}||/gamma)^2", "misprint", ce,
-                   "the last line of eq403 (and Theorem conv) is right; only the middle line squares the norm twice.")
 
 
-def item_eq52(seed: int = SEED) -> Finding:
-    """With ``T = 1`` the min over t is the value at t = 0.  All updates are affine in the data
-    ``(g0, c, y0, z^{-1})`` with no constant term, so scaling the data by ``s`` scales squared
-    terms by ``s^2`` and ``dist`` by ``s``: a small enough ``s`` breaks the printed line."""
-    srch = iterate_search(seed)
-    st = stationarity_terms(srch)
-    gam = srch["inst"]["gamma"]
-    dist, excess = np.sqrt(st["dist2"][0]), 2 * (st["eta"][0] + 2 * st["Z"][0] / gam**2) - st["grad_u"][0]
-    ratio = np.where(excess > 0, dist / np.maximum(excess, 1e-300), np.inf)  # violated iff s < ratio
-    r = int(np.argmax(np.where(np.isfinite(ratio), ratio, -1)))
-    scale = float(f"{0.5 * min(ratio[r], 1.0):.1g}")
-    one = {key: (v[r:r + 1] * (scale if key in ("g0", "c", "y0", "zm1") else 1.0)) for key, v in srch["inst"].items()}
-    tr = run_stam(one, 1)
-    st1 = stationarity_terms({"inst": one, "traj": tr})
-    lhs_printed = float(st1["grad_u"][0, 0] + np.sqrt(st1["dist2"][0, 0]))
-    lhs_derived = float(st1["grad_u"][0, 0] + st1["dist2"][0, 0])
-    rhs = float(2 * (st1["eta"][0, 0] + 2 * st1["Z"][0, 0] / one["gamma"][0] ** 2))
-    ce = _counterexample(lhs_printed > rhs, one, tr, 0, 0,
-                         {"T": 1, "data scaled by": scale, "printed LHS (with dist)": lhs_printed,
-                          "derived LHS (with dist^2)": lhs_derived, "2 min[eta + 2 E(||dz||/gamma)^2]": rhs,
-                          "meaning": "the first inequality of eq52 fails with dist in place of dist^2"})
-    return Finding("eq52", "min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist(0, ...)] <= ...",
-                   "min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist^2(0, ...)] <= 2 (1+(L+M)A/beta^2)^T/T "
-                   "beta (delta0+M0') + (L+M)C/beta", "misprint", ce,
-                   "Theorem conv states dist^2 (correct); eq52 drops the square.")
+# --------------------------------------------------------------------------------------------
+# the items, evaluated
+# --------------------------------------------------------------------------------------------
 
 
-def item_beta(seed: int = SEED) -> Finding:
-    bc = k.beta_conditions()
-    c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
-    delta0, M0, eps = 2.3, 0.0, 0.1
-    r = num.recommend(c, delta0, M0, eps)
-    T = r["T_min"]
-    bounds = num.beta_lower_bounds(T, r["gamma"], c, eps)
-    beta_p = 1.01 * min(bounds.values())
-    # log10 of Theorem conv's RHS, 2 (1+q)^T beta D / T + (L+M) C / beta, without overflow
-    LM = c.L + r["M"]
-    q = LM * c.A / beta_p**2
-    log_rhs = np.logaddexp(T * np.log1p(q) + np.log(2 * beta_p * (delta0 + M0) / T), np.log(LM * c.C / beta_p))
-    rep = num.check(r["gamma"], beta_p, c, T=T, eps=eps, delta0=delta0, M0=M0)
-    ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
-             "gamma": r["gamma"], "T": T, "beta_bounds": bounds, "beta = 1.01 min": beta_p,
-             "log10 Theorem conv RHS": float(log_rhs / np.log(10)), "log10 eps^2": float(np.log10(eps**2)), "violated": [v["condition"] for v in rep["violations"]],
-             "meaning": "beta > min{...} holds but the bound of Theorem conv exceeds eps^2"})
-    return Finding("conv-rate beta conditions", "beta > min{sqrt((L+M)AT), 2K2/K1, 2(L+M)C/eps^2}",
-                   "beta >= max{" + ", ".join(pretty(v) for v in bc.values()) + "}", "misprint", ce,
-                   "the proof (eq700, eq51, eq702) needs all three bounds: max, not min.")
+def _text(x) -> str:
+    return x if isinstance(x, str) else pretty(x)
 
 
-def item_T() -> Finding:
-    derived = k.T_lower_bounds()
-    printed_terms = [12 * (s.L + s.M) * (s.delta0 + s.M0) / s.eps**2 * f for f in
-                     (12 * (s.delta0 + s.M0) * s.A / s.eps**2, 2 * s.K2 / (s.K1 * (s.L + s.M)), 2 * s.C / s.eps**2)]
-    same = all(sp.simplify(p - d) == 0 for p, d in zip(printed_terms, derived.values()))
-    rate = k.T_min_rate()["limit"]
-    return Finding("eq704 -> eq705 (T bound)", pretty(k.T_MIN_PRINTED),
-                   "max{" + ", ".join(pretty(v) for v in derived.values()) + "};  lim eps^4 T_min = " + pretty(rate),
-                   "ok" if same else "error", None,
-                   "eq704's first bound has T on both sides; squared out it is eq705's first term. T_min = O(eps^-4).")
+def _math(x) -> dict:
+    """MathML (sympy's presentation printer) and LaTeX of a sympy object; {} for text."""
+    from stam.theory.mathml import latex, mathml
+
+    if isinstance(x, str) or x is None:
+        return {}
+    try:
+        return {"mathml": mathml(x), "latex": latex(x)}
+    except Exception:  # noqa: BLE001 - a formula that does not print stays text
+        return {}
 
 
-def item_stamm() -> Finding:
-    nu = k.network_updates()
-    sy = nu["symbols"]
-    dW = sp.simplify(nu["printed"]["W"] - nu["derived"]["W"])
-    same_U = sp.simplify(nu["printed"]["U"] - nu["derived"]["U"]) == 0
-    ok_if_fixed = sp.simplify(dW.subs({sy["W~^t"]: sy["U^t"], sy["gradL(W^T)"]: sy["gradL(W^t)"]})) == 0
-    # numbers: one W-step, reading W~^t as the quantised iterate V^t
-    lam, beta = 0.5, 1000.0
-    W, U, V, g = 0.3, 0.1, 0.25, 0.02
-    derived_W = ((beta - lam) * W + lam * U - g) / beta
-    printed_W = ((beta - lam) * W + lam * V - g) / beta
-    ce = _r({"lam": lam, "beta": beta, "W^t": W, "U^t (= x^t)": U, "V^t (quantised, read as W~^t)": V,
-             "gradL(W^t)": g, "W^{t+1} Algorithm 1": derived_W, "W^{t+1} printed": printed_W,
-             "meaning": "the printed W-update differs from Algorithm 1's y-step (eq. algy) unless W~^t = U^t; "
-                        "grad L(W^T) would need the last iterate"})
-    derived = (f"W^{{t+1}} = {pretty(nu['derived']['W'])}; U^{{t+1}} = {pretty(nu['derived']['U'])}; "
-               f"V^{{t+1}} = {nu['derived']['V']}; X^{{t+1}} = {nu['derived']['X']}")
-    printed = (f"W^{{t+1}} = {pretty(nu['printed']['W'])}; U^{{t+1}} = {pretty(nu['printed']['U'])}; "
-               f"V^{{t+1}} = {nu['printed']['V']}; X^{{t+1}} = {nu['printed']['X']}")
-    verdict = "misprint" if (same_U and ok_if_fixed) else "error"
-    return Finding("alg:stamm vs Algorithm 1", printed, derived, verdict, ce,
-                   "W-update: lambda*U^t (x^t) for lambda*W~^t and grad L(W^t) for grad L(W^T); U, V, X updates agree.")
+def finding(ev) -> Finding:
+    """The reported form of one :class:`stam.theory.items.Evaluated`."""
+    from dataclasses import asdict
+
+    it, res = ev.item, ev.result
+    if res is None:
+        return Finding(it.label, "", "", ev.verdict, None, f"failed to derive: {ev.error}", it.covers,
+                       error=ev.error)
+    math = {}
+    for key, val in (("printed", res.printed), ("derived", res.derived)):
+        m = _math(val)
+        if m:
+            math[f"{key}_mathml"], math[f"{key}_latex"] = m["mathml"], m["latex"]
+    gap = asdict(res.gap) if res.gap is not None else None
+    if gap is not None and gap.get("witness") is not None:
+        gap["witness"] = _r(gap["witness"])
+    note = res.note
+    if res.gap is not None:
+        note = (note + " " if note else "") + f"Gap: uses {res.gap.uses}; stated: {res.gap.states}; " \
+               f"closes it: {res.gap.closes}"
+    return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, res.counterexample, note,
+                   it.covers, gap, [{"where": o.where, "agrees": bool(o.agrees)} for o in res.elsewhere],
+                   math=math)
 
 
-def item_network_constants() -> Finding:
-    qc = k.quadratic_coupling()
-    return Finding("network constants (H = (lam/2)||x-y||^2)", "L2* = L3* = L4* = L5* = lam (not printed), l = L2*",
-                   ", ".join(f"{key} = {pretty(v)}" for key, v in qc.items()), "ok", None,
-                   "the paper's 'one can always take l = L2*' is valid but not the smallest; l = -lam is.")
+@lru_cache(maxsize=None)
+def evaluated() -> tuple:
+    """Every registered item evaluated once per process (:func:`stam.theory.items.evaluate`)."""
+    from stam.theory.items import evaluate, registry
+
+    return tuple(evaluate(it) for it in registry())
 
 
 @lru_cache(maxsize=None)
 def findings(seed: int = SEED) -> tuple[Finding, ...]:
     """All audited items, in the order of the paper (computed once per process)."""
-    return (
-        item_es_lemma(seed), item_es_gh(seed), item_k1(), item_threshold(seed), *item_chain(seed), item_K3(seed),
-        item_eq403(seed), item_eq52(seed), item_beta(seed), item_T(), item_stamm(), item_network_constants(),
-    )
+    if seed != SEED:
+        raise ValueError(f"the audit's searches are seeded with {SEED}")
+    return tuple(_safe_finding(ev) for ev in evaluated())
+
+
+def _safe_finding(ev) -> Finding:
+    """:func:`finding`, or a ``failed to derive`` row if even reporting the item raises."""
+    try:
+        return finding(ev)
+    except Exception as exc:  # noqa: BLE001 - one item must not stop the audit
+        err = f"{type(exc).__name__}: {exc} (while reporting it)"
+        return Finding(ev.item.label, "", "", "failed to derive", None, f"failed to derive: {err}", ev.item.covers,
+                       error=err)
 
 
 # --------------------------------------------------------------------------------------------
@@ -575,34 +431,59 @@ def _short(ce: dict | None) -> str:
     return "; ".join(f"{key}={v}" for key, v in keep.items() if key != "t" or v is not None)
 
 
-def table(items, as_printed: bool = False) -> str:
+def _vw(items) -> int:
+    return max([8] + [len(f.verdict) for f in items])
+
+
+def summary(items, cov: dict | None = None) -> str:
+    """The count of each verdict and, with ``cov`` (:func:`stam.theory.items.coverage.coverage`), the coverage."""
+    from stam.theory.items import VERDICTS
+
+    counts = {v: sum(f.verdict == v for f in items) for v in VERDICTS}
+    text = f"{len(items)} items: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in ("ok", "misprint", "error"))
+    text += ". The toolkit computes with the derived forms (stam stepsize --as-printed uses the printed ones)."
+    if cov is not None:
+        kinds = cov["by_kind"]
+        d, st = kinds.get("display", {"audited": 0, "total": 0}), kinds.get("statement", {"audited": 0, "total": 0})
+        text += (f"\nCoverage: {cov['audited']}/{cov['total']} labels of Section 2 and Appendices A-B audited "
+                 f"({d['audited']}/{d['total']} labelled displays, {st['audited']}/{st['total']} labelled lemmas, "
+                 "theorems, assumptions, definitions and remarks; counted in the paper's LaTeX source)")
+        if cov["missing"]:
+            text += "; not audited: " + ", ".join(cov["missing"])
+        if cov["unknown"]:
+            text += "; items cover labels the paper lacks there: " + ", ".join(cov["unknown"])
+    return text
+
+
+def table(items, as_printed: bool = False, cov: dict | None = None) -> str:
     lines = []
-    w = max(len(f.label) for f in items)
-    lines.append(f"{'label':<{w}}  {'verdict':<8}  printed  ->  derived")
+    w, vw = max(len(f.label) for f in items), _vw(items)
+    lines.append(f"{'label':<{w}}  {'verdict':<{vw}}  printed  ->  derived")
     lines.append("-" * (w + 40))
     for f in items:
-        lines.append(f"{f.label:<{w}}  {f.verdict:<8}  printed: {f.printed}")
-        lines.append(f"{'':<{w}}  {'':<8}  derived: {f.derived}")
+        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.printed}")
+        lines.append(f"{'':<{w}}  {'':<{vw}}  derived: {f.derived}")
         if f.note:
-            lines.append(f"{'':<{w}}  {'':<8}  note:    {f.note}")
+            lines.append(f"{'':<{w}}  {'':<{vw}}  note:    {f.note}")
         if f.counterexample is not None:
-            lines.append(f"{'':<{w}}  {'':<8}  counterexample: {_short(f.counterexample)}")
-    counts = {v: sum(f.verdict == v for f in items) for v in ("ok", "misprint", "error")}
-    lines.append("")
-    lines.append(f"{len(items)} items: {counts['ok']} ok, {counts['misprint']} misprint, {counts['error']} error. "
-                 "The toolkit computes with the derived forms (stam stepsize --as-printed uses the printed ones).")
+            lines.append(f"{'':<{w}}  {'':<{vw}}  counterexample: {_short(f.counterexample)}")
+        if f.gap is not None and f.gap.get("witness") is not None:
+            lines.append(f"{'':<{w}}  {'':<{vw}}  gap witness: {_short(f.gap['witness'])}")
+    lines += ["", summary(items, cov)]
     if as_printed:
         lines += ["", _as_printed_effect()]
     return "\n".join(lines)
 
 
-def brief(items) -> str:
+def brief(items, cov: dict | None = None) -> str:
     """One line per item: label, verdict and what is wrong (the note's first clause)."""
-    w = max(len(f.label) for f in items)
-    lines = [f"{'label':<{w}}  {'verdict':<8}  counterexample  note"]
+    w, vw = max(len(f.label) for f in items), _vw(items)
+    lines = [f"{'label':<{w}}  {'verdict':<{vw}}  counterexample  note"]
     for f in items:
         note = f.note.split(" (derived by")[0]
-        lines.append(f"{f.label:<{w}}  {f.verdict:<8}  {'found' if f.counterexample else '-':<14}  {note}")
+        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  {'found' if f.counterexample else '-':<14}  {note}")
+    if cov is not None:
+        lines += ["", summary(items, cov)]
     return "\n".join(lines)
 
 
@@ -617,25 +498,43 @@ def _as_printed_effect() -> str:
     return "\n".join(rows)
 
 
-def result(items) -> dict:
-    """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``."""
+def result(items, cov: dict | None = None) -> dict:
+    """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``,
+    with the coverage of the paper's labelled displays (computed from the bundled paper if not given)."""
     from stam.io import provenance
+    from stam.theory.items import registry
+    from stam.theory.items.coverage import coverage, read_paper
 
-    return {"kind": "paper-check", "provenance": provenance(), "items": [f.as_json() for f in items]}
+    cov = cov if cov is not None else coverage(registry(), read_paper())
+    return {"kind": "paper-check", "provenance": provenance(), "items": [f.as_json() for f in items], "coverage": cov}
 
 
 def run(args) -> int:
-    """Handler of ``stam paper-check``."""
+    """Handler of ``stam paper-check`` (output locations are checked by :mod:`stam.theory.cli`)."""
     from stam.io import atomic_write_json, dumps
+    from stam.theory.items import registry
+    from stam.theory.items.coverage import coverage
 
+    tex = args.paper_text if getattr(args, "paper_text", None) is not None else None
+    if tex is None:
+        from stam.theory.items.coverage import read_paper
+
+        tex = read_paper()
     items = findings()
+    cov = coverage(registry(), tex)
     rows = [f.as_json() for f in items]
+    if getattr(args, "corrected", None):
+        from stam.theory import corrected
+
+        corrected.write(args.corrected, evaluated())
     if getattr(args, "out", None):
-        atomic_write_json(args.out, result(items))
+        atomic_write_json(args.out, result(items, cov))
     if args.json:
         print(dumps(rows))
     elif getattr(args, "brief", False):
-        print(brief(items) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
+        print(brief(items, cov) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
     else:
-        print(table(items, as_printed=args.as_printed))
+        print(table(items, as_printed=args.as_printed, cov=cov))
+    if getattr(args, "corrected", None) and not args.json:
+        print(f"Corrected statements: {args.corrected}/corrected.tex, {args.corrected}/corrected.md")
     return 0

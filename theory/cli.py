@@ -12,6 +12,26 @@ def _paper_check(args) -> int:
     require(not (args.json and args.brief), "--json and --brief are two formats of the same findings; give one")
     if args.out is not None:
         check_out_file(args.out, "--out")
+    if args.corrected is not None:
+        from stam.io import check_out_dir
+
+        out = check_out_dir(args.corrected, "--corrected")
+        for name in ("corrected.tex", "corrected.md"):
+            check_out_file(out / name, "--corrected")
+    args.paper_text = None
+    if args.paper is not None:
+        from pathlib import Path
+
+        p = Path(args.paper)
+        try:
+            raw = p.read_bytes() if p.is_file() else None
+        except OSError as exc:
+            raw, why = None, str(exc)
+        else:
+            why = "not a file"
+        require(raw is not None, f"--paper {args.paper}: cannot be read ({why}); give the paper's LaTeX source")
+        require(len(raw) <= 20_000_000, f"--paper {args.paper}: {len(raw)} bytes; a LaTeX source of at most 20 MB is allowed")
+        args.paper_text = raw.decode("utf-8", errors="replace")
     from stam.theory.audit import run
 
     return run(args)
@@ -29,14 +49,20 @@ def register(subparsers) -> None:
         "paper-check",
         help="re-derive the paper's constants, thresholds and inequality steps; report misprints with counterexamples",
         description="For each audited item: its label, what is printed, what is derived (sympy), a verdict "
-        "(ok / misprint / error) and, where the print is wrong, a concrete counterexample found by a seeded search. "
+        "(ok / misprint / error / gap, computed by one rule) and, where the print is wrong, a concrete counterexample found by a seeded search. "
         "The toolkit computes with the corrected forms.",
     )
-    p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, counterexample}")
+    p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, "
+                   "counterexample, covers, gap, elsewhere, printed_mathml, ...}")
     p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong); not with --json")
     p.add_argument("--as-printed", action="store_true",
                    help="also evaluate the printed forms on the counterexamples and show the numbers they give")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance) to FILE")
+    p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and "
+                   "coverage) to FILE")
+    p.add_argument("--corrected", metavar="DIR", help="also write the corrected lemmas and theorems (hypotheses, "
+                   "constants) to DIR/corrected.tex and DIR/corrected.md")
+    p.add_argument("--paper", metavar="FILE", help="the paper's LaTeX source whose labels the coverage counts "
+                   "(default: the copy that comes with the toolkit)")
     p.set_defaults(func=_paper_check)
 
     s = subparsers.add_parser(

@@ -1,0 +1,159 @@
+"""The paper audit as items: one item = one small function that returns what the paper prints,
+what is derived (sympy, from the defining conditions) and a counterexample or ``None``
+(:class:`Result`); the verdict follows from those by ONE rule, :func:`verdict`, never typed in.
+
+Items are declared where they are defined, with the :func:`item` decorator, in the modules of
+this package (:data:`MODULES`, imported by :func:`registry`).  Each names the labels of the
+paper it covers (``covers``: equation, lemma and theorem labels of Section 2 and Appendices A-B),
+so that :func:`stam.theory.items.coverage.coverage` can count what is audited against the labels
+found by parsing the paper's source.
+
+Verdicts (:func:`verdict`):
+
+- ``error``: a counterexample to the printed form, and no place of the paper prints the derived
+  form (``elsewhere``: every other printed occurrence of the same quantity carries the wrong one);
+- ``misprint``: a counterexample to the printed form, but another printed occurrence of the same
+  quantity (the paper's own premise, the next line, the statement of the theorem) agrees with
+  the derivation, i.e. a slip in writing it down;
+- ``gap``: no counterexample to the printed form, but its proof uses something the paper does
+  not state (an undefined quantity, an unstated assumption, a missing property, an illegal swap of
+  an order of operations), with a witness that the stated hypotheses do not give it and what would
+  close it (:class:`Gap`);
+- ``ok``: no counterexample and no gap;
+- ``failed to derive``: the item's derivation raised (reported, never fatal; :func:`evaluate`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+#: the verdicts, in the order the summary lists them
+VERDICTS = ("ok", "misprint", "error", "gap", "failed to derive")
+
+#: the modules that declare items, in the order of the paper
+MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network")
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """The same quantity or step printed elsewhere in the paper (``where``), and whether that
+    print agrees with the derivation (``agrees``, computed by the item)."""
+
+    where: str
+    agrees: bool
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A proof step that uses something not stated: what it ``uses``, what the paper ``states``
+    instead, what would ``close`` it, and a ``witness`` (numbers or a derivation) that the stated
+    hypotheses do not give what is used."""
+
+    uses: str
+    states: str
+    closes: str
+    witness: dict | None = None
+
+
+class Tex(str):
+    """Text that is already LaTeX (math mode): written as is into the LaTeX export, between ``$``
+    in the Markdown one, and shown as it is in the terminal."""
+
+
+@dataclass
+class Corrected:
+    """A lemma or theorem as corrected: its ``hypotheses`` (sympy relations or text), its
+    ``conclusion`` and its ``constants`` (name -> sympy expression), all as the toolkit checks them."""
+
+    name: str
+    hypotheses: list
+    conclusion: Any
+    constants: dict = field(default_factory=dict)
+    changes: str = ""
+
+
+@dataclass
+class Result:
+    """What an item returns.  ``printed`` and ``derived`` are sympy expressions/relations or text;
+    ``counterexample`` is a replayable dict of numbers where the printed form fails, else None."""
+
+    printed: Any
+    derived: Any
+    counterexample: dict | None
+    elsewhere: tuple = ()
+    gap: Gap | None = None
+    note: str = ""
+    corrected: Corrected | Callable[[], Corrected] | None = None  # a callable is built only when asked for
+
+    def corrected_statement(self) -> Corrected | None:
+        return self.corrected() if callable(self.corrected) else self.corrected
+
+
+def verdict(r: Result) -> str:
+    """THE rule (see the module docstring)."""
+    if r.counterexample is not None:
+        return "misprint" if any(o.agrees for o in r.elsewhere) else "error"
+    return "gap" if r.gap is not None else "ok"
+
+
+@dataclass(frozen=True)
+class Item:
+    label: str
+    covers: tuple
+    func: Callable[[], Result]
+    module: str
+    order: int
+
+
+_REGISTRY: list[Item] = []
+
+
+def item(label: str, covers: tuple | list | str = ()):
+    """Declare an item: ``@item("eq24", covers=("eq24",))`` on a function returning :class:`Result`."""
+    cov = (covers,) if isinstance(covers, str) else tuple(covers)
+
+    def deco(func):
+        if any(it.label == label for it in _REGISTRY):
+            raise ValueError(f"two audit items are labelled {label!r}")
+        _REGISTRY.append(Item(label, cov, func, func.__module__, len(_REGISTRY)))
+        return func
+
+    return deco
+
+
+@lru_cache(maxsize=None)
+def registry() -> tuple[Item, ...]:
+    """Every item, in the order of :data:`MODULES` and, within a module, of definition."""
+    for name in MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+    rank = {f"{__name__}.{m}": i for i, m in enumerate(MODULES)}
+    return tuple(sorted(_REGISTRY, key=lambda it: (rank.get(it.module, len(MODULES)), it.order)))
+
+
+@dataclass
+class Evaluated:
+    item: Item
+    result: Result | None
+    verdict: str
+    error: str = ""
+
+
+def evaluate(it: Item) -> Evaluated:
+    """Run one item; a derivation that raises gives ``failed to derive`` with the error, never a crash."""
+    try:
+        res = it.func()
+        if not isinstance(res, Result):
+            raise TypeError(f"item {it.label} returned {type(res).__name__}, not Result")
+        return Evaluated(it, res, verdict(res))
+    except Exception as exc:  # noqa: BLE001 - one wrong derivation must not stop the audit
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return Evaluated(it, None, "failed to derive",
+                         f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
+
+
+__all__ = ["Tex", "VERDICTS", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
+           "evaluate", "Evaluated"]

@@ -1,0 +1,327 @@
+"""Items of Appendix B and the statements of Theorems conv and conv-rate: eq49 -> eq52 (with the
+gap of eq51), eq400 -> eq403, eq700 -> eq705, the conditions on beta and T, and the corrected
+theorems with all their hypotheses."""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from stam.theory import constants as k
+from stam.theory import numeric as num
+from stam.theory import symbols as s
+from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam,
+                               stationarity_terms)
+from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
+from stam.theory.items.section2 import COMMON, constants_K
+from stam.theory.items._steps import identity_result, step_result
+
+def _constants() -> dict:
+    return {**constants_K(), "A, C": "Lemma ES-GH (or Lemma es-lemma, corrected)"}
+
+
+STATIONARITY = (r"\min_{0\le t\le T-1}\Big[\mathbb{E}\|\nabla G(y^t)+\nabla_y H(u^t,y^t)\|^2+\mathbb{E}\,"
+                r"\operatorname{dist}^2\big(0,\nabla_x H(u^t,y^t)+\partial F(u^t)\big)\Big]")
+
+
+def _conv_corrected() -> Corrected:
+    return Corrected(
+        "Theorem conv", COMMON + [sp.Gt(sp.Symbol("K_1"), 0, evaluate=False), sp.Le(k.second_condition(), 1),
+                                  sp.Ge(s.beta * s.K1 / s.K2, 2, evaluate=False)],
+        Tex(STATIONARITY + r"\le " + sp.latex(k.theorem_rhs())),
+        _constants(), "M = 2 K3 with the corrected K3")
+
+
+@item("eq49, eq50 (weighted average, W_T)", covers=("eq49", "eq50"))
+def eq49(seed: int = SEED) -> Result:
+    """eq49: each min is at most its omega-weighted average (property checked on random data);
+    eq50: ``W_T >= T omega_{T-1} = T omega_{-1}/(1+q)^T`` with omega solved from its recurrence."""
+    rng = np.random.default_rng(seed)
+    a, w = rng.normal(0, 1, (200, 7)), rng.uniform(0.01, 1, (200, 7))
+    worst = float(np.min((a * w).sum(1) / w.sum(1) - a.min(1)))
+    om = k.omega()
+    q = (s.L + s.M) * s.A / s.beta**2
+    printed50 = s.omega_m1 / (1 + q) ** s.T
+    ident = identity_result(sp.simplify(om.subs(s.t, s.T - 1) - printed50), "eq50: omega_{T-1} from the recurrence")
+    if worst < -1e-12:
+        ident.counterexample = {"min - weighted average": worst, "meaning": "a min exceeds its weighted average"}
+    ident.note += f"; eq49: min_t a_t <= sum omega_t a_t / W_T on 200 random cases (smallest slack {worst:.3g})"
+    return ident
+
+
+@item("gap: eq51 takes min_t of a sum from a sum of mins", covers=("eq51",))
+def gap_eq51() -> Result:
+    """eq49 bounds ``min_t eta_t + c min_t E_t``; eq51 states a bound on ``min_t (eta_t + 2 E_t)``, which
+    is larger (``min(a + b) >= min a + min b``).  eq51 is true, by the weighted average of the sum
+    (eq48 divided by W_T), not by eq49."""
+    a, b = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    wit = {"a_t (eta_t)": a.tolist(), "b_t (2 E(...)^2)": b.tolist(), "min a + min b": float(a.min() + b.min()),
+           "min (a + b)": float((a + b).min())}
+    return Result("min_t [eta_t + 2 E(||z^t - z^{t-1}||/gamma)^2] <= (1+q)^T/T beta (delta_0 + M'_0) + (L+M)C/(2 beta)",
+                  "min_t [eta_t + 2 E_t] <= sum_t omega_t (eta_t + (beta K1/K2) E_t)/W_T <= the same right side", None,
+                  gap=Gap("min_t (a_t + b_t) <= min_t a_t + min_t b_t (swapping min and +)",
+                          "eq49 bounds min_t eta_t + (beta K1/K2) min_t E_t",
+                          "divide eq48 by W_T and bound min_t (eta_t + 2 E_t) by the weighted average of the sum "
+                          "(beta K1/K2 >= 2)", wit))
+
+
+@item("eq400 (Young, Hy-ylip)", covers=("eq400", "Hy-ylip"))
+def eq400() -> Result:
+    a, b_ = sp.symbols("a b", real=True)  # grad G + grad_y H(x^t, y^t),  grad_y H(u^t,.) - grad_y H(x^t,.)
+    Z = sp.Symbol("Z", nonnegative=True)
+    printed = 2 * a**2 + 2 * s.L5**2 * Z - (a + b_) ** 2
+    derived = (a - b_) ** 2 + 2 * (s.L5**2 * Z - b_**2)  # square + 2 (Hy-ylip squared, u - x = z^t - z^{t-1})
+    return step_result(printed, derived, "||a - b||^2 >= 0 and ||b||^2 <= (L5*)^2 ||u^t - x^t||^2, u^t - x^t = z^t - z^{t-1}")
+
+
+@item("eq16, eq17, eq401 (optimality of the u-step)", covers=("eq16", "eq17", "eq401"))
+def eq17() -> Result:
+    x0, u0, zm, Hx0 = sp.symbols("x0 u0 zm Hx0", real=True)
+    z0 = zm + u0 - x0  # algz
+    p = -(u0 - 2 * x0 + zm) / s.gamma  # the element of dF(u^t) given by eq16
+    Hx0_ = (zm - x0) / s.gamma  # eq13 at t-1
+    return identity_result((Hx0_ + p) - (zm - z0) / s.gamma, "eq17 = eq16 + eq13 (t-1) with algz; eq401 adds the same "
+                           "vector to both sides")
+
+
+@item("eq402 (dist^2)", covers=("eq402",))
+def eq402() -> Result:
+    v, b_ = sp.symbols("v b", real=True)  # (z^{t-1} - z^t)/gamma,  grad_x H(u^t,.) - grad_x H(x^t,.)
+    Z = sp.Symbol("Z", nonnegative=True)
+    dist2 = (v + b_) ** 2  # dist^2(0, S) <= ||element||^2 (eq401)
+    printed = 2 * Z / s.gamma**2 + 2 * s.L2**2 * Z - dist2
+    derived = (v - b_) ** 2 + 2 * (Z / s.gamma**2 - v**2) + 2 * (s.L2**2 * Z - b_**2)
+    return step_result(printed, derived, "||v - b||^2 >= 0, ||v||^2 = Z/gamma^2, ||b||^2 <= (L2*)^2 ||u^t - x^t||^2")
+
+
+@item("gap: dF is not defined for a nonconvex F", covers=("eq16", "con-inequality"))
+def gap_subdifferential() -> Result:
+    """eq16 is Fermat's rule for the u-step; it holds for the Frechet/limiting subdifferential, not for
+    the convex one.  Witness: ``F(u) = -u^2``, gamma = 1/4, v = 1: the minimiser is u* = 2; the
+    convex subdifferential of F at 2 is empty (sympy), the Frechet one is {-4} and eq16 holds."""
+    u, vv, gg, tt = sp.symbols("u v g t", real=True)
+    gam, v = sp.Rational(1, 4), 1
+    F = -(u**2)
+    ustar = sp.solve(sp.diff(F + (u - v) ** 2 / (2 * gam), u), u)[0]
+    fenchel = sp.expand(F.subs(u, ustar + tt) - (F.subs(u, ustar) + gg * tt))  # >= 0 for all t needed
+    frechet = sp.diff(F, u).subs(u, ustar)
+    wit = {"F(u)": "-u^2", "gamma": float(gam), "v": v, "u*": float(ustar),
+           "F(u*+t) - F(u*) - g t": str(fenchel), "(negative for large t whatever g)": True,
+           "Frechet gradient at u*": float(frechet), "eq16 residual": float(frechet + (ustar - v) / gam)}
+    return Result("0 in dF(u^t) + (u^t - 2x^t + z^{t-1})/gamma, and dist(0, grad_x H + dF) in Theorem conv",
+                  "true for the Frechet/limiting subdifferential of a proper lsc F", None,
+                  gap=Gap("a subdifferential for which Fermat's rule and the sum rule hold for nonconvex F",
+                          "dF is never defined (F is not assumed convex)",
+                          "define dF as the limiting (Mordukhovich) subdifferential", wit))
+
+
+@item("eq403", covers=("eq403",))
+def eq403(seed: int = SEED) -> Result:
+    srch = iterate_search(seed)
+    st = stationarity_terms(srch)
+    lam, gam = srch["inst"]["lam"], srch["inst"]["gamma"]
+    lhs = st["grad_u"] + st["dist2"]
+    printed = 2 * st["eta"] + 2 * (st["Z"] / gam) ** 2 + 4 * lam**2 * st["Z"]
+    derived = 2 * st["eta"] + 2 * st["Z"] / gam**2 + 4 * lam**2 * st["Z"]
+    rel = (printed - lhs) / (1 + lhs)
+    t, r = np.unravel_index(np.argmin(rel), rel.shape)
+    ce = _counterexample(rel[t, r] < 0, srch["inst"], srch["traj"], r, t,
+                         {"LHS": lhs[t, r], "printed middle line": printed[t, r], "derived middle line": derived[t, r],
+                          "meaning": "LHS of eq403 exceeds its printed middle line"})
+    # the last line of eq403: 2 eta + 4 Z/gamma^2 >= the derived middle line when (L2^2 + L5^2) gamma^2 <= 1
+    et_, Z, sig = sp.symbols("eta Z sigma", nonnegative=True)  # sigma = ((L2*)^2 + (L5*)^2) gamma^2 <= 1
+    mid = 2 * et_ + 2 * Z / s.gamma**2 + 2 * sig / s.gamma**2 * Z
+    last = 2 * et_ + 4 * Z / s.gamma**2
+    agrees = sp.factor(sp.expand((last - mid).subs(sig, 1 - sp.Symbol("r", nonnegative=True)))).is_nonnegative
+    return Result("2 eta_t + 2 E(||z^t-z^{t-1}||^2/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2",
+                  "2 eta_t + 2 E(||z^t-z^{t-1}||/gamma)^2 + 2((L2*)^2+(L5*)^2) E||z^t-z^{t-1}||^2 "
+                  "<= 2 eta_t + 4 E(||z^t-z^{t-1}||/gamma)^2", ce,
+                  (Occurrence("the last line of eq403 (and eq400, eq402)", bool(agrees)),),
+                  note="the last line of eq403 (and Theorem conv) is right; only the middle line squares the norm twice.")
+
+
+#: the power of dist in the printed stationarity measures (eq52 prints dist; Theorem conv and eq701 dist^2)
+DIST_POWER = {"eq52": 1, "con-inequality (Theorem conv)": 2, "eq701": 2}
+
+
+@item("eq52", covers=("eq52",))
+def eq52(seed: int = SEED) -> Result:
+    """With ``T = 1`` the min over t is the value at t = 0.  All updates are affine in the data
+    ``(g0, c, y0, z^{-1})`` with no constant term, so scaling the data by ``s`` scales squared
+    terms by ``s^2`` and ``dist`` by ``s``: a small enough ``s`` breaks the printed line."""
+    srch = iterate_search(seed)
+    st = stationarity_terms(srch)
+    gam = srch["inst"]["gamma"]
+    dist, excess = np.sqrt(st["dist2"][0]), 2 * (st["eta"][0] + 2 * st["Z"][0] / gam**2) - st["grad_u"][0]
+    ratio = np.where(excess > 0, dist / np.maximum(excess, 1e-300), np.inf)  # violated iff s < ratio
+    r = int(np.argmax(np.where(np.isfinite(ratio), ratio, -1)))
+    scale = float(f"{0.5 * min(ratio[r], 1.0):.1g}")
+    one = {key: (v[r:r + 1] * (scale if key in ("g0", "c", "y0", "zm1") else 1.0)) for key, v in srch["inst"].items()}
+    tr = run_stam(one, 1)
+    st1 = stationarity_terms({"inst": one, "traj": tr})
+    lhs_printed = float(st1["grad_u"][0, 0] + np.sqrt(st1["dist2"][0, 0]))
+    lhs_derived = float(st1["grad_u"][0, 0] + st1["dist2"][0, 0])
+    rhs = float(2 * (st1["eta"][0, 0] + 2 * st1["Z"][0, 0] / one["gamma"][0] ** 2))
+    ce = _counterexample(lhs_printed > rhs, one, tr, 0, 0,
+                         {"T": 1, "data scaled by": scale, "printed LHS (with dist)": lhs_printed,
+                          "derived LHS (with dist^2)": lhs_derived, "2 min[eta + 2 E(||dz||/gamma)^2]": rhs,
+                          "meaning": "the first inequality of eq52 fails with dist in place of dist^2"})
+    derived_power = 2  # eq403 bounds dist^2
+    return Result("min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist(0, ...)] <= ...",
+                  "min_t [E||grad G + grad_y H(u^t,y^t)||^2 + E dist^2(0, ...)] <= 2 (1+(L+M)A/beta^2)^T/T "
+                  "beta (delta0+M0') + (L+M)C/beta", ce,
+                  tuple(Occurrence(where, p == derived_power) for where, p in DIST_POWER.items() if where != "eq52"),
+                  note="Theorem conv states dist^2 (correct); eq52 drops the square.")
+
+
+@item("Theorem conv (con-inequality, M from K3)", covers=("conv", "con-inequality"))
+def theorem_conv(seed: int = SEED) -> Result:
+    """The bound of Theorem conv is the derived one (``theorem_rhs``), with ``M = 2 K3``; the printed
+    K3 makes M too small when ``L4* > 1`` (the proof does not give the printed bound there)."""
+    rhs = k.theorem_rhs()
+    printed_rhs = 2 * (1 + (s.L + s.M) * s.A / s.beta**2) ** s.T / s.T * s.beta * (s.delta0 + s.M0) + (s.L + s.M) * s.C / s.beta
+    same_form = sp.simplify(rhs - printed_rhs) == 0
+    lam_, gam = 2.0, 0.01
+    c = num.quadratic_coupling(lam_, L1=1.0, A=1.0, C=0.1)
+    beta, T = 1e3, 100
+    rp = float(num.theorem_rhs(T, gam, beta, c, 1.0, 0.0, as_printed=True))
+    rd = float(num.theorem_rhs(T, gam, beta, c, 1.0, 0.0))
+    ce = None
+    if not same_form or rp < rd:
+        ce = _r({"lam (= L4*)": lam_, "gamma": gam, "beta": beta, "T": T, "delta0": 1.0, "M0'": 0.0,
+                 "M printed": float(num.M(gam, c, True)), "M derived": float(num.M(gam, c)),
+                 "bound with printed M": rp, "bound with derived M": rd,
+                 "eq39 premise witness": premise_witness("eq39", seed),
+                 "meaning": "the printed bound (M = 2 K3 printed) is below the one the proof gives; eq39, which "
+                            "defines K3, is not implied by its premises"})
+    k3_conv_lemma = sp.simplify(k.K3_printed_expr(False) - k.K3_expr(False)) == 0
+    return Result(sp.Le(sp.Symbol("min_t S_t"), printed_rhs.subs(s.M, 2 * k.K3_printed_expr(False)), evaluate=False),
+                  sp.Le(sp.Symbol("min_t S_t"), rhs.subs(s.M, 2 * k.K3_expr(False)), evaluate=False), ce,
+                  (Occurrence("M of Lemma conv-lemma", k3_conv_lemma),),
+                  note=f"the form 2 (1+q)^T beta (delta0+M0')/T + (L+M)C/beta is derived ({'same' if same_form else 'differs'}); "
+                       "M inherits K3.", corrected=_conv_corrected)
+
+
+@item("conv-rate beta conditions", covers=("conv-rate", "eq700"))
+def beta_conditions() -> Result:
+    bc = k.beta_conditions()
+    c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
+    delta0, M0, eps = 2.3, 0.0, 0.1
+    r = num.recommend(c, delta0, M0, eps)
+    T = r["T_min"]
+    bounds = num.beta_lower_bounds(T, r["gamma"], c, eps)
+    beta_p = 1.01 * min(bounds.values())
+    LM = c.L + r["M"]
+    q = LM * c.A / beta_p**2
+    log_rhs = np.logaddexp(T * np.log1p(q) + np.log(2 * beta_p * (delta0 + M0) / T), np.log(LM * c.C / beta_p))
+    rep = num.check(r["gamma"], beta_p, c, T=T, eps=eps, delta0=delta0, M0=M0)
+    ce = None
+    if log_rhs > np.log(eps**2):
+        ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
+                 "gamma": r["gamma"], "T": T, "beta_bounds": bounds, "beta = 1.01 min": beta_p,
+                 "log10 Theorem conv RHS": float(log_rhs / np.log(10)), "log10 eps^2": float(np.log10(eps**2)),
+                 "violated": [v["condition"] for v in rep["violations"]],
+                 "meaning": "beta > min{...} holds but the bound of Theorem conv exceeds eps^2"})
+    # the proof's own requirements (eq700, Theorem conv's beta K1/K2 >= 2, eq702), all needed: their conjunction
+    bb = sp.Symbol("bb", positive=True)
+    reqs = [sp.solve(sp.Eq(bb**2, (s.L + s.M) * s.A * s.T), bb)[0], 2 * s.K2 / s.K1,
+            sp.solve(sp.Eq(bb, 2 * s.C * (s.L + s.M) / s.eps**2), bb)[0]]
+    proof_needs = sp.Max(*reqs)
+    agrees = sp.simplify(proof_needs - sp.Max(*bc.values())) == 0
+    return Result("beta > min{sqrt((L+M)AT), 2K2/K1, 2(L+M)C/eps^2}",
+                  "beta >= max{" + ", ".join(pretty(v) for v in bc.values()) + "}", ce,
+                  (Occurrence("the proof: eq700, eq701 (beta >= 2K2/K1), eq702 each required", agrees),),
+                  note="the proof (eq700, eq51, eq702) needs all three bounds: max, not min.")
+
+
+@item("conv-rate upper bound on beta (eq703)", covers=("conv-rate", "eq701", "eq702", "eq703"))
+def beta_window() -> Result:
+    """eq703 requires ``T >= 12 beta (delta0 + M0')/eps^2``, an upper bound on beta that the statement
+    drops: with ``beta`` far above its lower bounds at ``T = T_min`` the bound eq701 exceeds eps^2.
+    The window ``max{...} <= beta <= eps^2 T/(12 (delta0 + M0'))`` is nonempty iff ``T >= T_min``
+    (each bound of eq705 is where one lower bound meets the upper one, :func:`constants.T_lower_bounds`)."""
+    c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
+    delta0, M0, eps = 2.3, 0.0, 0.1
+    r = num.recommend(c, delta0, M0, eps)
+    T, gam = r["T_min"], r["gamma"]
+    lower = max(num.beta_lower_bounds(T, gam, c, eps).values())
+    beta = 10 * lower
+    LM = c.L + r["M"]
+    q = LM * c.A / beta**2
+    rhs701 = LM * c.C / beta + 6 * beta * (delta0 + M0) / T
+    exact = float(np.exp(T * np.log1p(q)) * 2 * beta * (delta0 + M0) / T + LM * c.C / beta)
+    ce = None
+    if rhs701 > eps**2 and exact > eps**2:
+        ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
+                 "gamma": gam, "T = T_min": T, "max lower bound": lower, "beta = 10 max": beta,
+                 "eq701 right side": rhs701, "Theorem conv right side": exact, "eps^2": eps**2,
+                 "meaning": "all hypotheses of Theorem conv-rate hold (beta above every lower bound, T >= eq705) "
+                            "but the bound exceeds eps^2: beta needs an upper bound"})
+    # eq701 from Theorem conv with (1+q)^T <= 3; eq702, eq703 solved (sympy)
+    e3 = sp.Symbol("e3")
+    rhs = k.theorem_rhs().subs((1 + (s.L + s.M) * s.A / s.beta**2) ** s.T, e3).subs(e3, 3)
+    printed701 = (s.L + s.M) * s.C / s.beta + 6 * s.beta / s.T * (s.delta0 + s.M0)
+    ok701 = sp.simplify(rhs - printed701) == 0
+    Tt = sp.Symbol("Tt", positive=True)
+    upper = sp.solve(sp.Eq(6 * s.beta * (s.delta0 + s.M0) / Tt, s.eps**2 / 2), Tt)[0]
+    printed703 = 12 * s.beta * (s.delta0 + s.M0) / s.eps**2
+    ok703 = sp.simplify(upper - printed703) == 0
+    corrected = lambda: Corrected(  # noqa: E731
+        "Theorem conv-rate", COMMON + [sp.Gt(sp.Symbol("K_1"), 0, evaluate=False), sp.Le(k.second_condition(), 1),
+                                       sp.Gt(s.eps, 0, evaluate=False),
+                                       sp.Ge(s.T, k.T_min_expr()),
+                                       sp.Ge(s.beta, sp.Max(*k.beta_conditions().values())),
+                                       sp.Le(s.beta, s.eps**2 * s.T / (12 * (s.delta0 + s.M0)))],
+        Tex(r"\exists\,t_0\in\{0,\dots,T-1\}:\ \mathbb{E}\|\nabla G(y^{t_0})+\nabla_y H(u^{t_0},y^{t_0})\|\le"
+            r"\epsilon \text{ and } \mathbb{E}\operatorname{dist}\big(0,\nabla_x H(u^{t_0},y^{t_0})+\partial F(u^{t_0})\big)"
+            r"\le\epsilon"),
+        {**_constants(), "T_min": k.T_min_expr()},
+        "beta >= max (printed min) and beta <= eps^2 T / (12 (delta0 + M0')) (dropped); T_min = O(eps^-4)")
+    note = ("the statement drops beta <= eps^2 T/(12 (delta0 + M0')), which eq703 needs; "
+            f"eq701 from Theorem conv with (1+q)^T <= 3: {'same' if ok701 else 'differs'}; eq702, eq703 solved: "
+            f"{'same' if ok703 else 'differs'}")
+    return Result("beta > min{...}, T >= (eq705)   (no upper bound on beta)",
+                  sp.And(sp.Ge(s.beta, sp.Max(*k.beta_conditions().values())),
+                         sp.Le(s.beta, s.eps**2 * s.T / (12 * (s.delta0 + s.M0)))),
+                  ce, (Occurrence("eq703: T >= 12 beta (delta0 + M0')/eps^2", ok703),), note=note, corrected=corrected)
+
+
+@item("eq700 ((1+q)^T <= e <= 3)", covers=("eq700",))
+def eq700() -> Result:
+    x = sp.Symbol("x", nonnegative=True)
+    f = x - sp.log(1 + x)  # >= 0: f(0) = 0, f' = x/(1+x) >= 0
+    mono = sp.simplify(sp.diff(f, x))
+    ok = f.subs(x, 0) == 0 and sp.factor(mono).is_nonnegative and bool(sp.E < 3)
+    ce = None if ok else {"f'": str(mono), "meaning": "log(1+x) <= x not derived"}
+    return Result("(1 + (L+M)A/beta^2)^T <= exp((L+M)AT/beta^2) <= e <= 3 for beta^2 >= (L+M)AT",
+                  f"log(1+x) <= x (derivative of x - log(1+x) is {mono} >= 0), e = {float(sp.E):.6f} < 3", ce,
+                  note="(1+q)^T <= exp(qT) <= e <= 3 once beta^2 >= (L+M)AT.")
+
+
+@item("eq704 -> eq705 (T bound)", covers=("eq704", "eq705"))
+def T_bound() -> Result:
+    derived = k.T_lower_bounds()
+    printed_terms = [12 * (s.L + s.M) * (s.delta0 + s.M0) / s.eps**2 * f for f in
+                     (12 * (s.delta0 + s.M0) * s.A / s.eps**2, 2 * s.K2 / (s.K1 * (s.L + s.M)), 2 * s.C / s.eps**2)]
+    diffs = [sp.simplify(p - d) for p, d in zip(printed_terms, derived.values())]
+    rate = k.T_min_rate()["limit"]
+    ce = None
+    if any(d != 0 for d in diffs):
+        ce = {"printed - derived": [str(d) for d in diffs], "meaning": "a printed T bound is not the derived one"}
+    return Result(pretty(k.T_MIN_PRINTED),
+                  "max{" + ", ".join(pretty(v) for v in derived.values()) + "};  lim eps^4 T_min = " + pretty(rate),
+                  ce, note="eq704's first bound has T on both sides; squared out it is eq705's first term. "
+                           "T_min = O(eps^-4).")
+
+
+@item("conv-rate conclusion (Jensen)", covers=("conv-rate",))
+def conv_rate_conclusion() -> Result:
+    """From ``E a^2 + E d^2 <= eps^2`` at some t0: ``E a <= sqrt(E a^2) <= eps`` (Jensen), the same for d."""
+    Ea2, Ed2, e = sp.symbols("Ea2 Ed2 epsilon", nonnegative=True)
+    # Jensen: (E a)^2 <= E a^2; with E a^2 <= eps^2 - E d^2 <= eps^2
+    slack = sp.expand(e**2 - Ea2)  # >= Ed2 >= 0 under the hypothesis
+    ok = sp.expand((e**2 - Ea2 - Ed2) + Ed2 - slack) == 0
+    return Result("E||grad G + grad_y H(u^t0, y^t0)|| <= eps and E dist(0, ...) <= eps",
+                  "each E X <= sqrt(E X^2) <= sqrt(eps^2) = eps (Jensen; the two squared terms sum to <= eps^2)",
+                  None if ok else {"meaning": "Jensen step not derived"},
+                  note="E X <= sqrt(E X^2) (Jensen) for each of the two terms summing to <= eps^2.")
