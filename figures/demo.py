@@ -52,6 +52,7 @@ from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
 from stam.synthetic.families import paper_presets
 from stam.theory import audit, numeric, pep
+from stam.theory.items import VERDICTS
 
 MARKER = ".stam-demo"
 
@@ -136,13 +137,15 @@ class Demo:
     def paper_check(self, step: Step) -> None:
         result = audit.result(audit.findings())
         step.outputs.append(atomic_write_json(self.stage / "paper-check.json", result))
-        items = result["items"]
-        counts = {v: sum(f["verdict"] == v for f in items) for v in ("ok", "misprint", "error")}
-        wrong = [str(f["label"]).split(" (")[0] for f in items if f["verdict"] != "ok"]
-        self.headline["audit"] = (
-            f"Paper audit: {len(items)} items re-derived: {counts['ok']} ok, {counts['misprint']} misprints, "
-            f"{counts['error']} wrong steps ({', '.join(wrong[:8])}{', ...' if len(wrong) > 8 else ''})"
-        )
+        items, cov = result["items"], result["coverage"]
+        counts = {v: sum(f["verdict"] == v for f in items) for v in VERDICTS}
+        wrong = [str(f["label"]).split(" (")[0] for f in items if f["verdict"] in ("misprint", "error")]
+        text = (f"Paper audit: {cov['audited']}/{cov['total']} labelled displays, {len(items)} items: {counts['ok']} ok, "
+                f"{counts['misprint']} misprints, {counts['error']} wrong steps ({', '.join(wrong[:6])}"
+                f"{', ...' if len(wrong) > 6 else ''}), {counts['gap']} gaps")
+        if counts["failed to derive"]:
+            text += f", {counts['failed to derive']} failed to derive"
+        self.headline["audit"] = text
 
     def _rates(self, **kwargs) -> dict:
         """The rate experiment of ``stam synthetic run`` (its defaults, or ``--quick``'s grid)."""
