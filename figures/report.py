@@ -21,6 +21,7 @@ from stam.errors import UsageError
 from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
 from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, slug
+from stam.theory.items import VERDICTS
 
 #: (id, heading) of every section of the page, in order.
 SECTIONS = (
@@ -237,7 +238,12 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     for i, r in enumerate(results["paper-check"]):
         findings = r.data
         bad = [f for f in findings if str(f.get("verdict")) != "ok"]
-        sec["paper-check"].add(f"<p>{len(findings)} checks; {len(bad)} not as printed: "
+        cov = r.meta.get("coverage")
+        if cov:
+            sec["paper-check"].add(f"<p>Coverage: {int(cov['audited'])} of the {int(cov['total'])} labelled displays of "
+                                   "Section 2 and Appendices A\u2013B audited.</p>")
+        counts = ", ".join(f"{sum(str(f.get('verdict')) == v for f in findings)} {html.escape(v)}" for v in VERDICTS)
+        sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); {len(bad)} not as printed: "
                                f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
         sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
         sec["paper-check"].add(_paper_check_formulas(findings))

@@ -197,8 +197,11 @@ SCHEMAS = {
                               each={"rows": REGION_ROW}, inner={"provenance": PROVENANCE}),
     # `stam paper-check --out FILE` ({kind, provenance, items}); the list `--json` prints is checked
     # element by element against FINDING
-    "paper-check": Schema(optional={"kind": STR, "items": LIST, "findings": LIST, "provenance": DICT_OR_NULL},
-                          each={"items": FINDING, "findings": FINDING}, inner={"provenance": PROVENANCE}),
+    "paper-check": Schema(optional={"kind": STR, "items": LIST, "findings": LIST, "provenance": DICT_OR_NULL,
+                                    "coverage": DICT},
+                          each={"items": FINDING, "findings": FINDING},
+                          inner={"provenance": PROVENANCE,
+                                 "coverage": Schema(required={"audited": INT, "total": INT}, optional={"missing": LIST})}),
     # `stam stepsize --json`: numeric.recommend's object
     "stepsize": Schema(required={"gamma_max": NUM_OR_NULL, "beta_min": NUM_OR_NULL, "binding": STR},
                        optional={"kind": STR, "gamma": NUM_OR_NULL, "K1": NUM_OR_NULL, "K2": NUM_OR_NULL,
@@ -355,7 +358,7 @@ def load_file(path: Path, *, strict: bool = True) -> Result | None:
     if isinstance(obj, dict) and kind in SCHEMAS:  # convergence-map: validate_map below, beside its writer
         validate(obj, SCHEMAS[kind], path)
     if kind == "paper-check" and isinstance(obj, dict):  # `stam paper-check --out FILE`: {kind, provenance, items}
-        meta = {"provenance": obj.get("provenance")}
+        meta = {"provenance": obj.get("provenance"), "coverage": obj.get("coverage")}
         obj = obj.get("items", obj.get("findings"))
         if obj is None:
             raise UsageError(f"{path}: field items is missing (a paper-check result lists its findings there)")
