@@ -282,6 +282,30 @@ def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: boo
                              gh_starts=gh_starts, settings=settings or Settings())
 
 
+def theorem_check(problem, T_grid=(10, 40, 160, 640), R: int = 16, gamma_fraction: float = 0.5, seed: int = 0,
+                  progress: bool = False) -> dict:
+    """From a problem to Theorem conv's verdict in one call: the labelled constants, the admissible
+    ``(gamma, beta)`` of the one rule (:func:`stam.theory.numeric.admissible_parameters`), ``R`` runs
+    of STAM (batched seeds) per horizon and ``min_t E S_t`` against the theorem's bound
+    (:func:`stam.synthetic.rates.run_rates`).  Returns ``{"holds", "certified", "estimated",
+    "min_ratio", "summary", "constants", "result"}``: ``holds`` says that bound >= min_t E S_t at
+    every horizon; where ``estimated`` names constants, the bound rests on estimates."""
+    from stam.synthetic.rates import run_rates
+
+    result = run_rates(problem, list(T_grid), R=R, gamma_fraction=gamma_fraction, seed=seed, progress=progress)
+    report = problem.constants_report()
+    estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
+    ratios = [r["ratio"] for r in result["rows"]]
+    holds = all(r is not None and r >= 1 for r in ratios)
+    low = min((r for r in ratios if r is not None), default=None)
+    summary = (f"{problem.name}: Theorem conv's bound {'holds' if holds else 'FAILS'} at T = "
+               f"{', '.join(str(r['T']) for r in result['rows'])} (bound / min_t E S_t >= "
+               f"{'-' if low is None else format(low, '.3g')}; gamma = {result['params']['gamma']:.3g}); constants "
+               + ("all certified" if not estimated else f"ESTIMATED (not a guarantee): {', '.join(estimated)}"))
+    return dict(holds=holds, certified=not estimated, estimated=estimated, min_ratio=low, summary=summary,
+                constants=report, result=result)
+
+
 def missing_methods(obj, proto) -> list[str]:
     """The members of the protocol ``proto`` that ``obj`` lacks (empty: it implements it)."""
     names = [k for k in proto.__dict__ if not k.startswith("_") and (callable(proto.__dict__[k]))]
@@ -293,5 +317,5 @@ def missing_methods(obj, proto) -> list[str]:
 PROBLEM_METHODS = ("theory_constants", "constants_report", "constants", "check_gamma", "start", "stochastic_grad",
                    "stationarity", "lyapunov", "describe", "grad_y_H", "prox_H", "prox_F")
 
-__all__ = ["FiniteSum", "Coupling", "Penalty", "TorchFiniteSum", "TorchCoupling", "compose", "missing_methods",
+__all__ = ["FiniteSum", "Coupling", "Penalty", "TorchFiniteSum", "TorchCoupling", "compose", "theorem_check", "missing_methods",
            "PROBLEM_METHODS"]

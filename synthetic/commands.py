@@ -233,7 +233,7 @@ def run_command(args) -> int:
     if args.preset:
         result["params"]["preset"] = args.preset
     report = problem.constants_report()
-    result["constant_status"] = {k: dict(status=v["status"], how=v["how"]) for k, v in report.items()}
+    result["constant_status"] = {k: {key: v[key] for key in ("status", "how", "settings") if key in v} for k, v in report.items()}
     json_path, csv_path = write_rates(result, out, stem)
     print(problem.describe())
     estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]

@@ -142,11 +142,10 @@ class ThreeBlockProblem:
         from stam.synthetic.estimate import CERTIFIED, ESTIMATED
 
         est = lambda name: self.estimates([name])[name]  # noqa: E731
-        how = self.estimator_settings()
         out = {}
 
         def put(name, value, certified, what):
-            out[name] = (float(value), CERTIFIED if certified else ESTIMATED, what if certified else f"{what}; {how}")
+            out[name] = (float(value), CERTIFIED if certified else ESTIMATED, what)
 
         L1 = self.G.L1()
         put("L1", L1 if L1 is not None else est("L1"), L1 is not None,
@@ -184,8 +183,11 @@ class ThreeBlockProblem:
 
     def constants_report(self) -> dict:
         """Every constant as ``{"value", "status", "how"}``; ``status`` is ``"certified"`` or
-        ``"estimated (not a guarantee)"`` (then ``how`` names the estimator and its settings)."""
-        return {k: dict(value=v, status=s, how=h) for k, (v, s, h) in self._labelled.items()}
+        ``"estimated (not a guarantee)"`` (then ``how`` names the estimator and ``settings`` its
+        settings, :class:`stam.synthetic.estimate.Settings`)."""
+        settings = self.estimator_settings()
+        return {k: dict(value=v, status=s, how=h, **({} if s == "certified" else {"settings": settings}))
+                for k, (v, s, h) in self._labelled.items()}
 
     def certified(self) -> bool:
         """Whether every constant of the theory (L1 .. l, A, C) is certified."""
@@ -195,7 +197,7 @@ class ThreeBlockProblem:
     def estimator_settings(self) -> str:
         from stam.synthetic.estimate import Settings
 
-        return f"settings: {(self.settings or Settings()).describe()}"
+        return (self.settings or Settings()).describe()
 
     def estimates(self, names=None) -> dict:
         """Estimates (:mod:`stam.synthetic.estimate`) of the constants ``names`` (default all:

@@ -131,7 +131,7 @@ def test_an_unknown_constant_is_estimated_and_labelled():
 
     q = compose(p.G, Partial(H.lam, H.mu, H.n), p.F, b=3, y0=p.y0, gh_starts=1)
     rep = q.constants_report()
-    assert rep["L2"]["status"] == ESTIMATED and "settings:" in rep["L2"]["how"]
+    assert rep["L2"]["status"] == ESTIMATED and "power_iters=" in rep["L2"]["settings"]
     assert rep["L3"]["status"] == CERTIFIED and not q.certified()
     assert 0.9 * 3.0 <= rep["L2"]["value"] <= 3.0 * (1 + 1e-6)
 
@@ -191,7 +191,7 @@ def test_stepsize_problem_labels_every_constant(capsys):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["constants"]["L1"]["status"] == ESTIMATED and out["constants"]["L2"]["status"] == CERTIFIED
-    assert out["constants"]["A"]["status"] == ESTIMATED and "settings:" in out["constants"]["A"]["how"]
+    assert out["constants"]["A"]["status"] == ESTIMATED and "starts=" in out["constants"]["A"]["settings"]
     assert out["T_min"] > 0
 
 
@@ -230,3 +230,10 @@ def test_synthetic_run_takes_a_user_problem(tmp_path, capsys):
     assert result["problem"] == "cos-regression" and result["constant_status"]["L1"]["status"] == ESTIMATED
     assert all(r["bound"] is not None and r["ratio"] >= 1 for r in result["rows"])
     assert math.isfinite(result["constants"]["C"])
+
+
+def test_the_documented_example_is_the_example_file():
+    """docs/your-problem.md shows docs/examples/cos_regression.py verbatim (the shell and python
+    examples of the page run that file, so the page cannot drift from what is tested)."""
+    page = (ROOT / "docs" / "your-problem.md").read_text(encoding="utf-8")
+    assert "```python\n" + EXAMPLE.read_text(encoding="utf-8") + "```" in page

@@ -167,8 +167,10 @@ def _refuse_nan(values) -> None:
 def _labels(report: dict) -> str:
     """One line per constant of a problem: value, certified or estimated, and how."""
     keys = ("L1", "L2", "L3", "L4", "L5", "l", "A", "C", "L1_i_max", "H_inf", "GH_inf_lb", "GH_inf_ub", "Delta_ub")
-    return "\n".join(f"  {k:<9} = {_fmt(report[k]['value']):<12} {report[k]['status']}: {report[k]['how']}"
-                     for k in keys if k in report)
+    lines = [f"  {k:<9} = {_fmt(report[k]['value']):<12} {report[k]['status']}: {report[k]['how']}"
+             for k in keys if k in report]
+    settings = next((v["settings"] for v in report.values() if "settings" in v), None)
+    return "\n".join(lines + ([f"  estimator settings: {settings}"] if settings else []))
 
 
 def _describe(c, args) -> str:
