@@ -126,7 +126,7 @@ class TorchFiniteSum:
 
     def __init__(self, loss: Callable, data, n: int, reg: Callable | None = None, *, L1: float | None = None,
                  L1_i=None, inf_lower_bound: float | None = None, inf_i_lower_bound: float | None = None,
-                 chunk: int = 4096):
+                 chunk: int = 2**24):
         from torch.func import grad, vmap
 
         self.data = tuple(data) if isinstance(data, (tuple, list)) else (data,)
@@ -138,12 +138,19 @@ class TorchFiniteSum:
         self.inf_lower_bound, self.inf_i_lower_bound = inf_lower_bound, inf_i_lower_bound
         k = len(self.data)
         per = (None,) + (0,) * k
-        self._val_rows = vmap(vmap(loss, in_dims=per), in_dims=(0,) + (0,) * k)  # y (R, n), rows (R, b, ...)
-        self._grad_rows = vmap(vmap(grad(loss), in_dims=per), in_dims=(0,) + (0,) * k)
-        self._val_all = vmap(vmap(loss, in_dims=per), in_dims=(0,) + (None,) * k)  # rows shared by the runs
-        self._grad_all = vmap(vmap(grad(loss), in_dims=per), in_dims=(0,) + (None,) * k)
+        each = vmap(loss, in_dims=per)  # one y, a block of samples -> (b,)
+        total = lambda y, *rows: each(y, *rows).sum()  # noqa: E731
+        self._val_rows = vmap(each, in_dims=(0,) + (0,) * k)  # y (R, n), rows (R, b, ...) -> (R, b)
+        self._grad_rows = vmap(grad(total), in_dims=(0,) + (0,) * k)  # -> (R, n): the sum of the b gradients
+        self._val_all = vmap(each, in_dims=(0,) + (None,) * k)  # rows shared by the runs
+        self._grad_all = vmap(grad(total), in_dims=(0,) + (None,) * k)
         if reg is not None:
             self._reg_val, self._reg_grad = vmap(reg), vmap(grad(reg))
+
+    def _blocks(self, R: int):
+        """Slices of the N samples, at most ``chunk`` numbers of size ``R * n`` each (memory)."""
+        step = max(1, min(self.N, self.chunk // max(1, R * self.n)))
+        return [slice(i, i + step) for i in range(0, self.N, step)]
 
     def _reg(self, y: Tensor, what: str) -> Tensor | float:
         if self.reg is None:
@@ -151,23 +158,20 @@ class TorchFiniteSum:
         return self._reg_val(y) if what == "value" else self._reg_grad(y)
 
     def value(self, y: Tensor) -> Tensor:
-        total = sum(self._val_all(y, *(d[i:i + self.chunk] for d in self.data)).sum(dim=1)
-                    for i in range(0, self.N, self.chunk))
+        total = sum(self._val_all(y, *(d[sl] for d in self.data)).sum(dim=1) for sl in self._blocks(y.shape[0]))
         return total / self.N + self._reg(y, "value")
 
     def values_i(self, y: Tensor) -> Tensor:
         """``G_i(y)`` for all i, ``(R, N)``."""
-        vals = torch.cat([self._val_all(y, *(d[i:i + self.chunk] for d in self.data))
-                          for i in range(0, self.N, self.chunk)], dim=1)
+        vals = torch.cat([self._val_all(y, *(d[sl] for d in self.data)) for sl in self._blocks(y.shape[0])], dim=1)
         return vals + (self._reg(y, "value")[:, None] if self.reg is not None else 0.0)
 
     def grad(self, y: Tensor) -> Tensor:
-        total = sum(self._grad_all(y, *(d[i:i + self.chunk] for d in self.data)).sum(dim=1)
-                    for i in range(0, self.N, self.chunk))
+        total = sum(self._grad_all(y, *(d[sl] for d in self.data)) for sl in self._blocks(y.shape[0]))
         return total / self.N + self._reg(y, "grad")
 
     def grad_batch(self, y: Tensor, idx: Tensor) -> Tensor:
-        return self._grad_rows(y, *_rows(self.data, idx)).mean(dim=1) + self._reg(y, "grad")
+        return self._grad_rows(y, *_rows(self.data, idx)) / idx.shape[1] + self._reg(y, "grad")
 
     def value_batch(self, y: Tensor, idx: Tensor) -> Tensor:
         return self._val_rows(y, *_rows(self.data, idx)).mean(dim=1) + self._reg(y, "value")
@@ -261,7 +265,7 @@ class TorchCoupling:
 
 
 def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: bool = False, z_prev: Tensor | None = None,
-            quantised: bool = False, gh_starts: int = 8, settings=None, params: dict | None = None):
+            quantised: bool = False, gh_starts: int = 4, settings=None, params: dict | None = None):
     """The :class:`~stam.synthetic.problems.ThreeBlockProblem` of the blocks ``G``
     (:class:`FiniteSum`), ``H`` (:class:`Coupling`) and ``F`` (:class:`Penalty`) with b-nice sampling
     of G's N terms (:class:`~stam.synthetic.sampling.Sampling`), the start ``y^0`` (and ``z^{-1}``,

@@ -13,9 +13,9 @@ constants ``L4*``, ``L5*`` are the norms of the mixed second derivatives):
 1. *power iteration* on Hessian-vector products ``J v ~ [g(p + h v) - g(p - h v)] / (2h)``
    (central differences, ``h = 1e-5 (1 + ||p||/sqrt(d))``; for the cross constants on ``J^T J``
    with the transposed mixed derivative), batched over all start points at once;
-2. a *line scan* of the curvature ``|v^T J(p + t v) v|`` along the final direction ``v`` over
-   ``t in [-4, 4]`` (the extreme curvature of a ridge function ``phi(a^T y - b)`` lies on such a
-   line);
+2. a *line scan* of the curvature ``||J(p + t v) v||`` along the final direction ``v`` over
+   ``t in [-4, 4]`` from the ``line_starts`` start points of largest value (the extreme
+   curvature of a ridge function ``phi(a^T y - b)`` lies on such a line);
 3. *sampled secant ratios* ``||g(p) - g(q)|| / ||p - q||`` at random pairs at several distances.
 
 The estimate is the largest value any of them saw.  ``l`` (the smallest real with
@@ -49,10 +49,11 @@ class Settings:
     points: int = 8  # start points of the curvature search
     power_iters: int = 20  # power iterations per start point
     line_points: int = 33  # curvature evaluations along each final direction, t in [-4, 4]
-    secant_pairs: int = 32  # random pairs per start point, at distances 1e-3, 1e-1, 1
+    line_starts: int = 2  # start points (those of largest power-iteration value) scanned along their line
+    secant_pairs: int = 32  # random pairs in all (round robin over the start points), at distances 1e-3, 1e-1, 1
     samples: int = 256  # terms G_i on which L1^i and G_i^inf are estimated (all if N is smaller)
-    starts: int = 4  # starts of each multi-start minimisation
-    min_steps: int = 100  # gradient steps of each minimisation
+    starts: int = 3  # starts of each multi-start minimisation
+    min_steps: int = 60  # gradient steps of each minimisation
     seed: int = 0
 
     def describe(self) -> str:
@@ -92,22 +93,28 @@ def _fd(g, p: Tensor, v: Tensor, ids: Tensor) -> Tensor:
     return (out[:R] - out[R:]) / (2 * h)
 
 
-def _line(points: Tensor, v: Tensor, settings: Settings):
-    """The points ``p + t v`` for ``t`` in ``[-4, 4]`` (t-major), their start ids and directions."""
-    K, d = points.shape
+def _line(points: Tensor, v: Tensor, settings: Settings, chosen: Tensor):
+    """The points ``p + t v`` for ``t`` in ``[-4, 4]`` (t-major) of the start points ``chosen``,
+    their start ids and directions."""
+    d = points.shape[1]
     ts = torch.linspace(-4, 4, settings.line_points, dtype=points.dtype, device=points.device)
-    line = (points[None] + ts[:, None, None] * v[None]).reshape(-1, d)
-    ids = torch.arange(K, device=points.device).repeat(len(ts))
-    return line, ids, v.repeat(len(ts), 1), len(ts)
+    line = (points[chosen][None] + ts[:, None, None] * v[chosen][None]).reshape(-1, d)
+    return line, chosen.repeat(len(ts)), v[chosen].repeat(len(ts), 1), len(ts)
 
 
-def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=None) -> Tensor:
+def _scan_max(best: Tensor, values: Tensor, ids: Tensor) -> Tensor:
+    """``best`` raised to the largest of ``values`` per start id."""
+    return best.scatter_reduce(0, ids, values, reduce="amax")
+
+
+def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=None, scan_all: bool = False) -> Tensor:
     """Per start point, the largest local Lipschitz ratio of ``g`` seen (module docstring).
 
     ``g(p, ids)`` maps ``(R, d)`` to ``(R, d')``, where row r belongs to start point ``ids[r]``
     (so a map may depend on the start: a fixed other argument, a sample index).  For a symmetric
     Jacobian (a Hessian) leave ``gt`` out; otherwise ``gt(p, w, ids)`` returns ``J(p)^T w``.
-    Returns ``(K,)``."""
+    ``scan_all``: the line scan from every start point (where each is its own problem, e.g. one
+    term G_i per row), not only from the ``line_starts`` best.  Returns ``(K,)``."""
     K, d = points.shape
     ids = torch.arange(K, device=points.device)
     v = _unit(torch.randn(points.shape, generator=gen, dtype=torch.float64).to(points))
@@ -116,18 +123,17 @@ def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=No
         Jv = _fd(g, points, v, ids)
         best = torch.maximum(best, Jv.norm(dim=1))
         v = _unit(Jv if gt is None else gt(points, Jv, ids))
-    line, lids, lv, T = _line(points, v, settings)
-    Jl = _fd(g, line, lv, lids).norm(dim=1).reshape(T, K)
-    best = torch.maximum(best, Jl.max(dim=0).values)
+    chosen = best.argsort(descending=True)[: K if scan_all else max(1, settings.line_starts)]
+    line, lids, lv, _ = _line(points, v, settings, chosen)
+    best = _scan_max(best, _fd(g, line, lv, lids).norm(dim=1), lids)
     m = max(1, settings.secant_pairs)
     scales = torch.tensor([1e-3, 1e-1, 1.0], dtype=points.dtype, device=points.device)
-    dirs = _unit(torch.randn(K * m, d, generator=gen, dtype=torch.float64).to(points))
-    dist = scales[torch.arange(K * m, device=points.device) % 3][:, None]
-    p = points.repeat_interleave(m, dim=0)
-    sids = ids.repeat_interleave(m)
+    dirs = _unit(torch.randn(m, d, generator=gen, dtype=torch.float64).to(points))
+    dist = scales[torch.arange(m, device=points.device) % 3][:, None]
+    sids = torch.arange(m, device=points.device) % K
+    p = points[sids]
     both = g(torch.cat([p, p + dist * dirs]), torch.cat([sids, sids]))
-    ratio = ((both[: K * m] - both[K * m:]).norm(dim=1) / dist[:, 0]).reshape(K, m).max(dim=1).values
-    return torch.maximum(best, ratio)
+    return _scan_max(best, (both[:m] - both[m:]).norm(dim=1) / dist[:, 0], sids)
 
 
 def min_curvature(g, points: Tensor, sigma: Tensor, settings: Settings, gen: torch.Generator) -> Tensor:
@@ -136,15 +142,16 @@ def min_curvature(g, points: Tensor, sigma: Tensor, settings: Settings, gen: tor
     K, d = points.shape
     ids = torch.arange(K, device=points.device)
     v = _unit(torch.randn(points.shape, generator=gen, dtype=torch.float64).to(points))
-    s = sigma.reshape(-1, 1).to(points)
+    s = 1.01 * sigma.reshape(-1, 1).to(points) + 1e-12  # sigma I - J positive definite: v never vanishes
     lo = torch.full((K,), math.inf, dtype=points.dtype, device=points.device)
     for _ in range(settings.power_iters):
         Jv = _fd(g, points, v, ids)
         lo = torch.minimum(lo, (v * Jv).sum(dim=1))
         v = _unit(s * v - Jv)
-    line, lids, lv, T = _line(points, v, settings)
-    q = (lv * _fd(g, line, lv, lids)).sum(dim=1).reshape(T, K)
-    return torch.minimum(lo, q.min(dim=0).values)
+    chosen = lo.argsort()[: max(1, settings.line_starts)]
+    line, lids, lv, _ = _line(points, v, settings, chosen)
+    q = (lv * _fd(g, line, lv, lids)).sum(dim=1)
+    return lo.scatter_reduce(0, lids, q, reduce="amin")
 
 
 def minimise(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tensor], starts: Tensor, L: float,

@@ -332,7 +332,7 @@ def _estimate(problem: ThreeBlockProblem, names) -> dict:
         P = anchors.repeat_interleave(S, dim=0)  # (3S, n): each term at 0, y^0 and a random point
         T = terms.repeat(3)
         gi = lambda p, ids: G.grad_batch(p, T[ids][:, None])  # noqa: E731
-        lip = E.lipschitz(gi, P, st, gen).reshape(3, S).max(dim=0).values
+        lip = E.lipschitz(gi, P, st, gen, scan_all=True).reshape(3, S).max(dim=0).values
         out["L1_i_max"] = float(lip.max())
         if "G_i_inf" in todo:
             Pm = E.start_points(n, st.starts, gen, dt, dev, anchors=(torch.zeros(n), problem.y0)).repeat_interleave(S, dim=0)
