@@ -102,6 +102,10 @@ def _line(points: Tensor, v: Tensor, settings: Settings, chosen: Tensor):
     return line, chosen.repeat(len(ts)), v[chosen].repeat(len(ts), 1), len(ts)
 
 
+#: numbers (rows times dimension) of one block of line-scan points
+LINE_NUMBERS = 2**23
+
+
 def _scan_max(best: Tensor, values: Tensor, ids: Tensor) -> Tensor:
     """``best`` raised to the largest of ``values`` per start id."""
     return best.scatter_reduce(0, ids, values, reduce="amax")
@@ -124,8 +128,10 @@ def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=No
         best = torch.maximum(best, Jv.norm(dim=1))
         v = _unit(Jv if gt is None else gt(points, Jv, ids))
     chosen = best.argsort(descending=True)[: K if scan_all else max(1, settings.line_starts)]
-    line, lids, lv, _ = _line(points, v, settings, chosen)
-    best = _scan_max(best, _fd(g, line, lv, lids).norm(dim=1), lids)
+    step = max(1, LINE_NUMBERS // (2 * settings.line_points * d))  # start points per block (memory)
+    for i in range(0, len(chosen), step):
+        line, lids, lv, _ = _line(points, v, settings, chosen[i:i + step])
+        best = _scan_max(best, _fd(g, line, lv, lids).norm(dim=1), lids)
     m = max(1, settings.secant_pairs)
     scales = torch.tensor([1e-3, 1e-1, 1.0], dtype=points.dtype, device=points.device)
     dirs = _unit(torch.randn(m, d, generator=gen, dtype=torch.float64).to(points))
