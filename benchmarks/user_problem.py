@@ -101,10 +101,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = dict(kind="benchmark-user-problem", threads=args.threads,
-                  estimation=estimation(args.n, args.N),
-                  per_iteration=per_iteration(args.iter_n, args.iter_N, args.b, args.R, args.steps, args.repeat),
-                  provenance=provenance())
+    it = per_iteration(args.iter_n, args.iter_N, args.b, args.R, args.steps, args.repeat)
+    result = dict(kind="benchmark-user-problem", threads=args.threads, estimation=estimation(args.n, args.N),
+                  per_iteration=it, provenance=provenance())
     emit_json(result, args.out)
     return result
 
