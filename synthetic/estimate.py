@@ -25,8 +25,8 @@ iteration on ``sigma I - J`` and the same line scan.  Infima (``G^inf``, ``H^inf
 minimisation (accelerated gradient descent, step ``1/L`` from the estimated L, adaptive
 restart), batched over the starts.
 
-Start points: ``0``, the problem's ``y^0`` (and ``z^{-1}``), and random points ``N(0, s^2 I)``
-for ``s in {0.1, 1, 3}`` and uniform on ``[-pi, pi]^d`` (for periodic terms), cycled.
+Start points: ``0``, the problem's ``y^0`` (and ``z^{-1}``), and random points uniform on
+``[-pi, pi]^d`` (for periodic terms) and ``N(0, s^2 I)`` for ``s in {0.1, 1, 3}``, cycled.
 """
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ INFIMUM = "smallest value of a multi-start local minimisation (accelerated gradi
 
 
 def start_points(d: int, count: int, gen: torch.Generator, dtype, device, anchors=()) -> Tensor:
-    """``(count, d)`` start points: the anchors (e.g. 0 and y^0), then random points at scales
-    0.1, 1, 3 and uniform on [-pi, pi], cycled."""
+    """``(count, d)`` start points: the anchors (e.g. 0 and y^0), then random points uniform on
+    [-pi, pi] and at scales 0.1, 1, 3, cycled."""
     rows = [a.reshape(-1).to(device=device, dtype=dtype) for a in anchors][:count]
     k = 0
     while len(rows) < count:
-        kind = k % 4
+        kind = (k + 3) % 4  # uniform first: periodic terms reach their extreme curvature there
         if kind == 3:
             rows.append((torch.rand(d, generator=gen, dtype=torch.float64) * 2 - 1).to(device, dtype) * math.pi)
         else:
