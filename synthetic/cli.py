@@ -38,7 +38,9 @@ def register(subparsers) -> None:
 
     run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
-    run.add_argument("--problem", required=True, choices=NAMES)
+    run.add_argument("--problem", required=True, metavar="NAME|FILE.py:NAME",
+                     help=f"a built-in family ({', '.join(NAMES)}) or a problem object (stam.synthetic.api.compose, or a "
+                     "function returning one, given the --n --N --b --seed --device --dtype it accepts) in a Python file")
     _instance_args(run, default_R=RUN_DEFAULTS["R"])
     run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
     run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")

@@ -101,9 +101,30 @@ def _check_work(args, R: int, T_grid) -> None:
             f"{times:.3g} times the default run's work, above the limit of {WORK_LIMIT}; lower them or add --force")
 
 
+def _user_problem(args):
+    """The problem object of ``--problem FILE.py:NAME`` (:func:`stam.userfile.load`)."""
+    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.userfile import load
+
+    device, dtype = _setup(args)
+    offer = dict(n=args.n, N=args.N, b=args.b, replacement=args.replacement, seed=args.seed, device=device, dtype=dtype)
+    return load(args.problem, PROBLEM_METHODS, offer=offer)[1]
+
+
+def _stem_name(args) -> str:
+    """The problem's part of output file names: the family, or NAME of FILE.py:NAME (an identifier)."""
+    from stam.userfile import is_file_spec, split_spec
+
+    return split_spec(args.problem)[1] if is_file_spec(args.problem) else args.problem
+
+
 def _problem(args, **extra):
     from stam.synthetic.problems import make_problem
+    from stam.userfile import is_file_spec
 
+    if is_file_spec(args.problem):
+        return _user_problem(args)
+    require(args.problem in NAMES, f"--problem {args.problem!r}: unknown; known: {', '.join(NAMES)} or FILE.py:NAME")
     require(args.replacement or args.b <= args.N,
             f"--b {args.b} exceeds --N {args.N}: without replacement the batch must be at most N (or add --replacement)")
     _check_memory(args)
@@ -170,13 +191,24 @@ def run_command(args) -> int:
             if getattr(args, key) is None:
                 setattr(args, key, RUN_DEFAULTS[key])
     R = args.R if args.R is not None else args.default_R
+    from stam.userfile import is_file_spec, split_spec
+
+    user = is_file_spec(args.problem)
+    if user:
+        split_spec(args.problem)  # a malformed NAME before any work
+        given = [f for f, v in (("--preset", args.preset), ("--lam", args.lam)) if v is not None]
+        require(not given, f"{given[0] if given else ''} is for the built-in families with lambda "
+                f"({', '.join(WITH_LAM)}), not for --problem {args.problem}")
+    else:
+        require(args.problem in NAMES, f"--problem {args.problem!r}: unknown; known: {', '.join(NAMES)} or FILE.py:NAME")
     require(args.T_min <= args.T_max, f"--T-min {args.T_min} exceeds --T-max {args.T_max}")
     T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
     _check_memory(args)  # memory first: the most concrete limit
     _check_work(args, R, T_grid)
     out = check_out_dir(args.out)
+    stem = f"rates-{_stem_name(args)}"
     for suffix in (".json", ".csv"):
-        check_out_file(out / f"rates-{args.problem}{suffix}")
+        check_out_file(out / f"{stem}{suffix}")
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
     if args.preset:
@@ -200,8 +232,14 @@ def run_command(args) -> int:
         raise UsageError(str(exc)) from None
     if args.preset:
         result["params"]["preset"] = args.preset
-    json_path, csv_path = write_rates(result, out, f"rates-{args.problem}")
+    report = problem.constants_report()
+    result["constant_status"] = {k: {key: v[key] for key in ("status", "how", "settings") if key in v} for k, v in report.items()}
+    json_path, csv_path = write_rates(result, out, stem)
     print(problem.describe())
+    estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
+    if estimated:
+        print(f"constants ESTIMATED (not a guarantee): {', '.join(estimated)}; the bound and the admissibility rest on "
+              "them (stam stepsize --problem shows each with its estimator)")
     print(f"gamma = {result['params']['gamma']:.4g} ({result['params']['gamma_rule']}), beta: {result['params']['beta_rule']}")
     print(format_rates(result))
     print(f"wrote {json_path} and {csv_path}")

@@ -192,6 +192,13 @@ class FiniteSumLoss:
         out = torch.bmm(self.link.deriv(s).unsqueeze(1), rows).squeeze(1)
         return out + (self.mu * k) * reg_grad(y) if self.mu else out
 
+    def value_batch(self, y: Tensor, idx: Tensor) -> Tensor:
+        """``(1/b) sum_k G_{idx_k}(y)`` per run for a draw ``idx`` ``(R, b)``, ``(R,)``."""
+        rows = self.A[idx]  # (R, b, n)
+        s = torch.einsum("rbn,rn->rb", rows, y) - self.t[idx]
+        out = self.link.value(s).mean(dim=1)
+        return out + self.mu * reg_value(y) if self.mu else out
+
     # --- constants (module docstring) -----------------------------------------------------
     def L1(self) -> float:
         """Lipschitz constant of ``nabla G`` (Assumption ass2 (a1))."""

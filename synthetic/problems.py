@@ -66,6 +66,8 @@ class ThreeBlockProblem:
     z_prev: Tensor | None = None  # z^{-1} of the start rule (None: y^0)
     quantised: bool = False  # F = I_Q: report the quantised objective in comparisons
     params: dict = dataclasses.field(default_factory=dict)
+    gh_starts: int = 1  # L-BFGS starts of the near-minimiser of G + H (y^0 first; more: random points)
+    settings: object = None  # stam.synthetic.estimate.Settings of the estimators (None: the defaults)
 
     # --- operators of stam.algorithm ----------------------------------------------------
     def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
@@ -96,8 +98,9 @@ class ThreeBlockProblem:
 
     def with_sampling(self, sampling: Sampling) -> "ThreeBlockProblem":
         clone = dataclasses.replace(self, sampling=sampling)
-        if "reference" in self.__dict__:  # the near-minimiser does not depend on the sampling
-            clone.__dict__["reference"] = self.reference
+        for key in ("reference", "_estimates"):  # neither depends on the sampling
+            if key in self.__dict__:
+                clone.__dict__[key] = self.__dict__[key]
         return clone
 
     def start(self, R: int, gamma: Scalar) -> STAMState:
@@ -132,24 +135,85 @@ class ThreeBlockProblem:
         return _minimise_GH(self)
 
     @functools.cached_property
-    def _constants(self) -> dict:
-        c = dict(L1=self.G.L1())
-        c.update(self.H.constants())
+    def _labelled(self) -> dict:
+        """``name -> (value, status, how)``: every constant with ``"certified"`` (a closed form of
+        its block, or a function value for an upper bound) or ``"estimated (not a guarantee)"``
+        (:mod:`stam.synthetic.estimate`, where the block does not know it)."""
+        from stam.synthetic.estimate import CERTIFIED, ESTIMATED
+
+        est = lambda name: self.estimates([name])[name]  # noqa: E731
+        out = {}
+
+        def put(name, value, certified, what):
+            out[name] = (float(value), CERTIFIED if certified else ESTIMATED, what)
+
+        L1 = self.G.L1()
+        put("L1", L1 if L1 is not None else est("L1"), L1 is not None,
+            "closed form of G" if L1 is not None else f"max of {_EST['L1']}")
+        hc = self.H.constants()
+        for k in ("L2", "L3", "L4", "L5", "l", "H_inf"):
+            put(k, hc[k] if k in hc else est(k), k in hc, "closed form of H" if k in hc else f"max of {_EST[k]}")
         L1_i = self.G.L1_i()
-        c["L1_i_max"] = float(L1_i.max())
-        c["Ev2"] = self.sampling.second_moment()
-        c["G_inf_lb"] = self.G.inf_lower_bound
-        c["GH_inf_lb"] = self.G.inf_lower_bound + c["H_inf"]
+        put("L1_i_max", float(L1_i.max()) if L1_i is not None else est("L1_i_max"), L1_i is not None,
+            "closed form of G" if L1_i is not None else f"max over terms of {_EST['L1_i_max']}")
+        put("Ev2", self.sampling.second_moment(), True, f"E[v_i^2] of {self.sampling.describe()}")
+        g_lb = getattr(self.G, "inf_lower_bound", None)
+        put("G_inf_lb", g_lb if g_lb is not None else est("G_inf"), g_lb is not None,
+            "lower bound given by G" if g_lb is not None else _EST["G_inf"])
+        put("GH_inf_lb", out["G_inf_lb"][0] + out["H_inf"][0],
+            out["G_inf_lb"][1] == CERTIFIED and out["H_inf"][1] == CERTIFIED, "G_inf_lb + H_inf")
         x_ref, y_ref = self.reference
-        c["GH_inf_ub"] = float((self.G.value(y_ref) + self.H.H(x_ref, y_ref))[0])
-        c["Delta_ub"] = max(c["GH_inf_ub"] - self.G.inf_i_lower_bound - c["H_inf"], 0.0)
-        A, C = es_lemma(L1_i.cpu().numpy(), c["Ev2"], c["L3"], c["Delta_ub"])
-        c["A"], c["C"] = float(A), float(C)
-        return c
+        put("GH_inf_ub", float((self.G.value(y_ref) + self.H.H(x_ref, y_ref))[0]), True,
+            f"(G+H) at a near-minimiser (L-BFGS, {self.gh_starts} start(s)): a function value, an upper bound")
+        gi_lb = getattr(self.G, "inf_i_lower_bound", None)
+        put("G_i_inf_lb", gi_lb if gi_lb is not None else est("G_i_inf"), gi_lb is not None,
+            "lower bound given by G" if gi_lb is not None else _EST["G_i_inf"])
+        put("Delta_ub", max(out["GH_inf_ub"][0] - out["G_i_inf_lb"][0] - out["H_inf"][0], 0.0),
+            out["G_i_inf_lb"][1] == CERTIFIED and out["H_inf"][1] == CERTIFIED, "GH_inf_ub - G_i_inf_lb - H_inf")
+        L1_i_arr = L1_i.cpu().numpy() if L1_i is not None else [out["L1_i_max"][0]]
+        A, C = es_lemma(L1_i_arr, out["Ev2"][0], out["L3"][0], out["Delta_ub"][0])
+        a_cert = out["L1_i_max"][1] == CERTIFIED and out["L3"][1] == CERTIFIED
+        put("A", A, a_cert, "Lemma es-lemma (corrected): 2 max(max_i L1^i E[v_i^2], L3*)")
+        put("C", C, a_cert and out["Delta_ub"][1] == CERTIFIED, "Lemma es-lemma: 2 A Delta_ub")
+        return out
+
+    @functools.cached_property
+    def _constants(self) -> dict:
+        return {k: v[0] for k, v in self._labelled.items() if k != "G_i_inf_lb"}
+
+    def constants_report(self) -> dict:
+        """Every constant as ``{"value", "status", "how"}``; ``status`` is ``"certified"`` or
+        ``"estimated (not a guarantee)"`` (then ``how`` names the estimator and ``settings`` its
+        settings, :class:`stam.synthetic.estimate.Settings`)."""
+        settings = self.estimator_settings()
+        return {k: dict(value=v, status=s, how=h, **({} if s == "certified" else {"settings": settings}))
+                for k, (v, s, h) in self._labelled.items()}
+
+    def certified(self) -> bool:
+        """Whether every constant of the theory (L1 .. l, A, C) is certified."""
+        rep = self._labelled
+        return all(rep[k][1] == "certified" for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C"))
+
+    def estimator_settings(self) -> str:
+        from stam.synthetic.estimate import Settings
+
+        return (self.settings or Settings()).describe()
+
+    def estimates(self, names=None) -> dict:
+        """Estimates (:mod:`stam.synthetic.estimate`) of the constants ``names`` (default all:
+        L1, L1_i_max, L2 .. L5, l, H_inf, G_inf, G_i_inf), whether or not the blocks certify
+        them; each computed once per problem.  An estimate is a lower estimate of the constant."""
+        names = list(_EST) if names is None else list(names)
+        cache = self.__dict__.setdefault("_estimates", {})
+        todo = [k for k in names if k not in cache]
+        if todo:
+            cache.update(_estimate(self, todo))
+        return {k: cache[k] for k in names}
 
     def constants(self) -> dict:
         """All constants (floats): L1, L1_i_max, L2..L5, l, H_inf, Ev2 (= E[v_i^2]), G_inf_lb,
-        GH_inf_lb / GH_inf_ub (certified bounds of (G+H)^inf), Delta_ub, A, C (module docstring)."""
+        GH_inf_lb / GH_inf_ub (bounds of (G+H)^inf), Delta_ub, A, C (module docstring); which are
+        certified and which estimated: :meth:`constants_report`."""
         return dict(self._constants)
 
     def theory_constants(self):
@@ -162,7 +226,9 @@ class ThreeBlockProblem:
 
 
 def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
-    """L-BFGS (scipy) on the smooth ``(x, y) -> G(y) + H(x, y)``, started at ``(z^{-1}, y^0)``."""
+    """L-BFGS (scipy) on the smooth ``(x, y) -> G(y) + H(x, y)``, started at ``(z^{-1}, y^0)`` and,
+    when ``problem.gh_starts > 1``, at further random points (:func:`stam.synthetic.estimate.start_points`);
+    the best end point."""
     from scipy.optimize import minimize
 
     dev, dt = problem.y0.device, problem.y0.dtype
@@ -179,11 +245,102 @@ def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
         gy = problem.G.grad(y) + problem.H.grad_y_H(x, y)
         return float(val[0]), np.concatenate([gx[0].double().cpu().numpy(), gy[0].double().cpu().numpy()])
 
-    w0 = np.concatenate([x_start.numpy(), y_start.numpy()])
-    res = minimize(fun, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-9))
-    x = torch.from_numpy(res.x[:m]).to(dev, dt)[None]
-    y = torch.from_numpy(res.x[m:]).to(dev, dt)[None]
+    starts = [np.concatenate([x_start.numpy(), y_start.numpy()])]
+    if problem.gh_starts > 1:
+        from stam.synthetic.estimate import start_points
+
+        gen = torch.Generator().manual_seed(_settings(problem).seed)
+        extra = start_points(m + n, problem.gh_starts + 1, gen, torch.float64, "cpu", anchors=(torch.zeros(m + n),))
+        starts += [row.numpy() for row in extra[: problem.gh_starts - 1]]
+    best = None
+    for w0 in starts:
+        res = minimize(fun, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-9))
+        if best is None or res.fun < best.fun:
+            best = res
+    x = torch.from_numpy(best.x[:m]).to(dev, dt)[None]
+    y = torch.from_numpy(best.x[m:]).to(dev, dt)[None]
     return x, y
+
+
+def _settings(problem):
+    from stam.synthetic.estimate import Settings
+
+    return problem.settings or Settings()
+
+
+#: the constants :meth:`ThreeBlockProblem.estimates` estimates, and by what (stam.synthetic.estimate)
+_EST = {
+    "L1": "power iteration on finite-difference Hessian-vector products of grad G, a line scan and secant ratios",
+    "L1_i_max": "power iteration on finite-difference Hessian-vector products of grad G_i, a line scan and secant "
+                "ratios (on at most `samples` terms)",
+    "L2": "the same for grad_x H in x",
+    "L3": "the same for grad_y H in y",
+    "L4": "power iteration on J^T J for J = d(grad_x H)/dy (finite differences), a line scan and secant ratios",
+    "L5": "the same for J = d(grad_y H)/dx",
+    "l": "max of -lambda_min(nabla_xx^2 H): power iteration on sigma I - J (finite differences) and a line scan",
+    "H_inf": "smallest value of a multi-start local minimisation of H (accelerated gradient descent)",
+    "G_inf": "smallest value of a multi-start local minimisation of G (an estimate of G^inf, used as its lower bound)",
+    "G_i_inf": "mean over terms of the smallest values of multi-start local minimisations of each G_i (on at most "
+               "`samples` terms; an estimate of (1/N) sum_i G_i^inf)",
+}
+
+
+def _estimate(problem: ThreeBlockProblem, names) -> dict:
+    """The estimates of ``names`` (keys of :data:`_EST`); see :mod:`stam.synthetic.estimate`."""
+    from stam.synthetic import estimate as E
+
+    st = _settings(problem)
+    gen = torch.Generator().manual_seed(st.seed)
+    G, H = problem.G, problem.H
+    dev, dt = problem.y0.device, problem.y0.dtype
+    n = G.n
+    m = n if problem.z_prev is None else problem.z_prev.numel()
+    K = st.points
+    x_anchor = problem.y0 if problem.z_prev is None else problem.z_prev
+    Y = E.start_points(n, K, gen, dt, dev, anchors=(torch.zeros(n), problem.y0))
+    X = E.start_points(m, K, gen, dt, dev, anchors=(torch.zeros(m), x_anchor))
+    out = {}
+    todo = set(names)
+    if "L1" in todo or "G_inf" in todo:
+        out["L1"] = float(E.lipschitz(lambda p, ids: G.grad(p), Y, st, gen).max())
+    if "L2" in todo:
+        out["L2"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(p, Y[ids]), X, st, gen).max())
+    if "L3" in todo or "H_inf" in todo:
+        out["L3"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(X[ids], p), Y, st, gen).max())
+    if "L4" in todo:
+        out["L4"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(X[ids], p), Y, st, gen,
+                                      gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_y_H(q, p[i]), X[ids], w, ids)).max())
+    if "L5" in todo:
+        out["L5"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(p, Y[ids]), X, st, gen,
+                                      gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_x_H(p[i], q), Y[ids], w, ids)).max())
+    if "l" in todo or "H_inf" in todo:
+        gxx = lambda p, ids: H.grad_x_H(p, Y[ids])  # noqa: E731
+        sigma = E.lipschitz(gxx, X, st, gen)
+        out["l"] = float(-E.min_curvature(gxx, X, sigma, st, gen).min())
+    if "H_inf" in todo:
+        L = max(out["l"], 0.0) + 2 * out["L3"] + 1.0
+        sx = E.start_points(m + n, st.starts, gen, dt, dev, anchors=(torch.cat([x_anchor, problem.y0]),))
+        f = lambda w: H.H(w[:, :m], w[:, m:])  # noqa: E731
+        g = lambda w: torch.cat([H.grad_x_H(w[:, :m], w[:, m:]), H.grad_y_H(w[:, :m], w[:, m:])], dim=1)  # noqa: E731
+        out["H_inf"] = float(E.minimise(f, g, sx, L, st.min_steps).min())
+    if "G_inf" in todo:
+        out["G_inf"] = float(E.minimise(G.value, G.grad, Y[: st.starts], out["L1"], st.min_steps).min())
+    if "L1_i_max" in todo or "G_i_inf" in todo:
+        S = min(G.N, st.samples)
+        terms = torch.randperm(G.N, generator=gen)[:S].to(dev) if S < G.N else torch.arange(G.N, device=dev)
+        anchors = E.start_points(n, 3, gen, dt, dev, anchors=(torch.zeros(n), problem.y0))
+        P = anchors.repeat_interleave(S, dim=0)  # (3S, n): each term at 0, y^0 and a random point
+        T = terms.repeat(3)
+        gi = lambda p, ids: G.grad_batch(p, T[ids][:, None])  # noqa: E731
+        lip = E.lipschitz(gi, P, st, gen, scan_all=True).reshape(3, S).max(dim=0).values
+        out["L1_i_max"] = float(lip.max())
+        if "G_i_inf" in todo:
+            Pm = E.start_points(n, st.starts, gen, dt, dev, anchors=(torch.zeros(n), problem.y0)).repeat_interleave(S, dim=0)
+            Tm = terms.repeat(st.starts)[:, None]
+            L = float(lip.max())
+            vals = E.minimise(lambda p: G.value_batch(p, Tm), lambda p: G.grad_batch(p, Tm), Pm, L, st.min_steps)
+            out["G_i_inf"] = float(vals.reshape(st.starts, S).min(dim=0).values.mean())
+    return {k: out[k] for k in names}
 
 
 # --- instance generators ---------------------------------------------------------------------

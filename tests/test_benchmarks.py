@@ -69,3 +69,17 @@ def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, cap
     assert result["slowest_sdp_s"] >= max(s["max_s"] for s in result["single"])
     assert result["meets_standard"] is False  # one lambda is not the default region of >= 12
     assert {(s["template"], s["certified"]) for s in result["single"] if s["lam"] == 1.0} == {("paper", True), ("general", True)}
+
+
+def test_user_problem_bench_compares_the_composed_and_hand_written_binary(tmp_path, capsys):
+    bench = _load("user_problem")
+    out = tmp_path / "user.json"
+    bench.main(["--n", "20", "--N", "30", "--iter-n", "10", "--iter-N", "40", "--R", "2", "--steps", "2", "--repeat", "1",
+                "--threads", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    est, it = result["estimation"], result["per_iteration"]
+    assert set(est["estimates"]) == {"L1", "L1_i_max", "L2", "L3", "L4", "L5", "l", "H_inf", "G_inf", "G_i_inf"}
+    assert est["meets_target"] == (est["seconds"] < 30)
+    assert it["ratio_median"] == pytest.approx(it["median_seconds"]["composed"] / it["median_seconds"]["hand"])
+    assert it["meets_target"] == (it["ratio_median"] <= 2.0)

@@ -33,6 +33,9 @@ how a shell example is tested; several directives may share one comment, one per
 - ``<!-- test-needs: stam-demo -->``: the block's folder first receives ``stam-demo``, the output
   of ``stam demo --quick`` (run once per test session and shared between xdist workers, as the
   demo takes 15-30 s); a command ``stam demo --quick`` in a block is served from that same run.
+- ``<!-- test-files: PATH ... -->`` (paths relative to the repository, blank-separated): those
+  files are copied into the block's folder first (a user's problem file that ``--problem
+  FILE.py:NAME`` or a python example imports); for shell and python examples.
 - ``<!-- no-test: REASON -->``: only for commands that need CIFAR-10/100, which cannot exist on an
   offline machine: every command must then name cifar, and it is still parsed by ``stam``'s
   argparse parser (a renamed or removed flag fails).
@@ -59,7 +62,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "no-test")
+DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "test-files", "no-test")
 ERROR_LINE = re.compile(r"^stam( [\w-]+)*: error: ")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 DEMO_ARGV = ["demo", "--quick"]
@@ -343,7 +346,12 @@ def test_block(block: Block, tmp_path, monkeypatch, request):
     assert not unknown, f"{block.id}: unknown directive(s) {unknown}; known: {DIRECTIVES}"
     kind = block.kind
     if kind != "shell":
-        assert not block.directives, f"{block.id}: directives apply to shell examples only"
+        assert set(block.directives) <= {"test-files"} and kind in ("python", "shell") or not block.directives, \
+            f"{block.id}: directives apply to shell examples only (test-files: to python examples too)"
+    for name in block.directives.get("test-files", "").split():
+        src = ROOT / name
+        assert src.is_file() and ROOT in src.resolve().parents, f"{block.id}: test-files: no file {name} in the repository"
+        shutil.copy(src, tmp_path / src.name)
     monkeypatch.chdir(tmp_path)
     if kind == "shell":
         _shell(block, tmp_path, request)

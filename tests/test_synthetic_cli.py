@@ -45,7 +45,7 @@ def test_inadmissible_parameters_are_marked_and_have_no_bound(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--problem", "nope"], "invalid choice: 'nope'"),
+    (["--problem", "nope"], "--problem 'nope': unknown; known: binary"),  # or FILE.py:NAME (docs/your-problem.md)
     (["--problem", "binary", "--n", "0"], "--n: 0 must be an integer >= 1"),
     (["--problem", "binary", "--R", "-3"], "--R: -3 must be an integer >= 1"),
     (["--problem", "binary", "--b", "20"], "--b 20 exceeds --N 12"),

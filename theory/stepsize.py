@@ -24,7 +24,16 @@ ES_GROUPS = {
 }
 
 
+#: what ``--problem FILE.py:NAME`` needs of the object (a problem of stam.synthetic.api.compose)
+PROBLEM_NEEDS = ("theory_constants", "constants_report")
+CONSTANT_FLAGS = ("L1", "L2", "L3", "L4", "L5", "l", "quadratic_coupling", "A", "C", "A0", "B0", "C0", "gap", "Lmax",
+                  "N", "b", "delta_inf")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problem", metavar="FILE.py:NAME",
+                   help="take every constant from a problem object (stam.synthetic.api.compose, or a function "
+                   "returning one) defined in a Python file; each is reported certified or estimated")
     h = p.add_argument_group("Assumption ass2 (or --quadratic-coupling)")
     h.add_argument("--L1", type=nonneg_float, help="Lipschitz constant of grad G, (a1)")
     for k in ("L2", "L3", "L4", "L5"):
@@ -65,10 +74,31 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def constants_from_problem(args):
+    """The constants of ``--problem FILE.py:NAME`` (its ``theory_constants()``), with the labels of
+    its ``constants_report()`` kept in ``args.report``."""
+    from stam.theory import numeric as num
+    from stam.userfile import load
+
+    given = [n for n in CONSTANT_FLAGS if getattr(args, n) not in (None, False)] + (["replacement"] if args.replacement else [])
+    require(not given, f"{_flag(given[0]) if given else ''} contradicts --problem, which gives every constant; "
+            "give one or the other")
+    require(not args.as_printed, "--as-printed is for constants typed as flags, not with --problem")
+    _, problem = load(args.problem, PROBLEM_NEEDS)
+    try:
+        c = problem.theory_constants()
+        args.report = problem.constants_report()
+        return num.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise UsageError(f"--problem {args.problem}: its constants: {exc}") from None
+
+
 def constants_from_args(args):
     """Build :class:`stam.theory.numeric.Constants` from the flags (UsageError on conflicts)."""
     from stam.theory import numeric as num
 
+    if getattr(args, "problem", None):
+        return constants_from_problem(args)
     if args.quadratic_coupling is not None:
         clash = _given(args, COUPLING_FLAGS)
         if clash:
@@ -134,7 +164,21 @@ def _refuse_nan(values) -> None:
                          "overflows or underflows: inf - inf or inf/inf); give constants and step sizes of ordinary size")
 
 
+def _labels(report: dict) -> str:
+    """One line per constant of a problem: value, certified or estimated, and how."""
+    keys = ("L1", "L2", "L3", "L4", "L5", "l", "A", "C", "L1_i_max", "H_inf", "GH_inf_lb", "GH_inf_ub", "Delta_ub")
+    lines = [f"  {k:<9} = {_fmt(report[k]['value']):<12} {report[k]['status']}: {report[k]['how']}"
+             for k in keys if k in report]
+    settings = next((v["settings"] for v in report.values() if "settings" in v), None)
+    return "\n".join(lines + ([f"  estimator settings: {settings}"] if settings else []))
+
+
 def _describe(c, args) -> str:
+    if getattr(args, "report", None):
+        est = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if args.report[k]["status"] != "certified"]
+        verdict = ("all certified" if not est else f"ESTIMATED (not a guarantee): {', '.join(est)}; "
+                   "step sizes from them are not certified")
+        return f"--problem {args.problem}: constants {verdict}\n" + _labels(args.report)
     src = (f"H = ({args.quadratic_coupling}/2)||x-y||^2" if args.quadratic_coupling is not None else "Assumption ass2")
     return (f"{src}: L1={_fmt(c.L1)} L2*={_fmt(c.L2)} L3*={_fmt(c.L3)} L4*={_fmt(c.L4)} L5*={_fmt(c.L5)} "
             f"l={_fmt(c.l)}; ES: A={_fmt(c.A)} C={_fmt(c.C)}" + ("   [printed forms]" if args.as_printed else ""))
@@ -195,6 +239,8 @@ def run(args) -> int:
         rep = num.check(args.gamma, args.beta, c, T=args.T, eps=args.eps, delta0=args.delta0, M0=args.M0,
                         as_printed=args.as_printed)
         _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
+        if getattr(args, "report", None):
+            rep = dict(rep, constants=args.report)
         print(dumps(rep) if args.json else _check_text(rep, c, args))
         return 0
     for name in ("L1", "A", "C"):
@@ -219,5 +265,7 @@ def run(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _refuse_nan({k: float(v) for k, v in r.items() if isinstance(v, (int, float))})
+    if getattr(args, "report", None):
+        r = dict(r, constants=args.report)
     print(dumps(r) if args.json else _recommend_text(r, c, args, args.gamma is not None))
     return 0

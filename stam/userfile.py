@@ -1,0 +1,72 @@
+"""A user's object from a Python file: ``--problem path/to/file.py:NAME``.
+
+The file is the user's own code, run because they asked for it (``importlib`` from the path, under a
+private module name; nothing is added to ``sys.path``).  Every failure is one line
+(:class:`stam.errors.UsageError`): a spec without ``:NAME``, a missing file, an error while the
+file runs, a missing ``NAME``, an object lacking a method (named).  ``NAME`` may be the object or a
+function that builds it (called with the keyword arguments it accepts among those offered).
+Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+from pathlib import Path
+
+from stam.errors import UsageError
+
+
+def is_file_spec(text: str) -> bool:
+    """Whether ``text`` names a file object (``something.py:NAME``) rather than a built-in name."""
+    path, sep, _ = text.rpartition(":")
+    return bool(sep) and path.endswith(".py")
+
+
+def split_spec(text: str, flag: str = "--problem") -> tuple[Path, str]:
+    path, sep, name = text.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        raise UsageError(f"{flag} {text!r}: expected path/to/file.py:NAME")
+    if not name.isidentifier():
+        raise UsageError(f"{flag} {text!r}: {name!r} is not a Python name (NAME in path/to/file.py:NAME)")
+    return Path(path), name
+
+
+def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: dict | None = None):
+    """``(NAME, object)`` from ``path/to/file.py:NAME`` (module docstring); the object must have every
+    attribute in ``required``."""
+    path, name = split_spec(text, flag)
+    if not path.is_file():
+        raise UsageError(f"{flag} {text!r}: no such file {str(path)!r}")
+    module_name = "stam_user_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{flag} {text!r}: {str(path)!r} cannot be loaded as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: any error becomes one line
+        raise UsageError(f"{flag} {text!r}: running {path.name} failed: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, name):
+        raise UsageError(f"{flag} {text!r}: {path.name} defines no {name!r}")
+    obj = getattr(module, name)
+    if callable(obj) and not all(hasattr(obj, r) for r in required):
+        try:
+            params = inspect.signature(obj).parameters
+        except (TypeError, ValueError):
+            params = {}
+        kwargs = {k: v for k, v in (offer or {}).items() if k in params}
+        try:
+            obj = obj(**kwargs)
+        except Exception as exc:
+            raise UsageError(f"{flag} {text!r}: calling {name}({', '.join(kwargs)}) failed: "
+                             f"{type(exc).__name__}: {exc}") from None
+    missing = [r for r in required if not hasattr(obj, r)]
+    if missing:
+        raise UsageError(f"{flag} {text!r}: {name} lacks the method {missing[0]!r} (needed: {', '.join(required)}; "
+                         "build it with stam.synthetic.api.compose)")
+    return name, obj
+
+
+__all__ = ["is_file_spec", "split_spec", "load"]
