@@ -8,8 +8,9 @@ tensor, the forward pass is a batched matrix product, and every hyperparameter i
 (:func:`stam.algorithm.stam_step`, :func:`~stam.algorithm.bc_step`,
 :func:`~stam.algorithm.br_step`, :func:`~stam.algorithm.psgd_step`; per-run scalars are
 broadcast by :func:`stam.algorithm.as_batch_scalar`).  Nothing of an update is written here
-again: the same functions serve the network optimisers of :mod:`stam.dnn.optim` and the
-synthetic problems.
+again, nor is any algorithm named: each algorithm's :class:`stam.dnn.optim_common.BatchedRule`
+(declared beside its optimiser, found through :mod:`stam.dnn.catalog`) calls the same functions
+that serve the network optimisers of :mod:`stam.dnn.optim` and the synthetic problems.
 
 Run ``r`` is one configuration (an algorithm's resolved :class:`stam.dnn.presets.Preset`, so its
 schedules are evaluated as in ``stam train``) and one seed.  The seed fixes, as in ``stam train``,
@@ -41,12 +42,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from stam.algorithm import QuantizedState, as_batch_scalar, bc_step, br_step, psgd_step, stam_init, stam_step
+from stam.algorithm import as_batch_scalar
+from stam.dnn import catalog
 from stam.dnn import data as data_mod
 from stam.dnn.models import MLP
-from stam.dnn.optim_common import COMPILE_OPTIONS, _compile_errors
-from stam.operators import Composite, IndicatorQ, QuadraticCoupling
-from stam.quantize import project_Q, signs
+from stam.dnn.optim_common import COMPILE_OPTIONS, BatchedRule, _compile_errors
+from stam.quantize import signs
 
 BN_EPS = 1e-5
 BN_MOMENTUM = 0.1
@@ -141,109 +142,35 @@ def accuracy(weights, floats, running, split: Split, chunk: int = 4096) -> Tenso
 
 
 # --------------------------------------------------------------------------- the algorithms
+#
+# Each algorithm's batched update is its :class:`stam.dnn.optim_common.BatchedRule`, declared
+# beside its optimiser and named by :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
 
-_OPS_F = IndicatorQ(None)  # F = I_Q, one block per run and layer (eq. (eq01))
-
-
-def _r(v: Tensor, like: Tensor) -> Tensor:
-    return as_batch_scalar(v, like)
-
-
-def _ops(lam: Tensor, like: Tensor) -> Composite:
-    """H = (lam/2)||x - y||^2 with lam per run, F = I_Q: the operators of eq. (stam)."""
-    return Composite(QuadraticCoupling(_r(lam, like)), _OPS_F)
+def rule(name: str) -> BatchedRule:
+    """The batched rule of algorithm ``name`` (``KeyError`` naming the known ones)."""
+    return catalog.algorithm(name).batched_rule()
 
 
-def _relaxed(hyper: dict, like: Tensor) -> Tensor:
-    """BR's phase per run: 1.0 in the relaxed phase, 0.0 once it projects (eq. (alg:BR))."""
-    return _r(~hyper["project"], like).to(like.dtype)
-
-
-def init_state(name: str, weights: list[Tensor], hyper: dict[str, Tensor]) -> list:
-    """Per-layer optimiser state at the start (the same start rules as :mod:`stam.dnn.optim`):
-    STAM :func:`stam.algorithm.stam_init`; BC/BR ``U^0`` = the weights, ``W~^0`` its projection
-    (relaxed for BR); PSGD ``U^0``; float the weights and a zero momentum buffer."""
-    if name == "stam":
-        return [stam_init(w, _ops(hyper["lam"], w), _r(hyper["gamma"], w)) for w in weights]
-    if name == "psgd":
-        return [QuantizedState(w.clone(), w.clone()) for w in weights]
-    if name == "bc":
-        return [QuantizedState(w.clone(), project_Q(w, None)) for w in weights]
-    if name == "br":
-        return [br_step(QuantizedState(w, w), torch.zeros_like(w), _OPS_F, 0.0, _r(hyper["lam"], w), _relaxed(hyper, w))
-                for w in weights]
-    if name == "float":
-        return [(w.clone(), torch.zeros_like(w)) for w in weights]
-    raise ValueError(f"unknown algorithm {name!r}")
-
-
-def forward_weights(name: str, state: list) -> list[Tensor]:
-    """The weights the forward pass uses (where the stochastic gradient is taken)."""
-    return [s.y if name == "stam" else s[0] if name == "float" else s.w for s in state]
-
-
-def binary_weights(name: str, state: list) -> list[Tensor]:
-    """The weights in Q: V for STAM, Proj_Q(U) for BC, BR, PSGD, Proj_Q(W) for float."""
-    return [s.u if name == "stam" else project_Q(s[0] if name == "float" else s.u, None) for s in state]
-
-
-def float_weights(name: str, state: list) -> list[Tensor]:
-    """The float weights: W for STAM and float, U for BC, BR, PSGD."""
-    return [s.y if name == "stam" else s[0] if name == "float" else s.u for s in state]
-
-
-def update(name: str, state: list, floats: list[Tensor], fmom: list[Tensor], grads_w: list[Tensor],
+def update(rule: BatchedRule, state: list, floats: list[Tensor], fmom: list[Tensor], grads_w: list[Tensor],
            grads_f: list[Tensor], hyper: dict[str, Tensor]):
-    """One step of algorithm ``name`` for all R runs, pure: returns ``(state, floats, fmom)``.
-
-    Quantised weights: :func:`stam.algorithm.stam_step` (eq. (algalg1) with eq. (stam)'s
-    operators), :func:`~stam.algorithm.bc_step`, :func:`~stam.algorithm.br_step`,
-    :func:`~stam.algorithm.psgd_step`, or SGD (torch.optim.SGD's, with momentum) for float.
-    Weight decay, where an algorithm has it, is added to the gradient at the float weights.
-    Float parameters (BatchNorm, the last bias): the algorithm's G-only step (STAM: ``1/beta``)."""
+    """One step of ``rule`` for all R runs, pure: returns ``(state, floats, fmom)``.  Weight decay,
+    where the hyperparameters have it, is added to the gradient at the float weights (quantised
+    layers) or at the parameter (float ones)."""
     wd = hyper.get("weight_decay")
-    new = []
-    for s, g in zip(state, grads_w):
-        if name == "stam":
-            new.append(stam_step(s, g, _ops(hyper["lam"], s.y), _r(hyper["gamma"], s.y), _r(hyper["beta"], s.y)))
-            continue
-        u = s[0]
-        if wd is not None:
-            g = g + _r(wd, u) * u
-        lr = _r(hyper["lr"], u)
-        if name == "float":
-            buf = _r(hyper["momentum"], u) * s[1] + g  # zero at the start: the first buffer is the first gradient
-            new.append((u - lr * buf, buf))
-        elif name == "psgd":
-            new.append(psgd_step(s, g, _OPS_F, lr))
-        elif name == "bc":
-            new.append(bc_step(s, g, _OPS_F, lr))
-        else:
-            new.append(br_step(s, g, _OPS_F, lr, _r(hyper["lam"], u), _relaxed(hyper, u)))
-    new_floats, new_mom = [], []
-    for p, g, m in zip(floats, grads_f, fmom):
-        if wd is not None:
-            g = g + _r(wd, p) * p
-        if name == "stam":
-            p = p - g / _r(hyper["beta"], p)
-        elif name == "float":
-            m = _r(hyper["momentum"], p) * m + g
-            p = p - _r(hyper["lr"], p) * m
-        else:
-            p = p - _r(hyper["lr"], p) * g
-        new_floats.append(p)
-        new_mom.append(m)
-    return new, new_floats, new_mom
+    decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
+    new = [rule.step(s, decay(g, rule.float_weights(s)), hyper) for s, g in zip(state, grads_w)]
+    stepped = [rule.float_step(p, decay(g, p), m, hyper) for p, g, m in zip(floats, grads_f, fmom)]
+    return new, [p for p, _ in stepped], [m for _, m in stepped]
 
 
 _COMPILED_UPDATE = {}
 
 
 def _update_fn(name: str, compile: bool):
-    """:func:`update` for ``name``, compiled with torch.compile where ``compile`` (one fused
+    """:func:`update` with the rule of algorithm ``name``, compiled with torch.compile where ``compile`` (one fused
     kernel per pass instead of one per arithmetic operation), with an eager fallback where no
     compiler is available (the errors of :func:`stam.dnn.optim_common._compile_errors`)."""
-    fn = functools.partial(update, name)
+    fn = functools.partial(update, rule(name))
     if not compile:
         return fn
     if name not in _COMPILED_UPDATE:
@@ -329,12 +256,14 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     seeds = [c.seed for c in configs]
     n_train, d = task.train.x.shape
     net = init_net(seeds, d, task.num_classes, device)
-    state = init_state(algo, net.weights, _hyper_at(configs, 1, device))
+    alg = rule(algo)
+    hyper0 = _hyper_at(configs, 1, device)
+    state = [alg.init(w, hyper0) for w in net.weights]
     floats, fmom, running = net.floats, [torch.zeros_like(p) for p in net.floats], net.running
     gens = {s: torch.Generator().manual_seed(s) for s in dict.fromkeys(seeds)}
     steps = n_train // batch_size + (1 if n_train % batch_size >= 2 else 0)  # as stam train
     step_fn = _update_fn(algo, compile_pays(R, epochs * steps) if compile == "auto" else bool(compile))
-    init_signs = _signs(binary_weights(algo, state))
+    init_signs = _signs([alg.binary_weights(s) for s in state])
     ever = [torch.zeros_like(m) for m in init_signs]
     prev_signs = init_signs
     alive = torch.ones(R, dtype=torch.bool, device=device)
@@ -351,7 +280,7 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
             idx = perm[:, step * batch_size : (step + 1) * batch_size]
             x = task.train.x[idx[0]] if shared else task.train.x[idx]
             y = task.train.y[idx]
-            ws = [w.detach().requires_grad_(True) for w in forward_weights(algo, state)]
+            ws = [w.detach().requires_grad_(True) for w in [alg.forward_weights(s) for s in state]]
             fs = [p.detach().requires_grad_(True) for p in floats]
             out = forward(ws, fs, running, x, train=True)
             losses = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
@@ -362,9 +291,9 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
         with torch.no_grad():
             train_loss = loss_sum / n_train
             finite = torch.isfinite(train_loss)
-            for t in forward_weights(algo, state) + floats:
+            for t in [alg.forward_weights(s) for s in state] + floats:
                 finite &= torch.isfinite(t.flatten(1)).all(dim=1)
-            bw = binary_weights(algo, state)
+            bw = [alg.binary_weights(s) for s in state]
             now = _signs(bw)
             since = [a != b for a, b in zip(now, init_signs)]
             ever = [e | s for e, s in zip(ever, since)]
@@ -374,7 +303,7 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
             for name, split in splits.items():
                 if split is not None:
                     rec[f"{name}_acc_binary"] = accuracy(bw, floats, running, split)
-                    rec[f"{name}_acc_float"] = accuracy(float_weights(algo, state), floats, running, split)
+                    rec[f"{name}_acc_float"] = accuracy([alg.float_weights(s) for s in state], floats, running, split)
             prev_signs = now
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         for r in (alive & ~finite).nonzero().flatten().tolist():

@@ -8,7 +8,8 @@ is chosen on) and the tables read them from here.  Imports no torch.
 
 To add an algorithm: write its pure step beside :func:`stam.algorithm.stam_step` (as
 ``psgd_step``, ``bc_step``, ``br_step`` are), its ``torch.optim`` class in a module
-``stam.dnn.optim_NAME`` calling that step, one :class:`Algorithm` here, its paper preset in
+``stam.dnn.optim_NAME`` calling that step, its batched form ``BATCHED`` there (a
+:class:`stam.dnn.optim_common.BatchedRule`, for maps and tuning), one :class:`Algorithm` here, its paper preset in
 ``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there; the
 tests parametrised over :data:`NAMES` then check it.
 """
@@ -26,6 +27,8 @@ class Algorithm:
     (every preset of it sets exactly these); ``optimizer``: ``"module:Class"`` of its
     ``torch.optim.Optimizer`` (``fixed`` are constructor arguments it always gets; ``schedule_only``
     the keys of ``hyper`` that steer the schedule but are not constructor arguments);
+    ``batched``: ``"module:NAME"`` of its :class:`stam.dnn.optim_common.BatchedRule` (R runs at
+    once, :mod:`stam.dnn.batched`);
     ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
     baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
     (gamma, lambda, beta)."""
@@ -35,6 +38,7 @@ class Algorithm:
     equation: str
     hyper: tuple
     optimizer: str
+    batched: str
     fixed: dict = field(default_factory=dict)
     schedule_only: tuple = ()
     binary: bool = True
@@ -42,6 +46,10 @@ class Algorithm:
 
     def optimizer_class(self):
         return load(self.optimizer)
+
+    def batched_rule(self):
+        """Its :class:`stam.dnn.optim_common.BatchedRule` (imports torch)."""
+        return load(self.batched)
 
     def constructor_args(self, hyper: dict) -> dict:
         """The optimiser's keyword arguments from the hyperparameters of the first epoch."""
@@ -54,13 +62,14 @@ class Algorithm:
 
 
 ALGORITHMS = (
-    Algorithm("stam", "STAM", "eq. (alg:stamm)", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", theorem=True),
-    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect"),
+    Algorithm("stam", "STAM", "eq. (alg:stamm)", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM",
+              "stam.dnn.optim_stam:BATCHED", theorem=True),
+    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
     Algorithm("br", "BR", "eq. (alg:BR)", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
-              fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth comes from the schedule
-    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD"),
+              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule
+    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED"),
     Algorithm("float", "Float", "SGD with momentum on float weights", ("lr", "momentum", "weight_decay"),
-              "torch.optim:SGD", binary=False),
+              "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False),
 )
 
 #: the names ``--algo`` takes, in the order of the paper's tables

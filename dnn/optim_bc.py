@@ -16,10 +16,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from stam.algorithm import QuantizedState, bc_step
-from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
+from stam.algorithm import QuantizedState, as_batch_scalar, bc_step
+from stam.dnn.optim_common import BatchedRule, QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
 from stam.operators import IndicatorQ
-
 
 #: F = I_Q with each layer one block: the projection of eq. (0411) (its prox)
 LAYER_Q = IndicatorQ(None)
@@ -71,4 +70,18 @@ class BinaryConnect(QuantizingOptimizer):
         return [(p, self.state[p]["U"]) for g in self._quantized_groups() for p in g["params"]]
 
 
-__all__ = ["BinaryConnect", "bc_kernel"]
+class BatchedBC(BatchedRule):
+    """eq. (alg:BC) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.bc_step` per layer,
+    from ``U^0`` = the weights and ``W~^0 = Proj_Q(U^0)``."""
+
+    def init(self, w, hyper):
+        return QuantizedState(w.clone(), LAYER_Q.prox_F(w, 0.0))
+
+    def step(self, state, grad, hyper):
+        return bc_step(state, grad, LAYER_Q, as_batch_scalar(hyper["lr"], state.u))
+
+
+#: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)
+BATCHED = BatchedBC()
+
+__all__ = ["BinaryConnect", "bc_kernel", "BATCHED"]

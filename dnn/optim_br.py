@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from stam.algorithm import QuantizedState, br_relax, br_step
+from stam.algorithm import QuantizedState, as_batch_scalar, br_relax, br_step
 from stam.dnn.optim_bc import LAYER_Q, BinaryConnect, bc_kernel
-from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
+from stam.dnn.optim_common import BatchedRule, QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
 
 
 def br_kernel(Ws: list[Tensor], Gs: list[Tensor], Us: list[Tensor], lr: Tensor, weight_decay: Tensor | None, lam: Tensor) -> None:
@@ -77,4 +77,27 @@ class BinaryRelax(BinaryConnect):
             group["phase"] = 2
 
 
-__all__ = ["BinaryRelax", "br_kernel"]
+class BatchedBR(BatchedRule):
+    """eq. (alg:BR) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.br_step` per layer,
+    each run in its own phase (``hyper["project"]``: phase 2 from the switch epoch on, as the
+    schedule of ``stam train`` says); from ``U^0`` = the weights and ``W~^0`` relaxed with
+    ``lam_0``."""
+
+    @staticmethod
+    def _relaxed(hyper, like):
+        """1.0 for runs in the relaxed phase, 0.0 for runs that project."""
+        return as_batch_scalar(~hyper["project"], like).to(like.dtype)
+
+    def init(self, w, hyper):
+        lam = as_batch_scalar(hyper["lam"], w)
+        return br_step(QuantizedState(w, w), w.new_zeros(w.shape), LAYER_Q, 0.0, lam, self._relaxed(hyper, w))
+
+    def step(self, state, grad, hyper):
+        r = lambda k: as_batch_scalar(hyper[k], state.u)  # noqa: E731
+        return br_step(state, grad, LAYER_Q, r("lr"), r("lam"), self._relaxed(hyper, state.u))
+
+
+#: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)
+BATCHED = BatchedBR()
+
+__all__ = ["BinaryRelax", "br_kernel", "BATCHED"]

@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 import torch
 from torch import Tensor
 
+from stam.algorithm import as_batch_scalar
 from stam.quantize import project_Q
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
@@ -84,6 +85,43 @@ def check_hyper(positive: dict[str, float], nonneg: dict[str, float]) -> None:
     for name, v in nonneg.items():
         if not v >= 0:
             raise ValueError(f"{name} must be >= 0, got {v}")
+
+
+class BatchedRule:
+    """An algorithm's update for ``R`` runs at once, as :func:`stam.dnn.batched.train_batched`
+    runs it (maps and tuning): pure functions of per-layer states whose tensors are ``(R, ...)``,
+    with hyperparameters as ``(R,)`` tensors (broadcast by :func:`stam.algorithm.as_batch_scalar`).
+
+    Each algorithm declares one in the module of its optimiser (``BATCHED``), and its
+    :class:`stam.dnn.catalog.Algorithm` names it, so the batched trainer never dispatches on an
+    algorithm's name.  The defaults fit a :class:`stam.algorithm.QuantizedState` ``(u, w)``:
+    the forward pass at ``w``, the binary weights ``Proj_Q(u)``, the float weights ``u``, and
+    SGD with ``lr`` on the float (non-quantised) parameters.  Weight decay, where the
+    hyperparameters have it, is added by the trainer to the gradient at :meth:`float_weights`."""
+
+    def init(self, w: Tensor, hyper: dict[str, Tensor]):
+        """The state of one layer at the start, from its initial weights ``w``."""
+        raise NotImplementedError
+
+    def step(self, state, grad: Tensor, hyper: dict[str, Tensor]):
+        """One step of one layer, pure: the new state (``grad`` taken at :meth:`forward_weights`)."""
+        raise NotImplementedError
+
+    def forward_weights(self, state) -> Tensor:
+        """The weights of the forward pass (where the stochastic gradient is taken)."""
+        return state.w
+
+    def binary_weights(self, state) -> Tensor:
+        """The weights in Q the binary-weight accuracy is measured with."""
+        return project_Q(state.u, None)
+
+    def float_weights(self, state) -> Tensor:
+        """The float weights (the float-weight accuracy; weight decay acts on them)."""
+        return state.u
+
+    def float_step(self, p: Tensor, grad: Tensor, buf: Tensor, hyper: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """The step of a float parameter (BatchNorm, the last bias) and its buffer: SGD with ``lr``."""
+        return p - as_batch_scalar(hyper["lr"], p) * grad, buf
 
 
 class QuantizingOptimizer(torch.optim.Optimizer):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from stam.algorithm import QuantizedState, psgd_step
-from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
+from stam.algorithm import QuantizedState, as_batch_scalar, psgd_step
+from stam.dnn.optim_common import BatchedRule, QuantizingOptimizer, check_hyper, hyper_tensor, project_layer
 from stam.operators import IndicatorQ
 
 #: F = I_Q with each layer one block: the projection of eq. (0411) (its prox)
@@ -56,4 +56,18 @@ class PSGD(QuantizingOptimizer):
         return []  # the parameters hold U
 
 
-__all__ = ["PSGD", "psgd_kernel"]
+class BatchedPSGD(BatchedRule):
+    """eq. (alg:PSGD) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.psgd_step` per
+    layer, from ``U^0`` = the weights (the forward pass at ``U``)."""
+
+    def init(self, w, hyper):
+        return QuantizedState(w.clone(), w.clone())
+
+    def step(self, state, grad, hyper):
+        return psgd_step(state, grad, LAYER_Q, as_batch_scalar(hyper["lr"], state.u))
+
+
+#: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)
+BATCHED = BatchedPSGD()
+
+__all__ = ["PSGD", "psgd_kernel", "BATCHED"]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from stam.algorithm import STAMState, stam_init, stam_step
-from stam.dnn.optim_common import QuantizingOptimizer, check_hyper, hyper_tensor
+from stam.algorithm import STAMState, as_batch_scalar, stam_init, stam_step
+from stam.dnn.optim_common import BatchedRule, QuantizingOptimizer, check_hyper, hyper_tensor
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 
 
@@ -131,4 +131,33 @@ class STAM(QuantizingOptimizer):
         return []  # the parameters hold W
 
 
-__all__ = ["STAM", "stam_kernel"]
+class BatchedSTAM(BatchedRule):
+    """eq. (alg:stamm) for R runs (:class:`BatchedRule`): one :func:`stam.algorithm.stam_step`
+    per layer with ``lam``, ``gamma``, ``beta`` per run, started by :func:`stam.algorithm.stam_init`.
+    Forward pass and float weights ``W`` (= ``y``), binary weights ``V`` (= ``u``); float
+    parameters take the y-step with H = 0: ``p <- p - g / beta``."""
+
+    def init(self, w, hyper):
+        return stam_init(w, _ops(as_batch_scalar(hyper["lam"], w)), as_batch_scalar(hyper["gamma"], w))
+
+    def step(self, state, grad, hyper):
+        r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
+        return stam_step(state, grad, _ops(r("lam")), r("gamma"), r("beta"))
+
+    def forward_weights(self, state):
+        return state.y
+
+    def binary_weights(self, state):
+        return state.u
+
+    def float_weights(self, state):
+        return state.y
+
+    def float_step(self, p, grad, buf, hyper):
+        return p - grad / as_batch_scalar(hyper["beta"], p), buf
+
+
+#: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)
+BATCHED = BatchedSTAM()
+
+__all__ = ["STAM", "stam_kernel", "BATCHED"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
+from stam.dnn import catalog
 from stam.io import atomic_path
 
 #: Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision deficiencies.
@@ -43,13 +44,9 @@ ALGO_COLORS = {
 #: A marker per algorithm too, so that curves that coincide (PSGD's float weights follow plain
 #: SGD exactly) stay distinguishable.
 ALGO_MARKERS = {"stam": "o", "bc": "^", "br": "s", "psgd": "v", "float": "x", "spring": "D", "stam-det": "P"}
-#: Display names (as the paper writes them).
-ALGO_NAMES = {
-    "stam": "STAM",
-    "bc": "BC",
-    "br": "BR",
-    "psgd": "PSGD",
-    "float": "Float",
+#: Display names (as the paper writes them): the network algorithms' labels from
+#: :mod:`stam.dnn.catalog`, and the synthetic-only methods of :mod:`stam.synthetic.baselines`.
+ALGO_NAMES = {a.name: a.label for a in catalog.ALGORITHMS} | {
     "spring": "SPRING-SGD (stochastic PALM)",
     "stam-det": "STAM (deterministic)",
 }

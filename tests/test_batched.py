@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.algorithm import QuantizedState, bc_step, br_relax, br_step, psgd_step
-from stam.dnn import batched, presets, sweep, tune
+from stam.dnn import batched, catalog, presets, sweep, tune
 from stam.operators import IndicatorQ
 from stam.quantize import project_Q
 
@@ -54,7 +54,7 @@ def test_br_step_is_bc_after_the_switch_and_the_relaxation_before(seed, lr, lam)
 
 # --------------------------------------------------------------------------- the trainer
 
-@pytest.mark.parametrize("algo", ["stam", "br", "float"])
+@pytest.mark.parametrize("algo", catalog.NAMES)
 def test_one_run_follows_stam_train_step_for_step(tmp_path, algo):
     """R = 1 is `stam train --model mlp --dataset digits --no-val`: same start, same minibatches,
     same update, same BatchNorm (losses and binary test accuracy per epoch)."""

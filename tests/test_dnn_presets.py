@@ -150,7 +150,7 @@ def test_paper_results_are_tables_cifar_res_and_cifar100_res():
 
 @pytest.mark.parametrize("name", __import__("stam.dnn.catalog", fromlist=["NAMES"]).NAMES)
 def test_each_algorithm_of_the_catalog_is_complete(name):
-    """An algorithm declared in stam.dnn.catalog has its optimiser class, a paper preset setting
+    """An algorithm declared in stam.dnn.catalog has its optimiser class, its batched rule, a paper preset setting
     exactly its hyperparameters, a search space for `stam tune`, and is a choice of `stam train`."""
     import torch
 
@@ -159,6 +159,9 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
 
     a = catalog.algorithm(name)
     assert issubclass(a.optimizer_class(), torch.optim.Optimizer)
+    from stam.dnn.optim_common import BatchedRule
+
+    assert isinstance(a.batched_rule(), BatchedRule)  # its batched form (maps, tuning)
     preset = P.table()["presets"][P.default_preset(name, "cifar10")]
     assert preset["algo"] == name and set(preset["hyper"]) == set(a.hyper)
     assert tune.search_space(name)  # declared in presets.json
