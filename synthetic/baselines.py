@@ -33,19 +33,18 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from tqdm import tqdm
 
 from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.io import bar_disable
+from stam.registry import lookup
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 from stam.theory import numeric
-
-QUANTISATION_METHODS = ("psgd", "bc", "br")
-METHODS = ("stam", "stam-det", "spring-sgd") + QUANTISATION_METHODS
-
 
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
     """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
@@ -65,14 +64,16 @@ def _report(problem, u, y, seconds, evals):
 
 
 def _stam(problem, iters, R, gamma, beta, gen):
+    """Algorithm 1: :func:`stam.algorithm.stam_step` ``iters`` times."""
     state = problem.start(R, gamma)
     for _ in range(iters):
         state = stam_step(state, problem.stochastic_grad(state.y, gen), problem, gamma, beta)
     return state.u, state.y
 
 
-def _spring(problem, iters, R, eta_y, gen):
-    eta_x = 1 / (1.1 * problem.constants()["L2"])
+def _spring(problem, iters, R, gamma, beta, gen):
+    """Stochastic PALM (module docstring), ``eta_y = 1/beta``, ``eta_x = 1/(1.1 L2*)``."""
+    eta_x, eta_y = 1 / (1.1 * problem.constants()["L2"]), 1 / beta
     problem.F.check_gamma(eta_x)
     y = problem.y0.expand(R, -1).clone()
     x = problem.prox_F(y if problem.z_prev is None else problem.z_prev.expand(R, -1).clone(), eta_x)
@@ -82,58 +83,84 @@ def _spring(problem, iters, R, eta_y, gen):
     return x, y
 
 
-def _quantisation(problem, method, iters, R, lr, gen):
-    """PSGD, BC or BR through the shared steps of :mod:`stam.algorithm` (eqs. (alg:PSGD),
-    (alg:BC), (alg:BR)), with ``F = I_Q`` of the problem as the projection."""
-    F = problem.F
-    U = problem.y0.expand(R, -1).clone()
-    state = QuantizedState(U, U if method == "psgd" else F.prox_F(U, lr))
-    epoch = problem.sampling.N / problem.sampling.b
-    rho, lam, switch = 1.02 ** (1 / epoch), 1.0, iters // 4
-    for t in range(iters):
-        grad = problem.stochastic_grad(state.w, gen)  # at U for PSGD, at W~ for BC and BR
-        if method == "psgd":
-            state = psgd_step(state, grad, F, lr)
-        elif method == "bc":
-            state = bc_step(state, grad, F, lr)
-        else:
-            state = br_step(state, grad, F, lr, lam, relaxed=t < switch)
-            lam = lam * rho if t < switch else lam
-    return F.prox_F(state.w, lr), state.u
+def _quantisation(step, project_start: bool):
+    """A runner of a quantisation method on ``min G(W) + I_Q(W)`` with lr ``1/beta``: ``step(state,
+    grad, F, lr, t, iters, epoch)`` is its shared step of :mod:`stam.algorithm` (the gradient
+    taken at ``state.w``), from ``U^0 = y^0`` and ``W^0 = Proj_Q(U^0)`` (``project_start``) or
+    ``U^0``; its output is ``(Proj_Q(W^T), U^T)``."""
+
+    def run(problem, iters, R, gamma, beta, gen):
+        F, lr = problem.F, 1 / beta
+        U = problem.y0.expand(R, -1).clone()
+        state = QuantizedState(U, F.prox_F(U, lr) if project_start else U)
+        epoch = problem.sampling.N / problem.sampling.b
+        for t in range(iters):
+            state = step(state, problem.stochastic_grad(state.w, gen), F, lr, t, iters, epoch)
+        return F.prox_F(state.w, lr), state.u
+
+    return run
 
 
-def run_method(problem: ThreeBlockProblem, method: str, budget: int, R: int, gamma: float, beta: float | None,
+def _br(state, grad, F, lr, t, iters, epoch):
+    """eq. (alg:BR): relaxed with ``lam_t = 1.02^(t / epoch)`` (``rho = 1.02`` per epoch) for the
+    first quarter of the iterations, then projected (BC)."""
+    switch = iters // 4
+    return br_step(state, grad, F, lr, 1.02 ** (min(t, switch) / epoch), relaxed=t < switch)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of ``stam synthetic compare``: ``run(problem, iters, R, gamma, beta, gen) -> (u, y)``
+    (its final point); ``deterministic``: it takes full gradients (``iters = budget // N`` on the
+    problem with full sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``."""
+
+    name: str
+    label: str
+    equation: str
+    run: Callable
+    deterministic: bool = False
+    quantised: bool = False
+
+
+#: The methods, declared once (the module docstring says what each runs).
+REGISTRY = (
+    Method("stam", "STAM", "Algorithm 1", _stam),
+    Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", _stam, deterministic=True),
+    Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", _spring),
+    Method("psgd", "PSGD", "eq. (alg:PSGD)", _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False), quantised=True),
+    Method("bc", "BC", "eq. (alg:BC)", _quantisation(lambda s, g, F, lr, *_: bc_step(s, g, F, lr), True), quantised=True),
+    Method("br", "BR", "eq. (alg:BR)", _quantisation(_br, True), quantised=True),
+)
+METHODS = tuple(m.name for m in REGISTRY)
+QUANTISATION_METHODS = tuple(m.name for m in REGISTRY if m.quantised)
+
+
+def method(name: str) -> Method:
+    """The method called ``name``; ``KeyError`` naming the known ones."""
+    return lookup(REGISTRY, name, "method")
+
+
+def run_method(problem: ThreeBlockProblem, name: str, budget: int, R: int, gamma: float, beta: float | None,
                seed: int = 0) -> dict:
     """Run one method for ``budget`` sample-gradient evaluations per run (module docstring).
     ``beta=None``: the theory beta of each STAM variant at its own iteration count and sampling
     (for the other methods, that of stochastic STAM)."""
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    if method in QUANTISATION_METHODS and not problem.quantised:
-        raise ValueError(f"{method} needs F = I_Q (problem 1, 'binary'); {problem.name} has F = {problem.F.describe()}")
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
+    m = method(name)
+    if m.quantised and not problem.quantised:
+        raise ValueError(f"{name} needs F = I_Q (problem 1, 'binary'); {problem.name} has F = {problem.F.describe()}")
     gen = torch.Generator(device=problem.y0.device).manual_seed(seed)
-    b, N = problem.sampling.b, problem.sampling.N
+    run_on = problem.with_sampling(Sampling(problem.sampling.N, problem.sampling.N)) if m.deterministic else problem
+    iters = budget // run_on.sampling.b
+    beta = theory_beta(run_on, max(iters, 1), gamma) if beta is None else beta
     start = time.perf_counter()
-    if method == "stam-det":
-        det = problem.with_sampling(Sampling(N, N))
-        iters = budget // N
-        u, y = _stam(det, iters, R, gamma, theory_beta(det, max(iters, 1), gamma) if beta is None else beta, gen)
-        evals = iters * N
-    else:
-        iters = budget // b
-        evals = iters * b
-        beta = theory_beta(problem, iters, gamma) if beta is None else beta
-        if method == "stam":
-            u, y = _stam(problem, iters, R, gamma, beta, gen)
-        elif method == "spring-sgd":
-            u, y = _spring(problem, iters, R, 1 / beta, gen)
-        else:
-            u, y = _quantisation(problem, method, iters, R, 1 / beta, gen)
+    u, y = m.run(run_on, iters, R, gamma, beta, gen)
     if problem.y0.is_cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    out = {"method": method, "iterations": iters}
-    out.update(_report(problem, u, y, seconds, evals))
+    out = {"method": name, "iterations": iters}
+    out.update(_report(problem, u, y, seconds, iters * run_on.sampling.b))
     return out
 
 
@@ -154,7 +181,7 @@ def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | 
                  else "given (all methods)")
     step = 1 / chosen.beta
     if methods is None:
-        methods = [m for m in METHODS if problem.quantised or m not in QUANTISATION_METHODS]
+        methods = [m.name for m in REGISTRY if problem.quantised or not m.quantised]
     rows = [run_method(problem, m, budget, R, gamma, beta, seed) for m in tqdm(methods, desc="compare", disable=bar_disable(progress),
                                                                             leave=False)]
     verdict = chosen.verdicts[-1]
@@ -180,4 +207,4 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["METHODS", "QUANTISATION_METHODS", "run_method", "compare", "format_table", "theory_beta"]
+__all__ = ["Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method", "run_method", "compare", "format_table", "theory_beta"]
