@@ -15,14 +15,13 @@ has no colour; cells where Theorem conv's conditions hold (beta included) carry 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 from stam.errors import UsageError
+from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import SQRT5, log_grid, write_map
 
@@ -334,28 +333,6 @@ def _values(args, name: str, default) -> list[float]:
     return log_grid(*default)
 
 
-def check_out_dir(path) -> Path:
-    """``path`` as an output folder that can be written: a usage error now, before any work."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a directory")
-    probe = out
-    while not probe.exists():
-        parent = probe.parent
-        if parent == probe:
-            break
-        probe = parent
-    if not probe.is_dir():
-        raise UsageError(f"--out {out}: {probe} is not a directory")
-    try:  # a real probe (os.access says yes to root, also on read-only file systems): create and remove a file
-        fd, tmp = tempfile.mkstemp(prefix=".stam-map-probe.", dir=probe)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write in {probe} ({exc.strerror})") from None
-    return out
-
-
 def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: int = 0, progress: bool = True,
                store=None, scheduler: str | None = None, workers: int = 1) -> dict:
     """The digits map as a ``convergence-map`` result: STAM's MLP over the grid
@@ -401,7 +378,7 @@ def map_command(args) -> int:
     betas = _positive_list(args.betas, "--betas") if args.betas is not None else list(default_betas)
     if not args.growth > 1:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
-    out = check_out_dir(args.out)
+    out = check_out_dir(args.out, "--out")
     stem = f"map-{args.problem}" if source == "synthetic" else "map-digits"
     start = time.perf_counter()
     if source == "synthetic":

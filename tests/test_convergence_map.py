@@ -216,9 +216,9 @@ def test_out_that_is_a_file_or_unwritable_is_refused_before_any_work(tmp_path, c
     assert main(["map", "--problem", "binary", "--out", str(f)]) == 2
     assert "is a file" in capsys.readouterr().err and f.read_text() == "x"
     assert main(["map", "--problem", "binary", "--out", str(f / "sub")]) == 2
-    assert "not a directory" in capsys.readouterr().err
+    assert "is a file, so no folder can be made under it" in capsys.readouterr().err
     assert main(["map", "--problem", "binary", "--out", "/proc/no-such/dir"]) == 2
-    assert "cannot write" in capsys.readouterr().err
+    assert "not writable" in capsys.readouterr().err
 
 
 def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monkeypatch):
