@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import warnings
 from typing import Callable, Iterator
 
@@ -32,6 +31,7 @@ import torch
 from torch import Tensor
 
 from stam.algorithm import as_batch_scalar
+from stam.compiling import compile_errors as _compile_errors
 from stam.quantize import project_Q
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
@@ -45,23 +45,6 @@ AUTO_COMPILE_MIN_NUMEL = 1 << 20
 COMPILE_OPTIONS = {"realize_reads_threshold": 64}
 
 _COMPILED: dict[Callable, Callable] = {}
-
-
-def _compile_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions by which ``torch.compile`` says it cannot compile here (no C++ compiler, no
-    Triton, an unsupported construct).  They are raised while compiling, before the kernel has
-    written anything, so running the same kernel eagerly instead is safe; any other exception
-    (out of memory, a bad tensor) is raised as it is."""
-    found = []
-    for module, names in (("torch._dynamo.exc", ("TorchDynamoException",)),
-                          ("torch._inductor.exc", ("InductorError", "InvalidCxxCompiler", "CppCompileError",
-                                                    "TritonMissing", "GPUTooOldForTriton", "CUDACompileError"))):
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        found += [getattr(mod, n) for n in names if isinstance(getattr(mod, n, None), type)]
-    return tuple(found)
 
 
 def project_layer(w: Tensor) -> Tensor:

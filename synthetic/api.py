@@ -106,14 +106,24 @@ class Penalty(Protocol):
     def describe(self) -> str: ...
 
 
-def _sum_grad(values, y: Tensor, *rows) -> Tensor:
-    """``nabla_y`` of ``values(y, *rows).sum(dim=1)`` per run, by one reverse pass over the summed
-    values of all runs (the runs are independent, so the gradient of the total is the per-run
-    gradients side by side): less dispatch than ``vmap(grad(...))``."""
+def _sum_value_grad(values: Callable[[Tensor], Tensor], y: Tensor) -> tuple[Tensor, Tensor]:
+    """``(values(y), nabla_y values(y))`` per run, from one forward and one reverse pass."""
     with torch.enable_grad():
         yy = y.detach().requires_grad_(True)
-        (g,) = torch.autograd.grad(values(yy, *rows).sum(), yy)
-    return g
+        v = values(yy)
+        (g,) = torch.autograd.grad(v.sum(), yy)
+    return v.detach(), g
+
+
+def _sum_grad(values: Callable[[Tensor], Tensor], y: Tensor) -> Tensor:
+    """``nabla_y`` of ``values(y)`` (``(R,)``) per run, by one reverse pass over the summed values of
+    all runs (the runs are independent, so the gradient of the total is the per-run gradients side
+    by side): less dispatch than ``vmap(grad(...))``, and a regulariser rides in the same pass."""
+    return _sum_value_grad(values, y)[1]
+
+
+#: ``compile="auto"``: the calls of one shape after which :meth:`TorchFiniteSum.grad_batch` compiles
+AUTO_COMPILE_CALLS = 200
 
 
 def _rows(data, idx: Tensor):
@@ -132,12 +142,15 @@ class TorchFiniteSum:
     Certified constants, where the user knows them: ``L1``, ``L1_i`` (a float for all i or an
     ``(N,)`` tensor), ``inf_lower_bound`` (``<= G^inf``), ``inf_i_lower_bound``
     (``<= (1/N) sum_i G_i^inf``); left ``None`` they are estimated.  ``chunk`` bounds the samples
-    evaluated at once by :meth:`value` and :meth:`grad` (memory)."""
+    evaluated at once by :meth:`value` and :meth:`grad` (memory); ``compile`` see :meth:`grad_batch`."""
 
     def __init__(self, loss: Callable, data, n: int, reg: Callable | None = None, *, L1: float | None = None,
                  L1_i=None, inf_lower_bound: float | None = None, inf_i_lower_bound: float | None = None,
-                 chunk: int = 2**24):
+                 chunk: int = 2**26, compile: bool | str = "auto"):
         from torch.func import grad, vmap
+
+        if compile not in (True, False, "auto"):
+            raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
 
         self.data = tuple(data) if isinstance(data, (tuple, list)) else (data,)
         if not self.data or any(d.shape[0] != self.data[0].shape[0] for d in self.data):
@@ -151,37 +164,73 @@ class TorchFiniteSum:
         each = vmap(loss, in_dims=per)  # one y, a block of samples -> (b,)
         self._val_rows = vmap(each, in_dims=(0,) + (0,) * k)  # y (R, n), rows (R, b, ...) -> (R, b)
         self._val_all = vmap(each, in_dims=(0,) + (None,) * k)  # rows shared by the runs
-        if reg is not None:
-            self._reg_val, self._reg_grad = vmap(reg), vmap(grad(reg))
+        self._reg_val = vmap(reg) if reg is not None else None
+        self._each_grad = vmap(grad(loss), in_dims=(0,) * (k + 1))  # one y row per sample row
+        self.compile, self._calls, self._kernels = compile, {}, {}
 
     def _blocks(self, R: int):
         """Slices of the N samples, at most ``chunk`` numbers of size ``R * n`` each (memory)."""
         step = max(1, min(self.N, self.chunk // max(1, R * self.n)))
         return [slice(i, i + step) for i in range(0, self.N, step)]
 
-    def _reg(self, y: Tensor, what: str) -> Tensor | float:
-        if self.reg is None:
-            return 0.0
-        return self._reg_val(y) if what == "value" else self._reg_grad(y)
+    def _reg(self, y: Tensor) -> Tensor | float:
+        return 0.0 if self._reg_val is None else self._reg_val(y)
 
     def value(self, y: Tensor) -> Tensor:
         total = sum(self._val_all(y, *(d[sl] for d in self.data)).sum(dim=1) for sl in self._blocks(y.shape[0]))
-        return total / self.N + self._reg(y, "value")
+        return total / self.N + self._reg(y)
 
     def values_i(self, y: Tensor) -> Tensor:
         """``G_i(y)`` for all i, ``(R, N)``."""
         vals = torch.cat([self._val_all(y, *(d[sl] for d in self.data)) for sl in self._blocks(y.shape[0])], dim=1)
-        return vals + (self._reg(y, "value")[:, None] if self.reg is not None else 0.0)
+        return vals + (self._reg(y)[:, None] if self._reg_val is not None else 0.0)
 
     def grad(self, y: Tensor) -> Tensor:
-        total = sum(_sum_grad(self._val_all, y, *(d[sl] for d in self.data)) for sl in self._blocks(y.shape[0]))
-        return total / self.N + self._reg(y, "grad")
+        return sum(_sum_grad(self._part(sl, i == 0), y) for i, sl in enumerate(self._blocks(y.shape[0])))
 
     def grad_batch(self, y: Tensor, idx: Tensor) -> Tensor:
-        return _sum_grad(self._val_rows, y, *_rows(self.data, idx)) / idx.shape[1] + self._reg(y, "grad")
+        """The per-sample gradients by ``vmap(grad(loss))`` over the ``R b`` (run, sample) pairs,
+        averaged per run; the regulariser's gradient by one reverse pass.  STAM's hot path: with
+        ``compile="auto"`` the per-sample kernel is compiled (``torch.compile``, eager where that is
+        unavailable) once a shape has been seen :data:`AUTO_COMPILE_CALLS` times (a run long enough
+        to pay for the seconds compiling costs); ``True``/``False`` force it."""
+        R, b = idx.shape
+        rows = _rows(self.data, idx.reshape(-1))
+        yr = y.repeat_interleave(b, dim=0) if b > 1 else y
+        g = self._kernel(yr, rows)(yr, *rows).view(R, b, -1).mean(dim=1)
+        return g if self._reg_val is None else g + _sum_grad(self._reg_val, y)
+
+    def _kernel(self, yr: Tensor, rows: tuple):
+        """The per-sample gradient map for these shapes: eager, or compiled (see :meth:`grad_batch`)."""
+        if self.compile is False:
+            return self._each_grad
+        key = (tuple(yr.shape), yr.dtype, yr.device.type, tuple(tuple(r.shape) for r in rows))
+        if key in self._kernels:
+            return self._kernels[key]
+        self._calls[key] = self._calls.get(key, 0) + 1
+        if self.compile is True or self._calls[key] >= AUTO_COMPILE_CALLS:
+            from stam.compiling import compiled_or_eager
+
+            self._kernels[key] = compiled_or_eager(self._each_grad, "TorchFiniteSum.grad_batch", dynamic=False)
+            return self._kernels[key]
+        return self._each_grad
 
     def value_batch(self, y: Tensor, idx: Tensor) -> Tensor:
-        return self._val_rows(y, *_rows(self.data, idx)).mean(dim=1) + self._reg(y, "value")
+        return self._val_rows(y, *_rows(self.data, idx)).mean(dim=1) + self._reg(y)
+
+    def value_and_grad(self, y: Tensor) -> tuple[Tensor, Tensor]:
+        """``(G(y), nabla G(y))`` in one pass over the samples (the estimators' minimisations)."""
+        blocks = self._blocks(y.shape[0])
+        vals, grads = zip(*(_sum_value_grad(self._part(sl, i == 0), y) for i, sl in enumerate(blocks)))
+        return sum(vals), sum(grads)
+
+    def value_and_grad_batch(self, y: Tensor, idx: Tensor) -> tuple[Tensor, Tensor]:
+        rows = _rows(self.data, idx)
+        return _sum_value_grad(lambda v: self._val_rows(v, *rows).mean(dim=1) + self._reg(v), y)
+
+    def _part(self, sl: slice, with_reg: bool):
+        """``y -> (1/N) sum_{i in sl} loss_i(y) (+ reg(y))``: one block of samples, the regulariser once."""
+        return lambda v: self._val_all(v, *(d[sl] for d in self.data)).sum(dim=1) / self.N + (self._reg(v) if with_reg else 0.0)
 
     def L1(self) -> float | None:
         return None if self._L1 is None else float(self._L1)
@@ -272,14 +321,17 @@ class TorchCoupling:
 
 
 def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: bool = False, z_prev: Tensor | None = None,
-            quantised: bool = False, gh_starts: int = 4, settings=None, params: dict | None = None):
+            quantised: bool = False, gh_starts: int | None = None, settings=None, params: dict | None = None):
     """The :class:`~stam.synthetic.problems.ThreeBlockProblem` of the blocks ``G``
     (:class:`FiniteSum`), ``H`` (:class:`Coupling`) and ``F`` (:class:`Penalty`) with b-nice sampling
     of G's N terms (:class:`~stam.synthetic.sampling.Sampling`), the start ``y^0`` (and ``z^{-1}``,
     default ``y^0``).  ``gh_starts``: starts of the L-BFGS search for a near-minimiser of ``G + H``
-    (its value is the certified upper bound of ``(G+H)^inf`` in ``Delta^inf``); ``settings`` those of
-    the estimators (:class:`stam.synthetic.estimate.Settings`)."""
-    from stam.synthetic.estimate import Settings
+    (its value is the certified upper bound of ``(G+H)^inf`` in ``Delta^inf``; default 4, and 1
+    where G's data has more than :data:`stam.synthetic.estimate.LARGE` numbers, since each start
+    costs tens of passes over them); ``settings`` those of
+    the estimators (:class:`stam.synthetic.estimate.Settings`; default
+    :meth:`~stam.synthetic.estimate.Settings.for_size`)."""
+    from stam.synthetic.estimate import LARGE
     from stam.synthetic.problems import ThreeBlockProblem
     from stam.synthetic.sampling import Sampling
 
@@ -290,7 +342,8 @@ def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: boo
     return ThreeBlockProblem(name, G, H, F, Sampling(G.N, b, replacement), y0.reshape(-1),
                              None if z_prev is None else z_prev.reshape(-1), quantised=quantised,
                              params=dict(params or {}, n=G.n, N=G.N, b=b, replacement=replacement),
-                             gh_starts=gh_starts, settings=settings or Settings())
+                             gh_starts=gh_starts if gh_starts is not None else (4 if G.n * G.N <= LARGE else 1),
+                             settings=settings)
 
 
 def theorem_check(problem, T_grid=(10, 40, 160, 640), R: int = 16, gamma_fraction: float = 0.5, seed: int = 0,
@@ -329,4 +382,4 @@ PROBLEM_METHODS = ("theory_constants", "constants_report", "constants", "check_g
                    "stationarity", "lyapunov", "describe", "grad_y_H", "prox_H", "prox_F")
 
 __all__ = ["FiniteSum", "Coupling", "Penalty", "TorchFiniteSum", "TorchCoupling", "compose", "theorem_check", "missing_methods",
-           "PROBLEM_METHODS"]
+           "PROBLEM_METHODS", "AUTO_COMPILE_CALLS"]

@@ -46,6 +46,7 @@ from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 from stam.theory import numeric
 
+
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
     """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
     the beta of :func:`stam.theory.numeric.admissible_parameters`."""

@@ -36,11 +36,11 @@ def register(subparsers) -> None:
     sub = top.add_subparsers(dest="synthetic_command", metavar="SUBCOMMAND", parser_class=type(top))
     top.set_defaults(func=lambda args: top.print_help() or 2)
 
+    PROBLEM_HELP = (f"a built-in family ({', '.join(NAMES)}) or a problem object (stam.synthetic.api.compose, or a "
+                    "function returning one, given the --n --N --b --seed --device --dtype it accepts) in a Python file")
     run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
-    run.add_argument("--problem", required=True, metavar="NAME|FILE.py:NAME",
-                     help=f"a built-in family ({', '.join(NAMES)}) or a problem object (stam.synthetic.api.compose, or a "
-                     "function returning one, given the --n --N --b --seed --device --dtype it accepts) in a Python file")
+    run.add_argument("--problem", required=True, metavar="NAME|FILE.py:NAME", help=PROBLEM_HELP)
     _instance_args(run, default_R=RUN_DEFAULTS["R"])
     run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
     run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")
@@ -61,7 +61,7 @@ def register(subparsers) -> None:
 
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                           description="Baselines with equal budgets of stochastic gradient evaluations.")
-    cmp_.add_argument("--problem", required=True, choices=NAMES)
+    cmp_.add_argument("--problem", required=True, metavar="NAME|FILE.py:NAME", help=PROBLEM_HELP)
     _instance_args(cmp_, default_R=COMPARE_DEFAULTS["R"])
     cmp_.add_argument("--budget", type=positive_int, default=COMPARE_DEFAULTS["budget"],
                       help=f"sample-gradient evaluations per run (default {COMPARE_DEFAULTS['budget']} = "
@@ -74,7 +74,8 @@ def register(subparsers) -> None:
 
     sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions in parallel processes, resumable",
                         description="Runs `synthetic run` for every combination; skips results already on disk.")
-    sw.add_argument("--problems", default=",".join(NAMES), help="comma-separated (default: all)")
+    sw.add_argument("--problems", default=",".join(NAMES),
+                    help="comma-separated built-in families or FILE.py:NAME (a function taking seed=...) (default: all families)")
     sw.add_argument("--seeds", default="0,1,2", help="comma-separated instance/sampling seeds (default 0,1,2)")
     sw.add_argument("--gamma-fractions", default="0.25,0.5", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
     sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")

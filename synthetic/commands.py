@@ -112,10 +112,14 @@ def _user_problem(args):
 
 
 def _stem_name(args) -> str:
-    """The problem's part of output file names: the family, or NAME of FILE.py:NAME (an identifier)."""
+    """The problem's part of output file names, checked before any work: the family (one of the
+    known names), or NAME of FILE.py:NAME (an identifier)."""
     from stam.userfile import is_file_spec, split_spec
 
-    return split_spec(args.problem)[1] if is_file_spec(args.problem) else args.problem
+    if is_file_spec(args.problem):
+        return split_spec(args.problem)[1]
+    require(args.problem in NAMES, f"--problem {args.problem!r}: unknown; known: {', '.join(NAMES)} or FILE.py:NAME")
+    return args.problem
 
 
 def _problem(args, **extra):
@@ -249,8 +253,9 @@ def run_command(args) -> int:
 def compare_command(args) -> int:
     from stam.synthetic.baselines import compare, format_table
 
+    stem = f"compare-{_stem_name(args)}"
     out = check_out_dir(args.out)
-    check_out_file(out / f"compare-{args.problem}.json")
+    check_out_file(out / f"{stem}.json")
     R = args.R if args.R is not None else args.default_R
     with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
@@ -260,7 +265,7 @@ def compare_command(args) -> int:
                              progress=not args.no_progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    path = atomic_write_json(out / f"compare-{args.problem}.json", dict(result, provenance=provenance()))
+    path = atomic_write_json(out / f"{stem}.json", dict(result, provenance=provenance()))
     print(problem.describe())
     p = result["params"]
     print(f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "

@@ -22,8 +22,8 @@ The estimate is the largest value any of them saw.  ``l`` (the smallest real wit
 ``H(., y) + (l/2)||.||^2`` convex) is ``max(-lambda_min)`` of ``nabla_xx^2 H`` found by power
 iteration on ``sigma I - J`` and the same line scan.  Infima (``G^inf``, ``H^inf``,
 ``(G+H)^inf``, the mean of ``G_i^inf``) are the smallest values reached by a multi-start local
-minimisation (accelerated gradient descent, step ``1/L`` from the estimated L, adaptive
-restart), batched over the starts.
+minimisation (accelerated gradient descent, step ``1/L`` from the estimated L, gradient
+restart; one value-and-gradient evaluation per step), batched over the starts.
 
 Start points: ``0``, the problem's ``y^0`` (and ``z^{-1}``), and random points uniform on
 ``[-pi, pi]^d`` (for periodic terms) and ``N(0, s^2 I)`` for ``s in {0.1, 1, 3}``, cycled.
@@ -59,6 +59,22 @@ class Settings:
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
 
+    @classmethod
+    def for_size(cls, n: int, N: int) -> "Settings":
+        """The default settings for ``G`` on ``R^n`` with ``N`` terms.  Up to :data:`LARGE`
+        numbers in G's data (``n N``) the full :class:`Settings`; above, where one full gradient
+        costs a pass over ``n N`` numbers, a lean profile with a fixed number of evaluations (about
+        130 rows of full gradients for ``L1``, 120 for ``G^inf``, 64 terms for ``L1^i`` and
+        ``G_i^inf``), so estimation stays within seconds to a minute; every output states the
+        settings it used."""
+        if n * N <= LARGE:
+            return cls()
+        return cls(points=4, power_iters=10, line_points=17, line_starts=1, secant_pairs=8, samples=64, starts=3,
+                   min_steps=40)
+
+
+#: above this many numbers in G's data (``n N``), :meth:`Settings.for_size` gives the lean profile
+LARGE = 2**22
 
 #: the estimator of each kind of constant, in words (reported beside every estimated constant)
 LIPSCHITZ = "power iteration on finite-difference Hessian-vector products, a line scan of the curvature and sampled secant ratios"
@@ -160,28 +176,34 @@ def min_curvature(g, points: Tensor, sigma: Tensor, settings: Settings, gen: tor
     return lo.scatter_reduce(0, lids, q, reduce="amin")
 
 
-def minimise(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tensor], starts: Tensor, L: float,
-             steps: int) -> Tensor:
-    """Accelerated gradient descent with step ``1/L`` and function-value restart, one run per row
-    of ``starts``; returns the smallest value each run reached, ``(K,)``."""
+def minimise(fg: Callable[[Tensor], tuple[Tensor, Tensor]], starts: Tensor, L: float, steps: int) -> Tensor:
+    """Accelerated gradient descent with step ``1/L`` and gradient restart (O'Donoghue and
+    Candes, 2015: momentum is reset when ``<grad, x+ - x> > 0``), one run per row of ``starts``;
+    ``fg(y)`` returns the values and gradients at the rows of ``y`` together (one evaluation per
+    step).  Returns the smallest value each run reached, ``(K,)``.  A run whose value stops
+    being finite goes back to its last good point with its momentum reset."""
     step = 1.0 / max(float(L), 1e-12)
     x = starts.clone()
     y = x.clone()
-    fx = f(x)
-    best = fx.clone()
+    best = torch.full((x.shape[0],), math.inf, dtype=x.dtype, device=x.device)
     t = torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device)
     for _ in range(steps):
-        x_new = y - step * grad(y)
-        f_new = f(x_new)
-        worse = ~(f_new <= fx)  # restart (or a nan): back to plain gradient steps from x
+        fy, gy = fg(y)
+        bad = ~torch.isfinite(fy) | ~torch.isfinite(gy).all(dim=1)
+        best = torch.where(bad, best, torch.fmin(best, fy))
+        x_new = torch.where(bad[:, None], x, y - step * gy)
+        restart = bad | ((gy * (x_new - x)).sum(dim=1) > 0)
         t_new = (1 + torch.sqrt(1 + 4 * t * t)) / 2
-        y = torch.where(worse[:, None], x, x_new + ((t - 1) / t_new) * (x_new - x))
-        x = torch.where(worse[:, None], x, x_new)
-        fx = torch.where(worse, fx, f_new)
-        t = torch.where(worse[:, None], torch.ones_like(t), t_new)
-        best = torch.fmin(best, fx)
+        y = torch.where(restart[:, None], x_new, x_new + ((t - 1) / t_new) * (x_new - x))
+        t = torch.where(restart[:, None], torch.ones_like(t), t_new)
+        x = x_new
     return best
 
 
+def value_and_grad(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tensor]):
+    """``fg`` for :func:`minimise` from separate value and gradient maps."""
+    return lambda y: (f(y), grad(y))
+
+
 __all__ = ["Settings", "ESTIMATED", "CERTIFIED", "LIPSCHITZ", "WEAK_CONVEXITY", "INFIMUM", "start_points", "lipschitz",
-           "min_curvature", "minimise"]
+           "min_curvature", "minimise", "value_and_grad", "LARGE"]

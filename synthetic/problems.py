@@ -195,9 +195,8 @@ class ThreeBlockProblem:
         return all(rep[k][1] == "certified" for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C"))
 
     def estimator_settings(self) -> str:
-        from stam.synthetic.estimate import Settings
 
-        return (self.settings or Settings()).describe()
+        return _settings(self).describe()
 
     def estimates(self, names=None) -> dict:
         """Estimates (:mod:`stam.synthetic.estimate`) of the constants ``names`` (default all:
@@ -237,12 +236,15 @@ def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
     y_start = problem.y0.double().cpu()
     x_start = y_start if problem.z_prev is None else torch.zeros(m, dtype=torch.float64)
 
+    both = getattr(problem.G, "value_and_grad", None)  # one pass over G's samples where G offers it
+
     def fun(w):
         x = torch.from_numpy(w[:m]).to(dev, dt)[None]
         y = torch.from_numpy(w[m:]).to(dev, dt)[None]
-        val = problem.G.value(y) + problem.H.H(x, y)
+        g_val, g_grad = both(y) if both else (problem.G.value(y), problem.G.grad(y))
+        val = g_val + problem.H.H(x, y)
         gx = problem.H.grad_x_H(x, y)
-        gy = problem.G.grad(y) + problem.H.grad_y_H(x, y)
+        gy = g_grad + problem.H.grad_y_H(x, y)
         return float(val[0]), np.concatenate([gx[0].double().cpu().numpy(), gy[0].double().cpu().numpy()])
 
     starts = [np.concatenate([x_start.numpy(), y_start.numpy()])]
@@ -252,9 +254,10 @@ def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
         gen = torch.Generator().manual_seed(_settings(problem).seed)
         extra = start_points(m + n, problem.gh_starts + 1, gen, torch.float64, "cpu", anchors=(torch.zeros(m + n),))
         starts += [row.numpy() for row in extra[: problem.gh_starts - 1]]
-    best = None
+    best, evals = None, []
     for w0 in starts:
         res = minimize(fun, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-9))
+        evals.append(res.nfev)
         if best is None or res.fun < best.fun:
             best = res
     x = torch.from_numpy(best.x[:m]).to(dev, dt)[None]
@@ -265,7 +268,7 @@ def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
 def _settings(problem):
     from stam.synthetic.estimate import Settings
 
-    return problem.settings or Settings()
+    return problem.settings or Settings.for_size(problem.G.n, problem.G.N)
 
 
 #: the constants :meth:`ThreeBlockProblem.estimates` estimates, and by what (stam.synthetic.estimate)
@@ -322,9 +325,10 @@ def _estimate(problem: ThreeBlockProblem, names) -> dict:
         sx = E.start_points(m + n, st.starts, gen, dt, dev, anchors=(torch.cat([x_anchor, problem.y0]),))
         f = lambda w: H.H(w[:, :m], w[:, m:])  # noqa: E731
         g = lambda w: torch.cat([H.grad_x_H(w[:, :m], w[:, m:]), H.grad_y_H(w[:, :m], w[:, m:])], dim=1)  # noqa: E731
-        out["H_inf"] = float(E.minimise(f, g, sx, L, st.min_steps).min())
+        out["H_inf"] = float(E.minimise(E.value_and_grad(f, g), sx, L, st.min_steps).min())
     if "G_inf" in todo:
-        out["G_inf"] = float(E.minimise(G.value, G.grad, Y[: st.starts], out["L1"], st.min_steps).min())
+        fg = getattr(G, "value_and_grad", None) or E.value_and_grad(G.value, G.grad)
+        out["G_inf"] = float(E.minimise(fg, Y[: st.starts], out["L1"], st.min_steps).min())
     if "L1_i_max" in todo or "G_i_inf" in todo:
         S = min(G.N, st.samples)
         terms = torch.randperm(G.N, generator=gen)[:S].to(dev) if S < G.N else torch.arange(G.N, device=dev)
@@ -338,7 +342,9 @@ def _estimate(problem: ThreeBlockProblem, names) -> dict:
             Pm = E.start_points(n, st.starts, gen, dt, dev, anchors=(torch.zeros(n), problem.y0)).repeat_interleave(S, dim=0)
             Tm = terms.repeat(st.starts)[:, None]
             L = float(lip.max())
-            vals = E.minimise(lambda p: G.value_batch(p, Tm), lambda p: G.grad_batch(p, Tm), Pm, L, st.min_steps)
+            both = getattr(G, "value_and_grad_batch", None)
+            fg = (lambda p: both(p, Tm)) if both else E.value_and_grad(lambda p: G.value_batch(p, Tm), lambda p: G.grad_batch(p, Tm))
+            vals = E.minimise(fg, Pm, L, st.min_steps)
             out["G_i_inf"] = float(vals.reshape(st.starts, S).min(dim=0).values.mean())
     return {k: out[k] for k in names}
 

@@ -14,15 +14,20 @@ from stam.synthetic.penalties import QuantizedIndicator
 
 
 def loss(y, a, b):
-    """G_i(y) for one sample (a_i, b_i)."""
-    return 0.5 * (a @ y - b) ** 2 + 0.5 * torch.cos(y).sum()
+    """The part of G_i(y) that depends on the sample (a_i, b_i)."""
+    return 0.5 * (a @ y - b) ** 2
+
+
+def cosine(y):
+    """The part of every G_i that does not: computed once per point, not N times."""
+    return 0.5 * torch.cos(y).sum()
 
 
 def build(n=16, N=200, b=10, seed=0):
     gen = torch.Generator().manual_seed(seed)
     A = torch.randn(N, n, generator=gen, dtype=torch.float64) / n**0.5
     targets = A @ torch.sign(torch.randn(n, generator=gen, dtype=torch.float64))
-    G = TorchFiniteSum(loss, (A, targets), n, inf_lower_bound=-0.5 * n, inf_i_lower_bound=-0.5 * n)
+    G = TorchFiniteSum(loss, (A, targets), n, reg=cosine, inf_lower_bound=-0.5 * n, inf_i_lower_bound=-0.5 * n)
     y0 = torch.randn(n, generator=gen, dtype=torch.float64)
     return compose(G, Quadratic(1.0), QuantizedIndicator(torch.zeros(n, dtype=torch.long)), b=b, y0=y0, name="cos-regression", quantised=True)
 
