@@ -79,7 +79,7 @@ def composed_binary(p, compile="auto"):
                    quantised=True, gh_starts=1)
 
 
-def per_iteration(n: int, N: int, b: int, R: int, steps: int, repeat: int) -> dict:
+def per_iteration(n: int, N: int, b: int, R: int, steps: int, repeat: int, warmup: int = AUTO_COMPILE_CALLS + 1) -> dict:
     """Seconds per STAM iteration: the hand-written binary family, its G composed by autograd as
     a user would write it (``compile="auto"``: the per-sample kernel is compiled after
     ``AUTO_COMPILE_CALLS`` calls; the warm-up passes that point and its seconds are reported), and
@@ -101,7 +101,7 @@ def per_iteration(n: int, N: int, b: int, R: int, steps: int, repeat: int) -> di
     warm = {}
     for name, p in variants.items():  # warm-up: past the compile threshold of compile="auto"
         t0 = time.perf_counter()
-        rounds(p, max(steps, AUTO_COMPILE_CALLS + 1))
+        rounds(p, max(steps, warmup))
         warm[name] = time.perf_counter() - t0
     for _ in range(repeat):
         for name, p in variants.items():
@@ -109,7 +109,8 @@ def per_iteration(n: int, N: int, b: int, R: int, steps: int, repeat: int) -> di
     best = {k: min(v) for k, v in times.items()}
     med = {k: statistics.median(v) for k, v in times.items()}
     ratio = med["composed"] / med["hand"]
-    return dict(family="binary", n=n, N=N, b=b, R=R, steps=steps, repeat=repeat, auto_compile_calls=AUTO_COMPILE_CALLS,
+    return dict(family="binary", n=n, N=N, b=b, R=R, steps=steps, repeat=repeat, warmup_steps=max(steps, warmup),
+                auto_compile_calls=AUTO_COMPILE_CALLS, compiled=warmup > AUTO_COMPILE_CALLS,
                 warmup_seconds=warm, best_seconds=best, median_seconds=med, ratio_best=best["composed"] / best["hand"],
                 ratio_median=ratio, ratio_median_eager=med["composed_eager"] / med["hand"], target_ratio=2.0,
                 meets_target=ratio <= 2.0)
@@ -125,12 +126,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--R", type=int, default=16)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=AUTO_COMPILE_CALLS + 1,
+                    help="warm-up steps per variant (default: past the compile threshold of compile='auto')")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cos-in-loss", action="store_true", help="the cosine term inside the per-sample loss")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    it = per_iteration(args.iter_n, args.iter_N, args.b, args.R, args.steps, args.repeat)
+    it = per_iteration(args.iter_n, args.iter_N, args.b, args.R, args.steps, args.repeat, args.warmup)
     result = dict(kind="benchmark-user-problem", threads=args.threads, estimation=estimation(args.n, args.N, args.cos_in_loss),
                   per_iteration=it, provenance=provenance())
     emit_json(result, args.out)

@@ -101,7 +101,8 @@ def register(subparsers) -> None:
         "(the theorem's region, gamma*lambda = 1/sqrt(5) and the paper's settings on the same axes), and prints a table.",
     )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem", metavar="NAME", help="synthetic problem family: binary")
+    src.add_argument("--problem", metavar="NAME|FILE.py:NAME",
+                     help="synthetic problem family (binary), or a function of lam= in a Python file returning a problem")
     src.add_argument("--dataset", choices=("digits",), help="real data: digits (the default when --problem is not given)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--gammas", metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")

@@ -362,12 +362,30 @@ def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]
     return json_path, csv_path, png, pdf
 
 
+def _user_builder(spec: str, seed: int):
+    """``lam -> problem`` from ``--problem FILE.py:NAME``: NAME must be a function taking ``lam``
+    (and, where it accepts them, ``seed``); one line naming what is wrong otherwise."""
+    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.userfile import accepts, build, load_object
+
+    name, obj = load_object(spec)
+    if not callable(obj) or not accepts(obj, "lam"):
+        raise UsageError(f"--problem {spec!r}: the map varies lambda, so {name} must be a function taking lam= "
+                         "(and optionally seed=) that returns the problem (stam.synthetic.api.compose)")
+    make = lambda lam: build(spec, name, obj, PROBLEM_METHODS, offer=dict(lam=lam, seed=seed))  # noqa: E731
+    make(1.0)  # errors (a failing call, a missing method) now, before any work
+    return make
+
+
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
+    from stam.userfile import is_file_spec, split_spec
+
     source = "synthetic" if args.problem is not None else "digits"
-    if source == "synthetic" and args.problem not in CM.MAP_PROBLEMS:
+    user = source == "synthetic" and is_file_spec(args.problem)
+    if source == "synthetic" and not user and args.problem not in CM.MAP_PROBLEMS:
         raise UsageError(f"--problem {args.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
-                         "(the families with H = (lambda/2)||x - y||^2)")
+                         "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     if source == "synthetic" and args.epochs is not None:
         raise UsageError("--epochs is for --dataset digits; the synthetic map takes --iterations")
     if source == "digits" and args.iterations is not None:
@@ -379,16 +397,18 @@ def map_command(args) -> int:
     if not args.growth > 1:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
     out = check_out_dir(args.out, "--out")
-    stem = f"map-{args.problem}" if source == "synthetic" else "map-digits"
+    name = split_spec(args.problem)[1] if user else args.problem
+    stem = f"map-{name}" if source == "synthetic" else "map-digits"
+    build = _user_builder(args.problem, args.seed) if user else None
     start = time.perf_counter()
     if source == "synthetic":
         import torch
 
         torch.set_num_threads(args.threads)
         try:
-            result = CM.run_map(args.problem, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
+            result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
                                 seeds=args.seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
-                                progress=not args.no_progress)
+                                progress=not args.no_progress, build=build)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:

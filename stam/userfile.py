@@ -33,9 +33,9 @@ def split_spec(text: str, flag: str = "--problem") -> tuple[Path, str]:
     return Path(path), name
 
 
-def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: dict | None = None):
-    """``(NAME, object)`` from ``path/to/file.py:NAME`` (module docstring); the object must have every
-    attribute in ``required``."""
+def load_object(text: str, flag: str = "--problem"):
+    """``(NAME, object)``: the file of ``path/to/file.py:NAME`` run, and its ``NAME`` as defined
+    (an object, or a function that builds one: see :func:`build`)."""
     path, name = split_spec(text, flag)
     if not path.is_file():
         raise UsageError(f"{flag} {text!r}: no such file {str(path)!r}")
@@ -50,13 +50,22 @@ def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: d
         raise UsageError(f"{flag} {text!r}: running {path.name} failed: {type(exc).__name__}: {exc}") from None
     if not hasattr(module, name):
         raise UsageError(f"{flag} {text!r}: {path.name} defines no {name!r}")
-    obj = getattr(module, name)
+    return name, getattr(module, name)
+
+
+def accepts(obj, key: str) -> bool:
+    """Whether the callable ``obj`` takes the keyword argument ``key``."""
+    try:
+        return key in inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def build(text: str, name: str, obj, required: tuple[str, ...], flag: str = "--problem", offer: dict | None = None):
+    """The object with every attribute in ``required``: ``obj`` itself, or what the function
+    ``obj`` returns when called with the keyword arguments it accepts among ``offer``."""
     if callable(obj) and not all(hasattr(obj, r) for r in required):
-        try:
-            params = inspect.signature(obj).parameters
-        except (TypeError, ValueError):
-            params = {}
-        kwargs = {k: v for k, v in (offer or {}).items() if k in params}
+        kwargs = {k: v for k, v in (offer or {}).items() if accepts(obj, k)}
         try:
             obj = obj(**kwargs)
         except Exception as exc:
@@ -66,7 +75,14 @@ def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: d
     if missing:
         raise UsageError(f"{flag} {text!r}: {name} lacks the method {missing[0]!r} (needed: {', '.join(required)}; "
                          "build it with stam.synthetic.api.compose)")
-    return name, obj
+    return obj
 
 
-__all__ = ["is_file_spec", "split_spec", "load"]
+def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: dict | None = None):
+    """``(NAME, object)`` from ``path/to/file.py:NAME`` (module docstring); the object must have every
+    attribute in ``required``."""
+    name, obj = load_object(text, flag)
+    return name, build(text, name, obj, required, flag, offer)
+
+
+__all__ = ["is_file_spec", "split_spec", "load", "load_object", "build", "accepts"]

@@ -285,14 +285,18 @@ def _split(text: str, cast, name: str) -> list:
     return values
 
 
-def sweep_jobs(problems, seeds, fractions, out_dir, R: int | None = None, T_grid: list[int] | None = None) -> list[tuple]:
+def sweep_jobs(problems, seeds, fractions, out_dir, R: int | None = None, T_grid: list[int] | None = None,
+               names: dict | None = None) -> list[tuple]:
     """(problem, seed, fraction, stem, done) for every combination (each once); ``done`` says that
     ``out_dir/stem.json`` holds a result of exactly these settings (``R`` and ``T_grid`` too,
-    where given): a result of other settings is run again and replaced."""
+    where given): a result of other settings is run again and replaced.  ``names`` maps a
+    ``FILE.py:NAME`` problem to (the name in file names, the name its results carry)."""
+    names = names or {}
     jobs = []
     for problem, seed, frac in dict.fromkeys(itertools.product(problems, seeds, fractions)):
-        stem = f"rates-{problem}-seed{seed}-gf{frac:g}"
-        jobs.append((problem, seed, frac, stem, _holds(Path(out_dir) / f"{stem}.json", problem, seed, frac, R, T_grid)))
+        stem_name, result_name = names.get(problem, (problem, problem))
+        stem = f"rates-{stem_name}-seed{seed}-gf{frac:g}"
+        jobs.append((problem, seed, frac, stem, _holds(Path(out_dir) / f"{stem}.json", result_name, seed, frac, R, T_grid)))
     return jobs
 
 
@@ -308,15 +312,23 @@ def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> b
             and (R is None or p.get("R") == R) and (T_grid is None or p.get("T_grid") == T_grid))
 
 
+def _sweep_problem(spec: str, seed: int):
+    """A sweep's problem: a built-in family at its defaults, or ``FILE.py:NAME`` given ``seed``."""
+    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.problems import make_problem
+    from stam.userfile import is_file_spec, load
+
+    return load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1] if is_file_spec(spec) else make_problem(spec, seed=seed)
+
+
 def sweep_job(problem_name: str, seed: int, fraction: float, stem: str, out_dir: str, R: int, T_max: int, T_points: int) -> str:
     """One sweep job in its own process: the rate experiment, written atomically."""
     import torch
 
-    from stam.synthetic.problems import make_problem
     from stam.synthetic.rates import geometric_grid, run_rates
 
     torch.set_num_threads(1)
-    problem = make_problem(problem_name, seed=seed)
+    problem = _sweep_problem(problem_name, seed)
     result = run_rates(problem, geometric_grid(10, T_max, T_points), R=R, gamma_fraction=fraction, seed=seed,
                        progress=False)
     write_rates(result, out_dir, stem)
@@ -327,10 +339,12 @@ def sweep_command(args) -> int:
     from joblib import Parallel, delayed
     from tqdm import tqdm
 
+    from stam.userfile import is_file_spec, split_spec
+
     problems = _split(args.problems, str, "problems")
-    unknown = [p for p in problems if p not in NAMES]
+    unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]
     if unknown:
-        raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)}")
+        raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)} or FILE.py:NAME")
     from stam.synthetic.rates import geometric_grid
 
     seeds = _split(args.seeds, int, "seeds")
@@ -342,7 +356,14 @@ def sweep_command(args) -> int:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
     check_out_dir(args.out)
-    jobs = sweep_jobs(problems, seeds, fractions, args.out, args.R, geometric_grid(10, args.T_max, args.T_points))
+    names = {}
+    for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job
+        stem_name = split_spec(spec, "--problems")[1]
+        with _user_limits(f"the problem {spec}"):
+            names[spec] = (stem_name, _sweep_problem(spec, seeds[0]).name)
+    clash = [v[0] for v in names.values() if v[0] in NAMES or list(names.values()).count(v) > 1]
+    require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")
+    jobs = sweep_jobs(problems, seeds, fractions, args.out, args.R, geometric_grid(10, args.T_max, args.T_points), names)
     todo = [j for j in jobs if not j[4]]
     print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk with these settings (skipped), "
           f"{len(todo)} to run with -j {args.jobs}")

@@ -99,6 +99,15 @@ def admissible_flags(gammas, lams, betas) -> list[bool]:
             for g, lam, b in zip(gammas, lams, betas)]
 
 
+def coupling_constants(problem) -> "numeric.Constants":
+    """The constants of ``problem``'s H (L2* .. L5*, l): certified where H states them, estimated
+    otherwise; L1, A and C are left unknown, as the map's conditions do not involve them."""
+    hc = dict(problem.H.constants())
+    need = [k for k in ("L2", "L3", "L4", "L5", "l") if k not in hc]
+    hc.update(problem.estimates(need) if need else {})
+    return numeric.Constants(L1=None, L2=hc["L2"], L3=hc["L3"], L4=hc["L4"], L5=hc["L5"], l=hc["l"], A=None, C=None)
+
+
 # --- the format -------------------------------------------------------------------------------
 def _bad(path, field: str, what: str):
     return UsageError(f"{path}: field {field}: {what} (not a valid {KIND} file)")
@@ -201,9 +210,11 @@ def fixed_beta_rule(betas) -> tuple[dict, str]:
 # --- the synthetic evaluator --------------------------------------------------------------------
 def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS, iterations: int = DEFAULT_ITERATIONS,
             seeds: int = DEFAULT_SEEDS, seed: int = 0, growth: float = GROWTH, progress: bool = False,
-            problem_kwargs: dict | None = None, device="cpu", dtype=None) -> dict:
+            problem_kwargs: dict | None = None, device="cpu", dtype=None, build=None) -> dict:
     """The synthetic map of the module docstring; returns the result dict (without provenance,
-    which :func:`write_map` adds)."""
+    which :func:`write_map` adds).  ``build``: for a problem that is not a built-in family (a
+    user's, ``stam map --problem FILE.py:NAME``), ``lam -> ThreeBlockProblem`` with ``problem`` its
+    name; ``admissible`` then uses the constants of its H at each lambda (:func:`coupling_constants`)."""
     import torch
     from tqdm import tqdm
 
@@ -211,7 +222,7 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
     from stam.synthetic.problems import make_problem
     from stam.synthetic.rates import eval_schedule
 
-    if problem not in MAP_PROBLEMS:
+    if build is None and problem not in MAP_PROBLEMS:
         raise ValueError(f"unknown problem {problem!r} for the map; known: {', '.join(MAP_PROBLEMS)}")
     gammas = [float(g) for g in (gammas if gammas is not None else log_grid(*DEFAULT_GAMMAS))]
     lams = [float(v) for v in (lams if lams is not None else log_grid(*DEFAULT_LAMS))]
@@ -230,11 +241,14 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
     gamma_rows = torch.tensor(gammas, dtype=dtype, device=device).repeat_interleave(B * R)
     beta_rows = torch.tensor(betas, dtype=dtype, device=device).repeat_interleave(R).repeat(G)
 
-    rows, instance = [], None
+    rows, instance, coupling = [], None, {}
     with tqdm(total=len(lams) * iterations, desc=f"map {problem}", disable=bar_disable(progress), leave=False,
               unit="it") as bar:
         for lam in lams:
-            prob = make_problem(problem, lam=lam, seed=seed, device=device, dtype=dtype, **kwargs)
+            prob = build(lam) if build is not None else make_problem(problem, lam=lam, seed=seed, device=device, dtype=dtype,
+                                                                     **kwargs)
+            if build is not None:
+                coupling[lam] = coupling_constants(prob)
             instance = instance or prob
             gen = torch.Generator(device=device).manual_seed(seed)
             like = prob.y0.expand(rows_per_lam, -1)
@@ -269,7 +283,10 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
                     rows.append(dict(gamma=g, lam=lam, beta=b, seeds=R, metric=mean(ST), metric_std=std,
                                      diverged=R - n_ok, sign_ever_changed=None,
                                      S_0=float(s0.mean()) if len(s0) else None, S_min=mean(Smin)))
-    flags = admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
+    if build is None:
+        flags = admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
+    else:
+        flags = [bool(numeric.check(r["gamma"], r["beta"], coupling[r["lam"]])["admissible"]) for r in rows]
     for r, a in zip(rows, flags):
         r["admissible"] = a
     rule, rule_text = fixed_beta_rule(betas)

@@ -195,7 +195,6 @@ class ThreeBlockProblem:
         return all(rep[k][1] == "certified" for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C"))
 
     def estimator_settings(self) -> str:
-
         return _settings(self).describe()
 
     def estimates(self, names=None) -> dict:

@@ -75,7 +75,7 @@ def test_user_problem_bench_compares_the_composed_and_hand_written_binary(tmp_pa
     bench = _load("user_problem")
     out = tmp_path / "user.json"
     bench.main(["--n", "20", "--N", "30", "--iter-n", "10", "--iter-N", "40", "--R", "2", "--steps", "2", "--repeat", "1",
-                "--threads", "1", "--out", str(out)])
+                "--warmup", "2", "--threads", "1", "--out", str(out)])
     result = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out) == result
     est, it = result["estimation"], result["per_iteration"]

@@ -94,6 +94,39 @@ def test_composed_builtins_give_the_same_constants_and_iterates(name, build):
     assert torch.allclose(S1, S2, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # really compiled, not the eager fallback
+def test_compiled_per_sample_gradients_equal_the_eager_ones():
+    p = make_problem("binary", n=7, N=20, b=3, seed=3)
+    G0 = p.G
+    make = lambda c: TorchFiniteSum(lambda y, a, t: ROBUST.value(a @ y - t), (G0.A, G0.t), G0.n,  # noqa: E731
+                                    reg=lambda y: 0.1 * torch.cos(y).sum(), compile=c)
+    eager, compiled = make(False), make(True)
+    y = torch.randn(4, 7, dtype=torch.float64)
+    idx = torch.randint(0, 20, (4, 3))
+    g = compiled.grad_batch(y, idx)
+    assert compiled._kernels and not eager._kernels
+    assert torch.allclose(g, eager.grad_batch(y, idx), rtol=1e-12, atol=1e-14)
+    assert torch.allclose(g, G0.grad_batch(y, idx) - 0.1 * torch.sin(y), rtol=1e-12, atol=1e-14)
+
+
+def test_auto_compiles_only_after_many_calls_of_one_shape(monkeypatch):
+    import stam.synthetic.api as api
+
+    monkeypatch.setattr(api, "AUTO_COMPILE_CALLS", 3)
+    made = []
+    monkeypatch.setattr("stam.compiling.compiled_or_eager", lambda fn, what, **kw: made.append(what) or fn)
+    G = TorchFiniteSum(lambda y, a: (a @ y) ** 2, (torch.randn(10, 5, dtype=torch.float64),), 5)
+    y = torch.randn(2, 5, dtype=torch.float64)
+    for k in range(2):
+        G.grad_batch(y, torch.zeros(2, 4, dtype=torch.long))
+        G.grad_batch(y, torch.zeros(2, 2, dtype=torch.long))  # another shape: its own count
+    assert made == []
+    G.grad_batch(y, torch.zeros(2, 4, dtype=torch.long))
+    assert made == ["TorchFiniteSum.grad_batch"]
+    with pytest.raises(ValueError, match="compile must be"):
+        TorchFiniteSum(lambda y, a: a @ y, (torch.randn(3, 2),), 2, compile="yes")
+
+
 # --- estimators against the certified constants --------------------------------------------------
 #: per family, the constants whose certified bound is attained (the estimate must reach 90% of it)
 ATTAINED = {
@@ -204,6 +237,12 @@ def test_stepsize_problem_labels_every_constant(capsys):
     (["synthetic", "run", "--problem", f"{EXAMPLE}:absent", "--quick"], "defines no 'absent'"),
     (["synthetic", "run", "--problem", f"{EXAMPLE}:build", "--quick", "--lam", "2"], "--lam is for the built-in"),
     (["synthetic", "run", "--problem", "nope", "--quick"], "known: binary"),
+    (["synthetic", "compare", "--problem", f"{EXAMPLE}:absent"], "defines no 'absent'"),
+    (["synthetic", "compare", "--problem", "../nope"], "unknown; known: binary"),
+    (["synthetic", "sweep", "--problems", f"binary,{EXAMPLE}:absent"], "defines no 'absent'"),
+    (["synthetic", "sweep", "--problems", f"{EXAMPLE}:torch"], "lacks the method"),
+    (["map", "--problem", f"{EXAMPLE}:problem"], "must be a function taking lam="),
+    (["map", "--problem", f"{EXAMPLE}:absent"], "defines no 'absent'"),
 ])
 def test_problem_errors_are_one_line(argv, msg, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -230,6 +269,61 @@ def test_synthetic_run_takes_a_user_problem(tmp_path, capsys):
     assert result["problem"] == "cos-regression" and result["constant_status"]["L1"]["status"] == ESTIMATED
     assert all(r["bound"] is not None and r["ratio"] >= 1 for r in result["rows"])
     assert math.isfinite(result["constants"]["C"])
+
+
+def test_synthetic_compare_takes_a_user_problem(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["synthetic", "compare", "--problem", f"{EXAMPLE}:build", "--n", "6", "--N", "20", "--b", "4",
+                 "--budget", "80", "--R", "2", "--no-progress", "--out", str(out)]) == 0
+    result = json.loads((out / "compare-build.json").read_text())
+    assert result["problem"] == "cos-regression"
+    assert [r["method"] for r in result["rows"]] == ["stam", "stam-det", "spring-sgd", "psgd", "bc", "br"]  # F = I_Q
+    assert all(r["grad_evals"] == 80 for r in result["rows"])
+
+
+def test_synthetic_sweep_takes_a_user_problem_and_resumes(tmp_path, capsys):
+    out = tmp_path / "s"
+    argv = ["synthetic", "sweep", "--problems", f"{EXAMPLE}:build", "--seeds", "0,1", "--gamma-fractions", "0.5",
+            "--R", "2", "--T-max", "20", "--T-points", "2", "-j", "1", "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    assert sorted(p.name for p in out.glob("*.json")) == ["rates-build-seed0-gf0.5.json", "rates-build-seed1-gf0.5.json"]
+    first = json.loads((out / "rates-build-seed1-gf0.5.json").read_text())
+    assert first["problem"] == "cos-regression" and first["params"]["seed"] == 1
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "2 already on disk" in capsys.readouterr().out  # the user's results are recognised as done
+
+
+def test_map_takes_a_function_of_lambda(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main(["map", "--problem", f"{EXAMPLE}:build", "--gammas", "0.01,0.1", "--lams", "0.5,2", "--betas", "50",
+                 "--iterations", "20", "--seeds", "2", "--no-progress", "--out", str(out)]) == 0
+    result = json.loads((out / "map-build.json").read_text())
+    assert result["problem"] == "build" and len(result["rows"]) == 4
+    assert {r["lam"] for r in result["rows"]} == {0.5, 2.0}
+    # admissible from the problem's own H = (lam/2)||x - y||^2: 5 (gamma lam)^2 + 4 gamma < 1 here
+    from stam.synthetic.convergence_map import admissible_flags
+
+    rows = result["rows"]
+    assert [r["admissible"] for r in rows] == admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows],
+                                                               [r["beta"] for r in rows])
+    assert all(r["metric"] is not None for r in rows)
+
+
+@pytest.mark.parametrize("name, build", [("binary", _composed_binary), ("cosine", _composed_cosine)])
+def test_composed_builtins_give_the_same_verdicts(name, build):
+    """Theorem conv's verdict in one call (theorem_check) is the same for a built-in family and its
+    composed twin: the same admissible (gamma, beta), bounds and measured rates."""
+    from stam.synthetic.api import theorem_check
+
+    p = make_problem(name, n=6, N=12, b=3, seed=2)
+    a, b = theorem_check(p, T_grid=(10, 40), R=4), theorem_check(build(p), T_grid=(10, 40), R=4)
+    assert a["holds"] == b["holds"] and a["certified"] == b["certified"] and a["estimated"] == b["estimated"]
+    assert math.isclose(a["min_ratio"], b["min_ratio"], rel_tol=1e-9)
+    for ra, rb in zip(a["result"]["rows"], b["result"]["rows"]):
+        assert ra["admissible"] == rb["admissible"]
+        assert math.isclose(ra["bound"], rb["bound"], rel_tol=1e-12)
+        assert math.isclose(ra["S_min_mean"], rb["S_min_mean"], rel_tol=1e-9) and ra["beta"] == rb["beta"]
 
 
 def test_the_documented_example_is_the_example_file():

@@ -23,13 +23,13 @@ def cosine(y):
     return 0.5 * torch.cos(y).sum()
 
 
-def build(n=16, N=200, b=10, seed=0):
+def build(n=16, N=200, b=10, seed=0, lam=1.0):
     gen = torch.Generator().manual_seed(seed)
     A = torch.randn(N, n, generator=gen, dtype=torch.float64) / n**0.5
     targets = A @ torch.sign(torch.randn(n, generator=gen, dtype=torch.float64))
     G = TorchFiniteSum(loss, (A, targets), n, reg=cosine, inf_lower_bound=-0.5 * n, inf_i_lower_bound=-0.5 * n)
     y0 = torch.randn(n, generator=gen, dtype=torch.float64)
-    return compose(G, Quadratic(1.0), QuantizedIndicator(torch.zeros(n, dtype=torch.long)), b=b, y0=y0, name="cos-regression", quantised=True)
+    return compose(G, Quadratic(lam), QuantizedIndicator(torch.zeros(n, dtype=torch.long)), b=b, y0=y0, name="cos-regression", quantised=True)
 
 
 problem = build()
