@@ -17,7 +17,6 @@ and the instance's ``family`` and ``params``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
