@@ -178,7 +178,7 @@ SCHEMAS = {
         required={"rows": LIST},
         optional={"kind": STR, "problem": STR, "params": DICT, "constants": DICT, "slope": NUM_OR_NULL,
                   "bound_slope": NUM_OR_NULL, "slope_tail": NUM_OR_NULL, "bound_slope_tail": NUM_OR_NULL,
-                  "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL},
+                  "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL, "constant_status": DICT},
         each={"rows": RATES_ROW},
         inner={"params": RATES_PARAMS, "provenance": PROVENANCE,
                "pep": Schema(required={"rows": LIST}, optional={"kind": STR}, each={"rows": PEP_ROW})},
@@ -206,7 +206,7 @@ SCHEMAS = {
     "stepsize": Schema(required={"gamma_max": NUM_OR_NULL, "beta_min": NUM_OR_NULL, "binding": STR},
                        optional={"kind": STR, "gamma": NUM_OR_NULL, "K1": NUM_OR_NULL, "K2": NUM_OR_NULL,
                                  "K3": NUM_OR_NULL, "M": NUM_OR_NULL, "L": NUM_OR_NULL, "T_min": NUM_OR_NULL,
-                                 "provenance": DICT_OR_NULL},
+                                 "provenance": DICT_OR_NULL, "constants": DICT},
                        inner={"provenance": PROVENANCE}),
     # `stam tune`: OUT/tune-digits.json
     "tune": Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},

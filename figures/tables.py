@@ -142,9 +142,11 @@ def rates_table(rates: dict) -> Table:
         s = fmt(mean) + (f" \u00b1 {fmt(std, 2)}" if finite(std) else "")
         rows.append([fmt(r.get("T")), fmt(r.get("gamma")), fmt(r.get("beta")), fmt(r.get("admissible")), s,
                      fmt(r.get("bound")), fmt(r.get("ratio"))])
+    estimated = estimated_names(rates.get("constant_status"))
     return Table(
         f"Problem {rates.get('problem', '?')}: min_t E S_t against the bound of Theorem conv "
-        f"(fitted slope {fmt(rates.get('slope'), 3)}, bound slope {fmt(rates.get('bound_slope'), 3)})",
+        f"(fitted slope {fmt(rates.get('slope'), 3)}, bound slope {fmt(rates.get('bound_slope'), 3)})"
+        + (f"; constants ESTIMATED (not a guarantee): {', '.join(estimated)}, so the bound is not certified" if estimated else ""),
         ["T", "gamma", "beta", "admissible", "min_t E S_t (mean \u00b1 std)", "bound", "bound / empirical"], rows)
 
 
@@ -155,10 +157,36 @@ def pep_table(sweep: dict) -> Table:
                  f"beta={sweep.get('beta')}", ["T", "worst case", "bound", "worst case / bound", "solver status"], rows)
 
 
+def _labelled(entry) -> tuple[str, str, str]:
+    """(value, status, how) of a labelled constant ``{"value", "status", "how", "settings"}``."""
+    if not isinstance(entry, dict):
+        return fmt(entry), "", ""
+    how = str(entry.get("how", "")) + (f"; settings: {entry['settings']}" if entry.get("settings") else "")
+    return fmt(entry.get("value")), str(entry.get("status", "")), how
+
+
+def estimated_names(status: dict) -> list[str]:
+    """The constants a result labels anything but certified (``stam.synthetic.estimate``)."""
+    return [str(k) for k, v in (status or {}).items() if isinstance(v, dict) and v.get("status") not in (None, "certified")]
+
+
 def stepsize_table(rec: dict, title: str = "Admissible step sizes (stam stepsize)") -> Table:
+    """The recommended step sizes; with ``--problem``, every constant with its label (certified or
+    estimated) and, folded under it, its estimator and settings."""
     keys = ["gamma_max", "gamma", "K1", "K2", "K3", "M", "L", "beta_min", "binding", "T_min"]
-    keys += [k for k in rec if k not in keys and k not in ("kind", "provenance", "params")]
-    return Table(title, ["Quantity", "Value"], [[k, fmt(rec.get(k))] for k in keys if k in rec])
+    keys += [k for k in rec if k not in keys and k not in ("kind", "provenance", "params", "constants")]
+    rows = [[k, fmt(rec.get(k))] for k in keys if k in rec]
+    details = {}
+    constants = rec.get("constants") if isinstance(rec.get("constants"), dict) else {}
+    for name, entry in constants.items():
+        value, status, how = _labelled(entry)
+        if how:
+            details[(len(rows), 1)] = how
+        rows.append([f"{name} ({status})" if status else str(name), value])
+    estimated = estimated_names(constants)
+    if estimated:
+        title += f"; constants ESTIMATED (not a guarantee): {', '.join(estimated)}"
+    return Table(title, ["Quantity", "Value"], rows, details)
 
 
 def short_condition(name: str) -> str:

@@ -269,6 +269,18 @@ def test_synthetic_run_takes_a_user_problem(tmp_path, capsys):
     assert result["problem"] == "cos-regression" and result["constant_status"]["L1"]["status"] == ESTIMATED
     assert all(r["bound"] is not None and r["ratio"] >= 1 for r in result["rows"])
     assert math.isfinite(result["constants"]["C"])
+    # the report says so too (its rates table), and a stepsize JSON shows each constant's label
+    (out / "stepsize.json").write_text(json.dumps(dict(_stepsize_json(capsys), kind="stepsize")))
+    assert main(["report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert page.count("constants ESTIMATED (not a guarantee): L1, L1_i_max, A, C") == 2  # the rates and stepsize tables
+    assert "L1 (estimated (not a guarantee))" in page and "power_iters=" in page  # the stepsize table, folded
+
+
+def _stepsize_json(capsys):
+    capsys.readouterr()
+    assert main(["stepsize", "--problem", f"{EXAMPLE}:problem", "--delta0", "10", "--M0", "0", "--eps", "0.1", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def test_synthetic_compare_takes_a_user_problem(tmp_path, capsys):
