@@ -16,6 +16,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from stam.dnn import catalog
 from stam.io import atomic_path
+from stam.synthetic import methods
 
 #: Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = {
@@ -45,11 +46,10 @@ ALGO_COLORS = {
 #: SGD exactly) stay distinguishable.
 ALGO_MARKERS = {"stam": "o", "bc": "^", "br": "s", "psgd": "v", "float": "x", "spring": "D", "stam-det": "P"}
 #: Display names (as the paper writes them): the network algorithms' labels from
-#: :mod:`stam.dnn.catalog`, and the synthetic-only methods of :mod:`stam.synthetic.baselines`.
-ALGO_NAMES = {a.name: a.label for a in catalog.ALGORITHMS} | {
-    "spring": "SPRING-SGD (stochastic PALM)",
-    "stam-det": "STAM (deterministic)",
-}
+#: :mod:`stam.dnn.catalog` and those of the synthetic comparison's methods from
+#: :mod:`stam.synthetic.methods` (keyed as :func:`canonical_algo` keys them).
+ALGO_NAMES = {a.name: a.label for a in catalog.ALGORITHMS}
+
 #: Aliases the producers may use for the same algorithm.
 _ALIASES = {
     "binaryconnect": "bc",
@@ -85,6 +85,9 @@ def canonical_algo(name: str) -> str:
     if key.startswith("stam") and key not in ALGO_COLORS:
         return "stam"
     return key
+
+
+ALGO_NAMES.update({canonical_algo(m.name): m.label for m in methods.REGISTRY if canonical_algo(m.name) not in ALGO_NAMES})
 
 
 def algo_color(name: str) -> str:

@@ -33,15 +33,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from tqdm import tqdm
 
 from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.io import bar_disable
-from stam.registry import lookup
+from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 from stam.theory import numeric
@@ -109,36 +107,11 @@ def _br(state, grad, F, lr, t, iters, epoch):
     return br_step(state, grad, F, lr, 1.02 ** (min(t, switch) / epoch), relaxed=t < switch)
 
 
-@dataclass(frozen=True)
-class Method:
-    """A method of ``stam synthetic compare``: ``run(problem, iters, R, gamma, beta, gen) -> (u, y)``
-    (its final point); ``deterministic``: it takes full gradients (``iters = budget // N`` on the
-    problem with full sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``."""
-
-    name: str
-    label: str
-    equation: str
-    run: Callable
-    deterministic: bool = False
-    quantised: bool = False
-
-
-#: The methods, declared once (the module docstring says what each runs).
-REGISTRY = (
-    Method("stam", "STAM", "Algorithm 1", _stam),
-    Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", _stam, deterministic=True),
-    Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", _spring),
-    Method("psgd", "PSGD", "eq. (alg:PSGD)", _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False), quantised=True),
-    Method("bc", "BC", "eq. (alg:BC)", _quantisation(lambda s, g, F, lr, *_: bc_step(s, g, F, lr), True), quantised=True),
-    Method("br", "BR", "eq. (alg:BR)", _quantisation(_br, True), quantised=True),
-)
-METHODS = tuple(m.name for m in REGISTRY)
-QUANTISATION_METHODS = tuple(m.name for m in REGISTRY if m.quantised)
-
-
-def method(name: str) -> Method:
-    """The method called ``name``; ``KeyError`` naming the known ones."""
-    return lookup(REGISTRY, name, "method")
+run_stam = _stam
+run_spring = _spring
+run_psgd = _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False)
+run_bc = _quantisation(lambda s, g, F, lr, *_: bc_step(s, g, F, lr), True)
+run_br = _quantisation(_br, True)
 
 
 def run_method(problem: ThreeBlockProblem, name: str, budget: int, R: int, gamma: float, beta: float | None,

@@ -1,0 +1,57 @@
+"""The methods of ``stam synthetic compare``, declared once (imports no torch).
+
+Each :class:`Method` names its runner (``"module:function"``, in :mod:`stam.synthetic.baselines`:
+a loop over a shared step of :mod:`stam.algorithm`), so the comparison, the figure labels and the
+tests read the same declaration.  PSGD, BC and BR take their labels and equations from the
+network catalog (:mod:`stam.dnn.catalog`): the same methods, on ``min G(W) + I_Q(W)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stam.dnn import catalog
+from stam.registry import load, lookup
+
+
+@dataclass(frozen=True)
+class Method:
+    """``runner(problem, iters, R, gamma, beta, gen) -> (u, y)`` (its final point);
+    ``deterministic``: it takes full gradients (``iters = budget // N`` on the problem with full
+    sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``."""
+
+    name: str
+    label: str
+    equation: str
+    runner: str
+    deterministic: bool = False
+    quantised: bool = False
+
+    def run(self, *args):
+        return load(self.runner)(*args)
+
+
+def _network(name: str) -> Method:
+    a = catalog.algorithm(name)
+    return Method(name, a.label, a.equation, f"stam.synthetic.baselines:run_{name}", quantised=True)
+
+
+REGISTRY = (
+    Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam"),
+    Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", "stam.synthetic.baselines:run_stam",
+           deterministic=True),
+    Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring"),
+    _network("psgd"),
+    _network("bc"),
+    _network("br"),
+)
+METHODS = tuple(m.name for m in REGISTRY)
+QUANTISATION_METHODS = tuple(m.name for m in REGISTRY if m.quantised)
+
+
+def method(name: str) -> Method:
+    """The method called ``name``; ``KeyError`` naming the known ones."""
+    return lookup(REGISTRY, name, "method")
+
+
+__all__ = ["Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method"]
