@@ -58,6 +58,12 @@ def test_the_deterministic_method_spends_the_budget_on_full_gradients(problem):
 def test_registry_declares_names_and_needs(problem):
     assert baselines.METHODS == tuple(m.name for m in baselines.REGISTRY)
     assert set(baselines.QUANTISATION_METHODS) == {"psgd", "bc", "br"}
+    from stam.registry import load
+
+    assert all(callable(load(m.runner)) for m in baselines.REGISTRY)  # every declared runner exists
+    from stam.dnn import catalog
+
+    assert all(baselines.method(n).label == catalog.algorithm(n).label for n in baselines.QUANTISATION_METHODS)
     sparse = make_problem("sparse-l1", n=5, N=12, b=3, seed=0, dtype=torch.float64)
     with pytest.raises(ValueError, match="bc needs F = I_Q"):
         baselines.run_method(sparse, "bc", 30, 1, 0.3, 40.0)
