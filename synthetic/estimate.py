@@ -61,12 +61,14 @@ class Settings:
 
     @classmethod
     def for_size(cls, n: int, N: int) -> "Settings":
-        """The default settings for ``G`` on ``R^n`` with ``N`` terms.  Up to :data:`LARGE`
-        numbers in G's data (``n N``) the full :class:`Settings`; above, where one full gradient
-        costs a pass over ``n N`` numbers, a lean profile with a fixed number of evaluations (about
-        130 rows of full gradients for ``L1``, 120 for ``G^inf``, 64 terms for ``L1^i`` and
-        ``G_i^inf``), so estimation stays within seconds to a minute; every output states the
-        settings it used."""
+        """The default settings for the constants of ``G`` on ``R^n`` with ``N`` terms (H's are
+        cheap and always get the full ones).  Up to :data:`LARGE` numbers in G's data (``n N``)
+        the full :class:`Settings`; above, where one full gradient costs a pass over ``n N``
+        numbers, a lean profile with a fixed number of evaluations (about 130 rows of full
+        gradients for ``L1``, 120 for ``G^inf``, 64 terms for ``L1^i`` and ``G_i^inf``), so
+        estimation stays within seconds to a minute; every output states the settings it used.
+        On the built-in families the lean profile reaches at least 0.8 of the attained constants
+        (the full one 0.9; tests/test_user_problem.py)."""
         if n * N <= LARGE:
             return cls()
         return cls(points=4, power_iters=10, line_points=17, line_starts=1, secant_pairs=8, samples=64, starts=3,

@@ -185,8 +185,7 @@ class ThreeBlockProblem:
         """Every constant as ``{"value", "status", "how"}``; ``status`` is ``"certified"`` or
         ``"estimated (not a guarantee)"`` (then ``how`` names the estimator and ``settings`` its
         settings, :class:`stam.synthetic.estimate.Settings`)."""
-        settings = self.estimator_settings()
-        return {k: dict(value=v, status=s, how=h, **({} if s == "certified" else {"settings": settings}))
+        return {k: dict(value=v, status=s, how=h, **({} if s == "certified" else {"settings": self.estimator_settings(k)}))
                 for k, (v, s, h) in self._labelled.items()}
 
     def certified(self) -> bool:
@@ -194,8 +193,9 @@ class ThreeBlockProblem:
         rep = self._labelled
         return all(rep[k][1] == "certified" for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C"))
 
-    def estimator_settings(self) -> str:
-        return _settings(self).describe()
+    def estimator_settings(self, name: str | None = None) -> str:
+        """The settings the estimate of constant ``name`` uses (default: those of G's constants)."""
+        return _settings(self, "H" if name in _H_CONSTANTS else "G").describe()
 
     def estimates(self, names=None) -> dict:
         """Estimates (:mod:`stam.synthetic.estimate`) of the constants ``names`` (default all:
@@ -264,10 +264,18 @@ def _minimise_GH(problem: ThreeBlockProblem) -> tuple[Tensor, Tensor]:
     return x, y
 
 
-def _settings(problem):
+#: the constants estimated on H (its own, cheap evaluations: the full settings by default)
+_H_CONSTANTS = ("L2", "L3", "L4", "L5", "l", "H_inf")
+
+
+def _settings(problem, block: str = "G"):
+    """The estimators' settings: the problem's own, else for G's constants
+    :meth:`~stam.synthetic.estimate.Settings.for_size` of its data and for H's the full ones."""
     from stam.synthetic.estimate import Settings
 
-    return problem.settings or Settings.for_size(problem.G.n, problem.G.N)
+    if problem.settings is not None:
+        return problem.settings
+    return Settings.for_size(problem.G.n, problem.G.N) if block == "G" else Settings()
 
 
 #: the constants :meth:`ThreeBlockProblem.estimates` estimates, and by what (stam.synthetic.estimate)
@@ -291,43 +299,44 @@ def _estimate(problem: ThreeBlockProblem, names) -> dict:
     """The estimates of ``names`` (keys of :data:`_EST`); see :mod:`stam.synthetic.estimate`."""
     from stam.synthetic import estimate as E
 
-    st = _settings(problem)
+    st, sh = _settings(problem, "G"), _settings(problem, "H")  # G's by its data size; H's in full (cheap)
     gen = torch.Generator().manual_seed(st.seed)
     G, H = problem.G, problem.H
     dev, dt = problem.y0.device, problem.y0.dtype
     n = G.n
     m = n if problem.z_prev is None else problem.z_prev.numel()
-    K = st.points
+    K = max(st.points, sh.points)
     x_anchor = problem.y0 if problem.z_prev is None else problem.z_prev
     Y = E.start_points(n, K, gen, dt, dev, anchors=(torch.zeros(n), problem.y0))
     X = E.start_points(m, K, gen, dt, dev, anchors=(torch.zeros(m), x_anchor))
+    Yg, X, Y = Y[: st.points], X[: sh.points], Y[: sh.points]  # G's start points; H's
     out = {}
     todo = set(names)
     if "L1" in todo or "G_inf" in todo:
-        out["L1"] = float(E.lipschitz(lambda p, ids: G.grad(p), Y, st, gen).max())
+        out["L1"] = float(E.lipschitz(lambda p, ids: G.grad(p), Yg, st, gen).max())
     if "L2" in todo:
-        out["L2"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(p, Y[ids]), X, st, gen).max())
+        out["L2"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(p, Y[ids]), X, sh, gen).max())
     if "L3" in todo or "H_inf" in todo:
-        out["L3"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(X[ids], p), Y, st, gen).max())
+        out["L3"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(X[ids], p), Y, sh, gen).max())
     if "L4" in todo:
-        out["L4"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(X[ids], p), Y, st, gen,
+        out["L4"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(X[ids], p), Y, sh, gen,
                                       gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_y_H(q, p[i]), X[ids], w, ids)).max())
     if "L5" in todo:
-        out["L5"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(p, Y[ids]), X, st, gen,
+        out["L5"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(p, Y[ids]), X, sh, gen,
                                       gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_x_H(p[i], q), Y[ids], w, ids)).max())
     if "l" in todo or "H_inf" in todo:
         gxx = lambda p, ids: H.grad_x_H(p, Y[ids])  # noqa: E731
-        sigma = E.lipschitz(gxx, X, st, gen)
-        out["l"] = float(-E.min_curvature(gxx, X, sigma, st, gen).min())
+        sigma = E.lipschitz(gxx, X, sh, gen)
+        out["l"] = float(-E.min_curvature(gxx, X, sigma, sh, gen).min())
     if "H_inf" in todo:
         L = max(out["l"], 0.0) + 2 * out["L3"] + 1.0
-        sx = E.start_points(m + n, st.starts, gen, dt, dev, anchors=(torch.cat([x_anchor, problem.y0]),))
+        sx = E.start_points(m + n, sh.starts, gen, dt, dev, anchors=(torch.cat([x_anchor, problem.y0]),))
         f = lambda w: H.H(w[:, :m], w[:, m:])  # noqa: E731
         g = lambda w: torch.cat([H.grad_x_H(w[:, :m], w[:, m:]), H.grad_y_H(w[:, :m], w[:, m:])], dim=1)  # noqa: E731
-        out["H_inf"] = float(E.minimise(E.value_and_grad(f, g), sx, L, st.min_steps).min())
+        out["H_inf"] = float(E.minimise(E.value_and_grad(f, g), sx, L, sh.min_steps).min())
     if "G_inf" in todo:
         fg = getattr(G, "value_and_grad", None) or E.value_and_grad(G.value, G.grad)
-        out["G_inf"] = float(E.minimise(fg, Y[: st.starts], out["L1"], st.min_steps).min())
+        out["G_inf"] = float(E.minimise(fg, Yg[: st.starts], out["L1"], st.min_steps).min())
     if "L1_i_max" in todo or "G_i_inf" in todo:
         S = min(G.N, st.samples)
         terms = torch.randperm(G.N, generator=gen)[:S].to(dev) if S < G.N else torch.arange(G.N, device=dev)

@@ -169,8 +169,12 @@ def _labels(report: dict) -> str:
     keys = ("L1", "L2", "L3", "L4", "L5", "l", "A", "C", "L1_i_max", "H_inf", "GH_inf_lb", "GH_inf_ub", "Delta_ub")
     lines = [f"  {k:<9} = {_fmt(report[k]['value']):<12} {report[k]['status']}: {report[k]['how']}"
              for k in keys if k in report]
-    settings = next((v["settings"] for v in report.values() if "settings" in v), None)
-    return "\n".join(lines + ([f"  estimator settings: {settings}"] if settings else []))
+    used: dict[str, list[str]] = {}
+    for k, v in report.items():
+        if "settings" in v:
+            used.setdefault(v["settings"], []).append(k)
+    notes = [f"  estimator settings: {st}" + (f" ({', '.join(ks)})" if len(used) > 1 else "") for st, ks in used.items()]
+    return "\n".join(lines + notes)
 
 
 def _describe(c, args) -> str:
