@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from stam.dnn.catalog import ALGORITHMS, NAMES as ALGOS
+from stam.dnn.catalog import ALGORITHMS
+from stam.dnn.catalog import NAMES as ALGOS
 from stam.errors import UsageError
 
 #: The hyperparameters each algorithm's optimiser takes from the schedule, as the algorithm

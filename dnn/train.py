@@ -29,12 +29,14 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from stam.dnn import catalog, checkpoint, distributed, presets
+from stam.dnn import catalog, checkpoint, distributed, optim, presets
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
+from stam.dnn.optim import project_layer
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
 from stam.quantize import sign_changes, signs
+from stam.theory.numeric import check, quadratic_coupling
 
 CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
 
@@ -87,7 +89,6 @@ def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Op
         raise UsageError(exc.args[0]) from None
     if not a.binary:
         return a.optimizer_class()(groups, **a.constructor_args(hyper))
-    from stam.dnn import optim
 
     return optim.make(algo, groups, **a.constructor_args(hyper))
 
@@ -106,8 +107,6 @@ def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
 def projected_weights(opt: torch.optim.Optimizer):
     """Float baseline: temporarily replace every quantised weight by its projection onto Q
     (eq. (0411)); restores the float weights on exit."""
-    from stam.dnn.optim import project_layer
-
     saved = []
     with torch.no_grad():
         for group in opt.param_groups:
@@ -137,7 +136,6 @@ def theorem_status(algo: str, hyper: dict) -> dict | None:
     an algorithm the theorem is not about (:attr:`stam.dnn.catalog.Algorithm.theorem`)."""
     if not catalog.algorithm(algo).theorem:
         return None
-    from stam.theory.numeric import check, quadratic_coupling
 
     r = check(hyper["gamma"], hyper["beta"], quadratic_coupling(hyper["lam"]))
     finite = lambda v: float(v) if math.isfinite(v) else None  # noqa: E731  (strict JSON: no Infinity)

@@ -24,6 +24,7 @@ from stam.errors import UsageError
 from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import SQRT5, log_grid, write_map
+from stam.userfile import accepts, build, is_file_spec, load_object, split_spec
 
 #: the most points a --gamma-range or --lam-range may ask for
 MAX_POINTS = 200
@@ -338,7 +339,7 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
     """The digits map as a ``convergence-map`` result: STAM's MLP over the grid
     (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
     cell flagged with Theorem conv's verdict."""
-    from stam.dnn.sweep import map_digits
+    from stam.dnn.sweep import map_digits  # late: tests put a stand-in into sys.modules
 
     rows = map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
     flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
@@ -366,7 +367,6 @@ def _user_builder(spec: str, seed: int):
     """``lam -> problem`` from ``--problem FILE.py:NAME``: NAME must be a function taking ``lam``
     (and, where it accepts them, ``seed``); one line naming what is wrong otherwise."""
     from stam.synthetic.api import PROBLEM_METHODS
-    from stam.userfile import accepts, build, load_object
 
     name, obj = load_object(spec)
     if not callable(obj) or not accepts(obj, "lam"):
@@ -379,8 +379,6 @@ def _user_builder(spec: str, seed: int):
 
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
-    from stam.userfile import is_file_spec, split_spec
-
     source = "synthetic" if args.problem is not None else "digits"
     user = source == "synthetic" and is_file_spec(args.problem)
     if source == "synthetic" and not user and args.problem not in CM.MAP_PROBLEMS:

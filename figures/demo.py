@@ -47,11 +47,15 @@ from pathlib import Path
 
 from stam.dnn import catalog
 from stam.errors import UsageError
+from stam.figures import report
+from stam.figures.convergence_map import digits_map, summary_line, write_outputs
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
+from stam.synthetic.convergence_map import SQRT5 as GAMMA_LAMBDA
+from stam.synthetic.convergence_map import log_grid, run_map
 from stam.synthetic.families import paper_presets
-from stam.theory import audit, numeric, pep
+from stam.theory import audit, lyapunov, numeric, pep
 from stam.theory.items import VERDICTS
 
 MARKER = ".stam-demo"
@@ -225,8 +229,6 @@ class Demo:
     def region(self, step: Step) -> None:
         """Where a Lyapunov function certifies deterministic STAM, and where the PEP refutes the
         theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        from stam.theory import lyapunov
-
         result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas)
         step.outputs.append(atomic_write_json(self.stage / "region.json", result))
         rows = result["rows"]
@@ -240,9 +242,6 @@ class Demo:
 
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``)."""
-        from stam.figures.convergence_map import summary_line, write_outputs
-        from stam.synthetic.convergence_map import log_grid, run_map
-
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
         result = run_map(problem, log_grid(*g), log_grid(*l), betas, iterations=self.cfg.map_iterations, seeds=seeds,
                          progress=self.progress)
@@ -262,9 +261,6 @@ class Demo:
 
     def digits_map(self, step: Step) -> None:
         """Where STAM's binary network trains on digits, beside the theorem (``stam map --dataset digits``)."""
-        from stam.figures.convergence_map import digits_map, write_outputs
-        from stam.synthetic.convergence_map import log_grid
-
         g, l, betas, seeds = self.cfg.digits_map_grid
         out = self.stage / "map-digits"
         data = digits_map(log_grid(*g), log_grid(*l), list(betas), seeds, self.cfg.epochs, progress=self.progress,
@@ -295,8 +291,6 @@ class Demo:
         step.outputs.append(runs)
 
     def report(self, step: Step) -> None:
-        from stam.figures import report
-
         step.outputs.append(report.build_report([p for s in self.steps for p in s.outputs], self.stage))
 
     # -- driver ------------------------------------------------------------------------------
@@ -386,8 +380,6 @@ class Demo:
 
 def digits_map_headline(data: dict, good: float = 0.8) -> str:
     """Where STAM's binary network trains on the digits map, against the theorem's region."""
-    from stam.synthetic.convergence_map import SQRT5 as GAMMA_LAMBDA
-
     rows = [r for r in data["rows"] if r.get("metric") is not None]
     trains = [r for r in rows if r["metric"] >= good]
     inside = [r for r in rows if r.get("admissible")]

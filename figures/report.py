@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stam.errors import UsageError
+from stam.figures import tables as T
 from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
-from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, slug
+from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug
 from stam.theory.items import VERDICTS
+from stam.theory.mathml import sanitize
 
 #: (id, heading) of every section of the page, in order.
 SECTIONS = (
@@ -203,8 +205,6 @@ def _paper_check_formulas(findings: list) -> str:
     """The printed and derived forms as MathML (written by sympy into the result file, re-emitted
     here through :func:`stam.theory.mathml.sanitize`: MathML elements only, text escaped), beside
     the text forms; no JavaScript, rendered by the browser."""
-    from stam.theory.mathml import sanitize
-
     rows = []
     for f in findings:
         cells = []
@@ -223,8 +223,6 @@ def _paper_check_formulas(findings: list) -> str:
 
 def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice") -> Path:
     """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path."""
-    from stam.figures import tables as T
-
     out_dir = check_out_dir(out_dir, "-o")
     for sub in ("figures", "tables", "data"):
         check_out_dir(out_dir / sub, "-o")
@@ -274,7 +272,6 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries, ds)))
 
     nav = "".join(f'<li><a href="#{sid}">{html.escape(h)}</a></li>' for sid, h in SECTIONS)
-    from stam.io import provenance
 
     prov = provenance()
     doc = (

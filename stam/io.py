@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from stam import __version__
 from stam.errors import UsageError
 
 
@@ -99,8 +100,6 @@ def bar_disable(progress: bool) -> bool | None:
 
 def provenance() -> dict:
     """Versions and time for a result file's header (the report shows them)."""
-    from stam import __version__
-
     versions = {"stam": __version__, "python": platform.python_version()}
     for name in ("numpy", "scipy", "sympy", "torch"):
         mod = sys.modules.get(name)

@@ -37,6 +37,8 @@ import torch
 from torch import Tensor
 
 from stam.algorithm import Scalar
+from stam.synthetic.estimate import LARGE
+from stam.synthetic.sampling import Sampling
 
 
 @runtime_checkable
@@ -335,9 +337,7 @@ def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: boo
     costs tens of passes over them); ``settings`` those of
     the estimators (:class:`stam.synthetic.estimate.Settings`; default
     :meth:`~stam.synthetic.estimate.Settings.for_size`)."""
-    from stam.synthetic.estimate import LARGE
     from stam.synthetic.problems import ThreeBlockProblem
-    from stam.synthetic.sampling import Sampling
 
     for block, proto, label in ((G, FiniteSum, "G"), (H, Coupling, "H"), (F, Penalty, "F")):
         missing = missing_methods(block, proto)

@@ -17,6 +17,7 @@ from pathlib import Path
 from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
 from stam.synthetic.families import NAMES, WITH_LAM, paper_presets
+from stam.userfile import is_file_spec, load, split_spec
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 #: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
@@ -104,7 +105,6 @@ def _check_work(args, R: int, T_grid) -> None:
 def _user_problem(args):
     """The problem object of ``--problem FILE.py:NAME`` (:func:`stam.userfile.load`)."""
     from stam.synthetic.api import PROBLEM_METHODS
-    from stam.userfile import load
 
     device, dtype = _setup(args)
     offer = dict(n=args.n, N=args.N, b=args.b, replacement=args.replacement, seed=args.seed, device=device, dtype=dtype)
@@ -114,8 +114,6 @@ def _user_problem(args):
 def _stem_name(args) -> str:
     """The problem's part of output file names, checked before any work: the family (one of the
     known names), or NAME of FILE.py:NAME (an identifier)."""
-    from stam.userfile import is_file_spec, split_spec
-
     if is_file_spec(args.problem):
         return split_spec(args.problem)[1]
     require(args.problem in NAMES, f"--problem {args.problem!r}: unknown; known: {', '.join(NAMES)} or FILE.py:NAME")
@@ -124,7 +122,6 @@ def _stem_name(args) -> str:
 
 def _problem(args, **extra):
     from stam.synthetic.problems import make_problem
-    from stam.userfile import is_file_spec
 
     if is_file_spec(args.problem):
         return _user_problem(args)
@@ -195,7 +192,6 @@ def run_command(args) -> int:
             if getattr(args, key) is None:
                 setattr(args, key, RUN_DEFAULTS[key])
     R = args.R if args.R is not None else args.default_R
-    from stam.userfile import is_file_spec, split_spec
 
     user = is_file_spec(args.problem)
     if user:
@@ -316,7 +312,6 @@ def _sweep_problem(spec: str, seed: int):
     """A sweep's problem: a built-in family at its defaults, or ``FILE.py:NAME`` given ``seed``."""
     from stam.synthetic.api import PROBLEM_METHODS
     from stam.synthetic.problems import make_problem
-    from stam.userfile import is_file_spec, load
 
     return load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1] if is_file_spec(spec) else make_problem(spec, seed=seed)
 
@@ -339,7 +334,6 @@ def sweep_command(args) -> int:
     from joblib import Parallel, delayed
     from tqdm import tqdm
 
-    from stam.userfile import is_file_spec, split_spec
 
     problems = _split(args.problems, str, "problems")
     unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]

@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from stam.algorithm import as_batch_scalar, stam_step
 from stam.errors import UsageError
 from stam.io import atomic_write_text, bar_disable, dumps, provenance
 from stam.synthetic.families import MAP_NAMES
@@ -218,7 +219,6 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
     import torch
     from tqdm import tqdm
 
-    from stam.algorithm import as_batch_scalar, stam_step
     from stam.synthetic.problems import make_problem
     from stam.synthetic.rates import eval_schedule
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stam.dnn import presets
 from stam.registry import load, lookup
 
 
@@ -70,8 +71,6 @@ PAPER_PRESET_NAMES = ("our1", "our2")
 def paper_presets() -> dict:
     """``{"paper-our1": (lam, gamma, beta), ...}``: the first-epoch values of Table para's STAM
     presets (:mod:`stam.dnn.presets`, the one place they are written)."""
-    from stam.dnn import presets
-
     out = {}
     for name in PAPER_PRESET_NAMES:
         h = presets.resolve(name, "stam", "cifar10").at(1)

@@ -44,7 +44,9 @@ from torch import Tensor
 
 from stam.algorithm import Scalar, STAMState, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
+from stam.synthetic import estimate as E
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
+from stam.synthetic.estimate import CERTIFIED, ESTIMATED, Settings
 from stam.synthetic.families import FAMILIES, family
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
@@ -139,8 +141,6 @@ class ThreeBlockProblem:
         """``name -> (value, status, how)``: every constant with ``"certified"`` (a closed form of
         its block, or a function value for an upper bound) or ``"estimated (not a guarantee)"``
         (:mod:`stam.synthetic.estimate`, where the block does not know it)."""
-        from stam.synthetic.estimate import CERTIFIED, ESTIMATED
-
         est = lambda name: self.estimates([name])[name]  # noqa: E731
         out = {}
 
@@ -271,8 +271,6 @@ _H_CONSTANTS = ("L2", "L3", "L4", "L5", "l", "H_inf")
 def _settings(problem, block: str = "G"):
     """The estimators' settings: the problem's own, else for G's constants
     :meth:`~stam.synthetic.estimate.Settings.for_size` of its data and for H's the full ones."""
-    from stam.synthetic.estimate import Settings
-
     if problem.settings is not None:
         return problem.settings
     return Settings.for_size(problem.G.n, problem.G.N) if block == "G" else Settings()
@@ -297,8 +295,6 @@ _EST = {
 
 def _estimate(problem: ThreeBlockProblem, names) -> dict:
     """The estimates of ``names`` (keys of :data:`_EST`); see :mod:`stam.synthetic.estimate`."""
-    from stam.synthetic import estimate as E
-
     st, sh = _settings(problem, "G"), _settings(problem, "H")  # G's by its data size; H's in full (cheap)
     gen = torch.Generator().manual_seed(st.seed)
     G, H = problem.G, problem.H

@@ -27,10 +27,15 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
+from stam.algorithm import stam_init, stam_step
+from stam.io import atomic_write_json, dumps, provenance
 from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
+from stam.theory.items import VERDICTS, evaluate, registry
+from stam.theory.items.coverage import coverage, read_paper
+from stam.theory.mathml import latex, mathml
 
 SEED = 20240601
 
@@ -150,8 +155,6 @@ def run_stam(inst: dict, T: int) -> dict:
     """T steps of Algorithm 1 (deterministic gradient ``a (y - g0)``), run by the one STAM
     update :func:`stam.algorithm.stam_step` on numpy arrays from the start rule of
     :func:`stam.algorithm.stam_init`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
-    from stam.algorithm import stam_init, stam_step
-
     gam, beta, a = (inst[key][:, None] for key in ("gamma", "beta", "a"))
     ops = _DerivedOps(inst)
     state = stam_init(inst["y0"], ops, gam, z_prev=inst["zm1"])
@@ -354,8 +357,6 @@ def _text(x) -> str:
 
 def _math(x) -> dict:
     """MathML (sympy's presentation printer) and LaTeX of a sympy object; {} for text."""
-    from stam.theory.mathml import latex, mathml
-
     if isinstance(x, str) or x is None:
         return {}
     try:
@@ -392,8 +393,6 @@ def finding(ev) -> Finding:
 @lru_cache(maxsize=None)
 def evaluated() -> tuple:
     """Every registered item evaluated once per process (:func:`stam.theory.items.evaluate`)."""
-    from stam.theory.items import evaluate, registry
-
     return tuple(evaluate(it) for it in registry())
 
 
@@ -437,8 +436,6 @@ def _vw(items) -> int:
 
 def summary(items, cov: dict | None = None) -> str:
     """The count of each verdict and, with ``cov`` (:func:`stam.theory.items.coverage.coverage`), the coverage."""
-    from stam.theory.items import VERDICTS
-
     counts = {v: sum(f.verdict == v for f in items) for v in VERDICTS}
     text = f"{len(items)} items: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in ("ok", "misprint", "error"))
     text += ". The toolkit computes with the derived forms (stam stepsize --as-printed uses the printed ones)."
@@ -501,20 +498,12 @@ def _as_printed_effect() -> str:
 def result(items, cov: dict | None = None) -> dict:
     """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``,
     with the coverage of the paper's labelled displays (computed from the bundled paper if not given)."""
-    from stam.io import provenance
-    from stam.theory.items import registry
-    from stam.theory.items.coverage import coverage, read_paper
-
     cov = cov if cov is not None else coverage(registry(), read_paper())
     return {"kind": "paper-check", "provenance": provenance(), "items": [f.as_json() for f in items], "coverage": cov}
 
 
 def run(args) -> int:
     """Handler of ``stam paper-check`` (output locations are checked by :mod:`stam.theory.cli`)."""
-    from stam.io import atomic_write_json, dumps
-    from stam.theory.items import registry
-    from stam.theory.items.coverage import coverage
-
     tex = args.paper_text if getattr(args, "paper_text", None) is not None else None
     if tex is None:
         from stam.theory.items.coverage import read_paper

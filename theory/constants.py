@@ -14,8 +14,34 @@ import sympy as sp
 
 from stam.theory import chain
 from stam.theory.symbols import (
-    A0, B0, C0, C, A, L1, L2, L3, L5, M, M0, N, T, K1, K2, b, beta, delta0, delta_inf, eps, gamma, gap, l, lam,
-    m_v, omega_m1, t, L,
+    A0,
+    B0,
+    C0,
+    K1,
+    K2,
+    L1,
+    L2,
+    L3,
+    L5,
+    M0,
+    A,
+    C,
+    L,
+    M,
+    N,
+    T,
+    b,
+    beta,
+    delta0,
+    delta_inf,
+    eps,
+    gamma,
+    gap,
+    l,
+    lam,
+    m_v,
+    omega_m1,
+    t,
 )
 
 cached = lru_cache(maxsize=None)

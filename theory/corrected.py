@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from stam.io import atomic_write_text
 from stam.theory.items import Corrected, Tex
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -133,7 +134,6 @@ def write(out_dir, evaluated) -> list:
     any work), atomically; return their paths."""
     from pathlib import Path
 
-    from stam.io import atomic_write_text
 
     stmts = statements(evaluated)
     out = Path(out_dir)

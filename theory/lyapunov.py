@@ -96,7 +96,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from stam.algorithm import stam_init, stam_step
 from stam.errors import require
+from stam.io import provenance
+from stam.theory import numeric
+from stam.theory.pep import SOLVER_DEFAULTS, _check_solver, stam_pep
 
 #: the templates of the module docstring.
 TEMPLATES = ("paper", "general")
@@ -261,7 +265,6 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
         cons += [low_var == low, low_var >> 0]
     prob = cp.Problem(cp.Maximize(rho), cons)
 
-    from stam.theory.pep import SOLVER_DEFAULTS, _check_solver
 
     name = _check_solver(solver)
     chain = [name] if name else ["CLARABEL", "SCS"]
@@ -395,7 +398,6 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
     """One step of deterministic STAM as an :class:`OneStep` (module docstring: basis, template)."""
     _validate(lam, gamma, beta, L1)
     require(template in TEMPLATES, f"template={template!r}; allowed: {', '.join(TEMPLATES)}")
-    from stam.algorithm import stam_init, stam_step
 
     B = _Basis(5, 4)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
     w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
@@ -520,8 +522,6 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
     multiple of ``delta0 + M0'_T`` (for convex F, so not for the paper's general F either), so no
     bound of Theorem conv's form holds and no certificate of the ``"paper"`` template exists.
     ``lo`` the largest gamma found not refuted, ``hi`` the smallest refuted one (None: none)."""
-    from stam.theory.pep import stam_pep
-
     statuses: dict[str, int] = {}
 
     def refuted(gamma):
@@ -546,9 +546,6 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
            progress=None) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda the certified gamma
     of both templates, the refuted gamma, and Theorem conv's ``gamma_max(lam)``."""
-    from stam.io import provenance
-    from stam.theory import numeric
-
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),

@@ -75,7 +75,10 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from stam.algorithm import stam_init, stam_step
 from stam.errors import require
+from stam.io import provenance
+from stam.operators import Composite, QuadraticCoupling
 
 #: cvxpy statuses that carry no number.
 NO_VALUE_STATUSES = ("infeasible", "unbounded", "infeasible_inaccurate", "unbounded_inaccurate")
@@ -248,8 +251,6 @@ def stam_pep(
     from PEPit import PEP, Expression, Point
     from PEPit.functions import ConvexFunction, SmoothFunction
 
-    from stam.algorithm import stam_init, stam_step
-    from stam.operators import Composite, QuadraticCoupling
 
     problem = PEP()
     G = problem.declare_function(SmoothFunction, L=L1)
@@ -346,8 +347,6 @@ def compare(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, free
 def pep_sweep(lam: float, gamma: float, beta: float, Ts, L1: float = 1.0, free_start: bool = False,
               solver: str | None = None) -> dict:
     """The ``pep-sweep`` result object (format in COMMON.md) for the horizons ``Ts``."""
-    from stam.io import provenance
-
     rows = [compare(lam, gamma, beta, int(T), L1=L1, free_start=free_start, solver=solver) for T in Ts]
     return {
         "kind": "pep-sweep",

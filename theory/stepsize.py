@@ -15,6 +15,7 @@ import math
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
+from stam.userfile import load
 
 COUPLING_FLAGS = ("L2", "L3", "L4", "L5", "l")
 ES_GROUPS = {
@@ -78,7 +79,6 @@ def constants_from_problem(args):
     """The constants of ``--problem FILE.py:NAME`` (its ``theory_constants()``), with the labels of
     its ``constants_report()`` kept in ``args.report``."""
     from stam.theory import numeric as num
-    from stam.userfile import load
 
     given = [n for n in CONSTANT_FLAGS if getattr(args, n) not in (None, False)] + (["replacement"] if args.replacement else [])
     require(not given, f"{_flag(given[0]) if given else ''} contradicts --problem, which gives every constant; "

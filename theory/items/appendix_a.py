@@ -13,7 +13,7 @@ import sympy as sp
 from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _r, derived_updates
+from stam.theory.audit import SEED, _r, derived_updates, pretty
 from stam.theory.items import Corrected, Gap, Result, Tex, item
 from stam.theory.items._steps import declare_steps, identity_result, step_result
 
@@ -162,8 +162,6 @@ def eq260() -> Result:
 
 
 def pretty_slack(e) -> str:
-    from stam.theory.audit import pretty
-
     return pretty(e)
 
 

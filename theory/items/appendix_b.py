@@ -10,11 +10,11 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam,
-                               stationarity_terms)
+from stam.theory.audit import SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam, stationarity_terms
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
-from stam.theory.items.section2 import COMMON, constants_K
 from stam.theory.items._steps import identity_result, step_result
+from stam.theory.items.section2 import COMMON, constants_K
+
 
 def _constants() -> dict:
     return {**constants_K(), "A, C": "Lemma ES-GH (or Lemma es-lemma, corrected)"}

@@ -13,6 +13,7 @@ from stam.theory import symbols as s
 from stam.theory.audit import SEED, _r, chain_counterexample, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 from stam.theory.items._steps import identity_result, step_result
+from stam.theory.items.section2 import COMMON
 
 _ORIGIN = "eq25"
 
@@ -101,8 +102,6 @@ def par2(seed: int = SEED) -> Result:
     printed, derived = chain.K3_PRINTED, k.K3_expr(False)
     ce = None if _k3_same() else premise_witness("eq39", seed)
     def corrected():
-        from stam.theory.items.section2 import COMMON
-
         return Corrected(
             "Lemma par2", [COMMON[0], COMMON[2], COMMON[3], sp.Gt(sp.Symbol("K_1"), 0, evaluate=False)],
             Tex(r"\mathbb{E}\Big(\frac{\|z^t-z^{t-1}\|}{\gamma}\Big)^2\le\frac{\mathcal{K}_2}{\mathcal{K}_1}\Big("

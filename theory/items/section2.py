@@ -11,7 +11,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _r, es_lemma_instance, pretty
+from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
 
@@ -263,8 +263,6 @@ def constants_K() -> dict:
 def conv_lemma(seed: int = SEED) -> Result:
     """The statement prints ``K3`` (hence ``M = 2 K3``) as in Lemma par2; the bound eq. (ineq1)
     itself is eq. (eq48) (see its item)."""
-    from stam.theory.audit import chain_counterexample, premise_witness
-
     printed, derived = k.K3_printed_expr(False), k.K3_expr(False)
     same = sp.simplify(printed - derived) == 0
     ce = None if same else (chain_counterexample("eq39", seed) or premise_witness("eq39", seed))
