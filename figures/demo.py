@@ -234,7 +234,7 @@ class Demo:
         rows = result["rows"]
         paper = [r["paper"]["lo"] * r["lam"] for r in rows if r["paper"]["lo"] is not None]
         refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
-        text = f"Lyapunov search ({len(rows)} lambdas): a potential of the paper's form certifies deterministic STAM"
+        text = f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}): a potential of the paper's form certifies deterministic STAM"
         text += f" up to gamma*lambda = {min(paper):.2f}" if paper else " nowhere in the searched range"
         if refuted:
             text += f"; the PEP refutes the theorem's form from gamma*lambda = {max(refuted):.2f}"
