@@ -60,11 +60,11 @@ def register(subparsers) -> None:
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
-        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. About 3.5 minutes on 2 CPU "
-        "cores (--quick: about 35 s).",
+        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. About 2.5 minutes on 2 CPU "
+        "cores (--quick: about 30 s).",
     )
     p.add_argument("-o", "--out", default="stam-demo", help="output folder (default: stam-demo)")
-    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (about 35 s)")
+    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (about 30 s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_demo)
 

@@ -63,7 +63,7 @@ MARKER = ".stam-demo"
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo: the full one (about 3.5 min on 2 cores) and ``--quick`` (about 35 s).  Grids are
+    """Sizes of the demo: the full one (about 2.5 min on 2 cores) and ``--quick`` (about 30 s).  Grids are
     ``(lo, hi, n)``: n values from lo to hi, geometrically spaced."""
 
     synthetic_problem: str = "binary"
