@@ -43,10 +43,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from stam.algorithm import as_batch_scalar
+from stam.compiling import compiled_or_eager
 from stam.dnn import catalog
 from stam.dnn import data as data_mod
 from stam.dnn.models import MLP
-from stam.dnn.optim_common import COMPILE_OPTIONS, BatchedRule, _compile_errors
+from stam.dnn.optim_common import COMPILE_OPTIONS, BatchedRule
 from stam.quantize import signs
 
 BN_EPS = 1e-5
@@ -169,7 +170,7 @@ _COMPILED_UPDATE = {}
 def _update_fn(name: str, compile: bool):
     """:func:`update` with the rule of algorithm ``name``, compiled with torch.compile where ``compile`` (one fused
     kernel per pass instead of one per arithmetic operation), with an eager fallback where no
-    compiler is available (the errors of :func:`stam.dnn.optim_common._compile_errors`)."""
+    compiler is available (:func:`stam.compiling.compiled_or_eager`)."""
     fn = functools.partial(update, rule(name))
     if not compile:
         return fn
@@ -183,17 +184,7 @@ def _update_fn(name: str, compile: bool):
         for key in ("recompile_limit", "cache_size_limit"):
             if hasattr(cfg, key):
                 setattr(cfg, key, max(getattr(cfg, key), 64))
-
-        compiled = torch.compile(fn, dynamic=False, options=COMPILE_OPTIONS)
-
-        def run(*args):
-            try:
-                return compiled(*args)
-            except _compile_errors():
-                _COMPILED_UPDATE[name] = fn
-                return fn(*args)
-
-        _COMPILED_UPDATE[name] = run
+        _COMPILED_UPDATE[name] = compiled_or_eager(fn, f"batched {name} update", dynamic=False, options=COMPILE_OPTIONS)
     return _COMPILED_UPDATE[name]
 
 

@@ -46,7 +46,6 @@ from stam.algorithm import Scalar, STAMState, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
 from stam.synthetic import estimate as E
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
-from stam.synthetic.estimate import CERTIFIED, ESTIMATED, Settings
 from stam.synthetic.families import FAMILIES, family
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
@@ -145,7 +144,7 @@ class ThreeBlockProblem:
         out = {}
 
         def put(name, value, certified, what):
-            out[name] = (float(value), CERTIFIED if certified else ESTIMATED, what)
+            out[name] = (float(value), E.CERTIFIED if certified else E.ESTIMATED, what)
 
         L1 = self.G.L1()
         put("L1", L1 if L1 is not None else est("L1"), L1 is not None,
@@ -161,7 +160,7 @@ class ThreeBlockProblem:
         put("G_inf_lb", g_lb if g_lb is not None else est("G_inf"), g_lb is not None,
             "lower bound given by G" if g_lb is not None else _EST["G_inf"])
         put("GH_inf_lb", out["G_inf_lb"][0] + out["H_inf"][0],
-            out["G_inf_lb"][1] == CERTIFIED and out["H_inf"][1] == CERTIFIED, "G_inf_lb + H_inf")
+            out["G_inf_lb"][1] == E.CERTIFIED and out["H_inf"][1] == E.CERTIFIED, "G_inf_lb + H_inf")
         x_ref, y_ref = self.reference
         put("GH_inf_ub", float((self.G.value(y_ref) + self.H.H(x_ref, y_ref))[0]), True,
             f"(G+H) at a near-minimiser (L-BFGS, {self.gh_starts} start(s)): a function value, an upper bound")
@@ -169,12 +168,12 @@ class ThreeBlockProblem:
         put("G_i_inf_lb", gi_lb if gi_lb is not None else est("G_i_inf"), gi_lb is not None,
             "lower bound given by G" if gi_lb is not None else _EST["G_i_inf"])
         put("Delta_ub", max(out["GH_inf_ub"][0] - out["G_i_inf_lb"][0] - out["H_inf"][0], 0.0),
-            out["G_i_inf_lb"][1] == CERTIFIED and out["H_inf"][1] == CERTIFIED, "GH_inf_ub - G_i_inf_lb - H_inf")
+            out["G_i_inf_lb"][1] == E.CERTIFIED and out["H_inf"][1] == E.CERTIFIED, "GH_inf_ub - G_i_inf_lb - H_inf")
         L1_i_arr = L1_i.cpu().numpy() if L1_i is not None else [out["L1_i_max"][0]]
         A, C = es_lemma(L1_i_arr, out["Ev2"][0], out["L3"][0], out["Delta_ub"][0])
-        a_cert = out["L1_i_max"][1] == CERTIFIED and out["L3"][1] == CERTIFIED
+        a_cert = out["L1_i_max"][1] == E.CERTIFIED and out["L3"][1] == E.CERTIFIED
         put("A", A, a_cert, "Lemma es-lemma (corrected): 2 max(max_i L1^i E[v_i^2], L3*)")
-        put("C", C, a_cert and out["Delta_ub"][1] == CERTIFIED, "Lemma es-lemma: 2 A Delta_ub")
+        put("C", C, a_cert and out["Delta_ub"][1] == E.CERTIFIED, "Lemma es-lemma: 2 A Delta_ub")
         return out
 
     @functools.cached_property
@@ -273,7 +272,7 @@ def _settings(problem, block: str = "G"):
     :meth:`~stam.synthetic.estimate.Settings.for_size` of its data and for H's the full ones."""
     if problem.settings is not None:
         return problem.settings
-    return Settings.for_size(problem.G.n, problem.G.N) if block == "G" else Settings()
+    return E.Settings.for_size(problem.G.n, problem.G.N) if block == "G" else E.Settings()
 
 
 #: the constants :meth:`ThreeBlockProblem.estimates` estimates, and by what (stam.synthetic.estimate)
