@@ -125,7 +125,7 @@ def _sum_grad(values: Callable[[Tensor], Tensor], y: Tensor) -> Tensor:
 
 
 #: ``compile="auto"``: the calls of one shape after which :meth:`TorchFiniteSum.grad_batch` compiles.
-#: Compiling costs 2-6 s once and saves about 0.7 ms per call (n = 1000, b = 8, R = 16, 2 cores), so
+#: Compiling costs 2-7 s once and saves about 0.7 ms per call (n = 1000, b = 8, R = 16, 2 cores), so
 #: it pays after some 3,000-8,000 calls; compiling once the calls so far are of that order (the
 #: ski-rental rule) never costs more than twice the better choice made in hindsight.
 AUTO_COMPILE_CALLS = 2000
