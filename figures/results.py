@@ -131,15 +131,18 @@ _JSON_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a bool
 class Schema:
     """``required`` and ``optional`` keys with their allowed types; ``each`` maps a list-valued key
     to the schema of each of its elements (rows); ``inner`` maps an object-valued key to its own
-    schema."""
+    schema; ``values`` maps an object-valued key to the schema of each of its values (records by name)."""
 
     required: dict = field(default_factory=dict)
     optional: dict = field(default_factory=dict)
     each: dict = field(default_factory=dict)
     inner: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)
 
 
 PROVENANCE = Schema(optional={"created": STR, "host": STR, "machine": STR, "versions": DICT})
+#: a constant with its label (ThreeBlockProblem.constants_report): certified, or estimated with its estimator
+LABELLED = Schema(required={"status": STR}, optional={"value": NUM_OR_NULL, "how": STR, "settings": STR})
 RATES_ROW = Schema(
     required={"T": INT, "S_min_mean": NUM_OR_NULL},
     optional={"gamma": NUM, "beta": NUM, "admissible": BOOL, "S_min_std": NUM_OR_NULL, "S_min_lo": NUM_OR_NULL,
@@ -179,7 +182,7 @@ SCHEMAS = {
         optional={"kind": STR, "problem": STR, "params": DICT, "constants": DICT, "slope": NUM_OR_NULL,
                   "bound_slope": NUM_OR_NULL, "slope_tail": NUM_OR_NULL, "bound_slope_tail": NUM_OR_NULL,
                   "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL, "constant_status": DICT},
-        each={"rows": RATES_ROW},
+        each={"rows": RATES_ROW}, values={"constant_status": LABELLED},
         inner={"params": RATES_PARAMS, "provenance": PROVENANCE,
                "pep": Schema(required={"rows": LIST}, optional={"kind": STR}, each={"rows": PEP_ROW})},
     ),
@@ -207,7 +210,7 @@ SCHEMAS = {
                        optional={"kind": STR, "gamma": NUM_OR_NULL, "K1": NUM_OR_NULL, "K2": NUM_OR_NULL,
                                  "K3": NUM_OR_NULL, "M": NUM_OR_NULL, "L": NUM_OR_NULL, "T_min": NUM_OR_NULL,
                                  "provenance": DICT_OR_NULL, "constants": DICT},
-                       inner={"provenance": PROVENANCE}),
+                       inner={"provenance": PROVENANCE}, values={"constants": LABELLED}),
     # `stam tune`: OUT/tune-digits.json
     "tune": Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
                    optional={"kind": STR, "dataset": STR, "model": STR, "protocol": STR, "provenance": DICT_OR_NULL},
@@ -253,6 +256,10 @@ def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None 
         if isinstance(obj.get(key), list):
             for i, item in enumerate(obj[key]):
                 validate(item, each, path, f"{where}{key}[{i}].", line)
+    for key, each in schema.values.items():
+        if isinstance(obj.get(key), dict):
+            for name, item in obj[key].items():
+                validate(item, each, path, f"{where}{key}.{name}.", line)
 
 
 def _read_text(path: Path) -> str:

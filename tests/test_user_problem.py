@@ -355,3 +355,18 @@ def test_the_documented_example_is_the_example_file():
     examples of the page run that file, so the page cannot drift from what is tested)."""
     page = (ROOT / "docs" / "your-problem.md").read_text(encoding="utf-8")
     assert "```python\n" + EXAMPLE.read_text(encoding="utf-8") + "```" in page
+
+
+@pytest.mark.parametrize("text, field", [
+    ('{"kind": "synthetic-rates", "rows": [], "constant_status": "estimated"}', "field constant_status must be an object"),
+    ('{"kind": "synthetic-rates", "rows": [], "constant_status": {"L1": {"how": "x"}}}', "field constant_status.L1.status is missing"),
+    ('{"kind": "stepsize", "gamma_max": 0.2, "beta_min": 1.0, "binding": "x", "constants": {"L1": {"value": "<b>", '
+     '"status": "certified"}}}', "field constants.L1.value must be a number or null"),
+])
+def test_labelled_constants_in_a_damaged_file_are_one_line(tmp_path, capsys, text, field):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "r.json").write_text(text)
+    assert main(["report", str(tmp_path / "in"), "-o", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0], err
+    assert not (tmp_path / "rep").exists()
