@@ -62,7 +62,7 @@ def _report(problem, u, y, seconds, evals):
     }
 
 
-def _stam(problem, iters, R, gamma, beta, gen):
+def run_stam(problem, iters, R, gamma, beta, gen):
     """Algorithm 1: :func:`stam.algorithm.stam_step` ``iters`` times."""
     state = problem.start(R, gamma)
     for _ in range(iters):
@@ -70,7 +70,7 @@ def _stam(problem, iters, R, gamma, beta, gen):
     return state.u, state.y
 
 
-def _spring(problem, iters, R, gamma, beta, gen):
+def run_spring(problem, iters, R, gamma, beta, gen):
     """Stochastic PALM (module docstring), ``eta_y = 1/beta``, ``eta_x = 1/(1.1 L2*)``."""
     eta_x, eta_y = 1 / (1.1 * problem.constants()["L2"]), 1 / beta
     problem.F.check_gamma(eta_x)
@@ -107,8 +107,6 @@ def _br(state, grad, F, lr, t, iters, epoch):
     return br_step(state, grad, F, lr, 1.02 ** (min(t, switch) / epoch), relaxed=t < switch)
 
 
-run_stam = _stam
-run_spring = _spring
 run_psgd = _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False)
 run_bc = _quantisation(lambda s, g, F, lr, *_: bc_step(s, g, F, lr), True)
 run_br = _quantisation(_br, True)
