@@ -148,13 +148,15 @@ def new_figure(ncols: int = 1, nrows: int = 1, panel_size: tuple[float, float] =
 
 def save_figure(fig: Figure, stem: str | os.PathLike) -> tuple[Path, Path]:
     """Write ``stem.png`` (150 dpi) and ``stem.pdf`` atomically; return both paths.  The layout
-    is computed once, for the PNG, and frozen for the PDF (it is the same page)."""
+    is computed once, for the PNG, and frozen for the PDF (it is the same page); the page is
+    cut to what is drawn (``bbox_inches="tight"``), so a long colour-bar label or legend below a
+    single panel is never clipped at the edge."""
     stem = Path(stem)
     paths = []
     for ext in ("png", "pdf"):
         path = stem.with_name(stem.name + "." + ext)
         with atomic_path(path, suffix="." + ext) as tmp:
-            fig.savefig(tmp, format=ext, dpi=DPI)
+            fig.savefig(tmp, format=ext, dpi=DPI, bbox_inches="tight", pad_inches=0.08)
         fig.set_layout_engine("none")
         paths.append(path)
     return paths[0], paths[1]
