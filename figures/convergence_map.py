@@ -128,12 +128,14 @@ def plot_map(maps: list[dict], nc=None):
         rg = np.logspace(math.log10(xlim[0]), math.log10(xlim[1]), 200)
         rl = np.logspace(math.log10(ylim[0]), math.log10(ylim[1]), 200)
         region, _ = region_gamma_lambda(rg, rl, nc)
+        quad = CM.is_quadratic(data)  # the region, the curve and the paper's settings are those of H = (lam/2)||x - y||^2
         mesh = None
         for col, beta in enumerate(_betas(data)):
             ax = axes[row, col]
             ax.set_visible(True)
             RG, RL = np.meshgrid(rg, rl)
-            ax.contourf(RG, RL, region.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
+            if quad:
+                ax.contourf(RG, RL, region.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
             gammas, lams, vals, div, adm, present = _grid(all_rows, beta, key)
             gx, lx = _edges(gammas), _edges(lams)
             shown = np.ma.masked_invalid(transform(vals))
@@ -152,26 +154,28 @@ def plot_map(maps: list[dict], nc=None):
                     if adm[i, j]:
                         ax.plot([cx], [cy], marker="*", color="white", markeredgecolor="black", markersize=7,
                                 mew=0.5, zorder=4)
-            ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
-            ax.plot(rg, SQRT5 / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
-                    label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
-            for k, (glabel, members) in enumerate(groups):
-                _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
-                            lambda st, i: st.lam)
+            if quad:
+                ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
+                ax.plot(rg, SQRT5 / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
+                        label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
+                for k, (glabel, members) in enumerate(groups):
+                    _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
+                                lambda st, i: st.lam)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
             ax.set_xlim(*xlim)
             ax.set_ylim(*ylim)
             ax.set_xlabel("\u03b3 (step size of the x- and u-steps)")
-            ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)")
+            ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)" if quad
+                          else "\u03bb (the problem's lam)")
             what = "stationarity" if key == "metric" and data["source"] == "synthetic" else (
                 "accuracy" if key == "metric" else "sign changes")
             ax.set_title(f"{_safe(data['problem'])} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
             ax.grid(True, which="major", alpha=0.25)
             if col == 0 and row == 0:
                 ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
-                                label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)")
+                                label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)" if quad else "_nolegend_")
                 ax.plot([], [], linestyle="none", marker="*", color="white", markeredgecolor="black",
                         label="Theorem conv's conditions hold (\u03b2 \u2265 2K2/K1 too)")
                 ax.plot([], [], linestyle="none", marker="x", color=OKABE_ITO["vermillion"], mew=2,
@@ -183,7 +187,8 @@ def plot_map(maps: list[dict], nc=None):
     for a in list(axes.flat):
         if not a.get_visible():
             fig.delaxes(a)
-    title = "Convergence map over (\u03b3, \u03bb), with the theorem's region and the paper's settings"
+    title = "Convergence map over (\u03b3, \u03bb)" + (", with the theorem's region and the paper's settings"
+                                                       if any(CM.is_quadratic(d) for d in maps) else "")
     fig.suptitle(title if ncols > 1 else title.replace(", with", ",\nwith"), fontsize=11)
     return fig
 
@@ -243,10 +248,13 @@ def map_caption(data: dict) -> str:
               else "Colour: validation accuracy with binary weights"
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
-    return (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
+    head = (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
             f"{data.get('beta_rule_text') or data['beta_rule']['kind']}). Of {s['all']['cells']} (\u03b3, \u03bb, \u03b2) "
-            f"cells, {s['all']['good']} {_verb(data)} and {s['all']['diverged']} have diverged seeds. "
-            f"Below \u03b3\u03bb = 1/\u221a5: {s['below']['good']} of {s['below']['cells']} cells {_word(data)}, "
+            f"cells, {s['all']['good']} {_verb(data)} and {s['all']['diverged']} have diverged seeds. ")
+    if not CM.is_quadratic(data):
+        return (head + f"{s['all']['admissible']} cells satisfy Theorem conv's conditions at the constants of the "
+                f"problem's own H (\u2605), {adm_good} of them {_word(data)}. {colour}; x: some seeds diverged, hatched: all did.")
+    return (head + f"Below \u03b3\u03bb = 1/\u221a5: {s['below']['good']} of {s['below']['cells']} cells {_word(data)}, "
             f"{s['below']['diverged']} have diverged seeds, median {data['metric']} {_num(data, s['below']['median'])}; "
             f"above it: {s['above']['good']} of {s['above']['cells']} {_word(data)}, {s['above']['diverged']} have "
             f"diverged seeds, median {_num(data, s['above']['median'])}. "
@@ -283,11 +291,15 @@ def format_map(data: dict) -> str:
 def summary_line(data: dict) -> str:
     s = summary(data)
     word = _word(data)
+    good_admissible = sum(_good(data, r) for r in data["rows"] if r["admissible"])
+    if not CM.is_quadratic(data):  # the curve gamma*lambda = 1/sqrt(5) belongs to H = (lambda/2)||x - y||^2
+        return (f"map {data['problem']}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
+                f"diverged seeds, {s['all']['admissible']} satisfy Theorem conv at its H's constants "
+                f"({good_admissible} of those {word})")
     return (f"map {data['problem']}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
             f"diverged seeds ({s['below']['diverged']} of them below gamma*lambda = 1/sqrt(5)), median {data['metric']} "
             f"{_num(data, s['below']['median'])} below that curve and {_num(data, s['above']['median'])} above, "
-            f"{s['all']['admissible']} satisfy Theorem conv ({sum(_good(data, r) for r in data['rows'] if r['admissible'])} "
-            f"of those {word})")
+            f"{s['all']['admissible']} satisfy Theorem conv ({good_admissible} of those {word})")
 
 
 # --- the command ------------------------------------------------------------------------------

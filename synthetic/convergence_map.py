@@ -29,7 +29,8 @@ columns :data:`ROW_KEYS`)::
                "metric_std": their standard deviation (0 for one seed) or null,
                "diverged": number of diverged seeds (0 .. seeds),
                "sign_ever_changed": fraction of binary weights whose sign ever changed (digits) or null,
-               "admissible": Theorem conv's conditions at (g, b, H = (l/2)||x-y||^2),
+               "admissible": Theorem conv's conditions at (g, b, H = (l/2)||x-y||^2), or for a
+                             user's problem (params.coupling) at the constants of its H,
                ... source-specific extras (synthetic: S_0, S_min)}, ...]}
 
 ``admissible`` is :func:`stam.theory.numeric.check` ``(gamma, beta,
@@ -92,6 +93,18 @@ def log_grid(lo: float, hi: float, n: int) -> list[float]:
         return [float(lo)]
     r = math.log(hi / lo) / (n - 1)
     return [float(lo * math.exp(r * i)) if 0 < i < n - 1 else float(lo if i == 0 else hi) for i in range(n)]
+
+
+#: ``params["coupling"]`` of a map: the built-in families' H (the overlays of the figure and the
+#: words gamma*lambda = 1/sqrt(5) apply), or a user's problem's own H (``admissible`` from its
+#: constants at each lambda; no overlays).  A map without the key is quadratic (older files).
+QUADRATIC = "(lambda/2)||x - y||^2"
+OWN_H = "the problem's own H, its constants at each lambda"
+
+
+def is_quadratic(data: dict) -> bool:
+    """Whether the map's H is ``(lambda/2)||x - y||^2`` (built-in families and digits)."""
+    return (data.get("params") or {}).get("coupling", QUADRATIC) == QUADRATIC
 
 
 def admissible_flags(gammas, lams, betas) -> list[bool]:
@@ -291,6 +304,7 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
         r["admissible"] = a
     rule, rule_text = fixed_beta_rule(betas)
     params = dict({k: v for k, v in instance.params.items() if k != "lam"}, problem=problem, R=seeds, seed=seed,
+                  coupling=QUADRATIC if build is None else OWN_H,
                   gammas=gammas, lams=lams, betas=betas, iterations=iterations, growth=growth,
                   sampling=instance.sampling.describe(), F=instance.F.describe(),
                   dtype=str(dtype).replace("torch.", ""), device=str(device),
