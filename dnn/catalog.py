@@ -92,5 +92,15 @@ MODEL_NAMES = tuple(MODELS)
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
 DATASET_NAMES = tuple(DATASETS)
 
+#: What ``stam tune`` and ``stam map`` train on each data set unless told otherwise: the model, its
+#: channel width, the batch size and the epochs of every run.  CIFAR's defaults fit a 2-core CPU
+#: (VGG-11 at width 1/8: about 20 s per epoch and run on one core, measured); the paper's
+#: networks are ``--width 1`` (a GPU).
+SWEEP_DEFAULTS = {
+    "digits": {"model": "mlp", "width": 1.0, "batch_size": 32, "epochs": 60},
+    "cifar10": {"model": "vgg11", "width": 0.125, "batch_size": 128, "epochs": 10},
+    "cifar100": {"model": "vgg11", "width": 0.125, "batch_size": 128, "epochs": 10},
+}
 
-__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES"]
+
+__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS"]

@@ -30,18 +30,33 @@ VGG_PLANS: dict[str, tuple] = {
 }
 
 
-class VGG(nn.Module):
-    """conv-BN-ReLU blocks following ``plan``, global average pooling (the identity on CIFAR's
-    1x1 maps after five pools) and one linear classifier."""
+def scaled(channels: int, width: float) -> int:
+    """A layer's channel count at ``width`` (the paper's networks: ``width = 1``): ``round(c * width)``, at least 1."""
+    return max(1, int(round(channels * width)))
 
-    def __init__(self, plan: Sequence, num_classes: int = 10, in_channels: int = 3):
+
+def check_width(width: float) -> float:
+    """``width`` as a float, or ValueError: a channel-width multiplier is a finite number > 0."""
+    w = float(width)
+    if not (w > 0 and w < float("inf")):
+        raise ValueError(f"width must be a finite number > 0 (1 = the paper's networks), got {width!r}")
+    return w
+
+
+class VGG(nn.Module):
+    """conv-BN-ReLU blocks following ``plan`` (channels scaled by ``width``), global average
+    pooling (the identity on CIFAR's 1x1 maps after five pools) and one linear classifier."""
+
+    def __init__(self, plan: Sequence, num_classes: int = 10, in_channels: int = 3, width: float = 1.0):
         super().__init__()
+        width = check_width(width)
         layers: list[nn.Module] = []
         channels = in_channels
         for item in plan:
             if item == "M":
                 layers.append(nn.MaxPool2d(2))
             else:
+                item = scaled(item, width)
                 layers += [nn.Conv2d(channels, item, 3, padding=1, bias=False), nn.BatchNorm2d(item), nn.ReLU(inplace=True)]
                 channels = item
         self.features = nn.Sequential(*layers)
@@ -73,20 +88,23 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    """ResNet-18, CIFAR form (3x3 stem, no max pool)."""
+    """ResNet-18, CIFAR form (3x3 stem, no max pool); channels scaled by ``width``."""
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 3):
+    def __init__(self, num_classes: int = 10, in_channels: int = 3, width: float = 1.0):
         super().__init__()
-        self.conv1 = nn.Conv2d(in_channels, 64, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
+        width = check_width(width)
+        stem = scaled(64, width)
+        self.conv1 = nn.Conv2d(in_channels, stem, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(stem)
         self.relu = nn.ReLU(inplace=True)
-        stages, in_planes = [], 64
+        stages, in_planes = [], stem
         for planes, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            planes = scaled(planes, width)
             stages.append(nn.Sequential(BasicBlock(in_planes, planes, stride), BasicBlock(planes, planes, 1)))
             in_planes = planes
         self.layer1, self.layer2, self.layer3, self.layer4 = stages
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.linear = nn.Linear(512, num_classes)
+        self.linear = nn.Linear(in_planes, num_classes)
 
     def forward(self, x):
         out = self.relu(self.bn1(self.conv1(x)))
@@ -95,13 +113,15 @@ class ResNet18(nn.Module):
 
 
 class MLP(nn.Module):
-    """Flatten, then (Linear-BN-ReLU) x len(hidden), then a linear classifier."""
+    """Flatten, then (Linear-BN-ReLU) x len(hidden) (hidden sizes scaled by ``width``), then a linear classifier."""
 
-    def __init__(self, in_features: int, num_classes: int = 10, hidden: Sequence[int] = (256, 256)):
+    def __init__(self, in_features: int, num_classes: int = 10, hidden: Sequence[int] = (256, 256), width: float = 1.0):
         super().__init__()
+        scale = check_width(width)
         layers: list[nn.Module] = [nn.Flatten()]
         width = in_features
         for h in hidden:
+            h = scaled(h, scale)
             layers += [nn.Linear(width, h, bias=False), nn.BatchNorm1d(h), nn.ReLU(inplace=True)]
             width = h
         layers.append(nn.Linear(width, num_classes))
@@ -115,15 +135,17 @@ class MLP(nn.Module):
 MODEL_NAMES, DISPLAY_NAMES = _catalog.MODEL_NAMES, _catalog.MODELS
 
 
-def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32)) -> nn.Module:
-    """The network ``name`` (one of :data:`MODEL_NAMES`) for images of shape ``(C, H, W)``."""
+def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32), width: float = 1.0) -> nn.Module:
+    """The network ``name`` (one of :data:`MODEL_NAMES`) for images of shape ``(C, H, W)``, every
+    layer's channels (hidden units for the MLP) scaled by ``width`` (1: the paper's networks;
+    ``round(c * width)``, at least 1; the input and the classes are not scaled)."""
     channels = int(image_shape[0])
     if name in VGG_PLANS:
-        return VGG(VGG_PLANS[name], num_classes, channels)
+        return VGG(VGG_PLANS[name], num_classes, channels, width)
     if name == "resnet18":
-        return ResNet18(num_classes, channels)
+        return ResNet18(num_classes, channels, width)
     if name == "mlp":
-        return MLP(int(torch.Size(image_shape).numel()), num_classes)
+        return MLP(int(torch.Size(image_shape).numel()), num_classes, width=width)
     raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
 
 
@@ -163,4 +185,4 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]
+__all__ = ["scaled", "check_width", "VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]

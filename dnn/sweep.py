@@ -1,9 +1,9 @@
-"""Many small digits trainings as jobs: the job function shared by ``stam tune`` and ``stam map``,
-and the digits half of the convergence map.
+"""Many trainings as jobs: the job function shared by ``stam tune`` and ``stam map``, and the
+network half of the convergence map (digits by default, any data set and model).
 
 A job is a JSON-able spec (so :func:`stam.jobs.run_jobs` can store it, resume it and send it to a
-Dask worker): one algorithm, a list of preset overrides and seeds (one training each), the
-epochs, the batch size and the validation split.  :func:`run_job` trains them as one batched
+Dask worker): one algorithm, a list of preset overrides and seeds (one training each), the data
+set, the model and its width, the epochs, the batch size and the validation split.  :func:`run_job` trains them as one batched
 computation (:func:`stam.dnn.batched.train_batched`) and returns what selection needs: each run's
 validation-selected epoch and score, its divergence, the sign-flip diagnostic and, only when the
 spec asks for it (final runs of a tuning), the test accuracy at the selected epoch.
@@ -19,10 +19,19 @@ from stam.dnn.catalog import algorithm
 from stam.jobs import run_jobs
 
 
-def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None):
+#: what a job trains when its spec does not say (the defaults of ``stam tune`` and ``stam map``)
+TASK_DEFAULTS = {"dataset": "digits", "model": "mlp", "width": 1.0, "data_dir": "data"}
+
+
+def task_spec(dataset: str = "digits", model: str = "mlp", width: float = 1.0, data_dir: str = "data") -> dict:
+    """The part of a job spec that says what is trained on what."""
+    return {"dataset": dataset, "model": model, "width": float(width), "data_dir": str(data_dir)}
+
+
+def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None, dataset: str = "digits"):
     """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
-    digits) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
-    return presets.resolve(preset, algo, "digits", overrides or {}, "auto", epochs)
+    ``dataset``) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
+    return presets.resolve(preset, algo, dataset, overrides or {}, "auto", epochs)
 
 
 def score_key(algo: str) -> str:
@@ -31,11 +40,18 @@ def score_key(algo: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _task(val_fraction: float, split_seed: int):
-    """The digits task of a split, loaded once per process (jobs only read it)."""
+def _task(dataset: str, model: str, width: float, data_dir: str, val_fraction: float, split_seed: int, device: str):
+    """The task of a job, loaded once per process (jobs only read it)."""
     from stam.dnn import batched
 
-    return batched.digits_task(val_fraction, split_seed)
+    return batched.load_task(dataset, model, width, val_fraction, split_seed, data_dir, device)
+
+
+def job_device() -> str:
+    """Where a job trains: the GPU where there is one."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def run_job(spec: dict) -> dict:
@@ -44,10 +60,13 @@ def run_job(spec: dict) -> dict:
     accuracies (and the test accuracy at that epoch when ``spec["test"]``)."""
     from stam.dnn import batched
 
-    task = _task(spec["val_fraction"], spec["split_seed"])
-    configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset")), seed)
+    what = {**TASK_DEFAULTS, **{k: spec[k] for k in TASK_DEFAULTS if k in spec}}
+    device = job_device()
+    task = _task(what["dataset"], what["model"], float(what["width"]), str(what["data_dir"]), spec["val_fraction"],
+                 spec["split_seed"], device)
+    configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset"), what["dataset"]), seed)
                for ov, seed in zip(spec["overrides"], spec["seeds"])]
-    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"])
+    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"], device=device)
     key = score_key(spec["algo"])
     out = []
     for res in results:
@@ -67,8 +86,8 @@ def run_job(spec: dict) -> dict:
 
 def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size: int = 32, *, val_fraction: float = 0.1,
                split_seed: int = 0, store=None, scheduler: str | None = None, workers: int = 1, progress: bool = True,
-               chunk: int = 64) -> list[dict]:
-    """STAM on digits (MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
+               chunk: int = 64, task: dict | None = None) -> list[dict]:
+    """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
     ``seeds`` training seeds each (0, 1, ...; common random numbers across the grid); one row per
     grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy over the
     seeds that did not diverge), metric_std, metric_final (mean final-epoch binary validation
@@ -80,14 +99,15 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
     runs = [(g, l, b, s) for (g, l, b) in grid for s in range(seeds)]
     base = {"algo": "stam", "epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction,
-            "split_seed": split_seed, "test": False}
+            "split_seed": split_seed, "test": False, **(task or task_spec())}
     specs = []
     for i in range(0, len(runs), chunk):
         part = runs[i : i + chunk]
         specs.append({**base, "stage": "map", "overrides": [{"gamma": g, "lam": l, "beta": b} for g, l, b, _ in part],
                       "seeds": [s for *_, s in part]})
     with tempfile.TemporaryDirectory() as tmp:
-        results = run_jobs(run_job, specs, store or tmp, scheduler=scheduler, workers=workers, progress=progress, desc="map: digits")
+        results = run_jobs(run_job, specs, store or tmp, scheduler=scheduler, workers=workers, progress=progress,
+                           desc=f"map: {base['dataset']}")
     flat = []
     for spec, res in zip(specs, results):
         if "error" in res:
@@ -108,4 +128,4 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     return rows
 
 
-__all__ = ["run_job", "resolve", "score_key", "map_digits"]
+__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "TASK_DEFAULTS"]

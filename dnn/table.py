@@ -120,20 +120,22 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
         value = best_accuracy(s, metric)
         if s.get("dataset") != dataset or value is None or not completed(s):
             continue
-        key = (s["model"], s.get("label") or s.get("preset") or s["algo"])
+        key = ((s["model"], float(s.get("width", 1.0))), s.get("label") or s.get("preset") or s["algo"])
         acc.setdefault(key, []).append(float(value))
         secs.setdefault(key, []).append(float(s["seconds"]) if s.get("seconds") is not None else float("nan"))
         epochs.setdefault(key, set()).add(s.get("epochs"))
     labels = {c for _, c in acc}
     base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
     columns = base + sorted(labels - set(base))
-    models = [m for m in MODEL_NAMES if m in paper or any(k[0] == m for k in acc)]
+    widths = {m: sorted({w for (mm, w), _ in acc if mm == m} | ({1.0} if m in paper else set()), reverse=True) for m in MODEL_NAMES}
+    models = [(m, w) for m in MODEL_NAMES for w in widths[m]]  # the paper's width (1) first, then narrower networks
     rows = []
-    for m in models:
-        row = [DISPLAY_NAMES[m]]
+    for m, w in models:
+        row = [DISPLAY_NAMES[m] + ("" if w == 1.0 else f" (width {w:g})")]
         for c in columns:
-            key = (m, c)
-            row.append(_cell(acc.get(key, []), paper.get(m, {}).get(c) if key in acc else None, epochs=epochs.get(key)))
+            key = ((m, w), c)
+            ref = paper.get(m, {}).get(c) if key in acc and w == 1.0 else None  # the paper's number only beside its width
+            row.append(_cell(acc.get(key, []), ref, epochs=epochs.get(key)))
             if with_time:
                 row.append(_cell(secs[key], None, 1) if key in secs else "–")
         rows.append(row)

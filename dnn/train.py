@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from stam.dnn import catalog, checkpoint, distributed, optim, presets
+from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.dnn.optim import project_layer
@@ -41,8 +42,10 @@ from stam.theory.numeric import check, quadratic_coupling
 CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
-RUN_IDENTITY = ("model", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float", "bf16",
-                "val_fraction", "split_seed")
+RUN_IDENTITY = ("model", "width", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float",
+                "bf16", "val_fraction", "split_seed")
+#: what a run written before a setting existed had (a checkpoint without ``width`` trained the paper's width)
+IDENTITY_DEFAULTS = {"width": 1.0}
 
 
 class Diverged(RuntimeError):
@@ -52,6 +55,7 @@ class Diverged(RuntimeError):
 @dataclass
 class TrainConfig:
     model: str = "vgg11"
+    width: float = 1.0  # channel-width multiplier of the network (1: the paper's)
     dataset: str = "cifar10"
     algo: str | None = None
     preset: str | None = None
@@ -236,7 +240,8 @@ def _json_line(record: dict) -> str:
 
 
 def _default_out(cfg: TrainConfig, preset: presets.Preset) -> Path:
-    return Path("runs") / f"{cfg.dataset}-{cfg.model}-{preset.name}-seed{cfg.seed}"
+    width = "" if cfg.width == 1.0 else f"-w{cfg.width:g}"
+    return Path("runs") / f"{cfg.dataset}-{cfg.model}{width}-{preset.name}-seed{cfg.seed}"
 
 
 def _rng_state(gen_shuffle, gen_aug, device) -> dict:
@@ -353,7 +358,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, data.num_classes, data.image_shape).to(device)
+    model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width).to(device)
     memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     _check_fits(model, cfg.model, data, memory_format)
@@ -364,7 +369,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     use_bf16 = cfg.bf16
     config = {
-        "model": cfg.model, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
+        "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
         "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16,
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
@@ -387,7 +392,7 @@ def _resume(s: Setup) -> Done:
                                    RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"})  # BR's phase: the schedule's too
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
-    changed = [k for k in RUN_IDENTITY if old.get(k) != s.config[k]]
+    changed = [k for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
     if changed:
         raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {s.config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
     for key, target in (("model", s.model), ("optimizer", s.opt)):  # checked above; what the loaders still refuse
@@ -419,7 +424,7 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> tuple[torch.Tensor, tuple 
     optimiser state stop being finite."""
     ctx, data, device, bs = s.ctx, s.data, s.ctx.device, s.batch_size
     n_train = len(data.train_x)
-    steps = n_train // bs + (1 if n_train % bs >= 2 * ctx.world else 0)  # keep a last partial batch unless tiny
+    steps = ep.steps_per_epoch(n_train, bs, ctx.world)
     s.model.train()
     perm = torch.randperm(n_train, generator=s.gen_shuffle).to(device)
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
@@ -443,15 +448,16 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> tuple[torch.Tensor, tuple 
             prox_n += 1
         if (step + 1) % 25 == 0 or step + 1 == steps:
             check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
-            if not torch.isfinite(check):
+            what = ep.diverged(check.item(), True)
+            if what:
                 bar.close()
-                what = f"training loss became {'nan' if math.isnan(check.item()) else 'inf'} in epoch {epoch} (by step {step + 1} of {steps})"
-                _diverged(s, done, epoch, what)
+                _diverged(s, done, epoch, f"{what} in epoch {epoch} (by step {step + 1} of {steps})")
             bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
         bar.update(1)
     bar.close()
-    if not _all_finite(s.model, s.opt):  # an update after the last loss check may still have broken them
-        _diverged(s, done, epoch, f"weights or optimiser state became non-finite in epoch {epoch}")
+    what = ep.diverged(loss_sum.item(), _all_finite(s.model, s.opt))  # an update after the last loss check may have broken them
+    if what:
+        _diverged(s, done, epoch, f"{what} in epoch {epoch}")
     distributed.average_buffers(s.model, ctx)
     totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)])
     return distributed.all_reduce_sum(totals, ctx), None if prox_sum is None else tuple(v.item() / prox_n for v in prox_sum)
@@ -536,9 +542,7 @@ def select_epoch(records: list[dict], algo: str) -> dict | None:
     """The record of the epoch with the best validation accuracy (binary weights; float weights for
     the float baseline), the earliest on ties; None without a validation set.  Selection on
     validation data only (the test accuracies are read at the epoch it returns)."""
-    key = catalog.algorithm(algo).score_key
-    good = [r for r in records if r.get(key) is not None]
-    return max(good, key=lambda r: (r[key], -r["epoch"]), default=None)
+    return ep.select_epoch(records, catalog.algorithm(algo).score_key)
 
 
 def _selected(config, records) -> dict:
@@ -555,7 +559,8 @@ def _summary(config, records, seconds_total, status) -> dict:
     best_float = max(records, key=lambda r: r["test_acc_float"], default=None)
     return {
         "kind": "train-run", "provenance": provenance(), "status": status,
-        "model": config["model"], "model_name": DISPLAY_NAMES[config["model"]], "dataset": config["dataset"],
+        "model": config["model"], "model_name": DISPLAY_NAMES[config["model"]], "width": config.get("width", 1.0),
+        "dataset": config["dataset"],
         "algo": config["algo"], "preset": config["preset"], "label": config["label"], "seed": config["seed"],
         "val_fraction": config.get("val_fraction"), "split_seed": config.get("split_seed"), **_selected(config, records),
         "metric_notes": METRIC_NOTES,

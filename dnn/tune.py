@@ -1,4 +1,5 @@
-"""``stam tune``: an equal-budget comparison of STAM, BC, BR, PSGD and float SGD on digits.
+"""``stam tune``: an equal-budget comparison of STAM, BC, BR, PSGD and float SGD on any data set
+and model (digits and the MLP by default; CIFAR-10 with a VGG-11 of any width).
 
 The protocol follows the external-tuning rules of AlgoPerf and DeepOBS:
 
@@ -32,8 +33,8 @@ import warnings
 from pathlib import Path
 
 from stam.dnn import presets
-from stam.dnn.catalog import algorithm
-from stam.dnn.sweep import run_job
+from stam.dnn.catalog import DATASETS, MODELS, algorithm
+from stam.dnn.sweep import run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, provenance
@@ -107,9 +108,16 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
     return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
 
-def _paper_presets(algo: str) -> list[str]:
-    names = [n for n, e in presets.table()["presets"].items() if e["algo"] == algo and not n.endswith("cifar100")]
-    return names
+def _paper_presets(algo: str, dataset: str = "digits") -> list[str]:
+    """The paper's presets of ``algo`` (Table para; CIFAR-100's own variants only on CIFAR-100)."""
+    mine = [n for n, e in presets.table()["presets"].items() if e["algo"] == algo]
+    own = [n for n in mine if n.endswith("cifar100")]
+    return own if dataset == "cifar100" and own else [n for n in mine if not n.endswith("cifar100")]
+
+
+def result_stem(dataset: str) -> str:
+    """The file name (without suffix) of a tuning result: ``tune-DATASET``."""
+    return f"tune-{dataset}"
 
 
 def _label(algo: str) -> str:
@@ -117,14 +125,16 @@ def _label(algo: str) -> str:
 
 
 def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fraction: float, split_seed: int,
-         tune_seed: int, chunk: int, spaces: dict | None = None) -> dict:
+         tune_seed: int, chunk: int, spaces: dict | None = None, task: dict | None = None) -> dict:
     """The whole protocol as data: the trial configurations of every algorithm and the job specs
-    of the trial stage (chunks of at most ``chunk`` trials, one batched training each)."""
+    of the trial stage (chunks of at most ``chunk`` trials, one batched training each) on ``task``
+    (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP)."""
     if trials < 1:
         raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
     if seeds < 2:
         raise UsageError(f"--seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
-    base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed}
+    base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed,
+            **(task or task_spec())}
     out = {"base": base, "trials": {}, "jobs": []}
     for algo in algos:
         cfgs = sample_trials(algo, trials, tune_seed, spaces)
@@ -138,12 +148,15 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
 
 def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, batch_size: int = 32,
          val_fraction: float = 0.1, split_seed: int = 0, tune_seed: int = 0, paper: bool = True, chunk: int = 16,
-         scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None) -> dict:
-    """Run the protocol of the module docstring; returns (and writes ``OUT/tune-digits.json``)
-    the result."""
+         scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None,
+         task: dict | None = None) -> dict:
+    """Run the protocol of the module docstring on ``task`` (:func:`stam.dnn.sweep.task_spec`:
+    data set, model, width; default digits and the MLP); returns (and writes
+    ``OUT/tune-DATASET.json`` and ``.md``) the result."""
     out_dir = Path(out_dir)
     store = out_dir / "jobs"
-    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces)
+    task = task or task_spec()
+    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces, task)
     base = p["base"]
     results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials")
     _raise_errors(p["jobs"], results)
@@ -163,14 +176,19 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
     paper_rows = []
     if paper:
         for algo in algos:
-            for name in _paper_presets(algo):
+            for name in _paper_presets(algo, task["dataset"]):
                 finals.append({"stage": "paper", "algo": algo, "preset": name, "overrides": [{}] * seeds, "seeds": fresh,
                                "test": True, **base})
-    final_results = run_jobs(run_job, finals, store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: fresh seeds")
-    _raise_errors(finals, final_results)
+    parts = [(k, {**spec, "overrides": spec["overrides"][i : i + chunk], "seeds": spec["seeds"][i : i + chunk]})
+             for k, spec in enumerate(finals) for i in range(0, seeds, chunk)]  # at most ``chunk`` runs per job
+    part_results = run_jobs(run_job, [p for _, p in parts], store, scheduler=scheduler, workers=workers, progress=progress,
+                            desc="tune: fresh seeds")
+    _raise_errors([p for _, p in parts], part_results)
+    final_rows = [[] for _ in finals]
+    for (k, _), res in zip(parts, part_results):
+        final_rows[k] += res["rows"]
     by_algo = {a["algo"]: a for a in algorithms}
-    for spec, res in zip(finals, final_results):
-        rows = res["rows"]
+    for spec, rows in zip(finals, final_rows):
         final = {"seeds": spec["seeds"], "test_acc": [r["test_acc"] for r in rows],
                  "test_acc_final_epoch": [r["test_acc_final"] for r in rows],
                  "val_acc": [r["score"] for r in rows], "selected_epoch": [r["selected_epoch"] for r in rows],
@@ -181,16 +199,37 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
             label = presets.table()["presets"][spec["preset"]]["label"]
             paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
     result = {
-        "kind": "tune", "provenance": provenance(), "dataset": "digits", "model": "mlp",
+        "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
+        "data_source": _data_source(task),
         "params": {"algos": list(algos), "trials": trials, "seeds": seeds, "tune_seed": tune_seed, "final_seeds": fresh, **base},
         "protocol": ("equal budget: the same number of scrambled-Sobol trials per algorithm over its declared search space; "
                      "trials chosen on validation accuracy (binary weights; float weights for Float); the chosen configuration "
                      f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
         "algorithms": algorithms, "paper_rows": paper_rows,
     }
-    atomic_write_json(out_dir / "tune-digits.json", result)
-    atomic_write_text(out_dir / "tune-digits.md", format_table(result) + "\n")
+    atomic_write_json(out_dir / f"{result_stem(task['dataset'])}.json", result)
+    atomic_write_text(out_dir / f"{result_stem(task['dataset'])}.md", format_table(result) + "\n")
     return result
+
+
+def _data_source(task: dict) -> dict | None:
+    """Which copy of the data set the jobs read (kind, SHA-256, ...), as the loader reports it."""
+    from stam.dnn import data as data_mod
+
+    data = data_mod.load(task["dataset"], task["data_dir"])
+    return getattr(data, "source", None)
+
+
+def describe(result: dict) -> str:
+    """What was trained, in words: ``CIFAR-10 (JPEG copy), VGG-11 at width 0.125`` / ``digits, MLP``."""
+    dataset = result.get("dataset", "digits")
+    name = DATASETS.get(dataset, dataset).split(" (")[0]
+    src = result.get("data_source") or {}
+    if "jpeg" in str(src.get("kind", "")).lower():
+        name += " (JPEG copy)"
+    model = MODELS.get(result.get("model", "mlp"), result.get("model", "mlp"))
+    width = result.get("width", 1.0)
+    return f"{name[:1].upper()}{name[1:]}, {model}" + ("" if width == 1.0 else f" at width {width:g}")
 
 
 def _raise_errors(specs, results) -> None:
@@ -218,7 +257,7 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
 
     ci = lambda f: "-" if not f.get("ci95") else f"[{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]"  # noqa: E731
     prm = result["params"]
-    caption = (f"Digits (MLP, {prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
+    caption = (f"{describe(result)} ({prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
                f"(Float: float weights) on {prm['seeds']} fresh seeds, each at its validation-selected epoch; "
                f"the same {prm['trials']} Sobol trials per algorithm, chosen on validation accuracy")
     header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial)", "test acc. mean \u00b1 std",
@@ -254,9 +293,9 @@ def headline(result: dict) -> str:
         iv = f" [{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]" if f.get("ci95") else ""
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}")
     prm = result["params"]
-    return (f"Digits, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
+    return (f"{describe(result)}, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
             f"{prm['epochs']} epochs), test accuracy with binary weights (Float: float) and 95% interval: " + ", ".join(parts))
 
 
 __all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
-           "summarise", "format_table"]
+           "summarise", "format_table", "describe", "result_stem"]

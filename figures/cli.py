@@ -8,6 +8,8 @@ import argparse
 from stam.errors import positive_float, positive_int, require, seed_int
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
+from stam.dnn.catalog import DATASET_NAMES
+from stam.dnn.cli import add_task_args
 from stam.jobs import add_scheduler_args
 from stam.registry import handler
 
@@ -103,7 +105,8 @@ def register(subparsers) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--problem", metavar="NAME|FILE.py:NAME",
                      help="synthetic problem family (binary), or a function of lam= in a Python file returning a problem")
-    src.add_argument("--dataset", choices=("digits",), help="real data: digits (the default when --problem is not given)")
+    src.add_argument("--dataset", choices=DATASET_NAMES,
+                     help="real data: digits (the default when --problem is not given), cifar10 or cifar100")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--gammas", metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")
     g.add_argument("--gamma-range", metavar="LO:HI:N", help="N gammas from LO to HI, geometrically spaced")
@@ -112,7 +115,9 @@ def register(subparsers) -> None:
     g.add_argument("--lam-range", metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
     p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
-    p.add_argument("--epochs", type=positive_int, default=None, help="digits: training epochs (default 60)")
+    p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
+    add_task_args(p, dataset_default=None)
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
     p.add_argument("--growth", type=positive_float, default=100.0,

@@ -347,21 +347,28 @@ def _values(args, name: str, default) -> list[float]:
 
 
 def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: int = 0, progress: bool = True,
-               store=None, scheduler: str | None = None, workers: int = 1) -> dict:
-    """The digits map as a ``convergence-map`` result: STAM's MLP over the grid
+               store=None, scheduler: str | None = None, workers: int = 1, batch_size: int = 32, task: dict | None = None,
+               chunk: int = 64) -> dict:
+    """The network map as a ``convergence-map`` result: STAM on ``task``
+    (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP) over the grid
     (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
     cell flagged with Theorem conv's verdict."""
-    from stam.dnn.sweep import map_digits  # late: tests put a stand-in into sys.modules
+    from stam.dnn.sweep import map_digits, task_spec  # late: tests put a stand-in into sys.modules
 
-    rows = map_digits(gammas, lams, betas, seeds, epochs, store=store, scheduler=scheduler, workers=workers, progress=progress)
+    task = task or task_spec()
+    rows = map_digits(gammas, lams, betas, seeds, epochs, batch_size, store=store, scheduler=scheduler, workers=workers,
+                      progress=progress, task=task, chunk=chunk)
     flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
     for r, ok in zip(rows, flags):
         r["admissible"] = ok
     rule, rule_text = CM.fixed_beta_rule(betas)
-    return {"kind": CM.KIND, "source": "digits", "problem": "digits-mlp", "metric": "val_acc_binary",
+    width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
+    return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
+            "metric": "val_acc_binary",
             "metric_label": "validation accuracy with binary weights (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
-            "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=seed),
+            "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=seed,
+                           batch_size=batch_size, model=task["model"], width=task["width"]),
             "rows": rows}
 
 
@@ -391,15 +398,17 @@ def _user_builder(spec: str, seed: int):
 
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
-    source = "synthetic" if args.problem is not None else "digits"
+    source = "synthetic" if args.problem is not None else (args.dataset or "digits")
     user = source == "synthetic" and is_file_spec(args.problem)
     if source == "synthetic" and not user and args.problem not in CM.MAP_PROBLEMS:
         raise UsageError(f"--problem {args.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
-    if source == "synthetic" and args.epochs is not None:
-        raise UsageError("--epochs is for --dataset digits; the synthetic map takes --iterations")
-    if source == "digits" and args.iterations is not None:
-        raise UsageError("--iterations is for --problem binary; the digits map takes --epochs")
+    if source == "synthetic":
+        for flag in ("epochs", "batch_size", "model", "width"):
+            if getattr(args, flag) is not None:
+                raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
+    if source != "synthetic" and args.iterations is not None:
+        raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
     gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
     lams = _values(args, "lam", CM.DEFAULT_LAMS)
     default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
@@ -408,7 +417,7 @@ def map_command(args) -> int:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
     out = check_out_dir(args.out, "--out")
     name = split_spec(args.problem)[1] if user else args.problem
-    stem = f"map-{name}" if source == "synthetic" else "map-digits"
+    stem = f"map-{name}" if source == "synthetic" else f"map-{source}"
     build = _user_builder(args.problem, args.seed) if user else None
     start = time.perf_counter()
     if source == "synthetic":
@@ -422,8 +431,17 @@ def map_command(args) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
-        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, args.epochs or DIGITS_EPOCHS, seed=args.seed,
-                            progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers)
+        from stam.dnn import batched, sweep
+        from stam.dnn import data as data_mod
+        from stam.dnn.cli import sweep_defaults
+
+        args.dataset = source
+        d = sweep_defaults(args)
+        data_mod.load(source, args.data_dir)  # a missing or broken data set: one line before any work
+        task = sweep.task_spec(source, d["model"], d["width"], args.data_dir)
+        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"], seed=args.seed,
+                            progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
+                            batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)
     paths = write_outputs(result, out, stem)
@@ -433,11 +451,11 @@ def map_command(args) -> int:
     return 0
 
 
-#: The default digits map: 64 cells (the 8 x 8 default grid) x 3 seeds x 60 epochs, at one beta:
+#: The default digits map: 64 cells (the 8 x 8 default grid) x 3 seeds x 60 epochs
+#: (:data:`stam.dnn.catalog.SWEEP_DEFAULTS`), at one beta:
 #: ``beta = 20``, i.e. the y-step eq. (algy) with step 1/beta = 0.05, the learning rate at which
 #: plain SGD trains this MLP in a few epochs (so beta does not hold the map back).
 DIGITS_SEEDS = 3
-DIGITS_EPOCHS = 60
 DIGITS_BETAS = (20.0,)
 
 

@@ -174,7 +174,7 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": STR, "model_name": STR_OR_NULL,
             "best_test_acc_float": NUM_OR_NULL, "best_epoch_binary": INT_OR_NULL, "best_epoch_float": INT_OR_NULL,
             "final_test_acc_binary": NUM_OR_NULL, "final_test_acc_float": NUM_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": INT_OR_NULL, "selected_val_acc_binary": NUM_OR_NULL, "selected_val_acc_float": NUM_OR_NULL,
-            "selected_test_acc_binary": NUM_OR_NULL, "selected_test_acc_float": NUM_OR_NULL}
+            "selected_test_acc_binary": NUM_OR_NULL, "selected_test_acc_float": NUM_OR_NULL, "width": NUM}
 
 SCHEMAS = {
     "synthetic-rates": Schema(
@@ -213,7 +213,8 @@ SCHEMAS = {
                        inner={"provenance": PROVENANCE}, values={"constants": LABELLED}),
     # `stam tune`: OUT/tune-digits.json
     "tune": Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
-                   optional={"kind": STR, "dataset": STR, "model": STR, "protocol": STR, "provenance": DICT_OR_NULL},
+                   optional={"kind": STR, "dataset": STR, "model": STR, "width": NUM, "data_source": DICT_OR_NULL, "protocol": STR,
+                             "provenance": DICT_OR_NULL},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    inner={"params": Schema(required={"trials": INT, "seeds": INT, "epochs": INT, "batch_size": INT}),
                           "provenance": PROVENANCE}),

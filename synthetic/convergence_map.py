@@ -14,7 +14,7 @@ columns :data:`ROW_KEYS`)::
 
     {"kind": "convergence-map",
      "provenance": {...},                      # stam.io.provenance()
-     "source": "synthetic" | "digits",
+     "source": "synthetic" | a data set of stam.dnn.catalog ("digits", "cifar10", ...),
      "problem": "binary"                       # synthetic: the problem family
               | "digits-mlp",                  # digits: the model on the data set
      "metric": "S_final" | "val_acc_binary",
@@ -65,12 +65,14 @@ from pathlib import Path
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.errors import UsageError
 from stam.io import atomic_write_text, bar_disable, dumps, provenance
+from stam.dnn.catalog import DATASET_NAMES  # the data sets a network map trains on (torch-free)
 from stam.synthetic.families import MAP_NAMES
 from stam.theory import numeric
 
 KIND = "convergence-map"
-SOURCES = ("synthetic", "digits")
-METRICS = {"synthetic": "S_final", "digits": "val_acc_binary"}
+SOURCES = ("synthetic", *DATASET_NAMES)
+#: the metric of a map: E S_T for a synthetic problem, binary validation accuracy for a network
+METRICS = {src: "S_final" if src == "synthetic" else "val_acc_binary" for src in SOURCES}
 #: problem families with H = (lam/2)||x - y||^2 (so that the theorem's region is the one drawn)
 MAP_PROBLEMS = MAP_NAMES
 ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "diverged", "sign_ever_changed", "admissible",
@@ -161,7 +163,7 @@ def validate_map(obj, path="map") -> dict:
         raise _bad(path, "rows", "expected a non-empty list")
     for i, row in enumerate(rows):
         validate_row(row, f"rows[{i}]", path)
-        if obj["source"] == "digits" and row["metric"] is not None and not 0 <= row["metric"] <= 1:
+        if obj["source"] != "synthetic" and row["metric"] is not None and not 0 <= row["metric"] <= 1:
             raise _bad(path, f"rows[{i}].metric", "a validation accuracy is a fraction in [0, 1] (not percent)")
     return obj
 

@@ -72,6 +72,38 @@ def test_one_run_follows_stam_train_step_for_step(tmp_path, algo):
         assert math.isclose(a["sign_ever"], b["sign_flips"]["ever"], abs_tol=1e-3)
 
 
+@pytest.mark.parametrize("model, width, algo", [("cnn", 0.25, "stam"), ("vgg11", 0.0625, "stam"), ("vgg16", 0.0625, "bc"),
+                                               ("resnet18", 0.0625, "br"), ("mlp", 0.5, "psgd")])
+def test_one_run_follows_stam_train_for_every_model(tmp_path, model, width, algo):
+    """R = 1 through the wide network is `stam train` for every model (CIFAR-shaped ones on a fake
+    CIFAR-10 with crops and flips, the others on digits): same start, minibatches, augmentation,
+    update and BatchNorm, so the same losses and accuracies per epoch."""
+    from test_dnn_data import write_fake_cifar
+
+    from stam.dnn import data as data_mod
+    from stam.dnn.train import TrainConfig, run
+
+    cifar = model in ("vgg11", "vgg16", "resnet18")
+    dataset = "cifar10" if cifar else "digits"
+    sums = write_fake_cifar(tmp_path, "cifar10", n=12) if cifar else None
+    data = data_mod.load(dataset, tmp_path, checksums=sums)
+    task = batched.Task(data_mod.split_validation(data, 0.2, 0), model, width)
+    epochs, bs = 2, 16
+    cfg = batched.Config(presets.resolve(None, algo, dataset, OVERRIDES[algo], "auto", epochs), 3)
+    res = batched.train_batched([cfg], task, epochs, bs, evaluate_test=True, compile=False)[0]
+    run(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
+                    seed=3, schedule_scale="auto", val_fraction=0.2, data_dir=str(tmp_path), out=str(tmp_path / "r"), echo=False,
+                    progress=False, device="cpu"), checksums=sums)
+    log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
+    assert len(res["log"]) == len(log) == epochs
+    for a, b in zip(res["log"], log):
+        assert math.isclose(a["train_loss"], b["train_loss"], rel_tol=1e-4)
+        for key in ("val_acc_binary", "val_acc_float", "test_acc_binary", "test_acc_float"):
+            n = len(data.test_y) if key.startswith("test") else len(task.data.val_y)
+            assert abs(a[key] - b[key]) <= 100 / n + 1e-9, key  # at most one image differs
+        assert math.isclose(a["sign_ever"], b["sign_flips"]["ever"], abs_tol=1e-3)
+
+
 def test_runs_in_one_batch_do_not_interfere(task):
     """Three configurations trained together give what each gives alone (one epoch)."""
     cfgs = [_cfg("stam", 1, gamma=0.5), _cfg("stam", 1, lam=8.0, seed=3), _cfg("stam", 1, beta=100.0, seed=5)]
@@ -80,7 +112,7 @@ def test_runs_in_one_batch_do_not_interfere(task):
         alone = batched.train_batched([cfg], task, 1, 32, compile=False)[0]
         a, b = res["log"][0], alone["log"][0]
         assert math.isclose(a["train_loss"], b["train_loss"], rel_tol=1e-4)
-        assert abs(a["val_acc_binary"] - b["val_acc_binary"]) <= 100 / len(task.val.y) + 1e-9
+        assert abs(a["val_acc_binary"] - b["val_acc_binary"]) <= 100 / len(task.data.val_y) + 1e-9
 
 
 def test_common_random_numbers_and_no_test_reads_unless_asked(task):

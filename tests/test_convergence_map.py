@@ -224,7 +224,7 @@ def test_out_that_is_a_file_or_unwritable_is_refused_before_any_work(tmp_path, c
 def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monkeypatch):
     calls = []
 
-    def map_digits(gammas, lams, betas, seeds, epochs, progress=True, **jobs):
+    def map_digits(gammas, lams, betas, seeds, epochs, batch_size=32, progress=True, **jobs):
         calls.append((gammas, lams, betas, seeds, epochs, progress))
         rows = [dict(r) for r in digits_fixture()["rows"]]
         for r in rows:
@@ -234,6 +234,9 @@ def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monk
     module = types.ModuleType("stam.dnn.sweep")
     module.__spec__ = importlib.machinery.ModuleSpec("stam.dnn.sweep", None)
     module.map_digits = map_digits
+    from stam.dnn.sweep import task_spec
+
+    module.task_spec = task_spec
     monkeypatch.setitem(sys.modules, "stam.dnn.sweep", module)
     out = tmp_path / "d"
     assert main(["map", "--dataset", "digits", "--gammas", "0.01,1,8", "--lams", "0.5,4", "--betas", "100,1000",

@@ -43,7 +43,7 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
     assert headline[2].lstrip().startswith("Lyapunov search (1 lambda)") and "refutes" in headline[2]
     assert headline[3].lstrip().startswith("Convergence map binary: 25 cells")
-    assert headline[4].lstrip().startswith("Digits, equal budget") and all(
+    assert headline[4].lstrip().startswith("Digits, MLP, equal budget") and all(
         k in headline[4] for k in ("STAM", "BC", "BR", "PSGD", "Float", "95% interval"))
     assert headline[5].lstrip().startswith("Digits map (9 cells")
     page = Ids()
