@@ -33,6 +33,21 @@ def test_dnn_train_speed_runs_the_train_step_of_stam_train(tmp_path, capsys):
     assert result["meets_target"] == (result["ratio_float_over_stam"]["cnn"] <= 1.15)
 
 
+def test_dnn_batched_cifar_times_both_paths_of_the_one_trainer(tmp_path, capsys):
+    bench = _load("dnn_batched_cifar")
+    out = tmp_path / "b.json"
+    bench.main(["--R", "2", "--width", "0.0625", "--n-train", "64", "--batch-size", "32", "--repeats", "1", "--algos", "bc",
+                "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    rows = result["results"]
+    assert set(rows) == {"bc, one seed (tuning trials)", "bc, R seeds (fresh-seed runs)", "bc, R = 1 vs stam train"}
+    for key in ("bc, one seed (tuning trials)", "bc, R seeds (fresh-seed runs)"):
+        assert rows[key]["speedup"] == pytest.approx(rows[key]["sequential_s"] / rows[key]["batched_s"])
+    r1 = rows["bc, R = 1 vs stam train"]
+    assert r1["ratio"] == pytest.approx(r1["batched_R1_s"] / r1["stam_train_s"])
+
+
 def test_synthetic_speed_growth_fit_recovers_an_affine_cost(monkeypatch):
     """With times a + c * size, the fit returns (a, c), zero residual, and slopes that tend to 1."""
     bench = _load("synthetic_speed")

@@ -1,0 +1,110 @@
+"""The one trainer on CIFAR-shaped data (issue 21, point 7): R = 8 configurations of a narrow
+VGG-11 trained as one batched computation (:func:`stam.dnn.batched.train_batched`, the R networks
+as one :class:`stam.dnn.wide.WideNet`) against the same 8 trainings one after the other (the same
+code with R = 1); and the cost of R = 1 through the batched path against ``stam train``
+(:func:`stam.dnn.train.run`) on the same data, model, batch size and epochs (both evaluate the
+validation and test splits every epoch).
+
+The images are random ``uint8`` arrays of CIFAR-10's shape (3x32x32, 10 classes, crops and flips
+on): the time of a step does not depend on the pixels, and the benchmark needs no data set.
+Batched and sequential are measured in alternation, ``--repeats`` times; the best of each is kept.
+
+    python benchmarks/dnn_batched_cifar.py --threads 1 --out benchmarks/results/dnn_batched_cifar_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from unittest import mock
+
+import torch
+
+from stam.dnn import batched, data as data_mod, presets
+from stam.io import emit_json, provenance
+
+OVERRIDES = {"stam": {"gamma": 8.0, "lam": 0.5, "beta": 20.0}, "bc": {"lr": 0.05}}
+
+
+def fake_cifar(n_train: int, n_test: int, device) -> data_mod.ImageData:
+    g = torch.Generator().manual_seed(0)
+    img = lambda n: torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8).to(device)  # noqa: E731
+    lab = lambda n: torch.randint(0, 10, (n,), generator=g).to(device)  # noqa: E731
+    return data_mod.ImageData("cifar10", img(n_train), lab(n_train), img(n_test), lab(n_test), 10, augment=True)
+
+
+def configs(algo: str, R: int, epochs: int, seeds) -> list[batched.Config]:
+    """R configurations (step sizes spread over a decade), as a tuning batch or a map's."""
+    out = []
+    for r in range(R):
+        scale = 10 ** (r / max(R - 1, 1) - 0.5)
+        ov = {k: v * scale if k in ("gamma", "lr") else v for k, v in OVERRIDES[algo].items()}
+        out.append(batched.Config(presets.resolve(None, algo, "cifar10", ov, "auto", epochs), seeds[r]))
+    return out
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--R", type=int, default=8)
+    ap.add_argument("--width", type=float, default=0.125)
+    ap.add_argument("--model", default="vgg11")
+    ap.add_argument("--n-train", type=int, default=2048, help="training images per epoch (default 2048: 16 steps of 128)")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--algos", default="stam,bc")
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    data = data_mod.split_validation(fake_cifar(args.n_train + args.n_train // 9, 1000, device), 0.1, 0)
+    task = batched.Task(data, args.model, args.width)
+    ep, bs = args.epochs, args.batch_size
+    results = {}
+    for algo in args.algos.split(","):
+        for seeds_kind, seeds in (("one seed (tuning trials)", [0] * args.R), ("R seeds (fresh-seed runs)", list(range(args.R)))):
+            cfgs = configs(algo, args.R, ep, seeds)
+            run_b = lambda: batched.train_batched(cfgs, task, ep, bs, device=device, compile=False)  # noqa: E731
+            run_s = lambda: [batched.train_batched([c], task, ep, bs, device=device, compile=False) for c in cfgs]  # noqa: E731
+            batched.train_batched(cfgs[:2], task, 1, bs, device=device, compile=False)  # warm-up
+            tb, ts = [], []
+            for _ in range(args.repeats):
+                tb.append(timed(run_b))
+                ts.append(timed(run_s))
+            results[f"{algo}, {seeds_kind}"] = {"R": args.R, "batched_s": min(tb), "sequential_s": min(ts),
+                                                 "speedup": min(ts) / min(tb)}
+        # R = 1 through the batched path against stam train (same data through a patched loader)
+        from stam.dnn.train import TrainConfig, run
+
+        one = configs(algo, 1, ep, [0])
+        t_b, t_t = [], []
+        for k in range(args.repeats):
+            t_b.append(timed(lambda: batched.train_batched(one, task, ep, bs, evaluate_test=True, device=device, compile=False)))
+            with tempfile.TemporaryDirectory() as tmp, mock.patch.object(data_mod, "load", lambda *a, **kw: fake_cifar(
+                    args.n_train + args.n_train // 9, 1000, device)):
+                cfg = TrainConfig(model=args.model, width=args.width, dataset="cifar10", algo=algo, overrides=OVERRIDES[algo],
+                                  epochs=ep, batch_size=bs, schedule_scale="auto", val_fraction=0.1, out=f"{tmp}/r{k}",
+                                  echo=False, progress=False, device=args.device)
+                t_t.append(timed(lambda: run(cfg)))
+        results[f"{algo}, R = 1 vs stam train"] = {"batched_R1_s": min(t_b), "stam_train_s": min(t_t),
+                                                    "ratio": min(t_b) / min(t_t)}
+    emit_json({"kind": "benchmark", "name": "dnn_batched_cifar", "provenance": provenance(), "device": str(device),
+               "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+               "threads": args.threads, "model": args.model, "width": args.width, "batch_size": bs, "epochs": ep,
+               "n_train": len(data.train_x), "note": "random uint8 images of CIFAR-10's shape; times in seconds, best of "
+               f"{args.repeats}; stam train's time includes its checkpoint and log writes", "results": results}, args.out)
+
+
+if __name__ == "__main__":
+    main()
