@@ -108,6 +108,25 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
     return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
 
+def expected_best(scores: list, k: int) -> float:
+    """Expected best validation score of ``k`` trials drawn (with replacement) from the trials run
+    (Dodge et al. 2019, "Show your work", eq. (1)): with the ``n`` scores sorted,
+    ``sum_i v_(i) [(i/n)^k - ((i-1)/n)^k]``.  A trial without a finite score (diverged from the
+    first epoch) counts as 0."""
+    v = sorted(float(x) if x is not None and math.isfinite(x) else 0.0 for x in scores)
+    n = len(v)
+    if n == 0 or k < 1:
+        raise ValueError(f"expected_best needs at least one score and k >= 1, got {n} scores and k = {k}")
+    return sum(x * ((i / n) ** k - ((i - 1) / n) ** k) for i, x in enumerate(v, start=1))
+
+
+def tuning_curves(result: dict) -> dict[str, list[float]]:
+    """Each algorithm's expected best validation accuracy after 1, 2, ..., n trials
+    (:func:`expected_best` over its trials): the comparison at every budget, not only at the one run."""
+    return {a["label"]: [expected_best([t["score"] for t in a["trials"]], k) for k in range(1, len(a["trials"]) + 1)]
+            for a in result["algorithms"] if a["trials"]}
+
+
 def _paper_presets(algo: str, dataset: str = "digits") -> list[str]:
     """The paper's presets of ``algo`` (Table para; CIFAR-100's own variants only on CIFAR-100)."""
     mine = [n for n, e in presets.table()["presets"].items() if e["algo"] == algo]
@@ -298,4 +317,4 @@ def headline(result: dict) -> str:
 
 
 __all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
-           "summarise", "format_table", "describe", "result_stem"]
+           "summarise", "format_table", "describe", "result_stem", "expected_best", "tuning_curves"]

@@ -64,6 +64,9 @@ FIGURES = (
         "map", ("convergence-map",), "map", "stam.figures.convergence_map:draw",
         "stam.figures.convergence_map:caption", "map (convergence-map files of stam map)"),
     FigureKind(
+        "tuning-curves", ("tune",), "tuning", "stam.figures.tuning:draw", "stam.figures.tuning:caption",
+        "tuning-curves (tune files of stam tune: expected best validation accuracy against the number of trials)"),
+    FigureKind(
         "training", ("train-run",), "training", "stam.figures.training:draw_training",
         "Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
         "STAM presets share STAM's colour.",

@@ -243,3 +243,39 @@ def test_map_digits_rows(tmp_path):
     assert [(r["gamma"], r["lam"], r["beta"]) for r in rows] == [(0.01, 0.5, 20.0), (3.0, 0.5, 20.0)]
     for r in rows:
         assert r["seeds"] == 2 and r["diverged"] == 0 and 0 <= r["metric"] <= 1 and 0 <= r["sign_ever_changed"] <= 1
+
+
+# --------------------------------------------------------------------------- tuning curves
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(0, 100)), min_size=1, max_size=12))
+def test_expected_best_is_the_mean_at_one_trial_and_grows_to_the_best(scores):
+    """Dodge et al.'s expected maximum: k = 1 gives the mean, it never falls with k, never exceeds
+    the best trial and tends to it; a trial without a score counts as 0."""
+    v = [0.0 if s is None else s for s in scores]
+    curve = [tune.expected_best(scores, k) for k in range(1, 40)]
+    assert math.isclose(curve[0], sum(v) / len(v), rel_tol=1e-9, abs_tol=1e-9)
+    assert all(b >= a - 1e-9 for a, b in zip(curve, curve[1:]))
+    assert all(c <= max(v) + 1e-9 for c in curve)
+    assert max(v) - tune.expected_best(scores, 4000) <= 1e-3 * max(1.0, max(v))  # n <= 12: (1 - 1/n)^k vanishes
+
+
+def test_expected_best_by_hand_and_the_tuning_curves_figure(tmp_path):
+    assert math.isclose(tune.expected_best([10.0, 20.0], 2), 10 * 0.25 + 20 * 0.75)
+    with pytest.raises(ValueError):
+        tune.expected_best([], 1)
+    result = {"dataset": "digits", "model": "mlp", "width": 1.0, "params": {"trials": 3, "epochs": 2},
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": [{"score": s} for s in (50.0, 70.0, None)]},
+                             {"algo": "bc", "label": "BC", "trials": [{"score": s} for s in (80.0, 60.0, 90.0)]}]}
+    curves = tune.tuning_curves(result)
+    assert list(curves) == ["STAM", "BC"] and len(curves["BC"]) == 3 and curves["BC"][0] == pytest.approx(230 / 3)
+    from stam.figures import tuning
+
+    class R:
+        data = result
+
+    fig = tuning.draw({"tune": [R()]})
+    assert len(fig.axes[0].lines) == 2 and "Digits, MLP" in fig.axes[0].get_title()
+    assert "3 trials per algorithm" in tuning.caption({"tune": [R()]})
+    with pytest.raises(ValueError):
+        tuning.draw({"tune": []})

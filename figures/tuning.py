@@ -1,0 +1,46 @@
+"""The tuning curves of ``stam tune`` (Dodge et al. 2019, "Show your work"): each algorithm's
+expected best validation accuracy against the number of trials, by resampling its trials
+(:func:`stam.dnn.tune.tuning_curves`), so an equal-budget comparison is shown at every budget up
+to the one run, not at that one alone."""
+
+from __future__ import annotations
+
+from matplotlib.ticker import MaxNLocator
+
+from stam.dnn.tune import describe, tuning_curves
+from stam.figures.style import algo_color, canonical_algo, legend_below, new_figure
+
+#: line styles by position, so that algorithms sharing a colour stay apart
+_STYLES = ("-", "--", "-.", ":")
+
+
+def draw(results, nc=None):
+    """The figure kind ``tuning-curves`` (:mod:`stam.figures.kinds`): one panel per tune result."""
+    tuned = [r.data for r in results["tune"]]
+    if not tuned:
+        raise ValueError("no tune results to draw tuning curves from")
+    fig, axes = new_figure(len(tuned), 1, panel_size=(5.2, 3.6))
+    for ax, result in zip(axes[0], tuned):
+        labels = {a["label"]: a["algo"] for a in result["algorithms"]}
+        for i, (label, curve) in enumerate(tuning_curves(result).items()):
+            ks = range(1, len(curve) + 1)
+            ax.plot(ks, curve, _STYLES[i % len(_STYLES)], marker="o", ms=3, color=algo_color(canonical_algo(labels[label])),
+                    label=label)
+        ax.set_xlabel("trials (budget per algorithm)")
+        ax.set_ylabel("expected best validation accuracy (%)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(describe(result), fontsize=9)
+        ax.grid(alpha=0.3)
+        legend_below(ax, ncol=min(5, len(labels)))
+    return fig
+
+
+def caption(results) -> str:
+    """The caption of the figure kind ``tuning-curves``."""
+    return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
+            "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
+            "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
+                                                    f"{r.data['params']['epochs']} epochs." for r in results["tune"]))
+
+
+__all__ = ["draw", "caption"]
