@@ -216,7 +216,8 @@ def _md5(data: bytes) -> str:
 
 
 def _copy_names(layout: CifarLayout) -> str:
-    return "/".join(f"{layout.copy_stem}{x}" for x in imagefolder.ARCHIVE_SUFFIXES) + f" or the folder {layout.copy_stem}/"
+    first, *rest = imagefolder.ARCHIVE_SUFFIXES
+    return f"{layout.copy_stem}{first} (or {', '.join(rest)}) or the folder {layout.copy_stem}/"
 
 
 def _missing_message(name: str, layout: CifarLayout, data_dir: Path, why: str) -> str:

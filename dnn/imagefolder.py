@@ -517,9 +517,14 @@ def _start_worker(share: list, spec: tuple):
     try:
         proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env)
+    except (OSError, ValueError, TypeError):  # no interpreter to start
+        return None
+    try:
         with proc.stdin:
             pickle.dump((share, spec), proc.stdin, protocol=5)
-    except (OSError, ValueError):
+    except OSError:  # it died at once (a broken pipe)
+        proc.kill()
+        proc.communicate()
         return None
     return proc
 

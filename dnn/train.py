@@ -370,7 +370,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16,
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
-        "data_manifest_sha256": data.manifest, "data_source": data.source, "train_size": len(data.train_x), "test_size": len(data.test_x),
+        "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
         "val_size": len(data.val_x) if cfg.val_fraction else 0,
     }

@@ -354,8 +354,8 @@ def test_data_dir_rule_for_cifar100_and_the_expected_message(tmp_path, cache):
         D.load("cifar10", d)  # a CIFAR-100 copy is not CIFAR-10
     msg = str(e.value)
     assert "\n" not in msg
-    for part in ("cifar-10-python.tar.gz", "cifar-10-batches-py", "--download", "cifar10-jpeg.tar.gz", "cifar10-jpeg.zip",
-                 "cifar10-jpeg/", "32x32 RGB"):
+    for part in ("cifar-10-python.tar.gz", "cifar-10-batches-py", "--download", "cifar10-jpeg.tar.gz (or .tgz, .tar, .zip)",
+                 "the folder cifar10-jpeg/", "10 classes, 32x32 RGB"):
         assert part in msg
 
 
