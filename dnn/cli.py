@@ -57,7 +57,10 @@ def register(subparsers) -> None:
                    help="run epoch e with the preset's hyperparameters at paper epoch floor((e-1)/S)+1 (the run starts at paper epoch 1); 'auto' = epochs/1000")
     p.add_argument("--keep-float", type=_keep_float, default=(), metavar="first,last",
                    help="keep the first conv and/or last linear layer float (default: quantise every conv and linear weight)")
-    p.add_argument("--data-dir", default="data", help="folder with cifar-10-python.tar.gz etc. (default ./data)")
+    p.add_argument("--data-dir", default="data",
+                   help="folder with cifar-10-python.tar.gz (or its extracted folder), else an image copy cifar10-jpeg.tar.gz, "
+                   ".tgz, .tar, .zip or folder cifar10-jpeg/ (cifar100-jpeg for CIFAR-100); or such an image archive or "
+                   "folder itself (default ./data)")
     p.add_argument("--download", action="store_true", help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
     p.add_argument("--out", help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
     p.add_argument("--label", help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")

@@ -1,5 +1,16 @@
-"""Data sets for Section 3: CIFAR-10/100 from the official python-pickle archives, and
-scikit-learn's bundled digits (real, offline) through the same interface.
+"""Data sets for Section 3: CIFAR-10/100 from the official python-pickle archives or from an image
+collection (e.g. a JPEG copy of CIFAR-10, :mod:`stam.dnn.imagefolder`), and scikit-learn's bundled
+digits (real, offline) through the same interface.
+
+Where CIFAR comes from (:func:`load_cifar`, ``--data-dir DIR``): the official archive
+``cifar-10-python.tar.gz`` or its extracted folder in ``DIR`` wins; else, with ``download``, the
+official archive is fetched; else an image collection ``cifar10-jpeg.tar.gz`` / ``.tgz`` / ``.tar``
+/ ``.zip`` or folder ``cifar10-jpeg/`` in ``DIR`` (``cifar100-jpeg...`` for CIFAR-100), else ``DIR``
+itself when it holds ``train/`` and ``test/``.  ``DIR`` may also name an image archive directly (or
+the official archive).  An image collection must have exactly the data set's class folders (the
+official label names, whose sorted order is the label order 0..9 or 0..99) and 32x32 RGB images.
+Every data set records its provenance in :attr:`ImageData.source` (``kind``: ``official``,
+``jpeg-copy``, ``image-folder`` or ``scikit-learn``), which ``stam train`` writes into the run.
 
 Everything lives on the training device as ``uint8`` tensors ``(N, C, H, W)``; the random crop
 (4-pixel zero padding) and horizontal flip of the CIFAR training set run there, batched, drawing
@@ -33,6 +44,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from stam.dnn import imagefolder
 from stam.dnn.catalog import DATASET_NAMES  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
@@ -52,15 +64,40 @@ class CifarLayout:
     label_key: str
     num_classes: int
     title: str
+    classes: tuple[str, ...]  # the official meta's label names in label order (which is their sorted order)
+    copy_stem: str  # the name of an image collection of this data set in --data-dir (STEM.tar.gz, STEM/, ...)
 
+    @property
+    def expect(self) -> imagefolder.Expect:
+        """What an image collection of this data set must hold: these classes, 3x32x32 RGB images."""
+        return imagefolder.Expect(self.classes, (3, 32, 32), self.title)
+
+
+#: ``label_names`` of CIFAR-10's ``batches.meta`` (label 0..9)
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+#: ``fine_label_names`` of CIFAR-100's ``meta`` (label 0..99; alphabetical, as in the official file)
+CIFAR100_CLASSES = (
+    "apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle", "bottle",
+    "bowl", "boy", "bridge", "bus", "butterfly", "camel", "can", "castle", "caterpillar", "cattle",
+    "chair", "chimpanzee", "clock", "cloud", "cockroach", "couch", "crab", "crocodile", "cup", "dinosaur",
+    "dolphin", "elephant", "flatfish", "forest", "fox", "girl", "hamster", "house", "kangaroo", "keyboard",
+    "lamp", "lawn_mower", "leopard", "lion", "lizard", "lobster", "man", "maple_tree", "motorcycle", "mountain",
+    "mouse", "mushroom", "oak_tree", "orange", "orchid", "otter", "palm_tree", "pear", "pickup_truck", "pine_tree",
+    "plain", "plate", "poppy", "porcupine", "possum", "rabbit", "raccoon", "ray", "road", "rocket",
+    "rose", "sea", "seal", "shark", "shrew", "skunk", "skyscraper", "snail", "snake", "spider",
+    "squirrel", "streetcar", "sunflower", "sweet_pepper", "table", "tank", "telephone", "television", "tiger", "tractor",
+    "train", "trout", "tulip", "turtle", "wardrobe", "whale", "willow_tree", "wolf", "woman", "worm",
+)
 
 CIFAR_LAYOUTS = {
     "cifar10": CifarLayout(
         "cifar-10-python.tar.gz", "cifar-10-batches-py",
         tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta", "labels", 10, "CIFAR-10",
+        CIFAR10_CLASSES, "cifar10-jpeg",
     ),
     "cifar100": CifarLayout(
         "cifar-100-python.tar.gz", "cifar-100-python", ("train",), "test", "meta", "fine_labels", 100, "CIFAR-100",
+        CIFAR100_CLASSES, "cifar100-jpeg",
     ),
 }
 
@@ -123,7 +160,10 @@ def safe_unpickle(data: bytes) -> object:
 class ImageData:
     """A classification data set on one device: ``uint8`` images ``(N, C, H, W)``, ``int64``
     labels; per-channel mean and std of the training images (on the 0..1 scale) for
-    normalisation; ``augment`` says whether crop-and-flip applies (CIFAR yes, digits no)."""
+    normalisation; ``augment`` says whether crop-and-flip applies (CIFAR yes, digits no).
+    ``manifest``: the SHA-256 of every file read; ``source``: where the data came from (``kind``
+    official, jpeg-copy, image-folder or scikit-learn; ``file``; ``sha256`` and what it hashes;
+    ``note``), written by ``stam train`` into ``config.json`` and ``summary.json`` as ``data_source``."""
 
     name: str
     train_x: Tensor
@@ -137,6 +177,7 @@ class ImageData:
     manifest: dict = field(default_factory=dict)
     val_x: Tensor | None = None  # validation images carved out of the training set (split_validation)
     val_y: Tensor | None = None
+    source: dict = field(default_factory=dict)
 
     def __post_init__(self):
         x = self.train_x.float().div_(255)
@@ -174,11 +215,18 @@ def _md5(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
+def _copy_names(layout: CifarLayout) -> str:
+    first, *rest = imagefolder.ARCHIVE_SUFFIXES
+    return f"{layout.copy_stem}{first} (or {', '.join(rest)}) or the folder {layout.copy_stem}/"
+
+
 def _missing_message(name: str, layout: CifarLayout, data_dir: Path, why: str) -> str:
     members = ", ".join((*layout.train_files, layout.test_file, layout.meta_file))
     return (
         f"{layout.title} {why} in {data_dir}: expected {layout.archive} (MD5 {OFFICIAL_MD5[layout.archive]}) or the "
-        f"extracted folder {layout.folder}/ with {members}; get it from {SOURCE_URL}{layout.archive} or pass --download"
+        f"extracted folder {layout.folder}/ with {members}; get it from {SOURCE_URL}{layout.archive} or pass --download; "
+        f"or an image collection (train/CLASS/*.jpg|png, test/CLASS/*.jpg|png; {layout.num_classes} classes, 32x32 RGB) "
+        f"{_copy_names(layout)}, or --data-dir naming such an archive or folder"
     )
 
 
@@ -244,20 +292,72 @@ def _decode_split(blob: bytes, layout: CifarLayout, key: str) -> tuple[np.ndarra
     return x.reshape(-1, 3, 32, 32), y.astype(np.int64)
 
 
-def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
-    """CIFAR-10 or CIFAR-100 from ``data_dir`` (the official archive, or its extracted folder).
+def _is_file(path: Path, flag: str = "--data-dir") -> bool:
+    try:
+        return path.is_file()
+    except OSError as exc:  # a name too long, a loop of links
+        raise UsageError(f"{flag} {str(path)!r} is not a usable path ({exc.strerror or exc})") from None
+
+
+def _is_dir(path: Path, flag: str = "--data-dir") -> bool:
+    try:
+        return path.is_dir()
+    except OSError as exc:
+        raise UsageError(f"{flag} {str(path)!r} is not a usable path ({exc.strerror or exc})") from None
+
+
+def image_collection(name: str, data_dir: str | Path) -> Path | None:
+    """The image collection that :func:`load_cifar` reads for ``name`` from ``data_dir`` when no
+    official data is there (module docstring): ``data_dir`` itself if it is a file (an archive);
+    else ``STEM.tar.gz``, ``STEM.tgz``, ``STEM.tar``, ``STEM.zip`` or ``STEM/`` in it (the first
+    found); else ``data_dir`` if it holds ``train/`` and ``test/``; None if there is none."""
+    layout, data_dir = CIFAR_LAYOUTS[name], Path(data_dir)
+    if _is_file(data_dir):
+        return data_dir
+    if not _is_dir(data_dir):
+        return None
+    found = imagefolder.find(data_dir, layout.copy_stem)
+    if found is not None:
+        return found
+    return data_dir if imagefolder.is_collection_dir(data_dir) else None
+
+
+def load_image_folder(path: str | Path, name: str, expect: imagefolder.Expect = imagefolder.Expect(), device="cpu",
+                      cache_dir: str | Path | None = None, augment: bool = True) -> ImageData:
+    """The image collection at ``path`` (:func:`stam.dnn.imagefolder.read`: decoded once, then from
+    the cache) as the data set ``name``; ``expect`` its classes and image shape."""
+    c = imagefolder.read(path, expect, cache_dir)
+    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    source = c.source
+    return ImageData(name, t(c.train_x), t(c.train_y), t(c.test_x), t(c.test_y), len(c.classes), augment=augment,
+                     manifest={source["file"]: source["sha256"]}, source=source)
+
+
+def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="cpu", checksums: dict | None = None,
+               cache_dir: str | Path | None = None) -> ImageData:
+    """CIFAR-10 or CIFAR-100 from ``data_dir``: the official archive, or its extracted folder, or
+    else an image collection (module docstring; ``cache_dir``: where its decoded arrays are cached,
+    default ``$STAM_CACHE_DIR`` or ``~/.cache/stam``).
 
     ``checksums`` maps ``archive name`` and ``folder/member`` to MD5 hex digests; default
     :data:`OFFICIAL_MD5` (tests pass the checksums of the small fake archives they write)."""
     layout = CIFAR_LAYOUTS[name]
     checksums = OFFICIAL_MD5 if checksums is None else checksums
     data_dir = Path(data_dir)
+    if _is_file(data_dir):  # --data-dir names a file: the official archive, or an image archive
+        if data_dir.name != layout.archive:
+            return load_image_folder(data_dir, name, layout.expect, device, cache_dir)
+        data_dir = data_dir.parent
     archive, folder = data_dir / layout.archive, data_dir / layout.folder
-    if not archive.is_file() and not folder.is_dir():
+    if not _is_file(archive) and not _is_dir(folder):
+        copy = None if download else image_collection(name, data_dir)
+        if copy is not None:
+            return load_image_folder(copy, name, layout.expect, device, cache_dir)
         if not download:
             raise UsageError(_missing_message(name, layout, data_dir, "not found"))
         _download(SOURCE_URL + layout.archive, archive)
-    if archive.is_file():
+    used = "archive" if archive.is_file() else "folder"
+    if used == "archive":
         try:
             files = _read_archive(archive, layout, checksums, name)
         except UsageError:  # corrupt, partial or foreign: fetch it again, or use the extracted folder
@@ -265,12 +365,19 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
                 _download(SOURCE_URL + layout.archive, archive)
                 files = _read_archive(archive, layout, checksums, name)
             elif folder.is_dir():
-                files = _read_folder(folder, layout, checksums, name)
+                files, used = _read_folder(folder, layout, checksums, name), "folder"
             else:
                 raise
     else:
         files = _read_folder(folder, layout, checksums, name)
     manifest = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
+    if used == "archive":
+        where = {"file": layout.archive, "sha256": imagefolder.sha256_file(archive), "hash_of": "archive"}
+    else:  # the SHA-256 of the manifest's lines "member<TAB>sha256"
+        lines = "".join(f"{k}\t{v}\n" for k, v in manifest.items())
+        where = {"file": f"{layout.folder}/", "sha256": hashlib.sha256(lines.encode()).hexdigest(), "hash_of": "folder manifest"}
+    source = {"kind": "official", **where,
+              "note": f"the official {layout.title} python-pickle data ({SOURCE_URL}{layout.archive}), MD5-verified"}
     train = [_decode_split(files[f"{layout.folder}/{f}"], layout, f) for f in layout.train_files]
     test_x, test_y = _decode_split(files[f"{layout.folder}/{layout.test_file}"], layout, layout.test_file)
     train_x = np.concatenate([t[0] for t in train])
@@ -279,7 +386,7 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
         name,
         torch.from_numpy(train_x).to(device), torch.from_numpy(train_y).to(device),
         torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device),
-        layout.num_classes, augment=True, manifest=manifest,
+        layout.num_classes, augment=True, manifest=manifest, source=source,
     )
 
 
@@ -290,12 +397,20 @@ def load_digits(device="cpu") -> ImageData:
     Deterministic split: every fifth image (index % 5 == 0) is a test image (360), the rest train (1437)."""
     from sklearn.datasets import load_digits as sk_digits
 
+    import sklearn
+
     bunch = sk_digits()
     images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
     labels = bunch.target.astype(np.int64)
     test = np.arange(len(labels)) % 5 == 0
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
-    return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False)
+    h = hashlib.sha256(images.tobytes())
+    h.update(labels.tobytes())
+    source = {"kind": "scikit-learn", "file": "sklearn.datasets.load_digits", "sha256": h.hexdigest(),
+              "hash_of": "uint8 images and int64 labels",
+              "note": f"scikit-learn {sklearn.__version__}'s bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255)"}
+    return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False,
+                     source=source)
 
 
 def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
@@ -317,16 +432,19 @@ def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
         val[idx[torch.randperm(len(idx), generator=gen)[:k]]] = True
     val = val.to(data.train_x.device)
     return ImageData(data.name, data.train_x[~val], data.train_y[~val], data.test_x, data.test_y, data.num_classes,
-                     data.augment, manifest=data.manifest, val_x=data.train_x[val], val_y=data.train_y[val])
+                     data.augment, manifest=data.manifest, val_x=data.train_x[val], val_y=data.train_y[val], source=data.source)
 
 
-def load(name: str, data_dir: str | Path = "data", download: bool = False, device="cpu", checksums: dict | None = None) -> ImageData:
-    """The data set ``name`` (one of :data:`DATASET_NAMES`) on ``device``."""
+def load(name: str, data_dir: str | Path = "data", download: bool = False, device="cpu", checksums: dict | None = None,
+         cache_dir: str | Path | None = None) -> ImageData:
+    """The data set ``name`` (one of :data:`DATASET_NAMES`) on ``device``; CIFAR from ``data_dir``
+    as :func:`load_cifar` finds it (an image collection's decoded arrays cached in ``cache_dir``)."""
     if name == "digits":
         return load_digits(device)
     if name in CIFAR_LAYOUTS:
-        return load_cifar(name, data_dir, download, device, checksums)
+        return load_cifar(name, data_dir, download, device, checksums, cache_dir)
     raise UsageError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
 
 
-__all__ = ["ImageData", "load", "split_validation", "load_cifar", "load_digits", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]
+__all__ = ["ImageData", "load", "split_validation", "load_cifar", "load_digits", "load_image_folder", "image_collection",
+           "CIFAR10_CLASSES", "CIFAR100_CLASSES", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]

@@ -110,42 +110,77 @@ def completed(summary: dict) -> bool:
     return summary.get("status", "completed") == "completed"
 
 
+def jpeg_copy(summary: dict) -> bool:
+    """Whether the run trained on a JPEG copy of its data set (``data_source.kind`` jpeg-copy)."""
+    source = summary.get("data_source")
+    return isinstance(source, dict) and source.get("kind") == "jpeg-copy"
+
+
+JPEG_MARK = " (JPEG copy)"
+
+
+def _dataset_title(dataset: str, copies: set) -> str:
+    """The data set part of a title; ``copies`` the values of :func:`jpeg_copy` of its runs."""
+    title = DATASET_TITLES.get(dataset, dataset)
+    if copies == {True}:
+        name = catalog.DATASETS.get(dataset, dataset)
+        title = title.replace(name, name + JPEG_MARK[:-1] + ", not the official pixels)", 1)
+        note = "the paper's numbers are on the official images" if presets.paper_results().get(dataset) else ""
+    elif copies == {False, True}:
+        note = f"columns marked{JPEG_MARK} are runs on a JPEG copy, not the official pixels"
+    else:
+        return title
+    if not note:
+        return title
+    return title[:-1] + f"; {note})" if title.endswith(")") else f"{title} ({note})"
+
+
 def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: str = "selected") -> tuple[str, list[str], list[list[str]]]:
-    """(title, header, rows) for one data set; ``metric`` as in :func:`best_accuracy`."""
+    """(title, header, rows) for one data set; ``metric`` as in :func:`best_accuracy`.  Runs on a
+    JPEG copy of the data set (:func:`jpeg_copy`) are never pooled with runs on the official
+    images: the title says so when all runs are on a copy, and otherwise their columns are marked."""
     paper = presets.paper_results().get(dataset, {})
-    acc: dict[tuple[str, str], list[float]] = {}
-    secs: dict[tuple[str, str], list[float]] = {}
-    epochs: dict[tuple[str, str], set] = {}
+    acc: dict[tuple[str, tuple], list[float]] = {}
+    secs: dict[tuple[str, tuple], list[float]] = {}
+    epochs: dict[tuple[str, tuple], set] = {}
     for s in summaries:
         value = best_accuracy(s, metric)
         if s.get("dataset") != dataset or value is None or not completed(s):
             continue
-        key = ((s["model"], float(s.get("width", 1.0))), s.get("label") or s.get("preset") or s["algo"])
+        key = ((s["model"], float(s.get("width", 1.0))), (s.get("label") or s.get("preset") or s["algo"], jpeg_copy(s)))
         acc.setdefault(key, []).append(float(value))
         secs.setdefault(key, []).append(float(s["seconds"]) if s.get("seconds") is not None else float("nan"))
         epochs.setdefault(key, set()).add(s.get("epochs"))
-    labels = {c for _, c in acc}
+    copies = {c[1] for _, c in acc}
+    mixed = len(copies) > 1
+    labels = {c[0] for _, c in acc}
     base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
-    columns = base + sorted(labels - set(base))
+    names = base + sorted(labels - set(base))
+    present = {k[1] for k in acc}
+    if mixed:  # each label once on the official images (always the paper's columns), once on a copy where run
+        columns = [(c, j) for c in names for j in (False, True) if (c, j) in present or (not j and c in base)]
+    else:
+        columns = [(c, copies == {True}) for c in names]
     widths = {m: sorted({w for (mm, w), _ in acc if mm == m} | ({1.0} if m in paper else set()), reverse=True) for m in MODEL_NAMES}
     models = [(m, w) for m in MODEL_NAMES for w in widths[m]]  # the paper's width (1) first, then narrower networks
     rows = []
     for m, w in models:
         row = [DISPLAY_NAMES[m] + ("" if w == 1.0 else f" (width {w:g})")]
-        for c in columns:
-            key = ((m, w), c)
-            ref = paper.get(m, {}).get(c) if key in acc and w == 1.0 else None  # the paper's number only beside its width
+        for col in columns:
+            key = ((m, w), col)
+            ref = paper.get(m, {}).get(col[0]) if key in acc and w == 1.0 else None  # the paper's number only beside its width
             row.append(_cell(acc.get(key, []), ref, epochs=epochs.get(key)))
             if with_time:
                 row.append(_cell(secs[key], None, 1) if key in secs else "–")
         rows.append(row)
-    header = ["DNN"] + [h for c in columns for h in ((c, f"{c} time (s)") if with_time else (c,))]
+    head = [c + (JPEG_MARK if j and mixed else "") for c, j in columns]
+    header = ["DNN"] + [h for c in head for h in ((c, f"{c} time (s)") if with_time else (c,))]
+    where = _dataset_title(dataset, copies)
     if metric == "selected":
-        title = (f"Test accuracy (%) at the epoch selected on validation data, binary weights (Float: float weights) "
-                 f"— {DATASET_TITLES.get(dataset, dataset)}")
+        title = f"Test accuracy (%) at the epoch selected on validation data, binary weights (Float: float weights) — {where}"
     else:
         title = (f"Best test accuracy (%) over the epochs, the paper's metric (the epoch is selected on the test set), "
-                 f"binary weights (Float: float weights) — {DATASET_TITLES.get(dataset, dataset)}")
+                 f"binary weights (Float: float weights) — {where}")
     left_out = sum(1 for s in summaries if s.get("dataset") == dataset and not completed(s))
     if left_out:
         title += f" ({left_out} run(s) that did not complete left out)"
@@ -204,4 +239,4 @@ def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None
     return text + (f"\n% {note}\n" if latex else f"\n_{note}._\n")
 
 
-__all__ = ["Skipped", "markdown_cell", "METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]
+__all__ = ["Skipped", "jpeg_copy", "markdown_cell", "METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]

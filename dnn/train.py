@@ -77,6 +77,7 @@ class TrainConfig:
     label: str | None = None  # column name in ``stam table`` (default: the preset's, e.g. Our3; Our3* with overrides)
     val_fraction: float | None = 0.1  # validation share carved out of the training set; None: the paper's protocol (no validation)
     split_seed: int = 0  # seed of the validation split (independent of ``seed``)
+    cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
 
 
 # --------------------------------------------------------------------------- optimisers
@@ -351,10 +352,10 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
     if ctx.main:  # only the main process may download; the others read what it verified
-        data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums)
+        data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums, cfg.cache_dir)
     distributed.barrier(ctx)
-    if not ctx.main:
-        data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums)
+    if not ctx.main:  # an image collection: from the cache the main process wrote
+        data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums, cfg.cache_dir)
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
     torch.manual_seed(cfg.seed)
@@ -374,13 +375,25 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16,
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
-        "data_manifest_sha256": data.manifest, "train_size": len(data.train_x), "test_size": len(data.test_x),
+        "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
         "val_size": len(data.val_x) if cfg.val_fraction else 0,
     }
     return Setup(cfg, ctx, preset, epochs, batch_size, out, data, model, net, opt, SignFlips(opt, model),
                  torch.Generator().manual_seed(cfg.seed), torch.Generator(device=device).manual_seed(cfg.seed + 1),
                  lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16), memory_format, config)
+
+
+def _data_identity(source) -> tuple:
+    """What must not change across a ``--resume`` about the data: its kind, and the SHA-256 of an
+    image collection (the official data may be read from the archive or its extracted folder)."""
+    source = source if isinstance(source, dict) else {}
+    return source.get("kind"), None if source.get("kind") == "official" else source.get("sha256")
+
+
+def _data_text(identity: tuple) -> str:
+    kind, sha = identity
+    return f"{kind}" + (f" (SHA-256 {sha[:12]}...)" if isinstance(sha, str) else "")
 
 
 def _resume(s: Setup) -> Done:
@@ -392,9 +405,12 @@ def _resume(s: Setup) -> Done:
                                    RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"})  # BR's phase: the schedule's too
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
-    changed = [k for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
+    changed = [f"{k} was {old.get(k, IDENTITY_DEFAULTS.get(k))!r}, now {s.config[k]!r}" for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
+    was, now = _data_identity(old.get("data_source")), _data_identity(s.config["data_source"])
+    if was != now:
+        changed.append(f"the data was {_data_text(was)}, now {_data_text(now)}")
     if changed:
-        raise UsageError(f"--resume: {', '.join(f'{k} was {old.get(k)!r}, now {s.config[k]!r}' for k in changed)}; use the same settings (only --epochs may change)")
+        raise UsageError(f"--resume: {', '.join(changed)}; use the same settings (only --epochs may change)")
     for key, target in (("model", s.model), ("optimizer", s.opt)):  # checked above; what the loaders still refuse
         try:
             target.load_state_dict(ckpt[key])
@@ -571,6 +587,7 @@ def _summary(config, records, seconds_total, status) -> dict:
         "epochs": len(records), "epochs_planned": config["epochs"], "seconds": seconds_total,
         "batch_size": config["batch_size"], "schedule_scale": config["schedule_scale"], "overrides": config["overrides"],
         "keep_float": config["keep_float"], "device": config["device"], "world_size": config["world_size"], "params": config["params"],
+        "data_source": config.get("data_source"),
     }
 
 

@@ -70,7 +70,8 @@ class Result:
             s = d.get("summary") or {}
             from stam.figures.style import run_label
 
-            return f"{s.get('model', '?')} on {s.get('dataset', '?')}, {run_label(s.get('algo', '?'), s.get('preset'), s.get('label'))}"
+            copy = " (JPEG copy)" if (s.get("data_source") or {}).get("kind") == "jpeg-copy" else ""
+            return f"{s.get('model', '?')} on {s.get('dataset', '?')}{copy}, {run_label(s.get('algo', '?'), s.get('preset'), s.get('label'))}"
         return f"{self.kind}: {self.path.name}"
 
 
@@ -174,7 +175,11 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": STR, "model_name": STR_OR_NULL,
             "best_test_acc_float": NUM_OR_NULL, "best_epoch_binary": INT_OR_NULL, "best_epoch_float": INT_OR_NULL,
             "final_test_acc_binary": NUM_OR_NULL, "final_test_acc_float": NUM_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": INT_OR_NULL, "selected_val_acc_binary": NUM_OR_NULL, "selected_val_acc_float": NUM_OR_NULL,
-            "selected_test_acc_binary": NUM_OR_NULL, "selected_test_acc_float": NUM_OR_NULL, "width": NUM}
+            "selected_test_acc_binary": NUM_OR_NULL, "selected_test_acc_float": NUM_OR_NULL, "data_source": DICT_OR_NULL, "width": NUM}
+#: where a run's data came from (stam.dnn.data.ImageData.source): kind official, jpeg-copy, image-folder, scikit-learn
+DATA_SOURCE = Schema(required={"kind": STR},
+                     optional={"file": STR_OR_NULL, "sha256": STR_OR_NULL, "hash_of": STR_OR_NULL, "note": STR_OR_NULL,
+                               "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL})
 
 SCHEMAS = {
     "synthetic-rates": Schema(
@@ -217,10 +222,10 @@ SCHEMAS = {
                              "provenance": DICT_OR_NULL},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    inner={"params": Schema(required={"trials": INT, "seeds": INT, "epochs": INT, "batch_size": INT}),
-                          "provenance": PROVENANCE}),
+                          "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
     # the three files of a `stam train --out DIR` folder
-    "summary.json": Schema(required={"model": STR}, optional=RUN_KEYS, inner={"provenance": PROVENANCE}),
-    "config.json": Schema(optional=dict(RUN_KEYS, epochs=INT), inner={"provenance": PROVENANCE}),
+    "summary.json": Schema(required={"model": STR}, optional=RUN_KEYS, inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+    "config.json": Schema(optional=dict(RUN_KEYS, epochs=INT), inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
     "log.jsonl": Schema(optional={"epoch": INT, "paper_epoch": NUM_OR_NULL, "train_loss": NUM_OR_NULL,
                                   "train_acc": NUM_OR_NULL, "test_acc_binary": NUM_OR_NULL,
                                   "test_acc_float": NUM_OR_NULL, "hyper": DICT_OR_NULL, "proxy_grad": NUM_OR_NULL,
@@ -345,7 +350,7 @@ def load_run(path: Path) -> Result:
                          "config.json and summary.json)")
     summary = data["summary"]
     config = data["config"]
-    for key in ("model", "dataset", "algo", "preset", "label"):  # a run still in progress has no summary yet
+    for key in ("model", "dataset", "algo", "preset", "label", "data_source"):  # a run still in progress has no summary yet
         if key not in summary and key in config:
             summary[key] = config[key]
     return Result("train-run", data, path, files)

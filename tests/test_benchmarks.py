@@ -100,3 +100,17 @@ def test_user_problem_bench_compares_the_composed_and_hand_written_binary(tmp_pa
     assert it["ratio_median"] == pytest.approx(it["median_seconds"]["composed"] / it["median_seconds"]["hand"])
     assert it["ratio_median_eager"] == pytest.approx(it["median_seconds"]["composed_eager"] / it["median_seconds"]["hand"])
     assert it["meets_target"] == (it["ratio_median"] <= 2.0)
+
+
+def test_imagefolder_load_bench_times_a_first_and_cached_loads(tmp_path, capsys):
+    from test_imagefolder import small
+
+    archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=1, n_test=1)
+    bench = _load("imagefolder_load")
+    out = tmp_path / "load.json"
+    bench.main(["--archive", str(archive), "--repeats", "2", "--serial", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    assert result["images"] == {"train": 10, "test": 10, "shape": [3, 32, 32]} and result["source"]["kind"] == "jpeg-copy"
+    assert len(result["cached_load_s"]["all"]) == 2 and result["first_load_s"] > 0 and result["first_load_serial_s"] > 0
+    assert result["meets_standard"] == (max(result["cached_load_s"]["all"]) < 1.0)
