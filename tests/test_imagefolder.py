@@ -650,3 +650,33 @@ def test_random_member_names_in_an_archive_are_refused_or_read_never_extracted(t
         assert ".." not in name.split("/")
     assert sorted(p.name for p in tmp.parent.iterdir()) == before
     assert sorted(p.name for p in tmp.iterdir()) in (["c" + SUFFIX[kind]], ["c" + SUFFIX[kind], "cache"])
+
+
+def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, capsys):
+    """stam tune and stam map take any data set and model: a VGG-11 at width 1/16 on a small
+    CIFAR-10 JPEG copy; the results record the data set, model, width and the copy they read,
+    and the table, headline and map say so."""
+    from stam.dnn import tune
+
+    path, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
+    common = ["--dataset", "cifar10", "--data-dir", str(path), "--model", "vgg11", "--width", "0.0625", "--epochs", "1",
+              "--batch-size", "8", "--no-progress"]
+    out = tmp_path / "t"
+    assert _rc(["tune", *common, "--algos", "stam,bc", "--trials", "1", "--seeds", "2", "--no-paper", "--out", str(out)]) == 0, \
+        capsys.readouterr().err
+    printed = capsys.readouterr().out
+    result = json.loads((out / "tune-cifar10.json").read_text())
+    assert (result["dataset"], result["model"], result["width"]) == ("cifar10", "vgg11", 0.0625)
+    assert result["data_source"]["kind"] == "jpeg-copy" and result["data_source"]["sha256"] == I.sha256_file(path)
+    assert printed.startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625 (1 epochs, batch 8)")
+    assert tune.headline(result).startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625, equal budget")
+    assert "tune-cifar10.json" in printed and (out / "tune-cifar10.md").is_file()
+    for a in result["algorithms"]:
+        assert a["final"]["n"] == 2 and len(a["trials"]) == 1
+    m = tmp_path / "m"
+    assert _rc(["map", *common, "--gammas", "0.1,10", "--lams", "1", "--betas", "20", "--seeds", "1", "--out", str(m)]) == 0, \
+        capsys.readouterr().err
+    data = json.loads((m / "map-cifar10.json").read_text())
+    assert data["source"] == "cifar10" and data["problem"] == "cifar10-vgg11-w0.0625" and len(data["rows"]) == 2
+    assert data["params"]["width"] == 0.0625 and (m / "map-cifar10.png").is_file()
+    assert all(r["metric"] is None or 0 <= r["metric"] <= 1 for r in data["rows"])
