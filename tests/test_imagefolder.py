@@ -25,6 +25,7 @@ from stam.cli import main
 from stam.dnn import data as D
 from stam.dnn import imagefolder as I
 from stam.errors import UsageError
+from test_dnn_data import cifar_server  # noqa: F401  (a fixture: a local server of a fake official archive)
 
 REAL = Path(__file__).resolve().parents[2] / "shared/data/cifar10-jpeg.tar.gz"
 C10 = D.CIFAR10_CLASSES
@@ -359,6 +360,14 @@ def test_data_dir_rule_for_cifar100_and_the_expected_message(tmp_path, cache):
         assert part in msg
 
 
+def test_download_fetches_the_official_archive_rather_than_read_a_copy(cifar_server, cache):
+    data_dir, sums, requests = cifar_server
+    small(data_dir, "zip")
+    assert D.load("cifar10", data_dir, checksums=sums).source["kind"] == "image-folder" and requests == []
+    d = D.load("cifar10", data_dir, download=True, checksums=sums)
+    assert d.source["kind"] == "official" and requests == ["/cifar-10-python.tar.gz"]
+
+
 def test_a_copy_with_other_classes_is_refused_for_cifar(tmp_path, cache):
     members, _ = collection(classes=("cat", "dog"))
     path = write(tmp_path / "two.tar.gz", members, "tar.gz")
@@ -412,6 +421,21 @@ def test_table_keeps_runs_on_a_copy_apart_from_runs_on_the_official_images():
     assert row[header.index("BC")].startswith("80.00") and row[header.index("BC (JPEG copy)")].startswith("70.00")
     title, header, _ = build([run("BC", "official", 80.0)], "cifar10")
     assert "JPEG" not in title and not any("JPEG" in h for h in header)
+
+
+@pytest.mark.parametrize("bad, field", [("x", "data_source"), ({"file": "a"}, "data_source.kind"),
+                                         ({"kind": 1}, "data_source.kind"), ({"kind": "jpeg-copy", "formats": "JPEG"}, "data_source.formats")])
+def test_result_schemas_check_the_data_source(tmp_path, bad, field):
+    from stam.figures.results import SCHEMAS, validate
+
+    good = {"kind": "jpeg-copy", "sha256": "0" * 64, "hash_of": "archive", "file": "c.tar.gz", "formats": ["JPEG"],
+            "note": "JPEG copy", "jpeg_quality": 75, "chroma_subsampling": "4:2:0"}
+    for name in ("summary.json", "config.json"):
+        validate({"model": "cnn", "data_source": good}, SCHEMAS[name], tmp_path / name)
+        validate({"model": "cnn", "data_source": None}, SCHEMAS[name], tmp_path / name)
+        with pytest.raises(UsageError, match=f"field {field} ") as e:
+            validate({"model": "cnn", "data_source": bad}, SCHEMAS[name], tmp_path / name)
+        assert "\n" not in str(e.value)
 
 
 def test_digits_and_official_sources(tmp_path):
