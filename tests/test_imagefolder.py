@@ -458,6 +458,26 @@ def test_resume_refuses_other_data(tmp_path, cache):
         T.run(replace(cfg, data_dir=str(other), epochs=2, resume=True))
 
 
+def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
+    import torch
+
+    from stam.dnn import checkpoint
+    from stam.dnn import train as T
+
+    cfg = T.TrainConfig(model="mlp", dataset="digits", algo="bc", epochs=1, batch_size=256, out=str(tmp_path / "run"),
+                        progress=False, echo=False)
+    T.run(cfg)
+    path = tmp_path / "run" / "checkpoint.pt"
+    ckpt = torch.load(path, weights_only=True)
+    del ckpt["config"]["data_source"]  # as a checkpoint written before data_source existed
+    torch.save(checkpoint.seal({k: ckpt[k] for k in checkpoint.HASHED}), path)
+    from dataclasses import replace
+
+    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+    assert summary["epochs"] == 2 and summary["data_source"]["kind"] == "scikit-learn"
+    assert torch.load(path, weights_only=True)["config"]["data_source"]["kind"] == "scikit-learn"
+
+
 # --------------------------------------------------------------------------- hostile and broken input
 
 def _tar_info(name, type_=tarfile.REGTYPE, size=0, linkname=""):
