@@ -179,12 +179,14 @@ class Expected(NamedTuple):
     this run by the writer's own function before any training (model, optimiser, RNG and
     sign-flip state, config); the shapes of the optimiser's parameters in its order; the keys of a
     log record; the parameter-group keys the schedule sets every epoch (any finite number is
-    accepted there, every other group key must equal this run's)."""
+    accepted there, every other group key must equal this run's); the config keys that a checkpoint
+    written before they existed may lack (``data_source``)."""
 
     payload: dict
     param_shapes: list
     record_keys: tuple
     schedule_keys: frozenset
+    newer_config: frozenset = frozenset()
 
 
 def read(path: Path, expected: Expected, flag: str = "--resume") -> dict:
@@ -281,17 +283,17 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _check_config(config, like: dict, path, flag) -> None:
+def _check_config(config, like: dict, path, flag, newer: frozenset = frozenset()) -> None:
     if not isinstance(config, dict):
         _fail(path, "config", f"must be a dict of the run's settings, not {_kind(config)}", flag)
-    missing, extra = [k for k in like if k not in config], [k for k in config if k not in like]
+    missing, extra = [k for k in like if k not in config and k not in newer], [k for k in config if k not in like]
     if missing or extra:
         what = "; ".join(s for s in (missing and "missing " + ", ".join(map(str, missing[:6])),
                                      extra and "unexpected " + ", ".join(map(str, extra[:6]))) if s)
         _fail(path, "config", f"does not hold the settings of a stam train run ({what})", flag)
     _json_like(config, path, "config", flag)
     for k, v in like.items():
-        if not _same_kind(config[k], v):
+        if k in config and not _same_kind(config[k], v):
             _fail(path, f"config.{k}", f"must be {_kind(v)}, not {_kind(config[k])}", flag)
     try:
         device = torch.device(config["device"])
@@ -406,7 +408,7 @@ def validate(ckpt: dict, expected: Expected, path: Path, flag: str = "--resume")
         _fail(path, missing[0], "is missing (not a checkpoint stam train wrote, or damaged)", flag)
     if extra:
         _fail(path, str(extra[0]), "is not a field of a stam train checkpoint", flag)
-    _check_config(ckpt["config"], template["config"], path, flag)
+    _check_config(ckpt["config"], template["config"], path, flag, expected.newer_config)
     epoch = ckpt["epoch"]
     if not _int(epoch) or epoch < 0:
         _fail(path, "epoch", f"must be a non-negative integer, not {_show(epoch)}" + ("" if _int(epoch) else f" ({_kind(epoch)})"), flag)

@@ -402,12 +402,13 @@ def _resume(s: Setup) -> Done:
     run's settings are the same (only ``epochs`` may change)."""
     path = s.out / "checkpoint.pt"
     expected = checkpoint.Expected(_payload(s, Done(), 0), [p.shape for g in s.opt.param_groups for p in g["params"]],
-                                   RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"})  # BR's phase: the schedule's too
+                                   RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"},  # BR's phase: the schedule's too
+                                   newer_config=frozenset({"data_source"}))  # absent from checkpoints written before it
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
     changed = [f"{k} was {old.get(k, IDENTITY_DEFAULTS.get(k))!r}, now {s.config[k]!r}" for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
     was, now = _data_identity(old.get("data_source")), _data_identity(s.config["data_source"])
-    if was != now:
+    if "data_source" in old and was != now:  # a checkpoint from before data_source: not known, not refused
         changed.append(f"the data was {_data_text(was)}, now {_data_text(now)}")
     if changed:
         raise UsageError(f"--resume: {', '.join(changed)}; use the same settings (only --epochs may change)")

@@ -25,6 +25,7 @@ from stam.cli import main
 from stam.dnn import data as D
 from stam.dnn import imagefolder as I
 from stam.errors import UsageError
+from test_dnn_data import cifar_server  # noqa: F401  (a fixture: a local server of a fake official archive)
 
 REAL = Path(__file__).resolve().parents[2] / "shared/data/cifar10-jpeg.tar.gz"
 C10 = D.CIFAR10_CLASSES
@@ -359,6 +360,14 @@ def test_data_dir_rule_for_cifar100_and_the_expected_message(tmp_path, cache):
         assert part in msg
 
 
+def test_download_fetches_the_official_archive_rather_than_read_a_copy(cifar_server, cache):
+    data_dir, sums, requests = cifar_server
+    small(data_dir, "zip")
+    assert D.load("cifar10", data_dir, checksums=sums).source["kind"] == "image-folder" and requests == []
+    d = D.load("cifar10", data_dir, download=True, checksums=sums)
+    assert d.source["kind"] == "official" and requests == ["/cifar-10-python.tar.gz"]
+
+
 def test_a_copy_with_other_classes_is_refused_for_cifar(tmp_path, cache):
     members, _ = collection(classes=("cat", "dog"))
     path = write(tmp_path / "two.tar.gz", members, "tar.gz")
@@ -414,6 +423,21 @@ def test_table_keeps_runs_on_a_copy_apart_from_runs_on_the_official_images():
     assert "JPEG" not in title and not any("JPEG" in h for h in header)
 
 
+@pytest.mark.parametrize("bad, field", [("x", "data_source"), ({"file": "a"}, "data_source.kind"),
+                                         ({"kind": 1}, "data_source.kind"), ({"kind": "jpeg-copy", "formats": "JPEG"}, "data_source.formats")])
+def test_result_schemas_check_the_data_source(tmp_path, bad, field):
+    from stam.figures.results import SCHEMAS, validate
+
+    good = {"kind": "jpeg-copy", "sha256": "0" * 64, "hash_of": "archive", "file": "c.tar.gz", "formats": ["JPEG"],
+            "note": "JPEG copy", "jpeg_quality": 75, "chroma_subsampling": "4:2:0"}
+    for name in ("summary.json", "config.json"):
+        validate({"model": "cnn", "data_source": good}, SCHEMAS[name], tmp_path / name)
+        validate({"model": "cnn", "data_source": None}, SCHEMAS[name], tmp_path / name)
+        with pytest.raises(UsageError, match=f"field {field} ") as e:
+            validate({"model": "cnn", "data_source": bad}, SCHEMAS[name], tmp_path / name)
+        assert "\n" not in str(e.value)
+
+
 def test_digits_and_official_sources(tmp_path):
     d = D.load_digits()
     assert d.source["kind"] == "scikit-learn" and len(d.source["sha256"]) == 64
@@ -432,6 +456,26 @@ def test_resume_refuses_other_data(tmp_path, cache):
 
     with pytest.raises(UsageError, match=r"the data was image-folder \(SHA-256 [0-9a-f]{12}\.\.\.\), now image-folder"):
         T.run(replace(cfg, data_dir=str(other), epochs=2, resume=True))
+
+
+def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
+    import torch
+
+    from stam.dnn import checkpoint
+    from stam.dnn import train as T
+
+    cfg = T.TrainConfig(model="mlp", dataset="digits", algo="bc", epochs=1, batch_size=256, out=str(tmp_path / "run"),
+                        progress=False, echo=False)
+    T.run(cfg)
+    path = tmp_path / "run" / "checkpoint.pt"
+    ckpt = torch.load(path, weights_only=True)
+    del ckpt["config"]["data_source"]  # as a checkpoint written before data_source existed
+    torch.save(checkpoint.seal({k: ckpt[k] for k in checkpoint.HASHED}), path)
+    from dataclasses import replace
+
+    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+    assert summary["epochs"] == 2 and summary["data_source"]["kind"] == "scikit-learn"
+    assert torch.load(path, weights_only=True)["config"]["data_source"]["kind"] == "scikit-learn"
 
 
 # --------------------------------------------------------------------------- hostile and broken input
