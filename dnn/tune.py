@@ -219,7 +219,7 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
             paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
     result = {
         "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
-        "data_source": _data_source(task),
+        "data_source": data_source(task),
         "params": {"algos": list(algos), "trials": trials, "seeds": seeds, "tune_seed": tune_seed, "final_seeds": fresh, **base},
         "protocol": ("equal budget: the same number of scrambled-Sobol trials per algorithm over its declared search space; "
                      "trials chosen on validation accuracy (binary weights; float weights for Float); the chosen configuration "
@@ -231,7 +231,7 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
     return result
 
 
-def _data_source(task: dict) -> dict | None:
+def data_source(task: dict) -> dict | None:
     """Which copy of the data set the jobs read (kind, SHA-256, ...), as the loader reports it."""
     from stam.dnn import data as data_mod
 
@@ -317,4 +317,4 @@ def headline(result: dict) -> str:
 
 
 __all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
-           "summarise", "format_table", "describe", "result_stem", "expected_best", "tuning_curves"]
+           "summarise", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]

@@ -171,7 +171,7 @@ def plot_map(maps: list[dict], nc=None):
                           else "\u03bb (the problem's lam)")
             what = "stationarity" if key == "metric" and data["source"] == "synthetic" else (
                 "accuracy" if key == "metric" else "sign changes")
-            ax.set_title(f"{_safe(data['problem'])} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
+            ax.set_title(f"{_safe(problem_name(data))} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
             ax.grid(True, which="major", alpha=0.25)
             if col == 0 and row == 0:
                 ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
@@ -248,7 +248,7 @@ def map_caption(data: dict) -> str:
               else "Colour: validation accuracy with binary weights"
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
-    head = (f"Convergence map, {data['source']} {data['problem']} ({budget}, {'/'.join(map(str, seeds))} seeds; "
+    head = (f"Convergence map, {data['source']} {problem_name(data)} ({budget}, {'/'.join(map(str, seeds))} seeds; "
             f"{data.get('beta_rule_text') or data['beta_rule']['kind']}). Of {s['all']['cells']} (\u03b3, \u03bb, \u03b2) "
             f"cells, {s['all']['good']} {_verb(data)} and {s['all']['diverged']} have diverged seeds. ")
     if not CM.is_quadratic(data):
@@ -293,10 +293,10 @@ def summary_line(data: dict) -> str:
     word = _word(data)
     good_admissible = sum(_good(data, r) for r in data["rows"] if r["admissible"])
     if not CM.is_quadratic(data):  # the curve gamma*lambda = 1/sqrt(5) belongs to H = (lambda/2)||x - y||^2
-        return (f"map {data['problem']}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
+        return (f"map {problem_name(data)}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
                 f"diverged seeds, {s['all']['admissible']} satisfy Theorem conv at its H's constants "
                 f"({good_admissible} of those {word})")
-    return (f"map {data['problem']}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
+    return (f"map {problem_name(data)}: {s['all']['cells']} cells, {s['all']['good']} {word}, {s['all']['diverged']} with "
             f"diverged seeds ({s['below']['diverged']} of them below gamma*lambda = 1/sqrt(5)), median {data['metric']} "
             f"{_num(data, s['below']['median'])} below that curve and {_num(data, s['above']['median'])} above, "
             f"{s['all']['admissible']} satisfy Theorem conv ({good_admissible} of those {word})")
@@ -346,6 +346,13 @@ def _values(args, name: str, default) -> list[float]:
     return log_grid(*default)
 
 
+def problem_name(data: dict) -> str:
+    """The map's problem as every caption, title and summary names it: ``cifar10-vgg11-w0.125 (JPEG
+    copy)`` where the network was trained on a JPEG copy of the data set."""
+    jpeg = (data.get("data_source") or {}).get("kind") == "jpeg-copy"
+    return f"{data['problem']}{' (JPEG copy)' if jpeg else ''}"
+
+
 def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: int = 0, progress: bool = True,
                store=None, scheduler: str | None = None, workers: int = 1, batch_size: int = 32, task: dict | None = None,
                chunk: int = 64) -> dict:
@@ -363,7 +370,10 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
         r["admissible"] = ok
     rule, rule_text = CM.fixed_beta_rule(betas)
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
+    from stam.dnn.tune import data_source
+
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
+            "data_source": data_source(task),
             "metric": "val_acc_binary",
             "metric_label": "validation accuracy with binary weights (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},

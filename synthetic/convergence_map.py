@@ -156,6 +156,9 @@ def validate_map(obj, path="map") -> dict:
     for key in ("budget", "params"):
         if not isinstance(obj.get(key), dict):
             raise _bad(path, key, "expected an object")
+    src = obj.get("data_source")
+    if src is not None and not (isinstance(src, dict) and isinstance(src.get("kind"), str)):
+        raise _bad(path, "data_source", "expected null or an object with a string 'kind' (official, jpeg-copy, ...)")
     if "beta_rule_text" in obj and not isinstance(obj["beta_rule_text"], str):
         raise _bad(path, "beta_rule_text", "expected a string")
     rows = obj.get("rows")

@@ -720,7 +720,9 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     m = tmp_path / "m"
     assert _rc(["map", *common, "--gammas", "0.1,10", "--lams", "1", "--betas", "20", "--seeds", "1", "--out", str(m)]) == 0, \
         capsys.readouterr().err
+    assert "map cifar10-vgg11-w0.0625 (JPEG copy):" in capsys.readouterr().out
     data = json.loads((m / "map-cifar10.json").read_text())
+    assert data["data_source"]["kind"] == "jpeg-copy"
     assert data["source"] == "cifar10" and data["problem"] == "cifar10-vgg11-w0.0625" and len(data["rows"]) == 2
     assert data["params"]["width"] == 0.0625 and (m / "map-cifar10.png").is_file()
     assert all(r["metric"] is None or 0 <= r["metric"] <= 1 for r in data["rows"])
