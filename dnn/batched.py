@@ -52,7 +52,6 @@ from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.optim_common import COMPILE_OPTIONS, BatchedRule
 from stam.dnn.wide import WideNet, stack_runs, widen
-from stam.quantize import signs
 
 
 @dataclass
@@ -188,18 +187,6 @@ def _update_fn(name: str, compile: bool):
     return _COMPILED_UPDATE[name]
 
 
-# --------------------------------------------------------------------------- sign flips
-
-def _signs(ws: list[Tensor]) -> list[Tensor]:
-    return [signs(w) for w in ws]
-
-
-def _fraction(masks: list[Tensor]) -> Tensor:
-    """Per-run fraction of True over all layers: ``(R,)``."""
-    num = sum(m.flatten(1).sum(dim=1, dtype=torch.float64) for m in masks)
-    return num / sum(m[0].numel() for m in masks)
-
-
 # --------------------------------------------------------------------------- the driver
 
 @dataclass
@@ -271,9 +258,7 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     steps = ep.steps_per_epoch(n_train, batch_size)
     step_fn = _update_fn(algo, compile_pays(R, epochs * steps) if compile == "auto" else bool(compile))
     weights = lambda view: {**dict(zip(net.quantised, [view(s) for s in state])), **dict(zip(net.floats, floats))}  # noqa: E731
-    init_signs = _signs([alg.binary_weights(s) for s in state])
-    ever = [torch.zeros_like(m) for m in init_signs]
-    prev_signs = init_signs
+    flips = ep.SignFlips([alg.binary_weights(s) for s in state])
     alive = torch.ones(R, dtype=torch.bool, device=device)
     diverged: list[int | None] = [None] * R
     logs: list[list[dict]] = [[] for _ in range(R)]
@@ -306,17 +291,13 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
             finite = torch.ones(R, dtype=torch.bool, device=device)
             for t in [alg.forward_weights(s) for s in state] + floats + fmom:
                 finite &= torch.isfinite(t.flatten(1)).all(dim=1)
-            bw = [alg.binary_weights(s) for s in state]
-            now = _signs(bw)
-            since = [a != b for a, b in zip(now, init_signs)]
-            ever = [e | s for e, s in zip(ever, since)]
-            rec = {"epoch": epoch, "train_loss": train_loss, "sign_epoch": _fraction([a != b for a, b in zip(now, prev_signs)]),
-                   "sign_since_init": _fraction(since), "sign_ever": _fraction(ever)}
+            flipped = flips.update([alg.binary_weights(s) for s in state])
+            rec = {"epoch": epoch, "train_loss": train_loss, "sign_epoch": flipped["epoch"],
+                   "sign_since_init": flipped["since_init"], "sign_ever": flipped["ever"]}
             splits = ("val",) * (data.val_x is not None) + ("test",) * evaluate_test
             for split in splits:
                 rec[f"{split}_acc_binary"] = accuracy(net, weights(alg.binary_weights), data, split)
                 rec[f"{split}_acc_float"] = accuracy(net, weights(alg.float_weights), data, split)
-            prev_signs = now
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         finite = finite.tolist()
         for r in range(R):

@@ -1,6 +1,7 @@
 """What an epoch is, written once for ``stam train`` (:mod:`stam.dnn.train`) and the batched
 trainer of tuning and maps (:mod:`stam.dnn.batched`): how many steps an epoch has, which epoch a
-run is judged by, and when a run has diverged.  Imports no torch.
+run is judged by, when a run has diverged, and how the signs of its binary weights moved
+(:class:`SignFlips`).  Imports no torch at module level.
 """
 
 from __future__ import annotations
@@ -33,4 +34,49 @@ def diverged(loss: float, weights_finite: bool) -> str | None:
     return None
 
 
-__all__ = ["steps_per_epoch", "select_epoch", "diverged"]
+class SignFlips:
+    """The sign-flip diagnostic of binary weights (in Q) for R runs at once, once per epoch: per
+    run, the fraction of weights whose sign differs from the previous epoch's end (``epoch``), from
+    the start of training (``since_init``), and that differed from the start at some epoch end
+    (``ever``), over all layers and per layer, with each layer's scale ``s = mean |w|`` (eq.
+    (0412)).  ``weights`` are the layers' binary weights, ``(R, ...)`` tensors; signs as in
+    :mod:`stam.quantize` (sign(0) = +1).  Its state (start signs, last signs, the ``ever`` masks)
+    is :meth:`state_dict`, so a resumed run continues it exactly."""
+
+    def __init__(self, weights: list):
+        from stam.quantize import signs
+
+        self._signs = signs
+        self.init = [signs(w) for w in weights]
+        self.prev = list(self.init)
+        self.ever = [m & False for m in self.init]
+
+    @staticmethod
+    def _fraction(masks: list):
+        """Per-run fraction of True over ``masks`` (float64, shape ``(R,)``)."""
+        import torch
+
+        num = sum(m.flatten(1).sum(dim=1, dtype=torch.float64) for m in masks)
+        return num / sum(m[0].numel() for m in masks)
+
+    def update(self, weights: list) -> dict:
+        """Call with the binary weights at an epoch's end; returns ``{"epoch", "since_init", "ever"}``
+        (each ``(R,)``) and ``"layers"``: per layer the same three and ``"scale"``."""
+        now = [self._signs(w) for w in weights]
+        epoch = [a != b for a, b in zip(now, self.prev)]
+        since = [a != b for a, b in zip(now, self.init)]
+        self.ever = [e | s for e, s in zip(self.ever, since)]
+        self.prev = now
+        f = self._fraction
+        layers = [{"epoch": f([e]), "since_init": f([s]), "ever": f([v]), "scale": w.detach().abs().flatten(1).mean(dim=1)}
+                  for e, s, v, w in zip(epoch, since, self.ever, weights)]
+        return {"epoch": f(epoch), "since_init": f(since), "ever": f(self.ever), "layers": layers}
+
+    def state_dict(self) -> dict:
+        return {"init": self.init, "prev": self.prev, "ever": self.ever}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.init, self.prev, self.ever = (list(state[k]) for k in ("init", "prev", "ever"))
+
+
+__all__ = ["steps_per_epoch", "select_epoch", "diverged", "SignFlips"]

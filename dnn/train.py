@@ -36,7 +36,6 @@ from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_grou
 from stam.dnn.optim import project_layer
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
-from stam.quantize import sign_changes, signs
 from stam.theory.numeric import check, quadratic_coupling
 
 CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
@@ -195,12 +194,9 @@ def _proxies(opt) -> tuple | None:
 # --------------------------------------------------------------------------- sign flips
 
 class SignFlips:
-    """The sign-flip diagnostic of the binary weights (in Q: what :func:`binary_weights` puts
-    into the quantised parameters), per layer and in total, once per epoch: the fraction of
-    weights whose sign differs from the previous epoch's end (``epoch``), from the start of
-    training (``since_init``), and that differed from the start at some epoch end (``ever``),
-    and each layer's scale ``s = mean |w|`` (eq. (0412)).  Signs as in :mod:`stam.quantize`
-    (sign(0) = +1).  Its state (start signs, last signs, the ``ever`` mask) goes into the
+    """The sign-flip diagnostic (:class:`stam.dnn.epochs.SignFlips`, the one the batched trainer
+    keeps too) of this run's binary weights, in Q: what :func:`binary_weights` puts into the
+    quantised parameters; per layer (named) and in total, once per epoch.  Its state goes into the
     checkpoint, so a resumed run continues it exactly."""
 
     def __init__(self, opt, model):
@@ -208,30 +204,27 @@ class SignFlips:
         self.params = [p for g in opt.param_groups if g.get("quantize") for p in g["params"]]
         self.names = [names.get(id(p), "?") for p in self.params]
         with binary_weights(opt):
-            self.init = [signs(p) for p in self.params]
-        self.prev = list(self.init)
-        self.ever = [torch.zeros_like(m) for m in self.init]
+            self.tracker = ep.SignFlips(self._runs())
+
+    def _runs(self) -> list:
+        return [p.unsqueeze(0) for p in self.params]  # one run: R = 1
 
     @torch.no_grad()
     def update(self) -> dict | None:
         """Call with the binary weights in the parameters; returns the epoch's record."""
         if not self.params:
             return None
-        now = [signs(p) for p in self.params]
-        epoch = [sign_changes(a, b) for a, b in zip(now, self.prev)]
-        since = [sign_changes(a, b) for a, b in zip(now, self.init)]
-        self.ever = [e | s for e, s in zip(self.ever, since)]
-        frac = lambda masks: float(sum(int(m.sum()) for m in masks)) / sum(m.numel() for m in masks)  # noqa: E731
-        layers = [{"name": n, "epoch": frac([e]), "since_init": frac([s]), "ever": frac([v]), "scale": float(p.abs().mean())}
-                  for n, e, s, v, p in zip(self.names, epoch, since, self.ever, self.params)]
-        self.prev = now
-        return {"epoch": frac(epoch), "since_init": frac(since), "ever": frac(self.ever), "layers": layers}
+        r = self.tracker.update(self._runs())
+        one = lambda t: float(t[0])  # noqa: E731
+        keys = ("epoch", "since_init", "ever")
+        layers = [{"name": n, **{k: one(l[k]) for k in (*keys, "scale")}} for n, l in zip(self.names, r["layers"])]
+        return {**{k: one(r[k]) for k in keys}, "layers": layers}
 
     def state_dict(self) -> dict:
-        return {"init": self.init, "prev": self.prev, "ever": self.ever}
+        return {k: [t.squeeze(0) for t in v] for k, v in self.tracker.state_dict().items()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.init, self.prev, self.ever = (list(state[k]) for k in ("init", "prev", "ever"))
+        self.tracker.load_state_dict({k: [t.unsqueeze(0) for t in v] for k, v in state.items()})
 
 
 # --------------------------------------------------------------------------- the run

@@ -279,3 +279,29 @@ def test_expected_best_by_hand_and_the_tuning_curves_figure(tmp_path):
     assert "3 trials per algorithm" in tuning.caption({"tune": [R()]})
     with pytest.raises(ValueError):
         tuning.draw({"tune": []})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 5))
+def test_sign_flips_of_r_runs_are_each_runs_own(seed, R, epochs):
+    """stam.dnn.epochs.SignFlips on R runs at once gives each run what it gives that run alone;
+    since_init <= ever, ever never falls, and every fraction lies in [0, 1]."""
+    from stam.dnn.epochs import SignFlips
+
+    g = torch.Generator().manual_seed(seed)
+    shapes = [(3, 4), (5,)]
+    draw = lambda: [torch.randn(R, *s, generator=g) for s in shapes]  # noqa: E731
+    start = draw()
+    together = SignFlips(start)
+    alone = [SignFlips([w[r : r + 1] for w in start]) for r in range(R)]
+    last_ever = torch.zeros(R, dtype=torch.float64)
+    for _ in range(epochs):
+        w = draw()
+        rec = together.update(w)
+        for r in range(R):
+            own = alone[r].update([x[r : r + 1] for x in w])
+            for k in ("epoch", "since_init", "ever"):
+                assert rec[k][r] == own[k][0]
+        assert torch.all(rec["since_init"] <= rec["ever"]) and torch.all(rec["ever"] >= last_ever)
+        assert all(0 <= float(v) <= 1 for k in ("epoch", "since_init", "ever") for v in rec[k])
+        last_ever = rec["ever"]
