@@ -228,6 +228,15 @@ def compile_pays(R: int, steps: int) -> bool:
 
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
+    """See :func:`_train_batched`; runs with subnormal floats flushed to zero (:func:`stam.dnn.epochs.flush_denormal`),
+    as ``stam train`` does."""
+    with ep.flush_denormal():
+        return _train_batched(configs, task, epochs, batch_size, evaluate_test=evaluate_test, device=device,
+                              compile=compile, progress=progress)
+
+
+def _train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
+                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) on ``task`` (its data set,
     model and width) for ``epochs`` epochs as one batched computation; returns one result per
     configuration: ``{"log": [per-epoch records], "diverged_epoch": e or None, "seconds": wall

@@ -121,8 +121,15 @@ class QuantizingOptimizer(torch.optim.Optimizer):
 
     # ------------------------------------------------------------------ groups and state
     def add_param_group(self, param_group: dict) -> None:
+        defaulted = "quantize" not in param_group
         super().add_param_group(param_group)
         group = self.param_groups[-1]
+        flat = [p for p in group["params"] if p.dim() <= 1]
+        if defaulted and flat:
+            warnings.warn(
+                f"{type(self).__name__}: {len(flat)} parameter(s) of at most one dimension (biases, BatchNorm) are in a group "
+                "without 'quantize', so they are binarised like weights; pass stam.dnn.param_groups(model) to keep them "
+                "float, or give the group quantize=True to binarise them on purpose", UserWarning, stacklevel=_caller_level())
         if group["quantize"]:
             for p in group["params"]:
                 if not p.is_floating_point():
@@ -224,6 +231,19 @@ class QuantizingOptimizer(torch.optim.Optimizer):
             pairs = self._float_values()
         with _substituted(pairs):
             yield
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning that names the user's line: the first frame outside this
+    package and torch.optim."""
+    import os
+    import sys
+
+    inside = (os.path.dirname(__file__), os.path.dirname(torch.optim.__file__))
+    frame, level = sys._getframe(1), 1  # level 1: the function that warns
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @contextlib.contextmanager

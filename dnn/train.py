@@ -265,7 +265,8 @@ def run(cfg: TrainConfig, checksums: dict | None = None) -> Trained:
     message calls it good only if its content hash verifies)."""
     ctx = distributed.setup(cfg.device)
     try:
-        return _run(cfg, ctx, checksums)
+        with ep.flush_denormal():
+            return _run(cfg, ctx, checksums)
     finally:
         distributed.teardown(ctx)
 

@@ -438,3 +438,32 @@ def test_a_step_beyond_float_range_gives_inf_weights_not_an_error():
     q.grad = torch.ones(3)
     opt.step()
     assert torch.isinf(q).all()
+
+
+def test_the_python_api_is_lazy_and_warns_when_biases_would_be_binarised():
+    """`from stam.dnn import STAM, param_groups` works, `import stam.dnn` alone loads no torch, and
+    an optimiser given model.parameters() warns (pointing at the caller) that it binarises the
+    one-dimensional parameters; param_groups keeps them float, without a warning."""
+    import subprocess
+    import sys
+    import warnings
+
+    code = "import sys, stam.dnn; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    import stam.dnn as api
+
+    assert set(api.__all__) == {"STAM", "BinaryConnect", "BinaryRelax", "PSGD", "param_groups", "build_model"}
+    model = api.build_model("mlp", 10, (1, 8, 8))
+    for cls, kw in ((api.STAM, dict(gamma=8.0, lam=0.5, beta=20.0)), (api.BinaryConnect, dict(lr=0.1)), (api.PSGD, dict(lr=0.1)),
+                    (api.BinaryRelax, dict(lr=0.1, lam=1.0, rho=1.02))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cls(model.parameters(), **kw)
+        assert len(caught) == 1 and "5 parameter(s) of at most one dimension" in str(caught[0].message)
+        assert caught[0].filename == __file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            opt = cls(api.param_groups(model), **kw)
+        assert [g["quantize"] for g in opt.param_groups] == [True, False]
+    with pytest.raises(AttributeError, match="no attribute 'Adam'"):
+        api.Adam
