@@ -413,6 +413,22 @@ def load_digits(device="cpu") -> ImageData:
                      source=source)
 
 
+@torch.no_grad()
+def check_fits(model, name: str, data: ImageData, memory_format=torch.contiguous_format) -> None:
+    """One forward pass of two test images in eval mode (no randomness drawn): a model that cannot
+    take the data set's images is a one-line :class:`UsageError` (for ``stam train``, ``stam tune``
+    and ``stam map`` alike), before anything is written."""
+    model.eval()
+    try:
+        model(data.normalise(data.test_x[:2]).contiguous(memory_format=memory_format))
+    except RuntimeError as exc:
+        c, h, w = data.image_shape
+        raise UsageError(f"--model {name} does not take {data.name}'s {c}x{h}x{w} images ({str(exc).splitlines()[0]}); "
+                         "mlp and cnn are made for digits, vgg11, vgg16 and resnet18 for CIFAR") from None
+    finally:
+        model.train()
+
+
 def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
     """``data`` with a seeded, stratified validation set carved out of its training set: each class
     with n training images gives ``max(1, round(fraction * n))`` of them (at most n) to

@@ -28,6 +28,16 @@ def task_spec(dataset: str = "digits", model: str = "mlp", width: float = 1.0, d
     return {"dataset": dataset, "model": model, "width": float(width), "data_dir": str(data_dir)}
 
 
+def check_task(task: dict) -> None:
+    """What a sweep trains, checked before any job runs: the data set loads and the model takes its
+    images (one-line usage errors, :func:`stam.dnn.data.check_fits`)."""
+    from stam.dnn import data as data_mod
+    from stam.dnn.models import build_model
+
+    data = data_mod.load(task["dataset"], task["data_dir"])
+    data_mod.check_fits(build_model(task["model"], data.num_classes, data.image_shape, task["width"]), task["model"], data)
+
+
 def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None, dataset: str = "digits"):
     """The preset a job trains with: ``preset`` (default: the algorithm's default preset on
     ``dataset``) with ``overrides``, its 1000-epoch schedule scaled onto ``epochs``."""
@@ -128,4 +138,4 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     return rows
 
 
-__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "TASK_DEFAULTS"]
+__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "TASK_DEFAULTS"]

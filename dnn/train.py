@@ -613,19 +613,10 @@ def _all_finite(model, opt) -> bool:
     return bool(torch.stack([torch.isfinite(t).all() for t in tensors if t.is_floating_point()]).all())
 
 
-@torch.no_grad()
 def _check_fits(model, name: str, data: data_mod.ImageData, memory_format) -> None:
-    """One forward pass of two test images in eval mode (no randomness drawn): a model that
-    cannot take the data set's images is a usage error, named before anything is written."""
-    model.eval()
-    try:
-        model(data.normalise(data.test_x[:2]).contiguous(memory_format=memory_format))
-    except RuntimeError as exc:
-        c, h, w = data.image_shape
-        raise UsageError(f"--model {name} does not take {data.name}'s {c}x{h}x{w} images ({str(exc).splitlines()[0]}); "
-                         "mlp and cnn are made for digits, vgg11, vgg16 and resnet18 for CIFAR") from None
-    finally:
-        model.train()
+    """A model that cannot take the data set's images is a usage error, named before anything is
+    written (:func:`stam.dnn.data.check_fits`)."""
+    data_mod.check_fits(model, name, data, memory_format)
 
 
 __all__ = ["TrainConfig", "Trained", "run", "select_epoch", "SignFlips", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]

@@ -442,13 +442,12 @@ def map_command(args) -> int:
             raise UsageError(str(exc)) from None
     else:
         from stam.dnn import batched, sweep
-        from stam.dnn import data as data_mod
         from stam.dnn.cli import sweep_defaults
 
         args.dataset = source
         d = sweep_defaults(args)
-        data_mod.load(source, args.data_dir)  # a missing or broken data set: one line before any work
         task = sweep.task_spec(source, d["model"], d["width"], args.data_dir)
+        sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"], seed=args.seed,
                             progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
                             batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))

@@ -211,6 +211,8 @@ def test_tune_end_to_end_resumes_without_rerunning(tmp_path, capsys):
 @pytest.mark.parametrize("extra, bad", [
     (["--trials", "0"], "--trials"), (["--algos", "stam,adam"], "--algos"), (["--seeds", "1"], "--seeds"),
     (["--val-fraction", "1"], "--val-fraction"), (["--scheduler", "nonsense::"], "scheduler"),
+    (["--model", "vgg11"], "--model vgg11 does not take digits's 1x8x8 images"), (["--width", "0"], "--width"),
+    (["--dataset", "cifar10"], "CIFAR-10 not found"),
 ])
 def test_tune_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, bad):
     from stam.cli import main

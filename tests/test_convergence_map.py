@@ -237,6 +237,7 @@ def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monk
     from stam.dnn.sweep import task_spec
 
     module.task_spec = task_spec
+    module.check_task = lambda task: None
     monkeypatch.setitem(sys.modules, "stam.dnn.sweep", module)
     out = tmp_path / "d"
     assert main(["map", "--dataset", "digits", "--gammas", "0.01,1,8", "--lams", "0.5,4", "--betas", "100,1000",
@@ -283,3 +284,16 @@ def test_rows_csv_leaves_null_cells_empty(tiny_map):
     diverged = [line for line, r in zip(lines[1:], tiny_map["rows"]) if r["metric"] is None]
     assert diverged and all(",," in line for line in diverged)
     assert math.isclose(float(lines[1].split(",")[0]), tiny_map["rows"][0]["gamma"])
+
+
+@pytest.mark.parametrize("extra, bad", [(["--model", "vgg11"], "--model vgg11 does not take digits's 1x8x8 images"),
+                                        (["--dataset", "cifar10", "--data-dir", "nowhere"], "CIFAR-10 not found"),
+                                        (["--problem", "binary", "--width", "0.5"], "--width is for a network map")])
+def test_network_map_checks_its_task_before_any_work(tmp_path, capsys, extra, bad):
+    out = tmp_path / "m"
+    argv = ["map", "--gammas", "1", "--lams", "1", "--epochs" if "--problem" not in extra else "--iterations", "1",
+            "--out", str(out), "--no-progress", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("stam: error:") and bad in err[0]
+    assert not (out / "map-digits.json").exists() and not (out / "jobs").exists()
