@@ -27,7 +27,7 @@ from stam.cli import main as stam
 from stam.io import atomic_write_json, provenance
 
 #: the study's budget (2-core CPU): VGG-11 at width 1/8 takes about 20 s per epoch and run on one core
-BUDGET = {"width": 0.125, "epochs": 5, "trials": 4, "seeds": 3, "map_gammas": "0.01:30:4", "map_lams": "0.05:30:4",
+BUDGET = {"width": 0.125, "epochs": 5, "trials": 4, "seeds": 3, "map_gammas": "0.01:30:3", "map_lams": "0.05:30:3",
           "map_beta": 20.0}
 
 

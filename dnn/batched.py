@@ -228,21 +228,13 @@ def compile_pays(R: int, steps: int) -> bool:
 
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
-    """See :func:`_train_batched`; runs with subnormal floats flushed to zero (:func:`stam.dnn.epochs.flush_denormal`),
-    as ``stam train`` does."""
-    with ep.flush_denormal():
-        return _train_batched(configs, task, epochs, batch_size, evaluate_test=evaluate_test, device=device,
-                              compile=compile, progress=progress)
-
-
-def _train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
-                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) on ``task`` (its data set,
     model and width) for ``epochs`` epochs as one batched computation; returns one result per
     configuration: ``{"log": [per-epoch records], "diverged_epoch": e or None, "seconds": wall
     time / R}`` with records ``{epoch, train_loss, val_acc_binary, val_acc_float, test_acc_binary,
     test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``.
-    ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``."""
+    ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``.  The steps run
+    with subnormal floats flushed to zero (:func:`stam.dnn.epochs.flush_denormal`), as in ``stam train``."""
     if not configs:
         return []
     algos = {c.preset.algo for c in configs}
@@ -278,23 +270,24 @@ def _train_batched(configs: list[Config], task: Task, epochs: int, batch_size: i
         perms = {s: torch.randperm(n_train, generator=g).to(device) for s, g in gens.items()}
         perm = torch.stack([perms[s] for s in seeds])  # (R, n): common random numbers per seed
         loss_sum = torch.zeros(R, dtype=torch.float64, device=device)
-        for step in range(steps):
-            idx = perm[:, step * batch_size : (step + 1) * batch_size]
-            batches = {s: perms[s][step * batch_size : (step + 1) * batch_size] for s in gens}
-            if data.augment:  # each seed's crops and flips from its own generator, as stam train draws them
-                images = {s: data_mod.augment(data.train_x[b], gens_aug[s]) for s, b in batches.items()}
-            else:
-                images = {s: data.train_x[b] for s, b in batches.items()}
-            x = _inputs(data, [images[s] for s in (seeds[:1] if shared else seeds)], shared)
-            y = data.train_y[idx]
-            ws = [alg.forward_weights(s).detach().requires_grad_(True) for s in state]
-            fs = [p.detach().requires_grad_(True) for p in floats]
-            out = net.wide.call_with({**dict(zip(net.quantised, ws)), **dict(zip(net.floats, fs))}, x)
-            losses = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
-            grads = torch.autograd.grad(losses.sum(), ws + fs)
-            with torch.no_grad():
-                state, floats, fmom = step_fn(state, floats, fmom, list(grads[: len(ws)]), list(grads[len(ws):]), hyper)
-            loss_sum += losses.detach().double() * idx.shape[1]
+        with ep.flush_denormal():
+            for step in range(steps):
+                idx = perm[:, step * batch_size : (step + 1) * batch_size]
+                batches = {s: perms[s][step * batch_size : (step + 1) * batch_size] for s in gens}
+                if data.augment:  # each seed's crops and flips from its own generator, as stam train draws them
+                    images = {s: data_mod.augment(data.train_x[b], gens_aug[s]) for s, b in batches.items()}
+                else:
+                    images = {s: data.train_x[b] for s, b in batches.items()}
+                x = _inputs(data, [images[s] for s in (seeds[:1] if shared else seeds)], shared)
+                y = data.train_y[idx]
+                ws = [alg.forward_weights(s).detach().requires_grad_(True) for s in state]
+                fs = [p.detach().requires_grad_(True) for p in floats]
+                out = net.wide.call_with({**dict(zip(net.quantised, ws)), **dict(zip(net.floats, fs))}, x)
+                losses = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
+                grads = torch.autograd.grad(losses.sum(), ws + fs)
+                with torch.no_grad():
+                    state, floats, fmom = step_fn(state, floats, fmom, list(grads[: len(ws)]), list(grads[len(ws):]), hyper)
+                loss_sum += losses.detach().double() * idx.shape[1]
         with torch.no_grad():
             train_loss = loss_sum / n_train
             finite = torch.ones(R, dtype=torch.bool, device=device)

@@ -41,7 +41,8 @@ def flush_denormal():
     (``torch.set_flush_denormal``); on leaving, torch's default (keep them) is restored.  The
     trainers run in it: arithmetic on subnormals is slow on x86 (an epoch of the digits MLP with
     STAM went from 0.5 s to 21 s once they appeared in the backward pass), and no result of a
-    training depends on values that small."""
+    training depends on values that small.  Python's float arithmetic in the block is flushed too
+    (the flag is the CPU thread's), so settings are checked outside it."""
     import torch
 
     torch.set_flush_denormal(True)

@@ -171,7 +171,7 @@ def plot_map(maps: list[dict], nc=None):
                           else "\u03bb (the problem's lam)")
             what = "stationarity" if key == "metric" and data["source"] == "synthetic" else (
                 "accuracy" if key == "metric" else "sign changes")
-            ax.set_title(f"{_safe(problem_name(data))} ({data['source']}), {what}, \u03b2 = {beta:g}", fontsize=9)
+            ax.set_title(f"{_safe(problem_name(data))}{'' if data['problem'].startswith(data['source']) else ' (' + data['source'] + ')'}, {what}, \u03b2 = {beta:g}", fontsize=9)
             ax.grid(True, which="major", alpha=0.25)
             if col == 0 and row == 0:
                 ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
