@@ -135,6 +135,7 @@ class WideNet(nn.Module):
         missing = [n for n in self.names if n not in wide_params]
         if missing:
             raise TypeError(f"widen(): parameters {missing} have no wide counterpart")
+        self._wide_shapes = {n: p.shape for n, p in wide_params.items()}  # read every step by call_with
 
     @property
     def views(self) -> dict[str, Tensor]:
@@ -142,7 +143,7 @@ class WideNet(nn.Module):
         return {n: params[n].view(self.runs, *self.shapes[n]) for n in self.names}
 
     def wide_shape(self, name: str) -> torch.Size:
-        return dict(self.body.named_parameters())[name].shape
+        return self._wide_shapes[name]
 
     def forward(self, x: Tensor) -> Tensor:
         out = self.body(x)
