@@ -1,7 +1,9 @@
 """Training throughput (images/s) of VGG-11, VGG-16 and ResNet-18 with STAM against float SGD on
 the same model (issue 4, section 5; target ratio float/STAM <= 1.15), on a fixed number of
-batches of random CIFAR-shaped data, through the very step ``stam train`` runs (augmentation,
-normalisation, forward, backward, optimiser step).  Also the projected time of the paper's
+batches of random CIFAR-shaped data, through the step of a loop of one's own with the
+``torch.optim`` classes (:mod:`stam.dnn.loop`: augmentation, normalisation, forward, backward,
+optimiser step).  ``stam train`` runs the batched trainer (``benchmarks/dnn_batched_cifar.py``
+compares the two).  Also the projected time of the paper's
 1000-epoch run (50,000 images per epoch, training only) at the measured rate.
 
 Float and STAM are timed alternately, ``--repeats`` times each, and the best time is kept, so a
@@ -23,7 +25,7 @@ import torch
 from stam.dnn import data as data_mod
 from stam.dnn import presets
 from stam.dnn.models import build_model, param_groups
-from stam.dnn.train import make_optimizer, train_step
+from stam.dnn.loop import make_optimizer, train_step
 from stam.io import emit_json, provenance
 
 PAPER_EPOCHS, CIFAR_TRAIN = 1000, 50_000

@@ -1,7 +1,8 @@
-"""Many binary-weight trainings as one batched computation (maps and tuning), for every model.
+"""The one trainer: ``R`` binary-weight trainings as one batched computation, for every model.
 
-A map of the (gamma, lambda) plane or an equal-budget tuning run is hundreds of trainings.
-:func:`train_batched` trains ``R`` configurations of any network of :mod:`stam.dnn.models` (MLP,
+``stam train`` (``R = 1``, with its checkpoints, exact resume and torchrun data parallelism:
+:mod:`stam.dnn.train`), ``stam tune`` and ``stam map`` (hundreds of trainings, ``R`` at a time:
+:func:`train_batched`) all train through :class:`Trainer`.  It trains ``R`` configurations of any network of :mod:`stam.dnn.models` (MLP,
 CNN, VGG-11/16, ResNet-18, at any ``width``) on any data set of :mod:`stam.dnn.data` at once: the
 R networks are one :class:`stam.dnn.wide.WideNet` (convolutions grouped over the runs, BatchNorm
 statistics per run), the weights of each layer are ``(R, ...)`` tensors, and every hyperparameter
@@ -32,14 +33,24 @@ float weights, optionally the test accuracy (``evaluate_test``: tuning trials ne
 test set), and the sign-flip diagnostic of the binary weights (fraction whose sign changed in
 the epoch, since the start, and ever at an epoch end).  A run whose loss or weights stop being
 finite is marked diverged at that epoch and its later metrics are ``None``
-(:func:`stam.dnn.epochs.finite_runs`, the rule ``stam train`` applies).
+(:func:`stam.dnn.epochs.diverged`, the rule ``stam train`` applies).
+
+Over ``torchrun`` processes (:mod:`stam.dnn.distributed`) every process draws the whole batch
+(shuffling and augmentation stay in step, as in one process), takes its share, and the
+gradients are averaged over the processes before the update (what DistributedDataParallel
+does); BatchNorm's running statistics are averaged at the end of every epoch.
+
+The ``torch.optim`` classes of :mod:`stam.dnn.optim` remain the API for a loop of one's own;
+tests check that this trainer follows them step for step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -47,10 +58,10 @@ from torch import Tensor
 
 from stam.algorithm import as_batch_scalar
 from stam.compiling import compiled_or_eager
-from stam.dnn import catalog, epochs as ep
+from stam.dnn import catalog, distributed, epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
-from stam.dnn.optim_common import COMPILE_OPTIONS, BatchedRule
+from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule
 from stam.dnn.wide import WideNet, stack_runs, widen
 
 
@@ -99,17 +110,17 @@ class Net:
     floats: list[str]
 
 
-def init_net(seeds: list[int], task: Task, device="cpu") -> Net:
+def init_net(seeds: list[int], task: Task, device="cpu", keep_float=()) -> Net:
     """The initial network of each seed, built by :func:`stam.dnn.models.build_model` after
-    ``torch.manual_seed(seed)`` as ``stam train`` does (one build per distinct seed), as one
-    :class:`WideNet` on ``device``."""
+    ``torch.manual_seed(seed)`` (one build per distinct seed), as one :class:`WideNet` on
+    ``device``; the layers ``keep_float`` names (:func:`stam.dnn.models.param_groups`) stay float."""
     data = task.data
     built = {}
     for s in dict.fromkeys(seeds):
         torch.manual_seed(s)
         built[s] = build_model(task.model, data.num_classes, data.image_shape, task.width)
     first = built[seeds[0]]
-    qids = {id(p) for g in param_groups(first) if g["quantize"] for p in g["params"]}
+    qids = {id(p) for g in param_groups(first, keep_float) if g["quantize"] for p in g["params"]}
     names = [(n, id(p) in qids) for n, p in first.named_parameters()]
     wide = widen([built[s] for s in seeds]).to(device)
     return Net(wide, [n for n, q in names if q], [n for n, q in names if not q])
@@ -124,21 +135,28 @@ def _inputs(data: data_mod.ImageData, images: list[Tensor], shared: bool) -> Ten
 
 
 @torch.no_grad()
-def accuracy(net: Net, weights: dict[str, Tensor], data: data_mod.ImageData, split: str, chunk: int = 1000) -> Tensor:
+def accuracy(net: Net, weights: dict[str, Tensor], data: data_mod.ImageData, split: str, chunk: int = 1000, ctx=None,
+             autocast=contextlib.nullcontext, memory_format=torch.contiguous_format) -> Tensor:
     """Accuracy (percent) of each run on ``split`` (``"val"`` or ``"test"``) with ``weights``
-    (every parameter, ``(R, ...)``), BatchNorm in evaluation mode: shape ``(R,)``."""
-    xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
+    (every parameter, ``(R, ...)``), BatchNorm in evaluation mode: shape ``(R,)``.  Over several
+    processes (``ctx``) each evaluates its share of the images and the counts are summed."""
+    all_x, all_y = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
+    rank, world = (ctx.rank, ctx.world) if ctx is not None else (0, 1)
+    xs, ys = all_x[rank::world], all_y[rank::world]
     R = net.wide.runs
     chunk = max(1, min(chunk, (1 << 16) // R))  # bound the activations of R networks
-    correct = torch.zeros(R, device=ys.device)
+    correct = torch.zeros(R, dtype=torch.long, device=all_y.device)
     net.wide.eval()
     try:
         for i in range(0, len(xs), chunk):
-            out = net.wide.call_with(weights, data.normalise(xs[i : i + chunk]))
+            with autocast():
+                out = net.wide.call_with(weights, data.normalise(xs[i : i + chunk]).contiguous(memory_format=memory_format))
             correct += (out.argmax(-1) == ys[i : i + chunk]).sum(dim=1)
     finally:
         net.wide.train()
-    return 100.0 * correct / len(xs)
+    if ctx is not None:
+        distributed.all_reduce_sum(correct, ctx)
+    return 100.0 * correct.double() / len(all_x)
 
 
 # --------------------------------------------------------------------------- the algorithms
@@ -152,28 +170,36 @@ def rule(name: str) -> BatchedRule:
 
 
 def update(rule: BatchedRule, state: list, floats: list[Tensor], fmom: list[Tensor], grads_w: list[Tensor],
-           grads_f: list[Tensor], hyper: dict[str, Tensor]):
-    """One step of ``rule`` for all R runs, pure: returns ``(state, floats, fmom)``.  Weight decay,
-    where the hyperparameters have it, is added to the gradient at the float weights (quantised
-    layers) or at the parameter (float ones)."""
+           grads_f: list[Tensor], hyper: dict[str, Tensor], proxies: bool = False):
+    """One step of ``rule`` for all R runs, pure: returns ``(state, floats, fmom, proxies)``.
+    Weight decay, where the hyperparameters have it, is added to the gradient at the float weights
+    (quantised layers) or at the parameter (float ones).  ``proxies``: the rule's stationarity
+    proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`) summed over the layers, ``(R,)``
+    tensors; None when not asked for or when the rule has none."""
     wd = hyper.get("weight_decay")
     decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
-    new = [rule.step(s, decay(g, rule.float_weights(s)), hyper) for s, g in zip(state, grads_w)]
+    grads = [decay(g, rule.float_weights(s)) for s, g in zip(state, grads_w)]
+    new = [rule.step(s, g, hyper) for s, g in zip(state, grads)]
     stepped = [rule.float_step(p, decay(g, p), m, hyper) for p, g, m in zip(floats, grads_f, fmom)]
-    return new, [p for p, _ in stepped], [m for _, m in stepped]
+    prox = None
+    if proxies:
+        per_layer = [rule.proxies(s, n, g, hyper) for s, n, g in zip(state, new, grads)]
+        if per_layer and per_layer[0] is not None:
+            prox = tuple(sum(parts) for parts in zip(*per_layer))
+    return new, [p for p, _ in stepped], [m for _, m in stepped], prox
 
 
 _COMPILED_UPDATE = {}
 
 
-def _update_fn(name: str, compile: bool):
+def _update_fn(name: str, compile: bool, proxies: bool = False):
     """:func:`update` with the rule of algorithm ``name``, compiled with torch.compile where ``compile`` (one fused
     kernel per pass instead of one per arithmetic operation), with an eager fallback where no
     compiler is available (:func:`stam.compiling.compiled_or_eager`)."""
-    fn = functools.partial(update, rule(name))
+    fn = functools.partial(update, rule(name), proxies=proxies)
     if not compile:
         return fn
-    if name not in _COMPILED_UPDATE:
+    if (name, proxies) not in _COMPILED_UPDATE:
         import torch._dynamo
 
         # one compiled graph per (algorithm, R, hyperparameter keys): a tuning run meets 5 algorithms
@@ -183,11 +209,11 @@ def _update_fn(name: str, compile: bool):
         for key in ("recompile_limit", "cache_size_limit"):
             if hasattr(cfg, key):
                 setattr(cfg, key, max(getattr(cfg, key), 64))
-        _COMPILED_UPDATE[name] = compiled_or_eager(fn, f"batched {name} update", dynamic=False, options=COMPILE_OPTIONS)
-    return _COMPILED_UPDATE[name]
+        _COMPILED_UPDATE[name, proxies] = compiled_or_eager(fn, f"batched {name} update", dynamic=False, options=COMPILE_OPTIONS)
+    return _COMPILED_UPDATE[name, proxies]
 
 
-# --------------------------------------------------------------------------- the driver
+# --------------------------------------------------------------------------- the trainer
 
 @dataclass
 class Config:
@@ -219,87 +245,256 @@ def runs_per_job(model: str, device: str = "cpu") -> int:
     return 16 if str(device).startswith("cuda") or model == "mlp" else 1
 
 
-def compile_pays(R: int, steps: int) -> bool:
+def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
     """Whether compiling the update pays for itself: compilation costs 3-10 s once per algorithm
     and R on 2 CPU cores and saves 20-45% of an eager step from R = 16 on, less below (measured with
-    ``benchmarks/dnn_batched_speed.py``), so: R >= 16 and at least 1000 steps."""
-    return R >= 16 and steps >= 1000
+    ``benchmarks/dnn_batched_speed.py``), and fuses the many element-wise passes over a large
+    network's weights (``numel`` quantised entries per run; the optimisers' threshold
+    :data:`stam.dnn.optim_common.AUTO_COMPILE_MIN_NUMEL`), so: at least 1000 steps, and R >= 16
+    or R x numel above that threshold."""
+    return steps >= 1000 and (R >= 16 or R * numel >= AUTO_COMPILE_MIN_NUMEL)
 
+
+class Epoch(NamedTuple):
+    """What :meth:`Trainer.train_epoch` measured, per run (``(R,)`` tensors, summed over the
+    processes): mean training loss and accuracy (percent) over the epoch's images, the images
+    seen, and the epoch's mean stationarity proxies ``(grad, z)`` (None without them)."""
+
+    train_loss: Tensor
+    train_acc: Tensor
+    seen: int
+    proxies: tuple | None
+
+
+class Trainer:
+    """``R`` configurations of one algorithm trained together on ``task`` (module docstring).
+
+    ``ctx``: the processes (:func:`stam.dnn.distributed.setup`; default one process on
+    ``device``); ``keep_float``: layers kept float (:func:`stam.dnn.models.param_groups`);
+    ``bf16``: the forward and backward pass under bfloat16 autocast (weights and state stay
+    float32); ``proxies``: record the rule's stationarity proxies every step (STAM's, eq.
+    (algy)/(algz)); ``compile``: ``"auto"`` (:func:`compile_pays` over ``epochs``), True or
+    False.  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
+    parameters' buffers (:attr:`fmom`), the BatchNorm statistics (in :attr:`net`), the
+    generators and the sign-flip tracker: :meth:`state_dict` holds all of it, so a training
+    restored with :meth:`load_state_dict` continues exactly."""
+
+    def __init__(self, configs: list[Config], task: Task, batch_size: int, *, epochs: int = 1, device=None,
+                 ctx: distributed.Context | None = None, keep_float=(), bf16: bool = False, proxies: bool = False,
+                 compile: bool | str = "auto", eval_batch_size: int = 1000):
+        if not configs:
+            raise ValueError("a Trainer needs at least one configuration")
+        algos = {c.preset.algo for c in configs}
+        if len(algos) != 1:
+            raise ValueError(f"one algorithm per batch, got {sorted(algos)}")
+        self.algo = algos.pop()
+        self.ctx = ctx if ctx is not None else distributed.Context(0, 1, torch.device(device or "cpu"), False)
+        device = self.device = self.ctx.device
+        self.configs, self.task, self.data, self.batch_size = configs, task, task.data, batch_size
+        self.R = len(configs)
+        self.seeds = [c.seed for c in configs]
+        self.net = init_net(self.seeds, task, device, keep_float)
+        self.rule = rule(self.algo)
+        hyper0 = _hyper_at(configs, 1, device)
+        views = self.net.wide.views
+        self.state = [self.rule.init(views[n].detach().clone(), hyper0) for n in self.net.quantised]
+        self.floats = [views[n].detach().clone() for n in self.net.floats]
+        self.fmom = [torch.zeros_like(p) for p in self.floats]
+        distinct = list(dict.fromkeys(self.seeds))
+        self.gens = {s: torch.Generator().manual_seed(s) for s in distinct}
+        self.gens_aug = {s: torch.Generator(device=device).manual_seed(s + 1) for s in distinct}
+        self.steps = ep.steps_per_epoch(len(self.data.train_x), batch_size, self.ctx.world)
+        numel = sum(t.numel() for t in (self.rule.forward_weights(s) for s in self.state)) // self.R
+        on = compile_pays(self.R, epochs * self.steps, numel) if compile == "auto" else bool(compile)
+        self.with_proxies = proxies
+        self._step = _update_fn(self.algo, on, proxies)
+        self.flips = ep.SignFlips([self.rule.binary_weights(s) for s in self.state])
+        self.memory_format = torch.channels_last if device.type == "cuda" and self.data.train_x.dim() == 4 else torch.contiguous_format
+        self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
+        self.eval_batch_size = eval_batch_size
+        self.net.wide.train()
+
+    # ------------------------------------------------------------------ weights
+    def weights(self, which: str = "forward") -> dict[str, Tensor]:
+        """Every parameter of the R networks, ``(R, *shape)``: the quantised layers' ``forward``
+        (where gradients are taken), ``binary`` (in Q) or ``float`` weights, and the float
+        parameters."""
+        view = {"forward": self.rule.forward_weights, "binary": self.rule.binary_weights, "float": self.rule.float_weights}[which]
+        return {**dict(zip(self.net.quantised, [view(s) for s in self.state])), **dict(zip(self.net.floats, self.floats))}
+
+    def module(self, run: int = 0, which: str = "forward") -> torch.nn.Module:
+        """Run ``run`` as a plain network of :func:`stam.dnn.models.build_model` holding its
+        ``which`` weights (:meth:`weights`) and BatchNorm statistics (in evaluation mode it
+        computes what the trainer evaluates)."""
+        data, task = self.data, self.task
+        model = build_model(task.model, data.num_classes, data.image_shape, task.width).to(self.device)
+        weights = self.weights(which)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(weights[name][run])
+            wide = dict(self.net.wide.body.named_buffers())
+            for name, b in model.named_buffers():
+                w = wide[name]
+                b.copy_(w if w.dim() == 0 else w.view(self.R, -1)[run].view_as(b))
+        return model
+
+    # ------------------------------------------------------------------ one epoch
+    def train_epoch(self, epoch: int, on_check: Callable | None = None, check_every: int = 25) -> Epoch:
+        """One pass over the shuffled training set with the hyperparameters of ``epoch``.
+        ``on_check(step, steps, mean_loss)`` (``mean_loss``: ``(R,)``, over the processes) is called
+        every ``check_every`` steps and after the last; it may raise to stop the run.  Runs
+        with subnormal floats flushed (:func:`stam.dnn.epochs.flush_denormal`)."""
+        data, device, ctx, bs, R = self.data, self.device, self.ctx, self.batch_size, self.R
+        hyper = _hyper_at(self.configs, epoch, device)
+        n_train = len(data.train_x)
+        perms = {s: torch.randperm(n_train, generator=g).to(device) for s, g in self.gens.items()}
+        shared = len(self.gens) == 1
+        loss_sum = torch.zeros(R, dtype=torch.float64, device=device)
+        correct = torch.zeros(R, dtype=torch.long, device=device)
+        prox_sum, seen = None, 0
+        with ep.flush_denormal():
+            for step in range(self.steps):
+                batches = {s: perm[step * bs : (step + 1) * bs] for s, perm in perms.items()}
+                if data.augment:  # the whole batch on every process: the generators stay in step
+                    images = {s: data_mod.augment(data.train_x[b], self.gens_aug[s])[ctx.rank :: ctx.world] for s, b in batches.items()}
+                else:
+                    images = {s: data.train_x[b[ctx.rank :: ctx.world]] for s, b in batches.items()}
+                y = torch.stack([data.train_y[batches[s][ctx.rank :: ctx.world]] for s in self.seeds])  # (R, b)
+                x = _inputs(data, [images[s] for s in (self.seeds[:1] if shared else self.seeds)], shared)
+                x = x.contiguous(memory_format=self.memory_format)
+                ws = [self.rule.forward_weights(s).detach().requires_grad_(True) for s in self.state]
+                fs = [p.detach().requires_grad_(True) for p in self.floats]
+                with self.autocast():
+                    out = self.net.wide.call_with({**dict(zip(self.net.quantised, ws)), **dict(zip(self.net.floats, fs))}, x)
+                losses = F.cross_entropy(out.float().flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
+                grads = list(torch.autograd.grad(losses.sum(), ws + fs))
+                if ctx.world > 1:
+                    grads = _average(grads, ctx)
+                with torch.no_grad():
+                    self.state, self.floats, self.fmom, prox = self._step(self.state, self.floats, self.fmom, grads[: len(ws)],
+                                                                         grads[len(ws):], hyper)
+                n = y.shape[1]
+                loss_sum += losses.detach().double() * n
+                correct += (out.detach().argmax(-1) == y).sum(dim=1)
+                seen += n
+                if prox is not None:  # (||grad||^2, ||X^{t+1} - X^t|| / gamma) of this step: the squares summed over the layers
+                    prox = (prox[0].double(), prox[1].double().sqrt())
+                    prox_sum = prox if prox_sum is None else tuple(a + b for a, b in zip(prox_sum, prox))
+                if on_check is not None and ((step + 1) % check_every == 0 or step + 1 == self.steps):
+                    total = distributed.all_reduce_sum(torch.cat([loss_sum, loss_sum.new_tensor([seen])]), ctx)
+                    on_check(step + 1, self.steps, total[:R] / total[R])
+        distributed.average_buffers(self.net.wide, ctx)
+        totals = distributed.all_reduce_sum(torch.cat([loss_sum, correct.double(), loss_sum.new_tensor([seen])]), ctx)
+        n_seen = totals[-1]
+        proxies = None if prox_sum is None else tuple(p / self.steps for p in prox_sum)  # the epoch's mean per step
+        return Epoch(totals[:R] / n_seen, 100.0 * totals[R : 2 * R] / n_seen, int(n_seen.item()), proxies)
+
+    @torch.no_grad()
+    def finite(self) -> Tensor:
+        """Per run, whether every weight, state tensor, buffer and BatchNorm statistic is finite: ``(R,)``."""
+        ok = torch.ones(self.R, dtype=torch.bool, device=self.device)
+        tensors = [t for s in self.state for t in s] + self.floats + self.fmom
+        tensors += [b.view(self.R, -1) for b in self.net.wide.buffers() if b.is_floating_point() and b.dim()]
+        for t in tensors:
+            ok &= torch.isfinite(t.reshape(self.R, -1)).all(dim=1)
+        return ok
+
+    def accuracy(self, split: str, which: str = "binary") -> Tensor:
+        """Accuracy (percent) of every run on ``split`` with its ``which`` weights: ``(R,)``."""
+        return accuracy(self.net, self.weights(which), self.data, split, self.eval_batch_size, self.ctx, self.autocast,
+                        self.memory_format)
+
+    @torch.no_grad()
+    def sign_flips(self) -> dict:
+        """The sign-flip diagnostic at an epoch's end (:class:`stam.dnn.epochs.SignFlips`), per
+        run and per quantised layer (in the order of :attr:`Net.quantised`)."""
+        return self.flips.update([self.rule.binary_weights(s) for s in self.state])
+
+    # ------------------------------------------------------------------ state
+    def _rng(self) -> dict:
+        rng = {"torch": torch.get_rng_state(), "shuffle": [g.get_state() for g in self.gens.values()],
+               "augment": [g.get_state() for g in self.gens_aug.values()]}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return rng
+
+    def state_dict(self) -> dict:
+        """Everything a training continues from: ``model`` (every parameter's forward weights,
+        ``(R, *shape)``, and the BatchNorm buffers), ``optimizer`` (each quantised layer's
+        update-rule state, the float parameters' buffers), ``rng`` (torch's global generator and
+        each distinct seed's shuffling and augmentation generators) and ``signs``."""
+        buffers = {name: b for name, b in self.net.wide.body.named_buffers()}
+        return {"model": {**self.weights("forward"), **buffers},
+                "optimizer": {"layers": {n: list(s) for n, s in zip(self.net.quantised, self.state)},
+                              "buffers": dict(zip(self.net.floats, self.fmom))},
+                "rng": self._rng(), "signs": self.flips.state_dict()}
+
+    def load_state_dict(self, sd: dict) -> None:
+        """Continue from :meth:`state_dict` (its structure must be this trainer's: check it first,
+        as :mod:`stam.dnn.checkpoint` does)."""
+        dev = self.device
+        layers = sd["optimizer"]["layers"]
+        self.state = [_remake(s, [t.to(dev) for t in layers[n]]) for n, s in zip(self.net.quantised, self.state)]
+        self.floats = [sd["model"][n].to(dev) for n in self.net.floats]
+        self.fmom = [sd["optimizer"]["buffers"][n].to(dev) for n in self.net.floats]
+        with torch.no_grad():
+            for name, b in self.net.wide.body.named_buffers():
+                b.copy_(sd["model"][name])
+        rng = sd["rng"]
+        torch.set_rng_state(rng["torch"].cpu())
+        for g, st in zip(self.gens.values(), rng["shuffle"]):
+            g.set_state(st.cpu())
+        for g, st in zip(self.gens_aug.values(), rng["augment"]):
+            g.set_state(st.cpu())
+        if "cuda" in rng and dev.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"].cpu(), dev)
+        self.flips.load_state_dict({k: [t.to(dev) for t in v] for k, v in sd["signs"].items()})
+
+
+def _remake(like, tensors: list):
+    """A rule state of ``like``'s type (a NamedTuple or a tuple) from its tensors."""
+    return like._make(tensors) if hasattr(like, "_make") else type(like)(tensors)
+
+
+def _average(grads: list[Tensor], ctx) -> list[Tensor]:
+    """The gradients averaged over the processes (one all-reduce of one flat buffer)."""
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    distributed.all_reduce_sum(flat, ctx)
+    flat /= ctx.world
+    out, i = [], 0
+    for g in grads:
+        out.append(flat[i : i + g.numel()].view_as(g))
+        i += g.numel()
+    return out
+
+
+# --------------------------------------------------------------------------- tuning and maps
 
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
                   device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) on ``task`` (its data set,
-    model and width) for ``epochs`` epochs as one batched computation; returns one result per
+    model and width) for ``epochs`` epochs with one :class:`Trainer`; returns one result per
     configuration: ``{"log": [per-epoch records], "diverged_epoch": e or None, "seconds": wall
     time / R}`` with records ``{epoch, train_loss, val_acc_binary, val_acc_float, test_acc_binary,
     test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``.
-    ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``.  The steps run
-    with subnormal floats flushed to zero (:func:`stam.dnn.epochs.flush_denormal`), as in ``stam train``."""
+    ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``."""
     if not configs:
         return []
-    algos = {c.preset.algo for c in configs}
-    if len(algos) != 1:
-        raise ValueError(f"one algorithm per batch, got {sorted(algos)}")
-    algo = algos.pop()
-    device = torch.device(device)
-    data = task.data
     R = len(configs)
-    seeds = [c.seed for c in configs]
-    n_train = len(data.train_x)
-    net = init_net(seeds, task, device)
-    alg = rule(algo)
-    hyper0 = _hyper_at(configs, 1, device)
-    views = net.wide.views
-    state = [alg.init(views[n].detach().clone(), hyper0) for n in net.quantised]
-    floats = [views[n].detach().clone() for n in net.floats]
-    fmom = [torch.zeros_like(p) for p in floats]
-    gens = {s: torch.Generator().manual_seed(s) for s in dict.fromkeys(seeds)}
-    gens_aug = {s: torch.Generator(device=device).manual_seed(s + 1) for s in gens} if data.augment else {}
-    shared = len(gens) == 1
-    steps = ep.steps_per_epoch(n_train, batch_size)
-    step_fn = _update_fn(algo, compile_pays(R, epochs * steps) if compile == "auto" else bool(compile))
-    weights = lambda view: {**dict(zip(net.quantised, [view(s) for s in state])), **dict(zip(net.floats, floats))}  # noqa: E731
-    flips = ep.SignFlips([alg.binary_weights(s) for s in state])
-    alive = torch.ones(R, dtype=torch.bool, device=device)
+    t_start = time.perf_counter()
+    tr = Trainer(configs, task, batch_size, epochs=epochs, device=device, compile=compile)
     diverged: list[int | None] = [None] * R
     logs: list[list[dict]] = [[] for _ in range(R)]
-    t_start = time.perf_counter()
-    net.wide.train()
+    splits = ("val",) * (task.data.val_x is not None) + ("test",) * evaluate_test
     for epoch in range(1, epochs + 1):
-        hyper = _hyper_at(configs, epoch, device)
-        perms = {s: torch.randperm(n_train, generator=g).to(device) for s, g in gens.items()}
-        perm = torch.stack([perms[s] for s in seeds])  # (R, n): common random numbers per seed
-        loss_sum = torch.zeros(R, dtype=torch.float64, device=device)
-        with ep.flush_denormal():
-            for step in range(steps):
-                idx = perm[:, step * batch_size : (step + 1) * batch_size]
-                batches = {s: perms[s][step * batch_size : (step + 1) * batch_size] for s in gens}
-                if data.augment:  # each seed's crops and flips from its own generator, as stam train draws them
-                    images = {s: data_mod.augment(data.train_x[b], gens_aug[s]) for s, b in batches.items()}
-                else:
-                    images = {s: data.train_x[b] for s, b in batches.items()}
-                x = _inputs(data, [images[s] for s in (seeds[:1] if shared else seeds)], shared)
-                y = data.train_y[idx]
-                ws = [alg.forward_weights(s).detach().requires_grad_(True) for s in state]
-                fs = [p.detach().requires_grad_(True) for p in floats]
-                out = net.wide.call_with({**dict(zip(net.quantised, ws)), **dict(zip(net.floats, fs))}, x)
-                losses = F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
-                grads = torch.autograd.grad(losses.sum(), ws + fs)
-                with torch.no_grad():
-                    state, floats, fmom = step_fn(state, floats, fmom, list(grads[: len(ws)]), list(grads[len(ws):]), hyper)
-                loss_sum += losses.detach().double() * idx.shape[1]
-        with torch.no_grad():
-            train_loss = loss_sum / n_train
-            finite = torch.ones(R, dtype=torch.bool, device=device)
-            for t in [alg.forward_weights(s) for s in state] + floats + fmom:
-                finite &= torch.isfinite(t.flatten(1)).all(dim=1)
-            flipped = flips.update([alg.binary_weights(s) for s in state])
-            rec = {"epoch": epoch, "train_loss": train_loss, "sign_epoch": flipped["epoch"],
-                   "sign_since_init": flipped["since_init"], "sign_ever": flipped["ever"]}
-            splits = ("val",) * (data.val_x is not None) + ("test",) * evaluate_test
-            for split in splits:
-                rec[f"{split}_acc_binary"] = accuracy(net, weights(alg.binary_weights), data, split)
-                rec[f"{split}_acc_float"] = accuracy(net, weights(alg.float_weights), data, split)
+        res = tr.train_epoch(epoch)
+        finite = tr.finite()
+        flipped = tr.sign_flips()
+        rec = {"epoch": epoch, "train_loss": res.train_loss, "sign_epoch": flipped["epoch"],
+               "sign_since_init": flipped["since_init"], "sign_ever": flipped["ever"]}
+        for split in splits:
+            rec[f"{split}_acc_binary"] = tr.accuracy(split, "binary")
+            rec[f"{split}_acc_float"] = tr.accuracy(split, "float")
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         finite = finite.tolist()
         for r in range(R):
@@ -317,4 +512,5 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
 select_epoch = ep.select_epoch
 
 
-__all__ = ["Task", "Config", "Net", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch", "compile_pays", "runs_per_job"]
+__all__ = ["Task", "Config", "Net", "Trainer", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
+           "compile_pays", "runs_per_job"]

@@ -12,9 +12,10 @@ names the file and the field:
 
 1. the file loads, is a dict, and is of :data:`FORMAT` (an older format is named as such);
 2. its structure is the one the writer writes for *this* run (:func:`validate`, against a template
-   checkpoint the caller builds with the same function that writes: the model's state_dict keys,
-   shapes and dtypes; the optimiser's groups and state; the RNG states' dtype and shape, and that
-   the generators accept them; the sign-flip state; the config's fields; ``epoch`` a non-negative
+   checkpoint the caller builds with the same function that writes: the trainer's state
+   (:meth:`stam.dnn.batched.Trainer.state_dict`: the weights and buffers, the update rule's state,
+   each a tensor of the expected dtype and shape); the RNG states' dtype and shape, and that the
+   generators accept them; the sign-flip state; the config's fields; ``epoch`` a non-negative
    integer equal to the number of log records, which are numbered 1, 2, ...);
 3. every digest matches (:func:`verify`): otherwise the file is *corrupt*.
 """
@@ -33,8 +34,12 @@ import torch
 from stam.errors import UsageError
 from stam.io import atomic_path
 
-#: 1: no content hash (refused); 2: ``sha256`` over every other key.
-FORMAT = 2
+#: 1: no content hash (refused); 2: ``sha256`` over every other key, the state of a ``torch.optim``
+#: optimiser (refused); 3: the state of the batched trainer (:class:`stam.dnn.batched.Trainer`).
+FORMAT = 3
+#: why an older format cannot be resumed
+_OLDER = {1: "written by an older stam without a content hash",
+          2: "written by an older stam whose trainer kept a torch.optim state"}
 #: the keys the writer writes (besides ``sha256``)
 KEYS = ("format", "epoch", "config", "model", "optimizer", "rng", "log", "seconds", "signs")
 HASHED = tuple(k for k in KEYS if k != "format")
@@ -131,8 +136,8 @@ def load(path: Path, flag: str = "--resume") -> dict:
     fmt = ckpt["format"]
     if fmt != FORMAT:
         if isinstance(fmt, int) and not isinstance(fmt, bool) and 1 <= fmt < FORMAT:
-            raise UsageError(f"{flag}: {path} is a checkpoint of format {fmt}, written by an older stam without a content "
-                             f"hash; this version resumes format {FORMAT} only: start a new run with another --out")
+            raise UsageError(f"{flag}: {path} is a checkpoint of format {fmt}, {_OLDER.get(fmt, 'written by an older stam')}; "
+                             f"this version resumes format {FORMAT} only: start a new run with another --out")
         raise UsageError(f"{flag}: {path} is not a stam train checkpoint of format {FORMAT} (format {_show(fmt)})")
     return ckpt
 
@@ -177,15 +182,11 @@ def verified_epoch(path: Path) -> tuple[int | None, str]:
 class Expected(NamedTuple):
     """What a checkpoint of this run must look like: ``payload``, a checkpoint payload built for
     this run by the writer's own function before any training (model, optimiser, RNG and
-    sign-flip state, config); the shapes of the optimiser's parameters in its order; the keys of a
-    log record; the parameter-group keys the schedule sets every epoch (any finite number is
-    accepted there, every other group key must equal this run's); the config keys that a checkpoint
-    written before they existed may lack (``data_source``)."""
+    sign-flip state, config); the keys of a log record; the config keys that a checkpoint written
+    before they existed may lack (``data_source``)."""
 
     payload: dict
-    param_shapes: list
     record_keys: tuple
-    schedule_keys: frozenset
     newer_config: frozenset = frozenset()
 
 
@@ -305,61 +306,17 @@ def _check_config(config, like: dict, path, flag, newer: frozenset = frozenset()
                          "resume on the same kind of device")
 
 
-def _check_optimizer(opt, like: dict, param_shapes: list, schedule_keys: frozenset, path, flag) -> None:
-    if not isinstance(opt, dict) or set(opt) != {"state", "param_groups"}:
-        _fail(path, "optimizer", "must be an optimiser state_dict (a dict of state and param_groups)", flag)
-    groups, like_groups = opt["param_groups"], like["param_groups"]
-    if not isinstance(groups, list) or len(groups) != len(like_groups):
-        _fail(path, "optimizer.param_groups", f"must be a list of {len(like_groups)} parameter groups", flag)
-    for i, (g, lg) in enumerate(zip(groups, like_groups)):
-        field = f"optimizer.param_groups[{i}]"
-        if not isinstance(g, dict):
-            _fail(path, field, f"must be a dict, not {_kind(g)}", flag)
-        params = g.get("params")
-        if not isinstance(params, list) or not all(_int(i) for i in params) or params != lg["params"]:
-            _fail(path, f"{field}.params", f"must be the parameter indices {lg['params']}", flag)
-        for k, v in lg.items():  # the settings this optimiser reads
-            if k == "params":
-                continue
-            if k not in g:
-                _fail(path, f"{field}.{k}", "is missing", flag)
-            if k in schedule_keys:  # set from the schedule at the start of every epoch
-                if not (_number(g[k]) and math.isfinite(g[k])):
-                    _fail(path, f"{field}.{k}", f"must be a finite number, not {_show(g[k])}", flag)
-            elif not (g[k] == v if _number(v) and _number(g[k]) else type(g[k]) is type(v) and g[k] == v):
-                _fail(path, f"{field}.{k}", f"must be {_show(v)}, as this run's optimiser has it, not {_show(g[k])}", flag)
-    state = opt["state"]
-    if not isinstance(state, dict):
-        _fail(path, "optimizer.state", f"must be a dict, not {_kind(state)}", flag)
-    keysets: dict[int, set] = {}
-    group_of = {i: n for n, lg in enumerate(like_groups) for i in lg["params"]}
-    for idx, st in state.items():
-        field = f"optimizer.state[{_show(idx)}]"
-        if not _int(idx) or idx not in group_of:
-            _fail(path, field, f"names no parameter (indices 0 to {len(param_shapes) - 1})", flag)
-        if not isinstance(st, dict) or not all(isinstance(k, str) for k in st):
-            _fail(path, field, "must be a dict of named state", flag)
-        if keysets.setdefault(group_of[idx], set(st)) != set(st):
-            _fail(path, field, f"holds {sorted(st)}, other parameters of its group {sorted(keysets[group_of[idx]])}", flag)
-        for k, v in st.items():
-            if torch.is_tensor(v):
-                if v.dim() and tuple(v.shape) != tuple(param_shapes[idx]):
-                    _fail(path, f"{field}.{k}", f"has shape {tuple(v.shape)}, while its parameter has shape {tuple(param_shapes[idx])}", flag)
-                if not (v.is_floating_point() or v.dim() == 0):
-                    _fail(path, f"{field}.{k}", f"must be a floating-point tensor, not {v.dtype}", flag)
-            elif not (v is None or _number(v) or isinstance(v, bool)):
-                _fail(path, f"{field}.{k}", f"must be a tensor or a number, not {_kind(v)}", flag)
-
-
 def _check_rng(rng, like: dict, device_type: str, path, flag) -> None:
     _same_structure(rng, like, path, "rng", flag)
-    for key, state in rng.items():  # a state of the right size may still be refused (e.g. an invalid mt19937)
+    for key, states in rng.items():  # a state of the right size may still be refused (e.g. an invalid mt19937)
         on = "cuda" if key == "cuda" else device_type if key == "augment" else "cpu"
-        try:
-            torch.Generator(device=on).set_state(state)
-        except (RuntimeError, TypeError, ValueError) as exc:
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            _fail(path, f"rng.{key}", f"is not a valid generator state ({why})", flag)
+        for i, state in enumerate(states if isinstance(states, (list, tuple)) else [states]):
+            try:
+                torch.Generator(device=on).set_state(state)
+            except (RuntimeError, TypeError, ValueError) as exc:
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                where = f"rng.{key}" + (f"[{i}]" if isinstance(states, (list, tuple)) else "")
+                _fail(path, where, f"is not a valid generator state ({why})", flag)
 
 
 def _json_like(obj, path, field, flag, depth: int = 0) -> None:
@@ -416,7 +373,7 @@ def validate(ckpt: dict, expected: Expected, path: Path, flag: str = "--resume")
     if not _number(ckpt["seconds"]) or not math.isfinite(ckpt["seconds"]) or ckpt["seconds"] < 0:
         _fail(path, "seconds", f"must be a finite number >= 0, not {_show(ckpt['seconds'])}", flag)
     _same_structure(ckpt["model"], template["model"], path, "model", flag)
-    _check_optimizer(ckpt["optimizer"], template["optimizer"], expected.param_shapes, expected.schedule_keys, path, flag)
+    _same_structure(ckpt["optimizer"], template["optimizer"], path, "optimizer", flag)
     _check_rng(ckpt["rng"], template["rng"], torch.device(template["config"]["device"]).type, path, flag)
     _same_structure(ckpt["signs"], template["signs"], path, "signs", flag)
 

@@ -106,6 +106,12 @@ class BatchedRule:
         """The step of a float parameter (BatchNorm, the last bias) and its buffer: SGD with ``lr``."""
         return p - as_batch_scalar(hyper["lr"], p) * grad, buf
 
+    def proxies(self, state, new, grad: Tensor, hyper: dict[str, Tensor]) -> tuple[Tensor, Tensor] | None:
+        """Stationarity proxies of one layer's step from ``state`` to ``new`` with gradient ``grad``
+        (weight decay included): ``(R,)`` squared norms, summed over the layers by the trainer; None
+        for an algorithm without them."""
+        return None
+
 
 class QuantizingOptimizer(torch.optim.Optimizer):
     """Base class: quantised / float groups, compiled kernels, binary/float weight views.

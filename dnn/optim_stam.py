@@ -156,6 +156,16 @@ class BatchedSTAM(BatchedRule):
     def float_step(self, p, grad, buf, hyper):
         return p - grad / as_batch_scalar(hyper["beta"], p), buf
 
+    def proxies(self, state, new, grad, hyper):
+        """``||grad L(W^t) + lam (W^t - U^t)||^2`` (the stochastic y-gradient of eq. (algy)) and
+        ``||X^{t+1} - X^t||^2 / gamma^2`` (eq. (algz)), per run, in float64: what
+        :meth:`STAM.stationarity_proxies` reports (:func:`stam_kernel`)."""
+        r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
+        f64 = dict(dim=tuple(range(1, grad.dim())), dtype=torch.float64)
+        grad_sq = (grad + _ops(r("lam")).grad_y_H(state.x, state.y)).square().sum(**f64)
+        gamma = hyper["gamma"].double()
+        return grad_sq, (new.z - state.z).square().sum(**f64) / (gamma * gamma)
+
 
 #: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)
 BATCHED = BatchedSTAM()

@@ -10,14 +10,17 @@ which also checks it on a resume).  ``resume=True`` continues from the checkpoin
 augmentation) are restored, and the hyperparameters of an epoch are a function of the epoch
 alone (:mod:`stam.dnn.presets`).
 
-Accuracies are in percent.  "Binary" test accuracy always uses weights in Q: the optimiser's
-``binary_weights()`` (V for STAM, Proj_Q of the float weights for BC, BR and PSGD), and for the
-float baseline the projection of its weights onto Q; "float" uses the float weights.
+It trains through the one batched trainer of tuning and maps, with one run
+(:class:`stam.dnn.batched.Trainer`, ``R = 1``): this module adds the run folder, the records,
+checkpoints, resume, the progress bar and the divergence stop around it.
+
+Accuracies are in percent.  "Binary" test accuracy always uses weights in Q: the update rule's
+binary weights (V for STAM, Proj_Q of the float weights for BC, BR and PSGD, and for the float
+baseline the projection of its weights onto Q); "float" uses the float weights.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import sys
@@ -29,11 +32,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from stam.dnn import catalog, checkpoint, distributed, optim, presets
+from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
-from stam.dnn.optim import project_layer
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
 from stam.theory.numeric import check, quadratic_coupling
@@ -79,60 +81,7 @@ class TrainConfig:
     cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
 
 
-# --------------------------------------------------------------------------- optimisers
-
-def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
-    """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`,
-    built from the hyperparameters ``hyper`` of the first epoch as the algorithm declares it
-    (:mod:`stam.dnn.catalog`): ``torch.optim.SGD`` for the float baseline, otherwise
-    :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).  BR gets its fixed
-    ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
-    try:
-        a = catalog.algorithm(algo)
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
-    if not a.binary:
-        return a.optimizer_class()(groups, **a.constructor_args(hyper))
-
-    return optim.make(algo, groups, **a.constructor_args(hyper))
-
-
-def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
-    """Put the hyperparameters of the current epoch into every parameter group."""
-    for group in opt.param_groups:
-        for key in catalog.algorithm(algo).hyper:
-            if key in group:
-                group[key] = hyper[key]
-    if hyper.get("project"):  # BR's second phase (the schedule sets ``project`` from ``switch_epoch``)
-        opt.switch_to_projection()
-
-
-@contextlib.contextmanager
-def projected_weights(opt: torch.optim.Optimizer):
-    """Float baseline: temporarily replace every quantised weight by its projection onto Q
-    (eq. (0411)); restores the float weights on exit."""
-    saved = []
-    with torch.no_grad():
-        for group in opt.param_groups:
-            if group.get("quantize"):
-                for p in group["params"]:
-                    saved.append((p, p.detach().clone()))
-                    p.copy_(project_layer(p))
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for p, v in saved:
-                p.copy_(v)
-
-
-def binary_weights(opt):
-    return opt.binary_weights() if hasattr(opt, "binary_weights") else projected_weights(opt)
-
-
-def float_weights(opt):
-    return opt.float_weights() if hasattr(opt, "float_weights") else contextlib.nullcontext()
-
+# --------------------------------------------------------------------------- the theorem
 
 def theorem_status(algo: str, hyper: dict) -> dict | None:
     """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.numeric``);
@@ -150,83 +99,6 @@ def theorem_status(algo: str, hyper: dict) -> dict | None:
     }
 
 
-# --------------------------------------------------------------------------- one step, one epoch
-
-def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast, memory_format=torch.contiguous_format):
-    """Forward, backward and one optimiser step on a uint8 batch; returns (loss, #correct) as
-    0-dim tensors (no host synchronisation)."""
-    x = data.normalise(x_uint8).contiguous(memory_format=memory_format)
-    opt.zero_grad(set_to_none=True)
-    with autocast():
-        out = net(x)
-        loss = F.cross_entropy(out.float(), y)
-    loss.backward()
-    opt.step()
-    return loss.detach(), (out.argmax(1) == y).sum()
-
-
-@torch.no_grad()
-def evaluate(model, data: data_mod.ImageData, ctx, batch: int, autocast, memory_format=torch.contiguous_format,
-             split: str = "test") -> float:
-    """Accuracy (percent) of ``model`` as it stands on ``split`` (``"test"`` or ``"val"``); the
-    images are split over processes."""
-    model.eval()
-    all_x, all_y = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
-    xs, ys = all_x[ctx.rank :: ctx.world], all_y[ctx.rank :: ctx.world]
-    correct = torch.zeros((), dtype=torch.long, device=ctx.device)
-    for i in range(0, len(xs), batch):
-        with autocast():
-            out = model(data.normalise(xs[i : i + batch]).contiguous(memory_format=memory_format))
-        correct += (out.argmax(1) == ys[i : i + batch]).sum()
-    distributed.all_reduce_sum(correct, ctx)
-    return 100.0 * correct.item() / len(all_x)
-
-
-def _proxies(opt) -> tuple | None:
-    if not hasattr(opt, "stationarity_proxies"):
-        return None
-    p = opt.stationarity_proxies()
-    if isinstance(p, dict):
-        p = (p["grad"], p["z"])
-    return tuple(torch.as_tensor(v, dtype=torch.float64) for v in p)
-
-
-# --------------------------------------------------------------------------- sign flips
-
-class SignFlips:
-    """The sign-flip diagnostic (:class:`stam.dnn.epochs.SignFlips`, the one the batched trainer
-    keeps too) of this run's binary weights, in Q: what :func:`binary_weights` puts into the
-    quantised parameters; per layer (named) and in total, once per epoch.  Its state goes into the
-    checkpoint, so a resumed run continues it exactly."""
-
-    def __init__(self, opt, model):
-        names = {id(p): n for n, p in model.named_parameters()}
-        self.params = [p for g in opt.param_groups if g.get("quantize") for p in g["params"]]
-        self.names = [names.get(id(p), "?") for p in self.params]
-        with binary_weights(opt):
-            self.tracker = ep.SignFlips(self._runs())
-
-    def _runs(self) -> list:
-        return [p.unsqueeze(0) for p in self.params]  # one run: R = 1
-
-    @torch.no_grad()
-    def update(self) -> dict | None:
-        """Call with the binary weights in the parameters; returns the epoch's record."""
-        if not self.params:
-            return None
-        r = self.tracker.update(self._runs())
-        one = lambda t: float(t[0])  # noqa: E731
-        keys = ("epoch", "since_init", "ever")
-        layers = [{"name": n, **{k: one(l[k]) for k in (*keys, "scale")}} for n, l in zip(self.names, r["layers"])]
-        return {**{k: one(r[k]) for k in keys}, "layers": layers}
-
-    def state_dict(self) -> dict:
-        return {k: [t.squeeze(0) for t in v] for k, v in self.tracker.state_dict().items()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.tracker.load_state_dict({k: [t.unsqueeze(0) for t in v] for k, v in state.items()})
-
-
 # --------------------------------------------------------------------------- the run
 
 def _json_line(record: dict) -> str:
@@ -238,25 +110,10 @@ def _default_out(cfg: TrainConfig, preset: presets.Preset) -> Path:
     return Path("runs") / f"{cfg.dataset}-{cfg.model}{width}-{preset.name}-seed{cfg.seed}"
 
 
-def _rng_state(gen_shuffle, gen_aug, device) -> dict:
-    state = {"torch": torch.get_rng_state(), "shuffle": gen_shuffle.get_state(), "augment": gen_aug.get_state()}
-    if device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def _set_rng_state(state: dict, gen_shuffle, gen_aug, device) -> None:
-    torch.set_rng_state(state["torch"].cpu())
-    gen_shuffle.set_state(state["shuffle"].cpu())
-    gen_aug.set_state(state["augment"].cpu())
-    if "cuda" in state and device.type == "cuda":
-        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
-
-
 class Trained(NamedTuple):
     summary: dict  # also written to OUT/summary.json
-    model: torch.nn.Module
-    optimizer: torch.optim.Optimizer
+    model: torch.nn.Module  # the trained network with the weights it is scored on: binary (in Q), float for the float baseline
+    trainer: batched.Trainer  # its weights in every form (Trainer.weights, Trainer.module) and its state
 
 
 def run(cfg: TrainConfig, checksums: dict | None = None) -> Trained:
@@ -281,14 +138,7 @@ class Setup:
     batch_size: int
     out: Path
     data: data_mod.ImageData
-    model: torch.nn.Module
-    net: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
-    opt: torch.optim.Optimizer
-    flips: SignFlips
-    gen_shuffle: torch.Generator
-    gen_aug: torch.Generator
-    autocast: object
-    memory_format: torch.memory_format
+    trainer: batched.Trainer
     config: dict
 
 
@@ -309,15 +159,13 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     for epoch in range(len(done.records) + 1, s.epochs + 1):
         t0 = time.perf_counter()
         hyper = s.preset.at(epoch)
-        apply_hyper(s.opt, s.preset.algo, hyper)
-        with ep.flush_denormal():  # the tensor arithmetic only: settings were checked with IEEE subnormals
-            totals, proxies = _train_epoch(s, done, epoch)
+        result = _train_epoch(s, done, epoch)
         acc_bin, acc_float, sign_flips = _evaluate_epoch(s)
-        _commit(s, done, _record(s, epoch, hyper, totals, proxies, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
+        _commit(s, done, _record(s, epoch, hyper, result, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
     summary = _summary(s.config, done.records, done.seconds, "completed")
     if ctx.main:
         atomic_write_json(s.out / "summary.json", summary)
-    return Trained(summary, s.model, s.opt)
+    return Trained(summary, s.trainer.module(0, "binary" if catalog.algorithm(s.preset.algo).binary else "float"), s.trainer)
 
 
 def _check_settings(cfg: TrainConfig, ctx) -> tuple[presets.Preset, int, int, Path]:
@@ -341,8 +189,8 @@ def _check_settings(cfg: TrainConfig, ctx) -> tuple[presets.Preset, int, int, Pa
 
 
 def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
-    """Settings, data, model, optimiser, generators and the run's config, in a fixed order (the
-    random state a run starts from depends on it)."""
+    """Settings, data, the trainer (network, update rule, generators) and the run's config, in a
+    fixed order (the random state a run starts from depends on it)."""
     preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
     if ctx.main:  # only the main process may download; the others read what it verified
@@ -352,17 +200,12 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums, cfg.cache_dir)
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
-    torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width).to(device)
-    memory_format = torch.channels_last if device.type == "cuda" and data.train_x.dim() == 4 else torch.contiguous_format
-    model = model.to(memory_format=memory_format)
-    _check_fits(model, cfg.model, data, memory_format)
+    model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width)  # to check the settings (no random state used)
+    data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)
-    opt = make_optimizer(preset.algo, groups, preset.at(1))
-    net = model
-    if ctx.world > 1:
-        net = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    use_bf16 = cfg.bf16
+    trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size,
+                              epochs=epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
+                              proxies=catalog.algorithm(preset.algo).theorem, eval_batch_size=cfg.eval_batch_size)
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
@@ -373,9 +216,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
         "val_size": len(data.val_x) if cfg.val_fraction else 0,
     }
-    return Setup(cfg, ctx, preset, epochs, batch_size, out, data, model, net, opt, SignFlips(opt, model),
-                 torch.Generator().manual_seed(cfg.seed), torch.Generator(device=device).manual_seed(cfg.seed + 1),
-                 lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16), memory_format, config)
+    return Setup(cfg, ctx, preset, epochs, batch_size, out, data, trainer, config)
 
 
 def _data_identity(source) -> tuple:
@@ -391,13 +232,12 @@ def _data_text(identity: tuple) -> str:
 
 
 def _resume(s: Setup) -> Done:
-    """Restore model, optimiser, generators and sign-flip state from the checkpoint, after checking
-    its structure against this run's and its content hash (:mod:`stam.dnn.checkpoint`) and that the
-    run's settings are the same (only ``epochs`` may change)."""
+    """Restore the trainer (weights, update-rule state, BatchNorm statistics, generators, sign-flip
+    state) from the checkpoint, after checking its structure against this run's and its content
+    hash (:mod:`stam.dnn.checkpoint`) and that the run's settings are the same (only ``epochs``
+    may change)."""
     path = s.out / "checkpoint.pt"
-    expected = checkpoint.Expected(_payload(s, Done(), 0), [p.shape for g in s.opt.param_groups for p in g["params"]],
-                                   RECORD_KEYS, frozenset(presets.ALGO_HYPER[s.preset.algo]) | {"phase"},  # BR's phase: the schedule's too
-                                   newer_config=frozenset({"data_source"}))  # absent from checkpoints written before it
+    expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS, newer_config=frozenset({"data_source"}))  # absent from checkpoints written before it
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
     changed = [f"{k} was {old.get(k, IDENTITY_DEFAULTS.get(k))!r}, now {s.config[k]!r}" for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
@@ -406,13 +246,7 @@ def _resume(s: Setup) -> Done:
         changed.append(f"the data was {_data_text(was)}, now {_data_text(now)}")
     if changed:
         raise UsageError(f"--resume: {', '.join(changed)}; use the same settings (only --epochs may change)")
-    for key, target in (("model", s.model), ("optimizer", s.opt)):  # checked above; what the loaders still refuse
-        try:
-            target.load_state_dict(ckpt[key])
-        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"--resume: {path}: field {key} cannot be loaded ({(str(exc) or type(exc).__name__).splitlines()[0]})") from None
-    _set_rng_state(ckpt["rng"], s.gen_shuffle, s.gen_aug, s.ctx.device)
-    s.flips.load_state_dict({k: [t.to(s.ctx.device) for t in v] for k, v in ckpt["signs"].items()})
+    s.trainer.load_state_dict({k: ckpt[k] for k in ("model", "optimizer", "rng", "signs")})
     return Done(list(ckpt["log"]), float(ckpt["seconds"]))
 
 
@@ -428,62 +262,42 @@ def _start(s: Setup, done: Done) -> None:
             stale.unlink(missing_ok=True)
 
 
-def _train_epoch(s: Setup, done: Done, epoch: int) -> tuple[torch.Tensor, tuple | None]:
-    """One pass over the shuffled training set; returns the (loss sum, #correct, #seen) summed
-    over the processes, and the epoch's mean stationarity proxies (None for optimisers without
-    them).  Raises :class:`Diverged` when the loss or, after the last step, the weights or the
-    optimiser state stop being finite."""
-    ctx, data, device, bs = s.ctx, s.data, s.ctx.device, s.batch_size
-    n_train = len(data.train_x)
-    steps = ep.steps_per_epoch(n_train, bs, ctx.world)
-    s.model.train()
-    perm = torch.randperm(n_train, generator=s.gen_shuffle).to(device)
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    correct = torch.zeros((), dtype=torch.long, device=device)
-    seen, prox_sum, prox_n = 0, None, 0
-    bar = _progress(s.cfg, ctx, steps, epoch, s.epochs)
-    for step in range(steps):
-        batch = perm[step * bs : (step + 1) * bs]
-        idx = batch[ctx.rank :: ctx.world]  # this process's share
-        if data.augment:  # the whole batch on every process: the generators stay in step, as in one process
-            x = data_mod.augment(data.train_x[batch], s.gen_aug)[ctx.rank :: ctx.world]
-        else:
-            x = data.train_x[idx]
-        loss, c = train_step(s.net, s.opt, x, data.train_y[idx], data, s.autocast, s.memory_format)
-        loss_sum += loss * len(idx)
-        correct += c
-        seen += len(idx)
-        p = _proxies(s.opt)
-        if p is not None:
-            prox_sum = p if prox_sum is None else tuple(a + b for a, b in zip(prox_sum, p))
-            prox_n += 1
-        if (step + 1) % 25 == 0 or step + 1 == steps:
-            check = distributed.all_reduce_sum(loss_sum.clone(), ctx)
-            what = ep.diverged(check.item(), True)
-            if what:
-                bar.close()
-                _diverged(s, done, epoch, f"{what} in epoch {epoch} (by step {step + 1} of {steps})")
-            bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}", refresh=False)
-        bar.update(1)
+def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
+    """One pass over the shuffled training set (:meth:`stam.dnn.batched.Trainer.train_epoch`),
+    with the progress bar and the divergence checks: every 25 steps the loss, after the last step
+    the weights and the state too (an update after the last loss check may have broken them).
+    Raises :class:`Diverged`."""
+    bar = _progress(s.cfg, s.ctx, s.trainer.steps, epoch, s.epochs)
+
+    def check(step, steps, mean_loss):
+        what = ep.diverged(float(mean_loss[0]), True)
+        if what:
+            bar.close()
+            _diverged(s, done, epoch, f"{what} in epoch {epoch} (by step {step} of {steps})")
+        bar.set_postfix(loss=f"{float(mean_loss[0]):.4f}", refresh=False)
+        bar.update(step - bar.n)
+
+    result = s.trainer.train_epoch(epoch, on_check=check)
     bar.close()
-    what = ep.diverged(loss_sum.item(), _all_finite(s.model, s.opt))  # an update after the last loss check may have broken them
+    what = ep.diverged(float(result.train_loss[0]), bool(s.trainer.finite()[0]))
     if what:
         _diverged(s, done, epoch, f"{what} in epoch {epoch}")
-    distributed.average_buffers(s.model, ctx)
-    totals = torch.stack([loss_sum, correct.double(), torch.tensor(float(seen), dtype=torch.float64, device=device)])
-    return distributed.all_reduce_sum(totals, ctx), None if prox_sum is None else tuple(v.item() / prox_n for v in prox_sum)
+    return result
 
 
 def _evaluate_epoch(s: Setup) -> tuple[dict, dict, dict | None]:
     """Test (and validation) accuracy with the binary weights and with the float weights, and the
-    sign flips of the binary weights."""
+    sign flips of the binary weights (per layer, named)."""
+    tr = s.trainer
     splits = ("test", "val") if s.cfg.val_fraction else ("test",)
-    ev = lambda split: evaluate(s.model, s.data, s.ctx, s.cfg.eval_batch_size, s.autocast, s.memory_format, split)  # noqa: E731
-    with binary_weights(s.opt):
-        acc_bin = {split: ev(split) for split in splits}
-        sign_flips = s.flips.update()
-    with float_weights(s.opt):
-        acc_float = {split: ev(split) for split in splits}
+    acc_bin = {split: float(tr.accuracy(split, "binary")[0]) for split in splits}
+    acc_float = {split: float(tr.accuracy(split, "float")[0]) for split in splits}
+    sign_flips = None
+    if tr.net.quantised:
+        r = tr.sign_flips()
+        keys = ("epoch", "since_init", "ever")
+        layers = [{"name": n, **{k: float(lay[k][0]) for k in (*keys, "scale")}} for n, lay in zip(tr.net.quantised, r["layers"])]
+        sign_flips = {**{k: float(r[k][0]) for k in keys}, "layers": layers}
     return acc_bin, acc_float, sign_flips
 
 
@@ -492,10 +306,11 @@ RECORD_KEYS = ("epoch", "paper_epoch", "train_loss", "train_acc", "test_acc_bina
                "val_acc_float", "hyper", "proxy_grad", "proxy_z", "theorem", "sign_flips", "seconds")
 
 
-def _record(s: Setup, epoch, hyper, totals, proxies, acc_bin, acc_float, sign_flips, seconds) -> dict:
+def _record(s: Setup, epoch, hyper, result: batched.Epoch, acc_bin, acc_float, sign_flips, seconds) -> dict:
+    proxies = None if result.proxies is None else tuple(float(p[0]) for p in result.proxies)
     record = {
         "epoch": epoch, "paper_epoch": s.preset.paper_epoch(epoch),
-        "train_loss": totals[0].item() / totals[2].item(), "train_acc": 100.0 * totals[1].item() / totals[2].item(),
+        "train_loss": float(result.train_loss[0]), "train_acc": float(result.train_acc[0]),
         "test_acc_binary": acc_bin["test"], "test_acc_float": acc_float["test"],
         "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"), "hyper": hyper,
         "proxy_grad": None if proxies is None else proxies[0], "proxy_z": None if proxies is None else proxies[1],
@@ -524,9 +339,7 @@ def _progress(cfg, ctx, steps, epoch, epochs):
 def _payload(s: Setup, done: Done, epoch: int) -> dict:
     """What a checkpoint holds (:data:`stam.dnn.checkpoint.KEYS`); also the template a resumed
     checkpoint is checked against."""
-    return {"epoch": epoch, "config": s.config, "model": s.model.state_dict(), "optimizer": s.opt.state_dict(),
-            "rng": _rng_state(s.gen_shuffle, s.gen_aug, s.ctx.device), "log": done.records, "seconds": done.seconds,
-            "signs": s.flips.state_dict()}
+    return {"epoch": epoch, "config": s.config, **s.trainer.state_dict(), "log": done.records, "seconds": done.seconds}
 
 
 def _save(s: Setup, done: Done, epoch: int) -> None:
@@ -604,19 +417,4 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 
-@torch.no_grad()
-def _all_finite(model, opt) -> bool:
-    """Whether every parameter, buffer and floating-point optimiser state tensor is finite (one
-    pass over them, once per epoch, one host synchronisation)."""
-    tensors = [*model.parameters(), *model.buffers()]
-    tensors += [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_floating_point()]
-    return bool(torch.stack([torch.isfinite(t).all() for t in tensors if t.is_floating_point()]).all())
-
-
-def _check_fits(model, name: str, data: data_mod.ImageData, memory_format) -> None:
-    """A model that cannot take the data set's images is a usage error, named before anything is
-    written (:func:`stam.dnn.data.check_fits`)."""
-    data_mod.check_fits(model, name, data, memory_format)
-
-
-__all__ = ["TrainConfig", "Trained", "run", "select_epoch", "SignFlips", "Diverged", "make_optimizer", "apply_hyper", "train_step", "evaluate", "projected_weights", "theorem_status"]
+__all__ = ["TrainConfig", "Trained", "run", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]

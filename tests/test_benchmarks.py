@@ -18,7 +18,7 @@ def _load(name):
     return module
 
 
-def test_dnn_train_speed_runs_the_train_step_of_stam_train(tmp_path, capsys):
+def test_dnn_train_speed_runs_the_torch_optim_step(tmp_path, capsys):
     bench = _load("dnn_train_speed")
     out = tmp_path / "speed.json"
     bench.main(["--models", "cnn", "--repeats", "1", "--step-repeats", "1", "--batch-size", "16", "--out", str(out)])
@@ -41,11 +41,11 @@ def test_dnn_batched_cifar_times_both_paths_of_the_one_trainer(tmp_path, capsys)
     result = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out) == result
     rows = result["results"]
-    assert set(rows) == {"bc, one seed (tuning trials)", "bc, R seeds (fresh-seed runs)", "bc, R = 1 vs stam train"}
+    assert set(rows) == {"bc, one seed (tuning trials)", "bc, R seeds (fresh-seed runs)", "bc, R = 1 vs torch.optim loop"}
     for key in ("bc, one seed (tuning trials)", "bc, R seeds (fresh-seed runs)"):
         assert rows[key]["speedup"] == pytest.approx(rows[key]["sequential_s"] / rows[key]["batched_s"])
-    r1 = rows["bc, R = 1 vs stam train"]
-    assert r1["ratio"] == pytest.approx(r1["batched_R1_s"] / r1["stam_train_s"])
+    r1 = rows["bc, R = 1 vs torch.optim loop"]
+    assert r1["ratio"] == pytest.approx(r1["trainer_R1_s"] / r1["optim_loop_s"])
 
 
 def test_synthetic_speed_growth_fit_recovers_an_affine_cost(monkeypatch):

@@ -28,8 +28,9 @@ def _log(path):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_optimizer_factory_is_stam_dnn_optim_make(algo, monkeypatch):
-    """stam train builds the quantising optimisers through the one factory, with the epoch-1
-    hyperparameters of the preset in every group (BR with rho = 1: the lam schedule drives it)."""
+    """A loop of one's own (stam.dnn.loop) builds the quantising optimisers through the one
+    factory, with the epoch-1 hyperparameters of the preset in every group (BR with rho = 1: the
+    lam schedule drives it)."""
     from stam.dnn import models, optim, presets
 
     calls, make = [], optim.make
@@ -40,7 +41,9 @@ def test_optimizer_factory_is_stam_dnn_optim_make(algo, monkeypatch):
 
     monkeypatch.setattr(optim, "make", spy)
     hyper = presets.resolve(None, algo, "digits").at(1)
-    opt = T.make_optimizer(algo, models.param_groups(models.build_model("mlp", 10, (1, 8, 8))), hyper)
+    from stam.dnn import loop
+
+    opt = loop.make_optimizer(algo, models.param_groups(models.build_model("mlp", 10, (1, 8, 8))), hyper)
     if algo == "float":
         assert isinstance(opt, torch.optim.SGD) and not calls
         return
@@ -54,7 +57,8 @@ def test_optimizer_factory_is_stam_dnn_optim_make(algo, monkeypatch):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_resume_is_exact(tmp_path, algo):
-    """2 epochs straight == 1 epoch + --resume + 1 epoch: same weights, optimiser state and log."""
+    """2 epochs straight == 1 epoch + --resume + 1 epoch: the same trainer state (weights, update-rule
+    state, BatchNorm statistics, generators, sign-flip state) and log."""
     # schedule scales that put a stage change between the two epochs (STAM: paper epochs 1 -> 81;
     # BR: 1 -> 251, across the switch to pure projection at K = 250)
     kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 250}.get(algo, 1.0), seed=3)
@@ -65,11 +69,12 @@ def test_resume_is_exact(tmp_path, algo):
     resumed = T.run(cfg(tmp_path, "b", **kw, resume=True))
     for (k, v), (k2, v2) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
         assert k == k2 and torch.equal(v, v2), k
-    sa, sb = straight.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
-    assert sa.keys() == sb.keys()
-    for i in sa:
-        for key, value in sa[i].items():
-            assert torch.equal(torch.as_tensor(value), torch.as_tensor(sb[i][key])), (i, key)
+    from stam.dnn.checkpoint import digest
+
+    sa, sb = straight.trainer.state_dict(), resumed.trainer.state_dict()
+    for part in ("model", "optimizer", "signs"):
+        assert digest(sa[part]) == digest(sb[part]), part
+    assert all(torch.equal(a, b) for a, b in zip(sa["rng"]["shuffle"] + sa["rng"]["augment"], sb["rng"]["shuffle"] + sb["rng"]["augment"]))
     la, lb = _log(tmp_path / "a"), _log(tmp_path / "b")
     assert la == lb  # val accuracies and sign-flip records included
     assert all(r["val_acc_binary"] is not None and r["sign_flips"]["layers"] for r in la)
@@ -92,14 +97,22 @@ def test_log_and_summary_contents(tmp_path):
 
 
 def test_binary_accuracy_of_float_baseline_uses_projected_weights(tmp_path):
+    """The float baseline's binary weights are the projection of its float weights onto Q (eq.
+    (0411)), in the trainer and in a loop of one's own; the network it returns holds float weights."""
+    from stam.dnn import loop, models
+
     res = T.run(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
-    opt = res.optimizer
-    w = opt.param_groups[0]["params"][0]
-    before = w.detach().clone()
-    with T.projected_weights(opt):
-        assert torch.all(w.abs() == w.abs()[0, 0]) and torch.equal(w >= 0, before >= 0)
-        assert torch.allclose(w.abs()[0, 0], before.abs().mean())
-    assert torch.equal(w, before)
+    w = res.trainer.weights("float")["net.1.weight"][0]
+    b = res.trainer.weights("binary")["net.1.weight"][0]
+    assert torch.all(b.abs() == b.abs()[0, 0]) and torch.equal(b >= 0, w >= 0) and torch.allclose(b.abs()[0, 0], w.abs().mean())
+    assert torch.equal(res.model.net[1].weight, w)
+    net = models.build_model("mlp", 10, (1, 8, 8))
+    opt = loop.make_optimizer("float", models.param_groups(net), {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0})
+    p = net.net[1].weight
+    before = p.detach().clone()
+    with loop.projected_weights(opt):
+        assert torch.all(p.abs() == p.abs()[0, 0]) and torch.equal(p >= 0, before >= 0)
+    assert torch.equal(p, before)
 
 
 def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
@@ -164,17 +177,17 @@ def test_resume_refuses_another_kind_of_device(tmp_path):
 def test_weights_broken_by_the_last_step_of_an_epoch_stop_the_run(tmp_path, monkeypatch):
     """The loss is checked before a step's update; an update that breaks the weights after the
     epoch's last loss check is caught at the end of the epoch, before anything is saved."""
-    real, steps = T.train_step, []
+    from stam.dnn import batched
 
-    def step_then_break(net, opt, *args, **kw):
-        out = real(net, opt, *args, **kw)
-        steps.append(1)
-        if len(steps) == 2:  # the last (only) step of epoch 2
-            with torch.no_grad():
-                next(net.parameters()).fill_(float("nan"))
+    real = batched.Trainer.train_epoch
+
+    def epoch_then_break(self, epoch, *args, **kw):
+        out = real(self, epoch, *args, **kw)
+        if epoch == 2:  # after the last (only) step of epoch 2
+            self.state[0].u.fill_(float("nan"))
         return out
 
-    monkeypatch.setattr(T, "train_step", step_then_break)
+    monkeypatch.setattr(batched.Trainer, "train_epoch", epoch_then_break)
     with pytest.raises(T.Diverged, match=r"weights or optimiser state became non-finite in epoch 2.*checkpoint \(epoch 1\)"):
         T.run(cfg(tmp_path, algo="bc", epochs=3, batch_size=2048))
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
@@ -187,6 +200,7 @@ def test_bf16_autocast_trains_on_the_cpu(tmp_path):
     (rec,) = _log(tmp_path / "run")
     assert res.summary["status"] == "completed" and rec["train_loss"] == rec["train_loss"] and 0 <= rec["test_acc_binary"] <= 100
     assert all(p.dtype == torch.float32 for p in res.model.parameters())  # autocast: weights and state stay float32
+    assert all(t.dtype == torch.float32 for s in res.trainer.state for t in s)
 
 
 def _rc(argv):
@@ -226,7 +240,7 @@ def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
         from stam.dnn.train import TrainConfig, run
         res = run(TrainConfig(model="mlp", dataset="digits", algo="float", epochs=1, overrides={{"lr": 0.1, "momentum": 0.9}},
                               out={str(tmp_path / "ddp")!r}, progress=False, echo=False, device="cpu"))
-        torch.save(res.model.state_dict(), {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
+        torch.save(res.trainer.state_dict()["model"], {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
         assert res.summary["world_size"] == 2
     """))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -257,9 +271,9 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
                               schedule_scale=1 / 80, data_dir={str(tmp_path)!r}, out={str(tmp_path)!r} + "/" + name,
                               resume=resume, progress=False, echo=False, device="cpu"),
                   checksums=json.loads({json.dumps(json.dumps(sums))}))
-        opt = res.optimizer
-        state = {{f"{{i}}.{{k}}": v for i, p in enumerate(opt.param_groups[0]["params"]) for k, v in opt.state[p].items()}}
-        torch.save({{"model": res.model.state_dict(), "opt": state}}, {str(tmp_path)!r} + f"/{{name}}-rank{{os.environ['RANK']}}.pt")
+        sd = res.trainer.state_dict()
+        state = {{f"{{n}}.{{k}}": v for n, s in sd["optimizer"]["layers"].items() for k, v in zip("yxuz", s)}}
+        torch.save({{"model": sd["model"], "opt": state}}, {str(tmp_path)!r} + f"/{{name}}-rank{{os.environ['RANK']}}.pt")
     """))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for args in (("straight", "2", "new"), ("split", "1", "new"), ("split", "2", "resume")):
@@ -267,7 +281,7 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
                        check=True, env=env, capture_output=True, timeout=300, cwd=str(tmp_path.parent))
     got = {f"{n}{r}": torch.load(tmp_path / f"{n}-rank{r}.pt", weights_only=True) for n in ("straight", "split") for r in (0, 1)}
     ref = got["straight0"]
-    assert ref["opt"] and {k.split(".")[1] for k in ref["opt"]} == {"U", "V", "X"}
+    assert ref["opt"] and {k.rsplit(".", 1)[1] for k in ref["opt"]} == set("yxuz")  # W, U, V, X of eq. (alg:stamm)
     for key, other in got.items():
         for part in ("model", "opt"):
             assert ref[part].keys() == other[part].keys()
@@ -407,15 +421,15 @@ def test_sign_flips_equal_a_recomputation_from_saved_weights(tmp_path, algo):
     first = T.run(cfg(tmp_path, epochs=1, **kw))
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     init = ckpt["signs"]["init"]
-    with T.binary_weights(first.optimizer):
-        w1 = [p.detach().clone() for g in first.optimizer.param_groups if g.get("quantize") for p in g["params"]]
+    binary = lambda res: [res.trainer.weights("binary")[n][0].clone() for n in res.trainer.net.quantised]  # noqa: E731
+    w1 = binary(first)
     second = T.run(cfg(tmp_path, epochs=2, resume=True, **kw))
-    with T.binary_weights(second.optimizer):
-        w2 = [p.detach().clone() for g in second.optimizer.param_groups if g.get("quantize") for p in g["params"]]
+    w2 = binary(second)
     log = _log(tmp_path / "run")
     r1, r2 = log[0]["sign_flips"], log[1]["sign_flips"]
     n = sum(w.numel() for w in w2)
     epoch = sum((signs(a) != signs(b)).sum().item() for a, b in zip(w1, w2)) / n
+    init = [i[0] for i in init]
     since = sum((signs(b) != i).sum().item() for b, i in zip(w2, init)) / n
     ever = sum(((signs(a) != i) | (signs(b) != i)).sum().item() for a, b, i in zip(w1, w2, init)) / n
     assert r2["epoch"] == pytest.approx(epoch) and r2["since_init"] == pytest.approx(since) and r2["ever"] == pytest.approx(ever)
@@ -432,7 +446,7 @@ def test_sign_flips_equal_a_recomputation_from_saved_weights(tmp_path, algo):
 def test_no_sign_flips_when_the_optimiser_does_not_move_the_weights(tmp_path):
     """Plain SGD with lr = 1e-30 (0 is refused) leaves the float32 weights, hence their signs, where they started."""
     res = T.run(cfg(tmp_path, algo="float", epochs=2, batch_size=64, overrides={"lr": 1e-30}))
-    assert all(p.abs().min() > 1e-20 for g in res.optimizer.param_groups if g.get("quantize") for p in g["params"])
+    assert all(res.trainer.weights("float")[n].abs().min() > 1e-20 for n in res.trainer.net.quantised)
     for r in _log(tmp_path / "run"):
         f = r["sign_flips"]
         assert f["epoch"] == f["since_init"] == f["ever"] == 0 and all(lay["ever"] == 0 for lay in f["layers"])

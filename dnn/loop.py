@@ -1,0 +1,102 @@
+"""A training loop of one's own with the ``torch.optim`` classes (:mod:`stam.dnn.optim`): build
+an algorithm's optimiser from a preset's hyperparameters, put each epoch's hyperparameters into
+its groups, take a step, evaluate with binary or float weights.
+
+``stam train``, ``stam tune`` and ``stam map`` train through the one batched trainer
+(:class:`stam.dnn.batched.Trainer`); these functions are the public API for a loop written by
+hand, and the reference the trainer is tested against step for step (``tests/test_batched.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+
+from stam.dnn import catalog, optim
+from stam.dnn import data as data_mod
+from stam.dnn.optim import project_layer
+from stam.errors import UsageError
+
+
+def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
+    """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`,
+    built from the hyperparameters ``hyper`` of the first epoch as the algorithm declares it
+    (:mod:`stam.dnn.catalog`): ``torch.optim.SGD`` for the float baseline, otherwise
+    :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).  BR gets its fixed
+    ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
+    try:
+        a = catalog.algorithm(algo)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    if not a.binary:
+        return a.optimizer_class()(groups, **a.constructor_args(hyper))
+    return optim.make(algo, groups, **a.constructor_args(hyper))
+
+
+def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:
+    """Put the hyperparameters of the current epoch into every parameter group."""
+    for group in opt.param_groups:
+        for key in catalog.algorithm(algo).hyper:
+            if key in group:
+                group[key] = hyper[key]
+    if hyper.get("project"):  # BR's second phase (the schedule sets ``project`` from ``switch_epoch``)
+        opt.switch_to_projection()
+
+
+@contextlib.contextmanager
+def projected_weights(opt: torch.optim.Optimizer):
+    """Float baseline: temporarily replace every quantised weight by its projection onto Q
+    (eq. (0411)); restores the float weights on exit."""
+    saved = []
+    with torch.no_grad():
+        for group in opt.param_groups:
+            if group.get("quantize"):
+                for p in group["params"]:
+                    saved.append((p, p.detach().clone()))
+                    p.copy_(project_layer(p))
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for p, v in saved:
+                p.copy_(v)
+
+
+def binary_weights(opt):
+    """Within the block the quantised parameters hold weights in Q (the optimiser's, or the
+    projection of the float baseline's)."""
+    return opt.binary_weights() if hasattr(opt, "binary_weights") else projected_weights(opt)
+
+
+def float_weights(opt):
+    """Within the block the quantised parameters hold the float weights."""
+    return opt.float_weights() if hasattr(opt, "float_weights") else contextlib.nullcontext()
+
+
+def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast=contextlib.nullcontext,
+               memory_format=torch.contiguous_format):
+    """Forward, backward and one optimiser step on a uint8 batch; returns (loss, #correct) as
+    0-dim tensors (no host synchronisation)."""
+    x = data.normalise(x_uint8).contiguous(memory_format=memory_format)
+    opt.zero_grad(set_to_none=True)
+    with autocast():
+        out = net(x)
+        loss = F.cross_entropy(out.float(), y)
+    loss.backward()
+    opt.step()
+    return loss.detach(), (out.argmax(1) == y).sum()
+
+
+@torch.no_grad()
+def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000) -> float:
+    """Accuracy (percent) of ``model`` as it stands on ``split`` (``"test"`` or ``"val"``)."""
+    model.eval()
+    xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
+    correct = sum(int((model(data.normalise(xs[i : i + batch])).argmax(1) == ys[i : i + batch]).sum()) for i in range(0, len(xs), batch))
+    model.train()
+    return 100.0 * correct / len(xs)
+
+
+__all__ = ["make_optimizer", "apply_hyper", "projected_weights", "binary_weights", "float_weights", "train_step", "evaluate"]
