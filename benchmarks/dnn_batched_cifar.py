@@ -10,6 +10,11 @@ The images are random ``uint8`` arrays of CIFAR-10's shape (3x32x32, 10 classes,
 on): the time of a step does not depend on the pixels, and the benchmark needs no data set.
 Batched and sequential are measured in alternation, ``--repeats`` times; the best of each is kept.
 
+Where the time goes (``breakdown``): the forward and backward pass of the network alone (the
+convolutions), for R = 1 and for R runs as one wide network, against a whole epoch's steps.  The
+share of a step that is not the network is all that running R trainings as one can save when the
+wide network costs R times one network; ``max_speedup_if_overhead_vanished`` is that bound.
+
     python benchmarks/dnn_batched_cifar.py --threads 1 --out benchmarks/results/dnn_batched_cifar_cpu.json
 """
 
@@ -67,6 +72,26 @@ def optim_loop(cfg: batched.Config, task: batched.Task, epochs: int, bs: int, de
                 loop.evaluate(net, data, split)
 
 
+def forward_backward_s(cfgs, task, bs: int, steps: int, device) -> float:
+    """Seconds of ``steps`` forward and backward passes of the R networks of ``cfgs`` as one wide
+    network (no update, no data pipeline)."""
+    tr = batched.Trainer(cfgs, task, bs, device=device, compile=False)
+    data = task.data
+    x = data.normalise(data.train_x[:bs])
+    if len(set(c.seed for c in cfgs)) > 1:
+        x = batched.stack_runs(x.unsqueeze(0).expand(len(cfgs), *x.shape).contiguous())
+    y = data.train_y[:bs].expand(len(cfgs), bs)
+    weights = {n: w.detach().requires_grad_(True) for n, w in tr.weights("forward").items()}
+
+    def go():
+        for _ in range(steps):
+            out = tr.net.wide.call_with(weights, x)
+            loss = torch.nn.functional.cross_entropy(out.flatten(0, 1), y.flatten())
+            torch.autograd.grad(loss, list(weights.values()))
+    go()  # warm-up
+    return timed(go)
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -114,6 +139,14 @@ def main(argv=None) -> None:
             t_b.append(timed(lambda: batched.train_batched(one, task, ep, bs, evaluate_test=True, device=device, compile=False)))
             t_o.append(timed(lambda: optim_loop(one[0], task, ep, bs, device)))
         results[f"{algo}, R = 1 vs torch.optim loop"] = {"trainer_R1_s": min(t_b), "optim_loop_s": min(t_o), "ratio": min(t_b) / min(t_o)}
+    steps = ep_mod.steps_per_epoch(len(data.train_x), bs) * ep
+    algo = args.algos.split(",")[0]
+    fb1 = min(forward_backward_s(configs(algo, 1, ep, [0]), task, bs, steps, device) for _ in range(args.repeats))
+    fbR = min(forward_backward_s(configs(algo, args.R, ep, list(range(args.R))), task, bs, steps, device) for _ in range(args.repeats))
+    whole1 = results[f"{algo}, R seeds (fresh-seed runs)"]["sequential_s"] / args.R
+    results["breakdown"] = {"algo": algo, "steps": steps, "forward_backward_R1_s": fb1, f"forward_backward_R{args.R}_s": fbR,
+                            "wide_over_R_single": fbR / (args.R * fb1), "training_R1_s": whole1,
+                            "network_share_R1": fb1 / whole1, "max_speedup_if_overhead_vanished": whole1 / fb1}
     emit_json({"kind": "benchmark", "name": "dnn_batched_cifar", "provenance": provenance(), "device": str(device),
                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
                "threads": args.threads, "model": args.model, "width": args.width, "batch_size": bs, "epochs": ep,

@@ -28,14 +28,33 @@ def task_spec(dataset: str = "digits", model: str = "mlp", width: float = 1.0, d
     return {"dataset": dataset, "model": model, "width": float(width), "data_dir": str(data_dir)}
 
 
-def check_task(task: dict) -> None:
+def check_task(task: dict) -> dict | None:
     """What a sweep trains, checked before any job runs: the data set loads and the model takes its
-    images (one-line usage errors, :func:`stam.dnn.data.check_fits`)."""
+    images (one-line usage errors, :func:`stam.dnn.data.check_fits`).  Returns which copy of the
+    data set the jobs read (kind, SHA-256, ...), as the loader reports it (:func:`data_source`)."""
     from stam.dnn import data as data_mod
     from stam.dnn.models import build_model
 
     data = data_mod.load(task["dataset"], task["data_dir"])
     data_mod.check_fits(build_model(task["model"], data.num_classes, data.image_shape, task["width"]), task["model"], data)
+    source = getattr(data, "source", None)
+    _SOURCES[task["dataset"], str(task["data_dir"])] = source
+    return source
+
+
+#: the data source of each (data set, folder) a check has loaded in this process
+_SOURCES: dict = {}
+
+
+def data_source(task: dict) -> dict | None:
+    """Which copy of the data set the jobs read (kind, SHA-256, ...): what :func:`check_task` found,
+    or, where no check ran in this process, what the loader reports."""
+    key = (task["dataset"], str(task["data_dir"]))
+    if key not in _SOURCES:
+        from stam.dnn import data as data_mod
+
+        _SOURCES[key] = getattr(data_mod.load(*key), "source", None)
+    return _SOURCES[key]
 
 
 def resolve(algo: str, overrides: dict | None, epochs: int, preset: str | None = None, dataset: str = "digits"):
@@ -138,4 +157,4 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     return rows
 
 
-__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "TASK_DEFAULTS"]
+__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "TASK_DEFAULTS"]

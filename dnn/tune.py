@@ -34,7 +34,7 @@ from pathlib import Path
 
 from stam.dnn import presets
 from stam.dnn.catalog import DATASETS, MODELS, algorithm
-from stam.dnn.sweep import run_job, task_spec
+from stam.dnn.sweep import data_source, run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, provenance
@@ -229,14 +229,6 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
     atomic_write_json(out_dir / f"{result_stem(task['dataset'])}.json", result)
     atomic_write_text(out_dir / f"{result_stem(task['dataset'])}.md", format_table(result) + "\n")
     return result
-
-
-def data_source(task: dict) -> dict | None:
-    """Which copy of the data set the jobs read (kind, SHA-256, ...), as the loader reports it."""
-    from stam.dnn import data as data_mod
-
-    data = data_mod.load(task["dataset"], task["data_dir"])
-    return getattr(data, "source", None)
 
 
 def describe(result: dict) -> str:

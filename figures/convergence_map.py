@@ -370,7 +370,7 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
         r["admissible"] = ok
     rule, rule_text = CM.fixed_beta_rule(betas)
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
-    from stam.dnn.tune import data_source
+    from stam.dnn.sweep import data_source
 
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),

@@ -348,3 +348,16 @@ def test_sign_flips_of_r_runs_are_each_runs_own(seed, R, epochs):
         assert torch.all(rec["since_init"] <= rec["ever"]) and torch.all(rec["ever"] >= last_ever)
         assert all(0 <= float(v) <= 1 for k in ("epoch", "since_init", "ever") for v in rec[k])
         last_ever = rec["ever"]
+
+
+def test_a_sweep_reads_its_data_set_once_for_the_check_and_the_source(monkeypatch):
+    """check_task loads the data set; data_source then answers from what it found (a CIFAR copy is
+    not decoded twice before the jobs start)."""
+    from stam.dnn import data as data_mod
+
+    calls, real = [], data_mod.load
+    monkeypatch.setattr(data_mod, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(sweep, "_SOURCES", {})
+    task = sweep.task_spec("digits", "mlp", 1.0, "nowhere")
+    assert sweep.check_task(task) == sweep.data_source(task) and sweep.data_source(task)["kind"] == "scikit-learn"
+    assert len(calls) == 1

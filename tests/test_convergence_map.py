@@ -238,6 +238,7 @@ def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monk
 
     module.task_spec = task_spec
     module.check_task = lambda task: None
+    module.data_source = lambda task: {"kind": "scikit-learn"}
     monkeypatch.setitem(sys.modules, "stam.dnn.sweep", module)
     out = tmp_path / "d"
     assert main(["map", "--dataset", "digits", "--gammas", "0.01,1,8", "--lams", "0.5,4", "--betas", "100,1000",
