@@ -10,10 +10,11 @@ The images are random ``uint8`` arrays of CIFAR-10's shape (3x32x32, 10 classes,
 on): the time of a step does not depend on the pixels, and the benchmark needs no data set.
 Batched and sequential are measured in alternation, ``--repeats`` times; the best of each is kept.
 
-Where the time goes (``breakdown``): the forward and backward pass of the network alone (the
-convolutions), for R = 1 and for R runs as one wide network, against a whole epoch's steps.  The
-share of a step that is not the network is all that running R trainings as one can save when the
-wide network costs R times one network; ``max_speedup_if_overhead_vanished`` is that bound.
+Where the time goes (``breakdown``): the forward and backward passes of the network alone, for
+R = 1 and for R runs as one wide network, and the evaluations (validation, binary and float
+weights), against a whole training.  What is neither is all that running R trainings as one can
+save when the wide network costs R times one network; ``max_speedup_if_overhead_vanished`` is
+that bound.
 
     python benchmarks/dnn_batched_cifar.py --threads 1 --out benchmarks/results/dnn_batched_cifar_cpu.json
 """
@@ -92,6 +93,14 @@ def forward_backward_s(cfgs, task, bs: int, steps: int, device) -> float:
     return timed(go)
 
 
+def evaluation_s(cfg, task, bs: int, epochs: int, device) -> float:
+    """Seconds of the per-epoch evaluations of one run (validation accuracy with binary and with
+    float weights, as a tuning trial measures them), over ``epochs`` epochs."""
+    tr = batched.Trainer([cfg], task, bs, device=device, compile=False)
+    tr.accuracy("val", "binary")  # warm-up
+    return timed(lambda: [tr.accuracy("val", which) for _ in range(epochs) for which in ("binary", "float")])
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -143,10 +152,11 @@ def main(argv=None) -> None:
     algo = args.algos.split(",")[0]
     fb1 = min(forward_backward_s(configs(algo, 1, ep, [0]), task, bs, steps, device) for _ in range(args.repeats))
     fbR = min(forward_backward_s(configs(algo, args.R, ep, list(range(args.R))), task, bs, steps, device) for _ in range(args.repeats))
+    ev1 = min(evaluation_s(configs(algo, 1, ep, [0])[0], task, bs, ep, device) for _ in range(args.repeats))
     whole1 = results[f"{algo}, R seeds (fresh-seed runs)"]["sequential_s"] / args.R
     results["breakdown"] = {"algo": algo, "steps": steps, "forward_backward_R1_s": fb1, f"forward_backward_R{args.R}_s": fbR,
-                            "wide_over_R_single": fbR / (args.R * fb1), "training_R1_s": whole1,
-                            "network_share_R1": fb1 / whole1, "max_speedup_if_overhead_vanished": whole1 / fb1}
+                            "wide_over_R_single": fbR / (args.R * fb1), "evaluation_R1_s": ev1, "training_R1_s": whole1,
+                            "network_share_R1": (fb1 + ev1) / whole1, "max_speedup_if_overhead_vanished": whole1 / (fb1 + ev1)}
     emit_json({"kind": "benchmark", "name": "dnn_batched_cifar", "provenance": provenance(), "device": str(device),
                "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
                "threads": args.threads, "model": args.model, "width": args.width, "batch_size": bs, "epochs": ep,
