@@ -217,6 +217,11 @@ def test_existing_run_needs_resume_and_same_settings(tmp_path):
         T.run(cfg(tmp_path, epochs=1))
     with pytest.raises(UsageError, match="seed was 0, now 5"):
         T.run(cfg(tmp_path, epochs=2, seed=5, resume=True))
+    T.run(cfg(tmp_path, "auto", epochs=1, algo="stam", schedule_scale="auto"))
+    with pytest.raises(UsageError, match=r"schedule_scale was 0.001, now 0.002 \(--schedule-scale auto follows --epochs: pass "
+                                         r"--schedule-scale 0.001 to keep"):
+        T.run(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale="auto", resume=True))
+    assert T.run(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale=0.001, resume=True)).summary["epochs"] == 2
 
 
 def test_cli_train_and_table(tmp_path, capsys):
