@@ -39,7 +39,8 @@ def register(subparsers) -> None:
         "train",
         help="train a binary-weight network (Section 3: STAM, BC, BR, PSGD, float)",
         description="Train VGG-11/VGG-16/ResNet-18 (or the small CNN/MLP) with binary weights on CIFAR-10/100 or "
-        "digits, with the hyperparameter presets of Table para; one JSON line per epoch on stdout and in OUT/log.jsonl.",
+        "digits, with the hyperparameter presets of Table para; one readable line per epoch and a closing summary on stdout "
+        "(--json: the JSON records), every epoch's record in OUT/log.jsonl.",
     )
     p.add_argument("--model", choices=MODELS, default="vgg11")
     p.add_argument("--width", type=_width, default=1.0, metavar="W",
@@ -74,7 +75,9 @@ def register(subparsers) -> None:
     p.add_argument("--bf16", action="store_true", help="bf16 autocast for forward/backward")
     p.add_argument("--eval-batch-size", type=positive_int, default=1000)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--quiet", action="store_true", help="do not print the per-epoch JSON lines on stdout")
+    p.add_argument("--quiet", action="store_true", help="print nothing on stdout (the records are in OUT/log.jsonl)")
+    p.add_argument("--json", action="store_true", help="print each epoch's JSON record (a line of OUT/log.jsonl) instead of "
+                   "the readable line, and no closing summary")
     p.set_defaults(func=_train)
 
     t = subparsers.add_parser(
@@ -222,7 +225,7 @@ def _train(args) -> int:
         batch_size=args.batch_size, seed=args.seed, overrides=overrides, schedule_scale=args.schedule_scale,
         keep_float=args.keep_float, data_dir=args.data_dir, download=args.download, out=args.out, resume=args.resume,
         device=args.device, bf16=args.bf16, eval_batch_size=args.eval_batch_size, progress=not args.no_progress,
-        echo=not args.quiet, label=args.label, val_fraction=None if args.no_val else args.val_fraction,
+        echo=not args.quiet, json=args.json, label=args.label, val_fraction=None if args.no_val else args.val_fraction,
         split_seed=args.split_seed,
     )
     try:

@@ -74,7 +74,8 @@ class TrainConfig:
     bf16: bool = False
     eval_batch_size: int = 1000
     progress: bool = True
-    echo: bool = True  # print each epoch's JSON line on stdout
+    echo: bool = True  # print one readable line per epoch and a closing summary on stdout
+    json: bool = False  # with echo: print each epoch's JSON record (the line of log.jsonl) instead
     label: str | None = None  # column name in ``stam table`` (default: the preset's, e.g. Our3; Our3* with overrides)
     val_fraction: float | None = 0.1  # validation share carved out of the training set; None: the paper's protocol (no validation)
     split_seed: int = 0  # seed of the validation split (independent of ``seed``)
@@ -165,6 +166,8 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     summary = _summary(s.config, done.records, done.seconds, "completed")
     if ctx.main:
         atomic_write_json(s.out / "summary.json", summary)
+        if cfg.echo and not cfg.json:
+            print(closing_text(summary, s.out), flush=True)
     return Trained(summary, s.trainer.module(0, "binary" if catalog.algorithm(s.preset.algo).binary else "float"), s.trainer)
 
 
@@ -333,7 +336,7 @@ def _commit(s: Setup, done: Done, record: dict) -> None:
     if s.ctx.main:
         _save(s, done, record["epoch"])
         if s.cfg.echo:
-            print(_json_line(record), flush=True)
+            print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs), flush=True)
     distributed.barrier(s.ctx)
 
 
@@ -357,6 +360,45 @@ def _save(s: Setup, done: Done, epoch: int) -> None:
 def _write_log(out, records) -> None:
     """``log.jsonl``: one line per epoch, from the records the checkpoint holds."""
     atomic_write_text(out / "log.jsonl", "".join(_json_line(r) + "\n" for r in records))
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def epoch_text(record: dict, epochs: int) -> str:
+    """An epoch's record in one readable line: loss, accuracies (binary / float weights), the sign
+    flips of the binary weights in the epoch, the time."""
+    val = f"  val {_pct(record['val_acc_binary'])} / {_pct(record['val_acc_float'])}" if record["val_acc_binary"] is not None else ""
+    flips = record.get("sign_flips")
+    flipped = f"  signs flipped {100 * flips['epoch']:.2f}%" if flips else ""
+    width = len(str(epochs))
+    return (f"epoch {record['epoch']:>{width}}/{epochs}  loss {record['train_loss']:.4f}  train {_pct(record['train_acc'])}{val}"
+            f"  test {_pct(record['test_acc_binary'])} / {_pct(record['test_acc_float'])} (binary / float){flipped}"
+            f"  {record['seconds']:.1f} s")
+
+
+def closing_text(summary: dict, out: Path) -> str:
+    """What a finished run says last: the epoch chosen on validation data and its test accuracy
+    (binary weights; float for the float baseline), the paper's metric labelled, where it wrote."""
+    binary = catalog.algorithm(summary["algo"]).binary
+    kind = "binary" if binary else "float"
+    minutes, secs = divmod(round(summary["seconds"]), 60)
+    took = f"{minutes} min {secs} s" if minutes else f"{secs} s"
+    if summary["selected_epoch"] is not None:
+        pick = (f"selected epoch {summary['selected_epoch']} on validation ({_pct(summary[f'selected_val_acc_{kind}'])} {kind}): "
+                f"test {_pct(summary[f'selected_test_acc_{kind}'])} {kind}")
+    else:
+        pick = "no validation split (--no-val), so no epoch is selected"
+    paper = f"best test over the epochs (the paper's metric) {_pct(summary[f'best_test_acc_{kind}'])}"
+    n = summary["epochs"]
+    paper_epochs = presets.table()["defaults"]["epochs"]
+    hint = ""
+    if summary["schedule_scale"] == 1 and summary["epochs_planned"] < paper_epochs:
+        hint = (f" This run followed the first {summary['epochs_planned']} of the paper's {paper_epochs} epochs of the "
+                f"schedule; --schedule-scale auto fits the whole schedule into {summary['epochs_planned']}.")
+    return (f"{summary['label']} on {summary['model_name']}, {n} epoch{'s' * (n != 1)} in {took}: {pick}; {paper}. "
+            f"Wrote {out}/ (summary.json, log.jsonl, checkpoint.pt).{hint}")
 
 
 #: What the accuracy keys of ``summary.json`` mean (written into it).

@@ -228,13 +228,21 @@ def test_cli_train_and_table(tmp_path, capsys):
     runs = tmp_path / "runs"
     for seed in (0, 1):
         rc = main(["train", "--model", "mlp", "--dataset", "digits", "--algo", "float", "--epochs", "1", "--seed", str(seed),
-                   "--set", "lr=0.1", "--label", "Float", "--out", str(runs / f"f{seed}"), "--no-progress"])
+                   "--set", "lr=0.1", "--label", "Float", "--out", str(runs / f"f{seed}"), "--no-progress", *(["--json"] * seed)])
         assert rc == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and json.loads(lines[0])["epoch"] == 1
+    # seed 0: one readable line per epoch and the closing summary; seed 1 (--json): the JSON record alone
+    assert len(lines) == 3 and json.loads(lines[2]) == _log(runs / "f1")[0] | {"seconds": json.loads(lines[2])["seconds"]}
+    assert lines[0].startswith("epoch 1/1  loss ") and "(binary / float)" in lines[0] and "signs flipped" in lines[0]
+    summary = json.loads((runs / "f0" / "summary.json").read_text())
+    assert lines[1].startswith("Float on MLP, 1 epoch in ") and f"test {summary['selected_test_acc_float']:.1f}% float" in lines[1]
+    assert f"Wrote {runs / 'f0'}/" in lines[1] and "first 1 of the paper's 1000 epochs" in lines[1]
     assert main(["table", str(runs)]) == 0
     table = capsys.readouterr().out
     assert "| DNN | Float |" in table and "| MLP |" in table and "(n=2, 1 epoch)" in table
+    assert main(["train", "--model", "mlp", "--dataset", "digits", "--algo", "float", "--epochs", "1", "--quiet",
+                 "--out", str(tmp_path / "q"), "--no-progress"]) == 0
+    assert capsys.readouterr().out == "" and len(_log(tmp_path / "q")) == 1
 
 
 def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
