@@ -11,7 +11,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty
+from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty, runs_search
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
 
@@ -235,7 +235,8 @@ def threshold(seed: int = SEED) -> Result:
         pretty(thr["printed_in_b"]) + b_def,
         pretty(thr["root_in_b"]) + b_def + " (positive root of 4 gamma K1) = " + pretty(thr["stable"])
         + "; at L2*=0: " + pretty(thr["at_L2_zero"]),
-        ce, (Occurrence("the quadratic formula on the printed (k1)", own),),
+        ce, (Occurrence("the quadratic formula on the printed (k1) (a recipe: the root is printed nowhere)", own,
+                        printed=False),),
         note="denominator 10 L2* should be 10 (L2*)^2 (agree only at L2* = 1); the print is undefined at L2* = 0. "
              f"K1 > 0 implies gamma*l < 1/10, so the strong convexity of eq260 holds; lim_(gamma->0+) K1 = {lim}.")
 
@@ -277,4 +278,5 @@ def conv_lemma(seed: int = SEED) -> Result:
         "K3 = (L4*)^2 (1 + 5 gamma) + 5 K1 (L4*)^2/K2 (printed L4* (1 + 5 gamma L4*) + ...)")
     return Result(sp.Eq(s.M, 2 * printed, evaluate=False), sp.Eq(s.M, 2 * derived, evaluate=False), ce,
                   (Occurrence("K3 of Lemma par2", par2_same),),
-                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2.", corrected=corrected)
+                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2.", corrected=corrected,
+                  search=lambda: runs_search("eq39", seed))
