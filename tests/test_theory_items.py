@@ -362,3 +362,23 @@ def test_a_statement_or_row_that_raises_is_reported(monkeypatch):
     monkeypatch.setattr(audit, "finding", lambda ev: 1 / 0)
     row = audit._safe_finding(ev)
     assert row.verdict == "failed to derive" and "ZeroDivisionError" in row.error
+
+
+def test_corrected_statements_define_their_symbols(tmp_path, capsys):
+    """Lemma conv-lemma and Theorems conv, conv-rate define A, C, omega_t, eta_t, delta_t, M_t and
+    state the integrability their expectations need (issue 23)."""
+    out = tmp_path / "erratum"
+    assert main(["paper-check", "--brief", "--corrected", str(out)]) == 0
+    md = (out / "corrected.md").read_text()
+    for name in ("Lemma conv-lemma", "Theorem conv", "Theorem conv-rate"):
+        part = md.split(f"## {name} (corrected)")[1].split("\n## ")[0]
+        for sym in (r"$A$ = ", r"$C$ = ", r"$\omega_{t}$ = ", r"\eta_t:=", r"\delta_t:=", r"\mathcal{M}_t:=",
+                    r"\Delta_{GH}:=", "omega\\_{-1}", "integrable"):
+            assert sym in part, (name, sym)
+        assert sp.latex(k.omega()) in part and sp.latex(k.es_gh()["A"]) in part
+    tex = (out / "corrected.tex").read_text()
+    assert r"\text{A, C (what they are)} &= \text{any constants" in tex
+    from stam.theory.items.numbering import printed_numbers
+
+    nums = printed_numbers(cov.read_paper())
+    assert f"{nums['conv-lemma'].text} in the paper's printed numbering" in md and f"{nums['conv'].text} in the paper" in tex

@@ -59,10 +59,14 @@ def _constants(c: Corrected):
 
 
 def _const_name_tex(name, value) -> str:
+    if isinstance(value, Tex):
+        return r"\text{" + tex_text(name) + "}"
     return sp.latex(sp.Symbol(name)) if _is_math(value) else r"\text{" + tex_text(name) + "}"
 
 
 def _const_value_tex(value) -> str:
+    if isinstance(value, Tex):
+        return str(value)
     return sp.latex(value) if _is_math(value) else r"\text{" + tex_text(value) + "}"
 
 
@@ -138,7 +142,8 @@ def markdown_document(stmts) -> str:
         lines += ["", "**Conclusion.** " + _display_md(c.conclusion), ""]
         if c.constants:
             lines += ["**Constants.**", ""]
-            lines += [f"- {_md(sp.Symbol(n)) if _is_math(v) else md_text(n)} = {_md(v)}" for n, v in _constants(c)]
+            lines += [f"- {md_text(n)}: {_md(v)}" if isinstance(v, Tex) else
+                      f"- {_md(sp.Symbol(n)) if _is_math(v) else md_text(n)} = {_md(v)}" for n, v in _constants(c)]
             lines.append("")
         if c.changes:
             lines += [f"**Changed from the print:** {md_text(c.changes)}", ""]

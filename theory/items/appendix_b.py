@@ -18,7 +18,7 @@ from stam.theory.items.section2 import COMMON, constants_K
 
 
 def _constants() -> dict:
-    return {**constants_K(), "A, C": "Lemma ES-GH (or Lemma es-lemma, corrected)"}
+    return constants_K()
 
 
 STATIONARITY = (r"\min_{0\le t\le T-1}\Big[\mathbb{E}\|\nabla G(y^t)+\nabla_y H(u^t,y^t)\|^2+\mathbb{E}\,"
