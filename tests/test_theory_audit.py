@@ -172,3 +172,13 @@ def test_brief_counts_and_names_the_kinds(capsys):
            f"{found['unproven']} unproven, {found['gap']} gap" in out
     assert "found  " not in out and "no counterexample in" in out
     assert "labelled displays plus" in out
+
+
+def test_adversarial_search_finds_a_step_that_is_false_on_runs():
+    """The search of stam.theory.adversary finds eq25 (false on actual runs) and none for eq36."""
+    from stam.theory import adversary
+
+    hit = adversary.search("eq25")
+    assert hit["found"] is not None and hit["found"]["relative printed gap"] < -1e-9 and hit["found"]["evidence"] == "run"
+    miss = adversary.search("eq36")
+    assert miss["found"] is None and miss["runs"] >= len(miss["classes"]) * 150 and len(miss["classes"]) == 8

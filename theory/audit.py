@@ -36,7 +36,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.items import EVIDENCE, VERDICTS, Search, evaluate, evidence, registry
+from stam.theory.items import EVIDENCE, VERDICTS, evaluate, evidence, registry
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
 from stam.theory.items.numbering import printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml
@@ -272,26 +272,6 @@ def chain_counterexample(label: str, seed: int = SEED) -> dict | None:
     rec["meaning"] = f"printed {label} written as gap >= 0 is negative here; the derived one holds"
     rec["evidence"] = "run"
     return rec
-
-
-@lru_cache(maxsize=None)
-def runs_search(label: str, seed: int = SEED) -> Search:
-    """The printed chain step ``label`` evaluated at every step of the seeded runs of
-    :func:`iterate_search`: what was tried, the counterexample found on an actual run (or None) and
-    the smallest relative printed gap (how close the print came to failing)."""
-    srch = iterate_search(seed)
-    printed, _ = srch["gaps"][label]
-    rel = printed / _scale(srch["q"])
-    t, r = np.unravel_index(np.argmin(rel), rel.shape)
-    T, R = rel.shape
-    return Search(
-        method=f"seeded random (seed {seed}): {R} deterministic runs of Algorithm 1 through stam.algorithm.stam_step, "
-               f"the printed {label} evaluated at every step t < {T}",
-        classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
-                 "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",),
-        instances=R, steps=R * T, found=chain_counterexample(label, seed),
-        closest=_r({"relative printed gap": float(rel[t, r]), "run": int(r), "t": int(t),
-                    "L4*": float(srch["inst"]["lam"][r])}))
 
 
 @lru_cache(maxsize=None)

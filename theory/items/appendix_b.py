@@ -10,7 +10,8 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam, runs_search,
+from stam.theory.adversary import runs_search
+from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam,
                                stationarity_terms)
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 from stam.theory.items._steps import identity_result, step_result

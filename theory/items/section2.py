@@ -11,7 +11,8 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty, runs_search
+from stam.theory.adversary import runs_search
+from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
 
