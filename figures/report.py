@@ -23,6 +23,7 @@ from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
 from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug
 from stam.theory.items import VERDICTS
+from stam.theory.items.coverage import coverage_text
 from stam.theory.mathml import sanitize
 
 #: (id, heading) of every section of the page, in order.
@@ -52,7 +53,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:.85em;display:block;overfl
 caption{text-align:left;font-weight:600;padding:.3em 0;caption-side:top}
 th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:top}
 th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
-.note{color:#555;font-style:italic} .verdict-misprint,.verdict-error{color:#D55E00;font-weight:600}
+.note{color:#555;font-style:italic} .verdict-misprint,.verdict-false{color:#D55E00;font-weight:600} .verdict-unproven{color:#E69F00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
 table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
 details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
@@ -238,9 +239,9 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         bad = [f for f in findings if str(f.get("verdict")) != "ok"]
         cov = r.meta.get("coverage")
         if cov:
-            sec["paper-check"].add(f"<p>Coverage: {int(cov['audited'])} of the {int(cov['total'])} labelled displays of "
-                                   "Section 2 and Appendices A\u2013B audited.</p>")
-        counts = ", ".join(f"{sum(str(f.get('verdict')) == v for f in findings)} {html.escape(v)}" for v in VERDICTS)
+            sec["paper-check"].add(f"<p>Coverage: {html.escape(coverage_text(cov))}.</p>")
+        counts = ", ".join(f"{n} {html.escape(v)}" for v in VERDICTS
+                           if (n := sum(str(f.get('verdict')) == v for f in findings)) or v != "failed to derive")
         sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); {len(bad)} not as printed: "
                                f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
         sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))

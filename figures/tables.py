@@ -110,21 +110,36 @@ def tune_table(result: dict) -> Table:
 
 # -- the other result kinds -------------------------------------------------------------------
 
+def _evidence_cell(f: dict) -> str:
+    """The evidence kind; for an item with a search on actual runs, what it tried and found."""
+    cell = str(f.get("evidence") or "")
+    srch = f.get("search")
+    if isinstance(srch, dict):
+        found = "a counterexample found" if srch.get("found") else "no counterexample"
+        cell += f"; search: {found} in {srch.get('instances')} actual runs ({srch.get('steps')} steps)"
+    return cell
+
+
 def paper_check_table(findings: list[dict]) -> Table:
-    """One row per audited item; the counterexample cell gives what it shows (its ``meaning``),
-    the numbers fold out under it in HTML (and are in the data file)."""
+    """One row per audited item; the evidence its verdict rests on (for an unproven item, the
+    search on actual runs); the counterexample cell gives what it shows (its ``meaning``), the
+    numbers fold out under it in HTML (and are in the data file)."""
     rows, details = [], {}
     for i, f in enumerate(findings):
         ce = f.get("counterexample")
         if isinstance(ce, dict):
             numbers = {k: v for k, v in ce.items() if k != "meaning"}
             cell = str(ce.get("meaning") or "counterexample")
-            details[(i, 4)] = json.dumps(numbers, indent=1, default=str)
+            details[(i, 5)] = json.dumps(numbers, indent=1, default=str)
         else:
             cell = fmt(ce)
-        rows.append([fmt(f.get("label")), fmt(f.get("verdict")), fmt(f.get("printed")), fmt(f.get("derived")), cell])
+        paper = f.get("paper")
+        label = fmt(f.get("label")) + (f" [paper: {', '.join(map(str, paper.values()))}]" if isinstance(paper, dict) and paper
+                                       else "")
+        rows.append([label, fmt(f.get("verdict")), _evidence_cell(f), fmt(f.get("printed")),
+                     fmt(f.get("derived")), cell])
     return Table("The paper audit (stam paper-check): printed vs derived",
-                 ["Label", "Verdict", "Printed", "Derived", "Counterexample"], rows, details)
+                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details)
 
 
 def compare_table(compare: dict) -> Table:

@@ -358,3 +358,16 @@ def test_training_figure_draws_sign_flips_when_logged(tmp_path):
 def test_the_paper_settings_drawn_are_the_stam_presets():
     assert ADM.paper_presets() == (("our1", "cifar10"), ("our2", "cifar10"), ("our3", "cifar10"),
                                    ("our3-cifar100", "cifar100"))
+
+
+def test_audit_headline_counts_each_kind_apart():
+    from stam.figures.demo import audit_headline
+
+    items = [{"label": "a (x)", "verdict": "false"}, {"label": "b", "verdict": "unproven"},
+             {"label": "c", "verdict": "misprint"}, {"label": "d", "verdict": "ok"}, {"label": "e", "verdict": "gap"}]
+    cov = {"audited": 5, "total": 6, "by_kind": {"display": {"audited": 4, "total": 4},
+                                                 "statement": {"audited": 1, "total": 2}}}
+    text = audit_headline(items, cov)
+    assert text == ("Paper audit: 5/6 labels (4 displays plus 2 statements), 5 items: 1 ok, 1 false (a), "
+                    "1 unproven (b), 1 misprints (c), 1 gaps")
+    assert "labelled displays" not in text and "wrong" not in text

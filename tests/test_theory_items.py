@@ -25,14 +25,14 @@ KNOWN = {
     'ass1, stochastic G (b-nice sampling is unbiased)': 'ok',
     'eq500 (G_i(x) for G_i(y))': 'misprint',
     '422 / rem1 (ES contains bounded variance)': 'ok',
-    'eq101 (Lemma es-lemma A, C)': 'error',
+    'eq101 (Lemma es-lemma A, C)': 'false',
     'G_i^inf (proof of Lemma es-lemma)': 'misprint',
     'ass2 (a1)-(a3): G + H(x, .) is L-smooth': 'ok',
     'gap: H bounded below (Lemma ES-GH, Lemma conv-lemma)': 'gap',
     'Lemma ES-GH (gh-es)': 'ok',
     'k1 vs eq36 (K1)': 'ok',
-    'Rem=09836 (threshold of K1 > 0)': 'misprint',
-    'Lemma conv-lemma (K3, M = 2 K3)': 'error',
+    'Rem=09836 (threshold of K1 > 0)': 'false',
+    'Lemma conv-lemma (K3, M = 2 K3)': 'unproven',
     'Lip-lemma': 'ok',
     'eq100 (Young, Jensen, E v_i^2)': 'ok',
     'eq2 (y-step)': 'ok',
@@ -60,16 +60,16 @@ KNOWN = {
     'gap: the u-step may have no minimiser (F only proper, lsc)': 'gap',
     'gap: M = 2 K3 may be 0 (Lemma par1 asks M > 0)': 'gap',
     'eq24': 'ok',
-    'eq25': 'error',
-    'eq26': 'error',
-    'eq27': 'error',
-    'eq300': 'error',
+    'eq25': 'false',
+    'eq26': 'false',
+    'eq27': 'false',
+    'eq300': 'false',
     'eq35': 'ok',
-    'eq36': 'error',
-    'eq39': 'error',
-    'K3 (eq39), M = 2 K3': 'error',
-    'eq38 (eq36 rearranged)': 'error',
-    'Lemma par2 (eq250, K3)': 'error',
+    'eq36': 'unproven',
+    'eq39': 'unproven',
+    'K3 (eq39), M = 2 K3': 'unproven',
+    'eq38 (eq36 rearranged)': 'unproven',
+    'Lemma par2 (eq250, K3)': 'unproven',
     'eq43, eq44 (Phi expanded, expectation)': 'ok',
     'eq45, eq46 (M = 2 K3)': 'ok',
     'eq47, eq48 (weights, telescoping) = ineq1': 'ok',
@@ -82,9 +82,9 @@ KNOWN = {
     'gap: dF is not defined for a nonconvex F': 'gap',
     'eq403': 'misprint',
     'eq52': 'misprint',
-    'Theorem conv (con-inequality, M from K3)': 'error',
-    'conv-rate beta conditions': 'misprint',
-    'conv-rate upper bound on beta (eq703)': 'misprint',
+    'Theorem conv (con-inequality, M from K3)': 'unproven',
+    'conv-rate beta conditions': 'false',
+    'conv-rate upper bound on beta (eq703)': 'false',
     'eq700 ((1+q)^T <= e <= 3)': 'ok',
     'eq704 -> eq705 (T bound)': 'ok',
     'conv-rate conclusion (Jensen)': 'ok',
@@ -106,12 +106,18 @@ def test_item(it):
     assert ev.result is not None, ev.error
     r = ev.result
     assert ev.verdict == I.verdict(r) == KNOWN[it.label]
-    if ev.verdict in ("misprint", "error"):  # a counterexample: numbers that can be replayed
-        assert isinstance(r.counterexample, dict) and r.counterexample
-        json.dumps(audit._r(r.counterexample), default=str)
-        assert (ev.verdict == "misprint") == any(o.agrees for o in r.elsewhere)
+    kind, ce = I.evidence(r)
+    if ev.verdict in ("misprint", "false", "unproven"):  # a counterexample: numbers that can be replayed
+        assert isinstance(ce, dict) and ce
+        json.dumps(audit._r(ce), default=str)
+        assert (ev.verdict == "misprint") == any(o.agrees and o.printed for o in r.elsewhere)
+        assert kind == ("premises" if ev.verdict == "unproven" else kind) and kind in ("instance", "run", "premises")
     else:
-        assert r.counterexample is None
+        assert r.counterexample is None and kind in (("witness",) if ev.verdict == "gap" else ("proof", "sampled"))
+    if ev.verdict == "unproven":  # the search on actual runs that failed to find a counterexample, stated
+        srch = r.search_result()
+        assert srch.found is None and srch.instances > 0 and srch.steps >= srch.instances and srch.classes
+        assert srch.closest["relative printed gap"] >= -1e-9  # the tolerance of audit.chain_counterexample
     if ev.verdict == "gap":
         assert r.gap.uses and r.gap.states and r.gap.closes
     for lab in it.covers:  # the labels an item claims exist in Section 2 or the appendices
@@ -124,8 +130,25 @@ def test_the_rule():
     assert I.verdict(I.Result("p", "d", None)) == "ok"
     assert I.verdict(I.Result("p", "d", None, gap=gap)) == "gap"
     assert I.verdict(I.Result("p", "d", {"x": 1}, (no, yes))) == "misprint"
-    assert I.verdict(I.Result("p", "d", {"x": 1}, (no,))) == "error"
-    assert I.verdict(I.Result("p", "d", {"x": 1}, (), gap)) == "error"
+    assert I.verdict(I.Result("p", "d", {"x": 1}, (no,))) == "false"
+    assert I.verdict(I.Result("p", "d", {"x": 1}, (), gap)) == "false"
+    implied = I.Occurrence("the proof's needs", True, printed=False)  # a form the paper implies is no print
+    assert I.verdict(I.Result("p", "d", {"x": 1}, (implied,))) == "false"
+    assert I.verdict(I.Result("p", "d", {"x": 1}, (implied,), evidence="run")) == "false"
+    none_found = I.Search("m", ("c",), 3, 9)
+    found = I.Search("m", ("c",), 3, 9, found={"t": 1})
+    assert I.verdict(I.Result("p", "d", {"x": 1}, (yes,), evidence="premises", search=none_found)) == "unproven"
+    assert I.verdict(I.Result("p", "d", {"x": 1}, evidence="premises", search=lambda: none_found)) == "unproven"
+    r = I.Result("p", "d", {"x": 1}, evidence="premises", search=found)  # the search upgrades it
+    assert I.verdict(r) == "false" and I.evidence(r) == ("run", {"t": 1})
+    assert I.verdict(I.Result("p", "d", None, evidence="sampled")) == "ok"
+    for bad in (I.Result("p", "d", {"x": 1}, evidence="premises"),  # unproven without its search
+                I.Result("p", "d", None, evidence="run"), I.Result("p", "d", {"x": 1}, evidence="proof"),
+                I.Result("p", "d", None, evidence="hearsay")):
+        with pytest.raises(ValueError):
+            I.verdict(bad)
+    it = I.Item("no search", (), lambda: I.Result("p", "d", {"x": 1}, evidence="premises"), "test", 0)
+    assert I.evaluate(it).verdict == "failed to derive"
 
 
 def test_gap_witnesses():
@@ -155,7 +178,7 @@ def test_a_derivation_that_raises_is_reported_not_fatal(monkeypatch, capsys):
     try:
         assert main(["paper-check", "--brief"]) == 0
         out = capsys.readouterr().out
-        assert re.search(r"^broken item\s+failed to derive", out, re.M)
+        assert re.search(r"^broken item\s+\(40\)\s+failed to derive\s+none", out, re.M)  # eq2 is printed (40)
         assert "1 failed to derive" in out
         assert main(["paper-check", "--json"]) == 0
         row = json.loads(capsys.readouterr().out)[-1]
@@ -339,3 +362,23 @@ def test_a_statement_or_row_that_raises_is_reported(monkeypatch):
     monkeypatch.setattr(audit, "finding", lambda ev: 1 / 0)
     row = audit._safe_finding(ev)
     assert row.verdict == "failed to derive" and "ZeroDivisionError" in row.error
+
+
+def test_corrected_statements_define_their_symbols(tmp_path, capsys):
+    """Lemma conv-lemma and Theorems conv, conv-rate define A, C, omega_t, eta_t, delta_t, M_t and
+    state the integrability their expectations need (issue 23)."""
+    out = tmp_path / "erratum"
+    assert main(["paper-check", "--brief", "--corrected", str(out)]) == 0
+    md = (out / "corrected.md").read_text()
+    for name in ("Lemma conv-lemma", "Theorem conv", "Theorem conv-rate"):
+        part = md.split(f"## {name} (corrected)")[1].split("\n## ")[0]
+        for sym in (r"$A$ = ", r"$C$ = ", r"$\omega_{t}$ = ", r"\eta_t:=", r"\delta_t:=", r"\mathcal{M}_t:=",
+                    r"\Delta_{GH}:=", "omega\\_{-1}", "integrable"):
+            assert sym in part, (name, sym)
+        assert sp.latex(k.omega()) in part and sp.latex(k.es_gh()["A"]) in part
+    tex = (out / "corrected.tex").read_text()
+    assert r"\text{A, C (what they are)} &= \text{any constants" in tex
+    from stam.theory.items.numbering import printed_numbers
+
+    nums = printed_numbers(cov.read_paper())
+    assert f"{nums['conv-lemma'].text} in the paper's printed numbering" in md and f"{nums['conv'].text} in the paper" in tex

@@ -3,9 +3,12 @@
 The items live in :mod:`stam.theory.items` (one small function per item, found through a
 registry); each returns what the paper prints, what is derived in :mod:`stam.theory.constants` /
 :mod:`stam.theory.chain` and a counterexample or None, and the verdict follows by one rule
-(:func:`stam.theory.items.verdict`): ``ok``, ``misprint`` (the print fails but the paper prints
-the derived form elsewhere: a slip), ``error`` (the print fails and the paper carries the wrong
-form), ``gap`` (the proof uses something the paper does not state) or ``failed to derive``.
+(:func:`stam.theory.items.verdict`): ``ok``, ``misprint`` (the print fails on an instance but
+the paper prints the derived form elsewhere: a slip), ``false`` (the print fails on an instance of
+the stated class, for iterates on an actual STAM run, and the right form is printed nowhere),
+``unproven`` (a witness satisfies every premise the proof step uses but is not reachable, and a
+stated search over actual runs found no counterexample), ``gap`` (the proof uses something the
+paper does not state) or ``failed to derive``; each names its evidence kind.
 This module holds the machinery the items share (tiny STAM runs, seeded searches, rounding,
 display) and the command's output.
 
@@ -33,8 +36,9 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.items import VERDICTS, evaluate, registry
-from stam.theory.items.coverage import coverage, read_paper
+from stam.theory.items import EVIDENCE, VERDICTS, evaluate, evidence, registry
+from stam.theory.items.coverage import coverage, coverage_text, read_paper
+from stam.theory.items.numbering import printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml
 
 SEED = 20240601
@@ -48,7 +52,7 @@ class Finding:
     label: str
     printed: str
     derived: str
-    verdict: str  # ok | misprint | error | gap | failed to derive
+    verdict: str  # ok | misprint | false | unproven | gap | failed to derive
     counterexample: dict | None
     note: str = ""
     covers: tuple = ()
@@ -56,11 +60,13 @@ class Finding:
     elsewhere: list = field(default_factory=list)
     error: str = ""
     math: dict = field(default_factory=dict)  # printed/derived as MathML and LaTeX (where sympy)
+    evidence: str = "none"  # what the verdict rests on (stam.theory.items.EVIDENCE)
+    search: dict | None = None  # the search on actual runs (Search.as_json()), where the item made one
 
     def as_json(self) -> dict:
         d = {"label": self.label, "printed": self.printed, "derived": self.derived, "verdict": self.verdict,
              "counterexample": self.counterexample, "covers": list(self.covers), "gap": self.gap,
-             "elsewhere": self.elsewhere}
+             "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search}
         if self.error:
             d["error"] = self.error
         d.update(self.math)
@@ -233,6 +239,7 @@ def _counterexample(violated: bool, inst, tr, r, t, fields: dict) -> dict | None
         return None
     ce = _instance_record(inst, tr, r, t)
     ce.update(_r(fields))
+    ce["evidence"] = "run"
     return ce
 
 
@@ -263,6 +270,7 @@ def chain_counterexample(label: str, seed: int = SEED) -> dict | None:
     rec["printed_gap"] = _r(printed[t, r])
     rec["derived_gap"] = _r(derived[t, r])
     rec["meaning"] = f"printed {label} written as gap >= 0 is negative here; the derived one holds"
+    rec["evidence"] = "run"
     return rec
 
 
@@ -301,7 +309,7 @@ def premise_witness(label: str, seed: int = SEED, tries: int = 3000) -> dict | N
                "vectors": {"x^{t+1}-x^t": [1.0, 0.0], "y^{t+1}-y^t": [-1 / L4[i], 0.0], "d": [-1.0, 0.0],
                            "z^t-z^{t-1}": [P[i], dz2[i]]},
                "dPhi": dPhi[i], "premise_gaps": {key: h[i] for key, h in hyps.items()},
-               "printed_gap": pg[i], "derived_gap": dg[i],
+               "printed_gap": pg[i], "derived_gap": dg[i], "evidence": "premises",
                "meaning": f"all premises of the proof hold (gaps >= 0) but the printed {label} fails: "
                           "the step is not implied (no violation on actual STAM iterates was found)"})
 
@@ -373,6 +381,8 @@ def finding(ev) -> Finding:
     if res is None:
         return Finding(it.label, "", "", ev.verdict, None, f"failed to derive: {ev.error}", it.covers,
                        error=ev.error)
+    kind, ce = evidence(res)
+    srch = res.search_result()
     math = {}
     for key, val in (("printed", res.printed), ("derived", res.derived)):
         m = _math(val)
@@ -385,9 +395,9 @@ def finding(ev) -> Finding:
     if res.gap is not None:
         note = (note + " " if note else "") + f"Gap: uses {res.gap.uses}; stated: {res.gap.states}; " \
                f"closes it: {res.gap.closes}"
-    return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, res.counterexample, note,
-                   it.covers, gap, [{"where": o.where, "agrees": bool(o.agrees)} for o in res.elsewhere],
-                   math=math)
+    return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, ce, note, it.covers, gap,
+                   [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
+                   math=math, evidence=kind, search=_r(srch.as_json()) if srch is not None else None)
 
 
 @lru_cache(maxsize=None)
@@ -426,7 +436,7 @@ def _short(ce: dict | None) -> str:
                                                            "premise_gaps")}
     if "instance" in ce:
         inst = ce["instance"]
-        keep = {"lam": inst["lam"], "gamma": inst["gamma"], "beta": inst["beta"], "t": ce.get("t"), **keep}
+        keep = {**{key: inst[key] for key in ("lam", "gamma", "beta") if key in inst}, "t": ce.get("t"), **keep}
     return "; ".join(f"{key}={v}" for key, v in keep.items() if key != "t" or v is not None)
 
 
@@ -434,17 +444,32 @@ def _vw(items) -> int:
     return max([8] + [len(f.verdict) for f in items])
 
 
+def counts(items) -> dict:
+    """verdict -> number of items, in the order of :data:`VERDICTS`."""
+    return {v: sum(f.verdict == v for f in items) for v in VERDICTS}
+
+
+def search_text(srch: dict | None) -> str:
+    """One line: what a search on actual runs tried and found."""
+    if not srch:
+        return ""
+    found = "found a counterexample" if srch.get("found") else "no counterexample"
+    closest = srch.get("closest") or {}
+    near = f", smallest relative printed gap {closest['relative printed gap']:.3g}" if "relative printed gap" in closest else ""
+    return (f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {'; '.join(srch['classes'])}; "
+            f"{srch['method']}{near})")
+
+
 def summary(items, cov: dict | None = None) -> str:
     """The count of each verdict and, with ``cov`` (:func:`stam.theory.items.coverage.coverage`), the coverage."""
-    counts = {v: sum(f.verdict == v for f in items) for v in VERDICTS}
-    text = f"{len(items)} items: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in ("ok", "misprint", "error"))
-    text += ". The toolkit computes with the derived forms (stam stepsize --as-printed uses the printed ones)."
+    n = counts(items)
+    text = f"{len(items)} items: " + ", ".join(f"{c} {v}" for v, c in n.items()
+                                               if c or v in ("ok", "misprint", "false", "unproven"))
+    text += (". false: fails on an instance (a STAM run where it speaks of iterates); unproven: its proof does not give "
+             "it, no counterexample on actual runs. The toolkit computes with the derived forms (stam stepsize "
+             "--as-printed uses the printed ones).")
     if cov is not None:
-        kinds = cov["by_kind"]
-        d, st = kinds.get("display", {"audited": 0, "total": 0}), kinds.get("statement", {"audited": 0, "total": 0})
-        text += (f"\nCoverage: {cov['audited']}/{cov['total']} labels of Section 2 and Appendices A-B audited "
-                 f"({d['audited']}/{d['total']} labelled displays, {st['audited']}/{st['total']} labelled lemmas, "
-                 "theorems, assumptions, definitions and remarks; counted in the paper's LaTeX source)")
+        text += f"\nCoverage: {coverage_text(cov)}, counted in the paper's LaTeX source"
         if cov["missing"]:
             text += "; not audited: " + ", ".join(cov["missing"])
         if cov["unknown"]:
@@ -452,36 +477,67 @@ def summary(items, cov: dict | None = None) -> str:
     return text
 
 
-def table(items, as_printed: bool = False, cov: dict | None = None) -> str:
+def paper_refs(f, tex: str | None = None) -> str:
+    """The printed numbers (Lemma 6, (17), ...) of the labels item ``f`` covers, computed from the
+    paper's source (:func:`stam.theory.items.numbering.printed_text`); ``-`` where it covers none."""
+    if not f.covers:
+        return "-"
+    return printed_text(f.covers, tex if tex is not None else read_paper())
+
+
+def _assumed_note(items, tex: str | None) -> str:
+    nums = printed_numbers(tex if tex is not None else read_paper())
+    assumed = sorted({n.name for f in items for lab in f.covers if (n := nums.get(lab)) and not n.declared})
+    if not assumed:
+        return ""
+    return (f"Paper numbers computed from the LaTeX source (jmlr2e.sty, article); * {', '.join(assumed)}: the source "
+            "declares no such environment, numbered here by its own counter (\\newtheorem{assumption}{Assumption}).")
+
+
+def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | None = None) -> str:
     lines = []
     w, vw = max(len(f.label) for f in items), _vw(items)
     lines.append(f"{'label':<{w}}  {'verdict':<{vw}}  printed  ->  derived")
     lines.append("-" * (w + 40))
+    pad = f"{'':<{w}}  {'':<{vw}}  "
     for f in items:
         lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.printed}")
-        lines.append(f"{'':<{w}}  {'':<{vw}}  derived: {f.derived}")
+        lines.append(f"{pad}derived: {f.derived}")
+        lines.append(f"{pad}paper:   {paper_refs(f, tex)}")
         if f.note:
-            lines.append(f"{'':<{w}}  {'':<{vw}}  note:    {f.note}")
+            lines.append(f"{pad}note:    {f.note}")
+        lines.append(f"{pad}evidence: {f.evidence} ({EVIDENCE.get(f.evidence, '?')})")
         if f.counterexample is not None:
-            lines.append(f"{'':<{w}}  {'':<{vw}}  counterexample: {_short(f.counterexample)}")
+            lines.append(f"{pad}counterexample: {_short(f.counterexample)}")
+        if f.search is not None:
+            lines.append(f"{pad}search: {search_text(f.search)}")
         if f.gap is not None and f.gap.get("witness") is not None:
-            lines.append(f"{'':<{w}}  {'':<{vw}}  gap witness: {_short(f.gap['witness'])}")
+            lines.append(f"{pad}gap witness: {_short(f.gap['witness'])}")
     lines += ["", summary(items, cov)]
+    note = _assumed_note(items, tex)
+    lines += [note] if note else []
     if as_printed:
         lines += ["", _as_printed_effect()]
     return "\n".join(lines)
 
 
-def brief(items, cov: dict | None = None) -> str:
-    """One line per item: label, verdict and what is wrong (the note's first clause)."""
-    w, vw = max(len(f.label) for f in items), _vw(items)
-    lines = [f"{'label':<{w}}  {'verdict':<{vw}}  counterexample  note"]
-    for f in items:
+def brief(items, cov: dict | None = None, tex: str | None = None) -> str:
+    """One line per item: label, the paper's printed numbers of what it covers, verdict, its
+    evidence kind and what is wrong (the note's first clause; for an unproven item, what the search
+    on actual runs tried)."""
+    refs = [paper_refs(f, tex) for f in items]
+    w, vw, pw = max(len(f.label) for f in items), _vw(items), max([5] + [len(r) for r in refs])
+    ew = max([8] + [len(f.evidence) for f in items])
+    lines = [f"{'label':<{w}}  {'paper':<{pw}}  {'verdict':<{vw}}  {'evidence':<{ew}}  note"]
+    for f, ref in zip(items, refs):
         note = f.note.split(" (derived by")[0]
-        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  {'found' if f.counterexample else '-':<14}  {note}")
+        if f.verdict == "unproven" and f.search:
+            note += (f" [no counterexample in {f.search['instances']} actual runs, {f.search['steps']} steps]")
+        lines.append(f"{f.label:<{w}}  {ref:<{pw}}  {f.verdict:<{vw}}  {f.evidence:<{ew}}  {note}")
     if cov is not None:
         lines += ["", summary(items, cov)]
-    return "\n".join(lines)
+    note = _assumed_note(items, tex)
+    return "\n".join(lines + ([note] if note else []))
 
 
 def _as_printed_effect() -> str:
@@ -495,11 +551,23 @@ def _as_printed_effect() -> str:
     return "\n".join(rows)
 
 
-def result(items, cov: dict | None = None) -> dict:
+def rows(items, tex: str | None = None) -> list:
+    """The JSON rows of ``items``, each with ``paper``: the printed numbering of the labels it covers."""
+    nums = printed_numbers(tex if tex is not None else read_paper())
+    out = []
+    for f in items:
+        row = f.as_json()
+        row["paper"] = {lab: nums[lab].text for lab in f.covers if lab in nums}
+        out.append(row)
+    return out
+
+
+def result(items, cov: dict | None = None, tex: str | None = None) -> dict:
     """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``,
     with the coverage of the paper's labelled displays (computed from the bundled paper if not given)."""
-    cov = cov if cov is not None else coverage(registry(), read_paper())
-    return {"kind": "paper-check", "provenance": provenance(), "items": [f.as_json() for f in items], "coverage": cov}
+    tex = tex if tex is not None else read_paper()
+    cov = cov if cov is not None else coverage(registry(), tex)
+    return {"kind": "paper-check", "provenance": provenance(), "items": rows(items, tex), "coverage": cov}
 
 
 def run(args) -> int:
@@ -511,19 +579,19 @@ def run(args) -> int:
         tex = read_paper()
     items = findings()
     cov = coverage(registry(), tex)
-    rows = [f.as_json() for f in items]
+    json_rows = rows(items, tex)
     if getattr(args, "corrected", None):
         from stam.theory import corrected
 
         corrected.write(args.corrected, evaluated())
     if getattr(args, "out", None):
-        atomic_write_json(args.out, result(items, cov))
+        atomic_write_json(args.out, result(items, cov, tex))
     if args.json:
-        print(dumps(rows))
+        print(dumps(json_rows))
     elif getattr(args, "brief", False):
-        print(brief(items, cov) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
+        print(brief(items, cov, tex) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
     else:
-        print(table(items, as_printed=args.as_printed, cov=cov))
+        print(table(items, as_printed=args.as_printed, cov=cov, tex=tex))
     if getattr(args, "corrected", None) and not args.json:
         print(f"Corrected statements: {args.corrected}/corrected.tex, {args.corrected}/corrected.md")
     return 0

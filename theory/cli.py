@@ -47,9 +47,12 @@ def register(subparsers) -> None:
     """Add ``stam paper-check`` and ``stam stepsize``."""
     p = subparsers.add_parser(
         "paper-check",
-        help="re-derive the paper's constants, thresholds and inequality steps; report misprints with counterexamples",
+        help="re-derive the paper's constants, thresholds and inequality steps; report what is false, unproven, misprinted "
+        "or missing, with counterexamples",
         description="For each audited item: its label, what is printed, what is derived (sympy), a verdict "
-        "(ok / misprint / error / gap, computed by one rule) and, where the print is wrong, a concrete counterexample found by a seeded search. "
+        "(ok / misprint / false / unproven / gap, computed by one rule) with its evidence kind and, where the print "
+        "fails, a concrete counterexample found by a seeded search (for unproven steps: the search on actual runs that "
+        "found none). "
         "The toolkit computes with the corrected forms.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, "

@@ -59,10 +59,14 @@ def _constants(c: Corrected):
 
 
 def _const_name_tex(name, value) -> str:
+    if isinstance(value, Tex):
+        return r"\text{" + tex_text(name) + "}"
     return sp.latex(sp.Symbol(name)) if _is_math(value) else r"\text{" + tex_text(name) + "}"
 
 
 def _const_value_tex(value) -> str:
+    if isinstance(value, Tex):
+        return str(value)
     return sp.latex(value) if _is_math(value) else r"\text{" + tex_text(value) + "}"
 
 
@@ -86,6 +90,17 @@ def statements(evaluated) -> list[tuple[Corrected, list[str]]]:
     return list(out.values())
 
 
+def paper_number(c: Corrected, tex: str | None = None) -> str:
+    """``"Lemma 6"``: how the printed paper numbers the statement ``c`` (its name ends in its source
+    label, e.g. ``Lemma conv-lemma``), computed from the LaTeX source; "" if the label is unknown."""
+    from stam.theory.items.coverage import read_paper
+    from stam.theory.items.numbering import printed_numbers
+
+    nums = printed_numbers(tex if tex is not None else read_paper())
+    n = nums.get(c.name.split()[-1])
+    return n.text if n is not None else ""
+
+
 def latex_document(stmts) -> str:
     lines = [r"\documentclass{article}", r"\usepackage{amsmath,amssymb,amsthm}", r"\newtheorem*{stmt}{Statement}",
              r"\begin{document}", r"\section*{Corrected statements (stam paper-check)}",
@@ -93,7 +108,10 @@ def latex_document(stmts) -> str:
                       "quantized deep neural networks: the lemmas and theorems of Section 2 as the toolkit checks them."),
              ""]
     for c, labels in stmts:
-        lines += [rf"\subsection*{{{tex_text(c.name)} (corrected)}}", r"\textbf{Hypotheses.}", r"\begin{enumerate}"]
+        num = paper_number(c)
+        lines += [rf"\subsection*{{{tex_text(c.name)} (corrected)}}"]
+        lines += [tex_text(f"{num} in the paper's printed numbering.") + r"\par"] if num else []
+        lines += [r"\textbf{Hypotheses.}", r"\begin{enumerate}"]
         lines += [rf"  \item {_tex(h)}" for h in c.hypotheses]
         lines += [r"\end{enumerate}", r"\textbf{Conclusion.} " + _display_tex(c.conclusion)]
         if c.constants:
@@ -116,12 +134,16 @@ def markdown_document(stmts) -> str:
                      "quantized deep neural networks: the lemmas and theorems of Section 2 as the toolkit checks them."),
              ""]
     for c, labels in stmts:
-        lines += [f"## {md_text(c.name)} (corrected)", "", "**Hypotheses.**", ""]
+        num = paper_number(c)
+        lines += [f"## {md_text(c.name)} (corrected)", ""]
+        lines += [md_text(f"{num} in the paper's printed numbering."), ""] if num else []
+        lines += ["**Hypotheses.**", ""]
         lines += [f"{i}. {_md(h)}" for i, h in enumerate(c.hypotheses, 1)]
         lines += ["", "**Conclusion.** " + _display_md(c.conclusion), ""]
         if c.constants:
             lines += ["**Constants.**", ""]
-            lines += [f"- {_md(sp.Symbol(n)) if _is_math(v) else md_text(n)} = {_md(v)}" for n, v in _constants(c)]
+            lines += [f"- {md_text(n)}: {_md(v)}" if isinstance(v, Tex) else
+                      f"- {_md(sp.Symbol(n)) if _is_math(v) else md_text(n)} = {_md(v)}" for n, v in _constants(c)]
             lines.append("")
         if c.changes:
             lines += [f"**Changed from the print:** {md_text(c.changes)}", ""]

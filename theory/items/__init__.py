@@ -8,18 +8,26 @@ paper it covers (``covers``: equation, lemma and theorem labels of Section 2 and
 so that :func:`stam.theory.items.coverage.coverage` can count what is audited against the labels
 found by parsing the paper's source.
 
-Verdicts (:func:`verdict`):
+Verdicts (:func:`verdict`), each naming its evidence kind (:data:`EVIDENCE`, :func:`evidence`):
 
-- ``error``: a counterexample to the printed form, and no place of the paper prints the derived
-  form (``elsewhere``: every other printed occurrence of the same quantity carries the wrong one);
-- ``misprint``: a counterexample to the printed form, but another printed occurrence of the same
-  quantity (the paper's own premise, the next line, the statement of the theorem) agrees with
-  the derivation, i.e. a slip in writing it down;
+- ``false``: the printed form fails on a counterexample that is an instance of the stated class
+  (evidence ``instance``) or, where the statement is about iterates, an actual run of STAM
+  (evidence ``run``), and no other print of the paper carries the right form;
+- ``misprint``: such a counterexample, but another *print* of the same quantity (the paper's own
+  premise, the next line, the statement of the theorem) agrees with the derivation
+  (:attr:`Occurrence.printed`: a form the paper only implies, e.g. through its proof's
+  requirements or by a recipe, does not make a slip);
+- ``unproven``: the step does not follow from what the proof has established: a witness
+  satisfies every premise the proof uses but is not shown to be a state STAM reaches (evidence
+  ``premises``), and a stated search over actual STAM runs (:class:`Search`: classes, instances,
+  method) found no counterexample; a search that finds one makes the item ``false`` (evidence
+  ``run``), and an item with a premise witness but no search is ``failed to derive``;
 - ``gap``: no counterexample to the printed form, but its proof uses something the paper does
   not state (an undefined quantity, an unstated assumption, a missing property, an illegal swap of
   an order of operations), with a witness that the stated hypotheses do not give it and what would
-  close it (:class:`Gap`);
-- ``ok``: no counterexample and no gap;
+  close it (:class:`Gap`; evidence ``witness``);
+- ``ok``: no counterexample and no gap (evidence ``proof``: decided by sympy, or ``sampled``: no
+  counterexample in a seeded search, the item says which);
 - ``failed to derive``: the item's derivation raised (reported, never fatal; :func:`evaluate`).
 """
 
@@ -32,7 +40,18 @@ from functools import lru_cache
 from typing import Any, Callable
 
 #: the verdicts, in the order the summary lists them
-VERDICTS = ("ok", "misprint", "error", "gap", "failed to derive")
+VERDICTS = ("ok", "misprint", "false", "unproven", "gap", "failed to derive")
+
+#: what a verdict rests on (:func:`evidence`)
+EVIDENCE = {
+    "proof": "decided exactly (sympy derivation or identity)",
+    "sampled": "no counterexample in a seeded search (the item's note says which)",
+    "instance": "a counterexample that is an instance of the stated class",
+    "run": "a counterexample on an actual run of STAM (Algorithm 1)",
+    "premises": "a witness satisfying every premise the proof step uses, not shown reachable by STAM",
+    "witness": "a witness that the stated hypotheses do not give what the proof uses",
+    "none": "the derivation raised",
+}
 
 #: the modules that declare items, in the order of the paper
 MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network")
@@ -45,6 +64,7 @@ class Occurrence:
 
     where: str
     agrees: bool
+    printed: bool = True  # False: a form the paper implies (its proof's needs, a recipe), printed nowhere
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,25 @@ class Gap:
     states: str
     closes: str
     witness: dict | None = None
+
+
+@dataclass(frozen=True)
+class Search:
+    """An adversarial search for a counterexample on actual STAM runs: the ``classes`` of problems
+    tried, how many ``instances`` (runs) and ``steps`` were checked, the ``method`` (random,
+    optimised, exact...), the counterexample ``found`` (a replayable run) or None, and the
+    ``closest`` the print came to failing (its smallest relative gap, with where)."""
+
+    method: str
+    classes: tuple
+    instances: int
+    steps: int
+    found: dict | None = None
+    closest: dict | None = None
+
+    def as_json(self) -> dict:
+        return {"method": self.method, "classes": list(self.classes), "instances": self.instances,
+                "steps": self.steps, "found": self.found, "closest": self.closest}
 
 
 class Tex(str):
@@ -88,15 +127,53 @@ class Result:
     gap: Gap | None = None
     note: str = ""
     corrected: Corrected | Callable[[], Corrected] | None = None  # a callable is built only when asked for
+    evidence: str = ""  # the kind of the counterexample or of the ok (EVIDENCE); "" = the default (see evidence())
+    search: Search | Callable[[], Search] | None = None  # the search on actual runs (needed with evidence "premises")
 
     def corrected_statement(self) -> Corrected | None:
         return self.corrected() if callable(self.corrected) else self.corrected
 
 
+    def search_result(self) -> Search | None:
+        if callable(self.search):
+            self.search = self.search()
+        return self.search
+
+
+def _declared(r: Result) -> str:
+    ev = r.evidence
+    if not ev and isinstance(r.counterexample, dict):
+        ev = r.counterexample.get("evidence", "")
+    if not ev:
+        ev = "instance" if r.counterexample is not None else "witness" if r.gap is not None else "proof"
+    if ev not in EVIDENCE or ev == "none":
+        raise ValueError(f"evidence {ev!r} is not one of {', '.join(k for k in EVIDENCE if k != 'none')}")
+    return ev
+
+
+def evidence(r: Result) -> tuple[str, dict | None]:
+    """The evidence the verdict rests on and its counterexample: the item's own, or the actual run
+    its search found (which replaces a premise witness)."""
+    ev = _declared(r)
+    srch = r.search_result()
+    if ev == "premises" and srch is not None and srch.found is not None:
+        return "run", srch.found
+    return ev, r.counterexample
+
+
 def verdict(r: Result) -> str:
     """THE rule (see the module docstring)."""
-    if r.counterexample is not None:
-        return "misprint" if any(o.agrees for o in r.elsewhere) else "error"
+    ev, ce = evidence(r)
+    if ce is not None:
+        if ev == "premises":
+            if r.search_result() is None:
+                raise ValueError("a premise witness without a search on actual runs: say what was searched")
+            return "unproven"
+        if ev not in ("instance", "run"):
+            raise ValueError(f"a counterexample with evidence {ev!r}")
+        return "misprint" if any(o.agrees and o.printed for o in r.elsewhere) else "false"
+    if ev in ("instance", "run", "premises"):
+        raise ValueError(f"evidence {ev!r} without a counterexample")
     return "gap" if r.gap is not None else "ok"
 
 
@@ -155,5 +232,5 @@ def evaluate(it: Item) -> Evaluated:
                          f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
 
 
-__all__ = ["Tex", "VERDICTS", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
+__all__ = ["Tex", "VERDICTS", "EVIDENCE", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
            "evaluate", "Evaluated"]

@@ -10,14 +10,16 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam, stationarity_terms
+from stam.theory.adversary import runs_search
+from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam,
+                               stationarity_terms)
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 from stam.theory.items._steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, constants_K
 
 
 def _constants() -> dict:
-    return {**constants_K(), "A, C": "Lemma ES-GH (or Lemma es-lemma, corrected)"}
+    return constants_K()
 
 
 STATIONARITY = (r"\min_{0\le t\le T-1}\Big[\mathbb{E}\|\nabla G(y^t)+\nabla_y H(u^t,y^t)\|^2+\mathbb{E}\,"
@@ -46,6 +48,8 @@ def eq49(seed: int = SEED) -> Result:
     if worst < -1e-12:
         ident.counterexample = {"min - weighted average": worst, "meaning": "a min exceeds its weighted average"}
     ident.note += f"; eq49: min_t a_t <= sum omega_t a_t / W_T on 200 random cases (smallest slack {worst:.3g})"
+    if ident.counterexample is None:
+        ident.evidence = "sampled"  # eq50 is exact, eq49 sampled
     return ident
 
 
@@ -197,31 +201,93 @@ def theorem_conv(seed: int = SEED) -> Result:
     k3_conv_lemma = sp.simplify(k.K3_printed_expr(False) - k.K3_expr(False)) == 0
     return Result(sp.Le(sp.Symbol("min_t S_t"), printed_rhs.subs(s.M, 2 * k.K3_printed_expr(False)), evaluate=False),
                   sp.Le(sp.Symbol("min_t S_t"), rhs.subs(s.M, 2 * k.K3_expr(False)), evaluate=False), ce,
-                  (Occurrence("M of Lemma conv-lemma", k3_conv_lemma),),
+                  (Occurrence("M of Lemma conv-lemma", k3_conv_lemma),), evidence="premises",
+                  search=lambda: runs_search("eq39", seed),
                   note=f"the form 2 (1+q)^T beta (delta0+M0')/T + (L+M)C/beta is derived ({'same' if same_form else 'differs'}); "
                        "M inherits K3.", corrected=_conv_corrected)
 
 
+class _NoCoupling:
+    """``H = 0`` and ``F = 0`` for :mod:`stam.algorithm`: both proxes are the identity."""
+
+    def grad_y_H(self, x, y):
+        return 0 * y
+
+    def prox_H(self, z, y, gamma):
+        return z
+
+    def prox_F(self, v, gamma):
+        return v
+
+
+#: the instance of the conv-rate counterexamples: G = y^2/2 in R^1, H = F = 0, exact gradients
+_RATE_INSTANCE = {"G": "y^2/2 (R^1, L1 = 1)", "H": "0", "F": "0", "gradients": "exact (A0 = 0, B0 = 1, C0 = 0)",
+                  "y^0": 1.0, "z^{-1}": 0.0}
+
+
+def rate_run(beta: float, gamma: float, eps: float, T: int, replay: int = 200) -> dict:
+    """Theorem conv-rate on an actual run of Algorithm 1 for :data:`_RATE_INSTANCE` (all of
+    Assumption ass2 holds: ``L1 = 1``, ``L2* = ... = L5* = 0``, ``l = 0``, ``(A, C) = (2, 0)`` by
+    Lemma ES-GH): the first ``replay`` steps through :func:`stam.algorithm.stam_step`, the rest by
+    the closed form ``y^t = (1 - 1/beta)^t y^0`` (sympy's ``rsolve`` of eq. (algy)), checked
+    against the replayed steps.  ``x = u = z = 0`` throughout, so ``dist(0, ...) = 0``, ``M_t = 0``
+    (``M0' = 0``) and the stationarity measure is ``|grad G(y^t)| = |y^t|``; the conclusion fails
+    iff ``min_{t < T} |y^t| > eps``."""
+    from stam.algorithm import stam_init, stam_step
+
+    tt = sp.Symbol("t", integer=True, nonnegative=True)
+    yf, b_, y0 = sp.Function("y"), sp.Symbol("beta", positive=True), sp.Symbol("y0")
+    closed = sp.rsolve(yf(tt + 1) - (yf(tt) - yf(tt) / b_), yf(tt), {yf(0): y0})  # eq. (algy), grad G(y) = y
+    ops, y_0 = _NoCoupling(), np.array([_RATE_INSTANCE["y^0"]])
+    st = stam_init(y_0, ops, gamma, z_prev=np.array([_RATE_INSTANCE["z^{-1}"]]))
+    ys = [float(st.y[0])]
+    for _ in range(min(replay, T) - 1):
+        st = stam_step(st, st.y, ops, gamma, beta)
+        ys.append(float(st.y[0]))
+        if not np.isfinite(ys[-1]) or abs(ys[-1]) > 1e12:
+            break
+    assert float(np.max(np.abs(st.x)) + np.max(np.abs(st.u)) + np.max(np.abs(st.z))) == 0.0
+    rate = 1 - 1 / beta  # the base of the closed form, |y^t| = |rate|^t |y^0|
+    assert sp.simplify(closed - y0 * (1 - 1 / b_) ** tt) == 0
+    replayed = np.array(ys)
+    assert np.allclose(replayed, y_0[0] * rate ** np.arange(len(ys)), rtol=1e-9)
+    logs = np.log(abs(rate)) * np.arange(T) if T <= 10**7 else None  # log |y^t| - log |y^0|, t < T
+    min_abs = float(abs(y_0[0]) * np.exp(np.min(logs))) if logs is not None else float("nan")
+    hit = None
+    if abs(rate) < 1:  # the first t with |y^t| <= eps
+        hit = int(np.ceil(np.log(eps / abs(y_0[0])) / np.log(abs(rate))))
+    return {"instance": dict(_RATE_INSTANCE), "beta": beta, "gamma": gamma, "eps": eps, "T": T,
+            "closed form": f"y^t = {sp.sstr(closed)}", "replayed steps (stam_step)": len(ys),
+            "|y^t| at t = 0..4": replayed[:5].tolist(), "min_(t<T) |grad G(y^t)|": min_abs,
+            "first t with |grad G(y^t)| <= eps": hit, "conclusion fails": bool(min_abs > eps), "evidence": "run"}
+
+
+def rate_setting(eps: float = 0.1, gamma: float = 0.1) -> dict:
+    """The constants of :data:`_RATE_INSTANCE` (Lemma ES-GH for exact gradients, eq. (eq705)'s
+    T_min, the three lower bounds on beta) and ``delta0 = G(y^0) - G^inf`` (``M0' = 0``)."""
+    A, C = num.deterministic_es(1.0, 0.0)
+    c = num.Constants(L1=1.0, L2=0.0, L3=0.0, L4=0.0, L5=0.0, l=0.0, A=float(A), C=float(C))
+    delta0 = _RATE_INSTANCE["y^0"] ** 2 / 2
+    T = int(num.T_min(gamma, c, delta0, 0.0, eps))
+    bounds = {key: float(v) for key, v in num.beta_lower_bounds(T, gamma, c, eps).items()}
+    return {"c": c, "delta0": delta0, "T": T, "bounds": bounds, "admissible gamma": bool(num.admissible_gamma(gamma, c)),
+            "gamma": gamma, "eps": eps}
+
+
 @item("conv-rate beta conditions", covers=("conv-rate", "eq700"))
 def beta_conditions() -> Result:
+    """``beta > min{...}`` admits a beta below all three bounds: for exact gradients C = 0, so the
+    minimum is 0, and ``beta = 0.4`` makes Algorithm 1 diverge (:func:`rate_run`), although T = T_min."""
     bc = k.beta_conditions()
-    c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
-    delta0, M0, eps = 2.3, 0.0, 0.1
-    r = num.recommend(c, delta0, M0, eps)
-    T = r["T_min"]
-    bounds = num.beta_lower_bounds(T, r["gamma"], c, eps)
-    beta_p = 1.01 * min(bounds.values())
-    LM = c.L + r["M"]
-    q = LM * c.A / beta_p**2
-    log_rhs = np.logaddexp(T * np.log1p(q) + np.log(2 * beta_p * (delta0 + M0) / T), np.log(LM * c.C / beta_p))
-    rep = num.check(r["gamma"], beta_p, c, T=T, eps=eps, delta0=delta0, M0=M0)
+    rs = rate_setting()
+    beta = 0.4
     ce = None
-    if log_rhs > np.log(eps**2):
-        ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
-                 "gamma": r["gamma"], "T": T, "beta_bounds": bounds, "beta = 1.01 min": beta_p,
-                 "log10 Theorem conv RHS": float(log_rhs / np.log(10)), "log10 eps^2": float(np.log10(eps**2)),
-                 "violated": [v["condition"] for v in rep["violations"]],
-                 "meaning": "beta > min{...} holds but the bound of Theorem conv exceeds eps^2"})
+    if rs["admissible gamma"] and min(rs["bounds"].values()) < beta:
+        run = rate_run(beta, rs["gamma"], rs["eps"], rs["T"])
+        if run["conclusion fails"]:
+            ce = _r({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
+                     "meaning": "gamma admissible, T = T_min, beta > min{...} = 0 as printed, yet no t < T has "
+                                "|grad G(y^t)| <= eps: the iterates diverge"})
     # the proof's own requirements (eq700, Theorem conv's beta K1/K2 >= 2, eq702), all needed: their conjunction
     bb = sp.Symbol("bb", positive=True)
     reqs = [sp.solve(sp.Eq(bb**2, (s.L + s.M) * s.A * s.T), bb)[0], 2 * s.K2 / s.K1,
@@ -230,8 +296,10 @@ def beta_conditions() -> Result:
     agrees = sp.simplify(proof_needs - sp.Max(*bc.values())) == 0
     return Result("beta > min{sqrt((L+M)AT), 2K2/K1, 2(L+M)C/eps^2}",
                   "beta >= max{" + ", ".join(pretty(v) for v in bc.values()) + "}", ce,
-                  (Occurrence("the proof: eq700, eq701 (beta >= 2K2/K1), eq702 each required", agrees),),
-                  note="the proof (eq700, eq51, eq702) needs all three bounds: max, not min.")
+                  (Occurrence("the proof: eq700, eq701 (beta >= 2K2/K1), eq702 each required (their max is printed "
+                              "nowhere)", agrees, printed=False),),
+                  note="the proof (eq700, eq51, eq702) needs all three bounds: max, not min; with exact gradients "
+                       "(C = 0) the printed min is 0 and beta = 0.4 lets STAM diverge.")
 
 
 @item("conv-rate upper bound on beta (eq703)", covers=("conv-rate", "eq701", "eq702", "eq703"))
@@ -240,23 +308,19 @@ def beta_window() -> Result:
     drops: with ``beta`` far above its lower bounds at ``T = T_min`` the bound eq701 exceeds eps^2.
     The window ``max{...} <= beta <= eps^2 T/(12 (delta0 + M0'))`` is nonempty iff ``T >= T_min``
     (each bound of eq705 is where one lower bound meets the upper one, :func:`constants.T_lower_bounds`)."""
-    c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
-    delta0, M0, eps = 2.3, 0.0, 0.1
-    r = num.recommend(c, delta0, M0, eps)
-    T, gam = r["T_min"], r["gamma"]
-    lower = max(num.beta_lower_bounds(T, gam, c, eps).values())
-    beta = 10 * lower
-    LM = c.L + r["M"]
-    q = LM * c.A / beta**2
-    rhs701 = LM * c.C / beta + 6 * beta * (delta0 + M0) / T
-    exact = float(np.exp(T * np.log1p(q)) * 2 * beta * (delta0 + M0) / T + LM * c.C / beta)
+    rs = rate_setting()
+    lower = max(rs["bounds"].values())
+    beta = 1e9
     ce = None
-    if rhs701 > eps**2 and exact > eps**2:
-        ce = _r({"constants": {"lam": 0.5, "L1": 1.0, "A": 1.0, "C": 0.1, "delta0": delta0, "M0'": M0, "eps": eps},
-                 "gamma": gam, "T = T_min": T, "max lower bound": lower, "beta = 10 max": beta,
-                 "eq701 right side": rhs701, "Theorem conv right side": exact, "eps^2": eps**2,
-                 "meaning": "all hypotheses of Theorem conv-rate hold (beta above every lower bound, T >= eq705) "
-                            "but the bound exceeds eps^2: beta needs an upper bound"})
+    if rs["admissible gamma"] and beta >= lower:
+        run = rate_run(beta, rs["gamma"], rs["eps"], rs["T"])
+        at_max = rate_run(lower, rs["gamma"], rs["eps"], rs["T"])
+        if run["conclusion fails"]:
+            ce = _r({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
+                     "at beta = max": {"beta": lower, "first t with |grad G(y^t)| <= eps":
+                                       at_max["first t with |grad G(y^t)| <= eps"]},
+                     "meaning": "gamma admissible, T = T_min, beta >= max{...} (so also > min), yet no t < T has "
+                                "|grad G(y^t)| <= eps: beta needs the upper bound eps^2 T/(12 (delta0 + M0'))"})
     # eq701 from Theorem conv with (1+q)^T <= 3; eq702, eq703 solved (sympy)
     e3 = sp.Symbol("e3")
     rhs = k.theorem_rhs().subs((1 + (s.L + s.M) * s.A / s.beta**2) ** s.T, e3).subs(e3, 3)
@@ -283,7 +347,9 @@ def beta_window() -> Result:
     return Result("beta > min{...}, T >= (eq705)   (no upper bound on beta)",
                   sp.And(sp.Ge(s.beta, sp.Max(*k.beta_conditions().values())),
                          sp.Le(s.beta, s.eps**2 * s.T / (12 * (s.delta0 + s.M0)))),
-                  ce, (Occurrence("eq703: T >= 12 beta (delta0 + M0')/eps^2", ok703),), note=note, corrected=corrected)
+                  ce, (Occurrence("eq703: T >= 12 beta (delta0 + M0')/eps^2, a step of the proof that the statement's T "
+                              "(eq705) does not give; the bound on beta is printed nowhere", ok703, printed=False),),
+                  note=note, corrected=corrected)
 
 
 @item("eq700 ((1+q)^T <= e <= 3)", covers=("eq700",))

@@ -10,6 +10,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
+from stam.theory.adversary import runs_search
 from stam.theory.audit import SEED, _r, chain_counterexample, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 from stam.theory.items._steps import identity_result, step_result
@@ -46,16 +47,18 @@ def _chain_item(label: str):
         later = _dependents(label)
         elsewhere = [Occurrence(f"printed {o.label}", _implied(o.printed, o.derived)) for o in later]
         elsewhere.append(Occurrence("K3 of Lemma par2 and Lemma conv-lemma", _k3_same()))
+        srch = None
         if cmp.verdict in ("same", "weaker"):
             ce, note = None, f"derived by: {st.rule}"
         else:
+            srch = lambda: runs_search(st.label, seed)  # noqa: E731
             ce = chain_counterexample(st.label, seed) or premise_witness(st.label, seed)
             follows = _implied(st.printed, st.printed_from_printed)
             origin = (f"follows from the printed predecessors: error propagated from {_ORIGIN}" if follows
                       else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
             note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
         return Result(sp.Ge(st.printed, 0, evaluate=False), sp.Ge(st.derived, 0, evaluate=False), ce,
-                      tuple(elsewhere), note=note)
+                      tuple(elsewhere), note=note, search=srch)
 
     run.__name__ = f"chain_{label}"
     return run
@@ -69,7 +72,7 @@ for _st in ("eq24", "eq25", "eq26", "eq27", "eq300", "eq35", "eq36", "eq39"):
 def K3(seed: int = SEED) -> Result:
     printed, derived = k.K3_printed_expr(False), k.K3_expr(False)
     same = sp.simplify(printed - derived) == 0
-    ce = None
+    ce, ev = None, ""
     if not same:
         lam_, gam = 2.0, 0.1
         c = num.quadratic_coupling(lam_)
@@ -77,8 +80,10 @@ def K3(seed: int = SEED) -> Result:
                  "K3_derived": float(num.K3(gam, c)),
                  "eq39": chain_counterexample("eq39", seed) or premise_witness("eq39", seed),
                  "meaning": "with the printed K3, eq39 is not implied by the premises of its proof"})
+        ev = ce["eq39"]["evidence"]
     return Result(printed, derived, ce, (Occurrence("K3 of Lemma conv-lemma", _k3_same()),),
-                  note="M = 2 K3 (eq45 -> eq46) is ok; K3 inherits eq25's (L4*)^2.")
+                  note="M = 2 K3 (eq45 -> eq46) is ok; K3 inherits eq25's (L4*)^2.", evidence=ev,
+                  search=lambda: runs_search("eq39", seed))
 
 
 @item("eq38 (eq36 rearranged)", covers=("eq38",))
@@ -90,7 +95,9 @@ def eq38(seed: int = SEED) -> Result:
     printed = sp.expand(-chain.dPhi + s.L4 * (1 + 5 * s.gamma * s.L4) * chain.Y - s.K1 * chain.X)
     r = step_result(printed, derived, "eq36 with K1 := -(coefficient of ||x^{t+1} - x^t||^2)", seed=seed)
     if r.counterexample is not None:
-        r.counterexample = premise_witness("eq36", seed) or r.counterexample
+        r.counterexample = chain_counterexample("eq36", seed) or premise_witness("eq36", seed) or r.counterexample
+        r.evidence = r.counterexample.get("evidence", "premises")
+        r.search = lambda: runs_search("eq36", seed)
     r.elsewhere = (Occurrence("printed eq36", _implied(chain.PRINTED["eq36"], d36)),
                    Occurrence("K3 of Lemma par2", _k3_same()))
     return r
@@ -100,7 +107,8 @@ def eq38(seed: int = SEED) -> Result:
 def par2(seed: int = SEED) -> Result:
     """The statement of Lemma par2 prints ``K3``; its bound is eq44 (see eq43, eq44)."""
     printed, derived = chain.K3_PRINTED, k.K3_expr(False)
-    ce = None if _k3_same() else premise_witness("eq39", seed)
+    ce = None if _k3_same() else (chain_counterexample("eq39", seed) or premise_witness("eq39", seed))
+
     def corrected():
         return Corrected(
             "Lemma par2", [COMMON[0], COMMON[2], COMMON[3], sp.Gt(sp.Symbol("K_1"), 0, evaluate=False)],
@@ -112,7 +120,8 @@ def par2(seed: int = SEED) -> Result:
 
     return Result(sp.Eq(sp.Symbol("K_3"), printed, evaluate=False), sp.Eq(sp.Symbol("K_3"), derived, evaluate=False),
                   ce, (Occurrence("K3 of Lemma conv-lemma", _k3_same()),), corrected=corrected,
-                  note="K1 and K2 of Lemma par2 are right (item k1 vs eq36); K3 carries eq25's L4*.")
+                  note="K1 and K2 of Lemma par2 are right (item k1 vs eq36); K3 carries eq25's L4*.",
+                  search=lambda: runs_search("eq39", seed))
 
 
 dH, dM = sp.symbols("dH dM", real=True)  # H(x^t, y^{t+1}) - H(x^{t+1}, y^{t+1}),  M_t - M_{t+1}

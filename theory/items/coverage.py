@@ -101,4 +101,17 @@ def coverage(items, tex: str) -> dict:
             "unknown": sorted(covered - set(labels)), "by_kind": {k: {"audited": a, "total": n} for k, (a, n) in by_kind.items()}}
 
 
-__all__ = ["parse_labels", "coverage", "read_paper", "bundled_paper", "Labels", "DISPLAYS", "STATEMENTS"]
+def coverage_text(cov: dict) -> str:
+    """``"86/86 labels of Section 2 and Appendices A-B audited (73/73 labelled displays plus 13/13
+    labelled statements: lemmas, theorems, ...)"``: the two kinds counted apart (a statement is not
+    a display)."""
+    text = f"{int(cov['audited'])}/{int(cov['total'])} labels of Section 2 and Appendices A-B audited"
+    kinds = cov.get("by_kind") or {}
+    if kinds:
+        d, st = kinds.get("display", {"audited": 0, "total": 0}), kinds.get("statement", {"audited": 0, "total": 0})
+        text += (f" ({int(d['audited'])}/{int(d['total'])} labelled displays plus {int(st['audited'])}/{int(st['total'])} "
+                 "labelled statements: lemmas, theorems, assumptions, definitions and remarks)")
+    return text
+
+
+__all__ = ["coverage_text", "parse_labels", "coverage", "read_paper", "bundled_paper", "Labels", "DISPLAYS", "STATEMENTS"]

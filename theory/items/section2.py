@@ -11,6 +11,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
+from stam.theory.adversary import runs_search
 from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
@@ -235,7 +236,8 @@ def threshold(seed: int = SEED) -> Result:
         pretty(thr["printed_in_b"]) + b_def,
         pretty(thr["root_in_b"]) + b_def + " (positive root of 4 gamma K1) = " + pretty(thr["stable"])
         + "; at L2*=0: " + pretty(thr["at_L2_zero"]),
-        ce, (Occurrence("the quadratic formula on the printed (k1)", own),),
+        ce, (Occurrence("the quadratic formula on the printed (k1) (a recipe: the root is printed nowhere)", own,
+                        printed=False),),
         note="denominator 10 L2* should be 10 (L2*)^2 (agree only at L2* = 1); the print is undefined at L2* = 0. "
              f"K1 > 0 implies gamma*l < 1/10, so the strong convexity of eq260 holds; lim_(gamma->0+) K1 = {lim}.")
 
@@ -250,13 +252,41 @@ COMMON = [
     Tex(r"G, H \text{ satisfy Assumption ass2, and } H^{\inf}=\inf H>-\infty"),
     Tex(r"F \text{ proper, lower semicontinuous, bounded below};\ \partial F \text{ the limiting subdifferential}"),
     Tex(r"\mathcal{M}_0'=\mathbb{E}\big[\mathcal{M}_0-\inf_{t\ge 0}\mathcal{M}_t\big]<\infty"),
+    Tex(r"\text{for every } t:\ G(y^t),\ H(x^t,y^t),\ H(x^{t+1},y^{t+1}),\ F(u^t),\ \mathcal{M}_t \text{ and } "
+        r"\inf_{s\ge 0}\mathcal{M}_s \text{ are integrable (so that } \delta_t,\ \mathcal{M}_0' \text{ and the "
+        r"expectations of eq. (eq5)--(eq46) are defined)}"),
 ]
+
+#: the symbols the corrected statements of Lemma conv-lemma and Theorems conv, conv-rate use, defined
+#: (the paper defines them in the proofs or not at all)
+DEFINITIONS = {
+    "eta_t": Tex(r"\eta_t:=\mathbb{E}\|\nabla G(y^t)+\nabla_y H(x^t,y^t)\|^2"),
+    "delta_t": Tex(r"\delta_t:=\mathbb{E}\big[G(y^t)+H(x^t,y^t)\big]-(G+H)^{\inf}"),
+    "M_t": Tex(r"\mathcal{M}_t:=F(u^t)+\frac{\|2x^t-u^t-z^t\|^2}{2\gamma}-\frac{\|x^t-z^t\|^2}{2\gamma}"
+               r"-\frac{\|u^t-x^t\|^2}{\gamma}\ \text{(eq. (eq651))}"),
+    "l, L_1, L_2^*, ..., L_5^*": Tex(r"\text{the constants of Assumption ass2 (eq. (G-lip)--(lip-const)); } "
+                                     r"H(\cdot,y)+\tfrac{l}{2}\|\cdot\|^2 \text{ convex}"),
+    "A_0, B_0, C_0": Tex(r"\text{the constants of Assumption ass3 (eq. (422))}"),
+    "Delta_GH": Tex(r"\Delta_{GH}:=(G+H)^{\inf}-G^{\inf}-H^{\inf}\ (\ge 0)"),
+    "A, C (what they are)": Tex(r"\text{any constants with } \mathbb{E}\|\tilde\nabla G(y)+\nabla_y H(x,y)\|^2\le 2A\big(G(y)+H(x,y)"
+                r"-(G+H)^{\inf}\big)+C \text{ for all } x,y \text{ (eq. (gh-es)): Lemma ES-GH gives them from "
+                r"Assumption ass3, Lemma es-lemma (corrected) for a finite sum}"),
+}
+
+
+def definitions() -> dict:
+    """:data:`DEFINITIONS` with Lemma ES-GH's A, C and ``omega_t`` solved from its recurrence
+    (eq. (eq47), :func:`stam.theory.constants.omega`; any ``omega_{-1} > 0``)."""
+    esgh = k.es_gh()
+    return {**DEFINITIONS, "A": esgh["A"], "C": esgh["C"],
+            "omega_t": k.omega(), "omega_{-1}": Tex(r"\omega_{-1}>0 \text{ arbitrary}")}
 
 
 def constants_K() -> dict:
-    """K1, K2, K3, M, L as derived (K3 in terms of K1, K2)."""
+    """K1, K2, K3, M, L as derived (K3 in terms of K1, K2), and every other symbol the corrected
+    statements use (:func:`definitions`)."""
     return {"K_1": k.K1_expr(), "K_2": k.K2_expr(), "K_3": k.K3_expr(False), "M": 2 * sp.Symbol("K_3"),
-            "L": k.L_expr()}
+            "L": k.L_expr(), **definitions()}
 
 
 @item("Lemma conv-lemma (K3, M = 2 K3)", covers=("conv-lemma", "ineq1"))
@@ -277,4 +307,5 @@ def conv_lemma(seed: int = SEED) -> Result:
         "K3 = (L4*)^2 (1 + 5 gamma) + 5 K1 (L4*)^2/K2 (printed L4* (1 + 5 gamma L4*) + ...)")
     return Result(sp.Eq(s.M, 2 * printed, evaluate=False), sp.Eq(s.M, 2 * derived, evaluate=False), ce,
                   (Occurrence("K3 of Lemma par2", par2_same),),
-                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2.", corrected=corrected)
+                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2.", corrected=corrected,
+                  search=lambda: runs_search("eq39", seed))

@@ -1,0 +1,214 @@
+"""The paper's printed numbering of its labels (Theorem 2, eq. (25), Table 2, Section 2,
+Appendix A), computed from the LaTeX source as LaTeX numbers it, so that everything the audit
+shows can name what a reader of the printed paper sees beside the source label.
+
+The rules are those of the paper's class and style, declared once here:
+
+- ``article``: ``\\section`` (arabic, ``\\section*`` unnumbered) resets ``subsection``;
+  ``equation``, ``table``, ``figure`` are numbered through the whole document (no
+  ``\\numberwithin`` in the source); ``equation`` and each row of ``align``/``gather``/
+  ``eqnarray`` (unless ``\\nonumber``/``\\notag``) step ``equation``, ``multline`` once, the
+  starred forms never, ``aligned``/``split``/``cases`` inside a display never;
+  ``\\caption`` steps the float's counter (``table``, ``figure``, ``algorithm``);
+- amsmath's ``subequations``: the parent number ``N`` is stepped once (a ``\\label`` right after
+  ``\\begin{subequations}`` names it), the displays inside are ``Na``, ``Nb``, ...;
+- ``jmlr2e.sty`` (:data:`CLASS_THEOREMS`): ``example`` has its own counter; ``theorem``, ``lemma``,
+  ``proposition``, ``remark``, ``corollary``, ``definition``, ``conjecture`` and ``axiom`` share
+  the ``theorem`` counter, never reset by sections;
+- ``\\newtheorem`` lines of the source's preamble add to or override these;
+- the appendix package's ``appendices`` (or ``\\appendix``): sections restart at A, B, ...;
+  no other counter is reset;
+- a ``\\label`` names the innermost numbered thing open around it (LaTeX's ``\\@currentlabel``:
+  the last counter stepped in the enclosing groups), else the current section.
+
+An environment the source uses but neither its preamble nor the style declares (the paper's
+``assumption``) gets a counter of its own, the usual ``\\newtheorem{assumption}{Assumption}``, and
+its numbers are marked ``declared=False``: the printed paper may number it otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: jmlr2e.sty's \newtheorem lines: environment -> (counter, printed name)
+CLASS_THEOREMS = {
+    "example": ("example", "Example"), "theorem": ("theorem", "Theorem"), "lemma": ("theorem", "Lemma"),
+    "proposition": ("theorem", "Proposition"), "remark": ("theorem", "Remark"),
+    "corollary": ("theorem", "Corollary"), "definition": ("theorem", "Definition"),
+    "conjecture": ("theorem", "Conjecture"), "axiom": ("theorem", "Axiom"),
+}
+#: displays: environment -> how its rows are numbered ("each": every row unless \nonumber; "one": once)
+DISPLAYS = {"equation": "one", "align": "each", "gather": "each", "eqnarray": "each", "multline": "one",
+            "flalign": "each", "alignat": "each"}
+UNNUMBERED = frozenset({"equation*", "align*", "gather*", "eqnarray*", "multline*", "flalign*", "alignat*",
+                        "displaymath"})
+FLOATS = {"table": "Table", "table*": "Table", "figure": "Figure", "figure*": "Figure", "algorithm": "Algorithm"}
+#: environments of the source that are not statements even though undeclared (layout, lists, math)
+_LAYOUT = frozenset({"document", "abstract", "keywords", "itemize", "enumerate", "description", "proof", "center",
+                     "tabular", "aligned", "split", "cases", "array", "matrix", "pmatrix", "bmatrix", "algorithmic",
+                     "subequations", "appendices", "minipage", "small", "footnotesize", "flushleft", "flushright"})
+
+_NEWTHEOREM = re.compile(r"\\newtheorem\{([^}]*)\}(?:\[([^]]*)\])?\{([^}]*)\}(?:\[([^]]*)\])?")
+_TOKEN = re.compile(r"\\(begin|end)\{([^}]*)\}|\\label\{([^}]*)\}|\\(section|subsection)(\*?)\s*[\[{]|\\appendix\b"
+                    r"|\\caption\b|\\\\|\\nonumber\b|\\notag\b|\\tag\{([^}]*)\}")
+
+
+@dataclass(frozen=True)
+class Printed:
+    """How the printed paper refers to a label: its ``kind`` (``equation``, ``statement``,
+    ``section``, ``table``, ``figure``, ``algorithm``), its ``name`` (``Lemma``, ``Table``, ...; ``eq.``
+    for an equation) and ``number`` (``25``, ``1a``, ``A``); ``declared``: False where the numbering
+    rests on an assumed declaration (see the module docstring)."""
+
+    label: str
+    kind: str
+    name: str
+    number: str
+    declared: bool = True
+
+    @property
+    def text(self) -> str:
+        if self.kind == "equation":
+            return f"({self.number})"
+        return f"{self.name} {self.number}" + ("" if self.declared else "*")
+
+
+def _alph(n: int) -> str:
+    return chr(ord("A") + n - 1) if 1 <= n <= 26 else str(n)
+
+
+def _strip_comments(tex: str) -> str:
+    return re.sub(r"(?<!\\)%.*", "", tex)
+
+
+def theorem_environments(tex: str) -> dict:
+    """environment -> (counter, printed name): jmlr2e's, then the source's \\newtheorem lines
+    (``\\newtheorem{env}[shared]{Name}`` shares ``shared``'s counter)."""
+    envs = dict(CLASS_THEOREMS)
+    for env, shared, name, _within in _NEWTHEOREM.findall(_strip_comments(tex)):
+        counter = envs[shared][0] if shared and shared in envs else (shared or env)
+        envs[env] = (counter, name)
+    return envs
+
+
+@lru_cache(maxsize=8)
+def printed_numbers(tex: str) -> dict:
+    """label -> :class:`Printed` for every ``\\label`` of the document body."""
+    tex = _strip_comments(tex)
+    start = tex.find(r"\begin{document}")
+    envs = theorem_environments(tex[:max(start, 0)])
+    body = tex[start:] if start >= 0 else tex
+    counters: dict[str, int] = {}
+    section_alph = False
+    sec_text = ""
+    # frames: [env, current (kind, name, number, declared) or None, display-state]
+    stack: list[list] = []
+    top_current = None
+    out: dict[str, Printed] = {}
+    sub = {"parent": None, "n": 0}  # inside subequations: the parent number and the children so far
+
+    def step(counter: str) -> int:
+        counters[counter] = counters.get(counter, 0) + 1
+        return counters[counter]
+
+    def eq_number() -> str:
+        if sub["parent"] is not None:
+            sub["n"] += 1
+            return f"{sub['parent']}{chr(ord('a') + sub['n'] - 1)}"
+        return str(step("equation"))
+
+    def unstep_eq() -> None:
+        if sub["parent"] is not None:
+            sub["n"] -= 1
+        else:
+            counters["equation"] -= 1
+
+    def current():
+        for fr in reversed(stack):
+            if fr[1] is not None:
+                return fr[1]
+        return top_current
+
+    for m in _TOKEN.finditer(body):
+        kind, env, label, sec, star, tag = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)
+        text = m.group(0)
+        if sec:
+            if star:
+                continue
+            if sec == "section":
+                n = step("section")
+                counters["subsection"] = 0
+                sec_text = _alph(n) if section_alph else str(n)
+                top_current = ("section", "Appendix" if section_alph else "Section", sec_text, True)
+            else:
+                n = step("subsection")
+                top_current = ("section", "Section", f"{sec_text}.{n}", True)
+        elif text == r"\appendix" or (kind == "begin" and env == "appendices"):
+            counters["section"] = 0
+            section_alph = True
+            if kind == "begin":
+                stack.append([env, None, None])
+        elif kind == "begin":
+            frame = [env, None, None]
+            if env in DISPLAYS:
+                frame[2] = {"mode": DISPLAYS[env], "numbered": True}
+                frame[1] = ("equation", "eq.", eq_number(), True)
+            elif env == "subequations":
+                sub["parent"], sub["n"] = step("equation"), 0
+                frame[1] = ("equation", "eq.", str(sub["parent"]), True)
+            elif env in envs:
+                counter, name = envs[env]
+                frame[1] = ("statement", name, str(step(counter)), True)
+            elif env not in UNNUMBERED and env not in FLOATS and env not in _LAYOUT:
+                frame[1] = ("statement", env.capitalize(), str(step(env)), False)
+            stack.append(frame)
+        elif kind == "end":
+            if env in [fr[0] for fr in stack]:
+                while stack:
+                    fr = stack.pop()
+                    if fr[0] in DISPLAYS and fr[2] is not None and not fr[2]["numbered"]:
+                        unstep_eq()  # the last row carried \nonumber
+                    if fr[0] == "subequations":
+                        sub["parent"] = None
+                    if fr[0] == env:
+                        break
+        elif text == r"\caption":
+            fl = next((fr for fr in reversed(stack) if fr[0] in FLOATS), None)
+            if fl is not None:
+                name = FLOATS[fl[0]]
+                fl[1] = (name.lower(), name, str(step(name.lower())), True)
+        elif text == "\\\\":
+            fr = stack[-1] if stack else None
+            last = re.match(r"\s*\\end\{", body[m.end():]) is not None  # a final \\ opens no row (amsmath)
+            if fr is not None and fr[0] in DISPLAYS and fr[2]["mode"] == "each" and not last:
+                if not fr[2]["numbered"]:
+                    unstep_eq()
+                fr[2]["numbered"] = True
+                fr[1] = ("equation", "eq.", eq_number(), True)
+        elif text in (r"\nonumber", r"\notag"):
+            fr = next((fr for fr in reversed(stack) if fr[0] in DISPLAYS), None)
+            if fr is not None:
+                fr[2]["numbered"] = False
+        elif tag is not None:
+            fr = next((fr for fr in reversed(stack) if fr[0] in DISPLAYS), None)
+            if fr is not None:
+                if fr[2]["numbered"]:
+                    unstep_eq()
+                fr[2]["numbered"] = True  # a tag replaces the number: nothing to give back at the end
+                fr[1] = ("equation", "eq.", tag, True)
+        elif label is not None:
+            cur = current()
+            if cur is not None and label not in out:
+                out[label] = Printed(label, *cur)
+    return out
+
+
+def printed_text(labels, tex: str) -> str:
+    """``"Lemma 3, (12)"``: the printed numbers of ``labels`` (a label the source lacks stays as it is)."""
+    nums = printed_numbers(tex)
+    return ", ".join(nums[lab].text if lab in nums else lab for lab in labels)
+
+
+__all__ = ["Printed", "printed_numbers", "printed_text", "theorem_environments", "CLASS_THEOREMS"]
