@@ -4,7 +4,9 @@ Algorithm 1 (:func:`stam.algorithm.stam_step`), beyond the quadratic instances o
 :func:`stam.theory.audit.iterate_search`: quantisation sets Q (F = I_Q, binary {-1, 1}^n and
 ternary {-1, 0, 1}^n, prox = projection), nonconvex G (a double well), deterministic and stochastic
 gradients (Gaussian noise), H = (lam/2)||x - y||^2 with L4* = lam up to 12, and, after a random
-stage, a Nelder-Mead refinement (scipy) of the most violated instances' (lam, gamma/gamma_max, beta/lam).
+stage, a batched local refinement of the most violated instance's (log lam, gamma/gamma_max, log
+beta/lam): rounds of perturbations around the best point so far, with a step that shrinks, each
+round one batched run of all its candidates.
 
 The printed gap of each step is evaluated with the lambdified gaps of :mod:`stam.theory.chain` at
 every step of every run; a negative gap (relative to the size of the terms, below -1e-9) on a run is
@@ -86,13 +88,32 @@ def _worst(label, lam, gfrac, bfac, seed, proj, grad, sigma, T):
     return per_run, rel
 
 
-@lru_cache(maxsize=None)
-def search(label: str, seed: int = SEED, R: int = 150, T: int = 30, refine: int = 1) -> dict:
-    """Random stage over every class (R runs each) then Nelder-Mead refinement of the ``refine`` most
-    violated runs of each class; returns the counts, the smallest relative printed gap, and a
-    counterexample (class, parameters, t) or None."""
-    from scipy.optimize import minimize
+#: the box of the refinement: (log lam, gamma/gamma_max, log beta/lam)
+_LOW, _HIGH = np.array([np.log(0.05), 0.01, np.log(0.05)]), np.array([np.log(50.0), 0.999, np.log(1e3)])
 
+
+def _refine(label, x0, value0, seed, proj, grad, sigma, T, rounds: int = 8, width: int = 32):
+    """Local search from ``x0`` (a point of the box, its value ``value0``): ``rounds`` rounds of
+    ``width`` Gaussian perturbations of the best point so far (scale 0.5, halved every two rounds),
+    each round one batched call of :func:`_worst` on the same random instance; returns (best point,
+    its value, runs tried)."""
+    rng = np.random.default_rng(seed)
+    best, value, tried = np.asarray(x0, dtype=float), float(value0), 0
+    for k in range(rounds):
+        cand = np.clip(best + rng.normal(0.0, 0.5 * 0.5 ** (k // 2), (width, 3)), _LOW, _HIGH)
+        vals = _worst(label, np.exp(cand[:, 0]), cand[:, 1], np.exp(cand[:, 2]), seed, proj, grad, sigma, T)[0]
+        tried += width
+        i = int(np.argmin(vals))
+        if np.isfinite(vals[i]) and vals[i] < value:
+            best, value = cand[i], float(vals[i])
+    return best, value, tried
+
+
+@lru_cache(maxsize=None)
+def search(label: str, seed: int = SEED, R: int = 150, T: int = 30) -> dict:
+    """Random stage over every class (R runs each), then :func:`_refine` from the most violated run
+    of each class; returns the counts, the smallest relative printed gap, and a counterexample
+    (class, parameters) or None."""
     rng = np.random.default_rng(seed)
     runs, steps, best, found = 0, 0, None, None
     classes = []
@@ -105,26 +126,18 @@ def search(label: str, seed: int = SEED, R: int = 150, T: int = 30, refine: int 
         cseed = int(rng.integers(2**31))
         per_run, _ = _worst(label, lam, gfrac, bfac, cseed, proj, grad, sigma, T)
         runs, steps = runs + R, steps + R * T
-        order = np.argsort(per_run)[:refine]
-        for i in order:
-            x0 = np.array([np.log(lam[i]), gfrac[i], np.log(bfac[i])])
-
-            def f(p):
-                p = np.clip(p, [np.log(0.05), 0.01, np.log(0.05)], [np.log(50.0), 0.999, np.log(1e3)])
-                lm, gf, bf = np.exp([p[0]]), np.array([p[1]]), np.exp([p[2]])
-                v = float(_worst(label, lm, gf, bf, cseed + 1, proj, grad, sigma, T)[0][0])
-                return v if np.isfinite(v) else 1e9
-
-            res = minimize(f, x0, method="Nelder-Mead", options={"maxfev": 60, "xatol": 1e-3, "fatol": 1e-9})
-            runs, steps = runs + res.nfev, steps + res.nfev * T
-            val = min(float(per_run[i]), float(res.fun))
-            if best is None or val < best["relative printed gap"]:
-                p = np.clip(res.x if res.fun < per_run[i] else x0, [np.log(0.05), 0.01, np.log(0.05)],
-                        [np.log(50.0), 0.999, np.log(1e3)])
-                best = {"relative printed gap": val, "class": cls, "lam (= L4*)": float(np.exp(p[0])),
-                        "gamma/gamma_max": float(p[1]), "beta/lam": float(np.exp(p[2]))}
-            if val < -1e-9 and found is None:
-                found = dict(best, evidence="run", meaning=f"printed {label} fails on an actual run")
+        i = int(np.argmin(per_run))
+        x0 = np.array([np.log(lam[i]), gfrac[i], np.log(bfac[i])])
+        at0 = float(_worst(label, lam[i : i + 1], gfrac[i : i + 1], bfac[i : i + 1], cseed + 1, proj, grad, sigma, T)[0][0])
+        p, refined, tried = _refine(label, x0, at0 if np.isfinite(at0) else np.inf, cseed + 1, proj, grad, sigma, T)
+        runs, steps = runs + tried + 1, steps + (tried + 1) * T
+        val = min(float(per_run[i]), refined)
+        if best is None or val < best["relative printed gap"]:
+            p = p if refined < per_run[i] else x0
+            best = {"relative printed gap": val, "class": cls, "lam (= L4*)": float(np.exp(p[0])),
+                    "gamma/gamma_max": float(p[1]), "beta/lam": float(np.exp(p[2]))}
+        if val < -1e-9 and found is None:
+            found = dict(best, evidence="run", meaning=f"printed {label} fails on an actual run")
     return {"runs": runs, "steps": steps, "classes": tuple(classes), "closest": best, "found": found}
 
 
@@ -132,7 +145,7 @@ def search(label: str, seed: int = SEED, R: int = 150, T: int = 30, refine: int 
 def runs_search(label: str, seed: int = SEED) -> Search:
     """The printed chain step ``label`` evaluated at every step of actual STAM runs: the seeded
     quadratic runs of :func:`stam.theory.audit.iterate_search`, then :func:`search` (Q binary and ternary, nonconvex G, stochastic gradients, a
-    Nelder-Mead refinement); what was tried, the counterexample found on a run (or None) and the
+    batched local refinement); what was tried, the counterexample found on a run (or None) and the
     smallest relative printed gap (how close the print came to failing)."""
     srch = iterate_search(seed)
     printed, _ = srch["gaps"][label]
@@ -146,7 +159,7 @@ def runs_search(label: str, seed: int = SEED) -> Search:
         closest = adv["closest"]
     return Search(
         method=f"seeded (seed {seed}): {R} random deterministic runs of {T} steps through stam.algorithm.stam_step, "
-               f"then {adv['runs']} adversarial runs (random, then Nelder-Mead on the most violated per class; "
+               f"then {adv['runs']} adversarial runs (random, then a batched local search from the most violated per class; "
                f"stam.theory.adversary); the printed {label} evaluated at every step",
         classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
                  "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",) + adv["classes"],
