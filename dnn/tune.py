@@ -92,9 +92,26 @@ def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None) 
 
 # --------------------------------------------------------------------------- the protocol
 
+#: Below any of these a tuning compares nothing: its headline and table say so in the line itself
+#: (a judgement, stated: fewer epochs than 5 leave every algorithm in its first transient, fewer
+#: than 4 trials do not explore a search space, fewer than 3 seeds give no spread).
+MIN_BUDGET = {"epochs": 5, "trials": 4, "seeds": 3}
+
+
+def budget_note(params: dict) -> str | None:
+    """``None`` when the budget of a tuning (its ``params``: epochs, trials, seeds) can compare
+    algorithms (:data:`MIN_BUDGET`), else the words that say it cannot."""
+    small = [f"{params[k]} {k[:-1] if params[k] == 1 else k}" for k in MIN_BUDGET if params.get(k, MIN_BUDGET[k]) < MIN_BUDGET[k]]
+    if not small:
+        return None
+    need = ", ".join(f"{v} {k}" for k, v in MIN_BUDGET.items())
+    return f"smoke-test budget ({', '.join(small)}; comparisons need at least {need}): these numbers compare nothing"
+
+
 def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -> dict:
     """mean, std (n-1), and the 95% t-interval of the mean of ``values`` (finite ones), clipped
-    to ``bounds`` (an accuracy lies in [0, 100])."""
+    to ``bounds`` (an accuracy lies in [0, 100]).  No interval from fewer than 3 distinct values
+    (two seeds of equal accuracy would give a zero-width one): ``ci95`` is then None."""
     from scipy import stats
 
     v = [float(x) for x in values if x is not None and math.isfinite(x)]
@@ -104,6 +121,8 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
     mean, std = mean_std(v)
     if n == 1:
         return {"n": 1, "mean": mean, "std": None, "ci95": None}
+    if len(set(v)) < 3:
+        return {"n": n, "mean": mean, "std": std, "ci95": None}
     half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
     return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
@@ -271,6 +290,9 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
     caption = (f"{describe(result)} ({prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
                f"(Float: float weights) on {prm['seeds']} fresh seeds, each at its validation-selected epoch; "
                f"the same {prm['trials']} Sobol trials per algorithm, chosen on validation accuracy")
+    note = budget_note(prm)
+    if note:
+        caption = f"{caption} ({note})"
     header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial)", "test acc. mean \u00b1 std",
               "95% interval", "diverged"]
     rows = []
@@ -304,9 +326,11 @@ def headline(result: dict) -> str:
         iv = f" [{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]" if f.get("ci95") else ""
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}")
     prm = result["params"]
-    return (f"{describe(result)}, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
-            f"{prm['epochs']} epochs), test accuracy with binary weights (Float: float) and 95% interval: " + ", ".join(parts))
+    note = budget_note(prm)
+    return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
+            f"{prm['epochs']} epochs), test accuracy with binary weights (Float: float) and 95% interval "
+            "(none from fewer than 3 distinct values): " + ", ".join(parts))
 
 
 __all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
-           "summarise", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]
+           "summarise", "budget_note", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]

@@ -366,7 +366,7 @@ class Demo:
             "config": asdict(self.cfg),
             "steps": [{"name": s.name, "status": s.status, "message": s.message, "seconds": s.seconds}
                       for s in self.steps],
-            "headline": self.headline,
+            "headline": {k: self.headline_line(k) for k in self.headline},
         })
         atomic_write_text(self.stage / MARKER, "written by stam demo\n")
         self._swap_into_place()
@@ -389,7 +389,17 @@ class Demo:
         print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
         for key in ("audit", "rates", "region", "map", "tune", "digits-map"):
             if key in self.headline:
-                print(f"  {self.headline[key]}")
+                print(f"  {self.headline_line(key)}")
+
+    #: the headlines whose numbers --quick computes at reduced budgets (the audit is the same)
+    QUICK_REDUCED = ("rates", "region", "map", "tune", "digits-map")
+
+    def headline_line(self, key: str) -> str:
+        """A headline as printed and reported: with ``--quick``, a reduced-budget line says so first."""
+        text = self.headline[key]
+        if self.quick and key in self.QUICK_REDUCED and not text.startswith("["):  # (a tuning's own budget note)
+            return f"[--quick: smoke-test budgets, not results] {text}"
+        return text
 
 
 def digits_map_headline(data: dict, good: float = 0.8) -> str:

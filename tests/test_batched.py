@@ -213,7 +213,18 @@ def test_summarise_gives_the_t_interval():
     s = tune.summarise([90.0, 91.0, 92.0, 93.0, 94.0, None])
     assert s["n"] == 5 and s["mean"] == 92.0
     assert math.isclose(s["ci95"][1] - 92.0, 2.776445 * math.sqrt(2.5) / math.sqrt(5), rel_tol=1e-5)
-    assert tune.summarise([99.0, 100.0])["ci95"][1] == 100.0  # an accuracy's interval stays in [0, 100]
+    assert tune.summarise([98.0, 99.0, 100.0])["ci95"][1] == 100.0  # an accuracy's interval stays in [0, 100]
+    two = tune.summarise([94.4, 94.4, 95.0])  # fewer than 3 distinct values: no interval (it would be degenerate)
+    assert two["ci95"] is None and two["n"] == 3 and two["std"] > 0
+
+
+def test_a_budget_too_small_says_so_in_its_own_line():
+    assert tune.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
+    note = tune.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
+    assert note.startswith("smoke-test budget (1 epoch, 2 trials; comparisons need at least 5 epochs, 4 trials, 3 seeds)")
+    result = {"params": {"epochs": 1, "trials": 2, "seeds": 2, "batch_size": 32}, "algorithms": [], "paper_rows": [], "dataset": "digits"}
+    assert tune.headline(result).startswith(f"[{tune.budget_note(result['params'])}] ")
+    assert tune.budget_note(result["params"]) in tune.table(result)[0]
 
 
 @pytest.mark.parametrize("space, message", [

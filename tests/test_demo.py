@@ -37,8 +37,14 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     # every part of the toolkit is wired: no step missing or failed
     assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
     assert f"Report: {out / 'report.html'}" in printed
-    headline = [line for line in printed.splitlines() if line.startswith("  ")]
-    assert len(headline) == 6
+    marked = [line for line in printed.splitlines() if line.startswith("  ")]
+    assert len(marked) == 6
+    # --quick: every line computed at a reduced budget says so first, the audit (the same in --quick) does not
+    quick, budget = "[--quick: smoke-test budgets, not results] ", "[smoke-test budget (1 epoch, 2 trials, 2 seeds; "
+    assert not marked[0].lstrip().startswith("[") and all(m.lstrip().startswith((quick, budget)) for m in marked[1:])
+    assert marked[4].lstrip().startswith(budget) and "these numbers compare nothing] " in marked[4]
+    assert record["headline"]["tune"] == marked[4].lstrip()
+    headline = ["  " + m.lstrip().removeprefix(quick).split("] ", 1)[-1] if m.lstrip().startswith("[") else m for m in marked]
     assert headline[0].lstrip().startswith("Paper audit:") and "misprint" in headline[0]
     assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
     assert headline[2].lstrip().startswith("Lyapunov search (1 lambda)") and "refutes" in headline[2]

@@ -202,10 +202,14 @@ def matches(shown: list[str], actual: list[str], numbers: bool = False) -> bool:
 
 
 def shape_matches(shown: list[str], actual: list[str]) -> list[str]:
-    """The shown lines whose text before the first digit or colon begins no output line."""
+    """The shown lines whose text before the first digit or colon begins no output line.  A quick
+    variant marks the lines it computes at smoke-test budgets (``[--quick: ...] `` first); the
+    marks are not part of the shape."""
+    unmark = lambda line: re.sub(r"^(\s*)(\[[^\]]*\] )+", r"\1", line)  # noqa: E731
+    actual = [unmark(a) for a in actual]
     missing = []
     for s in shown:
-        prefix = re.split(r"[0-9:]", s, maxsplit=1)[0].rstrip()
+        prefix = re.split(r"[0-9:]", unmark(s), maxsplit=1)[0].rstrip()
         if prefix.strip() and prefix.strip() != "..." and not any(a.startswith(prefix) for a in actual):
             missing.append(s)
     return missing
@@ -221,6 +225,7 @@ def test_matcher():
     assert matches(["a 9", "b  22", "..."], out, numbers=True) and not matches(["a x", "..."], out, numbers=True)
     assert shape_matches(["Report: x", "T 10", "    10  2"], ["Report: y", "T 20"]) == []
     assert shape_matches(["Other: x"], ["Report: y"]) == ["Other: x"]
+    assert shape_matches(["  Digits, MLP 9"], ["  [--quick: smoke-test budgets] [smoke-test budget (1 epoch)] Digits, MLP 1"]) == []
 
 
 # --------------------------------------------------------------------------------------------
