@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
@@ -169,24 +170,21 @@ def rule(name: str) -> BatchedRule:
     return catalog.algorithm(name).batched_rule()
 
 
-def update(rule: BatchedRule, state: list, floats: list[Tensor], fmom: list[Tensor], grads_w: list[Tensor],
-           grads_f: list[Tensor], hyper: dict[str, Tensor], proxies: bool = False):
-    """One step of ``rule`` for all R runs, pure: returns ``(state, floats, fmom, proxies)``.
-    Weight decay, where the hyperparameters have it, is added to the gradient at the float weights
-    (quantised layers) or at the parameter (float ones).  ``proxies``: the rule's stationarity
-    proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`) summed over the layers, ``(R,)``
-    tensors; None when not asked for or when the rule has none."""
+def update(rule: BatchedRule, state, floats: Tensor, fmom: Tensor, grad_w: Tensor, grad_f: Tensor, hyper: dict[str, Tensor],
+           q, proxies: bool = False):
+    """One step of ``rule`` for all R runs and all layers, pure: returns ``(state, floats, fmom,
+    proxies)``.  ``state`` holds every quantised weight of a run in one flat ``(R, n)`` buffer per
+    field, ``floats`` and ``fmom`` every float parameter and its buffer (:class:`Layout`); ``q`` is
+    F = I_Q with one block per layer.  Weight decay, where the hyperparameters have it, is added to
+    the gradient at the float weights (quantised layers) or at the parameter (float ones).
+    ``proxies``: the rule's stationarity proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`),
+    ``(R,)`` tensors; None when not asked for or when the rule has none."""
     wd = hyper.get("weight_decay")
     decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
-    grads = [decay(g, rule.float_weights(s)) for s, g in zip(state, grads_w)]
-    new = [rule.step(s, g, hyper) for s, g in zip(state, grads)]
-    stepped = [rule.float_step(p, decay(g, p), m, hyper) for p, g, m in zip(floats, grads_f, fmom)]
-    prox = None
-    if proxies:
-        per_layer = [rule.proxies(s, n, g, hyper) for s, n, g in zip(state, new, grads)]
-        if per_layer and per_layer[0] is not None:
-            prox = tuple(sum(parts) for parts in zip(*per_layer))
-    return new, [p for p, _ in stepped], [m for _, m in stepped], prox
+    grad = decay(grad_w, rule.float_weights(state))
+    new = rule.step(state, grad, hyper, q)
+    floats, fmom = rule.float_step(floats, decay(grad_f, floats), fmom, hyper)
+    return new, floats, fmom, rule.proxies(state, new, grad, hyper) if proxies else None
 
 
 _COMPILED_UPDATE = {}
@@ -214,6 +212,47 @@ def _update_fn(name: str, compile: bool, proxies: bool = False):
 
 
 # --------------------------------------------------------------------------- the trainer
+
+class Layout:
+    """Where the parameters ``names`` of R networks live in one flat ``(R, n)`` buffer: parameter
+    ``k`` in columns ``offsets[k] .. offsets[k] + sizes[k]`` of each run's row.  The update rules
+    step the whole buffer at once; the network reads per-parameter views of it."""
+
+    def __init__(self, names: list[str], shapes: dict[str, tuple], wide_shapes: dict[str, torch.Size], runs: int):
+        self.names, self.runs = list(names), runs
+        self.shapes = [tuple(shapes[n]) for n in self.names]
+        self.wide_shapes = [wide_shapes[n] for n in self.names]
+        self.sizes = [math.prod(sh) for sh in self.shapes]
+        self.offsets = [sum(self.sizes[:k]) for k in range(len(self.sizes))]
+        self.numel = sum(self.sizes)
+
+    def flatten(self, tensors: dict[str, Tensor]) -> Tensor:
+        """The buffer ``(R, n)`` holding ``tensors[name]`` (each ``(R, *shape)``): a new tensor."""
+        if not self.names:
+            return torch.zeros(self.runs, 0)
+        return torch.cat([tensors[n].detach().reshape(self.runs, -1) for n in self.names], dim=1)
+
+    def views(self, flat: Tensor) -> dict[str, Tensor]:
+        """Each parameter as an ``(R, *shape)`` view of ``flat``."""
+        return {n: flat[:, o : o + k].view(self.runs, *sh) for n, o, k, sh in zip(self.names, self.offsets, self.sizes, self.shapes)}
+
+    def wide(self, flat: Tensor) -> dict[str, Tensor]:
+        """Each parameter in the shape of its :class:`stam.dnn.wide.WideNet` parameter (a view
+        where the layout allows, as for one run; a copy otherwise).  One ``split`` for all of them:
+        its backward writes the gradient buffer in one pass (a slice per parameter would zero-fill
+        and add a buffer of the whole size per parameter)."""
+        if not self.names:
+            return {}
+        parts = flat.split(self.sizes, dim=1)
+        return {n: part.reshape(ws) for n, part, ws in zip(self.names, parts, self.wide_shapes)}
+
+    def q(self, device):
+        """F = I_Q over this layout: one block of Q per parameter (layer), eq. (eq01)."""
+        from stam.operators import IndicatorQ
+        from stam.quantize import block_ids_from_sizes
+
+        return IndicatorQ(block_ids_from_sizes(self.sizes, device), len(self.sizes))
+
 
 @dataclass
 class Config:
@@ -296,19 +335,23 @@ class Trainer:
         self.net = init_net(self.seeds, task, device, keep_float)
         self.rule = rule(self.algo)
         hyper0 = _hyper_at(configs, 1, device)
-        views = self.net.wide.views
-        self.state = [self.rule.init(views[n].detach().clone(), hyper0) for n in self.net.quantised]
-        self.floats = [views[n].detach().clone() for n in self.net.floats]
-        self.fmom = [torch.zeros_like(p) for p in self.floats]
+        wide = self.net.wide
+        views = wide.views
+        wide_shapes = {n: wide.wide_shape(n) for n in wide.names}
+        self.qlay = Layout(self.net.quantised, wide.shapes, wide_shapes, self.R)
+        self.flay = Layout(self.net.floats, wide.shapes, wide_shapes, self.R)
+        self.q = self.qlay.q(device)
+        self.state = self.rule.init(self.qlay.flatten(views).to(device), hyper0, self.q)
+        self.floats = self.flay.flatten(views).to(device)
+        self.fmom = torch.zeros_like(self.floats)
         distinct = list(dict.fromkeys(self.seeds))
         self.gens = {s: torch.Generator().manual_seed(s) for s in distinct}
         self.gens_aug = {s: torch.Generator(device=device).manual_seed(s + 1) for s in distinct}
         self.steps = ep.steps_per_epoch(len(self.data.train_x), batch_size, self.ctx.world)
-        numel = sum(t.numel() for t in (self.rule.forward_weights(s) for s in self.state)) // self.R
-        on = compile_pays(self.R, epochs * self.steps, numel) if compile == "auto" else bool(compile)
+        on = compile_pays(self.R, epochs * self.steps, self.qlay.numel) if compile == "auto" else bool(compile)
         self.with_proxies = proxies
         self._step = _update_fn(self.algo, on, proxies)
-        self.flips = ep.SignFlips([self.rule.binary_weights(s) for s in self.state])
+        self.flips = ep.SignFlips(list(self.qlay.views(self.rule.binary_weights(self.state, self.q)).values()))
         self.memory_format = torch.channels_last if device.type == "cuda" and self.data.train_x.dim() == 4 else torch.contiguous_format
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
         self.eval_batch_size = eval_batch_size
@@ -319,8 +362,9 @@ class Trainer:
         """Every parameter of the R networks, ``(R, *shape)``: the quantised layers' ``forward``
         (where gradients are taken), ``binary`` (in Q) or ``float`` weights, and the float
         parameters."""
-        view = {"forward": self.rule.forward_weights, "binary": self.rule.binary_weights, "float": self.rule.float_weights}[which]
-        return {**dict(zip(self.net.quantised, [view(s) for s in self.state])), **dict(zip(self.net.floats, self.floats))}
+        flat = {"forward": lambda: self.rule.forward_weights(self.state), "binary": lambda: self.rule.binary_weights(self.state, self.q),
+                "float": lambda: self.rule.float_weights(self.state)}[which]()
+        return {**self.qlay.views(flat), **self.flay.views(self.floats)}
 
     def module(self, run: int = 0, which: str = "forward") -> torch.nn.Module:
         """Run ``run`` as a plain network of :func:`stam.dnn.models.build_model` holding its
@@ -362,17 +406,18 @@ class Trainer:
                 y = torch.stack([data.train_y[batches[s][ctx.rank :: ctx.world]] for s in self.seeds])  # (R, b)
                 x = _inputs(data, [images[s] for s in (self.seeds[:1] if shared else self.seeds)], shared)
                 x = x.contiguous(memory_format=self.memory_format)
-                ws = [self.rule.forward_weights(s).detach().requires_grad_(True) for s in self.state]
-                fs = [p.detach().requires_grad_(True) for p in self.floats]
+                wq = self.rule.forward_weights(self.state).detach().requires_grad_(True)
+                wf = self.floats.detach().requires_grad_(True)
                 with self.autocast():
-                    out = self.net.wide.call_with({**dict(zip(self.net.quantised, ws)), **dict(zip(self.net.floats, fs))}, x)
+                    out = self.net.wide.call_with({**self.qlay.wide(wq), **self.flay.wide(wf)}, x)
                 losses = F.cross_entropy(out.float().flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
-                grads = list(torch.autograd.grad(losses.sum(), ws + fs))
+                grads = torch.autograd.grad(losses.sum(), [wq, wf], allow_unused=True)
+                grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, (wq, wf))]
                 if ctx.world > 1:
                     grads = _average(grads, ctx)
                 with torch.no_grad():
-                    self.state, self.floats, self.fmom, prox = self._step(self.state, self.floats, self.fmom, grads[: len(ws)],
-                                                                         grads[len(ws):], hyper)
+                    self.state, self.floats, self.fmom, prox = self._step(self.state, self.floats, self.fmom, grads[0], grads[1],
+                                                                         hyper, self.q)
                 n = y.shape[1]
                 loss_sum += losses.detach().double() * n
                 correct += (out.detach().argmax(-1) == y).sum(dim=1)
@@ -393,7 +438,7 @@ class Trainer:
     def finite(self) -> Tensor:
         """Per run, whether every weight, state tensor, buffer and BatchNorm statistic is finite: ``(R,)``."""
         ok = torch.ones(self.R, dtype=torch.bool, device=self.device)
-        tensors = [t for s in self.state for t in s] + self.floats + self.fmom
+        tensors = [*self.state, self.floats, self.fmom]
         tensors += [b.view(self.R, -1) for b in self.net.wide.buffers() if b.is_floating_point() and b.dim()]
         for t in tensors:
             ok &= torch.isfinite(t.reshape(self.R, -1)).all(dim=1)
@@ -408,7 +453,7 @@ class Trainer:
     def sign_flips(self) -> dict:
         """The sign-flip diagnostic at an epoch's end (:class:`stam.dnn.epochs.SignFlips`), per
         run and per quantised layer (in the order of :attr:`Net.quantised`)."""
-        return self.flips.update([self.rule.binary_weights(s) for s in self.state])
+        return self.flips.update(list(self.qlay.views(self.rule.binary_weights(self.state, self.q)).values()))
 
     # ------------------------------------------------------------------ state
     def _rng(self) -> dict:
@@ -424,9 +469,10 @@ class Trainer:
         update-rule state, the float parameters' buffers), ``rng`` (torch's global generator and
         each distinct seed's shuffling and augmentation generators) and ``signs``."""
         buffers = {name: b for name, b in self.net.wide.body.named_buffers()}
+        fields = [self.qlay.views(t) for t in self.state]
         return {"model": {**self.weights("forward"), **buffers},
-                "optimizer": {"layers": {n: list(s) for n, s in zip(self.net.quantised, self.state)},
-                              "buffers": dict(zip(self.net.floats, self.fmom))},
+                "optimizer": {"layers": {n: [f[n] for f in fields] for n in self.qlay.names},
+                              "buffers": self.flay.views(self.fmom)},
                 "rng": self._rng(), "signs": self.flips.state_dict()}
 
     def load_state_dict(self, sd: dict) -> None:
@@ -434,9 +480,10 @@ class Trainer:
         as :mod:`stam.dnn.checkpoint` does)."""
         dev = self.device
         layers = sd["optimizer"]["layers"]
-        self.state = [_remake(s, [t.to(dev) for t in layers[n]]) for n, s in zip(self.net.quantised, self.state)]
-        self.floats = [sd["model"][n].to(dev) for n in self.net.floats]
-        self.fmom = [sd["optimizer"]["buffers"][n].to(dev) for n in self.net.floats]
+        self.state = _remake(self.state, [self.qlay.flatten({n: layers[n][i] for n in self.qlay.names}).to(dev)
+                                          for i in range(len(self.state))])
+        self.floats = self.flay.flatten(sd["model"]).to(dev)
+        self.fmom = self.flay.flatten(sd["optimizer"]["buffers"]).to(dev)
         with torch.no_grad():
             for name, b in self.net.wide.body.named_buffers():
                 b.copy_(sd["model"][name])

@@ -392,23 +392,44 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
 
 # --------------------------------------------------------------------------- digits
 
+def _digits_arrays() -> tuple[np.ndarray, np.ndarray, str]:
+    """scikit-learn's bundled digits as (images (1797, 8, 8) float, labels, scikit-learn's version):
+    read from the file its ``load_digits`` reads (``sklearn/datasets/data/digits.csv.gz``, found
+    without importing scikit-learn, whose import costs about a second of every ``stam train``
+    start), parsed as ``load_digits`` parses it; through ``load_digits`` itself where that file is
+    not where it was (tested to give the same arrays)."""
+    import gzip
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                data = np.loadtxt(f, delimiter=",")
+            if data.ndim == 2 and data.shape[1] == 65:
+                return data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(int), importlib.metadata.version("scikit-learn")
+    import sklearn
+    from sklearn.datasets import load_digits as sk_digits
+
+    bunch = sk_digits()
+    return bunch.images, bunch.target, sklearn.__version__
+
+
 def load_digits(device="cpu") -> ImageData:
     """scikit-learn's bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255).
     Deterministic split: every fifth image (index % 5 == 0) is a test image (360), the rest train (1437)."""
-    from sklearn.datasets import load_digits as sk_digits
-
-    import sklearn
-
-    bunch = sk_digits()
-    images = np.rint(bunch.images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
-    labels = bunch.target.astype(np.int64)
+    raw_images, raw_labels, version = _digits_arrays()
+    images = np.rint(raw_images * (255.0 / 16.0)).astype(np.uint8)[:, None]  # (N, 1, 8, 8)
+    labels = raw_labels.astype(np.int64)
     test = np.arange(len(labels)) % 5 == 0
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
     h = hashlib.sha256(images.tobytes())
     h.update(labels.tobytes())
     source = {"kind": "scikit-learn", "file": "sklearn.datasets.load_digits", "sha256": h.hexdigest(),
               "hash_of": "uint8 images and int64 labels",
-              "note": f"scikit-learn {sklearn.__version__}'s bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255)"}
+              "note": f"scikit-learn {version}'s bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255)"}
     return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False,
                      source=source)
 

@@ -71,14 +71,14 @@ class BinaryConnect(QuantizingOptimizer):
 
 
 class BatchedBC(BatchedRule):
-    """eq. (alg:BC) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.bc_step` per layer,
-    from ``U^0`` = the weights and ``W~^0 = Proj_Q(U^0)``."""
+    """eq. (alg:BC) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.bc_step` over all
+    layers, from ``U^0`` = the weights and ``W~^0 = Proj_Q(U^0)``."""
 
-    def init(self, w, hyper):
-        return QuantizedState(w.clone(), LAYER_Q.prox_F(w, 0.0))
+    def init(self, w, hyper, q):
+        return QuantizedState(w.clone(), q.prox_F(w, 0.0))
 
-    def step(self, state, grad, hyper):
-        return bc_step(state, grad, LAYER_Q, as_batch_scalar(hyper["lr"], state.u))
+    def step(self, state, grad, hyper, q):
+        return bc_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
 
 
 #: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)

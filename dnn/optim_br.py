@@ -78,7 +78,7 @@ class BinaryRelax(BinaryConnect):
 
 
 class BatchedBR(BatchedRule):
-    """eq. (alg:BR) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.br_step` per layer,
+    """eq. (alg:BR) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.br_step` over all layers,
     each run in its own phase (``hyper["project"]``: phase 2 from the switch epoch on, as the
     schedule of ``stam train`` says); from ``U^0`` = the weights and ``W~^0`` relaxed with
     ``lam_0``."""
@@ -88,13 +88,13 @@ class BatchedBR(BatchedRule):
         """1.0 for runs in the relaxed phase, 0.0 for runs that project."""
         return as_batch_scalar(~hyper["project"], like).to(like.dtype)
 
-    def init(self, w, hyper):
+    def init(self, w, hyper, q):
         lam = as_batch_scalar(hyper["lam"], w)
-        return br_step(QuantizedState(w, w), w.new_zeros(w.shape), LAYER_Q, 0.0, lam, self._relaxed(hyper, w))
+        return br_step(QuantizedState(w, w), w.new_zeros(w.shape), q, 0.0, lam, self._relaxed(hyper, w))
 
-    def step(self, state, grad, hyper):
+    def step(self, state, grad, hyper, q):
         r = lambda k: as_batch_scalar(hyper[k], state.u)  # noqa: E731
-        return br_step(state, grad, LAYER_Q, r("lr"), r("lam"), self._relaxed(hyper, state.u))
+        return br_step(state, grad, q, r("lr"), r("lam"), self._relaxed(hyper, state.u))
 
 
 #: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)

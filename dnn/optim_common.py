@@ -71,9 +71,12 @@ def check_hyper(positive: dict[str, float], nonneg: dict[str, float]) -> None:
 
 
 class BatchedRule:
-    """An algorithm's update for ``R`` runs at once, as :func:`stam.dnn.batched.train_batched`
-    runs it (maps and tuning): pure functions of per-layer states whose tensors are ``(R, ...)``,
+    """An algorithm's update for ``R`` runs at once, as the one trainer runs it
+    (:class:`stam.dnn.batched.Trainer`: ``stam train``, tuning, maps): pure functions of a state
+    whose tensors are ``(R, n)``, every quantised weight of a network in one flat buffer per run,
     with hyperparameters as ``(R,)`` tensors (broadcast by :func:`stam.algorithm.as_batch_scalar`).
+    ``q`` is F = I_Q over that layout (:class:`stam.operators.IndicatorQ` with one block per layer,
+    eq. (eq01)), so each step is one call of the shared step over all layers.
 
     Each algorithm declares one in the module of its optimiser (``BATCHED``), and its
     :class:`stam.dnn.catalog.Algorithm` names it, so the batched trainer never dispatches on an
@@ -82,21 +85,21 @@ class BatchedRule:
     SGD with ``lr`` on the float (non-quantised) parameters.  Weight decay, where the
     hyperparameters have it, is added by the trainer to the gradient at :meth:`float_weights`."""
 
-    def init(self, w: Tensor, hyper: dict[str, Tensor]):
-        """The state of one layer at the start, from its initial weights ``w``."""
+    def init(self, w: Tensor, hyper: dict[str, Tensor], q):
+        """The state at the start, from the initial weights ``w``."""
         raise NotImplementedError
 
-    def step(self, state, grad: Tensor, hyper: dict[str, Tensor]):
-        """One step of one layer, pure: the new state (``grad`` taken at :meth:`forward_weights`)."""
+    def step(self, state, grad: Tensor, hyper: dict[str, Tensor], q):
+        """One step, pure: the new state (``grad`` taken at :meth:`forward_weights`)."""
         raise NotImplementedError
 
     def forward_weights(self, state) -> Tensor:
         """The weights of the forward pass (where the stochastic gradient is taken)."""
         return state.w
 
-    def binary_weights(self, state) -> Tensor:
+    def binary_weights(self, state, q) -> Tensor:
         """The weights in Q the binary-weight accuracy is measured with."""
-        return project_Q(state.u, None)
+        return q.prox_F(state.u, 1.0)
 
     def float_weights(self, state) -> Tensor:
         """The float weights (the float-weight accuracy; weight decay acts on them)."""
@@ -107,9 +110,9 @@ class BatchedRule:
         return p - as_batch_scalar(hyper["lr"], p) * grad, buf
 
     def proxies(self, state, new, grad: Tensor, hyper: dict[str, Tensor]) -> tuple[Tensor, Tensor] | None:
-        """Stationarity proxies of one layer's step from ``state`` to ``new`` with gradient ``grad``
-        (weight decay included): ``(R,)`` squared norms, summed over the layers by the trainer; None
-        for an algorithm without them."""
+        """Stationarity proxies of the step from ``state`` to ``new`` with gradient ``grad``
+        (weight decay included): ``(R,)`` squared norms over all quantised layers; None for an
+        algorithm without them."""
         return None
 
 

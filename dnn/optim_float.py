@@ -19,10 +19,10 @@ class BatchedSGD(BatchedRule):
     """SGD with momentum for R runs (:class:`BatchedRule`); a layer's state is ``(w, buf)``, the
     float parameters use the same step.  Binary weights (a diagnostic only): ``Proj_Q(w)``."""
 
-    def init(self, w, hyper):
+    def init(self, w, hyper, q):
         return (w.clone(), torch.zeros_like(w))
 
-    def step(self, state, grad, hyper):
+    def step(self, state, grad, hyper, q):
         w, buf = state
         new_w, new_buf = self.float_step(w, grad, buf, hyper)
         return (new_w, new_buf)
@@ -30,8 +30,8 @@ class BatchedSGD(BatchedRule):
     def forward_weights(self, state):
         return state[0]
 
-    def binary_weights(self, state):
-        return project_Q(state[0], None)
+    def binary_weights(self, state, q):
+        return q.prox_F(state[0], 1.0)
 
     def float_weights(self, state):
         return state[0]

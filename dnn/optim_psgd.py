@@ -57,14 +57,14 @@ class PSGD(QuantizingOptimizer):
 
 
 class BatchedPSGD(BatchedRule):
-    """eq. (alg:PSGD) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.psgd_step` per
-    layer, from ``U^0`` = the weights (the forward pass at ``U``)."""
+    """eq. (alg:PSGD) for R runs (:class:`BatchedRule`): :func:`stam.algorithm.psgd_step` over
+    all layers, from ``U^0`` = the weights (the forward pass at ``U``)."""
 
-    def init(self, w, hyper):
+    def init(self, w, hyper, q):
         return QuantizedState(w.clone(), w.clone())
 
-    def step(self, state, grad, hyper):
-        return psgd_step(state, grad, LAYER_Q, as_batch_scalar(hyper["lr"], state.u))
+    def step(self, state, grad, hyper, q):
+        return psgd_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
 
 
 #: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)

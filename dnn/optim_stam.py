@@ -29,9 +29,10 @@ from stam.dnn.optim_common import BatchedRule, QuantizingOptimizer, check_hyper,
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 
 
-def _ops(lam) -> Composite:
-    """The operators of eq. (stam) for one layer: H = (lam/2)||x - y||^2, F = I_Q (one block)."""
-    return Composite(QuadraticCoupling(lam), IndicatorQ(None))
+def _ops(lam, q=None) -> Composite:
+    """The operators of eq. (stam): H = (lam/2)||x - y||^2, F = I_Q (``q``; default: one block,
+    one layer)."""
+    return Composite(QuadraticCoupling(lam), q if q is not None else IndicatorQ(None))
 
 
 def stam_kernel(Ws: list[Tensor], Gs: list[Tensor], Us: list[Tensor], Vs: list[Tensor], Xs: list[Tensor],
@@ -133,21 +134,21 @@ class STAM(QuantizingOptimizer):
 
 class BatchedSTAM(BatchedRule):
     """eq. (alg:stamm) for R runs (:class:`BatchedRule`): one :func:`stam.algorithm.stam_step`
-    per layer with ``lam``, ``gamma``, ``beta`` per run, started by :func:`stam.algorithm.stam_init`.
+    over all layers with ``lam``, ``gamma``, ``beta`` per run, started by :func:`stam.algorithm.stam_init`.
     Forward pass and float weights ``W`` (= ``y``), binary weights ``V`` (= ``u``); float
     parameters take the y-step with H = 0: ``p <- p - g / beta``."""
 
-    def init(self, w, hyper):
-        return stam_init(w, _ops(as_batch_scalar(hyper["lam"], w)), as_batch_scalar(hyper["gamma"], w))
+    def init(self, w, hyper, q):
+        return stam_init(w, _ops(as_batch_scalar(hyper["lam"], w), q), as_batch_scalar(hyper["gamma"], w))
 
-    def step(self, state, grad, hyper):
+    def step(self, state, grad, hyper, q):
         r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
-        return stam_step(state, grad, _ops(r("lam")), r("gamma"), r("beta"))
+        return stam_step(state, grad, _ops(r("lam"), q), r("gamma"), r("beta"))
 
     def forward_weights(self, state):
         return state.y
 
-    def binary_weights(self, state):
+    def binary_weights(self, state, q):
         return state.u
 
     def float_weights(self, state):
@@ -160,11 +161,11 @@ class BatchedSTAM(BatchedRule):
         """``||grad L(W^t) + lam (W^t - U^t)||^2`` (the stochastic y-gradient of eq. (algy)) and
         ``||X^{t+1} - X^t||^2 / gamma^2`` (eq. (algz)), per run, in float64: what
         :meth:`STAM.stationarity_proxies` reports (:func:`stam_kernel`)."""
-        r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
-        f64 = dict(dim=tuple(range(1, grad.dim())), dtype=torch.float64)
-        grad_sq = (grad + _ops(r("lam")).grad_y_H(state.x, state.y)).square().sum(**f64)
-        gamma = hyper["gamma"].double()
-        return grad_sq, (new.z - state.z).square().sum(**f64) / (gamma * gamma)
+        dims = tuple(range(1, grad.dim()))
+        norm = lambda t: torch.linalg.vector_norm(t, dim=dims).double()  # noqa: E731  (one pass each)
+        # eq. (algy): grad + lam (y^t - x^t) = beta (y^t - y^{t+1}), so one difference gives it
+        beta, gamma = hyper["beta"].double(), hyper["gamma"].double()
+        return (beta * norm(state.y - new.y)) ** 2, (norm(new.z - state.z) / gamma) ** 2
 
 
 #: the batched form read by :mod:`stam.dnn.batched` (named in :mod:`stam.dnn.catalog`)

@@ -77,7 +77,9 @@ class RunLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         R, B = self.runs, x.shape[0]
-        if x.shape[1] == self.in_features and R > 1:  # shared input: one matrix product
+        if R == 1:  # one run: the plain layer (a batched product costs more, forward and backward)
+            return F.linear(x, self.weight[0], None if self.bias is None else self.bias[0])
+        if x.shape[1] == self.in_features:  # shared input: one matrix product
             out = (x @ self.weight.reshape(R * self.out_features, self.in_features).t()).view(B, R, self.out_features)
         else:
             out = torch.bmm(x.view(B, R, self.in_features).transpose(0, 1), self.weight.transpose(1, 2)).transpose(0, 1)
@@ -136,6 +138,8 @@ class WideNet(nn.Module):
         if missing:
             raise TypeError(f"widen(): parameters {missing} have no wide counterpart")
         self._wide_shapes = {n: p.shape for n, p in wide_params.items()}  # read every step by call_with
+        # (module, attribute) of every parameter, found once: call_with puts tensors there directly
+        self._slots = {n: (self.body.get_submodule(n.rpartition(".")[0]), n.rpartition(".")[2]) for n in wide_params}
 
     @property
     def views(self) -> dict[str, Tensor]:
@@ -150,11 +154,22 @@ class WideNet(nn.Module):
         return out.view(out.shape[0], self.runs, -1).transpose(0, 1)
 
     def call_with(self, weights: dict[str, Tensor], x: Tensor) -> Tensor:
-        """The forward pass with the parameters named in ``weights`` (``(R, *shape)`` tensors, e.g.
-        the forward weights of an update rule with ``requires_grad``) in place of the module's own;
-        buffers (BatchNorm's running statistics) are the module's, updated in training mode."""
-        wide = {n: w.reshape(self.wide_shape(n)) for n, w in weights.items()}
-        out = torch.func.functional_call(self.body, wide, (x,), strict=False)
+        """The forward pass with the parameters named in ``weights`` (``(R, *shape)`` tensors, or
+        already in the wide parameter's shape, e.g. the forward weights of an update rule with
+        ``requires_grad``) in place of the module's own; buffers (BatchNorm's running statistics)
+        are the module's, updated in training mode.  What ``torch.func.functional_call`` does, with
+        the parameters' places found once (its search of the module tree is most of a small
+        network's step)."""
+        saved = []
+        try:
+            for n, w in weights.items():
+                module, attr = self._slots[n]
+                saved.append((module, attr, module._parameters[attr]))
+                module._parameters[attr] = w if w.shape == self._wide_shapes[n] else w.reshape(self._wide_shapes[n])
+            out = self.body(x)
+        finally:
+            for module, attr, p in reversed(saved):
+                module._parameters[attr] = p
         return out.view(out.shape[0], self.runs, -1).transpose(0, 1)
 
 

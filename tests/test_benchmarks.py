@@ -118,3 +118,15 @@ def test_imagefolder_load_bench_times_a_first_and_cached_loads(tmp_path, capsys)
     assert result["images"] == {"train": 10, "test": 10, "shape": [3, 32, 32]} and result["source"]["kind"] == "jpeg-copy"
     assert len(result["cached_load_s"]["all"]) == 2 and result["first_load_s"] > 0 and result["first_load_serial_s"] > 0
     assert result["meets_standard"] == (max(result["cached_load_s"]["all"]) < 1.0)
+
+
+def test_train_start_times_a_fresh_process_to_its_first_epoch(tmp_path, capsys):
+    bench = _load("train_start")
+    out = tmp_path / "start.json"
+    bench.main(["--repeats", "1", "--algos", "float", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    row = result["rows"]["float"]
+    assert 0 < row["first_step_s_median"] <= row["total_s_median"]
+    assert row["imports_sklearn"] is False and row["imports_sympy"] is False  # what the start must not pay for
+    assert result["meets_target"] == (row["first_step_s_median"] <= 2.0)

@@ -256,3 +256,22 @@ def test_digits_split_is_deterministic_and_disjoint():
     assert torch.equal(d.test_x, e.test_x) and torch.equal(d.train_y, e.train_y)
     z = d.normalise(d.train_x)
     assert torch.allclose(z.mean(dim=(0, 2, 3)), torch.zeros(1), atol=1e-4)
+
+
+def test_digits_read_without_importing_sklearn_equal_load_digits():
+    """The digits file is read as scikit-learn's load_digits reads it (same arrays, same source
+    hash), and reading it imports no scikit-learn (about a second of every stam train start)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    from sklearn.datasets import load_digits as sk_digits
+
+    from stam.dnn import data as D
+
+    images, labels, _ = D._digits_arrays()
+    bunch = sk_digits()
+    assert np.array_equal(images, bunch.images) and np.array_equal(labels, bunch.target)
+    code = "import sys; from stam.dnn import data; data.load_digits(); print('sklearn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
