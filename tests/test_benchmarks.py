@@ -130,3 +130,20 @@ def test_train_start_times_a_fresh_process_to_its_first_epoch(tmp_path, capsys):
     assert 0 < row["first_step_s_median"] <= row["total_s_median"]
     assert row["imports_sklearn"] is False and row["imports_sympy"] is False  # what the start must not pay for
     assert result["meets_target"] == (row["first_step_s_median"] <= 2.0)
+
+
+def test_dnn_algo_cost_ratios_are_the_measured_times(tmp_path, capsys):
+    bench = _load("dnn_algo_cost")
+    out = tmp_path / "cost.json"
+    bench.main(["--algos", "stam,bc", "--digits-epochs", "1", "--widths", "0.0625", "--batches", "1", "--repeats", "1",
+                "--step-repeats", "1", "--compile-widths", "", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    rows = result["digits"]["rows"]
+    assert set(rows) == {"float", "stam", "bc"} and rows["float"]["ratio_to_float"] == 1.0
+    assert rows["stam"]["ratio_to_float"] == pytest.approx(rows["stam"]["train_s"][0] / rows["float"]["train_s"][0])
+    v = result["vgg11"]["widths"]["0.0625"]
+    assert v["bc"]["update_ratio_to_float"] == pytest.approx(v["bc"]["update_s"] / v["float"]["update_s"])
+    assert v["stam"]["update_ratio_to_torch_sgd_momentum"] == pytest.approx(
+        v["stam"]["update_s"] / v["torch.optim.SGD momentum 0.9 step_s"])
+    assert result["targets_met"]["digits stam <= 1.2"] == (rows["stam"]["ratio_to_float"] <= 1.2)
