@@ -21,23 +21,19 @@ import numpy as np
 
 from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
-from stam.theory.audit import SEED, _dot, _gap_functions, _r, _scale, chain_counterexample, derived_updates, iterate_search
+from stam.theory.audit import SEED, DerivedCoupling, _dot, _gap_functions, _r, _scale, chain_counterexample, iterate_search
 from stam.theory.items import Search
 
 SETS = {"binary {-1,1}^n": lambda v: np.where(v >= 0, 1.0, -1.0), "ternary {-1,0,1}^n": lambda v: np.clip(np.round(v), -1, 1)}
 GRADIENTS = {"quadratic G": lambda y, a, g0: a * (y - g0), "double well G = a sum (y_i^2 - 1)^2/4": lambda y, a, g0: a * y * (y**2 - 1)}
 
 
-class _Ops:
+class _Ops(DerivedCoupling):
+    """The audit's derived coupling with F = I_Q, Q given by its projection ``proj``."""
+
     def __init__(self, lam, proj):
-        self.lam, self.proj = lam[:, None], proj
-        _, self.x_step = derived_updates()
-
-    def grad_y_H(self, x, y):
-        return self.lam * (y - x)
-
-    def prox_H(self, z, y, gamma):
-        return self.x_step(y, z, gamma, self.lam)
+        super().__init__(lam)
+        self.proj = proj
 
     def prox_F(self, v, gamma):
         return self.proj(v)

@@ -136,15 +136,13 @@ def random_instances(R: int, rng: np.random.Generator, n: int = 2) -> dict:
     }
 
 
-class _DerivedOps:
-    """The operators of the audit's instances for :mod:`stam.algorithm`, on numpy arrays:
-    ``H = (lam/2)||x - y||^2`` with the x-step lambdified from the sympy derivation, and
-    ``F(u) = (mu/2)||u - c||^2``, whose prox is the same x-step with ``(y, lam) -> (c, mu)``."""
+class DerivedCoupling:
+    """``H = (lam/2)||x - y||^2`` for :mod:`stam.algorithm` on numpy arrays (``lam`` per run,
+    shape ``(R,)``), with the x-step lambdified from the sympy derivation; F's prox comes from a
+    subclass (the audit's quadratic F here, a projection onto Q in :mod:`stam.theory.adversary`)."""
 
-    def __init__(self, inst: dict):
-        self.lam = inst["lam"][:, None]
-        self.mu = inst["mu"][:, None]
-        self.c = inst["c"]
+    def __init__(self, lam):
+        self.lam = lam[:, None]
         _, self.x_step = derived_updates()
 
     def grad_y_H(self, x, y):
@@ -152,6 +150,16 @@ class _DerivedOps:
 
     def prox_H(self, z, y, gamma):
         return self.x_step(y, z, gamma, self.lam)
+
+
+class _DerivedOps(DerivedCoupling):
+    """The operators of the audit's instances: :class:`DerivedCoupling` and
+    ``F(u) = (mu/2)||u - c||^2``, whose prox is the same x-step with ``(y, lam) -> (c, mu)``."""
+
+    def __init__(self, inst: dict):
+        super().__init__(inst["lam"])
+        self.mu = inst["mu"][:, None]
+        self.c = inst["c"]
 
     def prox_F(self, v, gamma):
         return self.x_step(self.c, v, gamma, self.mu)
