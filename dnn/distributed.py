@@ -67,14 +67,6 @@ def average_buffers(model: torch.nn.Module, ctx: Context) -> None:
             b.div_(ctx.world)
 
 
-def broadcast_object(obj, ctx: Context):
-    if ctx.world == 1:
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
 def barrier(ctx: Context) -> None:
     if ctx.world > 1:
         dist.barrier()
@@ -85,4 +77,4 @@ def teardown(ctx: Context) -> None:
         dist.destroy_process_group()
 
 
-__all__ = ["Context", "setup", "teardown", "all_reduce_sum", "average_buffers", "broadcast_object", "barrier", "pick_device"]
+__all__ = ["Context", "setup", "teardown", "all_reduce_sum", "average_buffers", "barrier", "pick_device"]

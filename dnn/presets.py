@@ -172,10 +172,6 @@ class Preset:
             out["project"] = p > out["switch_epoch"]  # eq. (alg:BR): t >= T with t counted from 0
         return out
 
-    def to_json(self) -> dict:
-        return {"name": self.name, "algo": self.algo, "label": self.label, "dataset": self.dataset, "hyper": self.hyper,
-                "overrides": self.overrides, "schedule_scale": self.schedule_scale}
-
 
 def parse_override(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` with VALUE a number or a JSON schedule (see the module docstring)."""

@@ -40,8 +40,6 @@ from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
 from stam.theory.numeric import check, quadratic_coupling
 
-CHECKPOINT_FORMAT = checkpoint.FORMAT  # the checkpoint's format (stam.dnn.checkpoint)
-
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
 RUN_IDENTITY = ("model", "width", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float",
                 "bf16", "val_fraction", "split_seed")

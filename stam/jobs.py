@@ -6,7 +6,7 @@ A *job* is a pure function of a JSON-able *spec* (a dict: the algorithm, its ste
 the specs::
 
     from stam.jobs import run_jobs
-    results = run_jobs(train_one, specs, "runs/tune/jobs", scheduler=args.scheduler, workers=args.workers)
+    results = run_jobs(run_job, specs, "runs/tune/jobs", scheduler=args.scheduler, workers=args.workers)
 
 The job store
     Every finished job is one file ``STORE/<key>.json``, written atomically (:mod:`stam.io`) by the
@@ -46,7 +46,7 @@ Where the jobs run
     usage error says so, and the finished results are on disk for the resume.
 
 ``fn`` must be a module-level function (picklable, and importable on the workers under the same
-module name, e.g. ``stam.dnn.tune.train_one``), taking the spec and returning a JSON-able dict.
+module name, e.g. ``stam.dnn.sweep.run_job``), taking the spec and returning a JSON-able dict.
 
 Failures
     A job whose ``fn`` raises an exception (or returns something that is not a JSON-able dict, or
