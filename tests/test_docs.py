@@ -24,6 +24,8 @@ how a shell example is tested; several directives may share one comment, one per
 
 - ``<!-- test-match: numbers -->``: numbers in the shown output match any number and runs of
   blanks any run of blanks (for outputs with wall times); every other character must match.
+  ``<!-- test-match: numbers 1% -->``: the same, and every number must lie within that relative
+  tolerance of the shown one (for estimates that may move with a library's version).
 - ``<!-- test: CMD -->`` (one ``stam ...`` command per line, as many as the block has commands):
   the quick variant of a long example (a full training, a full synthetic run, the demo); the
   i-th command replaces the block's i-th command.  ``<!-- test-args: ARGS -->`` instead appends
@@ -173,16 +175,38 @@ def _line_pattern(line: str, numbers: bool) -> re.Pattern:
     parts, pos = [], 0
     for m in NUMBER.finditer(line):
         parts.append(re.escape(line[pos:m.start()]))
-        parts.append(r"[-+]?(?:\d[\d.,]*|\.\d+)(?:e[-+]?\d+)?")
+        parts.append(r"([-+]?(?:\d[\d.,]*|\.\d+)(?:e[-+]?\d+)?)")
         pos = m.end()
     parts.append(re.escape(line[pos:]))
     return re.compile(re.sub(r"(\\ )+", r"\\s+", "".join(parts)) + r"\Z")
 
 
-def matches(shown: list[str], actual: list[str], numbers: bool = False) -> bool:
+def _close(shown: str, got: str, tol: float) -> bool:
+    """Two numbers as printed, within relative tolerance ``tol`` (text that is no number: equal)."""
+    try:
+        a, b = float(shown.replace(",", "")), float(got.replace(",", ""))
+    except ValueError:
+        return shown == got
+    return abs(a - b) <= tol * max(abs(a), abs(b), 1e-300)
+
+
+def _line_matcher(line: str, numbers: bool, tol: float | None):
+    pat = _line_pattern(line, numbers)
+    if not numbers or tol is None:
+        return pat.match
+    want = NUMBER.findall(line)
+
+    def match(text: str) -> bool:
+        m = pat.match(text)
+        return bool(m) and all(_close(w, g, tol) for w, g in zip(want, m.groups()))
+    return match
+
+
+def matches(shown: list[str], actual: list[str], numbers: bool = False, tol: float | None = None) -> bool:
     """Whether ``actual`` matches the pattern ``shown``: ``...`` lines match any run of lines,
-    every other line one line (exactly, or with any numbers when ``numbers``)."""
-    pats = [None if s.strip() == "..." else _line_pattern(s, numbers) for s in shown]
+    every other line one line (exactly, or with any numbers when ``numbers``, within the relative
+    tolerance ``tol`` when given)."""
+    pats = [None if s.strip() == "..." else _line_matcher(s, numbers, tol) for s in shown]
     actual = [a.rstrip() for a in actual]
     while actual and not actual[-1]:
         actual.pop()
@@ -193,7 +217,7 @@ def matches(shown: list[str], actual: list[str], numbers: bool = False) -> bool:
         for k in reach:
             if p is None:
                 nxt.update(range(k, len(actual) + 1))
-            elif k < len(actual) and p.match(actual[k]):
+            elif k < len(actual) and p(actual[k]):
                 nxt.add(k + 1)
         reach = nxt
         if not reach:
@@ -223,6 +247,7 @@ def test_matcher():
     assert matches(["a 1", "...", "b 2", "c 3"], out)  # "..." may stand for no line
     assert not matches(["a 1", "...", "c 4"], out) and not matches(["b 2", "..."], out)
     assert matches(["a 9", "b  22", "..."], out, numbers=True) and not matches(["a x", "..."], out, numbers=True)
+    assert matches(["a 1.005", "b 2", "c 3"], out, numbers=True, tol=0.01) and not matches(["a 1.1", "b 2", "c 3"], out, True, 0.01)
     assert shape_matches(["Report: x", "T 10", "    10  2"], ["Report: y", "T 20"]) == []
     assert shape_matches(["Other: x"], ["Report: y"]) == ["Other: x"]
     assert shape_matches(["  Digits, MLP 9"], ["  [--quick: smoke-test budgets] [smoke-test budget (1 epoch)] Digits, MLP 1"]) == []
@@ -277,8 +302,10 @@ def _check(block: Block, cmd: str, rc: int, out: list[str], shown: list[str], qu
         assert not missing, f"{where}\nshown lines of no output line's shape:\n" + "\n".join(missing) + \
             "\n--- output:\n" + "\n".join(out)
     else:
-        numbers = block.directives.get("test-match") == "numbers"
-        assert matches(shown, out, numbers), f"{where}\n--- shown:\n" + "\n".join(shown) + \
+        how = (block.directives.get("test-match") or "").split()
+        numbers = how[:1] == ["numbers"]
+        tol = float(how[1].rstrip("%")) / 100 if numbers and len(how) > 1 else None
+        assert matches(shown, out, numbers, tol), f"{where}\n--- shown:\n" + "\n".join(shown) + \
             "\n--- output:\n" + "\n".join(out)
 
 
