@@ -12,6 +12,8 @@ diverged are left out of the cells and counted under the table.
 
 from __future__ import annotations
 
+import html
+
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -191,14 +193,18 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
 
 
 def markdown_cell(text: str) -> str:
-    """``text`` (labels come from the user's ``--label``) as one cell of a Markdown table: ``\\``
+    """``text`` (labels come from the user's ``--label``) as one cell of a Markdown table, or as a
+    title: HTML's ``&``, ``<`` and ``>`` as entities (Markdown passes raw HTML through, so a label
+    ``<img src=x onerror=...>`` would otherwise be live HTML where the file is rendered), ``\\``
     and ``|`` escaped, line breaks as spaces, so that it cannot end its cell or its row."""
-    return " ".join(str(text).replace("\\", "\\\\").replace("|", "\\|").splitlines())
+    text = html.escape(str(text), quote=False)
+    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").splitlines())
 
 
 def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table with its bold title; every cell and the title through :func:`markdown_cell`."""
     esc = lambda cells: " | ".join(map(markdown_cell, cells))  # noqa: E731
-    lines = [f"**{title}**", "", "| " + esc(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = [f"**{markdown_cell(title)}**", "", "| " + esc(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return "\n".join(lines + ["| " + esc(r) + " |" for r in rows]) + "\n"
 
 

@@ -310,9 +310,12 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
 
 def format_table(result: dict) -> str:
     """:func:`table` as Markdown."""
+    from stam.dnn.table import markdown_cell
+
     caption, header, rows = table(result)
-    lines = [caption + ".", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    esc = lambda cells: " | ".join(map(markdown_cell, cells))  # noqa: E731
+    lines = [markdown_cell(caption) + ".", "", "| " + esc(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + esc(r) + " |" for r in rows])
 
 
 def headline(result: dict) -> str:

@@ -16,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from stam.dnn.table import build
+from stam.dnn.table import build, to_markdown
 from stam.dnn.tune import table
 from stam.figures.results import finite
 
@@ -63,11 +63,7 @@ class Table:
     details: dict = field(default_factory=dict)
 
     def to_markdown(self) -> str:
-        esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-        lines = [f"**{self.caption}**", "", "| " + " | ".join(map(esc, self.header)) + " |",
-                 "|" + "|".join("---" for _ in self.header) + "|"]
-        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
-        return "\n".join(lines) + "\n"
+        return to_markdown(self.caption, self.header, self.rows)
 
     def to_latex(self) -> str:
         cols = "|" + "|".join("c" for _ in self.header) + "|"

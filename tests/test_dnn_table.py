@@ -157,8 +157,22 @@ def test_markdown_cells_cannot_break_the_table(label):
         assert len(unescaped) == 3, row  # | DNN | label |
     cell = table.markdown_cell(label)
     assert cell.replace("\\\\", "").replace("\\|", "") .count("|") == 0 and "\n" not in cell and "\r" not in cell
-    if not any(c in label for c in "\\|") and not any(c in label for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+    assert "<" not in cell and ">" not in cell  # no live HTML where the Markdown is rendered
+    if not any(c in label for c in "\\|&<>") and not any(c in label for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         assert cell == label  # ordinary labels are unchanged
+
+
+def test_html_in_a_label_is_text_in_every_markdown_table(tmp_path, capsys):
+    """A --label of HTML reaches stam table's and the report's Markdown as entities, never as a tag."""
+    evil = "<img src=x onerror=alert(1)>"
+    write(tmp_path, [summary("digits", "mlp", "bc", "bc", evil, 80.0, 81.0)])
+    assert main(["table", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+    from stam.figures.tables import Table
+
+    md = Table("cap <b>", ["h"], [[evil]]).to_markdown()
+    assert "<" not in md and "&lt;b&gt;" in md
 
 
 def test_a_label_with_a_pipe_and_a_newline_in_a_real_table(tmp_path, capsys):
