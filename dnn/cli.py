@@ -198,7 +198,7 @@ def _tune(args) -> int:
     chunk = batched.runs_per_job(d["model"], sweep.job_device())
     tune.plan(args.algos, args.trials, args.seeds, d["epochs"], d["batch_size"], args.val_fraction, args.split_seed,
               args.tune_seed, chunk, spaces, task)  # every usage error before any work
-    sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
+    sweep.check_task(task, args.val_fraction, args.split_seed)  # the data set, the model, the split: one line before any work
     result = tune.tune(args.algos, out, trials=args.trials, seeds=args.seeds, epochs=d["epochs"],
                        batch_size=d["batch_size"], val_fraction=args.val_fraction, split_seed=args.split_seed,
                        tune_seed=args.tune_seed, paper=not args.no_paper, scheduler=args.scheduler, workers=args.workers,

@@ -28,15 +28,18 @@ def task_spec(dataset: str = "digits", model: str = "mlp", width: float = 1.0, d
     return {"dataset": dataset, "model": model, "width": float(width), "data_dir": str(data_dir)}
 
 
-def check_task(task: dict) -> dict | None:
-    """What a sweep trains, checked before any job runs: the data set loads and the model takes its
-    images (one-line usage errors, :func:`stam.dnn.data.check_fits`).  Returns which copy of the
-    data set the jobs read (kind, SHA-256, ...), as the loader reports it (:func:`data_source`)."""
+def check_task(task: dict, val_fraction: float | None = None, split_seed: int = 0) -> dict | None:
+    """What a sweep trains, checked before any job runs: the data set loads, the model takes its
+    images (one-line usage errors, :func:`stam.dnn.data.check_fits`) and the validation split
+    ``val_fraction`` leaves training images of every class.  Returns which copy of the data set the
+    jobs read (kind, SHA-256, ...), as the loader reports it (:func:`data_source`)."""
     from stam.dnn import data as data_mod
     from stam.dnn.models import build_model
 
     data = data_mod.load(task["dataset"], task["data_dir"])
     data_mod.check_fits(build_model(task["model"], data.num_classes, data.image_shape, task["width"]), task["model"], data)
+    if val_fraction:
+        data_mod.split_validation(data, val_fraction, split_seed)
     source = getattr(data, "source", None)
     _SOURCES[task["dataset"], str(task["data_dir"])] = source
     return source

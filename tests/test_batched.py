@@ -372,3 +372,14 @@ def test_a_sweep_reads_its_data_set_once_for_the_check_and_the_source(monkeypatc
     task = sweep.task_spec("digits", "mlp", 1.0, "nowhere")
     assert sweep.check_task(task) == sweep.data_source(task) and sweep.data_source(task)["kind"] == "scikit-learn"
     assert len(calls) == 1
+
+
+def test_tune_refuses_a_split_that_leaves_no_training_images_before_any_job(tmp_path, capsys):
+    from stam.cli import main
+
+    out = tmp_path / "t"
+    assert main(["tune", "--epochs", "1", "--trials", "1", "--seeds", "2", "--val-fraction", "0.9999", "--out", str(out),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stam: error: --val-fraction 0.9999: leaves 0 training image(s)") and err.count("\n") == 1
+    assert not out.exists()

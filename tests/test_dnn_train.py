@@ -137,7 +137,7 @@ def test_cli_one_line_errors(tmp_path, capsys):
         (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
         (["--algo", "float", "--batch-size", "1"], "at least 2 images per batch"),
         (["--algo", "br", "--set", "switch_epoch=0.5"], "must be an integer"),
-        *[(["--algo", "float", "--val-fraction", v], f"--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc")],
+        *[(["--algo", "float", "--val-fraction", v], f"--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc", "0.9999")],
     ]
     for argv, match in cases:
         assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--out", out, "--no-progress", *argv]) == 2
