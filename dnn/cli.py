@@ -76,6 +76,7 @@ def register(subparsers) -> None:
     p.add_argument("--eval-batch-size", type=positive_int, default=1000)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--quiet", action="store_true", help="print nothing on stdout (the records are in OUT/log.jsonl)")
+    p.add_argument("--force", action="store_true", help="train even above the work limit (10 times the paper's run in image passes)")
     p.add_argument("--json", action="store_true", help="print each epoch's JSON record (a line of OUT/log.jsonl) instead of "
                    "the readable line, and no closing summary")
     p.set_defaults(func=_train)
@@ -121,6 +122,7 @@ def register(subparsers) -> None:
     u.add_argument("--no-paper", action="store_true", help="leave out the paper-settings rows")
     u.add_argument("--out", default=None, help="output folder (default tune-DATASET)")
     u.add_argument("--no-progress", action="store_true", help="no progress bars")
+    u.add_argument("--force", action="store_true", help="tune even above the work limit (10 times the paper's run in image passes)")
     add_scheduler_args(u)
     u.set_defaults(func=_tune)
 
@@ -199,6 +201,12 @@ def _tune(args) -> int:
     tune.plan(args.algos, args.trials, args.seeds, d["epochs"], d["batch_size"], args.val_fraction, args.split_seed,
               args.tune_seed, chunk, spaces, task)  # every usage error before any work
     sweep.check_task(task, args.val_fraction, args.split_seed)  # the data set, the model, the split: one line before any work
+    from stam.dnn import epochs as ep
+
+    n_train = sweep.train_size(task)
+    runs = len(args.algos) * (args.trials + args.seeds * 2)  # trials, fresh seeds, and the paper rows at most
+    ep.check_work(float(runs) * d["epochs"] * n_train, f"{len(args.algos)} algorithms x ({args.trials} trials + {args.seeds} seeds) "
+                  f"x {d['epochs']} epochs", args.force)
     result = tune.tune(args.algos, out, trials=args.trials, seeds=args.seeds, epochs=d["epochs"],
                        batch_size=d["batch_size"], val_fraction=args.val_fraction, split_seed=args.split_seed,
                        tune_seed=args.tune_seed, paper=not args.no_paper, scheduler=args.scheduler, workers=args.workers,
@@ -225,7 +233,7 @@ def _train(args) -> int:
         batch_size=args.batch_size, seed=args.seed, overrides=overrides, schedule_scale=args.schedule_scale,
         keep_float=args.keep_float, data_dir=args.data_dir, download=args.download, out=args.out, resume=args.resume,
         device=args.device, bf16=args.bf16, eval_batch_size=args.eval_batch_size, progress=not args.no_progress,
-        echo=not args.quiet, json=args.json, label=args.label, val_fraction=None if args.no_val else args.val_fraction,
+        echo=not args.quiet, json=args.json, force=args.force, label=args.label, val_fraction=None if args.no_val else args.val_fraction,
         split_seed=args.split_seed,
     )
     try:

@@ -467,12 +467,10 @@ def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
             continue
         k = min(len(idx), max(1, round(fraction * len(idx))))
         val[idx[torch.randperm(len(idx), generator=gen)[:k]]] = True
-    left = torch.bincount(y[~val], minlength=data.num_classes)
-    had = torch.bincount(y, minlength=data.num_classes)
-    empty = int(((left == 0) & (had > 0)).sum())
-    if empty or int((~val).sum()) < 2:
-        raise UsageError(f"--val-fraction {fraction}: leaves {int((~val).sum())} training image(s) of {len(y)}, {empty} class(es) "
-                         "with none; give a fraction that leaves every class training images (default 0.1)")
+    kept = int((~val).sum())
+    if kept < 2:  # a training step needs 2 images (BatchNorm)
+        raise UsageError(f"--val-fraction {fraction}: leaves {kept} training image(s) of {len(y)}; give a fraction that "
+                         "leaves training images (default 0.1)")
     val = val.to(data.train_x.device)
     return ImageData(data.name, data.train_x[~val], data.train_y[~val], data.test_x, data.test_y, data.num_classes,
                      data.augment, manifest=data.manifest, val_x=data.train_x[val], val_y=data.train_y[val], source=data.source)

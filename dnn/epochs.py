@@ -9,6 +9,12 @@ from __future__ import annotations
 import contextlib
 import math
 
+#: image passes of the paper's run: 1000 epochs of CIFAR's 50,000 training images (Section 3.2)
+PAPER_IMAGE_PASSES = 1000 * 50_000
+#: the most image passes ``stam train``, ``stam tune`` or ``stam map`` trains without ``--force``:
+#: ten times the paper's run (what a typo such as ``--epochs 99999999999999999999`` is not)
+WORK_LIMIT_IMAGES = 10 * PAPER_IMAGE_PASSES
+
 
 def steps_per_epoch(n_train: int, batch_size: int, world: int = 1) -> int:
     """Minibatch steps of one pass over ``n_train`` shuffled images: the full batches, plus the
@@ -22,6 +28,16 @@ def select_epoch(records: list[dict], key: str = "val_acc_binary") -> dict | Non
     read at the epoch it returns."""
     good = [r for r in records if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
     return max(good, key=lambda r: (r[key], -r["epoch"])) if good else None
+
+
+def check_work(images: float, what: str, force: bool) -> None:
+    """Refuse, before any work, a command that would train on more than :data:`WORK_LIMIT_IMAGES`
+    image passes in all, unless ``force`` (``--force``): one line saying how much and why."""
+    if not force and images > WORK_LIMIT_IMAGES:
+        from stam.errors import UsageError
+
+        raise UsageError(f"{what}: {images:.3g} image passes in all, above the limit of {WORK_LIMIT_IMAGES:.3g} (10 times the "
+                         "paper's 1000-epoch CIFAR run); lower it or add --force")
 
 
 def diverged(loss: float, weights_finite: bool) -> str | None:
@@ -97,4 +113,5 @@ class SignFlips:
         self.init, self.prev, self.ever = (list(state[k]) for k in ("init", "prev", "ever"))
 
 
-__all__ = ["steps_per_epoch", "select_epoch", "diverged", "SignFlips", "flush_denormal"]
+__all__ = ["steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
+           "PAPER_IMAGE_PASSES"]

@@ -40,13 +40,26 @@ def check_task(task: dict, val_fraction: float | None = None, split_seed: int = 
     data_mod.check_fits(build_model(task["model"], data.num_classes, data.image_shape, task["width"]), task["model"], data)
     if val_fraction:
         data_mod.split_validation(data, val_fraction, split_seed)
+    _SIZES[task["dataset"], str(task["data_dir"])] = len(data.train_x)
     source = getattr(data, "source", None)
     _SOURCES[task["dataset"], str(task["data_dir"])] = source
     return source
 
 
-#: the data source of each (data set, folder) a check has loaded in this process
+#: the data source and the training images of each (data set, folder) a check has loaded in this process
 _SOURCES: dict = {}
+_SIZES: dict = {}
+
+
+def train_size(task: dict) -> int:
+    """Training images of the task's data set (before a validation split): what :func:`check_task`
+    found, or the loader's count."""
+    key = (task["dataset"], str(task["data_dir"]))
+    if key not in _SIZES:
+        from stam.dnn import data as data_mod
+
+        _SIZES[key] = len(data_mod.load(*key).train_x)
+    return _SIZES[key]
 
 
 def data_source(task: dict) -> dict | None:
@@ -160,4 +173,4 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     return rows
 
 
-__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "TASK_DEFAULTS"]
+__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]

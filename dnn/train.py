@@ -78,6 +78,7 @@ class TrainConfig:
     val_fraction: float | None = 0.1  # validation share carved out of the training set; None: the paper's protocol (no validation)
     split_seed: int = 0  # seed of the validation split (independent of ``seed``)
     cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
+    force: bool = False  # train above the work limit (stam.dnn.epochs.WORK_LIMIT_IMAGES)
 
 
 # --------------------------------------------------------------------------- the theorem
@@ -201,6 +202,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums, cfg.cache_dir)
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
+    ep.check_work(float(epochs) * len(data.train_x), f"--epochs {epochs} of {len(data.train_x):,} images", cfg.force)
     model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width)  # to check the settings (no random state used)
     data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)

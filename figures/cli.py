@@ -116,6 +116,8 @@ def register(subparsers) -> None:
     p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
     p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
+    p.add_argument("--force", action="store_true", help="network: train even above the work limit (10 times the paper's run "
+                   "in image passes)")
     p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
     add_task_args(p, dataset_default=None)
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")

@@ -417,6 +417,8 @@ def map_command(args) -> int:
         for flag in ("epochs", "batch_size", "model", "width"):
             if getattr(args, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
+        if args.force:
+            raise UsageError("--force is for a network map (--dataset), whose work it lets exceed the limit")
     if source != "synthetic" and args.iterations is not None:
         raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
     gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
@@ -448,6 +450,11 @@ def map_command(args) -> int:
         d = sweep_defaults(args)
         task = sweep.task_spec(source, d["model"], d["width"], args.data_dir)
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
+        from stam.dnn import epochs as ep
+
+        cells = len(gammas) * len(lams) * len(betas) * (args.seeds or DIGITS_SEEDS)
+        ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
+                      f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", args.force)
         result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"], seed=args.seed,
                             progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
                             batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from stam.algorithm import QuantizedState, bc_step, br_relax, br_step, psgd_step
 from stam.dnn import batched, catalog, presets, sweep, tune
+from stam.errors import UsageError
 from stam.operators import IndicatorQ
 from stam.quantize import project_Q
 
@@ -381,5 +382,32 @@ def test_tune_refuses_a_split_that_leaves_no_training_images_before_any_job(tmp_
     assert main(["tune", "--epochs", "1", "--trials", "1", "--seeds", "2", "--val-fraction", "0.9999", "--out", str(out),
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("stam: error: --val-fraction 0.9999: leaves 0 training image(s)") and err.count("\n") == 1
+    assert err.startswith("stam: error: --val-fraction 0.9999: leaves 0 training image(s) of 1437") and err.count("\n") == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["train", "--model", "mlp", "--dataset", "digits", "--algo", "bc", "--epochs", "99999999999999999999"], "--epochs 99999999999999999999 of"),
+    (["tune", "--epochs", "100000000"], "5 algorithms x (16 trials + 5 seeds) x 100000000 epochs"),
+    (["map", "--dataset", "digits", "--epochs", "99999999999"], "192 trainings (grid x seeds) x 99999999999 epochs"),
+])
+def test_work_above_the_limit_is_refused_before_any_work_unless_forced(tmp_path, capsys, argv, what):
+    from stam.cli import main
+    from stam.dnn import epochs as ep
+
+    out = tmp_path / "o"
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"stam: error: {what}") and f"above the limit of {ep.WORK_LIMIT_IMAGES:.3g}" in err and "--force" in err
+    assert err.count("\n") == 1 and (not out.exists() or not any(out.iterdir()))
+    with pytest.raises(UsageError, match="image passes"):
+        ep.check_work(ep.WORK_LIMIT_IMAGES * 1.01, "x", False)
+    ep.check_work(ep.WORK_LIMIT_IMAGES * 1.01, "x", True)  # --force
+    ep.check_work(ep.PAPER_IMAGE_PASSES, "the paper's run", False)  # the paper's own run is allowed
+
+
+def test_force_on_a_synthetic_map_is_an_error(capsys, tmp_path):
+    from stam.cli import main
+
+    assert main(["map", "--problem", "binary", "--force", "--out", str(tmp_path / "m")]) == 2
+    assert "--force is for a network map" in capsys.readouterr().err
