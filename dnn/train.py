@@ -37,7 +37,7 @@ from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance
+from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance, remove_stale_temporaries
 from stam.theory.numeric import check, quadratic_coupling
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
@@ -268,8 +268,7 @@ def _start(s: Setup, done: Done) -> None:
     atomic_write_json(s.out / "config.json", {"kind": "train-config", "provenance": provenance(), **s.config})
     if s.cfg.resume:
         _write_log(s.out, done.records)
-        for stale in s.out.glob(".checkpoint.pt.*"):
-            stale.unlink(missing_ok=True)
+        remove_stale_temporaries([s.out / n for n in ("checkpoint.pt", "log.jsonl", "summary.json", "config.json")])
 
 
 def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:

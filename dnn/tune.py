@@ -37,7 +37,7 @@ from stam.dnn.catalog import DATASETS, MODELS, algorithm
 from stam.dnn.sweep import data_source, run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, provenance
+from stam.io import atomic_write_json, atomic_write_text, provenance, remove_stale_temporaries
 from stam.jobs import run_jobs
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -245,6 +245,8 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
                      f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
         "algorithms": algorithms, "paper_rows": paper_rows,
     }
+    stem = out_dir / result_stem(task["dataset"])
+    remove_stale_temporaries([stem.with_suffix(".json"), stem.with_suffix(".md")], older_than=600)  # a killed run's
     atomic_write_json(out_dir / f"{result_stem(task['dataset'])}.json", result)
     atomic_write_text(out_dir / f"{result_stem(task['dataset'])}.md", format_table(result) + "\n")
     return result

@@ -52,6 +52,26 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             os.close(dir_fd)
 
 
+def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
+    """Remove what :func:`atomic_path` left next to each of ``paths`` when its process was killed
+    mid-write (``.NAME.*`` beside ``NAME``), older than ``older_than`` seconds (0: all; a positive
+    age spares the temporaries of another process writing right now).  Returns what was removed."""
+    import time
+
+    removed = []
+    for path in map(Path, paths):
+        if not path.parent.is_dir():
+            continue
+        for tmp in path.parent.glob(f".{path.name}.*"):
+            try:
+                if tmp.is_file() and not tmp.is_symlink() and time.time() - tmp.stat().st_mtime >= older_than:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except OSError:
+                pass
+    return removed
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -155,3 +155,20 @@ def test_atomic_write_is_whole_or_absent_with_ordinary_permissions(tmp_path):
             tmp.write_text("half")
             raise KeyboardInterrupt
     assert target.read_text() == "new" and [p.name for p in target.parent.iterdir()] == ["result.json"]
+
+
+def test_stale_temporaries_of_killed_writes_are_removed_by_age(tmp_path):
+    import os
+    import time
+
+    from stam.io import remove_stale_temporaries
+
+    target = tmp_path / "tune-digits.json"
+    old, new, other = tmp_path / ".tune-digits.json.a1.tmp", tmp_path / ".tune-digits.json.b2.tmp", tmp_path / ".other.json.c3.tmp"
+    for p in (old, new, other):
+        p.write_text("x")
+    past = time.time() - 3600
+    os.utime(old, (past, past))
+    assert remove_stale_temporaries([target], older_than=600) == [old]  # a fresh one may be another process's
+    assert new.exists() and other.exists()
+    assert remove_stale_temporaries([target]) == [new] and other.exists()  # only the named file's temporaries

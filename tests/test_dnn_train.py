@@ -473,6 +473,7 @@ def test_a_crash_between_checkpoint_and_log_is_repaired_on_resume(tmp_path):
     full = log_path.read_text()
     log_path.write_text(full.splitlines(keepends=True)[0])  # as if killed before the log was rewritten
     (tmp_path / "run" / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")
+    (tmp_path / "run" / ".log.jsonl.def456.tmp").write_text("half a log")
     res = T.run(cfg(tmp_path, epochs=2, batch_size=128, resume=True))  # nothing left to train
     assert log_path.read_text() == full and res.summary["epochs"] == 2
-    assert not list((tmp_path / "run").glob(".checkpoint.pt.*"))
+    assert not [p for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]
