@@ -384,11 +384,16 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
 
 def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]:
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
-    figure ``out/stem.png``, ``.pdf``."""
+    figure ``out/stem.png``, ``.pdf``.  The figure is drawn first, so a result that cannot be drawn
+    writes nothing (the files of an earlier map in ``out`` stay as they were); temporaries of a
+    killed earlier write (older than 10 minutes) are removed."""
     from stam.figures.style import save_figure
+    from stam.io import remove_stale_temporaries
 
+    fig = plot_map([result])
+    remove_stale_temporaries([Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf")], older_than=600)
     json_path, csv_path = write_map(result, out, stem)
-    png, pdf = save_figure(plot_map([result]), Path(out) / stem)
+    png, pdf = save_figure(fig, Path(out) / stem)
     return json_path, csv_path, png, pdf
 
 
