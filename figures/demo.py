@@ -305,7 +305,8 @@ class Demo:
         step.outputs.append(runs)
 
     def report(self, step: Step) -> None:
-        step.outputs.append(report.build_report([p for s in self.steps for p in s.outputs], self.stage))
+        lines = {k: self.headline_line(k) for k in ("audit", "rates", "region", "map", "tune", "digits-map") if k in self.headline}
+        step.outputs.append(report.build_report([p for s in self.steps for p in s.outputs], self.stage, headline=lines))
 
     # -- driver ------------------------------------------------------------------------------
     PLAN = (

@@ -26,9 +26,9 @@ from stam.theory.items import VERDICTS
 from stam.theory.items.coverage import coverage_text
 from stam.theory.mathml import sanitize
 
-#: (id, heading) of every section of the page, in order.
+#: (id, heading) of every section of the page, in order: the message first, provenance last.
 SECTIONS = (
-    ("runs", "Results and provenance"),
+    ("headline", "At a glance"),
     ("paper-check", "Paper audit"),
     ("stepsize", "Admissible step sizes"),
     ("admissible", "The admissible region and the paper's settings"),
@@ -40,7 +40,29 @@ SECTIONS = (
     ("training", "Training curves"),
     ("practice", "Theory beside practice"),
     ("accuracy", "Best test accuracy"),
+    ("runs", "Results and provenance"),
 )
+
+#: One sentence at the top of each section: what it shows.
+INTROS = {
+    "paper-check": "Every labelled display and statement of the paper, re-derived in sympy and given a verdict "
+                   "(false, unproven, misprint, gap or ok) with the evidence behind it.",
+    "stepsize": "The step sizes Theorem conv admits for the given constants, and the iterations it promises.",
+    "admissible": "Where in the (gamma, beta) plane the theorem's conditions hold, and where the paper's own settings lie.",
+    "rates": "Measured stationarity of STAM on synthetic problems with known constants, against the theorem's bound.",
+    "map": "Which (gamma, lambda) make STAM decrease, beside the region where the theorem holds.",
+    "pep": "The exact worst case over the whole problem class (performance estimation), against the theorem's bound.",
+    "compare": "STAM against the baselines on the same synthetic problem at an equal gradient budget.",
+    "tuning": "STAM, BC, BR, PSGD and float SGD tuned with the same budget on validation data, then re-run on fresh seeds.",
+    "training": "Training curves of individual runs: loss, accuracies with binary and float weights, sign flips.",
+    "practice": "The same (gamma, lambda) plane for a binary network: where it trains, and where the theorem holds.",
+    "accuracy": "The best test accuracy of every training run, laid out like the paper's tables.",
+    "runs": "Every result file shown on this page, with the versions and parameters that made it.",
+}
+
+#: Which section each headline line of ``stam demo`` summarises (its link).
+HEADLINE_SECTIONS = {"audit": "paper-check", "rates": "rates", "region": "pep", "map": "map", "tune": "tuning",
+                     "digits-map": "practice"}
 
 
 CSS = """
@@ -53,7 +75,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:.85em;display:block;overfl
 caption{text-align:left;font-weight:600;padding:.3em 0;caption-side:top}
 th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:top}
 th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
-.note{color:#555;font-style:italic} .verdict-misprint,.verdict-false{color:#D55E00;font-weight:600} .verdict-unproven{color:#E69F00;font-weight:600}
+.note{color:#555;font-style:italic} .intro{color:#333;margin-top:-.4em} .verdict-misprint,.verdict-false{color:#D55E00;font-weight:600} .verdict-unproven{color:#E69F00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
 table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
 details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
@@ -66,13 +88,15 @@ class Section:
     id: str
     heading: str
     parts: list[str] = field(default_factory=list)
+    intro: str = ""  # one sentence: what the section shows (INTROS)
 
     def add(self, fragment: str) -> None:
         self.parts.append(fragment)
 
     def html(self) -> str:
         body = "\n".join(self.parts) or '<p class="note">No results of this kind were given.</p>'
-        return f'<section id="{self.id}">\n<h2>{html.escape(self.heading)}</h2>\n{body}\n</section>'
+        intro = f'<p class="intro">{html.escape(self.intro)}</p>\n' if self.intro else ""
+        return f'<section id="{self.id}">\n<h2>{html.escape(self.heading)}</h2>\n{intro}{body}\n</section>'
 
 
 def href(link: str) -> str:
@@ -222,8 +246,25 @@ def _paper_check_formulas(findings: list) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></details>")
 
 
-def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice") -> Path:
-    """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path."""
+def _headline(headline: dict | None, sections: dict) -> str:
+    """The message first: each headline line (``stam demo``'s, by key) linked to its section, then
+    the first figure of the page, so that the first screen shows a result."""
+    items = []
+    for key, text in (headline or {}).items():
+        target = HEADLINE_SECTIONS.get(key)
+        link = f' <a href="#{target}">(details)</a>' if target in sections else ""
+        items.append(f"<li>{html.escape(str(text))}{link}</li>")
+    first = next((p for sid in ("practice", "map", "admissible", "rates") for p in sections[sid].parts if p.startswith("<figure")), "")
+    first = first.replace('<figure id="', '<figure data-copy-of="', 1)  # one id per page: the section keeps it
+    lead = (f"<ul>{''.join(items)}</ul>" if items else
+            '<p class="note">No headline was given (stam demo writes one); the sections below hold every result.</p>')
+    return lead + first
+
+
+def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice", headline: dict | None = None) -> Path:
+    """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path.
+    ``headline``: lines that state the message (``stam demo``'s, keyed as :data:`HEADLINE_SECTIONS`),
+    shown first, each linked to its section; provenance comes last, folded."""
     out_dir = check_out_dir(out_dir, "-o")
     for sub in ("figures", "tables", "data"):
         check_out_dir(out_dir / sub, "-o")
@@ -232,7 +273,8 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
     page = _Page(out_dir)
     sec = {sid: Section(sid, heading) for sid, heading in SECTIONS}
 
-    sec["runs"].add(_header(page, results))
+    sec["runs"].add(f"<details><summary>The {len(results.all())} result file(s), their versions and parameters</summary>"
+                    f"{_header(page, results)}</details>")
 
     for i, r in enumerate(results["paper-check"]):
         findings = r.data
@@ -272,6 +314,9 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         summaries = [r.data["summary"] for r in runs if str(r.data["summary"].get("dataset", "?")) == ds]
         sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries, ds)))
 
+    sec["headline"].add(_headline(headline, sec))
+    for sid, sentence in INTROS.items():
+        sec[sid].intro = sentence
     nav = "".join(f'<li><a href="#{sid}">{html.escape(h)}</a></li>' for sid, h in SECTIONS)
 
     prov = provenance()

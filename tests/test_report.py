@@ -192,3 +192,26 @@ def test_the_figure_registry_is_consistent():
     assert tuple(kind.choices) == kinds.NAMES
     with pytest.raises(KeyError, match="choose one of: admissible, rates"):
         kinds.figure_kind("nope")
+
+
+def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):
+    """The headline lines come first, each linked to its section, with a figure in the first
+    screen; every section opens with what it shows; provenance is last and folded."""
+    from stam.figures.report import INTROS, build_report
+
+    write_all(tmp_path)
+    lines = {"audit": "Paper audit: 68 items <b>", "map": "Convergence map binary: 25 cells"}
+    path = build_report(sorted(tmp_path.glob("*.json")), tmp_path / "out", headline=lines)
+    text = path.read_text()
+    order = [text.index(f'<section id="{sid}">') for sid, _ in SECTIONS]
+    assert order == sorted(order) and SECTIONS[0][0] == "headline" and SECTIONS[-1][0] == "runs"
+    head = text[order[0] : order[1]]
+    assert "Paper audit: 68 items &lt;b&gt;" in head and '<a href="#paper-check">' in head and '<a href="#map">' in head
+    assert "<figure" in head and "<img" in head  # a figure before the first section of detail
+    import re
+
+    copied = re.search(r'<figure data-copy-of="(fig-[\w-]+)"', head).group(1)
+    assert text.count(f'<figure id="{copied}"') == 1  # the copy in the headline has no id of its own
+    assert all(f'<p class="intro">' in text[order[i] : order[i + 1] if i + 1 < len(order) else None]
+               for i, (sid, _) in enumerate(SECTIONS) if sid in INTROS)
+    assert "<details><summary>The " in text[order[-1]:]
