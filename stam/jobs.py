@@ -28,6 +28,14 @@ Resuming
     as it reads back from its file (``json.loads`` of what was stored), so a first run and a
     resumed run return the same thing.
 
+Sharing a store
+    Here (no scheduler), a job is claimed before it runs: ``STORE/<key>.claim``, created
+    exclusively (``O_EXCL``), holding the claiming process's host and pid, removed when the job's
+    result is stored or the run stops.  A second process on the same store skips the jobs the
+    first has claimed, runs the others, and then waits for the claimed ones' results; a claim whose
+    process is dead (same host, no such pid; a killed run) is taken over.  So two runs on one
+    folder share the work instead of doing it twice, and return the same results.
+
 Where the jobs run
     ``scheduler=None`` (the default): here.  ``workers=1`` runs the jobs in this process, in the
     order of the specs; ``workers=N > 1`` runs them in N local processes (joblib), storing each
@@ -91,6 +99,8 @@ from stam.io import _default, atomic_write_text, bar_disable, dumps, provenance
 KIND = "job-result"
 #: Seconds to wait for the Dask scheduler to accept the connection before giving up.
 CONNECT_TIMEOUT_S = 8.0
+#: seconds between looks at jobs another process has claimed (its result, or its death)
+CLAIM_POLL_S = 0.5
 #: Hex digits of the SHA-256 of a spec's canonical JSON kept in its key (96 bits).
 KEY_DIGITS = 24
 
@@ -297,19 +307,100 @@ def _run_todo(fn, specs, unique, todo, store, results, client, address, workers,
             results[key] = _store_record(store / f"{key}.json", specs[unique[key]], outcome)
             bar.update(1)
 
+        def found(key: str, stored: dict) -> None:  # stored meanwhile by another process on this store
+            results[key] = stored
+            bar.update(1)
+
         if not todo:
             return
         if client is not None:
             _run_dask(fn, client, address, [(key, specs[unique[key]]) for key in todo], finish, len(results))
-        elif workers == 1 or len(todo) == 1:
-            for key in todo:
-                finish(key, _execute(fn, specs[unique[key]]))
         else:
-            from joblib import Parallel, delayed
+            _run_local(fn, specs, unique, todo, store, finish, found, workers)
 
-            runner = Parallel(n_jobs=min(workers, len(todo)), return_as="generator_unordered")
-            for key, outcome in runner(delayed(_keyed)(key, fn, specs[unique[key]]) for key in todo):
-                finish(key, outcome)
+
+def _claim_path(store: Path, key: str) -> Path:
+    return store / f"{key}.claim"
+
+
+def _holder_alive(path: Path) -> bool:
+    """Whether the process named in the claim ``path`` still runs (a claim of another host, or one
+    that cannot be read, counts as alive: it is not ours to break)."""
+    import socket
+
+    try:
+        holder = json.loads(path.read_text(encoding="utf-8"))
+        host, pid = holder["host"], int(holder["pid"])
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, TypeError, KeyError):
+        return True
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claim(store: Path, key: str) -> bool:
+    """Claim job ``key`` for this process (exclusive create); take over the claim of a dead
+    process.  False while another live process holds it."""
+    import socket
+
+    path = _claim_path(store, key)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _holder_alive(path):
+                return False
+            path.unlink(missing_ok=True)  # a killed run's claim: taken over
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid()}))
+        return True
+    return False
+
+
+def _run_local(fn, specs, unique, todo, store, finish, found, workers) -> None:
+    """Run ``todo`` here, claiming each job first (module docstring, "Sharing a store"): the jobs
+    claimed by this process run (in order, or in ``workers`` joblib processes); the others are
+    looked at again every :data:`CLAIM_POLL_S` seconds until their result appears (``found``) or
+    their claim is taken over."""
+    pending, mine = list(todo), []
+    try:
+        while pending:
+            ours, waiting = [], []
+            for key in pending:
+                stored = _load(store / f"{key}.json", canonical_json(specs[unique[key]]))
+                if stored is not None:
+                    found(key, stored)
+                elif _claim(store, key):
+                    ours.append(key)
+                    mine.append(key)
+                else:
+                    waiting.append(key)
+            if workers == 1 or len(ours) <= 1:
+                for key in ours:
+                    finish(key, _execute(fn, specs[unique[key]]))
+                    _claim_path(store, key).unlink(missing_ok=True)
+            else:
+                from joblib import Parallel, delayed
+
+                runner = Parallel(n_jobs=min(workers, len(ours)), return_as="generator_unordered")
+                for key, outcome in runner(delayed(_keyed)(key, fn, specs[unique[key]]) for key in ours):
+                    finish(key, outcome)
+                    _claim_path(store, key).unlink(missing_ok=True)
+            pending = waiting
+            if pending and not ours:
+                time.sleep(CLAIM_POLL_S)
+    finally:
+        for key in mine:
+            _claim_path(store, key).unlink(missing_ok=True)
 
 
 def _keyed(key: str, fn: Callable[[dict], dict], spec: dict) -> tuple[str, tuple]:

@@ -30,3 +30,11 @@ def bad_result(spec: dict):
 def computed(log: Path) -> list[int]:
     """The x of every call logged in ``log``, in order (empty when none)."""
     return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+
+def slow_square(spec: dict) -> dict:
+    """:func:`square` after ``spec["sleep"]`` seconds (so that two processes overlap)."""
+    import time
+
+    time.sleep(spec.get("sleep", 0.0))
+    return square(spec)

@@ -403,3 +403,47 @@ def test_nothing_to_run_needs_no_scheduler(tmp_path):
     start = time.perf_counter()  # all stored: no connection is tried (port 9 is never a scheduler)
     assert run_jobs(jobs_fns.square, specs, store, scheduler="tcp://127.0.0.1:9", progress=False) == first
     assert time.perf_counter() - start < 2
+
+
+def test_two_processes_on_one_store_share_the_work(tmp_path):
+    """Two runs of the same jobs on one store, at the same time: every job is computed once (claims),
+    and both return the same results."""
+    import subprocess
+    import sys
+    import textwrap
+
+    log = tmp_path / "log"
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from jobs_fns import slow_square
+        from stam.jobs import run_jobs
+        specs = [{{"x": x, "log": {str(log)!r}, "sleep": 0.3}} for x in range(8)]
+        res = run_jobs(slow_square, specs, {str(tmp_path / "store")!r}, progress=False)
+        print(json.dumps([r["y"] for r in res]))
+    """))
+    procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert [json.loads(o) for o in outs] == [[x * x for x in range(8)]] * 2
+    assert sorted(computed(log)) == list(range(8))  # each job once, shared between the two
+    assert not list((tmp_path / "store").glob("*.claim"))
+
+
+def test_the_claim_of_a_killed_run_is_taken_over(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from stam.jobs import spec_key
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    log = tmp_path / "log"
+    spec = {"x": 3, "log": str(log)}
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / f"{spec_key(spec)}.claim").write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
+    assert run_jobs(jobs_fns.square, [spec], store, progress=False)[0]["y"] == 9
+    assert computed(log) == [3] and not list(store.glob("*.claim"))
