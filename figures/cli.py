@@ -121,10 +121,10 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
     add_task_args(p, dataset_default=None)
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")
-    p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
-    p.add_argument("--growth", type=positive_float, default=100.0,
+    p.add_argument("--seed", type=seed_int, default=None, help="synthetic: seed of the instance and of the sampling (default 0)")
+    p.add_argument("--growth", type=positive_float, default=None,
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument("--threads", type=positive_int, default=None, help="synthetic: torch CPU threads (default 1)")
     p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -353,7 +353,7 @@ def problem_name(data: dict) -> str:
     return f"{data['problem']}{' (JPEG copy)' if jpeg else ''}"
 
 
-def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: int = 0, progress: bool = True,
+def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progress: bool = True,
                store=None, scheduler: str | None = None, workers: int = 1, batch_size: int = 32, task: dict | None = None,
                chunk: int = 64) -> dict:
     """The network map as a ``convergence-map`` result: STAM on ``task``
@@ -377,7 +377,8 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, seed: i
             "metric": "val_acc_binary",
             "metric_label": "validation accuracy with binary weights (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
-            "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=seed,
+            # the training seeds are 0 .. seeds - 1, so the first is recorded as the seed
+            "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=0,
                            batch_size=batch_size, model=task["model"], width=task["width"]),
             "rows": rows}
 
@@ -424,6 +425,18 @@ def map_command(args) -> int:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
         if args.force:
             raise UsageError("--force is for a network map (--dataset), whose work it lets exceed the limit")
+        if args.scheduler is not None or args.workers != 1:
+            flag = "--scheduler" if args.scheduler is not None else "--workers"
+            raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "
+                             "here, every seed batched")
+    else:
+        for flag in ("seed", "growth", "threads"):
+            if getattr(args, flag) is not None:
+                raise UsageError(f"--{flag} is for a synthetic map (--problem); a network map trains seeds 0..SEEDS-1 "
+                                 "(--seeds) as jobs")
+    args.seed = 0 if args.seed is None else args.seed
+    args.growth = 100.0 if args.growth is None else args.growth
+    args.threads = 1 if args.threads is None else args.threads
     if source != "synthetic" and args.iterations is not None:
         raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
     gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
@@ -460,7 +473,7 @@ def map_command(args) -> int:
         cells = len(gammas) * len(lams) * len(betas) * (args.seeds or DIGITS_SEEDS)
         ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
                       f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", args.force)
-        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"], seed=args.seed,
+        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"],
                             progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
                             batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
     elapsed = time.perf_counter() - start

@@ -298,3 +298,16 @@ def test_network_map_checks_its_task_before_any_work(tmp_path, capsys, extra, ba
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("stam: error:") and bad in err[0]
     assert not (out / "map-digits.json").exists() and not (out / "jobs").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--dataset", "digits", "--seed", "5"], "--seed is for a synthetic map"),
+    (["--dataset", "digits", "--growth", "10"], "--growth is for a synthetic map"),
+    (["--dataset", "digits", "--threads", "2"], "--threads is for a synthetic map"),
+    (["--problem", "binary", "--workers", "2"], "--workers is for a network map"),
+    (["--problem", "binary", "--scheduler", "tcp://127.0.0.1:1"], "--scheduler is for a network map"),
+])
+def test_a_flag_the_map_would_ignore_is_an_error(tmp_path, capsys, argv, message):
+    assert main(["map", *argv, "--out", str(tmp_path / "m"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "m").exists()
