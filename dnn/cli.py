@@ -185,9 +185,12 @@ def _tune(args) -> int:
 
     spaces = None
     if args.space_file:
+        from stam.io import read_input_text
+
+        text = read_input_text(Path(args.space_file), f"--space-file {args.space_file}")
         try:
-            spaces = json.loads(Path(args.space_file).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            spaces = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise UsageError(f"--space-file {args.space_file}: not a readable JSON file ({type(exc).__name__})") from None
         if not isinstance(spaces, dict):
             raise UsageError(f"--space-file {args.space_file}: expected an object algorithm -> search space")

@@ -269,12 +269,9 @@ def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None 
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}); not a file this toolkit wrote") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    from stam.io import read_input_text
+
+    return read_input_text(path)
 
 
 def _parse(text: str, path: Path, line: int | None = None):

@@ -72,6 +72,34 @@ def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
     return removed
 
 
+#: the largest file the toolkit reads as a user's input (JSON results, search spaces): 256 MiB
+MAX_INPUT_BYTES = 256 << 20
+
+
+def read_input_text(path: str | os.PathLike, what: str | None = None, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of a file the user gave, or one :class:`UsageError` line naming it (``what``:
+    how to name it, e.g. ``--space-file F``): not a regular file (a folder, a FIFO, which would
+    block the read, a device), larger than ``max_bytes``, unreadable or not UTF-8."""
+    path = Path(path)
+    name = what or str(path)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise _usage(f"{name}: cannot read ({exc.strerror or exc})")
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        raise _usage(f"{name}: not a regular file (a folder, a pipe or a device); give a file")
+    if st.st_size > max_bytes:
+        raise _usage(f"{name}: {st.st_size:,} bytes, more than the {max_bytes:,} this toolkit reads; not a file it wrote")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise _usage(f"{name}: not UTF-8 text (byte {exc.start})")
+    except OSError as exc:
+        raise _usage(f"{name}: cannot read ({exc.strerror or exc})")
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -172,3 +172,26 @@ def test_stale_temporaries_of_killed_writes_are_removed_by_age(tmp_path):
     assert remove_stale_temporaries([target], older_than=600) == [old]  # a fresh one may be another process's
     assert new.exists() and other.exists()
     assert remove_stale_temporaries([target]) == [new] and other.exists()  # only the named file's temporaries
+
+
+def test_user_input_files_that_are_not_regular_files_or_too_big_are_one_line(tmp_path):
+    import os
+
+    from stam.errors import UsageError
+    from stam.io import read_input_text
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        read_input_text(fifo, "--space-file pipe")  # would block forever if opened
+    with pytest.raises(UsageError, match="not a regular file"):
+        read_input_text(tmp_path)
+    big = tmp_path / "big.json"
+    big.write_text("x" * 100)
+    with pytest.raises(UsageError, match="100 bytes, more than the 10"):
+        read_input_text(big, max_bytes=10)
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe")
+    with pytest.raises(UsageError, match="not UTF-8"):
+        read_input_text(bad)
+    assert read_input_text(big) == "x" * 100
