@@ -233,13 +233,34 @@ def _distributed():
 
 
 def _connect(address: str):
-    """A :class:`distributed.Client` on ``address``, or a :class:`UsageError` saying why not."""
+    """A :class:`distributed.Client` on ``address``, or a :class:`UsageError` saying why not.  The
+    connection is made in a daemon thread with a hard deadline: an endpoint that accepts the
+    connection and never answers (not a Dask scheduler) would otherwise keep the handshake waiting
+    past its own timeout."""
+    import threading
+
     distributed = _distributed()
-    try:
-        return distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-    except (OSError, TimeoutError, ValueError, RuntimeError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {address} ({_one_line(exc)}); "
-                         "start one with `dask scheduler` or leave out --scheduler") from None
+    box: dict = {}
+
+    def connect():
+        try:
+            box["client"] = distributed.Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except BaseException as exc:  # noqa: BLE001 - reported below, in the calling thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=connect, name="stam-dask-connect", daemon=True)
+    worker.start()
+    worker.join(CONNECT_TIMEOUT_S + 4)
+    if worker.is_alive():
+        raise UsageError(f"the Dask scheduler at {address} did not answer within {CONNECT_TIMEOUT_S + 4:g} s (is it a Dask "
+                         "scheduler?); start one with `dask scheduler` or leave out --scheduler")
+    exc = box.get("error")
+    if exc is not None:
+        if isinstance(exc, (OSError, TimeoutError, ValueError, RuntimeError, MemoryError)):
+            raise UsageError(f"cannot reach the Dask scheduler at {address} ({_one_line(exc)}); "
+                             "start one with `dask scheduler` or leave out --scheduler") from None
+        raise exc
+    return box["client"]
 
 
 def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *, scheduler: str | None = None,

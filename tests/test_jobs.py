@@ -447,3 +447,22 @@ def test_the_claim_of_a_killed_run_is_taken_over(tmp_path):
     (store / f"{spec_key(spec)}.claim").write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
     assert run_jobs(jobs_fns.square, [spec], store, progress=False)[0]["y"] == 9
     assert computed(log) == [3] and not list(store.glob("*.claim"))
+
+
+def test_an_endpoint_that_accepts_and_stays_silent_is_one_line_within_the_deadline(monkeypatch):
+    """Not a Dask scheduler: it accepts the connection and never answers. The handshake used to
+    wait past its own timeout (120 s and more); now a usage error comes at the deadline."""
+    pytest.importorskip("distributed")
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    held = []
+    threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(5)], daemon=True).start()
+    monkeypatch.setattr(jobs, "CONNECT_TIMEOUT_S", 1.0)
+    t0 = time.perf_counter()
+    with pytest.raises(UsageError, match="did not answer within 5 s"):
+        jobs._connect(f"tcp://127.0.0.1:{srv.getsockname()[1]}")
+    assert time.perf_counter() - t0 < 15
+    srv.close()
