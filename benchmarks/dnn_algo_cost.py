@@ -62,12 +62,13 @@ def update_s(algo: str, task, compile: bool, repeats: int) -> float:
     cfg = batched.Config(presets.resolve(None, algo, "cifar10", {}, "auto", 1), 0)
     tr = batched.Trainer([cfg], task, 128, compile=compile, proxies=catalog.algorithm(algo).theorem)
     hyper = batched._hyper_at(tr.configs, 1, tr.device)
-    gw, gf = torch.randn_like(tr.rule.forward_weights(tr.state)) * 1e-3, torch.randn_like(tr.floats) * 1e-3
-    tr._step(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.q)
+    gw = [torch.randn_like(tr.rule.forward_weights(st)) * 1e-3 for st in tr.state]
+    gf = torch.randn_like(tr.floats) * 1e-3
+    tr._step(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs)
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        tr._step(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.q)
+        tr._step(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs)
         best = min(best, time.perf_counter() - t0)
     return best
 

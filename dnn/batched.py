@@ -170,21 +170,27 @@ def rule(name: str) -> BatchedRule:
     return catalog.algorithm(name).batched_rule()
 
 
-def update(rule: BatchedRule, state, floats: Tensor, fmom: Tensor, grad_w: Tensor, grad_f: Tensor, hyper: dict[str, Tensor],
-           q, proxies: bool = False):
-    """One step of ``rule`` for all R runs and all layers, pure: returns ``(state, floats, fmom,
-    proxies)``.  ``state`` holds every quantised weight of a run in one flat ``(R, n)`` buffer per
-    field, ``floats`` and ``fmom`` every float parameter and its buffer (:class:`Layout`); ``q`` is
-    F = I_Q with one block per layer.  Weight decay, where the hyperparameters have it, is added to
-    the gradient at the float weights (quantised layers) or at the parameter (float ones).
-    ``proxies``: the rule's stationarity proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`),
-    ``(R,)`` tensors; None when not asked for or when the rule has none."""
+def update(rule: BatchedRule, states: list, floats: Tensor, fmom: Tensor, grads_w: list[Tensor], grad_f: Tensor,
+           hyper: dict[str, Tensor], qs: list, proxies: bool = False):
+    """One step of ``rule`` for all R runs and all layers, pure: returns ``(states, floats, fmom,
+    proxies)``.  ``states`` hold the quantised weights of a run in flat ``(R, n)`` buffers, one per
+    chunk of consecutive layers (:class:`Layout`; one chunk but on a CPU for large networks), with
+    ``qs`` their F = I_Q, one block per layer; ``floats`` and ``fmom`` every float parameter and its
+    buffer.  Weight decay, where the hyperparameters have it, is added to the gradient at the float
+    weights (quantised layers) or at the parameter (float ones).  ``proxies``: the rule's
+    stationarity proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`), ``(R,)`` tensors
+    summed over the chunks; None when not asked for or when the rule has none."""
     wd = hyper.get("weight_decay")
     decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
-    grad = decay(grad_w, rule.float_weights(state))
-    new = rule.step(state, grad, hyper, q)
+    new, prox = [], None
+    for state, grad_w, q in zip(states, grads_w, qs):
+        grad = decay(grad_w, rule.float_weights(state))
+        new.append(rule.step(state, grad, hyper, q))
+        part = rule.proxies(state, new[-1], grad, hyper) if proxies else None
+        if part is not None:
+            prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
     floats, fmom = rule.float_step(floats, decay(grad_f, floats), fmom, hyper)
-    return new, floats, fmom, rule.proxies(state, new, grad, hyper) if proxies else None
+    return new, floats, fmom, prox
 
 
 _COMPILED_UPDATE = {}
@@ -212,6 +218,27 @@ def _update_fn(name: str, compile: bool, proxies: bool = False):
 
 
 # --------------------------------------------------------------------------- the trainer
+
+#: On a CPU the quantised weights are split into flat buffers of at most this many bytes (whole
+#: layers each, one buffer per chunk): a pure update allocates new buffers every step, and glibc
+#: maps an allocation above 32 MiB afresh (page faults on every step) instead of reusing freed
+#: memory.  On a GPU the caching allocator reuses them: one buffer.
+CPU_CHUNK_BYTES = 24 << 20
+
+
+def chunks(names: list[str], sizes: list[int], runs: int, max_bytes: float) -> list[list[str]]:
+    """Consecutive groups of ``names`` whose ``runs x size`` float32 entries stay within
+    ``max_bytes`` (a larger layer alone)."""
+    groups, cur, used = [], [], 0
+    for name, size in zip(names, sizes):
+        b = 4 * runs * size
+        if cur and used + b > max_bytes:
+            groups.append(cur)
+            cur, used = [], 0
+        cur.append(name)
+        used += b
+    return groups + [cur] if cur else groups
+
 
 class Layout:
     """Where the parameters ``names`` of R networks live in one flat ``(R, n)`` buffer: parameter
@@ -338,20 +365,23 @@ class Trainer:
         wide = self.net.wide
         views = wide.views
         wide_shapes = {n: wide.wide_shape(n) for n in wide.names}
-        self.qlay = Layout(self.net.quantised, wide.shapes, wide_shapes, self.R)
+        sizes = [math.prod(wide.shapes[n]) for n in self.net.quantised]
+        limit = CPU_CHUNK_BYTES if device.type == "cpu" else math.inf
+        self.qlays = [Layout(names, wide.shapes, wide_shapes, self.R)
+                      for names in chunks(self.net.quantised, sizes, self.R, limit)]
         self.flay = Layout(self.net.floats, wide.shapes, wide_shapes, self.R)
-        self.q = self.qlay.q(device)
-        self.state = self.rule.init(self.qlay.flatten(views).to(device), hyper0, self.q)
+        self.qs = [lay.q(device) for lay in self.qlays]
+        self.state = [self.rule.init(lay.flatten(views).to(device), hyper0, q) for lay, q in zip(self.qlays, self.qs)]
         self.floats = self.flay.flatten(views).to(device)
         self.fmom = torch.zeros_like(self.floats)
         distinct = list(dict.fromkeys(self.seeds))
         self.gens = {s: torch.Generator().manual_seed(s) for s in distinct}
         self.gens_aug = {s: torch.Generator(device=device).manual_seed(s + 1) for s in distinct}
         self.steps = ep.steps_per_epoch(len(self.data.train_x), batch_size, self.ctx.world)
-        on = compile_pays(self.R, epochs * self.steps, self.qlay.numel) if compile == "auto" else bool(compile)
+        on = compile_pays(self.R, epochs * self.steps, sum(lay.numel for lay in self.qlays)) if compile == "auto" else bool(compile)
         self.with_proxies = proxies
         self._step = _update_fn(self.algo, on, proxies)
-        self.flips = ep.SignFlips(list(self.qlay.views(self.rule.binary_weights(self.state, self.q)).values()))
+        self.flips = ep.SignFlips(list(self._quantised("binary").values()))
         self.memory_format = torch.channels_last if device.type == "cuda" and self.data.train_x.dim() == 4 else torch.contiguous_format
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
         self.eval_batch_size = eval_batch_size
@@ -362,9 +392,17 @@ class Trainer:
         """Every parameter of the R networks, ``(R, *shape)``: the quantised layers' ``forward``
         (where gradients are taken), ``binary`` (in Q) or ``float`` weights, and the float
         parameters."""
-        flat = {"forward": lambda: self.rule.forward_weights(self.state), "binary": lambda: self.rule.binary_weights(self.state, self.q),
-                "float": lambda: self.rule.float_weights(self.state)}[which]()
-        return {**self.qlay.views(flat), **self.flay.views(self.floats)}
+        return {**self._quantised(which), **self.flay.views(self.floats)}
+
+    def _flat(self, which: str) -> list[Tensor]:
+        """Each chunk's flat buffer of the quantised layers' ``which`` weights."""
+        view = {"forward": lambda st, q: self.rule.forward_weights(st), "binary": self.rule.binary_weights,
+                "float": lambda st, q: self.rule.float_weights(st)}[which]
+        return [view(st, q) for st, q in zip(self.state, self.qs)]
+
+    def _quantised(self, which: str) -> dict[str, Tensor]:
+        """Every quantised layer's ``which`` weights, ``(R, *shape)`` views of the flat buffers."""
+        return {n: v for lay, flat in zip(self.qlays, self._flat(which)) for n, v in lay.views(flat).items()}
 
     def module(self, run: int = 0, which: str = "forward") -> torch.nn.Module:
         """Run ``run`` as a plain network of :func:`stam.dnn.models.build_model` holding its
@@ -406,18 +444,20 @@ class Trainer:
                 y = torch.stack([data.train_y[batches[s][ctx.rank :: ctx.world]] for s in self.seeds])  # (R, b)
                 x = _inputs(data, [images[s] for s in (self.seeds[:1] if shared else self.seeds)], shared)
                 x = x.contiguous(memory_format=self.memory_format)
-                wq = self.rule.forward_weights(self.state).detach().requires_grad_(True)
+                wqs = [w.detach().requires_grad_(True) for w in self._flat("forward")]
                 wf = self.floats.detach().requires_grad_(True)
+                weights = {name: t for lay, wq in zip(self.qlays, wqs) for name, t in lay.wide(wq).items()}
                 with self.autocast():
-                    out = self.net.wide.call_with({**self.qlay.wide(wq), **self.flay.wide(wf)}, x)
+                    out = self.net.wide.call_with({**weights, **self.flay.wide(wf)}, x)
                 losses = F.cross_entropy(out.float().flatten(0, 1), y.flatten(), reduction="none").view(R, -1).mean(dim=1)
-                grads = torch.autograd.grad(losses.sum(), [wq, wf], allow_unused=True)
-                grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, (wq, wf))]
+                leaves = [*wqs, wf]
+                grads = torch.autograd.grad(losses.sum(), leaves, allow_unused=True)
+                grads = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves)]
                 if ctx.world > 1:
                     grads = _average(grads, ctx)
                 with torch.no_grad():
-                    self.state, self.floats, self.fmom, prox = self._step(self.state, self.floats, self.fmom, grads[0], grads[1],
-                                                                         hyper, self.q)
+                    self.state, self.floats, self.fmom, prox = self._step(self.state, self.floats, self.fmom, grads[:-1], grads[-1],
+                                                                         hyper, self.qs)
                 n = y.shape[1]
                 loss_sum += losses.detach().double() * n
                 correct += (out.detach().argmax(-1) == y).sum(dim=1)
@@ -438,7 +478,7 @@ class Trainer:
     def finite(self) -> Tensor:
         """Per run, whether every weight, state tensor, buffer and BatchNorm statistic is finite: ``(R,)``."""
         ok = torch.ones(self.R, dtype=torch.bool, device=self.device)
-        tensors = [*self.state, self.floats, self.fmom]
+        tensors = [t for st in self.state for t in st] + [self.floats, self.fmom]
         tensors += [b.view(self.R, -1) for b in self.net.wide.buffers() if b.is_floating_point() and b.dim()]
         for t in tensors:
             ok &= torch.isfinite(t.reshape(self.R, -1)).all(dim=1)
@@ -453,7 +493,7 @@ class Trainer:
     def sign_flips(self) -> dict:
         """The sign-flip diagnostic at an epoch's end (:class:`stam.dnn.epochs.SignFlips`), per
         run and per quantised layer (in the order of :attr:`Net.quantised`)."""
-        return self.flips.update(list(self.qlay.views(self.rule.binary_weights(self.state, self.q)).values()))
+        return self.flips.update(list(self._quantised("binary").values()))
 
     # ------------------------------------------------------------------ state
     def _rng(self) -> dict:
@@ -469,9 +509,10 @@ class Trainer:
         update-rule state, the float parameters' buffers), ``rng`` (torch's global generator and
         each distinct seed's shuffling and augmentation generators) and ``signs``."""
         buffers = {name: b for name, b in self.net.wide.body.named_buffers()}
-        fields = [self.qlay.views(t) for t in self.state]
+        fields = [{n: v for lay, st in zip(self.qlays, self.state) for n, v in lay.views(st[i]).items()}
+                  for i in range(len(self.state[0]))] if self.state else []
         return {"model": {**self.weights("forward"), **buffers},
-                "optimizer": {"layers": {n: [f[n] for f in fields] for n in self.qlay.names},
+                "optimizer": {"layers": {n: [f[n] for f in fields] for n in self.net.quantised},
                               "buffers": self.flay.views(self.fmom)},
                 "rng": self._rng(), "signs": self.flips.state_dict()}
 
@@ -480,8 +521,8 @@ class Trainer:
         as :mod:`stam.dnn.checkpoint` does)."""
         dev = self.device
         layers = sd["optimizer"]["layers"]
-        self.state = _remake(self.state, [self.qlay.flatten({n: layers[n][i] for n in self.qlay.names}).to(dev)
-                                          for i in range(len(self.state))])
+        self.state = [_remake(st, [lay.flatten({n: layers[n][i] for n in lay.names}).to(dev) for i in range(len(st))])
+                      for lay, st in zip(self.qlays, self.state)]
         self.floats = self.flay.flatten(sd["model"]).to(dev)
         self.fmom = self.flay.flatten(sd["optimizer"]["buffers"]).to(dev)
         with torch.no_grad():

@@ -411,3 +411,17 @@ def test_force_on_a_synthetic_map_is_an_error(capsys, tmp_path):
 
     assert main(["map", "--problem", "binary", "--force", "--out", str(tmp_path / "m")]) == 2
     assert "--force is for a network map" in capsys.readouterr().err
+
+
+def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypatch):
+    """On a CPU a large network's quantised weights are split into flat buffers of whole layers
+    (CPU_CHUNK_BYTES); a layer per chunk trains exactly as one chunk for all."""
+    cfgs = [_cfg("stam", 2, seed=1), _cfg("stam", 2, seed=2, gamma=0.5)]
+    one = batched.train_batched(cfgs, task, 2, 64, compile=False)
+    monkeypatch.setattr(batched, "CPU_CHUNK_BYTES", 1)  # every layer its own chunk
+    tr = batched.Trainer(cfgs, task, 64, compile=False)
+    assert len(tr.qlays) == len(tr.net.quantised) > 1
+    many = batched.train_batched(cfgs, task, 2, 64, compile=False)
+    assert [r["log"] for r in one] == [r["log"] for r in many]
+    assert batched.chunks(["a", "b", "c"], [10, 10, 10], 1, 80) == [["a", "b"], ["c"]]
+    assert batched.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone

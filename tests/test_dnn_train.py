@@ -184,7 +184,7 @@ def test_weights_broken_by_the_last_step_of_an_epoch_stop_the_run(tmp_path, monk
     def epoch_then_break(self, epoch, *args, **kw):
         out = real(self, epoch, *args, **kw)
         if epoch == 2:  # after the last (only) step of epoch 2
-            self.state.u.fill_(float("nan"))
+            self.state[0].u.fill_(float("nan"))
         return out
 
     monkeypatch.setattr(batched.Trainer, "train_epoch", epoch_then_break)
