@@ -106,6 +106,13 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         return torch.copysign(mag.expand_as(v), v + 0.0)
     blocks = Blocks.of(block_ids, num_blocks)
     flat = v.reshape(v.shape[0], -1)
+    if blocks.split and _compiling():
+        # under torch.compile: one reduction per block and one pass writing every block (inductor
+        # fuses these; the in-place form below it turns into copies, twice as slow)
+        parts = flat.split(blocks.sizes, dim=1)
+        s = torch.stack([part.abs().sum(dim=1) for part in parts], dim=1) / blocks.counts.to(flat.dtype)
+        return torch.cat([torch.copysign(s[:, k : k + 1].expand_as(part), part + 0.0) for k, part in enumerate(parts)],
+                         dim=1).reshape(v.shape)
     if blocks.split:
         # one buffer, no other temporary: |v| -> block sums -> v + 0.0 -> copysign in place, block by block
         out = torch.abs(flat)
@@ -117,6 +124,12 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         return out.reshape(v.shape)
     s = block_scales(flat, blocks)
     return torch.copysign(blocks.expand(s), flat + 0.0).reshape(v.shape)
+
+
+def _compiling() -> bool:
+    """Whether torch.compile is tracing this call."""
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling()) if is_compiling is not None else False
 
 
 def signs(w: Tensor) -> Tensor:
