@@ -259,14 +259,15 @@ def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -
     F and hence for the paper's general F: gamma from the refuted ``hi`` on)."""
     rows = sorted(region["rows"], key=lambda r: r["lam"])
     lams = np.array([r["lam"] for r in rows])
+    cls = {"convex": "convex F", "lsc": "any proper lsc F", "indicator": "F an indicator"}[region.get("f_class", "convex")]
 
     def edge(part, key, missing):
         return np.array([r[part][key] if r[part][key] is not None else missing for r in rows], dtype=float)
 
     cert = np.minimum(edge("general", "lo", gamma_min), gamma_max * 10)
     ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor="#0072B2",
-                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) (convex F; "
-                     "stam pep --region)")
+                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) "
+                     f"({cls}; stam pep --region)")
     ax.plot(edge("paper", "lo", np.nan), lams, color="#0072B2", linewidth=1.5, marker=".",
             label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")
     refuted = edge("refuted", "hi", np.nan)

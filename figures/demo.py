@@ -243,7 +243,7 @@ class Demo:
     def region(self, step: Step) -> None:
         """Where a Lyapunov function certifies deterministic STAM, and where the PEP refutes the
         theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas)
+        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, f_class="convex", sampling=None)
         step.outputs.append(atomic_write_json(self.stage / "region.json", result))
         rows = result["rows"]
         paper = [r["paper"]["lo"] * r["lam"] for r in rows if r["paper"]["lo"] is not None]
