@@ -209,7 +209,8 @@ def test_solver_status_is_never_hidden():
     assert c.status == "user_limit" and not c.certified and c.rho is None
     c = ly.certify_stam(1.0, 0.1, 250.0, solver_options={"CLARABEL": {"max_iter": 2}})  # falls back to SCS
     assert c.details["fallback_from"] == ["CLARABEL: user_limit"] and c.solver == "SCS"
-    assert c.certified == (c.status == "optimal" and c.rho >= ly.RHO_MIN)  # SCS's answer, re-checked in numpy
+    S = ly.stam_step_sdp(1.0, 0.1, 250.0).S  # SCS's answer, re-checked in numpy (SCS is looser than Clarabel)
+    assert c.certified == (c.status == "optimal" and c.rho >= ly.RHO_MIN and ly._accurate(c.residual, c.rho, S))
 
 
 def test_api_rejects_bad_constants():
@@ -253,7 +254,7 @@ def test_region_brackets(small_region):
     for key in ("paper", "general", "sampled"):
         part = row[key]
         assert part["f_class"] == "lsc" and part["lo"] <= row["convex"]["paper" if key == "sampled" else key]["lo"]
-        assert row["gamma_theorem"] < part["lo"] < 1.0 <= part["hi"]
+        assert row["gamma_theorem"] < part["lo"] < part["hi"] <= 1.03  # gamma lam <= 1 (lam = 1)
     assert row["refuted"]["hi"] <= refuted["hi"]
     assert all(k in ("optimal", "optimal_inaccurate", "infeasible", "unbounded", "user_limit") or k.startswith("solver")
                for part in (paper, general, row["paper"], row["general"], row["sampled"]) for k in part["statuses"])

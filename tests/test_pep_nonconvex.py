@@ -295,3 +295,76 @@ def test_cli_prints_class_and_gradient(capsys):
     assert code == 0
     assert "b-nice minibatches N=2 b=1" in out and "indicator" in out and "delta0 + Delta + M0'_T = 1" in out
     assert "status: optimal" in out
+
+
+def _worst_ratio(c, lam, gamma, beta, template, seeds, steps=40):
+    """max over binary-Q STAM runs (full gradient) of (V_{t+1} - V_t + rho S_t) / (rho S_t): <= 0 when the
+    certificate holds."""
+    a, b = c.theta["a"], c.theta["b"]
+    P = np.array(c.P) if c.P is not None else None
+    worst_ratio = -np.inf
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        n, q = 3, rng.uniform(0.1, 3)
+        Gi, gi, _ = _instance(rng, 1, n)
+        ops = _BinaryOps(lam, q)
+        zp = rng.normal(0, 5, n)
+        state = stam_init(rng.normal(0, 5, n), ops, gamma, z_prev=zp)
+        s = ops.s
+
+        def V(st, zprev, sub):
+            if template == "general":  # F = 0 on Q
+                xi = [st.y - zprev, gi(0, st.y), sub]
+                return a * Gi(0, st.y) + sum(P[i, j] * xi[i] @ xi[j] for i in range(3) for j in range(3))
+            M = (np.sum((2 * st.x - st.u - st.z) ** 2) / (2 * gamma) - np.sum((st.x - st.z) ** 2) / (2 * gamma)
+                 - np.sum((st.u - st.x) ** 2) / gamma)
+            return a * (Gi(0, st.y) + lam / 2 * np.sum((st.x - st.y) ** 2)) + b * M
+
+        for _ in range(steps):
+            g = gi(0, state.y)
+            S = np.sum((g + lam * (state.y - state.u)) ** 2) + np.sum((lam * (state.u - state.y) + s) ** 2)
+            new = stam_step(state, g, ops, gamma, beta)
+            worst_ratio = max(worst_ratio, (V(new, state.z, ops.s) - V(state, zp, s) + c.rho * S) / (c.rho * S))
+            zp, state, s = state.z, new, ops.s
+    return worst_ratio
+
+
+@pytest.mark.parametrize("lam,gamma,beta,template", [(1.0, 0.5, 50.0, "general"), (1.0, 0.5, 50.0, "paper"),
+                                                     (1.0, 0.95, 1e4, "paper"), (0.1874, 2.0, 1e3, "paper")])
+def test_lsc_certificates_hold_along_binary_runs(lam, gamma, beta, template):
+    """Full gradient, F = I_Q: every lsc certificate's one-step inequality holds along actual runs (to
+    the solver's accuracy: 1% of rho S)."""
+    c = cert(lam, gamma, beta, template, "lsc")
+    assert c.certified
+    assert _worst_ratio(c, lam, gamma, beta, template, seeds=20) <= 1e-2
+
+
+def test_a_convex_certificate_fails_on_the_binary_set():
+    """Why the class matters: at lam = 0.09, gamma = 5, beta = 1e4 (gamma lam = 0.45) both classes are
+    certified, but the convex certificate's inequality is violated by far on binary-Q runs, while the
+    lsc one holds."""
+    lam, gamma, beta = 0.09, 5.0, 1e4
+    convex, lsc = cert(lam, gamma, beta, "general", "convex"), cert(lam, gamma, beta, "general", "lsc")
+    assert convex.certified and lsc.certified
+    assert _worst_ratio(convex, lam, gamma, beta, "general", seeds=100) > 1  # violated by more than rho S
+    assert _worst_ratio(lsc, lam, gamma, beta, "general", seeds=20) <= 1e-2
+
+
+@pytest.mark.parametrize("lam", [0.1, 1.0, 7.3])
+@pytest.mark.parametrize("N,b", [(1, 1), (2, 1), (3, 2)])
+def test_theorem_conv_region_is_certified_for_the_papers_class(lam, N, b):
+    """Inside Theorem conv's hypotheses (gamma < gamma_max, beta = ceil(2 K2/K1)) the paper form is
+    certified for any proper lsc F, with 1/rho <= 2 beta (the theorem's constant is >= 2 beta) and, with
+    minibatches, a noise floor kappa/rho below the theorem's 2 (L+M) A / beta."""
+    from stam.theory import numeric
+
+    c = numeric.quadratic_coupling(lam, L1=1.0)
+    for frac in (0.5, 0.95):
+        gamma = frac * float(numeric.gamma_max(c))
+        beta = float(math.ceil(2 * float(numeric.K2(gamma, c)) / float(numeric.K1(gamma, c))))
+        r = cert(lam, gamma, beta, "paper", "lsc", N, b)
+        assert r.certified and 1 / r.rho <= 2 * beta
+        if b < N:
+            A, _ = numeric.finite_sum(1.0, N, b, lam, 0.0)
+            M = float(numeric.M(gamma, numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=0.0)))
+            assert r.details["kappa"] / r.rho <= 2 * (1.0 + lam + M) * float(A) / beta

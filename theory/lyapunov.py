@@ -1,11 +1,15 @@
-"""Automated Lyapunov search for deterministic STAM (Taylor, Van Scoy, Lessard 2018).
+"""Automated Lyapunov search for STAM (Taylor, Van Scoy, Lessard 2018; Taylor, Bach 2019).
 
-Question (issue 15): for which ``(gamma, lam, beta)`` does *some* Lyapunov function certify that
-deterministic STAM (Algorithm 1, eq. (algalg1), with the full gradient of ``G``) reaches
+Question (issues 15, 22): for which ``(gamma, lam, beta)`` does *some* Lyapunov function certify that
+STAM (Algorithm 1, eq. (algalg1), with the full gradient of ``G`` or b-nice minibatches) reaches
 stationarity at the rate ``O(1/T)``, for every problem of the class
 
 - ``G`` ``L1``-smooth, nonconvex, bounded below (Assumption ass2 (a1));
-- ``F`` closed, proper, convex, reached only through its proximal step eq. (algu);
+- ``F`` reached only through its proximal step eq. (algu), of one of the classes of
+  :mod:`stam.theory.pep` (``f_class``): any proper lsc ``F`` (``"lsc"``, the paper's class and the
+  default), the indicator of any closed set (``"indicator"``, e.g. the binary ``Q``), or closed proper
+  convex (``"convex"``).  The nonconvex classes use the exact interpolation condition of the
+  proximal step (:func:`prox_pair`): the convex inequality with the curvature ``1/gamma`` allowed;
 - ``H(x, y) = (lam/2)||x - y||^2`` (the network coupling; no oracle: its gradients and the x-step
   eq. (algx) are affine in the iterates)?
 
@@ -30,7 +34,8 @@ quadratic form in xi_t = (y^t - z^{t-1}, g_t, s_t))``, and the condition
 (``S_t`` the stationarity measure of Theorem conv, as in :mod:`stam.theory.pep`:
 ``||grad G(y^t) + lam (y^t - u^t)||^2 + ||lam (u^t - y^t) + s_t||^2``) is imposed through the
 interpolation conditions of the two points of each function in one step (``L1``-smooth:
-Taylor-Hendrickx-Glineur 2017, Thm 3.10; convex: ``F(u_i) >= F(u_j) + <s_j, u_i - u_j>``) with
+Taylor-Hendrickx-Glineur 2017, Thm 3.10; convex: ``F(u_i) >= F(u_j) + <s_j, u_i - u_j>``; proper lsc:
+the same minus ``||u_i - u_j||^2 / (2 gamma)``) with
 nonnegative multipliers (S-procedure): one small SDP (a 5 x 5 matrix inequality; with the
 lower bound below one more 3 x 3), maximising ``rho`` with the function-value weights at most 1.
 Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho T)``.  Two templates:
@@ -60,6 +65,29 @@ Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho 
   one finds ``delta_t + M_t = Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lam)||r_t||^2`` with
   ``r_t = (z^{t-1} - z^t)/gamma``, bounded below exactly when ``gamma lam <= 1``.
 
+**Sampled gradients** (:func:`stam_step_sdp_sampled`, paper template): ``G = (1/N) sum_i G_i``, every
+``G_i`` ``L1``-smooth and bounded below by ``G_i^inf``, and the y-step eq. (algy) uses the b-nice
+minibatch gradient (the remark after eq. (stochastic G)).  One step has ``K = C(N, b)`` equally likely
+branches; each is run through ``stam_step`` and ``E_t`` is their exact average (as Taylor and Bach,
+COLT 2019, do for SGD).  The minibatch noise is only bounded through the ``G_i^inf`` (the route of
+Lemma es-lemma: ``||grad G_i(y)||^2 <= 2 L1 (G_i(y) - G_i^inf)``), so the condition is
+
+    E_t V_{t+1} - V_t + rho S_t <= kappa D_t,   D_t = G(y^t) + H(x^t, y^t) - (1/N) sum_i G_i^inf = delta_t + Delta,
+
+with ``Delta = G^inf - (1/N) sum_i G_i^inf`` (Lemma es-lemma's ``Delta^inf``) and ``0 <= kappa <=``
+:func:`growth_cap` ``* rho`` (``2 (L1 + lam) A / beta``, ``A`` of Lemma es-lemma).  Since ``V_t >= a delta_t``,
+``E V_{t+1} <= q V_t - rho S_t + kappa Delta`` with ``q = 1 + kappa / a``; weighting step t by ``q^{-t-1}``
+(the paper's ``omega_t``) and summing gives the paper's own shape
+
+    min_{t<T} E S_t <= q^T (delta0 + M0'_T) / (rho T) + kappa Delta / rho,
+
+whose noise floor ``kappa Delta / rho`` is at most Theorem conv's ``(L+M) C / beta`` and whose growth
+``q`` is of the order of its ``1 + (L+M) A / beta^2``.  Without the growth term nothing is certified
+for ``b < N`` (a test).  With ``b = N`` (in particular ``N = 1``) there is one branch, the exact
+gradient, no growth term, and the certificate is the deterministic one (a test).  Size: a
+``(2 + N + K (N + 1))``-square matrix inequality and ``N (K + 1)^2 + (K + 1) K`` interpolation
+inequalities (N = 2, b = 1: 10 and 24).
+
 **Why not AutoLyap.**  AutoLyap 0.2.1 (``pip install autolyap``, in the ``pep`` extra) was tried
 first; its representation does not fit STAM, so the SDP is written here with cvxpy:
 
@@ -76,7 +104,8 @@ first; its representation does not fit STAM, so the SDP is written here with cvx
    this module agree on the threshold ``gamma = 2/L``.
 
 **Checks** (tests): gradient descent (:func:`gradient_descent`) and proximal gradient with a
-convex ``F`` (:func:`proximal_gradient`) are certified exactly for ``gamma < 2/L``; at parameters
+convex ``F`` (:func:`proximal_gradient`) are certified exactly for ``gamma < 2/L``, proximal gradient
+with a nonconvex ``F`` exactly for ``gamma < 1/L``; at parameters
 of Theorem conv the paper template gives ``1/rho`` below the theorem's constant; where the paper
 template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
 
@@ -347,7 +376,7 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
 
 #: a solution counts when its matrix inequalities hold to this fraction of the rate's own term
 #: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||; lower-bound form >= -RESIDUAL_ABS).
-RESIDUAL_REL = 1e-2
+RESIDUAL_REL = 1e-3
 RESIDUAL_ABS = 1e-6
 
 
@@ -613,20 +642,67 @@ def _bisect(test, lo: float, hi: float, rtol: float):
     return lo, hi, calls
 
 
+#: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade).
+SCAN_RATIO = 1.2
+
+
+def _first_gap(test, lo: float, hi: float, rtol: float, ratio: float = SCAN_RATIO):
+    """The end of the interval from below where ``test`` holds: a scan upwards from ``lo`` by factors
+    ``ratio`` to the first failure, then log bisection between the last success and it.  Unlike
+    :func:`_bisect` it does not assume the property fails everywhere above its first failure (with a
+    nonconvex ``F`` the certified gammas are not an interval: the class itself depends on gamma); a
+    gap narrower than ``ratio`` can be stepped over.  Returns ``(last holding, first failing, calls)``."""
+    calls = 1
+    if not test(lo):
+        return None, lo, calls
+    g = lo
+    while g < hi:
+        nxt = min(g * ratio, hi)
+        calls += 1
+        if not test(nxt):
+            a, b, more = _bisect_inside(test, g, nxt, rtol)
+            return a, b, calls + more
+        g = nxt
+    return hi, None, calls
+
+
+def _bisect_inside(test, lo: float, hi: float, rtol: float):
+    """Log bisection with ``test(lo)`` true and ``test(hi)`` false already known."""
+    calls = 0
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        calls += 1
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, calls
+
+
 def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
                     gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None,
-                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> dict:
-    """The largest gamma with a certificate of ``template`` for some beta of ``betas`` (log bisection
-    on ``gamma_range``; it assumes that certified gammas form an interval from below, and reports
-    the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
+                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=()) -> dict:
+    """The end of the interval of gammas, from ``gamma_range[0]`` up, with a certificate of ``template`` for
+    some beta of ``betas`` (:func:`_first_gap`: a scan by factors 1.2, then log bisection; it
+    reports the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
     ``hi`` the smallest uncertified one above it (None: certified up to ``gamma_range[1]``),
-    ``beta`` and ``rho`` of the certificate at ``lo``, and the count of every solver status."""
+    ``beta`` and ``rho`` of the certificate at ``lo``, and the count of every solver status.
+    ``inherited``: gammas already certified for a larger class of ``F`` (any proper lsc ``F`` contains
+    the convex ones): its certificate is one for ``f_class`` too, so they count without a solve
+    (``inherited`` in the result counts them; without it the solver's accuracy at rates near
+    :data:`RHO_MIN` could make a smaller class look less certified)."""
     statuses: dict[str, int] = {}
     found: dict[float, tuple] = {}
     slowest = [0.0]
     order = list(betas)[::-1]
 
+    inherited = set(inherited)
+    taken = [0]
+
     def test(gamma):
+        if gamma in inherited:
+            taken[0] += 1
+            return True
         for beta in list(order):
             c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver, f_class=f_class, N=N, b=b)
             statuses[c.status] = statuses.get(c.status, 0) + 1
@@ -638,10 +714,11 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                 return True
         return False
 
-    lo, hi, _ = _bisect(test, *gamma_range, rtol)
+    lo, hi, _ = _first_gap(test, *gamma_range, rtol)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
-            "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b}
+            "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
+            "inherited": taken[0], "certified_at": sorted(found)}
 
 
 def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
@@ -699,11 +776,13 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         row = {"lam": float(lam), "gamma_theorem": gmax}
         classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
         for cls in classes:
+            larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
             part = {
-                "general": certified_gamma(lam, "general", betas, L1, gamma_range, rtol, solver, f_class=cls),
-                "paper": certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls),
-                "refuted": refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls),
+                tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                     inherited=larger[tpl]["certified_at"] if larger else ())
+                for tpl in ("general", "paper")
             }
+            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
             if cls == f_class:
                 row.update(part)
                 if sampling is not None:
