@@ -1,4 +1,5 @@
-"""``stam pep``: the exact worst case of deterministic STAM (performance estimation) beside
+"""``stam pep``: the exact worst case of STAM (performance estimation; F of a chosen class, the full
+gradient or b-nice minibatches) beside
 Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
 the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  Registering imports nothing
 heavy; PEPit and cvxpy load when it runs."""
@@ -93,7 +94,8 @@ def _method_text(f_class: str, N: int, b: int) -> str:
 def _print_row(args, row: dict) -> None:
     print(f"{_method_text(args.F, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
           f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
-    print(f"  worst case of min_t S_t (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
+    metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
+    print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
     norm = "delta0 + M0'_T = 1" if (args.N, args.b) == (1, 1) else "delta0 + Delta + M0'_T = 1"
     print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for {norm}; admissible: "
           f"{_admissible_note(row)}")
@@ -245,13 +247,15 @@ def register(subparsers) -> None:
     """Add ``stam pep``."""
     p = subparsers.add_parser(
         "pep",
-        help="exact worst case of deterministic STAM (performance estimation) vs Theorem conv's bound",
-        description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} S_t, S_t the stationarity "
-        "measure of Theorem conv, that T iterations of STAM with the full gradient of G can reach over every "
-        "L1-smooth G, H = (lam/2)||x-y||^2 and closed convex F with delta0 + M0'_T <= 1 (M0'_T = M_0 - "
-        "min_{t<=T} M_t, the finite-horizon form of the paper's M0'), beside the theorem's bound for the same "
-        "normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. A solver status other "
-        "than optimal is printed as such.",
+        help="exact worst case of STAM (performance estimation; nonconvex or convex F, full or minibatch "
+        "gradients) vs Theorem conv's bound",
+        description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} E S_t, S_t the stationarity "
+        "measure of Theorem conv, that T iterations of STAM can reach over every L1-smooth G, H = (lam/2)||x-y||^2 "
+        "and F of the class --F (default: any proper lsc F, the paper's class; exact interpolation through its "
+        "proximal step), with delta0 + M0'_T <= 1 (M0'_T = M_0 - min_{t<=T} M_t, the finite-horizon form of the "
+        "paper's M0'; with --N/--b, G = (1/N) sum G_i, every minibatch path enumerated, and delta0 + Delta + "
+        "M0'_T <= 1), beside the theorem's bound for the same normalisation (corrected constants) and their "
+        "ratio. A solver status other than optimal is printed as such.",
     )
     p.add_argument("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
     p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
