@@ -368,3 +368,20 @@ def test_theorem_conv_region_is_certified_for_the_papers_class(lam, N, b):
             A, _ = numeric.finite_sum(1.0, N, b, lam, 0.0)
             M = float(numeric.M(gamma, numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=0.0)))
             assert r.details["kappa"] / r.rho <= 2 * (1.0 + lam + M) * float(A) / beta
+
+
+def test_huge_sampling_or_range_is_refused_or_bounded(capsys):
+    """A fuzzed --N must not enumerate C(N, b) branches; a huge --gamma-range is scanned in at most
+    SCAN_MAX_STEPS steps."""
+    code, out, err = run(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N",
+                          "99999999999999999999999", "--b", "50000000000000000000000"], capsys)
+    assert code == 2 and "at most 8" in err
+    calls = []
+    lo, hi, n = ly._first_gap(lambda g: calls.append(g) or True, 1e-300, 1e300, 0.02)
+    assert hi is None and lo == 1e300 and n <= ly.SCAN_MAX_STEPS + 2
+
+
+def test_gram_size_is_closed_form_for_huge_horizons():
+    assert pep.gram_size(10**22) == 2 * 10**22 + 2  # no loop over T
+    assert pep.gram_size(10**22, N=2, b=1) == math.inf
+    assert pep.gram_size(3, N=2, b=1) == 30 and pep.gram_size(2, N=3, b=1) == 26

@@ -645,8 +645,10 @@ def _bisect(test, lo: float, hi: float, rtol: float):
     return lo, hi, calls
 
 
-#: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade).
+#: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade), and its most steps (a wider
+#: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
 SCAN_RATIO = 1.2
+SCAN_MAX_STEPS = 110
 
 
 def _first_gap(test, lo: float, hi: float, rtol: float, ratio: float = SCAN_RATIO):
@@ -658,6 +660,7 @@ def _first_gap(test, lo: float, hi: float, rtol: float, ratio: float = SCAN_RATI
     calls = 1
     if not test(lo):
         return None, lo, calls
+    ratio = max(ratio, (hi / lo) ** (1 / SCAN_MAX_STEPS))  # a wide range: at most SCAN_MAX_STEPS steps
     g = lo
     while g < hi:
         nxt = min(g * ratio, hi)

@@ -318,18 +318,28 @@ def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
     return list(itertools.combinations(range(N), b))
 
 
+#: the largest N of the sampled gradient: every one of the C(N, b) minibatches is a branch of each step
+#: (C(8, 4) = 70 branches; the Lyapunov SDP for N = 4, b = 2 is already 36 x 36).
+MAX_N = 8
+
+
 def _validate_sampling(N, b):
-    require(isinstance(N, int) and N >= 1, f"N={N} must be an integer >= 1")
+    require(isinstance(N, int) and 1 <= N <= MAX_N,
+            f"N={N} must be an integer from 1 to {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
     require(isinstance(b, int) and 1 <= b <= N, f"b={b} must be an integer with 1 <= b <= N={N}")
 
 
-def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False) -> int:
+def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False):
     """Points of :func:`stam_pep` (its Gram matrix is this size): ``y^0``; at every node of the tree
     of minibatch paths (``K = C(N, b)`` children each) before ``T`` the ``N`` gradients of the
     ``G_i``; at every node up to ``T`` the subgradient of ``F``'s proximal step; one more for a free
-    ``z^{-1}``.  ``N = b = 1``: ``2T + 2``."""
+    ``z^{-1}``.  ``N = b = 1``: ``2T + 2``.  ``math.inf`` when it exceeds ``2**64`` (no PEP that size
+    is built, and the exact number is not worth computing)."""
+    _validate_sampling(N, b)
     K = math.comb(N, b)
-    nodes_before_T = sum(K**t for t in range(T))
+    if K > 1 and T * math.log2(K) > 64:
+        return math.inf
+    nodes_before_T = T if K == 1 else (K**T - 1) // (K - 1)
     return 1 + N * nodes_before_T + nodes_before_T + K**T + (1 if free_start else 0)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 
 from stam.errors import UsageError, positive_float, positive_int, require
 from stam.io import check_out_file
@@ -38,9 +39,10 @@ def _check_size(args) -> None:
     N, b = args.N, args.b
     size = gram_size(T, args.free_start, N, b)
     Tmax = max([t for t in range(1, 25) if gram_size(t, args.free_start, N, b) <= MAX_GRAM], default=0)
+    shown = "more than 2^64" if size == math.inf else f"{size} x {size}"
     sampled = "" if (N, b) == (1, 1) else f" with --N {N} --b {b}"
     require(args.force or size <= MAX_GRAM,
-            f"--T {T}{sampled} gives a PEP with a Gram matrix of size {size} x {size}, above the limit {MAX_GRAM} "
+            f"--T {T}{sampled} gives a PEP with a Gram matrix of size {shown}, above the limit {MAX_GRAM} "
             f"(T <= {Tmax}; the solve grows like T^4 or faster); "
             "add --force to run it anyway")
     if args.sweep_T is not None:
@@ -132,6 +134,9 @@ def _pep(args) -> int:
     require((args.N is None) == (args.b is None),
             "give --N and --b together (the sampled gradient: G = (1/N) sum G_i, minibatches of b)")
     if args.N is not None:
+        from stam.theory.pep import MAX_N
+
+        require(args.N <= MAX_N, f"--N {args.N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
         require(args.b <= args.N, f"--b {args.b} must be at most --N {args.N}")
     if args.region:
         return _region(args, solver)
