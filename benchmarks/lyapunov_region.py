@@ -1,8 +1,9 @@
 """Wall time of the default certified region (``stam pep --region``, stam.theory.lyapunov.region).
 
-Standards (issue 15): each Lyapunov SDP under 5 s on 2 cores for the template sizes used (a 5 x 5
-matrix inequality, plus a 3 x 3 for the lower bound); the default region (12 lambdas) under 5
-minutes.  Besides the total, the JSON gives per lambda the seconds, the number of SDPs and PEPs,
+Standards (issues 15, 22): each Lyapunov SDP under 5 s on 2 cores for the template sizes used (a 5 x 5
+matrix inequality, plus a 3 x 3 for the lower bound; with minibatches (2 + N + K(N+1)) square, K =
+C(N, b)); the default region (12 lambdas; any proper lsc F with both gradients, and convex F beside
+it) under 5 minutes.  ``sizes`` gives the SDP and PEP sizes and solve times as N and b grow.  Besides the total, the JSON gives per lambda the seconds, the number of SDPs and PEPs,
 the slowest Lyapunov SDP and every solver status met, and a separate timing of single SDPs of
 both templates (median and maximum over ``--repeat`` fresh builds).  The region itself is in
 ``region`` (the ``lyapunov-region`` object that ``stam pep --region --out`` writes).
@@ -13,6 +14,7 @@ both templates (median and maximum over ``--repeat`` fresh builds).  The region 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -30,7 +32,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from stam.io import emit_json, provenance
-    from stam.theory import lyapunov
+    from stam.theory import lyapunov, pep
 
     lams = [float(v) for v in args.lams.split(",")] if args.lams else list(lyapunov.REGION_LAMS)
     start = time.perf_counter()
@@ -54,11 +56,32 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     result = lyapunov.region(lams, progress=lambda r: print(f"lam={r['lam']:.4g}: {r['seconds']:.1f} s", flush=True))
     region_s = time.perf_counter() - t0
+    def parts(r):  # (name, bracket) of every search of a row
+        out = [(k, r[k]) for k in ("general", "paper", "sampled", "refuted") if k in r]
+        out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if "convex" in r]
+        return out
+
     rows = [{"lam": r["lam"], "seconds": r["seconds"],
-             "sdp_solves": r["general"]["solves"] + r["paper"]["solves"], "pep_solves": r["refuted"]["solves"],
-             "slowest_sdp_s": max(r["general"]["slowest_solve"], r["paper"]["slowest_solve"]),
-             "statuses": {part: r[part]["statuses"] for part in ("general", "paper", "refuted")}}
+             "sdp_solves": sum(p["solves"] for k, p in parts(r) if "refuted" not in k),
+             "pep_solves": sum(p["solves"] for k, p in parts(r) if "refuted" in k),
+             "slowest_sdp_s": max(p["slowest_solve"] for k, p in parts(r) if "refuted" not in k),
+             "statuses": {k: p["statuses"] for k, p in parts(r)}}
             for r in result["rows"]]
+    sizes = []
+    for N, b in ((1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2)):
+        t0 = time.perf_counter()
+        c = lyapunov.certify_stam(*POINTS[0], template="paper", N=N, b=b)
+        sdp_s = time.perf_counter() - t0
+        peps = {}
+        for T in (1, 2):
+            if pep.gram_size(T, N=N, b=b) <= 60:
+                t0 = time.perf_counter()
+                r = pep.stam_pep(*POINTS[0], T, N=N, b=b)
+                peps[T] = {"gram": r.details["gram_size"], "seconds": time.perf_counter() - t0, "status": r.status}
+        sizes.append({"N": N, "b": b, "branches": math.comb(N, b), "sdp_matrix": c.details["size"],
+                      "sdp_constraints": c.details["constraints"], "sdp_s": sdp_s, "sdp_status": c.status, "pep": peps})
+        print(f"N={N} b={b}: SDP {c.details['size']}x{c.details['size']}, {c.details['constraints']} inequalities, "
+              f"{sdp_s:.3f} s; PEP {peps}", flush=True)
     slowest = max([r["slowest_sdp_s"] for r in rows] + [s["max_s"] for s in single])
     out = {
         "kind": "benchmark-lyapunov-region",
@@ -70,6 +93,7 @@ def main(argv=None) -> int:
         "slowest_sdp_s": slowest,
         "meets_standard": bool(slowest < 5 and region_s < 300 and len(lams) >= 12),
         "single": single,
+        "sizes": sizes,
         "rows": rows,
         "region": result,
     }

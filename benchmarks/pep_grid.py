@@ -1,5 +1,6 @@
 """The numbers of docs/readme/pep.md: exact worst cases of deterministic STAM (PEP) beside
-Theorem conv's bound (L1 = 1, delta0 + M0' <= 1).
+Theorem conv's bound (L1 = 1, delta0 + M0' <= 1), for convex F (the tables of docs/pep.md that
+predate the nonconvex class; ``--F lsc`` for the paper's class).
 
 - ``admissible``: lam in {0.1, 1, 4}, gamma in {0.02, 0.05, 0.1}, beta the smallest beta Theorem
   conv admits (``2 K2/K1``, rounded up), T in {1, 3, 10};
@@ -24,10 +25,13 @@ TABLE_PARA = {
 }
 
 
+F_CLASS = "convex"
+
+
 def _row(lam, gamma, beta, T, **extra):
     from stam.theory.pep import compare
 
-    r = compare(lam, gamma, beta, T)
+    r = compare(lam, gamma, beta, T, f_class=F_CLASS)
     d = r["details"]
     row = {
         **extra,
@@ -44,7 +48,10 @@ def _row(lam, gamma, beta, T, **extra):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None)
+    parser.add_argument("--F", default="convex", choices=("convex", "lsc", "indicator"), help="class of F")
     args = parser.parse_args(argv)
+    global F_CLASS
+    F_CLASS = args.F
 
     from stam.io import atomic_write_json, provenance
     from stam.theory import numeric
@@ -71,6 +78,7 @@ def main(argv=None) -> int:
     out = {
         "kind": "benchmark-pep-grid",
         "provenance": provenance(),
+        "f_class": F_CLASS,
         "L1": 1.0,
         "normalisation": "delta0 + M0'_T <= 1",
         "admissible": admissible,

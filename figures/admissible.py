@@ -252,23 +252,35 @@ def draw(results, nc=None):
 
 def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -> None:
     """Two zones of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) in the
-    (gamma, lambda) panel, at the lower ends of the bisection brackets: *certified* (a Lyapunov
-    function of the general template proves the rate O(1/T) for convex F: gamma up to the
-    certified ``lo``), with the limit of the paper-form template (``V = a(G+H) + b M_t``) as a
-    line; *refuted* (``stam pep`` unbounded at some T: no bound of Theorem conv's form, for convex
-    F and hence for the paper's general F: gamma from the refuted ``hi`` on)."""
+    (gamma, lambda) panel, at the lower ends of the brackets, for the result's class of ``F``
+    (``f_class``; a file without it is convex F): *certified* (a Lyapunov function of the general
+    template proves the rate O(1/T): gamma up to the certified ``lo``), with the limit of the
+    paper-form template (``V = a(G+H) + b M_t``) as a line, the same with minibatches (``sampled``) as
+    a dashed line and, when the result has it, the limit for convex F beside (dotted); *refuted*
+    (``stam pep`` unbounded at some T: no bound of Theorem conv's form for this class, nor for any
+    larger one: gamma from the refuted ``hi`` on)."""
     rows = sorted(region["rows"], key=lambda r: r["lam"])
     lams = np.array([r["lam"] for r in rows])
+    cls = {"convex": "convex F", "lsc": "any proper lsc F", "indicator": "F an indicator"}[region.get("f_class", "convex")]
 
-    def edge(part, key, missing):
-        return np.array([r[part][key] if r[part][key] is not None else missing for r in rows], dtype=float)
+    def edge(part, key, missing, within=None):
+        parts = [(r[within] if within else r)[part] for r in rows]
+        return np.array([p[key] if p[key] is not None else missing for p in parts], dtype=float)
 
     cert = np.minimum(edge("general", "lo", gamma_min), gamma_max * 10)
     ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor="#0072B2",
-                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) (convex F; "
-                     "stam pep --region)")
+                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) "
+                     f"({cls}; stam pep --region)")
     ax.plot(edge("paper", "lo", np.nan), lams, color="#0072B2", linewidth=1.5, marker=".",
             label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")
+    if all("sampled" in r for r in rows):
+        sampling = region.get("sampling") or {}
+        ax.plot(edge("sampled", "lo", np.nan), lams, color="#0072B2", linewidth=1.2, linestyle="--", marker="x",
+                label=f"same with minibatches (N = {sampling.get('N')}, b = {sampling.get('b')}; growth and noise "
+                "floor of the theorem's shape)")
+    if all("convex" in r for r in rows):  # the convex class beside the paper's
+        ax.plot(np.minimum(edge("general", "lo", gamma_min, within="convex"), gamma_max * 10), lams, color="#009E73",
+                linewidth=1.2, linestyle=":", label="convex F: a Lyapunov function certifies up to here")
     refuted = edge("refuted", "hi", np.nan)
     ax.fill_betweenx(lams, np.where(np.isfinite(refuted), refuted, gamma_max * 10), gamma_max * 10,
                      where=np.isfinite(refuted), facecolor="none", edgecolor="#D55E00", hatch="\\\\", linewidth=0,

@@ -11,9 +11,11 @@ file the command would write):
    (:func:`stam.synthetic.baselines.compare`),
 3. admissible step sizes for that problem, from the constants the experiment recorded
    (:func:`stam.theory.numeric.recommend`, as ``stam stepsize``),
-4. the exact worst case of deterministic STAM for a few T (:func:`stam.theory.pep.pep_sweep`) at
-   the parameters of the one admissible-parameter rule (:func:`stam.theory.numeric.admissible_parameters`),
-   and the certified region by automated Lyapunov search (:func:`stam.theory.lyapunov.region`),
+4. the exact worst case of deterministic STAM for the paper's class (any proper lsc F) for a few T
+   (:func:`stam.theory.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
+   (:func:`stam.theory.numeric.admissible_parameters`), and the certified region by automated
+   Lyapunov search for that class, full and minibatch gradients, with convex F beside it
+   (:func:`stam.theory.lyapunov.region`),
 5. the convergence map of the synthetic problem over (gamma, lambda)
    (:func:`stam.synthetic.convergence_map.run_map`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
@@ -73,8 +75,10 @@ class DemoConfig:
     eps: float = 0.1  # target accuracy for the step sizes
     pep_lam: float = 1.0
     pep_T: tuple[int, ...] = (1, 2, 3, 5)
-    region_lams: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)  # the certified region (stam pep --region)
+    # the certified region (stam pep --region); lambda >= 0.1: below 0.02 the solver is not accurate enough (docs/pep.md)
+    region_lams: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)
     region_betas: tuple[float, ...] = (10.0, 1000.0, 100000.0)
+    region_gammas: tuple[float, float] = (0.01, 100.0)  # where gamma is searched
     model: str = "mlp"
     epochs: int = 12  # of every digits training (tuning, map, curves)
     batch_size: int = 32
@@ -90,7 +94,7 @@ class DemoConfig:
     def make(quick: bool) -> "DemoConfig":
         if quick:
             return DemoConfig(synthetic_quick=True, paper_preset=None, compare_budget=4096, pep_T=(1, 2), epochs=1,
-                              region_lams=(1.0,), region_betas=(100.0, 10000.0),
+                              region_lams=(1.0,), region_betas=(100.0, 10000.0), region_gammas=(0.1, 10.0),
                               batch_size=64, tune_trials=2, tune_seeds=2, tune_paper=False,
                               digits_map_grid=((0.01, 10.0, 3), (0.1, 10.0, 3), (20.0,), 1),
                               map_grid=((0.001, 30.0, 5), (0.05, 30.0, 5), (1000.0,), 2), map_iterations=100)
@@ -241,18 +245,40 @@ class Demo:
         step.outputs.append(atomic_write_json(self.stage / "pep.json", sweep))
 
     def region(self, step: Step) -> None:
-        """Where a Lyapunov function certifies deterministic STAM, and where the PEP refutes the
-        theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas)
+        """Where a Lyapunov function certifies STAM for the paper's class (any proper lsc F, the full
+        gradient and minibatches of N = 2, b = 1) and for convex F beside it, and where the PEP refutes
+        the theorem's form (``stam pep --region``, on a small grid of lambdas)."""
+        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas)
         step.outputs.append(atomic_write_json(self.stage / "region.json", result))
         rows = result["rows"]
-        paper = [r["paper"]["lo"] * r["lam"] for r in rows if r["paper"]["lo"] is not None]
+
+        def reach(part, rows_of):  # the certified gamma*lambda of every row (None: nothing certified)
+            return [rows_of(r)[part]["lo"] * r["lam"] if rows_of(r)[part]["lo"] is not None else None for r in rows]
+
+        paper, sampled = reach("paper", lambda r: r), reach("sampled", lambda r: r)
+        best = [max((v for v in vals if v is not None), default=None)
+                for vals in zip(paper, sampled, reach("general", lambda r: r))]
+        convex = reach("general", lambda r: r["convex"])
         refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
-        text = f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}): a potential of the paper's form certifies deterministic STAM"
-        text += f" up to gamma*lambda = {min(paper):.2f}" if paper else " nowhere in the searched range"
+
+        def low(vals):
+            return "nowhere" if None in vals else f"up to gamma*lambda = {min(vals):.2f}"
+
+        text = (f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}), the paper's class (any proper lsc F): "
+                f"a potential of the paper's form certifies STAM {low(paper)} (full gradient), {low(sampled)} "
+                "(minibatches N = 2, b = 1)")
+        top = max((v for v in best if v is not None), default=None)
+        text += ("; no one-step potential certifies anything" if top is None else
+                 f"; no one-step potential beyond gamma*lambda = {top:.2f}"
+                 + (" (none reaches 1.5, where the digits network trains)" if top < 1.5 else ""))
         if refuted:
             text += f"; the PEP refutes the theorem's form from gamma*lambda = {max(refuted):.2f}"
-        self.headline["region"] = text + " (convex F)"
+        known = [(v, r) for v, r in zip(convex, rows) if v is not None]
+        if known:
+            v, r = max(known, key=lambda item: item[0])
+            text += (f"; convex F: other potentials certify up to gamma*lambda = {v:.3g} (lambda = {r['lam']:g}"
+                     + (", the end of the searched range)" if r["convex"]["general"]["hi"] is None else ")"))
+        self.headline["region"] = text
 
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``)."""

@@ -84,7 +84,9 @@ def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, cap
     assert json.loads(printed[printed.index("\n{") + 1:]) == result  # progress lines, then the JSON
     assert result["region"]["kind"] == "lyapunov-region" and [r["lam"] for r in result["rows"]] == [1.0]
     row, reg = result["rows"][0], result["region"]["rows"][0]
-    assert row["sdp_solves"] == reg["general"]["solves"] + reg["paper"]["solves"] > 0
+    searches = [reg["general"], reg["paper"], reg["sampled"], reg["convex"]["general"], reg["convex"]["paper"]]
+    assert row["sdp_solves"] == sum(part["solves"] for part in searches) > 0  # lsc F (both gradients), convex F beside
+    assert [s["sdp_matrix"] for s in result["sizes"]][:2] == [5, 10]  # N = b = 1; N = 2, b = 1
     assert result["slowest_sdp_s"] >= max(s["max_s"] for s in result["single"])
     assert result["meets_standard"] is False  # one lambda is not the default region of >= 12
     assert {(s["template"], s["certified"]) for s in result["single"] if s["lam"] == 1.0} == {("paper", True), ("general", True)}

@@ -1,11 +1,15 @@
-"""Automated Lyapunov search for deterministic STAM (Taylor, Van Scoy, Lessard 2018).
+"""Automated Lyapunov search for STAM (Taylor, Van Scoy, Lessard 2018; Taylor, Bach 2019).
 
-Question (issue 15): for which ``(gamma, lam, beta)`` does *some* Lyapunov function certify that
-deterministic STAM (Algorithm 1, eq. (algalg1), with the full gradient of ``G``) reaches
+Question (issues 15, 22): for which ``(gamma, lam, beta)`` does *some* Lyapunov function certify that
+STAM (Algorithm 1, eq. (algalg1), with the full gradient of ``G`` or b-nice minibatches) reaches
 stationarity at the rate ``O(1/T)``, for every problem of the class
 
 - ``G`` ``L1``-smooth, nonconvex, bounded below (Assumption ass2 (a1));
-- ``F`` closed, proper, convex, reached only through its proximal step eq. (algu);
+- ``F`` reached only through its proximal step eq. (algu), of one of the classes of
+  :mod:`stam.theory.pep` (``f_class``): any proper lsc ``F`` (``"lsc"``, the paper's class and the
+  default), the indicator of any closed set (``"indicator"``, e.g. the binary ``Q``), or closed proper
+  convex (``"convex"``).  The nonconvex classes use the exact interpolation condition of the
+  proximal step (:func:`prox_pair`): the convex inequality with the curvature ``1/gamma`` allowed;
 - ``H(x, y) = (lam/2)||x - y||^2`` (the network coupling; no oracle: its gradients and the x-step
   eq. (algx) are affine in the iterates)?
 
@@ -30,7 +34,8 @@ quadratic form in xi_t = (y^t - z^{t-1}, g_t, s_t))``, and the condition
 (``S_t`` the stationarity measure of Theorem conv, as in :mod:`stam.theory.pep`:
 ``||grad G(y^t) + lam (y^t - u^t)||^2 + ||lam (u^t - y^t) + s_t||^2``) is imposed through the
 interpolation conditions of the two points of each function in one step (``L1``-smooth:
-Taylor-Hendrickx-Glineur 2017, Thm 3.10; convex: ``F(u_i) >= F(u_j) + <s_j, u_i - u_j>``) with
+Taylor-Hendrickx-Glineur 2017, Thm 3.10; convex: ``F(u_i) >= F(u_j) + <s_j, u_i - u_j>``; proper lsc:
+the same minus ``||u_i - u_j||^2 / (2 gamma)``) with
 nonnegative multipliers (S-procedure): one small SDP (a 5 x 5 matrix inequality; with the
 lower bound below one more 3 x 3), maximising ``rho`` with the function-value weights at most 1.
 Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho T)``.  Two templates:
@@ -60,6 +65,31 @@ Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho 
   one finds ``delta_t + M_t = Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lam)||r_t||^2`` with
   ``r_t = (z^{t-1} - z^t)/gamma``, bounded below exactly when ``gamma lam <= 1``.
 
+**Sampled gradients** (:func:`stam_step_sdp_sampled`, paper template): ``G = (1/N) sum_i G_i``, every
+``G_i`` ``L1``-smooth and bounded below by ``G_i^inf``, and the y-step eq. (algy) uses the b-nice
+minibatch gradient (the remark after eq. (stochastic G)).  One step has ``K = C(N, b)`` equally likely
+branches; each is run through ``stam_step`` and ``E_t`` is their exact average (as Taylor and Bach,
+COLT 2019, do for SGD).  The minibatch noise is only bounded through the ``G_i^inf`` (the route of
+Lemma es-lemma: ``||grad G_i(y)||^2 <= 2 L1 (G_i(y) - G_i^inf)``), so the condition is
+
+    E_t V_{t+1} - V_t + rho S_t <= kappa D_t,   D_t = G(y^t) + H(x^t, y^t) - (1/N) sum_i G_i^inf = delta_t + Delta,
+
+with ``Delta = G^inf - (1/N) sum_i G_i^inf`` (Lemma es-lemma's ``Delta^inf``) and ``0 <= kappa <=``
+:func:`growth_cap` ``* rho`` (at most a tenth of the rate, and at most ``2 (L1 + lam) A / beta``, ``A`` of
+Lemma es-lemma); a certificate counts only with the weight ``a >= 1/2``.  Since ``V_t >= a delta_t``,
+``E V_{t+1} <= q V_t - rho S_t + kappa Delta`` with ``q = 1 + kappa / a <= 1 + 2 kappa``; weighting step t
+by ``q^{-t-1}`` (the paper's ``omega_t``) and summing gives the paper's own shape
+
+    min_{t<T} E S_t <= q^T (delta0 + M0'_T) / (rho T) + kappa Delta / rho,
+
+whose noise floor ``kappa Delta / rho`` is at most Theorem conv's ``(L+M) C / beta`` and whose growth
+stays below ``e`` for ``T <= 5 / rho`` (the theorem's own growth ``(1 + (L+M) A / beta^2)^T`` is
+unbounded in T too).  Without the growth term nothing is certified
+for ``b < N`` (a test).  With ``b = N`` (in particular ``N = 1``) there is one branch, the exact
+gradient, no growth term, and the certificate is the deterministic one (a test).  Size: a
+``(2 + N + K (N + 1))``-square matrix inequality and ``N (K + 1)^2 + (K + 1) K`` interpolation
+inequalities (N = 2, b = 1: 10 and 24).
+
 **Why not AutoLyap.**  AutoLyap 0.2.1 (``pip install autolyap``, in the ``pep`` extra) was tried
 first; its representation does not fit STAM, so the SDP is written here with cvxpy:
 
@@ -76,7 +106,8 @@ first; its representation does not fit STAM, so the SDP is written here with cvx
    this module agree on the threshold ``gamma = 2/L``.
 
 **Checks** (tests): gradient descent (:func:`gradient_descent`) and proximal gradient with a
-convex ``F`` (:func:`proximal_gradient`) are certified exactly for ``gamma < 2/L``; at parameters
+convex ``F`` (:func:`proximal_gradient`) are certified exactly for ``gamma < 2/L``, proximal gradient
+with a nonconvex ``F`` exactly for ``gamma < 1/L``; at parameters
 of Theorem conv the paper template gives ``1/rho`` below the theorem's constant; where the paper
 template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
 
@@ -100,12 +131,24 @@ from stam.algorithm import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.theory import numeric
-from stam.theory.pep import SOLVER_DEFAULTS, _check_solver, stam_pep
+from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, _check_solver, _validate_sampling,
+                             check_f_class, minibatches, stam_pep)
 
 #: the templates of the module docstring.
 TEMPLATES = ("paper", "general")
 #: smallest rate that counts as a certificate (L1 = 1 scale; see :func:`certify_stam`).
 RHO_MIN = 1e-7
+#: sampled gradients: the growth ``kappa`` of a certificate is at most this fraction of its rate, so
+#: that ``q^T <= e`` up to ``T = 1 / (2 GROWTH_PER_RATE rho)`` (module docstring, "Sampled gradients").
+GROWTH_PER_RATE = 0.1
+
+
+def growth_cap(lam: float, beta: float, L1: float, N: int, b: int) -> float:
+    """``kappa / rho`` allowed: the smaller of :data:`GROWTH_PER_RATE` and ``2 (L1 + lam) A / beta``
+    (``A`` of Lemma es-lemma for b-nice sampling, :func:`stam.theory.numeric.finite_sum`), which keeps
+    the noise floor ``kappa Delta / rho`` below Theorem conv's ``(L+M) C / beta = 2 (L+M) A Delta / beta``."""
+    A, _ = numeric.finite_sum(L1, N, b, lam, 0.0)
+    return min(GROWTH_PER_RATE, 2 * (L1 + lam) * float(A) / beta)
 #: cvxpy statuses that end the solver chain.
 _CONCLUSIVE = ("optimal", "infeasible", "unbounded")
 
@@ -165,6 +208,24 @@ def convex_pair(xi, si, fi, xj, sj, fj, name: str) -> Interp:
     return Interp(name, fj - fi, inner(sj, xi - xj))
 
 
+def prox_pair(gamma: float, xi, si, fi, xj, sj, fj, name: str) -> Interp:
+    """A proper lsc (possibly nonconvex) ``F`` seen through proximal steps of size ``gamma``
+    (``s_j = (v_j - x_j)/gamma``, ``x_j = prox_{gamma F}(v_j)``): the exact interpolation condition
+    ``F_j + ||x_j - v_j||^2/(2 gamma) <= F_i + ||x_i - v_j||^2/(2 gamma)``, i.e.
+    ``F(x_i) >= F(x_j) + <s_j, x_i - x_j> - ||x_i - x_j||^2/(2 gamma)`` (issue 22; :mod:`stam.theory.pep`),
+    written as ``<= 0``.  It is :func:`convex_pair` with the curvature ``1/gamma`` allowed."""
+    return Interp(name, fj - fi, inner(sj, xi - xj) - sq(xi - xj) / (2 * gamma))
+
+
+def f_pair(f_class: str, gamma: float):
+    """The interpolation inequality of ``F``'s class (``"convex"``, ``"lsc"``, ``"indicator"``; for an
+    indicator the values are zero, which the callers impose by giving ``F`` no value basis)."""
+    check_f_class(f_class)
+    if f_class == "convex":
+        return convex_pair
+    return lambda *args: prox_pair(gamma, *args)
+
+
 @dataclass
 class Piece:
     """A term of a potential: ``lin . f + e' quad e`` at time t and at time t+1."""
@@ -191,6 +252,7 @@ class OneStep:
     xi_t1: np.ndarray | None = None
     low: dict | None = None  # piece name -> matrix over the time-t basis
     note: str = ""
+    growth: tuple | None = None  # (lin, quad, cap) of D_t: E V_{t+1} - V_t + rho S_t <= kappa D_t, kappa <= cap rho
 
 
 # --------------------------------------------------------------------------- the SDP
@@ -245,7 +307,14 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     for k, c in enumerate(step.interp):
         lin = lin - mu[k] * c.lin
         quad = quad - mu[k] * c.quad
+    kappa = None
+    if step.growth is not None:  # E V_{t+1} - V_t + rho S_t - kappa D_t <= 0, kappa <= GROWTH_PER_RATE rho
+        kappa = cp.Variable(nonneg=True, name="kappa")
+        lin = lin - kappa * step.growth[0]
+        quad = quad - kappa * step.growth[1]
     cons = [lin == 0] + [t <= 1 for t in theta.values()]
+    if kappa is not None:  # module docstring, "Sampled gradients"
+        cons.append(kappa <= step.growth[2] * rho)
     P = None
     if free_P:
         k = step.xi_t.shape[0]
@@ -299,12 +368,18 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
             cert.residual["lower_min_eig"] = float(np.linalg.eigvalsh(_value(low)).min())
         cert.details["multipliers"] = {c.name: float(m) for c, m in zip(step.interp, mu.value)}
         cert.certified = bool(status == "optimal" and r >= rho_min and _accurate(cert.residual, r, step.S))
+        if kappa is not None:
+            k, a = float(kappa.value), cert.theta.get("a", 0.0)
+            cert.details.update(kappa=k, growth=(1 + k / a) if a > 0 else None, floor=k / r if r else None)
+            # q = 1 + kappa / a <= 1 + 2 kappa: counted only with a >= 1/2 (module docstring)
+            cert.certified = cert.certified and a >= 0.5
+
     return cert
 
 
 #: a solution counts when its matrix inequalities hold to this fraction of the rate's own term
 #: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||; lower-bound form >= -RESIDUAL_ABS).
-RESIDUAL_REL = 1e-2
+RESIDUAL_REL = 1e-3
 RESIDUAL_ABS = 1e-6
 
 
@@ -339,20 +414,28 @@ def gradient_descent(L: float, gamma: float, rho_min: float = RHO_MIN, solver: s
     return search(step, free_P=True, rho_min=rho_min, solver=solver)
 
 
-def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: str | None = None) -> Certificate:
-    """``x_{t+1} = prox_{gamma F}(x_t - gamma grad G(x_t))``, ``G`` ``L``-smooth nonconvex, ``F``
-    convex; ``S_t = ||(x_t - x_{t+1}) / gamma||^2`` (gradient mapping).  Template: ``V = a G(x_t) +
+def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: str | None = None,
+                      f_class: str = "convex") -> Certificate:
+    """``x_{t+1} = prox_{gamma F}(x_t - gamma grad G(x_t))``, ``G`` ``L``-smooth nonconvex, ``F`` of
+    ``f_class``; ``S_t = ||(x_t - x_{t+1}) / gamma||^2`` (gradient mapping).  Template: ``V = a G(x_t) +
     b F(x_t) + xi' P xi``, ``xi_t = (g_t, s_t)`` (``s_t`` the subgradient of the previous prox),
-    ``a >= b``, with ``V >= b (F+G)^inf + (a-b) G^inf``.  Certified exactly for ``gamma < 2/L``."""
+    ``a >= b``, with ``V >= b (F+G)^inf + (a-b) G^inf``.  Certified exactly for ``gamma < 2/L`` with a
+    convex ``F``; with a nonconvex ``F`` (``"lsc"``, ``"indicator"``) the known limit is ``gamma < 1/L``
+    (the sufficient decrease ``Phi(x_{t+1}) <= Phi(x_t) - (1/gamma - L)||x_{t+1} - x_t||^2 / 2`` of
+    Attouch-Bolte-Svaiter 2013, Bolte-Sabach-Teboulle 2014, shown tight by the
+    forward-backward-envelope analysis of Themelis-Stella-Patrinos 2018)."""
     B = _Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
     g0, s0, g1, s1 = (B.vec(i) for i in range(4))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
     x0 = B.zero()
     x1 = x0 - gamma * (g0 + s1)
+    if f_class == "indicator":
+        F0 = F1 = np.zeros(4)
+    pair = f_pair(f_class, gamma)
     interp = [smooth_pair(L, x1, g1, G1, x0, g0, G0, "G(x1) vs G(x0)"),
               smooth_pair(L, x0, g0, G0, x1, g1, G1, "G(x0) vs G(x1)"),
-              convex_pair(x1, s1, F1, x0, s0, F0, "F(x1) vs F(x0)"),
-              convex_pair(x0, s0, F0, x1, s1, F1, "F(x0) vs F(x1)")]
+              pair(x1, s1, F1, x0, s0, F0, "F(x1) vs F(x0)"),
+              pair(x0, s0, F0, x1, s1, F1, "F(x0) vs F(x1)")]
     Z = np.zeros((4, 4))
     xi_t, xi_t1 = np.array([g0, s0]), np.array([g1, s1])
     # V_t - b (F+G)^inf - (a-b) G^inf >= xi' P xi + (a - b) ||g_t||^2 / (2L)  (F+G at x_t itself)
@@ -394,21 +477,26 @@ def _validate(lam, gamma, beta, L1):
                 f"{name}={value} must be a finite number > 0")
 
 
-def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general") -> OneStep:
-    """One step of deterministic STAM as an :class:`OneStep` (module docstring: basis, template)."""
+def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
+                  f_class: str = DEFAULT_F_CLASS) -> OneStep:
+    """One step of deterministic STAM as an :class:`OneStep` (module docstring: basis, template),
+    ``F`` of ``f_class`` (:data:`stam.theory.pep.F_CLASSES`)."""
     _validate(lam, gamma, beta, L1)
     require(template in TEMPLATES, f"template={template!r}; allowed: {', '.join(TEMPLATES)}")
+    pair = f_pair(f_class, gamma)
 
     B = _Basis(5, 4)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
     w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
+    if f_class == "indicator":  # F = 0 on the set (its values are no unknowns)
+        F0 = F1 = np.zeros(4)
     ops = _SymbolicOps(lam, [s0, s1])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())  # x^t, u^t, z^t from (y^t, z^{t-1}) = (w, 0)
     st1 = stam_step(st0, g0, ops, gamma, beta)  # eq. (algy), (algx), (algu), (algz)
     interp = [smooth_pair(L1, st1.y, g1, G1, st0.y, g0, G0, "G(y^t+1) vs G(y^t)"),
               smooth_pair(L1, st0.y, g0, G0, st1.y, g1, G1, "G(y^t) vs G(y^t+1)"),
-              convex_pair(st1.u, s1, F1, st0.u, s0, F0, "F(u^t+1) vs F(u^t)"),
-              convex_pair(st0.u, s0, F0, st1.u, s1, F1, "F(u^t) vs F(u^t+1)")]
+              pair(st1.u, s1, F1, st0.u, s0, F0, "F(u^t+1) vs F(u^t)"),
+              pair(st0.u, s0, F0, st1.u, s1, F1, "F(u^t) vs F(u^t+1)")]
 
     def S(st, g, s):  # Theorem conv's measure, as in stam.theory.pep.stam_pep
         return sq(g + ops.grad_y_H(st.u, st.y)) + sq(ops.grad_x_H(st.u, st.y) + s)
@@ -440,17 +528,89 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
                    note="V = a G + b F + xi' P xi")
 
 
+def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS,
+                          N: int = 2, b: int = 1) -> OneStep:
+    """One step of STAM with b-nice minibatch gradients, paper template (module docstring, "Sampled
+    gradients"): ``G = (1/N) sum_i G_i``, the ``K = C(N, b)`` branches of the step enumerated, each run
+    through the project's ``stam_step``; ``E_t`` is their exact average.  Basis: ``w``, the ``N``
+    gradients ``g_i^t``, ``s_t``, and per branch ``k`` the ``N`` gradients at ``y^{t+1,k}`` and
+    ``s_{t+1,k}``; values: ``G_i`` at every point, ``F`` at every ``u``, and the lower bounds ``G_i^inf``.
+    With ``b = N`` (one branch, the exact gradient) there is no growth term."""
+    _validate(lam, gamma, beta, L1)
+    batches = minibatches(N, b)
+    K = len(batches)
+    pair = f_pair(f_class, gamma)
+    nb = 2 + N + K * (N + 1)
+    nv = N + N * K + 1 + K + N
+    B = _Basis(nb, nv)
+    w, s0 = B.vec(0), B.vec(1 + N)
+    g0 = [B.vec(1 + i) for i in range(N)]
+    gk = [[B.vec(2 + N + k * (N + 1) + i) for i in range(N)] for k in range(K)]
+    sk = [B.vec(2 + N + k * (N + 1) + N) for k in range(K)]
+    G0 = [B.val(i) for i in range(N)]
+    Gk = [[B.val(N + k * N + i) for i in range(N)] for k in range(K)]
+    F0, Fk = B.val(N + N * K), [B.val(N + N * K + 1 + k) for k in range(K)]
+    fstar = [B.val(N + N * K + 1 + K + i) for i in range(N)]
+    if f_class == "indicator":
+        F0, Fk = np.zeros(nv), [np.zeros(nv)] * K
+    ops = _SymbolicOps(lam, [s0, *sk])
+    st0 = stam_init(w, ops, gamma, z_prev=B.zero())
+    branches = [stam_step(st0, sum(g0[i] for i in batch) / b, ops, gamma, beta) for batch in batches]
+
+    interp = []
+    for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf
+        pts = [(st0.y, g0[i], G0[i], "t")] + [(st.y, gk[k][i], Gk[k][i], f"t+1,{k}") for k, st in enumerate(branches)]
+        for p in pts:
+            for q in pts:
+                if p is not q:
+                    interp.append(smooth_pair(L1, p[0], p[1], p[2], q[0], q[1], q[2], f"G_{i}(y^{p[3]}) vs G_{i}(y^{q[3]})"))
+            interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2], sq(p[1]) / (2 * L1)))
+    pts = [(st0.u, s0, F0, "t")] + [(st.u, sk[k], Fk[k], f"t+1,{k}") for k, st in enumerate(branches)]
+    for p in pts:
+        for q in pts:
+            if p is not q:
+                interp.append(pair(p[0], p[1], p[2], q[0], q[1], q[2], f"F(u^{p[3]}) vs F(u^{q[3]})"))
+
+    def H(st):
+        return lam / 2 * sq(st.x - st.y)
+
+    def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
+        x, u, z = st.x, st.u, st.z
+        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+
+    mean = lambda items: sum(items[1:], items[0]) / len(items)  # noqa: E731
+    Gt = mean(G0)
+    pieces = [Piece("a", Gt, H(st0), mean([mean(Gk[k]) for k in range(K)]), mean([H(st) for st in branches])),
+              Piece("b", F0, M_quad(st0), mean(Fk), mean([M_quad(st) for st in branches]))]
+    g = mean(g0)
+    S = sq(g + lam * (st0.y - st0.u)) + sq(lam * (st0.u - st0.y) + s0)
+    # D_t = G(y^t) + H(x^t, y^t) - mean_i G_i^inf; kappa <= growth_cap rho
+    growth = None if K == 1 else (Gt - mean(fstar), H(st0), growth_cap(lam, beta, L1, N, b))
+    return OneStep(B, interp, pieces, S, growth=growth,
+                   note=f"V = a (G + H) + b M_t, E over {K} minibatches (N={N}, b={b})")
+
+
 def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
-                 rho_min: float = RHO_MIN, solver: str | None = None, solver_options: dict | None = None) -> Certificate:
-    """The best certificate of ``template`` for deterministic STAM at ``(lam, gamma, beta)``."""
+                 rho_min: float = RHO_MIN, solver: str | None = None, solver_options: dict | None = None,
+                 f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> Certificate:
+    """The best certificate of ``template`` for STAM at ``(lam, gamma, beta)`` with ``F`` of
+    ``f_class``: deterministic (``N = b = 1``, the full gradient) or with b-nice minibatches of
+    ``G = (1/N) sum_i G_i`` (paper template only; :func:`stam_step_sdp_sampled`)."""
+    check_f_class(f_class)
+    _validate_sampling(N, b)
     with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
-        step = stam_step_sdp(lam, gamma, beta, L1, template)
+        if (N, b) != (1, 1):
+            require(template == "paper", f"sampled gradients (N={N}, b={b}) are searched with the paper template only")
+            step = stam_step_sdp_sampled(lam, gamma, beta, L1, f_class, N, b)
+        else:
+            step = stam_step_sdp(lam, gamma, beta, L1, template, f_class)
     if template == "paper":
         cert = search(step, rho_min=rho_min, solver=solver, solver_options=solver_options)
     else:
         cert = search(step, free_P=True, order=("a", "b"), rho_min=rho_min, solver=solver,
                       solver_options=solver_options)
-    cert.details["template"] = step.note
+    cert.details.update(template=step.note, f_class=f_class, N=N, b=b, size=step.basis.nb,
+                        constraints=len(step.interp))
     return cert
 
 
@@ -485,21 +645,72 @@ def _bisect(test, lo: float, hi: float, rtol: float):
     return lo, hi, calls
 
 
+#: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade), and its most steps (a wider
+#: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
+SCAN_RATIO = 1.2
+SCAN_MAX_STEPS = 110
+
+
+def _first_gap(test, lo: float, hi: float, rtol: float, ratio: float = SCAN_RATIO):
+    """The end of the interval from below where ``test`` holds: a scan upwards from ``lo`` by factors
+    ``ratio`` to the first failure, then log bisection between the last success and it.  Unlike
+    :func:`_bisect` it does not assume the property fails everywhere above its first failure (with a
+    nonconvex ``F`` the certified gammas are not an interval: the class itself depends on gamma); a
+    gap narrower than ``ratio`` can be stepped over.  Returns ``(last holding, first failing, calls)``."""
+    calls = 1
+    if not test(lo):
+        return None, lo, calls
+    ratio = max(ratio, (hi / lo) ** (1 / SCAN_MAX_STEPS))  # a wide range: at most SCAN_MAX_STEPS steps
+    g = lo
+    while g < hi:
+        nxt = min(g * ratio, hi)
+        calls += 1
+        if not test(nxt):
+            a, b, more = _bisect_inside(test, g, nxt, rtol)
+            return a, b, calls + more
+        g = nxt
+    return hi, None, calls
+
+
+def _bisect_inside(test, lo: float, hi: float, rtol: float):
+    """Log bisection with ``test(lo)`` true and ``test(hi)`` false already known."""
+    calls = 0
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        calls += 1
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, calls
+
+
 def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
-                    gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None) -> dict:
-    """The largest gamma with a certificate of ``template`` for some beta of ``betas`` (log bisection
-    on ``gamma_range``; it assumes that certified gammas form an interval from below, and reports
-    the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
+                    gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None,
+                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=()) -> dict:
+    """The end of the interval of gammas, from ``gamma_range[0]`` up, with a certificate of ``template`` for
+    some beta of ``betas`` (:func:`_first_gap`: a scan by factors 1.2, then log bisection; it
+    reports the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
     ``hi`` the smallest uncertified one above it (None: certified up to ``gamma_range[1]``),
-    ``beta`` and ``rho`` of the certificate at ``lo``, and the count of every solver status."""
+    ``beta`` and ``rho`` of the certificate at ``lo``, and the count of every solver status.
+    ``inherited``: gammas already certified for a larger class of ``F`` (any proper lsc ``F`` contains
+    the convex ones): its certificate is one for ``f_class`` too, so they count without a solve
+    (``inherited`` in the result counts them; without it the solver's accuracy at rates near
+    :data:`RHO_MIN` could make a smaller class look less certified)."""
     statuses: dict[str, int] = {}
     found: dict[float, tuple] = {}
     slowest = [0.0]
     order = list(betas)[::-1]
 
+    inherited = set(inherited)
+    taken = [0]
+
     def test(gamma):
+        if gamma in inherited:
+            taken[0] += 1
+            return True
         for beta in list(order):
-            c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver)
+            c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver, f_class=f_class, N=N, b=b)
             statuses[c.status] = statuses.get(c.status, 0) + 1
             slowest[0] = max(slowest[0], c.seconds)
             if c.certified:
@@ -509,17 +720,18 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                 return True
         return False
 
-    lo, hi, _ = _bisect(test, *gamma_range, rtol)
+    lo, hi, _ = _first_gap(test, *gamma_range, rtol)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
-            "solves": sum(statuses.values()), "slowest_solve": slowest[0]}
+            "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
+            "inherited": taken[0], "certified_at": sorted(found)}
 
 
 def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
-                  rtol: float = REGION_RTOL, solver: str | None = None) -> dict:
+                  rtol: float = REGION_RTOL, solver: str | None = None, f_class: str = DEFAULT_F_CLASS) -> dict:
     """The smallest gamma where ``stam pep`` (:func:`stam.theory.pep.stam_pep`) is *unbounded* at
     some ``T`` of ``Ts`` for every beta of ``betas``: there ``min_{t<T} S_t`` is not bounded by any
-    multiple of ``delta0 + M0'_T`` (for convex F, so not for the paper's general F either), so no
+    multiple of ``delta0 + M0'_T`` for ``F`` of ``f_class`` (so for no larger class either), so no
     bound of Theorem conv's form holds and no certificate of the ``"paper"`` template exists.
     ``lo`` the largest gamma found not refuted, ``hi`` the smallest refuted one (None: none)."""
     statuses: dict[str, int] = {}
@@ -528,7 +740,7 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
         for beta in betas:
             hit = False
             for T in Ts:
-                r = stam_pep(lam, gamma, beta, T, L1=L1, solver=solver)
+                r = stam_pep(lam, gamma, beta, T, L1=L1, solver=solver, f_class=f_class)
                 statuses[r.status] = statuses.get(r.status, 0) + 1
                 if r.status == "unbounded":
                     hit = True
@@ -538,29 +750,53 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
         return True
 
     lo, hi, _ = _bisect(lambda g: not refuted(g), *gamma_range, rtol)
-    return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values())}
+    return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values()), "f_class": f_class}
+
+
+#: the sampled gradient of the default region: G = (G_1 + G_2)/2, minibatches of one (two branches).
+REGION_SAMPLING = (2, 1)
 
 
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
            rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-           progress=None) -> dict:
-    """The ``lyapunov-region`` result (``stam pep --region``): for each lambda the certified gamma
-    of both templates, the refuted gamma, and Theorem conv's ``gamma_max(lam)``."""
+           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True) -> dict:
+    """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
+    ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
+    with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
+    ``sampling = (N, b)`` (``sampled``; None: not searched), the refuted gamma, and Theorem conv's
+    ``gamma_max(lam)``; with ``beside_convex`` (and a nonconvex ``f_class``) the same three for convex
+    ``F`` under ``convex``."""
+    check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
+    if sampling is not None:
+        _validate_sampling(*sampling)
     start = time.perf_counter()
     rows = []
     for lam in lams:
         _validate(float(lam), 1.0, 1.0, L1)
         t0 = time.perf_counter()
-        gen = certified_gamma(lam, "general", betas, L1, gamma_range, rtol, solver)
-        pap = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver)
-        ref = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver)
         gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
-        row = {"lam": float(lam), "gamma_theorem": gmax, "general": gen, "paper": pap, "refuted": ref,
-               "seconds": time.perf_counter() - t0}
+        row = {"lam": float(lam), "gamma_theorem": gmax}
+        classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
+        for cls in classes:
+            larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
+            part = {
+                tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                     inherited=larger[tpl]["certified_at"] if larger else ())
+                for tpl in ("general", "paper")
+            }
+            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
+            if cls == f_class:
+                row.update(part)
+                if sampling is not None:
+                    row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                                     N=int(sampling[0]), b=int(sampling[1]))
+            else:
+                row[cls] = part
+        row["seconds"] = time.perf_counter() - t0
         rows.append(row)
         if progress is not None:
             progress(row)
@@ -568,6 +804,9 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         "kind": "lyapunov-region",
         "provenance": provenance(),
         "L1": L1,
+        "f_class": f_class,
+        "sampling": None if sampling is None else {"N": int(sampling[0]), "b": int(sampling[1]),
+                                                   "growth_per_rate": GROWTH_PER_RATE},
         "betas": [float(b) for b in betas],
         "gamma_range": [float(g) for g in gamma_range],
         "rtol": rtol,
@@ -579,4 +818,5 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
 
 
 __all__ = ["TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
+           "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
            "certify_stam", "certified_gamma", "refuted_gamma", "region"]

@@ -10,7 +10,17 @@ Setting (the paper's model (model) with the network coupling of eq. (binary-mode
 - ``G`` is ``L1``-smooth and nonconvex (``SmoothFunction``, Assumption ass2 (a1)), bounded below;
 - ``H(x, y) = (lam/2)||x - y||^2`` (so ``L2* = L3* = L4* = L5* = lam``, ``l = -lam``); it has
   no oracle: its gradients and the x-step are affine in the iterates, so they are PEPit points;
-- ``F`` is closed, proper and convex (``ConvexFunction``), reached only through its proximal step.
+- ``F`` is reached only through its proximal step eq. (algu) and belongs to one of three classes
+  (``f_class``, :data:`F_CLASSES`; issue 22): ``"lsc"`` any proper lower semicontinuous ``F``
+  (nonconvex; the default, the paper's class: problem (model) with ``F = I_Q`` of eq. (binary-model)
+  is in it), ``"indicator"`` the indicator of an arbitrary closed set, ``"convex"`` closed, proper
+  and convex (``ConvexFunction``).  The nonconvex classes are interpolated *exactly* through the
+  proximal step (:func:`prox_function_class`): triples ``(v_i, u_i, F_i)`` are consistent with
+  ``u_i in prox_{gamma F}(v_i)``, ``F(u_i) = F_i`` for some proper lsc ``F`` iff
+  ``F_i + ||u_i - v_i||^2/(2 gamma) <= F_j + ||u_j - v_i||^2/(2 gamma)`` for all ``i, j`` (take ``F = F_i``
+  at ``u_i`` and ``+infinity`` elsewhere); for an indicator, ``F_i = 0`` and
+  ``||u_i - v_i|| <= ||u_j - v_i||``.  Every convex ``F`` and every indicator is a proper lsc ``F``, so
+  ``"lsc"`` never has a smaller worst case than the other two (a test checks it).
 
 The method is Algorithm 1 (eq. (algalg1)) with the *full* gradient of ``G`` (deterministic
 STAM).  It is not re-written here: :func:`stam_pep` calls the project's one STAM update,
@@ -24,8 +34,9 @@ Performance metric: the stationarity measure of Theorem conv, ``min_{0<=t<=T-1} 
 
     S_t = ||grad G(y^t) + lam (y^t - u^t)||^2 + ||lam (u^t - y^t) + g_F(u^t)||^2 ,
 
-``g_F(u^t) = (2 x^t - z^{t-1} - u^t) / gamma`` the subgradient of ``F`` at ``u^t`` produced by the
-proximal step eq. (algu).  The second term bounds ``dist^2(0, grad_x H(u^t, y^t) + dF(u^t))``
+``g_F(u^t) = (2 x^t - z^{t-1} - u^t) / gamma = (v^t - u^t) / gamma`` the subgradient of ``F`` at ``u^t``
+produced by the proximal step eq. (algu): for a nonconvex ``F`` a proximal subgradient, hence a
+limiting subgradient (an element of the ``partial F(u^t)`` of Theorem conv).  The second term bounds ``dist^2(0, grad_x H(u^t, y^t) + dF(u^t))``
 from above; it is the very element of eq. (eq401) that the proof of Theorem conv bounds, so
 the theorem bounds ``S_t`` itself.
 
@@ -70,6 +81,7 @@ PEPit keeps class-level counters: one PEP at a time per process (no threads).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import warnings
@@ -207,6 +219,73 @@ def gradient_descent_pep(L: float, gamma: float, n: int, solver: str | None = No
 
 
 # --------------------------------------------------------------------------- STAM
+#: the classes of ``F`` (module docstring): the paper's class first (the default).
+F_CLASSES = ("lsc", "indicator", "convex")
+DEFAULT_F_CLASS = "lsc"
+#: how each class is named in outputs.
+F_CLASS_TEXT = {
+    "lsc": "any proper lsc F (nonconvex)",
+    "indicator": "F the indicator of a closed set",
+    "convex": "convex F",
+}
+
+
+def check_f_class(f_class: str) -> str:
+    require(f_class in F_CLASSES, f"unknown class of F {f_class!r}; allowed: {', '.join(F_CLASSES)}")
+    return f_class
+
+
+_PROX_CLASS = None
+
+
+def prox_function_class():
+    """A PEPit ``Function`` class for ``F`` in the classes ``"lsc"`` / ``"indicator"`` (built on first
+    use so that PEPit is imported only when a PEP runs): ``declare_function(cls, gamma=...,
+    indicator=...)``.  Its points must come from PEPit's ``proximal_step`` with the same ``gamma``
+    (``(u_i, s_i, F_i)`` with ``s_i = (v_i - u_i)/gamma``), which is how STAM reaches ``F``."""
+    global _PROX_CLASS
+    if _PROX_CLASS is not None:
+        return _PROX_CLASS
+    from PEPit.function import Function
+
+    class ProxInterpolableFunction(Function):
+        """Proper lsc ``F`` (or the indicator of a closed set) seen through proximal steps of size
+        ``gamma``: exact interpolation conditions (issue 22; :mod:`stam.theory.pep` docstring)."""
+
+        def __init__(self, gamma, indicator=False, is_leaf=True, decomposition_dict=None, reuse_gradient=False,
+                     name=None):
+            super().__init__(is_leaf=is_leaf, decomposition_dict=decomposition_dict, reuse_gradient=reuse_gradient,
+                             name=name)
+            self.gamma = float(gamma)
+            self.indicator = bool(indicator)
+
+        def set_prox_constraint_i_j(self, xi, gi, fi, xj, gj, fj):
+            # F_i >= F_j + <s_j, u_i - u_j> - ||u_i - u_j||^2 / (2 gamma)   (u_j = prox_{gamma F}(u_j + gamma s_j))
+            return fi - fj >= gj * (xi - xj) - (xi - xj) ** 2 / (2 * self.gamma)
+
+        def add_class_constraints(self):
+            self.add_constraints_from_two_lists_of_points(
+                list_of_points_1=self.list_of_points, list_of_points_2=self.list_of_points,
+                constraint_name="prox_lsc", set_class_constraint_i_j=self.set_prox_constraint_i_j)
+            if self.indicator:  # F = 0 on the set: ||u_i - v_i|| <= ||u_j - v_i||
+                self.add_constraints_from_one_list_of_points(
+                    list_of_points=self.list_of_points, constraint_name="indicator_zero",
+                    set_class_constraint_i=lambda x, g, f: f == 0)
+
+    _PROX_CLASS = ProxInterpolableFunction
+    return _PROX_CLASS
+
+
+def declare_F(problem, f_class: str, gamma: float):
+    """``F`` of class ``f_class`` in the PEPit ``problem`` (reached by proximal steps of size ``gamma``)."""
+    check_f_class(f_class)
+    if f_class == "convex":
+        from PEPit.functions import ConvexFunction
+
+        return problem.declare_function(ConvexFunction)
+    return problem.declare_function(prox_function_class(), gamma=gamma, indicator=(f_class == "indicator"))
+
+
 class _RecordedProxF:
     """``prox_F`` for :mod:`stam.algorithm` on PEPit points: a proximal step of the convex ``F``
     (eq. (algu)) that keeps the subgradient and value it produces, ``u = v - gamma g_F(u)``."""
@@ -231,6 +310,39 @@ def _validate(lam, gamma, beta, T, L1):
     require(isinstance(T, int) and T >= 1, f"T={T} must be an integer >= 1")
 
 
+def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
+    """The ``C(N, b)`` equally likely minibatches of b-nice sampling (the paper's remark after
+    eq. (stochastic G): uniform subsets of size ``b``; ``v_i = 1_{i in S} N / b``, so the stochastic
+    gradient is ``(1/b) sum_{i in S} grad G_i``)."""
+    _validate_sampling(N, b)
+    return list(itertools.combinations(range(N), b))
+
+
+#: the largest N of the sampled gradient: every one of the C(N, b) minibatches is a branch of each step
+#: (C(8, 4) = 70 branches; the Lyapunov SDP for N = 4, b = 2 is already 36 x 36).
+MAX_N = 8
+
+
+def _validate_sampling(N, b):
+    require(isinstance(N, int) and 1 <= N <= MAX_N,
+            f"N={N} must be an integer from 1 to {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
+    require(isinstance(b, int) and 1 <= b <= N, f"b={b} must be an integer with 1 <= b <= N={N}")
+
+
+def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False):
+    """Points of :func:`stam_pep` (its Gram matrix is this size): ``y^0``; at every node of the tree
+    of minibatch paths (``K = C(N, b)`` children each) before ``T`` the ``N`` gradients of the
+    ``G_i``; at every node up to ``T`` the subgradient of ``F``'s proximal step; one more for a free
+    ``z^{-1}``.  ``N = b = 1``: ``2T + 2``.  ``math.inf`` when it exceeds ``2**64`` (no PEP that size
+    is built, and the exact number is not worth computing)."""
+    _validate_sampling(N, b)
+    K = math.comb(N, b)
+    if K > 1 and T * math.log2(K) > 64:
+        return math.inf
+    nodes_before_T = T if K == 1 else (K**T - 1) // (K - 1)
+    return 1 + N * nodes_before_T + nodes_before_T + K**T + (1 if free_start else 0)
+
+
 def stam_pep(
     lam: float,
     gamma: float,
@@ -240,59 +352,91 @@ def stam_pep(
     free_start: bool = False,
     solver: str | None = None,
     solver_options: dict | None = None,
+    f_class: str = DEFAULT_F_CLASS,
+    N: int = 1,
+    b: int = 1,
 ) -> PEPResult:
-    """Exact worst case of ``min_{0<=t<=T-1} S_t`` for ``T`` iterations of deterministic STAM
-    (module docstring: setting, metric, normalisation ``delta0 + M0'_T <= 1``).
+    """Exact worst case of ``min_{0<=t<=T-1} E S_t`` for ``T`` iterations of STAM
+    (module docstring: setting, metric, normalisation ``delta0 + M0'_T <= 1``) with ``F`` of class
+    ``f_class``.
+
+    ``N = b = 1`` (default): deterministic STAM, the full gradient of ``G``.  Otherwise ``G = (1/N)
+    sum_i G_i`` with every ``G_i`` ``L1``-smooth and bounded below by ``G_i^inf``, and each step uses the
+    b-nice minibatch gradient (:func:`minibatches`): the ``C(N, b)^T`` equally likely paths of
+    minibatches are enumerated, every node of the tree runs the project's ``stam_step``, and
+    ``E S_t`` is the exact average over the nodes at depth ``t``.  The normalisation is then
+    ``delta0 + Delta + M0'_T <= 1`` with ``Delta = G^inf - (1/N) sum_i G_i^inf >= 0`` (the paper's
+    ``Delta^inf`` of Lemma es-lemma for ``H = (lam/2)||x - y||^2``) and ``M0'_T = E[M_0 - min_{t<=T} M_t]``
+    (the minimum along each path): ``delta0 + Delta = G(y^0) + H(x^0, y^0) - (1/N) sum_i G_i^inf``, each
+    ``G_i^inf`` interpolated exactly as ``G^inf`` is in the deterministic case.  With ``N = 1`` this is the
+    deterministic PEP (``G_1^inf = G^inf``).
 
     ``free_start``: ``z^{-1}`` is a free point instead of ``y^0`` (the default of ``stam_init``).
-    ``details`` of the result: ``metrics`` (``S_t`` of the worst instance), ``delta0``, ``M0_prime``
-    (its share of the normalisation) and the Gram size."""
+    ``details`` of the result: ``metrics`` (``E S_t`` of the worst instance), ``delta0`` (``delta0 +
+    Delta`` when sampled), ``M0_prime`` (its share of the normalisation), the Gram size, ``f_class``,
+    ``N``, ``b``."""
     _validate(lam, gamma, beta, T, L1)
+    check_f_class(f_class)
+    _validate_sampling(N, b)
     from PEPit import PEP, Expression, Point
-    from PEPit.functions import ConvexFunction, SmoothFunction
-
+    from PEPit.functions import SmoothFunction
 
     problem = PEP()
-    G = problem.declare_function(SmoothFunction, L=L1)
-    F = problem.declare_function(ConvexFunction)
+    Gs = [problem.declare_function(SmoothFunction, L=L1) for _ in range(N)]
+    F = declare_F(problem, f_class, gamma)
     H = QuadraticCoupling(lam)
     proxF = _RecordedProxF(F)
     ops = Composite(H, proxF)
+    batches = minibatches(N, b)
 
     y0 = problem.set_initial_point()
     z_prev = problem.set_initial_point() if free_start else y0
-    f_star = Expression()  # G^inf = (G+H)^inf
-    m = Expression()  # min_{0<=t<=T} M_t
+    f_stars = [Expression() for _ in range(N)]  # G_i^inf (N = 1: G^inf = (G+H)^inf)
 
-    def merit(state):  # M_t of Lemma conv-lemma (eq. (eq651))
+    def merit(state, Fu):  # M_t of Lemma conv-lemma (eq. (eq651))
         x, u, z = state.x, state.u, state.z
-        return proxF.last[2] + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
+        return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
 
     state = stam_init(y0, ops, gamma, z_prev=z_prev)
     x0 = state.x
+    layer = [(state, proxF.last[2], proxF.last[1], [])]  # (state, F(u^t), g_F(u^t), merits along the path)
     G_y0 = None
-    metrics, merits = [], []
+    metrics, leaves_m = [], []
     for t in range(T + 1):
-        merits.append(merit(state))
-        problem.add_constraint(m <= merits[-1])
-        if t == T:  # M_T closes the telescoping sum of eq. (eq48); no metric at t = T
-            break
-        g, Gy = G.oracle(state.y)
-        if t == 0:
-            G_y0 = Gy
-        problem.add_constraint(f_star <= Gy - g**2 / (2 * L1))  # Lemma Lip-lemma; exact (docstring)
-        gF = proxF.last[1]
-        S_t = (g + H.grad_y_H(state.u, state.y)) ** 2 + (H.grad_x_H(state.u, state.y) + gF) ** 2
-        problem.set_performance_metric(S_t)
-        metrics.append(S_t)
-        state = stam_step(state, g, ops, gamma, beta)
+        nxt, S_sum = [], None
+        for st, Fu, gF, path in layer:
+            path = path + [merit(st, Fu)]
+            if t == T:  # M_T closes the telescoping sum of eq. (eq48); no metric at t = T
+                m = Expression()  # min_{0<=t<=T} M_t along this path
+                for M_t in path:
+                    problem.add_constraint(m <= M_t)
+                leaves_m.append((path[0], m))
+                continue
+            grads, vals = zip(*(Gi.oracle(st.y) for Gi in Gs))
+            for gi, Gi_y, fi in zip(grads, vals, f_stars):
+                problem.add_constraint(fi <= Gi_y - gi**2 / (2 * L1))  # Lemma Lip-lemma; exact (docstring)
+            if t == 0:
+                G_y0 = sum(vals[1:], vals[0]) / N
+            g = sum(grads[1:], grads[0]) / N  # grad G(y^t)
+            S = (g + H.grad_y_H(st.u, st.y)) ** 2 + (H.grad_x_H(st.u, st.y) + gF) ** 2
+            S_sum = S if S_sum is None else S_sum + S
+            for batch in batches:
+                g_batch = sum((grads[i] for i in batch[1:]), grads[batch[0]]) / b
+                new = stam_step(st, g_batch, ops, gamma, beta)
+                nxt.append((new, proxF.last[2], proxF.last[1], path))
+        if t < T:
+            ES_t = S_sum / len(layer)  # every node at depth t has probability C(N, b)^-t
+            problem.set_performance_metric(ES_t)
+            metrics.append(ES_t)
+            layer = nxt
 
-    delta0 = G_y0 + lam / 2 * (x0 - y0) ** 2 - f_star
-    M0_prime = merits[0] - m
+    f_star_mean = sum(f_stars[1:], f_stars[0]) / N
+    delta0 = G_y0 + lam / 2 * (x0 - y0) ** 2 - f_star_mean
+    M0_prime = sum((M0 - m for M0, m in leaves_m[1:]), leaves_m[0][0] - leaves_m[0][1]) / len(leaves_m)
     problem.set_initial_condition(delta0 + M0_prime <= 1)
 
     result = solve(problem, solver, solver_options)
-    result.details["gram_size"] = Point.counter
+    result.details.update(gram_size=Point.counter, f_class=f_class, N=N, b=b)
     if result.has_solution:
         result.details.update(
             metrics=[_eval(s) for s in metrics], delta0=_eval(delta0), M0_prime=_eval(M0_prime)
@@ -301,17 +445,33 @@ def stam_pep(
 
 
 # --------------------------------------------------------------------------- the paper's side
-def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0) -> dict:
-    """Theorem conv's right-hand side for ``delta0 + M0' = 1`` (corrected constants, from
-    :mod:`stam.theory.numeric`) and whether ``(gamma, beta)`` meets Theorem conv's hypotheses
+def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, N: int = 1, b: int = 1) -> dict:
+    """Theorem conv's right-hand side for the normalisation of :func:`stam_pep` (corrected constants,
+    from :mod:`stam.theory.numeric`) and whether ``(gamma, beta)`` meets Theorem conv's hypotheses
     (``K1 > 0``, ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``, ``beta K1/K2 >= 2``; the conditions of
     Theorem conv-rate are not needed for this bound).  ``bound`` is None when the formula gives
-    no finite positive number."""
+    no finite positive number.  The theorem holds for any proper lsc ``F``, so the bound is the same
+    for every class of ``F``.
+
+    Full gradient (``b = N``): ``delta0 + M0' = 1`` with the ES constants of the exact gradient.
+    b-nice minibatches (``b < N``): Lemma es-lemma's ``A`` (``E v_i^2 = N/b``) and ``C = 2 A Delta^inf``;
+    the right-hand side ``2 q^T beta (delta0 + M0') / T + (L+M) 2 A Delta / beta`` is linear in
+    ``(delta0 + M0', Delta)``, so under ``delta0 + Delta + M0' <= 1`` its largest value is the larger of
+    the two coefficients."""
     from stam.theory import numeric
 
-    A, C = numeric.deterministic_es(L1, lam)  # full gradient, H = (lam/2)||x - y||^2: L3* = lam, no gap
-    c = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C))
-    bound = _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c, 1.0, 0.0))
+    if b == N:  # exact gradient: tilde grad G = grad G
+        A, C = numeric.deterministic_es(L1, lam)  # H = (lam/2)||x - y||^2: L3* = lam, no gap
+        c = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C))
+        bound = _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c, 1.0, 0.0))
+    else:
+        A, C1 = numeric.finite_sum(L1, N, b, lam, 1.0)  # C for Delta^inf = 1
+        c0 = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=0.0)
+        c1 = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C1))
+        parts = [_finite_or_none(numeric.theorem_rhs(T, gamma, beta, c0, 1.0, 0.0)),
+                 _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c1, 0.0, 0.0))]
+        bound = None if None in parts else max(parts)
+        c = c1
     verdict = numeric.check(gamma, beta, c)
     return {
         "bound": bound if bound is not None and bound > 0 else None,
@@ -321,16 +481,19 @@ def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0) 
 
 
 def compare(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, free_start: bool = False,
-            solver: str | None = None) -> dict:
+            solver: str | None = None, f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> dict:
     """Worst case (PEP) beside the paper's bound: one row of ``stam pep`` / a pep-sweep.
     ``ratio = worst_case / bound`` only when the solver says optimal and the bound exists."""
-    result = stam_pep(lam, gamma, beta, T, L1=L1, free_start=free_start, solver=solver)
-    paper = paper_bound(lam, gamma, beta, T, L1=L1)
+    result = stam_pep(lam, gamma, beta, T, L1=L1, free_start=free_start, solver=solver, f_class=f_class, N=N, b=b)
+    paper = paper_bound(lam, gamma, beta, T, L1=L1, N=N, b=b)
     ratio = None
     if result.optimal and result.worst_case is not None and paper["bound"] is not None:
         ratio = result.worst_case / paper["bound"]
     return {
         "T": T,
+        "f_class": f_class,
+        "N": N,
+        "b": b,
         "worst_case": result.worst_case if result.optimal else None,
         "bound": paper["bound"],
         "ratio": ratio,
@@ -345,9 +508,10 @@ def compare(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, free
 
 
 def pep_sweep(lam: float, gamma: float, beta: float, Ts, L1: float = 1.0, free_start: bool = False,
-              solver: str | None = None) -> dict:
+              solver: str | None = None, f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> dict:
     """The ``pep-sweep`` result object (format in COMMON.md) for the horizons ``Ts``."""
-    rows = [compare(lam, gamma, beta, int(T), L1=L1, free_start=free_start, solver=solver) for T in Ts]
+    rows = [compare(lam, gamma, beta, int(T), L1=L1, free_start=free_start, solver=solver, f_class=f_class, N=N, b=b)
+            for T in Ts]
     return {
         "kind": "pep-sweep",
         "provenance": provenance(),
@@ -356,6 +520,9 @@ def pep_sweep(lam: float, gamma: float, beta: float, Ts, L1: float = 1.0, free_s
         "beta": beta,
         "L1": L1,
         "free_start": free_start,
+        "f_class": f_class,
+        "N": N,
+        "b": b,
         "admissible": all(r["admissible"] for r in rows),
         "rows": [{k: r[k] for k in ("T", "worst_case", "bound", "ratio", "status")} for r in rows],
     }
@@ -366,6 +533,10 @@ __all__ = [
     "solve",
     "gradient_descent_pep",
     "stam_pep",
+    "F_CLASSES",
+    "DEFAULT_F_CLASS",
+    "minibatches",
+    "gram_size",
     "paper_bound",
     "compare",
     "pep_sweep",

@@ -1,4 +1,5 @@
-"""``stam pep``: the exact worst case of deterministic STAM (performance estimation) beside
+"""``stam pep``: the exact worst case of STAM (performance estimation; F of a chosen class, the full
+gradient or b-nice minibatches) beside
 Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
 the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  Registering imports nothing
 heavy; PEPit and cvxpy load when it runs."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 
 from stam.errors import UsageError, positive_float, positive_int, require
 from stam.io import check_out_file
@@ -21,26 +23,32 @@ MAX_GRAM = 50
 MAX_SWEEP_WORK = 4.0
 
 
-def gram_size(T: int, free_start: bool = False) -> int:
+def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
     """Points of the PEP of :func:`stam.theory.pep.stam_pep` for horizon ``T`` (its Gram matrix is
-    this size): ``y^0``, then per step the gradient of ``G`` and the subgradient of ``F`` at the new
-    point, and ``M_T``'s extra step; one more for a free ``z^{-1}``."""
-    return 2 * T + 2 + (1 if free_start else 0)
+    this size; :func:`stam.theory.pep.gram_size`, which imports nothing heavy): ``2T + 2`` for the
+    full gradient, one more for a free ``z^{-1}``; with minibatches it grows like ``C(N, b)^T``."""
+    from stam.theory.pep import gram_size as size
+
+    return size(T, N=N, b=b, free_start=free_start)
 
 
 def _check_size(args) -> None:
     """Refuse, before any work, a PEP above :data:`MAX_GRAM` and a sweep above
     :data:`MAX_SWEEP_WORK` unless ``--force``; a horizon listed twice is an error."""
     T = args.T if args.T is not None else max(args.sweep_T)
-    size = gram_size(T, args.free_start)
+    N, b = args.N, args.b
+    size = gram_size(T, args.free_start, N, b)
+    Tmax = max([t for t in range(1, 25) if gram_size(t, args.free_start, N, b) <= MAX_GRAM], default=0)
+    shown = "more than 2^64" if size == math.inf else f"{size} x {size}"
+    sampled = "" if (N, b) == (1, 1) else f" with --N {N} --b {b}"
     require(args.force or size <= MAX_GRAM,
-            f"--T {T} gives a PEP with a Gram matrix of size {size} x {size}, above the limit {MAX_GRAM} "
-            f"(T <= {(MAX_GRAM - 2 - int(args.free_start)) // 2}; the solve grows like T^4 or faster); "
+            f"--T {T}{sampled} gives a PEP with a Gram matrix of size {shown}, above the limit {MAX_GRAM} "
+            f"(T <= {Tmax}; the solve grows like T^4 or faster); "
             "add --force to run it anyway")
     if args.sweep_T is not None:
         twice = sorted({t for t in args.sweep_T if args.sweep_T.count(t) > 1})
         require(not twice, f"--sweep-T lists {', '.join(map(str, twice))} more than once; give each horizon once")
-        work = sum((gram_size(t, args.free_start) / MAX_GRAM) ** 4 for t in args.sweep_T)
+        work = sum((gram_size(t, args.free_start, N, b) / MAX_GRAM) ** 4 for t in args.sweep_T)
         require(args.force or work <= MAX_SWEEP_WORK,
                 f"--sweep-T with {len(args.sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
                 f"PEP allowed, above the limit {MAX_SWEEP_WORK:g}; give fewer or smaller horizons, or add --force")
@@ -63,7 +71,8 @@ def _status_note(row: dict) -> str:
     if status == "optimal":
         return f"optimal ({row['solver']}, {row['seconds']:.2f} s)"
     if status == "unbounded":
-        return f"UNBOUNDED ({row['solver']}): delta0 + M0'_T <= 1 bounds nothing; the worst case is +infinity"
+        norm = "delta0 + M0'_T" if (row.get("N", 1), row.get("b", 1)) == (1, 1) else "delta0 + Delta + M0'_T"
+        return f"UNBOUNDED ({row['solver']}): {norm} <= 1 bounds nothing; the worst case is +infinity"
     note = f"{status.upper()} ({row['solver']}): not a certified worst case"
     if row.get("unverified_value") is not None:
         note += f"; the solver's unverified value was {_fmt(row['unverified_value'])}"
@@ -77,11 +86,20 @@ def _admissible_note(row: dict) -> str:
     return "NO: " + "; ".join(parts)
 
 
+def _method_text(f_class: str, N: int, b: int) -> str:
+    from stam.theory.pep import F_CLASS_TEXT
+
+    grad = "full gradient" if (N, b) == (1, 1) else f"b-nice minibatches N={N} b={b}"
+    return f"STAM ({grad}; {F_CLASS_TEXT[f_class]})"
+
+
 def _print_row(args, row: dict) -> None:
-    print(f"deterministic STAM, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} L1={args.L1:g} "
-          f"T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
-    print(f"  worst case of min_t S_t (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
-    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for delta0 + M0'_T = 1; admissible: "
+    print(f"{_method_text(args.F, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
+          f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
+    metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
+    print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
+    norm = "delta0 + M0'_T = 1" if (args.N, args.b) == (1, 1) else "delta0 + Delta + M0'_T = 1"
+    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for {norm}; admissible: "
           f"{_admissible_note(row)}")
     note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
     print(f"  ratio worst case / bound      : {_fmt(row['ratio'], 4)}{note}")
@@ -113,8 +131,16 @@ def _pep(args) -> int:
     from stam.theory import pep
 
     solver = None if args.solver == "auto" else args.solver
+    require((args.N is None) == (args.b is None),
+            "give --N and --b together (the sampled gradient: G = (1/N) sum G_i, minibatches of b)")
+    if args.N is not None:
+        from stam.theory.pep import MAX_N
+
+        require(args.N <= MAX_N, f"--N {args.N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
+        require(args.b <= args.N, f"--b {args.b} must be at most --N {args.N}")
     if args.region:
         return _region(args, solver)
+    args.N, args.b = (args.N or 1), (args.b or 1)
     stray = [f for f in ("lams", "betas", "gamma_range") if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
@@ -127,7 +153,7 @@ def _pep(args) -> int:
         require(args.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
         with _beyond_floats(args):
             row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
-                              solver=solver)
+                              solver=solver, f_class=args.F, N=args.N, b=args.b)
         row = {"lam": args.lam, "gamma": args.gamma, "beta": args.beta, "L1": args.L1, **row}
         if args.json:
             print(dumps(row))
@@ -137,7 +163,7 @@ def _pep(args) -> int:
     require(args.out is not None, "--sweep-T writes a result file: give --out FILE.json")
     with _beyond_floats(args):
         sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
-                              solver=solver)
+                              solver=solver, f_class=args.F, N=args.N, b=args.b)
     atomic_write_json(args.out, sweep)
     if args.json:
         print(dumps(sweep))
@@ -180,21 +206,28 @@ def _region(args, solver) -> int:
     require(not args.free_start, "--free-start is for a single PEP, not for --region")
     require(args.out is not None, "--region writes a result file: give --out FILE.json")
     check_out_file(args.out, "--out")
+    sampling = (args.N, args.b) if args.N is not None else lyapunov.REGION_SAMPLING
     lams = args.lams or lyapunov.REGION_LAMS
     betas = args.betas or lyapunov.REGION_BETAS
     gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
-    header = [f"{'lambda':>9} {'gamma_max':>10} {'certified gamma (general)':>27} {'certified gamma (paper)':>25} "
-              f"{'refuted from gamma':>20}"]
+    classes = [args.F] + (["convex"] if args.F != "convex" else [])
+    header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}",
+              f"{'class of F':>9} {'lambda':>9} {'gamma_max':>10} {'general':>17} {'paper':>17}   {'paper':>17}   "
+              f"{'gamma':>15}"]
 
     def show(row):
         if not args.json:
-            while header:  # printed with the first row: an error before it leaves stdout empty
-                print(header.pop())
-            print(f"{row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(row['general']):>27} "
-                  f"{_fmt_bracket(row['paper']):>25} {_fmt_bracket(row['refuted']):>20}", flush=True)
+            while header:  # printed with the first rows: an error before it leaves stdout empty
+                print(header.pop(0))
+            for cls in classes:
+                part = row if cls == args.F else row[cls]
+                sampled = _fmt_bracket(row["sampled"]) if cls == args.F else "-"
+                print(f"{cls:>9} {row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(part['general']):>17} "
+                      f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}", flush=True)
 
     try:
-        result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show)
+        result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
+                                 f_class=args.F, sampling=sampling)
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
@@ -219,13 +252,15 @@ def register(subparsers) -> None:
     """Add ``stam pep``."""
     p = subparsers.add_parser(
         "pep",
-        help="exact worst case of deterministic STAM (performance estimation) vs Theorem conv's bound",
-        description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} S_t, S_t the stationarity "
-        "measure of Theorem conv, that T iterations of STAM with the full gradient of G can reach over every "
-        "L1-smooth G, H = (lam/2)||x-y||^2 and closed convex F with delta0 + M0'_T <= 1 (M0'_T = M_0 - "
-        "min_{t<=T} M_t, the finite-horizon form of the paper's M0'), beside the theorem's bound for the same "
-        "normalisation (corrected constants; A = 2 max(L1, lam), C = 0) and their ratio. A solver status other "
-        "than optimal is printed as such.",
+        help="exact worst case of STAM (performance estimation; nonconvex or convex F, full or minibatch "
+        "gradients) vs Theorem conv's bound",
+        description="Performance estimation (PEPit + cvxpy): the largest min_{t<T} E S_t, S_t the stationarity "
+        "measure of Theorem conv, that T iterations of STAM can reach over every L1-smooth G, H = (lam/2)||x-y||^2 "
+        "and F of the class --F (default: any proper lsc F, the paper's class; exact interpolation through its "
+        "proximal step), with delta0 + M0'_T <= 1 (M0'_T = M_0 - min_{t<=T} M_t, the finite-horizon form of the "
+        "paper's M0'; with --N/--b, G = (1/N) sum G_i, every minibatch path enumerated, and delta0 + Delta + "
+        "M0'_T <= 1), beside the theorem's bound for the same normalisation (corrected constants) and their "
+        "ratio. A solver status other than optimal is printed as such.",
     )
     p.add_argument("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
     p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
@@ -234,6 +269,16 @@ def register(subparsers) -> None:
     p.add_argument("--sweep-T", type=_T_list, default=None, metavar="N1,N2,...",
                    help="several horizons; writes a pep-sweep result file (--out)")
     p.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
+    p.add_argument("--F", choices=("lsc", "indicator", "convex"), default="lsc",
+                   help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
+                   "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
+                   "convex = closed proper convex")
+    p.add_argument("--N", type=positive_int, default=None,
+                   help="sampled gradient: G = (1/N) sum_i G_i, each G_i L1-smooth (with --b; default: the full gradient; "
+                   "--region: N=2)")
+    p.add_argument("--b", type=positive_int, default=None,
+                   help="minibatch size of the b-nice sampling (1 <= b <= N; every C(N, b) minibatch of every step "
+                   "is enumerated; --region default 1)")
     p.add_argument("--free-start", action="store_true",
                    help="z^{-1} is a free point (default: z^{-1} = y^0, as stam_init)")
     p.add_argument("--solver", choices=("auto", "clarabel", "scs"), default="auto",

@@ -1,0 +1,387 @@
+"""The paper's own problem class (issue 22): nonconvex F through its proximal step, and stochastic
+STAM through the enumerated minibatches of one step (stam.theory.pep, stam.theory.lyapunov)."""
+
+import functools
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("PEPit")
+pytest.importorskip("cvxpy")
+
+from stam.algorithm import stam_init, stam_step  # noqa: E402
+from stam.cli import main  # noqa: E402
+from stam.theory import lyapunov as ly  # noqa: E402
+from stam.theory import pep  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def worst(lam, gamma, beta, T, f_class, N=1, b=1):
+    return pep.stam_pep(lam, gamma, beta, T, f_class=f_class, N=N, b=b)
+
+
+@functools.lru_cache(maxsize=None)
+def cert(lam, gamma, beta, template, f_class, N=1, b=1):
+    return ly.certify_stam(lam, gamma, beta, template=template, f_class=f_class, N=N, b=b)
+
+
+# ----------------------------------------------------------------------------- the interpolation lemma
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), gamma=st.floats(0.05, 5.0), indicator=st.booleans())
+def test_prox_interpolation_conditions_are_exact(seed, gamma, indicator):
+    """Necessity: triples from the prox of an arbitrary finite-valued F on a finite set (lsc, nonconvex)
+    satisfy F_i + |u_i - v_i|^2/(2 gamma) <= F_j + |u_j - v_i|^2/(2 gamma).  Sufficiency: triples that
+    satisfy them are reproduced by the prox of F = F_i at u_i, +infinity elsewhere."""
+    rng = np.random.default_rng(seed)
+    n, m, k = 2, 6, 5
+    support = rng.normal(0, 2, (m, n))
+    values = np.zeros(m) if indicator else rng.normal(0, 2, m)
+
+    def prox(v, pts, vals):
+        costs = vals + np.sum((pts - v) ** 2, axis=1) / (2 * gamma)
+        i = int(np.argmin(costs))
+        return pts[i], vals[i], costs
+
+    vs = rng.normal(0, 3, (k, n))
+    triples = [(v, *prox(v, support, values)[:2]) for v in vs]
+    for (vi, ui, Fi), (_, uj, Fj) in itertools.product(triples, repeat=2):
+        assert Fi + np.sum((ui - vi) ** 2) / (2 * gamma) <= Fj + np.sum((uj - vi) ** 2) / (2 * gamma) + 1e-9
+    # the same condition in the subgradient form the SDPs use: F_j >= F_i + <s_i, u_j - u_i> - |u_j - u_i|^2/(2 gamma)
+    for (vi, ui, Fi), (_, uj, Fj) in itertools.product(triples, repeat=2):
+        s = (vi - ui) / gamma
+        assert Fj >= Fi + s @ (uj - ui) - np.sum((uj - ui) ** 2) / (2 * gamma) - 1e-9
+    pts = np.array([u for _, u, _ in triples])
+    vals = np.array([F for _, _, F in triples])
+    for v, u, F in triples:  # sufficiency: u is a minimiser of the finite F's prox at v
+        _, _, costs = prox(v, pts, vals)
+        assert F + np.sum((u - v) ** 2) / (2 * gamma) <= costs.min() + 1e-9
+
+
+# ----------------------------------------------------------------------------- known answers
+@pytest.mark.parametrize("f_class", ["lsc", "indicator"])
+@pytest.mark.parametrize("L", [1.0, 2.5])
+def test_nonconvex_proximal_gradient_is_certified_exactly_below_1_over_L(f_class, L):
+    """Proximal gradient with a nonconvex F: the sufficient decrease of Attouch-Bolte-Svaiter /
+    Bolte-Sabach-Teboulle holds for gamma < 1/L, and the search finds exactly that limit (half the
+    convex one, 2/L)."""
+    for gamma in (0.3 / L, 0.9 / L):
+        c = ly.proximal_gradient(L, gamma, f_class=f_class)
+        assert c.certified and c.status == "optimal"
+    for gamma in (1.1 / L, 1.9 / L):
+        c = ly.proximal_gradient(L, gamma, f_class=f_class)
+        assert not c.certified and c.status == "optimal"
+        assert ly.proximal_gradient(L, gamma, f_class="convex").certified
+    lo, hi, _ = ly._bisect(lambda g: ly.proximal_gradient(L, g, f_class=f_class).certified, 0.1 / L, 10 / L, 0.01)
+    assert lo < 1 / L <= hi and hi / lo <= 1.01
+
+
+def test_sufficient_decrease_rate_is_found():
+    """Phi(x+) <= Phi(x) - (1/gamma - L)|x+ - x|^2/2 with S = |x - x+|^2/gamma^2: rho >= gamma (1 - gamma L)/2."""
+    for gamma in (0.2, 0.5, 0.8):
+        assert ly.proximal_gradient(1.0, gamma, f_class="lsc").rho >= gamma * (1 - gamma) / 2 - 1e-7
+
+
+# ----------------------------------------------------------------------------- nonconvex never certifies more
+POINTS = [(1.0, 0.1, 250.0), (1.0, 0.5, 50.0), (0.5, 1.6, 1000.0), (4.0, 0.2, 50.0), (1.0, 2.0, 50.0)]
+
+
+@pytest.mark.parametrize("lam,gamma,beta", POINTS)
+def test_lsc_class_never_certifies_more_than_convex_or_indicator(lam, gamma, beta):
+    for template in ("paper", "general"):
+        lsc = cert(lam, gamma, beta, template, "lsc")
+        assert lsc.status == "optimal"
+        for other in ("convex", "indicator"):
+            c = cert(lam, gamma, beta, template, other)
+            assert c.status == "optimal"
+            assert lsc.rho <= c.rho * (1 + 1e-3) + 1e-7, (template, other, lsc.rho, c.rho)  # solver tolerance
+            assert not (lsc.certified and not c.certified)
+
+
+@pytest.mark.parametrize("lam,gamma,beta,T", [(1.0, 0.1, 250.0, 1), (1.0, 0.1, 250.0, 2), (0.5, 1.0, 1000.0, 2)])
+def test_lsc_worst_case_is_at_least_the_convex_and_indicator_worst_case(lam, gamma, beta, T):
+    lsc = worst(lam, gamma, beta, T, "lsc")
+    for other in ("convex", "indicator"):
+        r = worst(lam, gamma, beta, T, other)
+        assert r.status == "optimal"
+        assert lsc.status == "unbounded" or (lsc.optimal and lsc.worst_case >= r.worst_case * (1 - 1e-4)), (other, lsc, r)
+
+
+def test_theorem_conv_bounds_the_lsc_worst_case_where_admissible():
+    """Theorem conv is stated for the paper's class: its bound must hold for nonconvex F."""
+    for lam, gamma, beta in [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0)]:
+        for T in (1, 3):
+            row = pep.compare(lam, gamma, beta, T, f_class="lsc")
+            assert row["admissible"] and row["status"] == "optimal"
+            assert row["worst_case"] <= row["bound"]
+
+
+# ----------------------------------------------------------------------------- sampled gradients
+@pytest.mark.parametrize("f_class", ["lsc", "convex"])
+@pytest.mark.parametrize("lam,gamma,beta", [(1.0, 0.1, 250.0), (0.5, 1.0, 100.0), (4.0, 0.2, 50.0)])
+def test_one_sample_reproduces_the_deterministic_certificate(lam, gamma, beta, f_class):
+    """N = 1 (and N = b = 2: the average of two L1-smooth functions is every L1-smooth function): the
+    enumerated step has one branch, the exact gradient; the rate equals the deterministic one."""
+    det = cert(lam, gamma, beta, "paper", f_class)
+    for N, b in ((1, 1), (2, 2)):
+        c = ly.search(ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b))
+        assert c.status == "optimal" and det.status == "optimal"
+        assert c.certified == det.certified
+        assert c.rho == pytest.approx(det.rho, rel=1e-4, abs=1e-9)
+
+
+@pytest.mark.parametrize("lam,gamma,beta,T", [(1.0, 0.1, 250.0, 1), (1.0, 0.1, 250.0, 2), (0.5, 1.0, 1000.0, 2)])
+def test_one_sample_reproduces_the_deterministic_worst_case(lam, gamma, beta, T):
+    det = worst(lam, gamma, beta, T, "lsc")
+    full = worst(lam, gamma, beta, T, "lsc", N=2, b=2)
+    assert det.optimal and full.optimal
+    assert full.worst_case == pytest.approx(det.worst_case, rel=1e-4)
+    assert full.details["gram_size"] == pep.gram_size(T, N=2, b=2)
+
+
+def test_minibatch_noise_needs_the_growth_term(monkeypatch):
+    """b < N: the variance of the minibatch gradient is only bounded through the G_i^inf (Lemma
+    es-lemma), so without the growth term kappa D_t nothing is certified; with it (kappa <= 2 (L1 + lam) A rho / beta)
+    the paper form is.  The worst case of stam pep is never below the full gradient's."""
+    lam, gamma, beta = 1.0, 0.1, 250.0
+    c = cert(lam, gamma, beta, "paper", "lsc", 2, 1)
+    assert c.status == "optimal" and c.certified
+    assert 0 < c.details["kappa"] <= ly.growth_cap(lam, beta, 1.0, 2, 1) * c.rho * (1 + 1e-3) + 1e-9
+    monkeypatch.setattr(ly, "GROWTH_PER_RATE", 0.0)
+    c0 = ly.certify_stam(lam, gamma, beta, template="paper", f_class="lsc", N=2, b=1)
+    assert c0.status == "optimal" and not c0.certified
+    r1, r2 = worst(lam, gamma, beta, 2, "lsc"), worst(lam, gamma, beta, 2, "lsc", 2, 1)
+    assert r2.optimal and r2.worst_case >= r1.worst_case * (1 - 1e-4)
+    assert r2.details["gram_size"] == pep.gram_size(2, N=2, b=1)
+
+
+# ----------------------------------------------------------------------------- actual STAM runs, binary Q
+class _BinaryOps:
+    """H = (lam/2)|x - y|^2 and F = the indicator of Q = {-q, q}^n (the paper's binary set): the
+    proximal step is the projection (sign); keeps the proximal subgradient (v - u)/gamma."""
+
+    def __init__(self, lam, q):
+        self.lam, self.q, self.s = lam, q, None
+
+    def grad_y_H(self, x, y):
+        return self.lam * (y - x)
+
+    def grad_x_H(self, x, y):
+        return self.lam * (x - y)
+
+    def prox_H(self, z, y, gamma):
+        return (z + gamma * self.lam * y) / (1 + gamma * self.lam)
+
+    def prox_F(self, v, gamma):
+        u = np.where(v >= 0, self.q, -self.q)
+        self.s = (v - u) / gamma
+        return u
+
+
+def _instance(rng, N, n):
+    """G_i(y) = sum_j a_ij cos(y_j + phi_ij), |a_ij| <= 1: L1 = 1 smooth, nonconvex, G_i^inf = -sum_j |a_ij|."""
+    amp, ph = rng.uniform(-1, 1, (N, n)), rng.uniform(0, 2 * np.pi, (N, n))
+    Gi = lambda i, y: float(np.sum(amp[i] * np.cos(y + ph[i])))  # noqa: E731
+    gi = lambda i, y: -amp[i] * np.sin(y + ph[i])  # noqa: E731
+    return Gi, gi, -np.abs(amp).sum(axis=1)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), point=st.sampled_from([(1.0, 0.1, 250.0, 2, 1), (0.5, 1.0, 100.0, 2, 1),
+                                                                (1.0, 0.1, 250.0, 3, 2), (1.0, 0.3, 100.0, 1, 1)]))
+def test_no_binary_instance_exceeds_the_certified_bounds(seed, point):
+    """Actual STAM runs (stam.algorithm.stam_step) with F = I_Q, Q binary, and random smooth G_i, every
+    minibatch of every step enumerated (expectations exact): the one-step certificate's inequality
+    E_t V_{t+1} - V_t + rho S_t <= kappa D_t holds at every visited state, and min_{t<T} E S_t never
+    exceeds the exact worst case of stam pep times the instance's delta0 + Delta + M0'_T."""
+    lam, gamma, beta, N, b = point
+    rng = np.random.default_rng(seed)
+    n, q = 3, float(rng.uniform(0.2, 2.0))
+    Gi, gi, Ginf = _instance(rng, N, n)
+    G = lambda y: np.mean([Gi(i, y) for i in range(N)])  # noqa: E731
+    ops = _BinaryOps(lam, q)
+    batches = list(itertools.combinations(range(N), b))
+    y0 = rng.normal(0, 2, n)
+    root = stam_init(y0, ops, gamma)
+    s_root = ops.s
+
+    def children(state):
+        out = []
+        for batch in batches:
+            g = np.mean([gi(i, state.y) for i in batch], axis=0)
+            new = stam_step(state, g, ops, gamma, beta)
+            out.append((new, ops.s))
+        return out
+
+    def S(state, s):
+        g = np.mean([gi(i, state.y) for i in range(N)], axis=0)
+        return float(np.sum((g + lam * (state.y - state.u)) ** 2) + np.sum((lam * (state.u - state.y) + s) ** 2))
+
+    def M(state):  # F(u) = 0 on Q
+        x, u, z = state.x, state.u, state.z
+        return float(np.sum((2 * x - u - z) ** 2) / (2 * gamma) - np.sum((x - z) ** 2) / (2 * gamma)
+                     - np.sum((u - x) ** 2) / gamma)
+
+    def H(state):
+        return lam / 2 * float(np.sum((state.x - state.y) ** 2))
+
+    # the one-step certificate along a random path
+    c = cert(lam, gamma, beta, "paper", "indicator", N, b)
+    assert c.certified
+    a, bb, kappa = c.theta["a"], c.theta["b"], c.details.get("kappa", 0.0)
+    state, s = root, s_root
+    for _ in range(15):
+        kids = children(state)
+        V0 = a * (G(state.y) + H(state)) + bb * M(state)
+        EV1 = np.mean([a * (G(k.y) + H(k)) + bb * M(k) for k, _ in kids])
+        D = G(state.y) + H(state) - float(np.mean(Ginf))
+        assert EV1 - V0 + c.rho * S(state, s) <= kappa * D + 1e-7 * (1 + abs(V0))
+        state, s = kids[rng.integers(len(kids))]
+
+    # the exact worst case for T = 2
+    T = 2
+    r = worst(lam, gamma, beta, T, "indicator", N, b)
+    assert r.optimal
+    paths = [[(root, s_root)]]
+    for _ in range(T):
+        paths = [p + [kid] for p in paths for kid in children(p[-1][0])]
+    ES = [np.mean([S(*p[t]) for p in paths]) for t in range(T)]
+    M0_prime = np.mean([M(root) - min(M(st_) for st_, _ in p) for p in paths])
+    norm = G(y0) + H(root) - float(np.mean(Ginf)) + M0_prime
+    assert min(ES) <= r.worst_case * norm * (1 + 1e-4) + 1e-9
+
+
+# ----------------------------------------------------------------------------- the command
+def run(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_classes_match_the_library():
+    import argparse
+
+    from stam.theory import pep_cli
+
+    parser = argparse.ArgumentParser()
+    pep_cli.register(parser.add_subparsers())
+    action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if a.dest == "F")
+    assert tuple(action.choices) == pep.F_CLASSES and action.default == pep.DEFAULT_F_CLASS
+
+
+@pytest.mark.parametrize("argv", [
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N", "2"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--b", "2"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N", "2", "--b", "3"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N", "0", "--b", "1"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--F", "weird"],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "6", "--N", "3", "--b", "1"],
+])
+def test_bad_sampling_or_class_is_one_line_and_exit_2(argv, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "error:" in err
+
+
+def test_cli_prints_class_and_gradient(capsys):
+    code, out, _ = run(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N", "2", "--b", "1",
+                        "--F", "indicator"], capsys)
+    assert code == 0
+    assert "b-nice minibatches N=2 b=1" in out and "indicator" in out and "delta0 + Delta + M0'_T = 1" in out
+    assert "status: optimal" in out
+
+
+def _worst_ratio(c, lam, gamma, beta, template, seeds, steps=40):
+    """max over binary-Q STAM runs (full gradient) of (V_{t+1} - V_t + rho S_t) / (rho S_t): <= 0 when the
+    certificate holds."""
+    a, b = c.theta["a"], c.theta["b"]
+    P = np.array(c.P) if c.P is not None else None
+    worst_ratio = -np.inf
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        n, q = 3, rng.uniform(0.1, 3)
+        Gi, gi, _ = _instance(rng, 1, n)
+        ops = _BinaryOps(lam, q)
+        zp = rng.normal(0, 5, n)
+        state = stam_init(rng.normal(0, 5, n), ops, gamma, z_prev=zp)
+        s = ops.s
+
+        def V(st, zprev, sub):
+            if template == "general":  # F = 0 on Q
+                xi = [st.y - zprev, gi(0, st.y), sub]
+                return a * Gi(0, st.y) + sum(P[i, j] * xi[i] @ xi[j] for i in range(3) for j in range(3))
+            M = (np.sum((2 * st.x - st.u - st.z) ** 2) / (2 * gamma) - np.sum((st.x - st.z) ** 2) / (2 * gamma)
+                 - np.sum((st.u - st.x) ** 2) / gamma)
+            return a * (Gi(0, st.y) + lam / 2 * np.sum((st.x - st.y) ** 2)) + b * M
+
+        for _ in range(steps):
+            g = gi(0, state.y)
+            S = np.sum((g + lam * (state.y - state.u)) ** 2) + np.sum((lam * (state.u - state.y) + s) ** 2)
+            new = stam_step(state, g, ops, gamma, beta)
+            worst_ratio = max(worst_ratio, (V(new, state.z, ops.s) - V(state, zp, s) + c.rho * S) / (c.rho * S))
+            zp, state, s = state.z, new, ops.s
+    return worst_ratio
+
+
+@pytest.mark.parametrize("lam,gamma,beta,template", [(1.0, 0.5, 50.0, "general"), (1.0, 0.5, 50.0, "paper"),
+                                                     (1.0, 0.95, 1e4, "paper"), (0.1874, 2.0, 1e3, "paper")])
+def test_lsc_certificates_hold_along_binary_runs(lam, gamma, beta, template):
+    """Full gradient, F = I_Q: every lsc certificate's one-step inequality holds along actual runs (to
+    the solver's accuracy: 1% of rho S)."""
+    c = cert(lam, gamma, beta, template, "lsc")
+    assert c.certified
+    assert _worst_ratio(c, lam, gamma, beta, template, seeds=20) <= 1e-2
+
+
+def test_a_convex_certificate_fails_on_the_binary_set():
+    """Why the class matters: at lam = 0.09, gamma = 5, beta = 1e4 (gamma lam = 0.45) both classes are
+    certified, but the convex certificate's inequality is violated by far on binary-Q runs, while the
+    lsc one holds."""
+    lam, gamma, beta = 0.09, 5.0, 1e4
+    convex, lsc = cert(lam, gamma, beta, "general", "convex"), cert(lam, gamma, beta, "general", "lsc")
+    assert convex.certified and lsc.certified
+    assert _worst_ratio(convex, lam, gamma, beta, "general", seeds=100) > 1  # violated by more than rho S
+    assert _worst_ratio(lsc, lam, gamma, beta, "general", seeds=20) <= 1e-2
+
+
+@pytest.mark.parametrize("lam", [0.1, 1.0, 7.3])
+@pytest.mark.parametrize("N,b", [(1, 1), (2, 1), (3, 2)])
+def test_theorem_conv_region_is_certified_for_the_papers_class(lam, N, b):
+    """Inside Theorem conv's hypotheses (gamma < gamma_max, beta = ceil(2 K2/K1)) the paper form is
+    certified for any proper lsc F, with 1/rho <= 2 beta (the theorem's constant is >= 2 beta) and, with
+    minibatches, a noise floor kappa/rho below the theorem's 2 (L+M) A / beta."""
+    from stam.theory import numeric
+
+    c = numeric.quadratic_coupling(lam, L1=1.0)
+    for frac in (0.5, 0.95):
+        gamma = frac * float(numeric.gamma_max(c))
+        beta = float(math.ceil(2 * float(numeric.K2(gamma, c)) / float(numeric.K1(gamma, c))))
+        r = cert(lam, gamma, beta, "paper", "lsc", N, b)
+        assert r.certified and 1 / r.rho <= 2 * beta
+        if b < N:
+            A, _ = numeric.finite_sum(1.0, N, b, lam, 0.0)
+            M = float(numeric.M(gamma, numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=0.0)))
+            assert r.details["kappa"] / r.rho <= 2 * (1.0 + lam + M) * float(A) / beta
+
+
+def test_huge_sampling_or_range_is_refused_or_bounded(capsys):
+    """A fuzzed --N must not enumerate C(N, b) branches; a huge --gamma-range is scanned in at most
+    SCAN_MAX_STEPS steps."""
+    code, out, err = run(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--N",
+                          "99999999999999999999999", "--b", "50000000000000000000000"], capsys)
+    assert code == 2 and "at most 8" in err
+    calls = []
+    lo, hi, n = ly._first_gap(lambda g: calls.append(g) or True, 1e-300, 1e300, 0.02)
+    assert hi is None and lo == 1e300 and n <= ly.SCAN_MAX_STEPS + 2
+
+
+def test_gram_size_is_closed_form_for_huge_horizons():
+    assert pep.gram_size(10**22) == 2 * 10**22 + 2  # no loop over T
+    assert pep.gram_size(10**22, N=2, b=1) == math.inf
+    assert pep.gram_size(3, N=2, b=1) == 30 and pep.gram_size(2, N=3, b=1) == 26
