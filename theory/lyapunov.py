@@ -635,14 +635,8 @@ def _bisect(test, lo: float, hi: float, rtol: float):
     ok_hi, calls = test(hi), calls + 1
     if ok_hi:
         return hi, None, calls
-    while hi / lo > 1 + rtol:
-        mid = math.sqrt(lo * hi)
-        calls += 1
-        if test(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo, hi, calls
+    lo, hi, more = _bisect_inside(test, lo, hi, rtol)
+    return lo, hi, calls + more
 
 
 #: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade), and its most steps (a wider
