@@ -12,7 +12,6 @@ import torch
 
 from stam.algorithm import as_batch_scalar
 from stam.dnn.optim_common import BatchedRule
-from stam.quantize import project_Q
 
 
 class BatchedSGD(BatchedRule):

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 
 from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
@@ -222,10 +221,6 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     return Setup(cfg, ctx, preset, epochs, batch_size, out, data, trainer, config)
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _data_identity(source) -> tuple:
     """What must not change across a ``--resume`` about the data: its kind, and the SHA-256 of an
     image collection (the official data may be read from the archive or its extracted folder)."""
@@ -251,7 +246,7 @@ def _resume(s: Setup) -> Done:
     was, now = _data_identity(old.get("data_source")), _data_identity(s.config["data_source"])
     if "data_source" in old and was != now:  # a checkpoint from before data_source: not known, not refused
         changed.append(f"the data was {_data_text(was)}, now {_data_text(now)}")
-    if s.cfg.schedule_scale == "auto" and old.get("schedule_scale") != s.config["schedule_scale"] and _number(old.get("schedule_scale")):
+    if s.cfg.schedule_scale == "auto" and old.get("schedule_scale") != s.config["schedule_scale"] and isinstance(old.get("schedule_scale"), float):
         changed = [c if not c.startswith("schedule_scale") else f"{c} (--schedule-scale auto follows --epochs: pass "
                    f"--schedule-scale {old['schedule_scale']!r} to keep the run's schedule)" for c in changed]
     if changed:
