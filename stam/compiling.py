@@ -25,6 +25,15 @@ def compile_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def is_compiling() -> bool:
+    """Whether ``torch.compile`` is tracing the calling code (where a computation is laid out for
+    inductor's fusion rather than for eager kernels)."""
+    import torch
+
+    check = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(check()) if check is not None else False
+
+
 def compiled_or_eager(fn: Callable, what: str, **options) -> Callable:
     """``fn`` compiled by ``torch.compile(fn, **options)``; where compiling fails with one of
     :func:`compile_errors`, a warning naming ``what`` and ``fn`` itself from then on."""
@@ -47,4 +56,4 @@ def compiled_or_eager(fn: Callable, what: str, **options) -> Callable:
     return run
 
 
-__all__ = ["compile_errors", "compiled_or_eager"]
+__all__ = ["compile_errors", "compiled_or_eager", "is_compiling"]

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from stam.compiling import is_compiling
+
 #: the per-block loop of the contiguous path is used up to this many blocks (each block costs a
 #: few tensor calls; beyond this the vectorised index path is cheaper)
 SPLIT_MAX_BLOCKS = 64
@@ -106,7 +108,7 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         return torch.copysign(mag.expand_as(v), v + 0.0)
     blocks = Blocks.of(block_ids, num_blocks)
     flat = v.reshape(v.shape[0], -1)
-    if blocks.split and _compiling():
+    if blocks.split and is_compiling():
         # under torch.compile: one reduction per block and one pass writing every block (inductor
         # fuses these; the in-place form below it turns into copies, twice as slow)
         parts = flat.split(blocks.sizes, dim=1)
@@ -124,12 +126,6 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         return out.reshape(v.shape)
     s = block_scales(flat, blocks)
     return torch.copysign(blocks.expand(s), flat + 0.0).reshape(v.shape)
-
-
-def _compiling() -> bool:
-    """Whether torch.compile is tracing this call."""
-    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-    return bool(is_compiling()) if is_compiling is not None else False
 
 
 def signs(w: Tensor) -> Tensor:
