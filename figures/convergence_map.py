@@ -23,7 +23,8 @@ import numpy as np
 from stam.errors import UsageError
 from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
-from stam.synthetic.convergence_map import SQRT5, log_grid, write_map
+from stam.synthetic.convergence_map import log_grid, write_map
+from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
 from stam.userfile import accepts, build, is_file_spec, load_object, split_spec
 
 #: the most points a --gamma-range or --lam-range may ask for
@@ -156,7 +157,7 @@ def plot_map(maps: list[dict], nc=None):
                                 mew=0.5, zorder=4)
             if quad:
                 ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
-                ax.plot(rg, SQRT5 / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
+                ax.plot(rg, GAMMA_LAMBDA_LIMIT / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
                         label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
                 for k, (glabel, members) in enumerate(groups):
                     _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
@@ -196,7 +197,7 @@ def plot_map(maps: list[dict], nc=None):
 # --- numbers in words -------------------------------------------------------------------------
 def _side(row) -> bool:
     """Below the curve gamma lambda = 1/sqrt(5)?"""
-    return row["gamma"] * row["lam"] < SQRT5
+    return row["gamma"] * row["lam"] < GAMMA_LAMBDA_LIMIT
 
 
 def _good(data: dict, row) -> bool:

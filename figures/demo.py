@@ -54,7 +54,7 @@ from stam.figures.convergence_map import digits_map, summary_line, write_outputs
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
-from stam.synthetic.convergence_map import SQRT5 as GAMMA_LAMBDA
+from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
 from stam.synthetic.convergence_map import log_grid, run_map
 from stam.synthetic.families import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep

@@ -84,7 +84,6 @@ DEFAULT_BETAS = (10.0, 100.0, 1000.0)
 DEFAULT_ITERATIONS = 1000
 DEFAULT_SEEDS = 4
 GROWTH = 100.0
-SQRT5 = 1 / math.sqrt(5)
 
 
 def log_grid(lo: float, hi: float, n: int) -> list[float]:
@@ -331,4 +330,4 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
 
 
 __all__ = ["run_map", "validate_map", "validate_row", "write_map", "rows_csv", "admissible_flags", "log_grid",
-           "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS", "SQRT5"]
+           "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS"]

@@ -21,9 +21,10 @@ from stam.errors import UsageError
 from stam.figures.convergence_map import _edges, format_map, map_caption, plot_map, summary
 from stam.figures.results import load_results
 from stam.synthetic.convergence_map import (
-    ROW_KEYS, SQRT5, admissible_flags, log_grid, rows_csv, run_map, validate_map, write_map,
+    ROW_KEYS, admissible_flags, log_grid, rows_csv, run_map, validate_map, write_map,
 )
 from stam.theory import numeric
+from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
 
 GAMMA_IN, LAM = 0.05, 1.0  # inside the theorem's region: 5 (0.05)^2 + 4 (0.05) < 1
 
@@ -123,7 +124,7 @@ def test_figure_renders_for_a_synthetic_and_a_digits_map(tiny_map, tmp_path, cap
     assert "\u03b3\u03bb = 1/\u221a5" in labels and any("Our1" in lab for lab in labels)
     (curve,) = [line for line in ax.get_lines() if line.get_label() == "\u03b3\u03bb = 1/\u221a5"]
     x, y = curve.get_data()
-    assert max(abs(a * b - SQRT5) for a, b in zip(x, y)) < 1e-12
+    assert max(abs(a * b - GAMMA_LAMBDA_LIMIT) for a, b in zip(x, y)) < 1e-12
 
 
 def test_caption_and_summary_count_cells():
@@ -131,7 +132,7 @@ def test_caption_and_summary_count_cells():
     s = summary(d)
     assert s["all"]["cells"] == 12 and s["all"]["diverged"] == 2
     assert s["below"]["cells"] + s["above"]["cells"] == 12
-    assert s["below"]["cells"] == sum(r["gamma"] * r["lam"] < SQRT5 for r in d["rows"])
+    assert s["below"]["cells"] == sum(r["gamma"] * r["lam"] < GAMMA_LAMBDA_LIMIT for r in d["rows"])
     assert s["all"]["good"] == sum(r["metric"] is not None and r["metric"] >= 0.5 for r in d["rows"])
     cap = map_caption(d)
     assert "Of 12 (" in cap and "1/\u221a5" in cap and f"{s['all']['admissible']} cells satisfy" in cap

@@ -142,3 +142,14 @@ def test_T_min_times_eps4_stays_bounded(lam, L1, A, C, u):
     lim = max(144 * A * (c.L + n.M(gam, c)) * 1.5**2, 24 * C * (c.L + n.M(gam, c)) * 1.5)
     assert np.all(np.isfinite(scaled)) and scaled[-1] == pytest.approx(lim, rel=1e-3)
     assert np.all(scaled <= scaled[0] + lim * 1.001)
+
+
+def test_gamma_lambda_limit_is_derived_from_the_threshold():
+    """1/sqrt(5), the curve the maps draw, is derived: lambda times the threshold of K_1 > 0 for
+    H = (lambda/2)||x - y||^2 tends to it from below as lambda grows (and is not reached)."""
+    assert sp.simplify(k.gamma_lambda_limit() - 1 / sp.sqrt(5)) == 0
+    assert n.GAMMA_LAMBDA_LIMIT == pytest.approx(1 / math.sqrt(5), rel=1e-15)
+    lams = np.array([1.0, 10.0, 1e3, 1e6])
+    prod = lams * n.gamma_threshold(n.Constants(L1=1.0, L2=lams, L3=lams, L4=lams, L5=lams, l=-lams))
+    assert np.all(np.diff(prod) > 0) and np.all(prod < n.GAMMA_LAMBDA_LIMIT)
+    assert prod[-1] == pytest.approx(n.GAMMA_LAMBDA_LIMIT, rel=1e-5)

@@ -59,6 +59,8 @@ def functions() -> list[tuple[str, str, sp.Expr]]:
         ("K3_printed", "K_3 as printed in Lemma conv-lemma.", k.K3_printed_expr()),
         ("gamma_threshold", "sup{gamma: K_1 > 0} (Remark Rem=09836, exact; valid at L2* = 0).", thr["stable"]),
         ("gamma_threshold_printed", "Remark Rem=09836's printed threshold.", thr["printed"]),
+        ("gamma_lambda_limit", "lim lambda sup{gamma: K_1 > 0} as lambda -> oo for H = (lambda/2)||x - y||^2.",
+         k.gamma_lambda_limit()),
         ("second_condition", "[(L2*)^2 + (L5*)^2] gamma^2 (Theorem conv: must be <= 1).", k.second_condition()),
         ("es_gh_A", "A of Lemma ES-GH.", esgh["A"]),
         ("es_gh_C", "C of Lemma ES-GH (gap = (G+H)^inf - G^inf - H^inf).", esgh["C"]),

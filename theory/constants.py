@@ -200,6 +200,16 @@ def gamma_threshold() -> dict:
 
 
 @cached
+def gamma_lambda_limit() -> sp.Expr:
+    """The large-lambda limit of ``lambda`` times Remark Rem=09836's threshold for the network
+    coupling ``H = (lambda/2)||x - y||^2`` (:func:`quadratic_coupling`: L2* = lambda,
+    l = -lambda): ``lim_{lambda -> oo} lambda sup{gamma: K_1 > 0}``, so that for large lambda
+    the theorem's region is ``gamma lambda < `` this value (``1/sqrt(5)``)."""
+    q = quadratic_coupling()
+    return sp.limit(lam * gamma_threshold()["stable"].subs({L2: q["L2"], l: q["l"]}), lam, sp.oo)
+
+
+@cached
 def second_condition() -> sp.Expr:
     """Theorem conv: ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1`` (used in eq. (eq403)); returned as the
     left-hand side, and its sup in gamma is ``1/sqrt((L2*)^2 + (L5*)^2)``."""
@@ -349,5 +359,5 @@ __all__ = [
     "es_gh", "es_lemma", "ES_LEMMA_A_PRINTED", "ev2_nice_without_replacement", "ev2_with_replacement",
     "K1_expr", "K2_expr", "K3_expr", "K3_printed_expr", "M_expr", "L_expr", "gamma_threshold",
     "second_condition", "omega", "theorem_rhs", "beta_conditions", "T_lower_bounds", "T_min_expr",
-    "T_MIN_PRINTED", "T_min_rate", "quadratic_coupling", "network_updates",
+    "T_MIN_PRINTED", "T_min_rate", "quadratic_coupling", "network_updates", "gamma_lambda_limit",
 ]

@@ -149,6 +149,11 @@ def M(gamma, c: Constants, as_printed: bool = False):
         return 2 * K3(gamma, c, as_printed)
 
 
+#: ``gamma lambda`` below which the theorem's region lies for large ``lambda`` when
+#: ``H = (lambda/2)||x - y||^2`` (derived: :func:`stam.theory.constants.gamma_lambda_limit`, ``1/sqrt(5)``)
+GAMMA_LAMBDA_LIMIT = float(g.gamma_lambda_limit())
+
+
 def gamma_threshold(c: Constants, as_printed: bool = False):
     """sup of gamma with ``K_1 > 0`` (exact; the printed Remark Rem=09836 form with
     ``as_printed``, undefined (nan) at ``L2* = 0``)."""
@@ -415,6 +420,7 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False, gamma=Non
 
 
 __all__ = [
+    "GAMMA_LAMBDA_LIMIT",
     "Constants", "quadratic_coupling", "es_gh", "es_lemma", "finite_sum", "K1", "K2", "K3", "M",
     "gamma_threshold", "gamma_max", "second_condition", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",
     "check", "recommend", "BETA_KEYS", "deterministic_es", "violations_text", "Inadmissible", "Parameters",

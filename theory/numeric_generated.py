@@ -36,6 +36,11 @@ def gamma_threshold_printed(L2, l):
     return (1/10)*(-10*L2 - 10*l + numpy.sqrt(20*L2**2 + (10*L2 + 10*l + 4)**2) - 4)/L2
 
 
+def gamma_lambda_limit():
+    """lim lambda sup{gamma: K_1 > 0} as lambda -> oo for H = (lambda/2)||x - y||^2."""
+    return (1/5)*numpy.sqrt(5)
+
+
 def second_condition(gamma, L2, L5):
     """[(L2*)^2 + (L5*)^2] gamma^2 (Theorem conv: must be <= 1)."""
     return gamma**2*(L2**2 + L5**2)
