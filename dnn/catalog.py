@@ -10,7 +10,7 @@ To add an algorithm: write its pure step beside :func:`stam.algorithm.stam_step`
 ``psgd_step``, ``bc_step``, ``br_step`` are), its ``torch.optim`` class in a module
 ``stam.dnn.optim_NAME`` calling that step, its batched form ``BATCHED`` there (a
 :class:`stam.dnn.optim_common.BatchedRule`, for maps and tuning), one :class:`Algorithm` here, its paper preset in
-``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there; the
+``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there, with its colour and marker in figures; the
 tests parametrised over :data:`NAMES` then check it.
 """
 
@@ -31,7 +31,8 @@ class Algorithm:
     once, :mod:`stam.dnn.batched`);
     ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
     baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
-    (gamma, lambda, beta)."""
+    (gamma, lambda, beta); ``color`` (a colour of the Okabe-Ito palette,
+    :data:`stam.figures.style.OKABE_ITO`) and ``marker`` (matplotlib's): how every figure draws it."""
 
     name: str
     label: str
@@ -43,6 +44,8 @@ class Algorithm:
     schedule_only: tuple = ()
     binary: bool = True
     theorem: bool = False
+    color: str = "black"
+    marker: str = "x"
 
     def optimizer_class(self):
         return load(self.optimizer)
@@ -63,13 +66,16 @@ class Algorithm:
 
 ALGORITHMS = (
     Algorithm("stam", "STAM", "eq. (alg:stamm)", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM",
-              "stam.dnn.optim_stam:BATCHED", theorem=True),
-    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
+              "stam.dnn.optim_stam:BATCHED", theorem=True, color="blue", marker="o"),
+    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED",
+              color="sky_blue", marker="^"),
     Algorithm("br", "BR", "eq. (alg:BR)", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
-              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule
-    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED"),
+              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",),  # lam's growth: the schedule
+              color="bluish_green", marker="s"),
+    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED",
+              color="orange", marker="v"),  # a marker too: PSGD's float weights follow plain SGD exactly
     Algorithm("float", "Float", "SGD with momentum on float weights", ("lr", "momentum", "weight_decay"),
-              "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False),
+              "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False, color="black", marker="x"),
 )
 
 #: the names ``--algo`` takes, in the order of the paper's tables

@@ -60,6 +60,17 @@ def names() -> list[str]:
     return list(table()["presets"])
 
 
+def columns() -> list[str]:
+    """The labels of the presets in the order ``presets.json`` lists them: the columns of the
+    paper's tables (Float, PSGD, BC, BR, Our1, Our2, Our3)."""
+    return list(dict.fromkeys(p["label"] for p in table()["presets"].values()))
+
+
+def algorithm_order() -> list[str]:
+    """The algorithms in the order of the paper's table columns (:func:`columns`)."""
+    return list(dict.fromkeys(p["algo"] for p in table()["presets"].values()))
+
+
 def paper_results() -> dict:
     return table()["paper_results"]
 
@@ -220,4 +231,4 @@ def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | 
     return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
 
 
-__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_results", "table", "default_preset"]
+__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

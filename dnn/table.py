@@ -25,7 +25,6 @@ from stam.errors import UsageError
 from stam.figures.results import SCHEMAS, _read_json, validate
 
 DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
-COLUMN_ORDER = ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
 
 
 class Skipped(NamedTuple):
@@ -156,7 +155,7 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     copies = {c[1] for _, c in acc}
     mixed = len(copies) > 1
     labels = {c[0] for _, c in acc}
-    base = paper.get("columns", [c for c in COLUMN_ORDER if c in labels])
+    base = paper.get("columns", [c for c in presets.columns() if c in labels])
     names = base + sorted(labels - set(base))
     present = {k[1] for k in acc}
     if mixed:  # each label once on the official images (always the paper's columns), once on a copy where run

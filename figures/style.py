@@ -31,39 +31,18 @@ OKABE_ITO = {
 }
 GREY = "#7F7F7F"
 
+#: Everything figures draw as an algorithm, as declared where it is defined: the network
+#: algorithms (:data:`stam.dnn.catalog.ALGORITHMS`) and the synthetic comparison's methods
+#: (:data:`stam.synthetic.methods.REGISTRY`), each with its label, colour and marker.
+DECLARED = {**{m.name: m for m in methods.REGISTRY}, **{a.name: a for a in catalog.ALGORITHMS}}
+
 #: THE colour of each algorithm, in every figure.  STAM's parameter presets (Our1, Our2, ...)
 #: are one algorithm: they share STAM's colour and differ by line style and marker.
-ALGO_COLORS = {
-    "stam": OKABE_ITO["blue"],
-    "bc": OKABE_ITO["sky_blue"],
-    "br": OKABE_ITO["bluish_green"],
-    "psgd": OKABE_ITO["orange"],
-    "float": OKABE_ITO["black"],
-    "spring": OKABE_ITO["vermillion"],  # stochastic PALM (SPRING with the SGD estimator)
-    "stam-det": OKABE_ITO["reddish_purple"],  # deterministic STAM (full gradients)
-}
-#: A marker per algorithm too, so that curves that coincide (PSGD's float weights follow plain
-#: SGD exactly) stay distinguishable.
-ALGO_MARKERS = {"stam": "o", "bc": "^", "br": "s", "psgd": "v", "float": "x", "spring": "D", "stam-det": "P"}
-#: Display names (as the paper writes them): the network algorithms' labels from
-#: :mod:`stam.dnn.catalog` and those of the synthetic comparison's methods from
-#: :mod:`stam.synthetic.methods` (keyed as :func:`canonical_algo` keys them).
-ALGO_NAMES = {a.name: a.label for a in catalog.ALGORITHMS}
-
-#: Aliases the producers may use for the same algorithm.
-_ALIASES = {
-    "binaryconnect": "bc",
-    "binaryrelax": "br",
-    "sgd": "float",
-    "palm": "spring",
-    "spring-sgd": "spring",
-    "stochastic-palm": "spring",
-    "spalm": "spring",
-    "stam_det": "stam-det",
-    "stam-deterministic": "stam-det",
-    "deterministic-stam": "stam-det",
-    "dstam": "stam-det",
-}
+ALGO_COLORS = {name: OKABE_ITO[d.color] for name, d in DECLARED.items()}
+#: A marker per algorithm too, so that curves that coincide stay distinguishable.
+ALGO_MARKERS = {name: d.marker for name, d in DECLARED.items()}
+#: Display names (as the paper writes them).
+ALGO_NAMES = {name: d.label for name, d in DECLARED.items()}
 
 #: Theory elements (not algorithms).
 BOUND_COLOR = OKABE_ITO["black"]  # the theorem's right-hand side, dashed
@@ -78,16 +57,21 @@ _PRESET_STYLES = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 
 DPI = 150
 
 
+def _normal(name) -> str:
+    return str(name).strip().lower().replace("_", "-").replace(" ", "-")
+
+
+_BY_LABEL = {_normal(d.label): name for name, d in DECLARED.items()}
+
+
 def canonical_algo(name: str) -> str:
-    """The key of ``ALGO_COLORS`` for an algorithm name as a producer wrote it."""
-    key = str(name).strip().lower().replace("_", "-").replace(" ", "-")
-    key = _ALIASES.get(key, key)
+    """The declared name (a key of ``ALGO_COLORS``) of an algorithm name as a producer wrote it
+    or its label (case, ``_`` and spaces aside; a STAM variant such as ``stam-our1`` is STAM)."""
+    key = _normal(name)
+    key = _BY_LABEL.get(key, key)
     if key.startswith("stam") and key not in ALGO_COLORS:
         return "stam"
     return key
-
-
-ALGO_NAMES.update({canonical_algo(m.name): m.label for m in methods.REGISTRY if canonical_algo(m.name) not in ALGO_NAMES})
 
 
 def algo_color(name: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from stam.dnn import presets
 from stam.figures.results import finite
 from stam.figures.style import (
     ADMISSIBLE_COLOR,
@@ -65,7 +66,7 @@ def label_of(summary: dict) -> str:
 
 def _sort_key(run) -> tuple:
     s = run["summary"]
-    order = ["float", "psgd", "bc", "br", "stam"]
+    order = presets.algorithm_order()
     algo = canonical_algo(s.get("algo", ""))
     return (order.index(algo) if algo in order else len(order), str(s.get("preset") or ""), str(s.get("seed", "")))
 

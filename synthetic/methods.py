@@ -18,7 +18,8 @@ from stam.registry import load, lookup
 class Method:
     """``runner(problem, iters, R, gamma, beta, gen) -> (u, y)`` (its final point);
     ``deterministic``: it takes full gradients (``iters = budget // N`` on the problem with full
-    sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``."""
+    sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``; ``color`` and
+    ``marker``: how figures draw it (as :class:`stam.dnn.catalog.Algorithm`'s)."""
 
     name: str
     label: str
@@ -26,6 +27,8 @@ class Method:
     runner: str
     deterministic: bool = False
     quantised: bool = False
+    color: str = "black"
+    marker: str = "x"
 
     def run(self, *args):
         return load(self.runner)(*args)
@@ -33,14 +36,17 @@ class Method:
 
 def _network(name: str) -> Method:
     a = catalog.algorithm(name)
-    return Method(name, a.label, a.equation, f"stam.synthetic.baselines:run_{name}", quantised=True)
+    return Method(name, a.label, a.equation, f"stam.synthetic.baselines:run_{name}", quantised=True, color=a.color,
+                  marker=a.marker)
 
 
 REGISTRY = (
-    Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam"),
+    Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam", color=catalog.algorithm("stam").color,
+           marker=catalog.algorithm("stam").marker),
     Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", "stam.synthetic.baselines:run_stam",
-           deterministic=True),
-    Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring"),
+           deterministic=True, color="reddish_purple", marker="P"),
+    Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring",
+           color="vermillion", marker="D"),
     _network("psgd"),
     _network("bc"),
     _network("br"),

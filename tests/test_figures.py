@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 matplotlib.use("Agg")
 
+from stam.dnn import catalog  # noqa: E402
+from stam.synthetic import methods  # noqa: E402
 from stam.figures import rates as R  # noqa: E402
 from stam.figures import style  # noqa: E402
 from stam.figures import training as TR  # noqa: E402
@@ -53,7 +55,7 @@ def pep_fixture() -> dict:
 def compare_fixture() -> dict:
     return {"kind": "synthetic-compare", "problem": "regression", "provenance": provenance(),
             "rows": [{"method": m, "final_S": s, "objective": 1.0 + s, "quantised_objective": 1.1 + s,
-                      "wall_time": 0.2, "grad_evals": 1000} for m, s in (("stam", 1e-3), ("spring", 2e-3),
+                      "wall_time": 0.2, "grad_evals": 1000} for m, s in (("stam", 1e-3), ("spring-sgd", 2e-3),
                                                                          ("bc", 5e-2))]}
 
 
@@ -143,11 +145,18 @@ def test_readers_classify_every_result_format(tmp_path):
 # -- style -------------------------------------------------------------------------------------
 
 
-def test_one_colour_per_algorithm_and_aliases():
+def test_one_colour_per_algorithm_as_declared():
+    """Colours, markers and names come from the declarations (catalog and synthetic methods): one
+    colour each, no second list of names (a name nobody declares is grey)."""
     colours = list(style.ALGO_COLORS.values())
     assert len(set(colours)) == len(colours)
     assert set(colours) <= set(style.OKABE_ITO.values())
-    assert style.algo_color("BinaryConnect") == style.algo_color("bc")
+    assert set(style.ALGO_COLORS) == set(catalog.NAMES) | set(methods.METHODS)
+    for a in catalog.ALGORITHMS:
+        assert style.algo_color(a.name) == style.OKABE_ITO[a.color] and style.ALGO_MARKERS[a.name] == a.marker
+        assert style.algo_color(a.label) == style.algo_color(a.name)  # by its label too
+    assert style.algo_color("spring-sgd") == style.OKABE_ITO[methods.method("spring-sgd").color]
+    assert style.algo_color("spring") == style.GREY  # the old undeclared key is gone
     assert style.algo_color("stam") == style.algo_color("STAM_our3")
     assert style.algo_color("unknown-method") == style.GREY
     assert style.run_label("stam", "our3") == "Our3"

@@ -164,7 +164,7 @@ def test_accuracy_table_layout_and_seeds(tmp_path):
 def test_other_tables_render():
     assert T.paper_check_table(paper_check_fixture()).rows[0][1] == "misprint"
     c = T.compare_table(compare_fixture())
-    assert [r[0] for r in c.rows] == ["stam", "spring", "bc"]
+    assert [r[0] for r in c.rows] == ["stam", "spring-sgd", "bc"]
     r = T.rates_table(rates_fixture())
     assert len(r.rows) == 5 and r.rows[-1][3] == "no"
     assert T.latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
