@@ -172,8 +172,8 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
 
 
 def test_table_columns_and_algorithm_order_come_from_the_presets_file():
-    """The paper's column order (Float, PSGD, BC, BR, Our1..3) is the order presets.json lists its
+    """The paper's column order (Float, PSGD, BC, BR, Our1..3) is the order P.json lists its
     presets: stam table and the training figure read it there (no second list)."""
-    assert presets.columns() == ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
-    assert presets.algorithm_order() == ["float", "psgd", "bc", "br", "stam"]
-    assert set(presets.algorithm_order()) == set(presets.ALGOS)
+    assert P.columns() == ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
+    assert P.algorithm_order() == ["float", "psgd", "bc", "br", "stam"]
+    assert set(P.algorithm_order()) == set(P.ALGOS)
