@@ -60,6 +60,7 @@ from torch import Tensor
 from stam.algorithm import as_batch_scalar
 from stam.compiling import compiled_or_eager, is_compiling
 from stam.dnn import catalog, distributed, epochs as ep
+from stam.dnn.catalog import VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule
@@ -85,7 +86,7 @@ class Task:
         return self.data.num_classes
 
 
-def load_task(dataset: str = "digits", model: str = "mlp", width: float = 1.0, val_fraction: float = 0.1, split_seed: int = 0,
+def load_task(dataset: str = "digits", model: str = "mlp", width: float = 1.0, val_fraction: float = VAL_FRACTION, split_seed: int = 0,
               data_dir="data", device="cpu") -> Task:
     """The data set as ``stam train --dataset`` reads it (:func:`stam.dnn.data.load`), with the
     validation split of :func:`stam.dnn.data.split_validation` (none for ``val_fraction`` 0 or None)."""
@@ -94,7 +95,7 @@ def load_task(dataset: str = "digits", model: str = "mlp", width: float = 1.0, v
     return Task(data, model, width)
 
 
-def digits_task(val_fraction: float = 0.1, split_seed: int = 0, device="cpu") -> Task:
+def digits_task(val_fraction: float = VAL_FRACTION, split_seed: int = 0, device="cpu") -> Task:
     """scikit-learn's digits and the MLP, as ``stam train --dataset digits --model mlp``."""
     return load_task("digits", "mlp", 1.0, val_fraction, split_seed, device=device)
 

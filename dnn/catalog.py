@@ -98,6 +98,13 @@ MODEL_NAMES = tuple(MODELS)
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
 DATASET_NAMES = tuple(DATASETS)
 
+#: CIFAR-10's and CIFAR-100's training images (the official archives; Section 3.2 of the paper)
+CIFAR_TRAIN_IMAGES = 50_000
+
+#: The share of a training set held out as validation data, on which every choice (the epoch a
+#: run is judged by, tuning trials) is made: ``--val-fraction``'s default everywhere.
+VAL_FRACTION = 0.1
+
 #: What ``stam tune`` and ``stam map`` train on each data set unless told otherwise: the model, its
 #: channel width, the batch size and the epochs of every run.  CIFAR's defaults fit a 2-core CPU
 #: (VGG-11 at width 1/8: about 20 s per epoch and run on one core, measured); the paper's
@@ -109,4 +116,5 @@ SWEEP_DEFAULTS = {
 }
 
 
-__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS"]
+__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
+           "CIFAR_TRAIN_IMAGES", "VAL_FRACTION"]

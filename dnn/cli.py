@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS
+from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION
 from stam.errors import positive_int, seed_int
 
 
@@ -65,8 +65,8 @@ def register(subparsers) -> None:
     p.add_argument("--download", action="store_true", help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
     p.add_argument("--out", help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
     p.add_argument("--label", help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")
-    p.add_argument("--val-fraction", type=_fraction, default=0.1, metavar="F",
-                   help="validation share carved out of the training set, stratified by class (default 0.1); "
+    p.add_argument("--val-fraction", type=_fraction, default=VAL_FRACTION, metavar="F",
+                   help=f"validation share carved out of the training set, stratified by class (default {VAL_FRACTION:g}); "
                    "epochs and configurations are selected on it, never on the test set")
     p.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0; independent of --seed)")
     p.add_argument("--no-val", action="store_true", help="the paper's protocol: no validation set, train on the whole training set")
@@ -114,7 +114,7 @@ def register(subparsers) -> None:
     add_task_args(u)
     u.add_argument("--epochs", type=positive_int, default=None, help="epochs of every run (default: 60 digits, 10 CIFAR)")
     u.add_argument("--batch-size", type=positive_int, default=None, help="default: 32 digits, 128 CIFAR")
-    u.add_argument("--val-fraction", type=_fraction, default=0.1, help="validation share of the training set (default 0.1)")
+    u.add_argument("--val-fraction", type=_fraction, default=VAL_FRACTION, help=f"validation share of the training set (default {VAL_FRACTION:g})")
     u.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0)")
     u.add_argument("--tune-seed", type=seed_int, default=0, help="seed of the Sobol points and of the trials' training (default 0)")
     u.add_argument("--space-file", metavar="JSON", help="search spaces to use instead of presets.json's, e.g. "

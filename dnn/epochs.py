@@ -9,8 +9,11 @@ from __future__ import annotations
 import contextlib
 import math
 
+from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
+from stam.dnn.presets import paper_epochs
+
 #: image passes of the paper's run: 1000 epochs of CIFAR's 50,000 training images (Section 3.2)
-PAPER_IMAGE_PASSES = 1000 * 50_000
+PAPER_IMAGE_PASSES = paper_epochs() * CIFAR_TRAIN_IMAGES
 #: the most image passes ``stam train``, ``stam tune`` or ``stam map`` trains without ``--force``:
 #: ten times the paper's run (what a typo such as ``--epochs 99999999999999999999`` is not)
 WORK_LIMIT_IMAGES = 10 * PAPER_IMAGE_PASSES

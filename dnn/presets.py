@@ -60,6 +60,16 @@ def names() -> list[str]:
     return list(table()["presets"])
 
 
+def paper_epochs() -> int:
+    """The epochs of the paper's runs (``presets.json``'s defaults: 1000)."""
+    return int(table()["defaults"]["epochs"])
+
+
+def paper_batch_size() -> int:
+    """The minibatch size of the paper's runs (``presets.json``'s defaults: 128)."""
+    return int(table()["defaults"]["batch_size"])
+
+
 def columns() -> list[str]:
     """The labels of the presets in the order ``presets.json`` lists them: the columns of the
     paper's tables (Float, PSGD, BC, BR, Our1, Our2, Our3)."""
@@ -231,4 +241,4 @@ def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | 
     return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
 
 
-__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "columns", "algorithm_order", "paper_results", "table", "default_preset"]
+__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

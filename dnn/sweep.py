@@ -15,7 +15,7 @@ import functools
 import tempfile
 
 from stam.dnn import presets
-from stam.dnn.catalog import algorithm
+from stam.dnn.catalog import VAL_FRACTION, algorithm
 from stam.jobs import run_jobs
 
 
@@ -129,7 +129,7 @@ def run_job(spec: dict) -> dict:
 
 
 
-def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size: int = 32, *, val_fraction: float = 0.1,
+def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size: int = 32, *, val_fraction: float = VAL_FRACTION,
                split_seed: int = 0, store=None, scheduler: str | None = None, workers: int = 1, progress: bool = True,
                chunk: int = 64, task: dict | None = None) -> list[dict]:
     """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),

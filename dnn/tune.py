@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from stam.dnn import presets
-from stam.dnn.catalog import DATASETS, MODELS, algorithm
+from stam.dnn.catalog import DATASETS, MODELS, VAL_FRACTION, algorithm
 from stam.dnn.sweep import data_source, run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
@@ -185,7 +185,7 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
 
 
 def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, batch_size: int = 32,
-         val_fraction: float = 0.1, split_seed: int = 0, tune_seed: int = 0, paper: bool = True, chunk: int = 16,
+         val_fraction: float = VAL_FRACTION, split_seed: int = 0, tune_seed: int = 0, paper: bool = True, chunk: int = 16,
          scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None,
          task: dict | None = None) -> dict:
     """Run the protocol of the module docstring on ``task`` (:func:`stam.dnn.sweep.task_spec`:

@@ -19,11 +19,13 @@ printed in the figure.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from stam.dnn import presets as P
+from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
 from stam.theory import numeric
 
@@ -49,7 +51,7 @@ def paper_presets() -> tuple:
 def paper_stages(presets=None) -> list[Stage]:
     """The paper's settings split into stages (a new stage where lambda changes or gamma is reset
     upwards), evaluated from the presets of ``stam.dnn`` over the paper's 1000 epochs."""
-    epochs = int(P.table()["defaults"]["epochs"])
+    epochs = P.paper_epochs()
     stages = []
     for name, dataset in presets or paper_presets():
         preset = P.resolve(name, "stam", dataset)
@@ -63,7 +65,7 @@ def paper_stages(presets=None) -> list[Stage]:
 
 
 #: The paper's iteration budget: 1000 epochs of ceil(50000 / 128) = 391 minibatches.
-PAPER_T = 1000 * 391
+PAPER_T = P.paper_epochs() * math.ceil(CIFAR_TRAIN_IMAGES / P.paper_batch_size())
 
 
 @dataclass(frozen=True)
