@@ -1,5 +1,5 @@
-"""Many small jobs, here or on a Dask distributed cluster, resumable: the engine of ``stam tune``
-and ``stam map``.
+"""Many small jobs, here or on a Dask distributed cluster, resumable: the one engine of every sweep
+(``stam tune``, ``stam map``, ``stam synthetic sweep``).
 
 A *job* is a pure function of a JSON-able *spec* (a dict: the algorithm, its step sizes, the seed,
 ...).  :func:`run_jobs` calls ``fn(spec)`` for every spec and returns the results in the order of
@@ -74,7 +74,8 @@ specs are run once and their result is returned for each.
 
 This module imports neither torch nor dask when it is imported; joblib, tqdm and distributed are
 imported when a run needs them.  :func:`add_scheduler_args` adds the two flags that every command
-running jobs shares (``--scheduler ADDRESS``, ``--workers N``).
+running jobs shares (``--scheduler ADDRESS``, ``--workers N``); :func:`stored` says which specs a
+store already holds.
 """
 
 from __future__ import annotations
@@ -145,15 +146,29 @@ def _scheduler_type(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--scheduler ")) from None
 
 
-def add_scheduler_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def add_scheduler_args(parser: argparse.ArgumentParser, workers: int = 1, aliases: tuple = ()) -> argparse.ArgumentParser:
     """Add ``--scheduler ADDRESS`` and ``--workers N`` (the arguments of :func:`run_jobs` of the
-    same names) to ``parser``, for every command that runs jobs."""
+    same names; ``workers`` the default) to ``parser``, for every command that runs jobs.
+    ``aliases``: older spellings of ``--workers`` a command keeps, hidden from its help."""
     parser.add_argument("--scheduler", metavar="ADDRESS", type=_scheduler_type, default=None,
                         help="Dask distributed scheduler, e.g. tcp://127.0.0.1:8786; default: run here "
                              "(needs the 'cluster' extra; the results are stored here, workers need no shared disk)")
-    parser.add_argument("--workers", metavar="N", type=positive_int, default=1,
-                        help="local processes (default 1); not with --scheduler")
+    parser.add_argument("--workers", metavar="N", type=positive_int, default=workers,
+                        help=f"local processes (default {workers}); not with --scheduler")
+    if aliases:
+        parser.add_argument(*aliases, dest="workers", type=positive_int, help=argparse.SUPPRESS)
     return parser
+
+
+def stored(specs: list[dict], store: Path | str) -> list[bool]:
+    """For each spec, whether ``store`` holds its result (what :func:`run_jobs` would not run again)."""
+    store = Path(store)
+    out = []
+    for spec in specs:
+        canon = canonical_json(spec)
+        path = store / f"{_hash(canon)}.json"
+        out.append(path.is_file() and _load(path, canon) is not None)
+    return out
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,12 +3,13 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
     stam synthetic run     --problem NAME   rate experiment against Theorem conv (JSON + CSV)
     stam synthetic compare --problem NAME   STAM vs baselines at an equal gradient budget
-    stam synthetic sweep                    problems x seeds x gamma fractions, -j N, resumable
+    stam synthetic sweep                    problems x seeds x gamma fractions, --workers N or --scheduler, resumable
 """
 
 from __future__ import annotations
 
 from stam.errors import positive_float, positive_int, seed_int
+from stam.jobs import add_scheduler_args
 from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
 from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
@@ -72,8 +73,10 @@ def register(subparsers) -> None:
     cmp_.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
     cmp_.set_defaults(func=commands.compare_command)
 
-    sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions in parallel processes, resumable",
-                        description="Runs `synthetic run` for every combination; skips results already on disk.")
+    sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions, here or on a cluster, resumable",
+                        description="Runs `synthetic run` for every combination as jobs of the toolkit's one job engine "
+                                    "(stored in OUT/jobs: a rerun skips the finished ones; --workers local processes or "
+                                    "a Dask --scheduler); the result files are written once every job has finished.")
     sw.add_argument("--problems", default=",".join(NAMES),
                     help="comma-separated built-in families or FILE.py:NAME (a function taking seed=...) (default: all families)")
     sw.add_argument("--seeds", default="0,1,2", help="comma-separated instance/sampling seeds (default 0,1,2)")
@@ -81,7 +84,7 @@ def register(subparsers) -> None:
     sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")
     sw.add_argument("--T-max", type=positive_int, default=2560, help="largest horizon (default 2560)")
     sw.add_argument("--T-points", type=positive_int, default=9, help="horizons per job (default 9)")
-    sw.add_argument("-j", "--jobs", type=positive_int, default=2, help="parallel processes (default 2)")
+    add_scheduler_args(sw, workers=2, aliases=("-j", "--jobs"))  # -j/--jobs: the old spelling, hidden
     sw.add_argument("--out", default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sw.set_defaults(func=commands.sweep_command)

@@ -281,31 +281,26 @@ def _split(text: str, cast, name: str) -> list:
     return values
 
 
-def sweep_jobs(problems, seeds, fractions, out_dir, R: int | None = None, T_grid: list[int] | None = None,
-               names: dict | None = None) -> list[tuple]:
-    """(problem, seed, fraction, stem, done) for every combination (each once); ``done`` says that
-    ``out_dir/stem.json`` holds a result of exactly these settings (``R`` and ``T_grid`` too,
-    where given): a result of other settings is run again and replaced.  ``names`` maps a
-    ``FILE.py:NAME`` problem to (the name in file names, the name its results carry)."""
+def sweep_specs(problems, seeds, fractions, R: int, T_grid: list[int], names: dict | None = None) -> list[tuple[str, dict]]:
+    """``(stem, spec)`` of every job of a sweep (each combination once), for
+    :func:`stam.jobs.run_jobs`: the spec holds everything the result depends on (the problem, its
+    seed, the gamma fraction, R and the horizons; for a ``FILE.py:NAME`` problem also the SHA-256
+    of the file, so that an edited file is run again).  ``names`` maps a ``FILE.py:NAME``
+    problem to the name in its file names."""
     names = names or {}
-    jobs = []
+    out = []
     for problem, seed, frac in dict.fromkeys(itertools.product(problems, seeds, fractions)):
-        stem_name, result_name = names.get(problem, (problem, problem))
-        stem = f"rates-{stem_name}-seed{seed}-gf{frac:g}"
-        jobs.append((problem, seed, frac, stem, _holds(Path(out_dir) / f"{stem}.json", result_name, seed, frac, R, T_grid)))
-    return jobs
+        spec = {"problem": problem, "seed": seed, "gamma_fraction": frac, "R": R, "T_grid": list(T_grid)}
+        if is_file_spec(problem):
+            spec["file_sha256"] = _file_digest(split_spec(problem, "--problems")[0])
+        out.append((f"rates-{names.get(problem, problem)}-seed{seed}-gf{frac:g}", spec))
+    return out
 
 
-def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> bool:
-    """Whether ``path`` is a complete result of these settings (its CSV, written first, beside it)."""
-    try:
-        result = json.loads(path.read_text(encoding="utf-8"))
-        p = result["params"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return (result.get("kind") == "synthetic-rates" and path.with_suffix(".csv").is_file()
-            and p.get("problem") == problem and p.get("seed") == seed and p.get("gamma_fraction") == fraction
-            and (R is None or p.get("R") == R) and (T_grid is None or p.get("T_grid") == T_grid))
+def _file_digest(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _sweep_problem(spec: str, seed: int):
@@ -316,24 +311,24 @@ def _sweep_problem(spec: str, seed: int):
     return load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1] if is_file_spec(spec) else make_problem(spec, seed=seed)
 
 
-def sweep_job(problem_name: str, seed: int, fraction: float, stem: str, out_dir: str, R: int, T_max: int, T_points: int) -> str:
-    """One sweep job in its own process: the rate experiment, written atomically."""
+def sweep_job(spec: dict) -> dict:
+    """One job of a sweep (:func:`sweep_specs`), on whichever process or cluster worker
+    :func:`stam.jobs.run_jobs` sends it to: the rate experiment's result."""
     import torch
 
-    from stam.synthetic.rates import geometric_grid, run_rates
+    from stam.synthetic.rates import run_rates
 
     torch.set_num_threads(1)
-    problem = _sweep_problem(problem_name, seed)
-    result = run_rates(problem, geometric_grid(10, T_max, T_points), R=R, gamma_fraction=fraction, seed=seed,
-                       progress=False)
-    write_rates(result, out_dir, stem)
-    return stem
+    problem = _sweep_problem(spec["problem"], spec["seed"])
+    return run_rates(problem, spec["T_grid"], R=spec["R"], gamma_fraction=spec["gamma_fraction"], seed=spec["seed"],
+                     progress=False)
 
 
 def sweep_command(args) -> int:
-    from joblib import Parallel, delayed
-    from tqdm import tqdm
-
+    """``stam synthetic sweep``: the jobs run by the one job engine (:func:`stam.jobs.run_jobs`:
+    resumable from ``OUT/jobs``, ``--workers`` local processes or a ``--scheduler`` cluster); the
+    result files are written together once every job has its result."""
+    from stam.jobs import run_jobs, stored
 
     problems = _split(args.problems, str, "problems")
     unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]
@@ -349,20 +344,31 @@ def sweep_command(args) -> int:
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
-    check_out_dir(args.out)
+    out = check_out_dir(args.out)
     names = {}
     for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job
         stem_name = split_spec(spec, "--problems")[1]
         with _user_limits(f"the problem {spec}"):
-            names[spec] = (stem_name, _sweep_problem(spec, seeds[0]).name)
-    clash = [v[0] for v in names.values() if v[0] in NAMES or list(names.values()).count(v) > 1]
+            _sweep_problem(spec, seeds[0])
+        names[spec] = stem_name
+    clash = [v for v in names.values() if v in NAMES or list(names.values()).count(v) > 1]
     require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")
-    jobs = sweep_jobs(problems, seeds, fractions, args.out, args.R, geometric_grid(10, args.T_max, args.T_points), names)
-    todo = [j for j in jobs if not j[4]]
-    print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk with these settings (skipped), "
-          f"{len(todo)} to run with -j {args.jobs}")
-    runner = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
-    done = runner(delayed(sweep_job)(p, s, f, stem, args.out, args.R, args.T_max, args.T_points) for p, s, f, stem, _ in todo)
-    for stem in tqdm(done, total=len(todo), desc="sweep", disable=bar_disable(not args.no_progress), file=sys.stderr):
-        print(f"wrote {Path(args.out) / stem}.json")
+    jobs = sweep_specs(problems, seeds, fractions, args.R, geometric_grid(10, args.T_max, args.T_points), names)
+    for stem, _ in jobs:
+        for suffix in (".json", ".csv"):
+            check_out_file(out / f"{stem}{suffix}")
+    specs = [spec for _, spec in jobs]
+    store = out / "jobs"
+    done = sum(stored(specs, store))
+    where = f"on {args.scheduler}" if args.scheduler else f"with --workers {args.workers}"
+    print(f"sweep: {len(jobs)} jobs, {done} already in {store} with these settings (skipped), "
+          f"{len(jobs) - done} to run {where}")
+    results = run_jobs(sweep_job, specs, store, scheduler=args.scheduler, workers=args.workers,
+                       progress=not args.no_progress, desc="sweep")
+    failed = [(stem, r["error"]) for (stem, _), r in zip(jobs, results) if "error" in r]
+    require(not failed, f"sweep job {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''} "
+            f"({len(failed)} of {len(jobs)} failed; the others are stored in {store}, a rerun runs only the failed)")
+    for (stem, _), result in zip(jobs, results):
+        write_rates(result, out, stem)
+        print(f"wrote {out / stem}.json")
     return 0

@@ -328,12 +328,12 @@ SWEEP = {
     "seeds": st.sampled_from(["0", "0", "0,1", "-1", "x", "99999999999999999999999", ""]),
     "gamma_fractions": st.sampled_from(["0.5", "0.5", "0.25", "0", "1", "nan", "x", "1e-320"]),
     "R": st.sampled_from(["1", "2", "0", "x"]), "T_max": st.sampled_from(["10", "10", "12", "5", "x"]),
-    "T_points": st.sampled_from(["1", "2", "0"]), "jobs": st.sampled_from(["1"]), "out": OUT_DIR,
+    "T_points": st.sampled_from(["1", "2", "0"]), "workers": st.sampled_from(["1"]), "out": OUT_DIR,
 }
 
 
 @examples(4)
-@given(argv_for(("synthetic", "sweep"), SWEEP, fixed=("--no-progress", "-j", "1"),
+@given(argv_for(("synthetic", "sweep"), SWEEP, fixed=("--no-progress", "--workers", "1"),
                 keep=("problems", "seeds", "gamma_fractions", "R", "T_max", "T_points", "out")))
 def fuzz_synthetic_sweep(argv):
     with sandbox() as root:

@@ -129,23 +129,60 @@ def test_write_is_atomic_when_serialisation_fails(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_sweep_skips_results_on_disk(tmp_path, capsys):
+def test_sweep_runs_on_the_job_engine_and_resumes_from_its_store(tmp_path, capsys):
+    """synthetic sweep is jobs of stam.jobs.run_jobs: stored in OUT/jobs as they finish, a rerun runs
+    only the missing ones, other settings are other jobs, and the result files equal a fresh run's."""
     argv = ["synthetic", "sweep", "--problems", "binary,cosine", "--seeds", "0", "--gamma-fractions", "0.5",
-            "--R", "2", "--T-max", "12", "--T-points", "2", "-j", "1", "--out", str(tmp_path), "--no-progress"]
+            "--R", "2", "--T-max", "12", "--T-points", "2", "--workers", "1", "--out", str(tmp_path), "--no-progress"]
     code, out, _ = run(argv, capsys)
-    assert code == 0 and "0 already on disk" in out and "2 to run" in out
+    assert code == 0 and "sweep: 2 jobs, 0 already in" in out and "2 to run with --workers 1" in out
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["rates-binary-seed0-gf0.5.json", "rates-cosine-seed0-gf0.5.json"]
-    (tmp_path / "rates-cosine-seed0-gf0.5.json").unlink()  # as if interrupted before this job finished
+    assert len(list((tmp_path / "jobs").glob("*.json"))) == 2
+    first = json.loads((tmp_path / "rates-cosine-seed0-gf0.5.json").read_text())
+    stored_jobs = sorted((tmp_path / "jobs").glob("*.json"))
+    stored_jobs[0].unlink()  # as if interrupted before this job finished
+    (tmp_path / "rates-cosine-seed0-gf0.5.json").unlink()
     code, out, _ = run(argv, capsys)
-    assert code == 0 and "1 already on disk with these settings (skipped), 1 to run" in out
-    assert json.loads((tmp_path / "rates-cosine-seed0-gf0.5.json").read_text())["kind"] == "synthetic-rates"
-    (tmp_path / "rates-binary-seed0-gf0.5.csv").unlink()  # interrupted between the CSV and the JSON of an older writer
-    argv[argv.index("--R") + 1] = "3"  # other settings: the results on disk are stale
+    assert code == 0 and "1 already in" in out and "(skipped), 1 to run" in out
+    again = json.loads((tmp_path / "rates-cosine-seed0-gf0.5.json").read_text())
+    assert again["rows"] == first["rows"]  # recomputed or read back: the same numbers
+    argv[argv.index("--R") + 1] = "3"  # other settings: other jobs
     argv[argv.index("--gamma-fractions") + 1] = "0.5,0.50"  # the same fraction twice is one job
+    argv[argv.index("--workers")] = "-j"  # the old spelling still works
     code, out, _ = run(argv, capsys)
-    assert code == 0 and "sweep: 2 jobs, 0 already on disk with these settings (skipped), 2 to run" in out
+    assert code == 0 and "sweep: 2 jobs, 0 already in" in out and "2 to run" in out
     assert all(json.loads(p.read_text())["params"]["R"] == 3 for p in tmp_path.glob("*.json"))
     assert (tmp_path / "rates-binary-seed0-gf0.5.csv").is_file()
+    assert "--jobs" not in _help(["synthetic", "sweep", "--help"], capsys) and "--scheduler" in _help(["synthetic", "sweep", "--help"], capsys)
+
+
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit):
+        main(argv)
+    return capsys.readouterr().out
+
+
+def test_a_failing_sweep_job_is_one_line_and_writes_no_result(tmp_path, capsys, monkeypatch):
+    from stam.synthetic import commands as C
+
+    real = C.sweep_job
+
+    def flaky(spec):
+        if spec["problem"] == "cosine":
+            raise FloatingPointError("boom")
+        return real(spec)
+
+    monkeypatch.setattr(C, "sweep_job", flaky)
+    argv = ["synthetic", "sweep", "--problems", "binary,cosine", "--seeds", "0", "--gamma-fractions", "0.5",
+            "--R", "2", "--T-max", "12", "--T-points", "2", "--workers", "1", "--out", str(tmp_path), "--no-progress"]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "sweep job rates-cosine-seed0-gf0.5 failed: FloatingPointError: boom" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("rates-*"))  # all or nothing
+    assert len(list((tmp_path / "jobs").glob("*.json"))) == 1  # the finished job is kept for the rerun
+    monkeypatch.setattr(C, "sweep_job", real)
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "1 already in" in out and len(list(tmp_path.glob("rates-*.json"))) == 2
 
 
 def test_sweep_rejects_unknown_problem(tmp_path, capsys):

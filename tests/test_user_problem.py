@@ -315,7 +315,12 @@ def test_synthetic_sweep_takes_a_user_problem_and_resumes(tmp_path, capsys):
     assert first["problem"] == "cos-regression" and first["params"]["seed"] == 1
     capsys.readouterr()
     assert main(argv) == 0
-    assert "2 already on disk" in capsys.readouterr().out  # the user's results are recognised as done
+    assert "2 already in" in capsys.readouterr().out  # the user's results are recognised as done
+    example = tmp_path / "example.py"  # an edited problem file is another job
+    example.write_text(Path(EXAMPLE).read_text() + "\n# edited\n")
+    argv[argv.index("--problems") + 1] = f"{example}:build"
+    assert main(argv) == 0
+    assert "0 already in" in capsys.readouterr().out
 
 
 def test_map_takes_a_function_of_lambda(tmp_path, capsys):
