@@ -24,7 +24,6 @@ from stam.figures.results import Result, ResultSet, load_results
 from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug
 from stam.theory.items import VERDICTS
 from stam.theory.items.coverage import coverage_text
-from stam.theory.mathml import sanitize
 
 #: (id, heading) of every section of the page, in order: the message first, provenance last.
 SECTIONS = (
@@ -73,11 +72,14 @@ nav ol{columns:2;font-size:.95em} figure{margin:1.2em 0} figure img{max-width:10
 figcaption{font-size:.9em;color:#444;margin-top:.3em}
 table{border-collapse:collapse;margin:1em 0;font-size:.85em;display:block;overflow-x:auto}
 caption{text-align:left;font-weight:600;padding:.3em 0;caption-side:top}
-th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:top}
+th,td{border:1px solid #ccc;padding:.25em .55em;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
 .note{color:#555;font-style:italic} .intro{color:#333;margin-top:-.4em} .verdict-misprint,.verdict-false{color:#D55E00;font-weight:600} .verdict-unproven{color:#E69F00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
 table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
+td.formula math{display:block;font-size:1.05em} td.formula mtd{text-align:left;padding:0}
+td[class^="verdict-"]{white-space:nowrap} td:first-child,td.formula code{overflow-wrap:anywhere}
+details.as-text summary{font-size:.8em;color:#555} details.as-text code{display:block;white-space:pre-wrap;word-break:break-word}
 details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
 max-height:24em;overflow:auto;background:#f6f6f6;padding:.4em;margin:.3em 0}
 """
@@ -226,26 +228,6 @@ def _figures(sections: dict, page: _Page, results: ResultSet, nc) -> None:
         sections[fk.section].add(page.figure(fk.name, fig, fk.caption_for(results, nc), fk.source_results(results)))
 
 
-def _paper_check_formulas(findings: list) -> str:
-    """The printed and derived forms as MathML (written by sympy into the result file, re-emitted
-    here through :func:`stam.theory.mathml.sanitize`: MathML elements only, text escaped), beside
-    the text forms; no JavaScript, rendered by the browser."""
-    rows = []
-    for f in findings:
-        cells = []
-        for key in ("printed", "derived"):
-            math = sanitize(f.get(f"{key}_mathml")) if isinstance(f.get(f"{key}_mathml"), str) else None
-            cells.append(math if math is not None else f"<code>{html.escape(str(f.get(key, '')))}</code>")
-        if any(c.startswith("<math") for c in cells):
-            rows.append(f"<tr><td>{html.escape(str(f.get('label')))}</td><td>{html.escape(str(f.get('verdict')))}</td>"
-                        f"<td>{cells[0]}</td><td>{cells[1]}</td></tr>")
-    if not rows:
-        return ""
-    return ('<details class="formulas"><summary>The formulas of the audit as mathematics (MathML)</summary>'
-            '<table><thead><tr><th>Label</th><th>Verdict</th><th>Printed</th><th>Derived</th></tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></details>")
-
-
 def _headline(headline: dict | None, sections: dict) -> str:
     """The message first: each headline line (``stam demo``'s, by key) linked to its section, then
     the first figure of the page, so that the first screen shows a result."""
@@ -287,7 +269,6 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); {len(bad)} not as printed: "
                                f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
         sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
-        sec["paper-check"].add(_paper_check_formulas(findings))
 
     for i, r in enumerate(results["stepsize"]):
         sec["stepsize"].add(page.table(f"stepsize-{i}", T.stepsize_table(r.data)))

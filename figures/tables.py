@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from stam.dnn.table import build, to_markdown
 from stam.dnn.tune import table
 from stam.figures.results import finite
+from stam.theory.mathml import sanitize
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -55,12 +56,15 @@ def latex_escape(text: str) -> str:
 class Table:
     """A caption, a header and rows of already formatted cells.  ``details`` maps (row, column)
     to longer text that the HTML rendering shows folded under the cell (``<details>``, no
-    JavaScript); Markdown and LaTeX show the cell only."""
+    JavaScript); ``math`` maps (row, column) to the cell as MathML (sanitised by
+    :func:`stam.theory.mathml.sanitize`), which the HTML rendering shows in the cell, with the
+    cell's text as a copyable fold; Markdown and LaTeX show the cell only."""
 
     caption: str
     header: list[str]
     rows: list[list[str]]
     details: dict = field(default_factory=dict)
+    math: dict = field(default_factory=dict)
 
     def to_markdown(self) -> str:
         return to_markdown(self.caption, self.header, self.rows)
@@ -76,6 +80,10 @@ class Table:
     def _html_cell(self, i: int, j: int, cell: str) -> str:
         attr = f' class="verdict-{html.escape(cell)}"' if self.header[j] == "Verdict" else ""
         more = self.details.get((i, j))
+        formula = self.math.get((i, j))
+        if formula:
+            return (f'<td{attr} class="formula">{formula}<details class="as-text"><summary>as text</summary>'
+                    f"<code>{html.escape(cell)}</code></details></td>")
         if more:
             return (f"<td{attr}><details><summary>{html.escape(cell)}</summary>"
                     f"<pre>{html.escape(more)}</pre></details></td>")
@@ -120,7 +128,7 @@ def paper_check_table(findings: list[dict]) -> Table:
     """One row per audited item; the evidence its verdict rests on (for an unproven item, the
     search on actual runs); the counterexample cell gives what it shows (its ``meaning``), the
     numbers fold out under it in HTML (and are in the data file)."""
-    rows, details = [], {}
+    rows, details, formulas = [], {}, {}
     for i, f in enumerate(findings):
         ce = f.get("counterexample")
         if isinstance(ce, dict):
@@ -134,8 +142,13 @@ def paper_check_table(findings: list[dict]) -> Table:
                                        else "")
         rows.append([label, fmt(f.get("verdict")), _evidence_cell(f), fmt(f.get("printed")),
                      fmt(f.get("derived")), cell])
+        for j, key in ((3, "printed"), (4, "derived")):
+            m = f.get(f"{key}_mathml")
+            m = sanitize(m) if isinstance(m, str) else None
+            if m is not None:
+                formulas[(i, j)] = m
     return Table("The paper audit (stam paper-check): printed vs derived",
-                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details)
+                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details, formulas)
 
 
 def compare_table(compare: dict) -> Table:

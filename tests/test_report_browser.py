@@ -1,0 +1,132 @@
+"""The report's mathematics as mathematics: every formula of the audit is MathML made by sympy's
+printer from the derived expression, inside its table row, with no notation read wrongly
+(``E[v`` with subscript ``i]``); and, rendered by a real browser (headless Chromium, which
+``make test`` installs where it can), no table is wider than the page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from stam.cli import main
+from stam.theory.mathml import MATHML_NS, broken_names, mathml
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+#: a script added to a copy of the report (the report itself runs none): the widths of the page
+#: and of every table that needs horizontal scrolling, once the page is laid out
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const out = {page: [document.documentElement.scrollWidth, document.documentElement.clientWidth], tables: [],
+               formulas: document.querySelectorAll('td.formula math').length};
+  document.querySelectorAll('table').forEach(t => {
+    if (t.scrollWidth > t.clientWidth + 1)
+      out.tables.push([(t.caption ? t.caption.textContent : '').slice(0, 60), t.scrollWidth, t.clientWidth]);
+  });
+  const pre = document.createElement('pre'); pre.id = 'layout'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """A report of a fresh `stam paper-check --out` (the real audit, every item)."""
+    root = tmp_path_factory.mktemp("report")
+    assert main(["paper-check", "--out", str(root / "paper-check.json")]) == 0
+    assert main(["report", str(root / "paper-check.json"), "-o", str(root / "out")]) == 0
+    return root
+
+
+class _Cells(HTMLParser):
+    """The MathML of every table cell of class ``formula``, as text."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self._depth, self._buf = [], 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "td" and ("class", "formula") in attrs:
+            self._buf = []
+        if self._buf is not None and tag == "math":
+            self._depth += 1
+        if self._depth:
+            self._buf.append(self.get_starttag_text())
+
+    def handle_endtag(self, tag):
+        if self._depth:
+            self._buf.append(f"</{tag}>")
+            if tag == "math":
+                self._depth -= 1
+                if not self._depth:
+                    self.cells.append("".join(self._buf))
+                    self._buf = None
+
+    def handle_data(self, data):
+        if self._depth:
+            self._buf.append(data.replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def test_every_audit_formula_is_well_formed_mathml_in_its_row(report):
+    items = json.loads((report / "paper-check.json").read_text())["items"]
+    fields = [f[key] for f in items for key in ("printed_mathml", "derived_mathml") if f.get(key)]
+    assert len(fields) >= 40  # most items have a sympy form
+    for m in fields:
+        assert broken_names(m) == [], m[:300]
+    parser = _Cells()
+    parser.feed((report / "out" / "report.html").read_text())
+    assert len(parser.cells) == len(fields)  # every one in its row, none in a separate fold
+    for cell in parser.cells:
+        ET.fromstring(cell)  # well-formed
+        assert broken_names(cell) == []
+    assert "<details class=\"formulas\">" not in (report / "out" / "report.html").read_text()
+
+
+def test_the_notation_of_the_audit_is_laid_out_and_long_formulas_break_between_terms():
+    import sympy as sp
+
+    for name, want in (("E[v_i]", ["E", "[", "v", "i", "]"]), ("E[xi^2]", ["E", "[", "\u03be", "2", "]"]),
+                       ("L_3(x)", ["L", "3", "(", "x", ")"])):
+        m = mathml(sp.Symbol(name))
+        assert broken_names(m) == [] and [t.strip() for t in ET.fromstring(m).itertext() if t.strip()] == want
+    m = mathml(sp.Function("G_i")(sp.Symbol("y")))
+    assert broken_names(m) == [] and "".join(ET.fromstring(m).itertext()) == "Gi(y)"
+    assert broken_names('<math xmlns="%s"><msub><mi>E[v</mi><mi>i]</mi></msub></math>' % MATHML_NS)  # the check can fail
+    terms = sp.symbols("a0:12")
+    long = sp.Ge(sum(t**2 / 7 for t in terms), 0)
+    root = ET.fromstring(mathml(long))
+    rows = root.findall(f".//{{{MATHML_NS}}}mtr")
+    assert len(rows) >= 2  # several lines
+    text = "".join(root.itertext())
+    assert text.count("+") == len(terms) - 1 and "\u2265" in text  # every term, each once, and the relation
+
+
+def _browser() -> str | None:
+    return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+
+
+@pytest.mark.parametrize("width", [1280])
+def test_no_table_of_the_report_is_wider_than_the_page_in_chromium(report, tmp_path, width):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium here (make test installs Debian's chromium where it can: root and apt-get); "
+                    "the layout check needs a browser")
+    page = tmp_path / "measure.html"
+    html = (report / "out" / "report.html").read_text()
+    page.write_text(html.replace("</body>", MEASURE + "</body>"))
+    for sub in ("figures", "tables", "data"):
+        (tmp_path / sub).symlink_to(report / "out" / sub)
+    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
+                          "--virtual-time-budget=5000", "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    start = run.stdout.find('<pre id="layout">')
+    assert start >= 0, run.stderr[-2000:]
+    layout = json.loads(run.stdout[start + len('<pre id="layout">'):].split("</pre>", 1)[0].replace("&quot;", '"'))
+    assert layout["formulas"] >= 40  # the browser saw the MathML cells
+    assert layout["tables"] == [], layout["tables"]  # [caption, content width, box width] of any too wide
+    assert layout["page"][0] <= layout["page"][1]  # no horizontal scrolling of the page
