@@ -98,10 +98,15 @@ def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None) 
 MIN_BUDGET = {"epochs": 5, "trials": 4, "seeds": 3}
 
 
+def counted(n, noun: str) -> str:
+    """``"1 epoch"``, ``"2 epochs"``: ``n`` and ``noun`` (a plural in s) agreeing."""
+    return f"{n} {noun[:-1] if n == 1 else noun}"
+
+
 def budget_note(params: dict) -> str | None:
     """``None`` when the budget of a tuning (its ``params``: epochs, trials, seeds) can compare
     algorithms (:data:`MIN_BUDGET`), else the words that say it cannot."""
-    small = [f"{params[k]} {k[:-1] if params[k] == 1 else k}" for k in MIN_BUDGET if params.get(k, MIN_BUDGET[k]) < MIN_BUDGET[k]]
+    small = [counted(params[k], k) for k in MIN_BUDGET if params.get(k, MIN_BUDGET[k]) < MIN_BUDGET[k]]
     if not small:
         return None
     need = ", ".join(f"{v} {k}" for k, v in MIN_BUDGET.items())
@@ -289,9 +294,9 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
 
     ci = lambda f: "-" if not f.get("ci95") else f"[{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]"  # noqa: E731
     prm = result["params"]
-    caption = (f"{describe(result)} ({prm['epochs']} epochs, batch {prm['batch_size']}): test accuracy (%) with binary weights "
-               f"(Float: float weights) on {prm['seeds']} fresh seeds, each at its validation-selected epoch; "
-               f"the same {prm['trials']} Sobol trials per algorithm, chosen on validation accuracy")
+    caption = (f"{describe(result)} ({counted(prm['epochs'], 'epochs')}, batch {prm['batch_size']}): test accuracy (%) with "
+               f"binary weights (Float: float weights) on {counted(prm['seeds'], 'fresh seeds')}, each at its validation-selected "
+               f"epoch; the same {counted(prm['trials'], 'Sobol trials')} per algorithm, chosen on validation accuracy")
     note = budget_note(prm)
     if note:
         caption = f"{caption} ({note})"
@@ -332,10 +337,11 @@ def headline(result: dict) -> str:
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}")
     prm = result["params"]
     note = budget_note(prm)
-    return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({prm['trials']} trials each, chosen on validation, {prm['seeds']} fresh seeds, "
-            f"{prm['epochs']} epochs), test accuracy with binary weights (Float: float) and 95% interval "
+    return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({counted(prm['trials'], 'trials')} each, chosen on "
+            f"validation, {counted(prm['seeds'], 'fresh seeds')}, {counted(prm['epochs'], 'epochs')}), test accuracy with binary "
+            "weights (Float: float) and 95% interval "
             "(none from fewer than 3 distinct values): " + ", ".join(parts))
 
 
 __all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
-           "summarise", "budget_note", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]
+           "summarise", "budget_note", "counted", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]

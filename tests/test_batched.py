@@ -448,3 +448,11 @@ def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypa
     assert [r["log"] for r in one] == [r["log"] for r in many]
     assert batched.chunks(["a", "b", "c"], [10, 10, 10], 1, 80) == [["a", "b"], ["c"]]
     assert batched.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone
+
+
+def test_tuning_text_counts_agree_in_number():
+    """A 1-epoch tuning says "1 epoch", not "1 epochs" (headline, table caption and budget note)."""
+    assert tune.counted(1, "epochs") == "1 epoch" and tune.counted(2, "epochs") == "2 epochs"
+    assert tune.counted(1, "fresh seeds") == "1 fresh seed"
+    prm = {"epochs": 1, "trials": 2, "seeds": 1, "batch_size": 32}
+    assert "(1 epoch, 2 trials, 1 seed;" in tune.budget_note(prm)

@@ -712,7 +712,7 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     result = json.loads((out / "tune-cifar10.json").read_text())
     assert (result["dataset"], result["model"], result["width"]) == ("cifar10", "vgg11", 0.0625)
     assert result["data_source"]["kind"] == "jpeg-copy" and result["data_source"]["sha256"] == I.sha256_file(path)
-    assert printed.startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625 (1 epochs, batch 8)")
+    assert printed.startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625 (1 epoch, batch 8)")
     assert tune.headline(result).startswith(f"[{tune.budget_note(result['params'])}] CIFAR-10 (JPEG copy), VGG-11 at width 0.0625, equal budget")
     assert "tune-cifar10.json" in printed and (out / "tune-cifar10.md").is_file()
     for a in result["algorithms"]:
