@@ -87,11 +87,21 @@ def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma:
     - eq. (algz): ``z^{t+1} = z^t + (u^{t+1} - x^{t+1})``.
     """
     y, x, _, z = state
-    y1 = y - (grad_G + ops.grad_y_H(x, y)) / beta  # eq. (algy)
+    y1 = y_step(ops, x, y, grad_G, beta)  # eq. (algy)
     x1 = ops.prox_H(z, y1, gamma)  # eq. (algx)
     u1 = ops.prox_F(2 * x1 - z, gamma)  # eq. (algu)
     z1 = z + (u1 - x1)  # eq. (algz)
     return STAMState(y1, x1, u1, z1)
+
+
+def y_step(ops, x: Tensor, y: Tensor, grad_G: Tensor, beta: Scalar) -> Tensor:
+    """eq. (algy): ``y - (grad_G + nabla_y H(x, y)) / beta``.  An operator may carry a fused form of
+    this very update for its array type (``ops.y_step(x, y, grad_G, beta)``, e.g.
+    :meth:`stam.operators.QuadraticCoupling.y_step`: two passes over memory on torch tensors
+    instead of five); where it has none, or returns None for these arrays, the form above."""
+    fused = getattr(ops, "y_step", None)
+    y1 = fused(x, y, grad_G, beta) if fused is not None else None
+    return y1 if y1 is not None else y - (grad_G + ops.grad_y_H(x, y)) / beta
 
 
 def as_batch_scalar(value: Scalar, like: Tensor) -> Scalar:
@@ -150,5 +160,5 @@ def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, r
     return QuantizedState(u1, p + relaxed * ((u1 - p) / (lam + 1)))  # = br_relax where relaxed, p elsewhere
 
 
-__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "as_batch_scalar",
+__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar",
            "QuantizedState", "psgd_step", "bc_step", "br_step", "br_relax"]

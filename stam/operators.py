@@ -45,6 +45,18 @@ class QuadraticCoupling:
     def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
         return self.lam * (y - x)
 
+    def y_step(self, x: Tensor, y: Tensor, grad_G: Tensor, beta: Scalar):
+        """eq. (algy) for this H (:func:`stam.algorithm.y_step`) on torch tensors, fused:
+        ``y - (grad_G + lam (y - x)) / beta = lerp(y, x, lam / beta) - grad_G / beta``, two passes
+        over memory (a ``lerp``, then ``addcdiv_`` in place) instead of five; None for other arrays
+        (numpy, PEPit expressions), which take the unfused form."""
+        if not hasattr(y, "lerp"):
+            return None
+        out = y.lerp(x, self.lam / beta)
+        if hasattr(beta, "shape"):
+            return out.addcdiv_(grad_G, beta, value=-1)
+        return out.add_(grad_G, alpha=-1.0 / beta)
+
     def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
         gl = gamma * self.lam
         if hasattr(z, "lerp"):  # a torch tensor: one pass instead of three
@@ -84,6 +96,11 @@ class Composite:
 
     def prox_H(self, z: Tensor, y: Tensor, gamma: Scalar) -> Tensor:
         return self.h.prox_H(z, y, gamma)
+
+    @property
+    def y_step(self):
+        """The H-part's fused form of eq. (algy), where it has one (:func:`stam.algorithm.y_step`)."""
+        return getattr(self.h, "y_step", None)
 
     def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:
         return self.f.prox_F(v, gamma)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.algorithm import STAMState, stam_init, stam_step
@@ -195,3 +195,25 @@ def test_user_input_files_that_are_not_regular_files_or_too_big_are_one_line(tmp
     with pytest.raises(UsageError, match="not UTF-8"):
         read_input_text(bad)
     assert read_input_text(big) == "x" * 100
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.01, 100), st.floats(0.05, 1e4), st.booleans(), st.integers(0, 2**31 - 1))
+def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_as_tensor, seed):
+    """QuadraticCoupling.y_step (lerp + addcdiv_, two passes) is eq. (algy)'s
+    ``y - (grad_G + lam (y - x)) / beta`` to rounding, per run; non-torch arrays take the plain form."""
+    import numpy as np
+
+    from stam.algorithm import y_step
+    from stam.operators import Composite, IndicatorQ, QuadraticCoupling
+
+    gen = torch.Generator().manual_seed(seed)
+    x, y, g = (torch.randn(3, 50, generator=gen, dtype=torch.float64) for _ in range(3))
+    lams = torch.tensor([[lam], [2 * lam], [lam / 3]], dtype=torch.float64)
+    b = torch.full((3, 1), beta, dtype=torch.float64) if beta_as_tensor else beta
+    ops = Composite(QuadraticCoupling(lams), IndicatorQ(None))
+    assert ops.y_step is not None
+    torch.testing.assert_close(y_step(ops, x, y, g, b), y - (g + lams * (y - x)) / b, rtol=1e-12, atol=1e-12)
+    plain = Composite(QuadraticCoupling(lam), None)
+    xn, yn, gn = x[0].numpy(), y[0].numpy(), g[0].numpy()
+    np.testing.assert_allclose(y_step(plain, xn, yn, gn, beta), yn - (gn + lam * (yn - xn)) / beta, rtol=1e-12)
