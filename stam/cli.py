@@ -25,13 +25,8 @@ from stam import __version__
 from stam.errors import UsageError
 
 #: Modules that contribute subcommands, in the order ``stam --help`` lists them.
-COMMAND_MODULES = (
-    "stam.figures.cli",    # demo, report, plot
-    "stam.theory.cli",     # paper-check, stepsize
-    "stam.synthetic.cli",  # synthetic run|compare|sweep
-    "stam.dnn.cli",        # train, table
-    "stam.theory.pep_cli",  # pep
-)
+#: (Each registers its own commands; ``stam --help`` lists them.)
+COMMAND_MODULES = ("stam.figures.cli", "stam.theory.cli", "stam.synthetic.cli", "stam.dnn.cli", "stam.theory.pep_cli")
 
 
 class _Parser(argparse.ArgumentParser):

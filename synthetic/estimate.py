@@ -78,11 +78,6 @@ class Settings:
 #: above this many numbers in G's data (``n N``), :meth:`Settings.for_size` gives the lean profile
 LARGE = 2**22
 
-#: the estimator of each kind of constant, in words (reported beside every estimated constant)
-LIPSCHITZ = "power iteration on finite-difference Hessian-vector products, a line scan of the curvature and sampled secant ratios"
-WEAK_CONVEXITY = "power iteration for lambda_min of nabla_xx^2 H (finite differences) and a line scan"
-INFIMUM = "smallest value of a multi-start local minimisation (accelerated gradient descent)"
-
 
 def start_points(d: int, count: int, gen: torch.Generator, dtype, device, anchors=()) -> Tensor:
     """``(count, d)`` start points: the anchors (e.g. 0 and y^0), then random points uniform on
@@ -207,5 +202,5 @@ def value_and_grad(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tenso
     return lambda y: (f(y), grad(y))
 
 
-__all__ = ["Settings", "ESTIMATED", "CERTIFIED", "LIPSCHITZ", "WEAK_CONVEXITY", "INFIMUM", "start_points", "lipschitz",
+__all__ = ["Settings", "ESTIMATED", "CERTIFIED", "start_points", "lipschitz",
            "min_curvature", "minimise", "value_and_grad", "LARGE"]
