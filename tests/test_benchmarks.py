@@ -149,3 +149,14 @@ def test_dnn_algo_cost_ratios_are_the_measured_times(tmp_path, capsys):
     assert v["stam"]["update_ratio_to_torch_sgd_momentum"] == pytest.approx(
         v["stam"]["update_s"] / v["torch.optim.SGD momentum 0.9 step_s"])
     assert result["targets_met"]["digits stam <= 1.2"] == (rows["stam"]["ratio_to_float"] <= 1.2)
+
+
+def test_dnn_algo_cost_times_compiled_updates_in_alternation_with_sgd():
+    bench = _load("dnn_algo_cost")
+    comp = bench.compiled_updates(["stam"], 0.0625, 3)
+    assert set(comp) == {"stam", "torch.optim.SGD"}
+    sgd = comp["torch.optim.SGD"]
+    assert sgd["median_ratio_to_torch_sgd_momentum"] == 1.0 and sgd["best_ratio_to_torch_sgd_momentum"] == 1.0
+    s = comp["stam"]
+    assert 0 < s["best_s"] <= s["median_s"]
+    assert s["best_ratio_to_torch_sgd_momentum"] == pytest.approx(s["best_s"] / sgd["best_s"])
