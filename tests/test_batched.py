@@ -456,3 +456,14 @@ def test_tuning_text_counts_agree_in_number():
     assert tune.counted(1, "fresh seeds") == "1 fresh seed"
     prm = {"epochs": 1, "trials": 2, "seeds": 1, "batch_size": 32}
     assert "(1 epoch, 2 trials, 1 seed;" in tune.budget_note(prm)
+
+
+def test_a_cpu_trainer_keeps_freed_memory_for_reuse():
+    """On Linux with glibc the trainer sets malloc to reuse freed memory (a pure update frees and
+    allocates its whole state every step; trimming it page-faults every step); elsewhere it does
+    nothing and says so."""
+    import platform
+
+    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert batched.keep_freed_memory() is expected
+    assert batched.keep_freed_memory() is expected  # once per process, the same answer
