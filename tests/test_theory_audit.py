@@ -8,6 +8,7 @@ import pytest
 
 from stam.cli import main
 from stam.theory import audit
+from stam.theory.items import common
 from stam.theory import numeric as n
 
 EXPECTED = {
@@ -55,7 +56,7 @@ def test_threshold_counterexample(items):
 
 @pytest.fixture(scope="module")
 def search():
-    return audit.iterate_search()
+    return common.iterate_search()
 
 
 def test_audit_runs_are_stam_algorithm_runs(search):
@@ -82,7 +83,7 @@ def test_audit_runs_are_stam_algorithm_runs(search):
 
 
 def test_derived_chain_holds_on_every_iterate(search):
-    scale = audit._scale(search["q"])
+    scale = common.relative_scale(search["q"])
     for label, (_, derived) in search["gaps"].items():
         assert np.min(derived / scale) > -1e-9, label
 

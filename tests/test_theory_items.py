@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from stam.cli import main
 from stam.theory import audit, chain
+from stam.theory.items import common
 from stam.theory import constants as k
 from stam.theory import corrected as corr
 from stam.theory import items as I
@@ -109,7 +110,7 @@ def test_item(it):
     kind, ce = I.evidence(r)
     if ev.verdict in ("misprint", "false", "unproven"):  # a counterexample: numbers that can be replayed
         assert isinstance(ce, dict) and ce
-        json.dumps(audit._r(ce), default=str)
+        json.dumps(common.rounded(ce), default=str)
         assert (ev.verdict == "misprint") == any(o.agrees and o.printed for o in r.elsewhere)
         assert kind == ("premises" if ev.verdict == "unproven" else kind) and kind in ("instance", "run", "premises")
     else:
@@ -360,7 +361,7 @@ def test_a_statement_or_row_that_raises_is_reported(monkeypatch):
     assert "failed to derive" in str(stmts[0][0].conclusion)
     assert "failed to derive" in corr.markdown_document(stmts)
     monkeypatch.setattr(audit, "finding", lambda ev: 1 / 0)
-    row = audit._safe_finding(ev)
+    row = audit.safe_finding(ev)
     assert row.verdict == "failed to derive" and "ZeroDivisionError" in row.error
 
 

@@ -1,7 +1,7 @@
 """An adversarial search for counterexamples to the printed steps eq. (eq36) and eq. (eq39) (and so
 to K3, eq. (eq38), Lemmas par2 and conv-lemma, Theorem conv, which rest on them) on *actual* runs of
 Algorithm 1 (:func:`stam.algorithm.stam_step`), beyond the quadratic instances of
-:func:`stam.theory.audit.iterate_search`: quantisation sets Q (F = I_Q, binary {-1, 1}^n and
+:func:`stam.theory.items.common.iterate_search`: quantisation sets Q (F = I_Q, binary {-1, 1}^n and
 ternary {-1, 0, 1}^n, prox = projection), nonconvex G (a double well), deterministic and stochastic
 gradients (Gaussian noise), H = (lam/2)||x - y||^2 with L4* = lam up to 12, and, after a random
 stage, a batched local refinement of the most violated instance's (log lam, gamma/gamma_max, log
@@ -21,7 +21,8 @@ import numpy as np
 
 from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
-from stam.theory.audit import SEED, DerivedCoupling, _dot, _gap_functions, _r, _scale, chain_counterexample, iterate_search
+from stam.theory.items.common import (SEED, DerivedCoupling, chain_counterexample, dot, gap_functions, iterate_search,
+                                      relative_scale, rounded)
 from stam.theory.items import Search
 
 SETS = {"binary {-1,1}^n": lambda v: np.where(v >= 0, 1.0, -1.0), "ternary {-1,0,1}^n": lambda v: np.clip(np.round(v), -1, 1)}
@@ -59,11 +60,11 @@ def _runs(lam, gfrac, bfac, rng, proj, grad, sigma, T, n=3):
     d = -lam_ * dy
 
     def phi(xx, uu, zz, yy):  # F = I_Q is 0 on the iterates u^t (projections onto Q)
-        return (lam / 2 * _dot(xx - yy, xx - yy) + _dot(2 * xx - uu - zz, 2 * xx - uu - zz) / (2 * gam)
-                - _dot(xx - zz, xx - zz) / (2 * gam) - _dot(uu - xx, uu - xx) / gam)
+        return (lam / 2 * dot(xx - yy, xx - yy) + dot(2 * xx - uu - zz, 2 * xx - uu - zz) / (2 * gam)
+                - dot(xx - zz, xx - zz) / (2 * gam) - dot(uu - xx, uu - xx) / gam)
 
-    q = {"X": _dot(dx, dx), "Y": _dot(dy, dy), "Z": _dot(dz, dz), "P": _dot(dz, dx), "D": _dot(d, d),
-         "Q": _dot(d, dx), "E": _dot(x[1:] - u[:-1], x[1:] - u[:-1]),
+    q = {"X": dot(dx, dx), "Y": dot(dy, dy), "Z": dot(dz, dz), "P": dot(dz, dx), "D": dot(d, d),
+         "Q": dot(d, dx), "E": dot(x[1:] - u[:-1], x[1:] - u[:-1]),
          "dPhi": phi(x[1:], u[1:], z[1:], y[1:]) - phi(x[:-1], u[:-1], z[:-1], y[1:])}
     c = num.quadratic_coupling(lam)
     args = (q["X"], q["Y"], q["Z"], q["P"], q["D"], q["Q"], q["E"], q["dPhi"], gam, -lam, lam, lam,
@@ -76,7 +77,7 @@ def _worst(label, lam, gfrac, bfac, seed, proj, grad, sigma, T):
     rng = np.random.default_rng(seed)
     with np.errstate(all="ignore"):
         args, scale, gam, beta = _runs(lam, gfrac, bfac, rng, proj, grad, sigma, T)
-        printed = _gap_functions()[label][0](*args) + 0 * args[0]
+        printed = gap_functions()[label][0](*args) + 0 * args[0]
         rel = printed / scale
         # a step where y does not move makes printed = derived (their difference is L4*(1 - L4*) Y): not informative
         rel = np.where(np.isfinite(rel) & (args[1] > 1e-10 * scale), rel, np.inf)
@@ -140,12 +141,12 @@ def search(label: str, seed: int = SEED, R: int = 150, T: int = 30) -> dict:
 @lru_cache(maxsize=None)
 def runs_search(label: str, seed: int = SEED) -> Search:
     """The printed chain step ``label`` evaluated at every step of actual STAM runs: the seeded
-    quadratic runs of :func:`stam.theory.audit.iterate_search`, then :func:`search` (Q binary and ternary, nonconvex G, stochastic gradients, a
+    quadratic runs of :func:`stam.theory.items.common.iterate_search`, then :func:`search` (Q binary and ternary, nonconvex G, stochastic gradients, a
     batched local refinement); what was tried, the counterexample found on a run (or None) and the
     smallest relative printed gap (how close the print came to failing)."""
     srch = iterate_search(seed)
     printed, _ = srch["gaps"][label]
-    rel = printed / _scale(srch["q"])
+    rel = printed / relative_scale(srch["q"])
     t, r = np.unravel_index(np.argmin(rel), rel.shape)
     T, R = rel.shape
     adv = search(label, seed)
@@ -160,4 +161,4 @@ def runs_search(label: str, seed: int = SEED) -> Search:
         classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
                  "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",) + adv["classes"],
         instances=R + adv["runs"], steps=R * T + adv["steps"], found=chain_counterexample(label, seed) or adv["found"],
-        closest=_r(closest))
+        closest=rounded(closest))
