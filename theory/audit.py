@@ -157,7 +157,8 @@ def search_text(srch: dict | None) -> str:
         return ""
     found = "found a counterexample" if srch.get("found") else "no counterexample"
     closest = srch.get("closest") or {}
-    near = f", smallest relative printed gap {closest['relative printed gap']:.3g}" if "relative printed gap" in closest else ""
+    near = (f", smallest margin {closest['margin']:.3g} (printed gap over the print's excess on the derivation; < 0 iff it "
+            "fails)") if "margin" in closest else ""
     return (f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {'; '.join(srch['classes'])}; "
             f"{srch['method']}{near})")
 
