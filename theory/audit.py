@@ -176,7 +176,7 @@ def summary(items, cov: dict | None = None) -> str:
         if cov["missing"]:
             text += "; not audited: " + ", ".join(cov["missing"])
         if cov["unknown"]:
-            text += "; items cover labels the paper lacks there: " + ", ".join(cov["unknown"])
+            text += "; items cover labels the paper lacks: " + ", ".join(cov["unknown"])
     return text
 
 
