@@ -159,8 +159,9 @@ def search_text(srch: dict | None) -> str:
     closest = srch.get("closest") or {}
     near = (f", smallest margin {closest['margin']:.3g} (printed gap over the print's excess on the derivation; < 0 iff it "
             "fails)") if "margin" in closest else ""
-    return (f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {'; '.join(srch['classes'])}; "
-            f"{srch['method']}{near})")
+    cls = list(srch["classes"])
+    classes = "; ".join(cls) if len(cls) <= 3 else f"{len(cls)} classes, e.g. {cls[0]}; {cls[-1]} (all in --json)"
+    return f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {classes}; {srch['method']}{near})"
 
 
 def summary(items, cov: dict | None = None) -> str:
