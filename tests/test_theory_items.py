@@ -352,6 +352,12 @@ def test_report_shows_the_formulas_as_sanitised_mathml(tmp_path):
     assert "math" in p.tags and "mfrac" in p.tags and "script" not in p.tags
     assert not any(a.startswith("on") for a in p.attrs) and "src=x" not in page and 'src="x"' not in page
     assert "evil &lt;b&gt;" in page and "alert(1)" in page  # the script's text, escaped and inert
+    # the verdicts counted and listed by kind (an unproven step or a gap is not a wrong print)
+    n = {v: sum(r["verdict"] == v for r in data["items"]) for v in ("ok", "misprint", "false", "unproven", "gap")}
+    assert (f"{len(data['items'])} checks ({n['ok']} ok, {n['misprint']} misprint, {n['false']} false, "
+            f"{n['unproven']} unproven, {n['gap']} gap)") in page
+    assert f"unproven ({n['unproven']}): Lemma conv-lemma (K3, M = 2 K3), " in page
+    assert f"gap ({n['gap']}): gap: H bounded below" in page and "not as printed" not in page
 
 
 def test_a_statement_or_row_that_raises_is_reported(monkeypatch):
