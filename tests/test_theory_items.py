@@ -91,8 +91,8 @@ KNOWN = {
     'conv-rate conclusion (Jensen)': 'ok',
     'alg:stamm vs Algorithm 1': 'misprint',
     'network constants (H = (lam/2)||x-y||^2)': 'ok',
-    'gap: Q of eq01 is not closed for s_i in R^+ = (0, inf) (Proj_Q(0) is empty)': 'gap',
-    'gap: (a1) has no L1 for the network loss of (binary-model) (two layers)': 'gap',
+    'gap: Q of eq01 not closed (s_i in (0, inf))': 'gap',
+    'gap: (a1) has no L1 for a network loss': 'gap',
 }
 
 REGISTRY = I.registry()

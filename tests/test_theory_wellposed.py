@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from stam.theory import audit
 from stam.theory.items import numbering
 from stam.theory.items.coverage import read_paper
-from stam.theory.items.wellposed import scaled_binary_projection
+from stam.theory.items.common import scaled_binary_projection
 
-Q_GAP = "gap: Q of eq01 is not closed for s_i in R^+ = (0, inf) (Proj_Q(0) is empty)"
-L1_GAP = "gap: (a1) has no L1 for the network loss of (binary-model) (two layers)"
+Q_GAP = "gap: Q of eq01 not closed (s_i in (0, inf))"
+L1_GAP = "gap: (a1) has no L1 for a network loss"
 
 
 @pytest.fixture(scope="module")

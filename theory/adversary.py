@@ -19,8 +19,9 @@ Algorithm 1 (:func:`stam.algorithm.stam_step`), beyond the quadratic instances o
 
 gamma is drawn below ``gamma_max`` of the instance's constants (K1 > 0 and the second condition
 of Theorem conv), so that every hypothesis of the statements holds.  Each class: a random stage
-(R runs), then a batched local refinement of the most violated run's parameters (rounds of Gaussian
-perturbations in the class's box, a shrinking step, each round one batched run of its candidates).
+(R runs), then a local search from its best run (rounds of Gaussian perturbations in the class's
+box, a shrinking step) that minimises :func:`margin`, negative exactly where the print fails; all
+classes of a coupling, and all searched steps, run in one batch per round (:func:`search_all`).
 
 The printed gap of each step is evaluated with the lambdified gaps of :mod:`stam.theory.chain` at
 every step of every run (``d = grad_x H(x^t, y^{t+1}) - grad_x H(x^t, y^t)`` and ``Phi`` computed
@@ -39,13 +40,13 @@ from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
 from stam.theory.items import Search
 from stam.theory.items.common import (SEED, DerivedCoupling, chain_counterexample, dot, gap_functions, iterate_search,
-                                      relative_scale, rounded)
+                                      relative_scale, rounded, scaled_binary_projection)
 
 SETS = {
     "binary {-1,1}^n": lambda v: np.where(v >= 0, 1.0, -1.0),
     "ternary {-1,0,1}^n": lambda v: np.clip(np.round(v), -1, 1),
     "scaled binary {s z: s >= 0, z in {-1,1}^n} (eq01, closed)":
-        lambda v: np.mean(np.abs(v), axis=-1, keepdims=True) * np.where(v >= 0, 1.0, -1.0),
+        scaled_binary_projection,
 }
 GRADIENTS = {"quadratic G": lambda y, a, g0: a * (y - g0),
              "double well G = a sum (y_i^2 - 1)^2/4": lambda y, a, g0: a * y * (y**2 - 1)}

@@ -313,3 +313,11 @@ def stationarity_terms(srch: dict) -> dict:
     dist2 = dot(lam * (u - y) + mu * (u - inst["c"]), lam * (u - y) + mu * (u - inst["c"]))
     Z = dot(z - zprev, z - zprev)
     return {"eta": eta, "grad_u": g_u, "dist2": dist2, "Z": Z}
+
+
+def scaled_binary_projection(U):
+    """The printed closed form of eq. (0412) for the paper's Q of eq. (eq01), one layer per last
+    axis: ``s = ||U||_1/n``, ``Z = sign U`` (+1 at 0); the projection onto Q read as closed
+    (``s >= 0``; :mod:`stam.theory.items.wellposed`)."""
+    U = np.asarray(U, dtype=float)
+    return np.mean(np.abs(U), axis=-1, keepdims=True) * np.where(U >= 0, 1.0, -1.0)

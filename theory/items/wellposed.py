@@ -19,16 +19,10 @@ import sympy as sp
 
 from stam.algorithm import stam_init
 from stam.theory.items import Gap, Result, item
-from stam.theory.items.common import DerivedCoupling, rounded
+from stam.theory.items.common import DerivedCoupling, rounded, scaled_binary_projection
 
 
-def scaled_binary_projection(U):
-    """The printed closed form of eq. (0412): ``s = ||U||_1/n``, ``Z = sign U`` (+1 at 0)."""
-    U = np.asarray(U, dtype=float)
-    return np.mean(np.abs(U), axis=-1, keepdims=True) * np.where(U >= 0, 1.0, -1.0)
-
-
-@item("gap: Q of eq01 is not closed for s_i in R^+ = (0, inf) (Proj_Q(0) is empty)", covers=("eq01", "0411", "0412"))
+@item("gap: Q of eq01 not closed (s_i in (0, inf))", covers=("eq01", "0411", "0412"))
 def gap_q_closed() -> Result:
     """eq. (eq01) defines ``Q`` with ``s_i in R^+``; (model) needs ``F = I_Q`` proper and lower
     semicontinuous, i.e. Q closed, and (0411) a projection.  With ``R^+ = (0, inf)`` the points
@@ -72,7 +66,7 @@ def gap_q_closed() -> Result:
                           "its projection", rounded(wit)))
 
 
-@item("gap: (a1) has no L1 for the network loss of (binary-model) (two layers)", covers=("G-lip", "binary-model", "stam"))
+@item("gap: (a1) has no L1 for a network loss", covers=("G-lip", "binary-model", "stam"))
 def gap_network_l1() -> Result:
     """Section 3 applies Algorithm 1 and Theorems conv, conv-rate to ``G = L_W(p, q)``, the loss of
     VGG and ResNet networks; Assumption ass2 (a1) needs ``grad G`` L1-Lipschitz on all of R^n, and
