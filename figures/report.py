@@ -266,8 +266,9 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
             sec["paper-check"].add(f"<p>Coverage: {html.escape(coverage_text(cov))}.</p>")
         counts = ", ".join(f"{n} {html.escape(v)}" for v in VERDICTS
                            if (n := sum(str(f.get('verdict')) == v for f in findings)) or v != "failed to derive")
-        sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); {len(bad)} not as printed: "
-                               f"{html.escape(', '.join(str(f.get('label')) for f in bad)) or 'none'}.</p>")
+        kinds = "; ".join(f"{html.escape(v)} ({len(labs)}): {html.escape(', '.join(labs))}" for v in VERDICTS if v != "ok"
+                          and (labs := [str(f.get("label")) for f in bad if str(f.get("verdict")) == v]))
+        sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); not ok, by kind: {kinds or 'none'}.</p>")
         sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
 
     for i, r in enumerate(results["stepsize"]):

@@ -1,10 +1,13 @@
 """The import graph of the toolkit, read from the source (module-level and function-local imports
-alike): the core ``stam`` imports no subpackage, ``stam.theory`` imports no torch and none of the
-practice half, and no two modules import each other, directly or through others."""
+alike, every folder of the tree, ``theory/items/`` included): the core ``stam`` imports no
+subpackage, ``stam.theory`` imports no torch and none of the practice half, no two modules import
+each other, directly or through others, and no module imports a ``_private`` name of another
+(``from m import _x``, ``import m._x``, ``m._x`` on an imported module, ``"module:_attr"`` strings)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"stam": "stam", "stam.theory": "theory", "stam.synthetic": "synthetic", "stam.dnn": "dnn",
-            "stam.figures": "figures"}
+PACKAGES = {"stam": "stam", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
+            "stam.dnn": "dnn", "stam.figures": "figures"}
 SUBPACKAGES = tuple(p for p in PACKAGES if p != "stam")
 
 
@@ -123,3 +126,86 @@ def test_importing_every_module_of_an_area_loads_no_torch(area):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False", names
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _module_names(node, here: str) -> dict[str, str]:
+    """alias -> toolkit module, for the names an import statement binds to a whole module."""
+    out = {}
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.name in MODULES:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    else:
+        for t, a in zip(_targets(node, here), node.names):
+            if t in MODULES and t.endswith("." + a.name):
+                out[a.asname or a.name] = t
+    return out
+
+
+def private_imports() -> dict[str, list[str]]:
+    """module -> the ``_private`` names of other toolkit modules it imports or reads (sorted)."""
+    out = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad, bound = set(), {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update(_module_names(node, name))
+                for t in _targets(node, name):
+                    if t != name and any(_private(part) for part in t.split(".")):
+                        bad.add(t)
+                if isinstance(node, ast.ImportFrom):
+                    for t, a in zip(_targets(node, name), node.names):
+                        if t != name and t in MODULES and not t.endswith("." + a.name) and _private(a.name):
+                            bad.add(f"{t}.{a.name}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                m = re.fullmatch(r"(stam(?:\.\w+)+):(\w+)", node.value)
+                if m and m.group(1) != name and (_private(m.group(2)) or any(_private(p) for p in m.group(1).split("."))):
+                    bad.add(f"{m.group(1)}:{m.group(2)}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                    and bound[node.value.id] != name and _private(node.attr)):
+                bad.add(f"{bound[node.value.id]}.{node.attr}")
+        if bad:
+            out[name] = sorted(bad)
+    return out
+
+
+#: private names imported across modules OUTSIDE stam.theory, left to the agents who own those areas
+#: (issue 25, point 5): listed so that no new one can appear; stam.theory has none and may get none.
+PRIVATE_ALLOWED = {
+    "stam.dnn.table": ["stam.figures.results._read_json"],  # dnn <-> figures, issue 25 point 1
+    "stam.figures.convergence_map": ["stam.figures.admissible._MARKERS", "stam.figures.admissible._draw_group"],
+    "stam.jobs": ["stam.io._default"],  # the JSON encoder's hook
+    "stam.synthetic.problems": ["stam.synthetic.estimate._fd"],
+}
+
+
+def test_the_private_import_finder_finds_them(tmp_path, monkeypatch):
+    src = {"stam.a": "X = 1\n_y = 2\n", "stam.b": "from stam.a import _y\nimport stam.a as A\n\ndef f():\n"
+           "    from stam import a\n    return A._y + a._y + A.X\nS = 'stam.a:_y'\nOK = 'stam.a:X'\n"}
+    mods = {}
+    for name, text in src.items():
+        p = tmp_path / (name.replace(".", "_") + ".py")
+        p.write_text(text)
+        mods[name] = p
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+    assert private_imports() == {"stam.b": ["stam.a._y", "stam.a:_y"]}
+
+
+def test_every_package_folder_is_scanned():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = dict(re.findall(r'"(stam(?:\.\w+)*)" = "([\w/]+)"', pyproject.split("package-dir")[1].split("\n")[0]))
+    assert declared == PACKAGES
+    assert any(m.startswith("stam.theory.items.") for m in MODULES)
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = private_imports()
+    theory = {m: v for m, v in found.items() if m.startswith("stam.theory")}
+    assert theory == {}
+    assert {m: v for m, v in found.items() if m not in theory} == PRIVATE_ALLOWED

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from stam.theory import audit
+from stam.theory.items import common
 from stam.theory import numeric as n
 
 fl = dict(allow_nan=False, allow_infinity=False)
@@ -58,7 +59,7 @@ def test_es_lemma_corrected_constant_holds_exactly(data):
     """Lemma es-lemma with the derived A = 2 max(max_i L1^i E v_i^2, L3*), C = 2 A Delta^inf,
     E over all b-subsets (b-nice sampling without replacement, E v_i^2 = N/b)."""
     N, b, a, c, lam, x, y = _finite_sum_instance(data.draw)
-    e = audit.es_lemma_instance(a, c, lam, x, y, b)
+    e = common.es_lemma_instance(a, c, lam, x, y, b)
     A, C = n.es_lemma(a, np.full(N, N / b), lam, e["delta_inf"])
     assert e["lhs"] <= 2 * A * e["excess"] + C + 1e-9 * (1 + e["lhs"])
 
@@ -71,7 +72,7 @@ def test_es_lemma_with_replacement(data):
     grads, gH = a * (y - c), lam * (y - x)
     draws = list(itertools.product(range(N), repeat=b))
     lhs = np.mean([(np.sum(grads[list(d)]) / b + gH) ** 2 for d in draws])
-    e = audit.es_lemma_instance(a, c, lam, x, y, b)
+    e = common.es_lemma_instance(a, c, lam, x, y, b)
     A, C = n.finite_sum(np.max(a), N, b, lam, e["delta_inf"], replacement=True)
     assert lhs <= 2 * A * e["excess"] + C + 1e-9 * (1 + lhs)
 
@@ -80,7 +81,7 @@ def test_es_lemma_printed_constant_fails_on_some_instance():
     f = next(f for f in audit.findings() if f.label == "eq101 (Lemma es-lemma A, C)")
     ce = f.counterexample
     assert f.verdict == "false" and f.evidence == "instance" and ce is not None
-    e = audit.es_lemma_instance(np.array(ce["a_i"]), np.array(ce["c_i"]), ce["lam"], ce["x"], ce["y"], ce["b"])
+    e = common.es_lemma_instance(np.array(ce["a_i"]), np.array(ce["c_i"]), ce["lam"], ce["x"], ce["y"], ce["b"])
     A_printed, C_printed = n.es_lemma(np.array(ce["a_i"]), np.full(ce["N"], ce["N"] / ce["b"]), ce["lam"],
                                       e["delta_inf"], as_printed=True)
     assert ce["b"] < ce["N"]
@@ -96,7 +97,7 @@ def test_es_gh(data):
     N, b, a, c, lam, x, y = _finite_sum_instance(data.draw)
     grads = a * (y - c)
     est = [np.sum(grads[list(S)]) / b for S in itertools.combinations(range(N), b)]
-    e = audit.es_lemma_instance(a, c, lam, x, y, b)
+    e = common.es_lemma_instance(a, c, lam, x, y, b)
     G, Ginf = e["excess"] - lam / 2 * (x - y) ** 2 + e["delta_inf"], e["delta_inf"]
     Lmax = np.max(a)
     A0 = Lmax * (N - b) / (b * (N - 1))

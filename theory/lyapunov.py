@@ -24,7 +24,7 @@ translation, so one step of the method is described by the five vectors
 and the four values ``G(y^t), G(y^{t+1}), F(u^t), F(u^{t+1})``.  The iterates are *computed* from
 these by the project's one STAM update (:func:`stam.algorithm.stam_init`, :func:`stam_step`)
 run on coefficient vectors, with the x-step derived in sympy from eq. (algx)
-(:func:`stam.theory.audit.derived_updates`) -- no second copy of the algorithm, and no torch.
+(:func:`stam.theory.items.common.derived_updates`) -- no second copy of the algorithm, and no torch.
 
 A potential is ``V_t = (nonnegative combination of function values at the iterates) + (a
 quadratic form in xi_t = (y^t - z^{t-1}, g_t, s_t))``, and the condition
@@ -131,7 +131,7 @@ from stam.algorithm import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.theory import numeric
-from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, _check_solver, _validate_sampling,
+from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_solver, validate_sampling,
                              check_f_class, minibatches, stam_pep)
 
 #: the templates of the module docstring.
@@ -335,7 +335,7 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     prob = cp.Problem(cp.Maximize(rho), cons)
 
 
-    name = _check_solver(solver)
+    name = check_solver(solver)
     chain = [name] if name else ["CLARABEL", "SCS"]
     tried = []
     start = time.perf_counter()
@@ -452,7 +452,7 @@ class _SymbolicOps:
     ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
 
     def __init__(self, lam: float, subgradients: list):
-        from stam.theory.audit import derived_updates
+        from stam.theory.items.common import derived_updates
 
         self.lam = lam
         self._x_step = derived_updates()[1]
@@ -597,7 +597,7 @@ def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, templat
     ``f_class``: deterministic (``N = b = 1``, the full gradient) or with b-nice minibatches of
     ``G = (1/N) sum_i G_i`` (paper template only; :func:`stam_step_sdp_sampled`)."""
     check_f_class(f_class)
-    _validate_sampling(N, b)
+    validate_sampling(N, b)
     with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
         if (N, b) != (1, 1):
             require(template == "paper", f"sampled gradients (N={N}, b={b}) are searched with the paper template only")
@@ -766,7 +766,7 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
     if sampling is not None:
-        _validate_sampling(*sampling)
+        validate_sampling(*sampling)
     start = time.perf_counter()
     rows = []
     for lam in lams:

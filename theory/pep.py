@@ -130,7 +130,7 @@ class PEPResult:
         return self.worst_case is not None or self.primal is not None
 
 
-def _check_solver(solver: str | None) -> str | None:
+def check_solver(solver: str | None) -> str | None:
     if solver is None:
         return None
     name = solver.upper()
@@ -148,7 +148,7 @@ def solve(problem, solver: str | None = None, solver_options: dict | None = None
 
     import cvxpy as cp
 
-    solver = _check_solver(solver)
+    solver = check_solver(solver)
     chain = [solver] if solver else ["CLARABEL", "SCS"]
     result, tried = None, []
     for name in chain:
@@ -314,7 +314,7 @@ def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
     """The ``C(N, b)`` equally likely minibatches of b-nice sampling (the paper's remark after
     eq. (stochastic G): uniform subsets of size ``b``; ``v_i = 1_{i in S} N / b``, so the stochastic
     gradient is ``(1/b) sum_{i in S} grad G_i``)."""
-    _validate_sampling(N, b)
+    validate_sampling(N, b)
     return list(itertools.combinations(range(N), b))
 
 
@@ -323,7 +323,7 @@ def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
 MAX_N = 8
 
 
-def _validate_sampling(N, b):
+def validate_sampling(N, b):
     require(isinstance(N, int) and 1 <= N <= MAX_N,
             f"N={N} must be an integer from 1 to {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
     require(isinstance(b, int) and 1 <= b <= N, f"b={b} must be an integer with 1 <= b <= N={N}")
@@ -335,7 +335,7 @@ def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False):
     ``G_i``; at every node up to ``T`` the subgradient of ``F``'s proximal step; one more for a free
     ``z^{-1}``.  ``N = b = 1``: ``2T + 2``.  ``math.inf`` when it exceeds ``2**64`` (no PEP that size
     is built, and the exact number is not worth computing)."""
-    _validate_sampling(N, b)
+    validate_sampling(N, b)
     K = math.comb(N, b)
     if K > 1 and T * math.log2(K) > 64:
         return math.inf
@@ -377,7 +377,7 @@ def stam_pep(
     ``N``, ``b``."""
     _validate(lam, gamma, beta, T, L1)
     check_f_class(f_class)
-    _validate_sampling(N, b)
+    validate_sampling(N, b)
     from PEPit import PEP, Expression, Point
     from PEPit.functions import SmoothFunction
 
@@ -540,4 +540,6 @@ __all__ = [
     "paper_bound",
     "compare",
     "pep_sweep",
+    "check_solver",
+    "validate_sampling",
 ]

@@ -54,7 +54,7 @@ EVIDENCE = {
 }
 
 #: the modules that declare items, in the order of the paper
-MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network")
+MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network", "wellposed")
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import sympy as sp
 from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import symbols as s
-from stam.theory.audit import SEED, _r, derived_updates, pretty
+from stam.theory.items.common import SEED, rounded, derived_updates, pretty
 from stam.theory.items import Corrected, Gap, Result, Tex, item
-from stam.theory.items._steps import declare_steps, identity_result, step_result
+from stam.theory.items.steps import declare_steps, identity_result, step_result
 
 
 @item("Lip-lemma", covers=("Lip-lemma",))
@@ -49,7 +49,7 @@ def eq100(seed: int = SEED) -> Result:
             worst = (gapv, N, b, gi, h, lhs, rhs)
     ce = None
     if worst[0] < -1e-12:
-        ce = _r({"N": worst[1], "b": worst[2], "grad G_i(y)": worst[3], "grad_y H": worst[4], "first line": worst[5],
+        ce = rounded({"N": worst[1], "b": worst[2], "grad G_i(y)": worst[3], "grad_y H": worst[4], "first line": worst[5],
                  "last line": worst[6], "meaning": "the first line of eq100 exceeds its last"})
     ev2 = k.ev2_nice_without_replacement()
     return Result("E||g~ + grad_y H||^2 <= (2/N) sum_i [E v_i^2 ||grad G_i||^2 + ||grad_y H||^2]",

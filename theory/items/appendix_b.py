@@ -11,10 +11,10 @@ from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.adversary import runs_search
-from stam.theory.audit import (SEED, _counterexample, _r, iterate_search, premise_witness, pretty, run_stam,
-                               stationarity_terms)
+from stam.theory.items.common import (SEED, iterate_search, premise_witness, pretty, rounded, run_counterexample, run_stam,
+                                      stationarity_terms)
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
-from stam.theory.items._steps import identity_result, step_result
+from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, constants_K
 
 
@@ -129,7 +129,7 @@ def eq403(seed: int = SEED) -> Result:
     derived = 2 * st["eta"] + 2 * st["Z"] / gam**2 + 4 * lam**2 * st["Z"]
     rel = (printed - lhs) / (1 + lhs)
     t, r = np.unravel_index(np.argmin(rel), rel.shape)
-    ce = _counterexample(rel[t, r] < 0, srch["inst"], srch["traj"], r, t,
+    ce = run_counterexample(rel[t, r] < 0, srch["inst"], srch["traj"], r, t,
                          {"LHS": lhs[t, r], "printed middle line": printed[t, r], "derived middle line": derived[t, r],
                           "meaning": "LHS of eq403 exceeds its printed middle line"})
     # the last line of eq403: 2 eta + 4 Z/gamma^2 >= the derived middle line when (L2^2 + L5^2) gamma^2 <= 1
@@ -166,7 +166,7 @@ def eq52(seed: int = SEED) -> Result:
     lhs_printed = float(st1["grad_u"][0, 0] + np.sqrt(st1["dist2"][0, 0]))
     lhs_derived = float(st1["grad_u"][0, 0] + st1["dist2"][0, 0])
     rhs = float(2 * (st1["eta"][0, 0] + 2 * st1["Z"][0, 0] / one["gamma"][0] ** 2))
-    ce = _counterexample(lhs_printed > rhs, one, tr, 0, 0,
+    ce = run_counterexample(lhs_printed > rhs, one, tr, 0, 0,
                          {"T": 1, "data scaled by": scale, "printed LHS (with dist)": lhs_printed,
                           "derived LHS (with dist^2)": lhs_derived, "2 min[eta + 2 E(||dz||/gamma)^2]": rhs,
                           "meaning": "the first inequality of eq52 fails with dist in place of dist^2"})
@@ -192,7 +192,7 @@ def theorem_conv(seed: int = SEED) -> Result:
     rd = float(num.theorem_rhs(T, gam, beta, c, 1.0, 0.0))
     ce = None
     if not same_form or rp < rd:
-        ce = _r({"lam (= L4*)": lam_, "gamma": gam, "beta": beta, "T": T, "delta0": 1.0, "M0'": 0.0,
+        ce = rounded({"lam (= L4*)": lam_, "gamma": gam, "beta": beta, "T": T, "delta0": 1.0, "M0'": 0.0,
                  "M printed": float(num.M(gam, c, True)), "M derived": float(num.M(gam, c)),
                  "bound with printed M": rp, "bound with derived M": rd,
                  "eq39 premise witness": premise_witness("eq39", seed),
@@ -285,7 +285,7 @@ def beta_conditions() -> Result:
     if rs["admissible gamma"] and min(rs["bounds"].values()) < beta:
         run = rate_run(beta, rs["gamma"], rs["eps"], rs["T"])
         if run["conclusion fails"]:
-            ce = _r({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
+            ce = rounded({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
                      "meaning": "gamma admissible, T = T_min, beta > min{...} = 0 as printed, yet no t < T has "
                                 "|grad G(y^t)| <= eps: the iterates diverge"})
     # the proof's own requirements (eq700, Theorem conv's beta K1/K2 >= 2, eq702), all needed: their conjunction
@@ -316,7 +316,7 @@ def beta_window() -> Result:
         run = rate_run(beta, rs["gamma"], rs["eps"], rs["T"])
         at_max = rate_run(lower, rs["gamma"], rs["eps"], rs["T"])
         if run["conclusion fails"]:
-            ce = _r({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
+            ce = rounded({**run, "beta_bounds": rs["bounds"], "delta0": rs["delta0"], "M0'": 0.0,
                      "at beta = max": {"beta": lower, "first t with |grad G(y^t)| <= eps":
                                        at_max["first t with |grad G(y^t)| <= eps"]},
                      "meaning": "gamma admissible, T = T_min, beta >= max{...} (so also > min), yet no t < T has "

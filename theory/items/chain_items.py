@@ -11,9 +11,9 @@ from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.adversary import runs_search
-from stam.theory.audit import SEED, _r, chain_counterexample, premise_witness, pretty
+from stam.theory.items.common import SEED, rounded, chain_counterexample, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
-from stam.theory.items._steps import identity_result, step_result
+from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON
 
 _ORIGIN = "eq25"
@@ -76,7 +76,7 @@ def K3(seed: int = SEED) -> Result:
     if not same:
         lam_, gam = 2.0, 0.1
         c = num.quadratic_coupling(lam_)
-        ce = _r({"lam": lam_, "gamma": gam, "K3_printed": float(num.K3(gam, c, True)),
+        ce = rounded({"lam": lam_, "gamma": gam, "K3_printed": float(num.K3(gam, c, True)),
                  "K3_derived": float(num.K3(gam, c)),
                  "eq39": chain_counterexample("eq39", seed) or premise_witness("eq39", seed),
                  "meaning": "with the printed K3, eq39 is not implied by the premises of its proof"})

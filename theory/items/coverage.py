@@ -86,11 +86,13 @@ def read_paper(path: str | Path | None = None) -> str:
 
 
 def coverage(items, tex: str) -> dict:
-    """``{"audited": n, "total": N, "missing": [...], "unknown": [...], "by_kind": {...}}`` for the
-    labels of Section 2 and the appendices; ``unknown``: labels items claim that the paper lacks
-    (outside these parts, or misspelt)."""
+    """``{"audited": n, "total": N, "missing": [...], "unknown": [...], "outside": [...], "by_kind":
+    {...}}`` for the labels of Section 2 and the appendices; ``unknown``: labels items claim that the
+    paper lacks (misspelt); ``outside``: labels of the other sections that items also cover (the
+    algorithm, the model, the quantisation set; not counted)."""
     labels = parse_labels(tex).all
     covered = {lab for it in items for lab in it.covers}
+    anywhere = set(re.findall(r"\\label\{([^}]*)\}", _strip_comments(tex)))
     audited = [lab for lab in labels if lab in covered]
     by_kind = {}
     for lab, kind in labels.items():
@@ -98,7 +100,7 @@ def coverage(items, tex: str) -> dict:
         a, n = by_kind.get(k, (0, 0))
         by_kind[k] = (a + (lab in covered), n + 1)
     return {"audited": len(audited), "total": len(labels), "missing": [lab for lab in labels if lab not in covered],
-            "unknown": sorted(covered - set(labels)), "by_kind": {k: {"audited": a, "total": n} for k, (a, n) in by_kind.items()}}
+            "unknown": sorted(covered - anywhere), "outside": sorted((covered & anywhere) - set(labels)), "by_kind": {k: {"audited": a, "total": n} for k, (a, n) in by_kind.items()}}
 
 
 def coverage_text(cov: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sympy as sp
 
 from stam.theory import constants as k
-from stam.theory.audit import _r, pretty
+from stam.theory.items.common import rounded, pretty
 from stam.theory.items import Occurrence, Result, item
 
 
@@ -23,7 +23,7 @@ def stamm() -> Result:
     printed_W = ((beta - lam) * W + lam * V - g) / beta
     ce = None
     if dW != 0:
-        ce = _r({"lam": lam, "beta": beta, "W^t": W, "U^t (= x^t)": U, "V^t (quantised, read as W~^t)": V,
+        ce = rounded({"lam": lam, "beta": beta, "W^t": W, "U^t (= x^t)": U, "V^t (quantised, read as W~^t)": V,
                  "gradL(W^t)": g, "W^{t+1} Algorithm 1": derived_W, "W^{t+1} printed": printed_W,
                  "meaning": "the printed W-update differs from Algorithm 1's y-step (eq. algy) unless W~^t = U^t; "
                             "grad L(W^T) would need the last iterate"})

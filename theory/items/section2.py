@@ -12,7 +12,7 @@ from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.adversary import runs_search
-from stam.theory.audit import SEED, _r, chain_counterexample, es_lemma_instance, premise_witness, pretty
+from stam.theory.items.common import SEED, rounded, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
 
@@ -81,7 +81,7 @@ def es_lemma(seed: int = SEED) -> Result:
         rhs_p = 2 * A_p * e["excess"] + 2 * A_p * e["delta_inf"]
         rhs_d = 2 * A_d * e["excess"] + 2 * A_d * e["delta_inf"]
         if e["lhs"] > rhs_p * (1 + 1e-9) + 1e-12:
-            ce = _r({"N": N, "b": b, "G_i": "(a_i/2)(y - c_i)^2", "a_i": a, "c_i": cc,
+            ce = rounded({"N": N, "b": b, "G_i": "(a_i/2)(y - c_i)^2", "a_i": a, "c_i": cc,
                      "H": "(lam/2)(x-y)^2", "lam": lam, "x": x, "y": y,
                      "E||g~ + grad_y H||^2 (enumerated)": e["lhs"], "printed 2A(...)+C": rhs_p,
                      "derived 2A(...)+C": rhs_d, "printed A": A_p, "derived A": A_d,
@@ -222,7 +222,7 @@ def threshold(seed: int = SEED) -> Result:
         i = int(hits[0])
         g = float(f"{(exact[i] + printed[i]) / 2:.4g}")
         ci = num.Constants(L1=None, L2=float(L2[i]), L3=0, L4=0, L5=0, l=float(l[i]))
-        ce = _r({"L2*": L2[i], "l": l[i], "printed_threshold": printed[i], "exact_threshold": exact[i], "gamma": g,
+        ce = rounded({"L2*": L2[i], "l": l[i], "printed_threshold": printed[i], "exact_threshold": exact[i], "gamma": g,
                  "K1(gamma)": float(num.K1(g, ci)),
                  "meaning": "gamma below the printed threshold with K1(gamma) <= 0"})
     # the remark's own recipe ("the quadratic formula") applied to the printed (k1)

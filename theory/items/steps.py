@@ -7,7 +7,7 @@ from __future__ import annotations
 import sympy as sp
 
 from stam.theory import chain
-from stam.theory.audit import SEED, _r
+from stam.theory.items.common import SEED, rounded
 from stam.theory.items import Gap, Occurrence, Result, item
 
 
@@ -18,7 +18,7 @@ def step_result(printed, derived, rule: str, elsewhere=(), gap: Gap | None = Non
     cmp = chain.compare(printed, derived, seed=seed)
     ce = None
     if cmp.verdict not in ("same", "weaker"):
-        ce = {"point": _r(cmp.witness) if cmp.witness else None, "printed - derived": str(cmp.residual),
+        ce = {"point": rounded(cmp.witness) if cmp.witness else None, "printed - derived": str(cmp.residual),
               "meaning": "at this point the derived gap >= 0 does not give the printed one"}
     note = f"derived by: {rule}" + ("" if cmp.verdict in ("same", "not implied") else f" ({cmp.verdict})")
     return Result(sp.Ge(printed, 0, evaluate=False), sp.Ge(derived, 0, evaluate=False), ce, tuple(elsewhere), gap,
