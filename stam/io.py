@@ -112,7 +112,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return Path(path)
 
 
-def _default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     # numpy scalars/arrays and paths, without importing numpy here
     if hasattr(obj, "tolist"):
         return obj.tolist()
@@ -122,7 +122,7 @@ def _default(obj: Any) -> Any:
 
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
-    return json.dumps(obj, indent=indent, default=_default, allow_nan=True)
+    return json.dumps(obj, indent=indent, default=json_default, allow_nan=True)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:

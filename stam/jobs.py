@@ -94,7 +94,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stam.errors import UsageError, positive_int
-from stam.io import _default, atomic_write_text, bar_disable, dumps, provenance
+from stam.io import atomic_write_text, bar_disable, dumps, json_default, provenance
 
 #: ``"kind"`` of a job's result file.
 KIND = "job-result"
@@ -114,7 +114,7 @@ def canonical_json(spec: Any) -> str:
     """The one text of ``spec`` that its key hashes and that resuming compares: JSON with sorted
     keys and no spaces (numpy scalars and arrays as numbers and lists, paths as strings)."""
     try:
-        return json.dumps(spec, sort_keys=True, separators=(",", ":"), default=_default, allow_nan=True)
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"), default=json_default, allow_nan=True)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"a job spec must be JSON-able: {exc}") from None
 

@@ -98,7 +98,7 @@ def _unit(v: Tensor) -> Tensor:
     return v / v.norm(dim=1, keepdim=True).clamp_min(1e-300)
 
 
-def _fd(g, p: Tensor, v: Tensor, ids: Tensor) -> Tensor:
+def central_difference(g, p: Tensor, v: Tensor, ids: Tensor) -> Tensor:
     """Central difference ``[g(p + h v) - g(p - h v)] / (2h)`` per row, in one call of ``g``."""
     h = 1e-5 * (1 + p.norm(dim=1, keepdim=True) / math.sqrt(p.shape[1]))
     out = g(torch.cat([p + h * v, p - h * v]), torch.cat([ids, ids]))
@@ -137,14 +137,14 @@ def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=No
     v = _unit(torch.randn(points.shape, generator=gen, dtype=torch.float64).to(points))
     best = torch.zeros(K, dtype=points.dtype, device=points.device)
     for _ in range(settings.power_iters):
-        Jv = _fd(g, points, v, ids)
+        Jv = central_difference(g, points, v, ids)
         best = torch.maximum(best, Jv.norm(dim=1))
         v = _unit(Jv if gt is None else gt(points, Jv, ids))
     chosen = best.argsort(descending=True)[: K if scan_all else max(1, settings.line_starts)]
     step = max(1, LINE_NUMBERS // (2 * settings.line_points * d))  # start points per block (memory)
     for i in range(0, len(chosen), step):
         line, lids, lv, _ = _line(points, v, settings, chosen[i:i + step])
-        best = _scan_max(best, _fd(g, line, lv, lids).norm(dim=1), lids)
+        best = _scan_max(best, central_difference(g, line, lv, lids).norm(dim=1), lids)
     m = max(1, settings.secant_pairs)
     scales = torch.tensor([1e-3, 1e-1, 1.0], dtype=points.dtype, device=points.device)
     dirs = _unit(torch.randn(m, d, generator=gen, dtype=torch.float64).to(points))
@@ -164,12 +164,12 @@ def min_curvature(g, points: Tensor, sigma: Tensor, settings: Settings, gen: tor
     s = 1.01 * sigma.reshape(-1, 1).to(points) + 1e-12  # sigma I - J positive definite: v never vanishes
     lo = torch.full((K,), math.inf, dtype=points.dtype, device=points.device)
     for _ in range(settings.power_iters):
-        Jv = _fd(g, points, v, ids)
+        Jv = central_difference(g, points, v, ids)
         lo = torch.minimum(lo, (v * Jv).sum(dim=1))
         v = _unit(s * v - Jv)
     chosen = lo.argsort()[: max(1, settings.line_starts)]
     line, lids, lv, _ = _line(points, v, settings, chosen)
-    q = (lv * _fd(g, line, lv, lids)).sum(dim=1)
+    q = (lv * central_difference(g, line, lv, lids)).sum(dim=1)
     return lo.scatter_reduce(0, lids, q, reduce="amin")
 
 
@@ -202,5 +202,5 @@ def value_and_grad(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tenso
     return lambda y: (f(y), grad(y))
 
 
-__all__ = ["Settings", "ESTIMATED", "CERTIFIED", "start_points", "lipschitz",
+__all__ = ["Settings", "ESTIMATED", "CERTIFIED", "central_difference", "start_points", "lipschitz",
            "min_curvature", "minimise", "value_and_grad", "LARGE"]

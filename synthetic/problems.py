@@ -315,10 +315,10 @@ def _estimate(problem: ThreeBlockProblem, names) -> dict:
         out["L3"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(X[ids], p), Y, sh, gen).max())
     if "L4" in todo:
         out["L4"] = float(E.lipschitz(lambda p, ids: H.grad_x_H(X[ids], p), Y, sh, gen,
-                                      gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_y_H(q, p[i]), X[ids], w, ids)).max())
+                                      gt=lambda p, w, ids: E.central_difference(lambda q, i: H.grad_y_H(q, p[i]), X[ids], w, ids)).max())
     if "L5" in todo:
         out["L5"] = float(E.lipschitz(lambda p, ids: H.grad_y_H(p, Y[ids]), X, sh, gen,
-                                      gt=lambda p, w, ids: E._fd(lambda q, i: H.grad_x_H(p[i], q), Y[ids], w, ids)).max())
+                                      gt=lambda p, w, ids: E.central_difference(lambda q, i: H.grad_x_H(p[i], q), Y[ids], w, ids)).max())
     if "l" in todo or "H_inf" in todo:
         gxx = lambda p, ids: H.grad_x_H(p, Y[ids])  # noqa: E731
         sigma = E.lipschitz(gxx, X, sh, gen)

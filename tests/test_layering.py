@@ -180,8 +180,6 @@ def private_imports() -> dict[str, list[str]]:
 PRIVATE_ALLOWED = {
     "stam.dnn.table": ["stam.figures.results._read_json"],  # dnn <-> figures, issue 25 point 1
     "stam.figures.convergence_map": ["stam.figures.admissible._MARKERS", "stam.figures.admissible._draw_group"],
-    "stam.jobs": ["stam.io._default"],  # the JSON encoder's hook
-    "stam.synthetic.problems": ["stam.synthetic.estimate._fd"],
 }
 
 
