@@ -61,8 +61,9 @@ FIGURES = (
         "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given.",
         "rates (synthetic-rates and pep-sweep files)"),
     FigureKind(
-        "map", ("convergence-map",), "map", "stam.figures.convergence_map:draw",
-        "stam.figures.convergence_map:caption", "map (convergence-map files of stam map)"),
+        "map", ("convergence-map", "lyapunov-region"), "map", "stam.figures.convergence_map:draw",
+        "stam.figures.convergence_map:caption",
+        "map (convergence-map files of stam map; a lyapunov-region file of stam pep --region adds its limits as lines)"),
     FigureKind(
         "tuning-curves", ("tune",), "tuning", "stam.figures.tuning:draw", "stam.figures.tuning:caption",
         "tuning-curves (tune files of stam tune: expected best validation accuracy against the number of trials)"),
