@@ -298,9 +298,9 @@ def draw_region_lines(ax, region: dict, gamma_min: float, gamma_max: float, lege
         ax.plot(e["sampled"], e["lams"], color=CERTIFIED_COLOR, linewidth=1.5, linestyle="--", marker="x", zorder=6,
                 label=name(f"the same, minibatches N = {e['sampling'].get('N')}, b = {e['sampling'].get('b')}"))
     if e["convex"] is not None:
-        ax.plot(e["convex"], e["lams"], color=CONVEX_COLOR, linewidth=1.5, linestyle=":", zorder=6,
+        ax.plot(e["convex"], e["lams"], color=CONVEX_COLOR, linewidth=1.5, linestyle=":", marker="+", zorder=6,
                 label=name("convex F: a one-step potential certifies up to here"))
-    ax.plot(e["refuted"], e["lams"], color=REFUTED_COLOR, linewidth=1.5, linestyle="-.", zorder=6,
+    ax.plot(e["refuted"], e["lams"], color=REFUTED_COLOR, linewidth=1.5, linestyle="-.", marker="|", zorder=6,
             label=name(f"{short}: stam pep unbounded from here (M₀'_T)"))
 
 

@@ -429,7 +429,7 @@ def region_headline(result: dict) -> str:
 
     text = (f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}), the paper's class (any proper lsc F): "
             f"a potential of the paper's form certifies STAM {low(paper)} (full gradient), {low(sampled)} "
-            "(minibatches N = 2, b = 1), with delta0 + M0'_T <= delta0 + M0' (so for the printed theorem's normalisation)")
+            "(minibatches N = 2, b = 1), bounds with delta0 + M0'_T <= delta0 + M0' (so for the printed theorem too)")
     top = max((v for v in best if v is not None), default=None)
     text += ("; no one-step potential certifies anything" if top is None else
              f"; no one-step potential beyond gamma*lambda = {top:.2f}"
@@ -442,7 +442,7 @@ def region_headline(result: dict) -> str:
         worst = max((t["max_inv_rho_beta"] for t in theorem if t["max_inv_rho_beta"] is not None), default=None)
         text += (f"; Theorem conv's own region (gamma = 0.5 and 0.99 gamma_max, its beta) is certified for the paper's "
                  f"class at {ok} of {len(theorem)} lambdas, full gradient and minibatches"
-                 + (f" (1/rho <= {worst:.3g} beta, the theorem's constant >= 2 beta)" if worst is not None else ""))
+                 + (f" (1/rho <= {worst:.4g} beta, the theorem's constant >= 2 beta)" if worst is not None else ""))
     if refuted:
         text += (f"; the PEP refutes the theorem's form with the finite-horizon M0'_T from gamma*lambda = {max(refuted):.2f}"
                  " (not the printed M0')")
@@ -474,7 +474,7 @@ def digits_map_headline(data: dict, good: float = 0.8, region: dict | None = Non
     if region is not None:
         rows = region["rows"]
         top = max((v for part in ("general", "paper", "sampled") for v in _reach(rows, part) if v is not None), default=None)
-        if top is not None:
+        if top is not None and trains:
             certified = [r for r in trains if r["gamma"] * r["lam"] <= top]
             text += (f"; {len(certified)} of the {len(trains)} cells that train lie where a one-step potential certifies "
                      f"STAM for the paper's class (gamma*lambda <= {top:.2f})")

@@ -324,3 +324,21 @@ def test_region_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeyp
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "error:" in err and "Traceback" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_region_in_two_processes_is_the_same_region(capsys):
+    """`--workers 2` (the default on 2 CPUs) computes the lambdas in two processes: the same rows, in order."""
+    kw = dict(lams=(1.0, 4.0), betas=(100.0,), gamma_range=(0.5, 2.0))
+    seen = []
+    one = ly.region(**kw)
+    two = ly.region(**kw, workers=2, progress=lambda row: seen.append(row["lam"]))
+
+    def strip(value):  # everything but the timings
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("seconds", "slowest_solve")}
+        return value
+
+    assert seen == [1.0, 4.0] and two["workers"] == 2
+    assert [strip(r) for r in one["rows"]] == [strip(r) for r in two["rows"]]
+    code = main(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--workers", "2"])
+    assert code == 2 and "--workers: only with --region" in capsys.readouterr().err

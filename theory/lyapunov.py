@@ -115,7 +115,12 @@ template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
 value of ``rho`` only counts as a certificate when the status is ``optimal`` and ``rho >=
 rho_min``; ``optimal_inaccurate``, ``infeasible``, ``unbounded``, solver errors are reported as
 such (Clarabel first, SCS when Clarabel is not conclusive, as :func:`stam.theory.pep.solve`).
-The matrix inequalities are re-checked in numpy on the returned values (``residual``).
+The matrix inequalities are re-checked in numpy on the returned values (``residual``): an optimal rate
+that fails the re-check is no certificate and is marked ``details["unverified"]``; a STAM rate below the
+floor ``rho beta >= RHO_BETA_MIN`` (:func:`rate_floor`: rates a thousand times below the y-step's ``1/beta``
+are at the solver's accuracy; such "certificates" at lambda = 0.01 failed along binary runs) is marked
+``details["below_floor"]``.  :func:`certified_gamma` counts both apart in its ``statuses`` and marks a
+bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam pep --region`` prints "?").
 """
 
 from __future__ import annotations
@@ -819,51 +824,76 @@ def theorem_region(lam: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS, 
             "max_inv_rho_beta": max(good) if good else None}
 
 
+def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
+               rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
+               f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True) -> dict:
+    """One row of :func:`region` (one lambda)."""
+    t0 = time.perf_counter()
+    gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
+    row = {"lam": float(lam), "gamma_theorem": gmax}
+    classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
+    for cls in classes:
+        larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
+        part = {
+            tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                 inherited=larger[tpl]["certified_at"] if larger else ())
+            for tpl in ("general", "paper")
+        }
+        part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
+        if cls == f_class:
+            row.update(part)
+            if sampling is not None:
+                row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                                 N=int(sampling[0]), b=int(sampling[1]))
+            row["theorem"] = theorem_region(lam, L1, cls, sampling, solver=solver)
+        else:
+            row[cls] = part
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
            rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True) -> dict:
+           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
+           workers: int = 1) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
     ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
     with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
     ``sampling = (N, b)`` (``sampled``; None: not searched), the refuted gamma, and Theorem conv's
     ``gamma_max(lam)``, and whether Theorem conv's own region is certified for the class
     (``theorem``, :func:`theorem_region`); with ``beside_convex`` (and a nonconvex ``f_class``) the same
-    three searches for convex ``F`` under ``convex``."""
+    three searches for convex ``F`` under ``convex``.  ``workers`` > 1: the lambdas in that many processes
+    (every row is computed alone, so the result is the same; ``progress`` still sees the rows in order)."""
     check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
+    require(isinstance(workers, int) and workers >= 1, f"workers={workers} must be an integer >= 1")
     if sampling is not None:
         _validate_sampling(*sampling)
-    start = time.perf_counter()
-    rows = []
     for lam in lams:
         _validate(float(lam), 1.0, 1.0, L1)
-        t0 = time.perf_counter()
-        gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
-        row = {"lam": float(lam), "gamma_theorem": gmax}
-        classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
-        for cls in classes:
-            larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
-            part = {
-                tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                     inherited=larger[tpl]["certified_at"] if larger else ())
-                for tpl in ("general", "paper")
-            }
-            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
-            if cls == f_class:
-                row.update(part)
-                if sampling is not None:
-                    row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                                     N=int(sampling[0]), b=int(sampling[1]))
-                row["theorem"] = theorem_region(lam, L1, cls, sampling, solver=solver)
-            else:
-                row[cls] = part
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
-        if progress is not None:
-            progress(row)
+    start = time.perf_counter()
+    args = dict(betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts, refute_betas=refute_betas,
+                solver=solver, f_class=f_class, sampling=sampling, beside_convex=beside_convex)
+    rows = []
+    if workers > 1 and len(lams) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(lams)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(region_row, float(lam), **args) for lam in lams]
+            for fut in futures:
+                rows.append(fut.result())
+                if progress is not None:
+                    progress(rows[-1])
+    else:
+        for lam in lams:
+            rows.append(region_row(float(lam), **args))
+            if progress is not None:
+                progress(rows[-1])
     return {
         "kind": "lyapunov-region",
         "provenance": provenance(),
@@ -877,10 +907,11 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         "refute_Ts": [int(T) for T in refute_Ts],
         "refute_betas": [float(b) for b in refute_betas],
         "rows": rows,
+        "workers": workers,
         "seconds": time.perf_counter() - start,
     }
 
 
 __all__ = ["TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
            "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
-           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region"]
+           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region"]

@@ -142,7 +142,7 @@ def _pep(args) -> int:
     if args.region:
         return _region(args, solver)
     args.N, args.b = (args.N or 1), (args.b or 1)
-    stray = [f for f in ("lams", "betas", "gamma_range") if getattr(args, f) is not None]
+    stray = [f for f in ("lams", "betas", "gamma_range", "workers") if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
     require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
@@ -219,6 +219,14 @@ def _theorem_cell(theorem: dict) -> str:
     return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
 
 
+def _default_workers() -> int:
+    """``--workers`` by default: 2 where the process may use 2 CPUs, else 1."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if cpus >= 2 else 1
+
+
 def _region(args, solver) -> int:
     """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
     from stam.io import atomic_write_json, dumps
@@ -253,7 +261,7 @@ def _region(args, solver) -> int:
 
     try:
         result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
-                                 f_class=args.F, sampling=sampling)
+                                 f_class=args.F, sampling=sampling, workers=args.workers or _default_workers())
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
@@ -326,4 +334,6 @@ def register(subparsers) -> None:
                    help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
     g.add_argument("--gamma-range", type=_gamma_range, default=None, metavar="LO:HI",
                    help="where gamma is searched (default 1e-4:1e4)")
+    g.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="the lambdas in N processes (default: 2 where 2 CPUs are visible, else 1; the result is the same)")
     p.set_defaults(func=_handler)
