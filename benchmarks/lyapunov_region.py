@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     region_s = time.perf_counter() - t0
     def parts(r):  # (name, bracket) of every search of a row
         out = [(k, r[k]) for k in ("general", "paper", "sampled", "refuted") if k in r]
-        out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if "convex" in r]
+        out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if k in r.get("convex", {})]
         return out
 
     rows = [{"lam": r["lam"], "seconds": r["seconds"],

@@ -193,7 +193,7 @@ def region_table(region: dict) -> Table:
     rows = []
     for r in sorted(region["rows"], key=lambda r: r["lam"]):
         lam, th = r["lam"], r.get("theorem")
-        theorem = "–" if th is None else ("yes (1/ρ ≤ " + fmt(th["max_inv_rho_beta"], 3) + " β)"
+        theorem = "–" if th is None else ("yes (1/ρ ≤ " + fmt(th["max_inv_rho_beta"], 4) + " β)"
                                              if th["certified"] else f"no ({sum(p['certified'] for p in th['points'])}/"
                                              f"{len(th['points'])} points)")
         refuted = "none" if r["refuted"]["hi"] is None else fmt(r["refuted"]["hi"] * lam, 3)

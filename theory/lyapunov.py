@@ -716,7 +716,8 @@ def _bisect_inside(test, lo: float, hi: float, rtol: float):
 
 def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
                     gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None,
-                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=()) -> dict:
+                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=(),
+                    scan_ratio: float = SCAN_RATIO) -> dict:
     """The end of the interval of gammas, from ``gamma_range[0]`` up, with a certificate of ``template`` for
     some beta of ``betas`` (:func:`_first_gap`: a scan by factors 1.2, then log bisection; it
     reports the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
@@ -754,7 +755,7 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                 return True
         return False
 
-    lo, hi, _ = _first_gap(test, *gamma_range, rtol)
+    lo, hi, _ = _first_gap(test, *gamma_range, rtol, ratio=scan_ratio)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
             "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
@@ -826,7 +827,8 @@ def theorem_region(lam: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS, 
 
 def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
                rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-               f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True) -> dict:
+               f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
+               scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
     """One row of :func:`region` (one lambda)."""
     t0 = time.perf_counter()
     gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
@@ -836,15 +838,16 @@ def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGI
         larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
         part = {
             tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                 inherited=larger[tpl]["certified_at"] if larger else ())
+                                 inherited=larger[tpl]["certified_at"] if larger else (), scan_ratio=scan_ratio)
             for tpl in ("general", "paper")
         }
-        part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
+        if cls == f_class or refute_beside:
+            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
         if cls == f_class:
             row.update(part)
             if sampling is not None:
                 row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                                 N=int(sampling[0]), b=int(sampling[1]))
+                                                 N=int(sampling[0]), b=int(sampling[1]), scan_ratio=scan_ratio)
             row["theorem"] = theorem_region(lam, L1, cls, sampling, solver=solver)
         else:
             row[cls] = part
@@ -852,18 +855,28 @@ def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGI
     return row
 
 
+def default_workers() -> int:
+    """The processes :func:`region` uses by default in ``stam pep --region`` and ``stam demo``: 2 where this
+    process may use 2 CPUs, else 1."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if cpus >= 2 else 1
+
+
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
            rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
            progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
-           workers: int = 1) -> dict:
+           workers: int = 1, scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
     ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
     with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
     ``sampling = (N, b)`` (``sampled``; None: not searched), the refuted gamma, and Theorem conv's
     ``gamma_max(lam)``, and whether Theorem conv's own region is certified for the class
     (``theorem``, :func:`theorem_region`); with ``beside_convex`` (and a nonconvex ``f_class``) the same
-    three searches for convex ``F`` under ``convex``.  ``workers`` > 1: the lambdas in that many processes
-    (every row is computed alone, so the result is the same; ``progress`` still sees the rows in order)."""
+    three searches for convex ``F`` under ``convex`` (without its refutation when not ``refute_beside``).
+    ``workers`` > 1: the lambdas in that many processes (every row is computed alone, so the result is the
+    same; ``progress`` still sees the rows in order); ``scan_ratio``: the step of the scan (:func:`_first_gap`)."""
     check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
@@ -875,8 +888,10 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     for lam in lams:
         _validate(float(lam), 1.0, 1.0, L1)
     start = time.perf_counter()
+    require(math.isfinite(scan_ratio) and scan_ratio > 1, f"scan_ratio={scan_ratio} must be a finite number > 1")
     args = dict(betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts, refute_betas=refute_betas,
-                solver=solver, f_class=f_class, sampling=sampling, beside_convex=beside_convex)
+                solver=solver, f_class=f_class, sampling=sampling, beside_convex=beside_convex, scan_ratio=scan_ratio,
+                refute_beside=refute_beside)
     rows = []
     if workers > 1 and len(lams) > 1:
         import multiprocessing
@@ -904,6 +919,7 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         "betas": [float(b) for b in betas],
         "gamma_range": [float(g) for g in gamma_range],
         "rtol": rtol,
+        "scan_ratio": scan_ratio,
         "refute_Ts": [int(T) for T in refute_Ts],
         "refute_betas": [float(b) for b in refute_betas],
         "rows": rows,

@@ -219,14 +219,6 @@ def _theorem_cell(theorem: dict) -> str:
     return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
 
 
-def _default_workers() -> int:
-    """``--workers`` by default: 2 where the process may use 2 CPUs, else 1."""
-    import os
-
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 if cpus >= 2 else 1
-
-
 def _region(args, solver) -> int:
     """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
     from stam.io import atomic_write_json, dumps
@@ -261,7 +253,7 @@ def _region(args, solver) -> int:
 
     try:
         result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
-                                 f_class=args.F, sampling=sampling, workers=args.workers or _default_workers())
+                                 f_class=args.F, sampling=sampling, workers=args.workers or lyapunov.default_workers())
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
