@@ -3,7 +3,9 @@
 Standards (issues 15, 22): each Lyapunov SDP under 5 s on 2 cores for the template sizes used (a 5 x 5
 matrix inequality, plus a 3 x 3 for the lower bound; with minibatches (2 + N + K(N+1)) square, K =
 C(N, b)); the default region (12 lambdas; any proper lsc F with both gradients, and convex F beside
-it) under 5 minutes.  ``sizes`` gives the SDP and PEP sizes and solve times as N and b grow.  Besides the total, the JSON gives per lambda the seconds, the number of SDPs and PEPs,
+it) under 5 minutes.  ``sizes`` gives the SDP and PEP sizes and solve times as N and b grow (N up to 6; a PEP
+only where its Gram matrix is at most 60).  Besides the total, the JSON gives per lambda the seconds, the number
+of SDPs (Theorem conv's points included) and PEPs,
 the slowest Lyapunov SDP and every solver status met, and a separate timing of single SDPs of
 both templates (median and maximum over ``--repeat`` fresh builds).  The region itself is in
 ``region`` (the ``lyapunov-region`` object that ``stam pep --region --out`` writes).
@@ -28,6 +30,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lams", default=None, help="comma-separated lambdas (default: the 12 of --region)")
     parser.add_argument("--repeat", type=int, default=5, help="fresh builds per single-SDP timing")
+    parser.add_argument("--max-N", type=int, default=6, help="the sizes as N and b grow: N up to this (default 6)")
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
 
@@ -58,17 +61,19 @@ def main(argv=None) -> int:
     region_s = time.perf_counter() - t0
     def parts(r):  # (name, bracket) of every search of a row
         out = [(k, r[k]) for k in ("general", "paper", "sampled", "refuted") if k in r]
-        out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if "convex" in r]
+        out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if k in r.get("convex", {})]
         return out
 
     rows = [{"lam": r["lam"], "seconds": r["seconds"],
-             "sdp_solves": sum(p["solves"] for k, p in parts(r) if "refuted" not in k),
+             "sdp_solves": sum(p["solves"] for k, p in parts(r) if "refuted" not in k) + len(r["theorem"]["points"]),
+             "theorem_certified": r["theorem"]["certified"],
              "pep_solves": sum(p["solves"] for k, p in parts(r) if "refuted" in k),
              "slowest_sdp_s": max(p["slowest_solve"] for k, p in parts(r) if "refuted" not in k),
              "statuses": {k: p["statuses"] for k, p in parts(r)}}
             for r in result["rows"]]
     sizes = []
-    for N, b in ((1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2)):
+    for N, b in [p for p in ((1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 1), (4, 2), (5, 1), (5, 2), (6, 1))
+                 if p[0] <= args.max_N]:
         t0 = time.perf_counter()
         c = lyapunov.certify_stam(*POINTS[0], template="paper", N=N, b=b)
         sdp_s = time.perf_counter() - t0

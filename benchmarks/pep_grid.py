@@ -1,6 +1,6 @@
-"""The numbers of docs/readme/pep.md: exact worst cases of deterministic STAM (PEP) beside
-Theorem conv's bound (L1 = 1, delta0 + M0' <= 1), for convex F (the tables of docs/pep.md that
-predate the nonconvex class; ``--F lsc`` for the paper's class).
+"""The numbers of docs/pep.md: exact worst cases of deterministic STAM (PEP) beside Theorem conv's
+bound (L1 = 1, delta0 + M0'_T <= 1, the finite-horizon M0'_T <= the paper's M0'), for convex F (the
+default) or, with ``--F lsc``, the paper's class (any proper lsc F).
 
 - ``admissible``: lam in {0.1, 1, 4}, gamma in {0.02, 0.05, 0.1}, beta the smallest beta Theorem
   conv admits (``2 K2/K1``, rounded up), T in {1, 3, 10};
@@ -10,6 +10,9 @@ predate the nonconvex class; ``--F lsc`` for the paper's class).
 - ``long``: one admissible point at T = 20 (larger T takes minutes: T = 40 took 490 s).
 
     .venv/bin/python benchmarks/pep_grid.py --out benchmarks/results/pep_grid.json
+    .venv/bin/python benchmarks/pep_grid.py --F lsc --out benchmarks/results/pep_grid_lsc.json
+
+(docs/pep.md shows both: the paper's class, any proper lsc F, with convex F beside it.)
 """
 
 from __future__ import annotations

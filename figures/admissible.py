@@ -252,6 +252,60 @@ def draw(results, nc=None):
     return plot_admissible(nc or NetworkConstants(), regions=[r.data for r in results["lyapunov-region"]])
 
 
+#: the class of F as the figures name it (a ``lyapunov-region`` file without ``f_class`` is convex F)
+CLASS_NAMES = {"convex": "convex F", "lsc": "any proper lsc F", "indicator": "F an indicator"}
+#: the colours of a ``lyapunov-region`` in the figures
+CERTIFIED_COLOR, CONVEX_COLOR, REFUTED_COLOR = "#0072B2", "#009E73", "#D55E00"
+
+
+def region_edges(region: dict, gamma_min: float, gamma_max: float) -> dict:
+    """The edges of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) per lambda, at the
+    lower ends of the brackets: ``general`` (clipped to the axis), ``paper``, ``sampled`` and ``convex``
+    (the general template for convex F; None when absent) the certified gammas, ``refuted`` the refuted
+    one (nan: none)."""
+    rows = sorted(region["rows"], key=lambda r: r["lam"])
+
+    def edge(part, key, missing, within=None):
+        parts = [(r[within] if within else r)[part] for r in rows]
+        return np.array([p[key] if p[key] is not None else missing for p in parts], dtype=float)
+
+    return {
+        "lams": np.array([r["lam"] for r in rows]),
+        "cls": CLASS_NAMES[region.get("f_class", "convex")],
+        "general": np.minimum(edge("general", "lo", gamma_min), gamma_max * 10),
+        "paper": edge("paper", "lo", np.nan),
+        "sampled": edge("sampled", "lo", np.nan) if all("sampled" in r for r in rows) else None,
+        "sampling": region.get("sampling") or {},
+        "convex": (np.minimum(edge("general", "lo", gamma_min, within="convex"), gamma_max * 10)
+                   if all("convex" in r for r in rows) else None),
+        "refuted": edge("refuted", "hi", np.nan),
+    }
+
+
+REFUTED_LABEL = ("refuted: stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T+1 merits): no bound of "
+                 "Theorem conv's form with M₀'_T (the printed M₀' is not refuted)")
+
+
+def draw_region_lines(ax, region: dict, gamma_min: float, gamma_max: float, legend: bool = True) -> None:
+    """A ``lyapunov-region`` as lines, for panels whose area is taken (the convergence maps): the limit of
+    the paper-form potential for the result's class (solid), with minibatches (dashed), the limit of any
+    one-step potential for convex F (dotted) and where the PEP refutes the theorem's form with the
+    finite-horizon M0'_T (dash-dotted).  Short legend labels (the caption says the rest)."""
+    e = region_edges(region, gamma_min, gamma_max)
+    name = (lambda text: text) if legend else (lambda text: "_nolegend_")
+    short = {"any proper lsc F": "lsc F", "convex F": "convex F", "F an indicator": "indicator F"}[e["cls"]]
+    ax.plot(e["paper"], e["lams"], color=CERTIFIED_COLOR, linewidth=2, marker=".", zorder=6,
+            label=name(f"{short}: paper-form potential certifies up to here"))
+    if e["sampled"] is not None:
+        ax.plot(e["sampled"], e["lams"], color=CERTIFIED_COLOR, linewidth=1.5, linestyle="--", marker="x", zorder=6,
+                label=name(f"the same, minibatches N = {e['sampling'].get('N')}, b = {e['sampling'].get('b')}"))
+    if e["convex"] is not None:
+        ax.plot(e["convex"], e["lams"], color=CONVEX_COLOR, linewidth=1.5, linestyle=":", marker="+", zorder=6,
+                label=name("convex F: a one-step potential certifies up to here"))
+    ax.plot(e["refuted"], e["lams"], color=REFUTED_COLOR, linewidth=1.5, linestyle="-.", marker="|", zorder=6,
+            label=name(f"{short}: stam pep unbounded from here (M₀'_T)"))
+
+
 def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -> None:
     """Two zones of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) in the
     (gamma, lambda) panel, at the lower ends of the brackets, for the result's class of ``F``
@@ -259,31 +313,23 @@ def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -
     template proves the rate O(1/T): gamma up to the certified ``lo``), with the limit of the
     paper-form template (``V = a(G+H) + b M_t``) as a line, the same with minibatches (``sampled``) as
     a dashed line and, when the result has it, the limit for convex F beside (dotted); *refuted*
-    (``stam pep`` unbounded at some T: no bound of Theorem conv's form for this class, nor for any
-    larger one: gamma from the refuted ``hi`` on)."""
-    rows = sorted(region["rows"], key=lambda r: r["lam"])
-    lams = np.array([r["lam"] for r in rows])
-    cls = {"convex": "convex F", "lsc": "any proper lsc F", "indicator": "F an indicator"}[region.get("f_class", "convex")]
-
-    def edge(part, key, missing, within=None):
-        parts = [(r[within] if within else r)[part] for r in rows]
-        return np.array([p[key] if p[key] is not None else missing for p in parts], dtype=float)
-
-    cert = np.minimum(edge("general", "lo", gamma_min), gamma_max * 10)
-    ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor="#0072B2",
-                     hatch="//", linewidth=0, label="certified for some \u03b2 of the grid: a Lyapunov function proves O(1/T) "
-                     f"({cls}; stam pep --region)")
-    ax.plot(edge("paper", "lo", np.nan), lams, color="#0072B2", linewidth=1.5, marker=".",
+    (``stam pep`` unbounded at some T under ``delta0 + M0'_T <= 1``: no bound of Theorem conv's form with
+    the finite-horizon ``M0'_T`` for this class, nor for any larger one: gamma from the refuted ``hi`` on)."""
+    e = region_edges(region, gamma_min, gamma_max)
+    lams, cert = e["lams"], e["general"]
+    ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor=CERTIFIED_COLOR,
+                     hatch="//", linewidth=0, label="certified for some β of the grid: a Lyapunov function proves O(1/T) "
+                     f"({e['cls']}; stam pep --region)")
+    ax.plot(e["paper"], lams, color=CERTIFIED_COLOR, linewidth=1.5, marker=".",
             label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")
-    if all("sampled" in r for r in rows):
-        sampling = region.get("sampling") or {}
-        ax.plot(edge("sampled", "lo", np.nan), lams, color="#0072B2", linewidth=1.2, linestyle="--", marker="x",
-                label=f"same with minibatches (N = {sampling.get('N')}, b = {sampling.get('b')}; growth and noise "
+    if e["sampled"] is not None:
+        ax.plot(e["sampled"], lams, color=CERTIFIED_COLOR, linewidth=1.2, linestyle="--", marker="x",
+                label=f"same with minibatches (N = {e['sampling'].get('N')}, b = {e['sampling'].get('b')}; growth and noise "
                 "floor of the theorem's shape)")
-    if all("convex" in r for r in rows):  # the convex class beside the paper's
-        ax.plot(np.minimum(edge("general", "lo", gamma_min, within="convex"), gamma_max * 10), lams, color="#009E73",
-                linewidth=1.2, linestyle=":", label="convex F: a Lyapunov function certifies up to here")
-    refuted = edge("refuted", "hi", np.nan)
+    if e["convex"] is not None:  # the convex class beside the paper's
+        ax.plot(e["convex"], lams, color=CONVEX_COLOR, linewidth=1.2, linestyle=":",
+                label="convex F: a Lyapunov function certifies up to here")
+    refuted = e["refuted"]
     ax.fill_betweenx(lams, np.where(np.isfinite(refuted), refuted, gamma_max * 10), gamma_max * 10,
-                     where=np.isfinite(refuted), facecolor="none", edgecolor="#D55E00", hatch="\\\\", linewidth=0,
-                     label="refuted: stam pep unbounded, no bound of Theorem conv's form")
+                     where=np.isfinite(refuted), facecolor="none", edgecolor=REFUTED_COLOR, hatch="\\\\", linewidth=0,
+                     label=REFUTED_LABEL)

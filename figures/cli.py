@@ -126,6 +126,9 @@ def register(subparsers) -> None:
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
     p.add_argument("--threads", type=positive_int, default=None, help="synthetic: torch CPU threads (default 1)")
     p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
+    p.add_argument("--region", metavar="FILE.json", default=None,
+                   help="a lyapunov-region file of stam pep --region (e.g. benchmarks/results/lyapunov_region.json): its "
+                   "limits (certified for the paper's class, full and minibatch gradients; convex F; refuted) drawn as lines")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     add_scheduler_args(p)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster

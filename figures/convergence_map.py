@@ -85,9 +85,10 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def plot_map(maps: list[dict], nc=None):
+def plot_map(maps: list[dict], nc=None, regions=()):
     """The figure of the module docstring: for each map one row of panels per quantity, one
-    column per beta."""
+    column per beta; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
+    the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
 
@@ -95,6 +96,7 @@ def plot_map(maps: list[dict], nc=None):
         _MARKERS,
         NetworkConstants,
         _draw_group,
+        draw_region_lines,
         group_stages,
         paper_stages,
         region_gamma_lambda,
@@ -162,6 +164,8 @@ def plot_map(maps: list[dict], nc=None):
                 for k, (glabel, members) in enumerate(groups):
                     _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
                                 lambda st, i: st.lam)
+                for lyap in regions:
+                    draw_region_lines(ax, lyap, *xlim, legend=col == 0 and row == 0)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
@@ -384,7 +388,20 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
             "rows": rows}
 
 
-def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]:
+def read_region(path) -> dict:
+    """``--region FILE``: a ``lyapunov-region`` result (``stam pep --region --out FILE``), read and checked by
+    :func:`stam.figures.results.load_results` (one line naming what is wrong otherwise)."""
+    from stam.figures.results import load_results
+
+    results = load_results([path])
+    regions = results["lyapunov-region"]
+    if len(regions) != 1 or len(results.all()) != 1:
+        kinds = ", ".join(sorted({r.kind for r in results.all()})) or "nothing"
+        raise UsageError(f"--region {path}: expected one lyapunov-region file (stam pep --region --out FILE), got {kinds}")
+    return regions[0].data
+
+
+def write_outputs(result: dict, out, stem: str, regions=()) -> tuple[Path, Path, Path, Path]:
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
     figure ``out/stem.png``, ``.pdf``.  The figure is drawn first, so a result that cannot be drawn
     writes nothing (the files of an earlier map in ``out`` stay as they were); temporaries of a
@@ -392,7 +409,7 @@ def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]
     from stam.figures.style import save_figure
     from stam.io import remove_stale_temporaries
 
-    fig = plot_map([result])
+    fig = plot_map([result], regions=regions)
     remove_stale_temporaries([Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf")], older_than=600)
     json_path, csv_path = write_map(result, out, stem)
     png, pdf = save_figure(fig, Path(out) / stem)
@@ -447,6 +464,7 @@ def map_command(args) -> int:
     if not args.growth > 1:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
     out = check_out_dir(args.out, "--out")
+    regions = [read_region(args.region)] if args.region is not None else []
     name = split_spec(args.problem)[1] if user else args.problem
     stem = f"map-{name}" if source == "synthetic" else f"map-{source}"
     build = _user_builder(args.problem, args.seed) if user else None
@@ -479,7 +497,7 @@ def map_command(args) -> int:
                             batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)
-    paths = write_outputs(result, out, stem)
+    paths = write_outputs(result, out, stem, regions)
     print(format_map(result))
     print(summary_line(result) + f"; {elapsed:.1f} s")
     print(f"wrote {', '.join(map(str, paths[:3]))} and {paths[3]}")
@@ -495,11 +513,43 @@ DIGITS_BETAS = (20.0,)
 
 
 def draw(results, nc=None):
-    """The figure kind ``map`` (:mod:`stam.figures.kinds`)."""
-    return plot_map([r.data for r in results["convergence-map"]], nc)
+    """The figure kind ``map`` (:mod:`stam.figures.kinds`), with the lines of any ``lyapunov-region`` result."""
+    return plot_map([r.data for r in results["convergence-map"]], nc, regions=[r.data for r in results["lyapunov-region"]])
+
+
+def region_caption(region: dict) -> str:
+    """What the lines of a ``lyapunov-region`` result on a map say, with its numbers (limits in gamma*lambda
+    over the result's lambdas)."""
+    from stam.figures.admissible import CLASS_NAMES
+
+    rows = region["rows"]
+
+    def span(values):
+        values = [v for v in values if v is not None]
+        return "none" if not values else (f"{min(values):.3g}" if f"{min(values):.3g}" == f"{max(values):.3g}"
+                                          else f"{min(values):.3g}–{max(values):.3g}")
+
+    paper = [r["paper"]["lo"] * r["lam"] if r["paper"]["lo"] is not None else None for r in rows]
+    sampled = [r["sampled"]["lo"] * r["lam"] if r.get("sampled") and r["sampled"]["lo"] is not None else None for r in rows]
+    refuted = [r["refuted"]["hi"] * r["lam"] if r["refuted"]["hi"] is not None else None for r in rows]
+    convex = [r["convex"]["general"]["lo"] * r["lam"] if "convex" in r and r["convex"]["general"]["lo"] is not None else None
+              for r in rows]
+    text = (f"Lines (stam pep --region, {len(rows)} λ, L1 = 1): for {CLASS_NAMES[region.get('f_class', 'convex')]} "
+            f"a potential of the paper's form certifies STAM up to γλ = {span(paper)} (solid; full gradient)")
+    if any(v is not None for v in sampled):
+        text += f" and {span(sampled)} with minibatches (dashed)"
+    if any(v is not None for v in convex):
+        text += f"; for convex F some one-step potential up to γλ = {span(convex)} (dotted)"
+    text += (f"; from γλ = {span(refuted)} (dash-dotted) stam pep is unbounded under δ₀ + M₀'_T "
+             "≤ 1, the finite-horizon M₀'_T (first T + 1 merits): no bound of Theorem conv's form with "
+             "M₀'_T there; the printed theorem's M₀' is not refuted by it.")
+    return text
 
 
 def caption(results) -> str:
-    """The caption of the figure kind ``map``: one sentence per map."""
-    return " ".join(map_caption(r.data) for r in results["convergence-map"])
+    """The caption of the figure kind ``map``: one sentence per map, and what the region's lines say."""
+    text = " ".join(map_caption(r.data) for r in results["convergence-map"])
+    if any(CM.is_quadratic(r.data) for r in results["convergence-map"]):
+        text += "".join(" " + region_caption(r.data) for r in results["lyapunov-region"])
+    return text
 

@@ -79,6 +79,7 @@ class DemoConfig:
     region_lams: tuple[float, ...] = (0.1, 0.5, 2.0, 10.0)
     region_betas: tuple[float, ...] = (10.0, 1000.0, 100000.0)
     region_gammas: tuple[float, float] = (0.01, 100.0)  # where gamma is searched
+    region_scan: float = 1.5  # the scan's step (stam pep --region: 1.2); the bracket is bisected to 1.02 all the same
     model: str = "mlp"
     epochs: int = 12  # of every digits training (tuning, map, curves)
     batch_size: int = 32
@@ -162,6 +163,7 @@ class Demo:
         self.headline: dict[str, str] = {}
         self.rates: dict | None = None
         self.tuned: dict | None = None
+        self.region_result: dict | None = None  # the certified region (step "region"), drawn on the maps too
 
     # -- the steps: each computes its results as values and writes them -------------------
     def paper_check(self, step: Step) -> None:
@@ -248,44 +250,22 @@ class Demo:
         """Where a Lyapunov function certifies STAM for the paper's class (any proper lsc F, the full
         gradient and minibatches of N = 2, b = 1) and for convex F beside it, and where the PEP refutes
         the theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas)
+        # convex F beside without its refutation (the headline and the figures use the paper class's)
+        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
+                                 scan_ratio=self.cfg.region_scan, refute_beside=False)
         step.outputs.append(atomic_write_json(self.stage / "region.json", result))
-        rows = result["rows"]
+        self.region_result = result
+        self.headline["region"] = region_headline(result)
 
-        def reach(part, rows_of):  # the certified gamma*lambda of every row (None: nothing certified)
-            return [rows_of(r)[part]["lo"] * r["lam"] if rows_of(r)[part]["lo"] is not None else None for r in rows]
-
-        paper, sampled = reach("paper", lambda r: r), reach("sampled", lambda r: r)
-        best = [max((v for v in vals if v is not None), default=None)
-                for vals in zip(paper, sampled, reach("general", lambda r: r))]
-        convex = reach("general", lambda r: r["convex"])
-        refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
-
-        def low(vals):
-            return "nowhere" if None in vals else f"up to gamma*lambda = {min(vals):.2f}"
-
-        text = (f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}), the paper's class (any proper lsc F): "
-                f"a potential of the paper's form certifies STAM {low(paper)} (full gradient), {low(sampled)} "
-                "(minibatches N = 2, b = 1)")
-        top = max((v for v in best if v is not None), default=None)
-        text += ("; no one-step potential certifies anything" if top is None else
-                 f"; no one-step potential beyond gamma*lambda = {top:.2f}"
-                 + (" (none reaches 1.5, where the digits network trains)" if top < 1.5 else ""))
-        if refuted:
-            text += f"; the PEP refutes the theorem's form from gamma*lambda = {max(refuted):.2f}"
-        known = [(v, r) for v, r in zip(convex, rows) if v is not None]
-        if known:
-            v, r = max(known, key=lambda item: item[0])
-            text += (f"; convex F: other potentials certify up to gamma*lambda = {v:.3g} (lambda = {r['lam']:g}"
-                     + (", the end of the searched range)" if r["convex"]["general"]["hi"] is None else ")"))
-        self.headline["region"] = text
+    def _regions(self) -> list[dict]:
+        return [self.region_result] if self.region_result is not None else []
 
     def convergence_map(self, step: Step) -> None:
-        """The convergence map of the synthetic problem (``stam map --problem``)."""
+        """The convergence map of the synthetic problem (``stam map --problem``), with the region's lines."""
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
         result = run_map(problem, log_grid(*g), log_grid(*l), betas, iterations=self.cfg.map_iterations, seeds=seeds,
                          progress=self.progress)
-        step.outputs.append(write_outputs(result, self.stage / "map", f"map-{problem}")[0])
+        step.outputs.append(write_outputs(result, self.stage / "map", f"map-{problem}", self._regions())[0])
         self.headline["map"] = "Convergence " + summary_line(result)
 
     def tune(self, step: Step) -> None:
@@ -305,8 +285,8 @@ class Demo:
         out = self.stage / "map-digits"
         data = digits_map(log_grid(*g), log_grid(*l), list(betas), seeds, self.cfg.epochs, progress=self.progress,
                           store=out / "jobs")
-        step.outputs.append(write_outputs(data, out, "map-digits")[0])
-        self.headline["digits-map"] = digits_map_headline(data)
+        step.outputs.append(write_outputs(data, out, "map-digits", self._regions())[0])
+        self.headline["digits-map"] = digits_map_headline(data, region=self.region_result)
 
     def training_runs(self) -> list[tuple[str, dict]]:
         """(folder, settings) of each digits run with curves: STAM and BC at the settings the tuning
@@ -429,8 +409,57 @@ class Demo:
         return text
 
 
-def digits_map_headline(data: dict, good: float = 0.8) -> str:
-    """Where STAM's binary network trains on the digits map, against the theorem's region."""
+def _reach(rows, part, rows_of=lambda r: r) -> list:
+    """The certified gamma*lambda of every row of a ``lyapunov-region`` result (None: nothing certified)."""
+    return [rows_of(r)[part]["lo"] * r["lam"] if rows_of(r)[part]["lo"] is not None else None for r in rows]
+
+
+def region_headline(result: dict) -> str:
+    """The answers of issue 22 in words, from a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`):
+    up to which gamma*lambda a potential of the paper's form certifies STAM for the paper's class (full gradient,
+    minibatches), whether any one-step potential reaches gamma*lambda = 1.5 (where the digits network trains),
+    where the PEP refutes the theorem's form (with the finite-horizon M0'_T), whether Theorem conv's own
+    region is certified, and convex F beside."""
+    rows = result["rows"]
+    paper, sampled = _reach(rows, "paper"), _reach(rows, "sampled")
+    best = [max((v for v in vals if v is not None), default=None) for vals in zip(paper, sampled, _reach(rows, "general"))]
+    convex = _reach(rows, "general", lambda r: r["convex"])
+    refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
+    unverified = sum(bool(r[k].get("hi_unverified")) for r in rows for k in ("general", "paper", "sampled"))
+
+    def low(vals):
+        return "nowhere" if None in vals else f"up to gamma*lambda = {min(vals):.2f}"
+
+    text = (f"Lyapunov search ({len(rows)} lambda{'s' if len(rows) != 1 else ''}), the paper's class (any proper lsc F): "
+            f"a potential of the paper's form certifies STAM {low(paper)} (full gradient), {low(sampled)} "
+            "(minibatches N = 2, b = 1), bounds with delta0 + M0'_T <= delta0 + M0' (so for the printed theorem too)")
+    top = max((v for v in best if v is not None), default=None)
+    text += ("; no one-step potential certifies anything" if top is None else
+             f"; no one-step potential beyond gamma*lambda = {top:.2f}"
+             + (" (none reaches 1.5, where the digits network trains)" if top < 1.5 else ""))
+    if unverified:
+        text += f" ({unverified} bracket end{'s' if unverified != 1 else ''} not verified: solver accuracy)"
+    theorem = [r["theorem"] for r in rows if "theorem" in r]
+    if theorem:
+        ok = sum(t["certified"] for t in theorem)
+        worst = max((t["max_inv_rho_beta"] for t in theorem if t["max_inv_rho_beta"] is not None), default=None)
+        text += (f"; Theorem conv's own region (gamma = 0.5 and 0.99 gamma_max, its beta) is certified for the paper's "
+                 f"class at {ok} of {len(theorem)} lambdas, full gradient and minibatches"
+                 + (f" (1/rho <= {worst:.4g} beta, the theorem's constant >= 2 beta)" if worst is not None else ""))
+    if refuted:
+        text += (f"; the PEP refutes the theorem's form with the finite-horizon M0'_T from gamma*lambda = {max(refuted):.2f}"
+                 " (not the printed M0')")
+    known = [(v, r) for v, r in zip(convex, rows) if v is not None]
+    if known:
+        v, r = max(known, key=lambda item: item[0])
+        text += (f"; convex F: other potentials certify up to gamma*lambda = {v:.3g} (lambda = {r['lam']:g}"
+                 + (", the end of the searched range)" if r["convex"]["general"]["hi"] is None else ")"))
+    return text
+
+
+def digits_map_headline(data: dict, good: float = 0.8, region: dict | None = None) -> str:
+    """Where STAM's binary network trains on the digits map, against the theorem's region and (``region``, a
+    ``lyapunov-region`` result) the largest gamma*lambda any one-step potential certifies for the paper's class."""
     rows = [r for r in data["rows"] if r.get("metric") is not None]
     trains = [r for r in rows if r["metric"] >= good]
     inside = [r for r in rows if r.get("admissible")]
@@ -445,6 +474,13 @@ def digits_map_headline(data: dict, good: float = 0.8) -> str:
     text += f"; {len(inside)} cells satisfy Theorem conv"
     if inside:
         text += f" (best {max(r['metric'] for r in inside):.0%})"
+    if region is not None:
+        rows = region["rows"]
+        top = max((v for part in ("general", "paper", "sampled") for v in _reach(rows, part) if v is not None), default=None)
+        if top is not None and trains:
+            certified = [r for r in trains if r["gamma"] * r["lam"] <= top]
+            text += (f"; {len(certified)} of the {len(trains)} cells that train lie where a one-step potential certifies "
+                     f"STAM for the paper's class (gamma*lambda <= {top:.2f})")
     return text
 
 

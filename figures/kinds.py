@@ -52,17 +52,25 @@ FIGURES = (
         "admissible", ("lyapunov-region",), "admissible", "stam.figures.admissible:draw",
         "The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
         "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
-        "(Table para, Section sub:3.3). Constants not known for a network: {nc}.",
+        "(Table para, Section sub:3.3). Constants not known for a network: {nc}. With a lyapunov-region file "
+        "(stam pep --region): hatched blue where a Lyapunov function certifies STAM for the file's class (lines: the "
+        "paper-form limit, with minibatches dashed, convex F dotted), hatched orange where stam pep is unbounded "
+        "under \u03b4\u2080 + M\u2080'_T \u2264 1 (a bound of the theorem's form with M\u2080'_T is refuted there, not "
+        "the printed one with M\u2080').",
         "admissible (no results needed; a lyapunov-region file of stam pep --region adds the certified and "
         "refuted zones)"),
     FigureKind(
         "rates", ("synthetic-rates", "pep-sweep"), "rates", "stam.figures.rates:draw",
         "min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "
-        "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given.",
+        "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given, under "
+        "\u03b4\u2080 + M\u2080'_T \u2264 1 (M\u2080'_T: the first T + 1 merits, at most the paper's M\u2080', so the "
+        "worst case bounds the one under the printed normalisation and a worst case below the bound holds for the "
+        "printed theorem).",
         "rates (synthetic-rates and pep-sweep files)"),
     FigureKind(
-        "map", ("convergence-map",), "map", "stam.figures.convergence_map:draw",
-        "stam.figures.convergence_map:caption", "map (convergence-map files of stam map)"),
+        "map", ("convergence-map", "lyapunov-region"), "map", "stam.figures.convergence_map:draw",
+        "stam.figures.convergence_map:caption",
+        "map (convergence-map files of stam map; a lyapunov-region file of stam pep --region adds its limits as lines)"),
     FigureKind(
         "tuning-curves", ("tune",), "tuning", "stam.figures.tuning:draw", "stam.figures.tuning:caption",
         "tuning-curves (tune files of stam tune: expected best validation accuracy against the number of trials)"),

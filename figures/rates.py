@@ -142,7 +142,7 @@ def pep_panel(ax, sweeps: list[dict]) -> None:
                     markersize=9, color=BOUND_COLOR, label="solver status not optimal")
     log_axes(ax)
     ax.set_xlabel("T (iterations)")
-    ax.set_ylabel(r"min$_{t<T}$ S$_t$ (worst case, $\delta_0+M_0'\leq 1$)")
+    ax.set_ylabel(r"min$_{t<T}$ S$_t$ (worst case, $\delta_0+M_{0,T}'\leq 1$; $M_{0,T}'\leq M_0'$)")
     ax.set_title("Deterministic STAM: exact worst case (PEP)\nvs the bound of Theorem conv", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)

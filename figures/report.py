@@ -50,7 +50,8 @@ INTROS = {
     "admissible": "Where in the (gamma, beta) plane the theorem's conditions hold, and where the paper's own settings lie.",
     "rates": "Measured stationarity of STAM on synthetic problems with known constants, against the theorem's bound.",
     "map": "Which (gamma, lambda) make STAM decrease, beside the region where the theorem holds.",
-    "pep": "The exact worst case over the whole problem class (performance estimation), against the theorem's bound.",
+    "pep": "The exact worst case over the whole problem class (performance estimation), against the theorem's bound, "
+           "and where a Lyapunov function certifies STAM for the paper's class (nonconvex F) and for convex F.",
     "compare": "STAM against the baselines on the same synthetic problem at an equal gradient budget.",
     "tuning": "STAM, BC, BR, PSGD and float SGD tuned with the same budget on validation data, then re-run on fresh seeds.",
     "training": "Training curves of individual runs: loss, accuracies with binary and float weights, sign flips.",
@@ -285,6 +286,10 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         sec["pep"].add(page.table(f"pep-{i}", T.pep_table(r.data)))
     if results["pep-sweep"]:
         sec["pep"].add('<p class="small">The curves are drawn in the last panel of the rates figure above.</p>')
+    for i, r in enumerate(results["lyapunov-region"]):
+        sec["pep"].add(page.table(f"region-{i}", T.region_table(r.data)))
+        sec["pep"].add('<p class="small">The same limits are drawn in the admissible-region figure and, as lines, on '
+                       'the convergence maps.</p>')
     for r in results["synthetic-compare"]:
         sec["compare"].add(page.table(f"compare-{r.data.get('problem', r.path.stem)}", T.compare_table(r.data)))
 

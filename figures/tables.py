@@ -6,7 +6,7 @@ LaTeX, HTML), and the builders for each result kind:
   built by ``stam table``'s own :func:`stam.dnn.table.build`;
 - :func:`paper_check_table`: the findings of ``stam paper-check``;
 - :func:`compare_table`: ``stam synthetic compare``;
-- :func:`rates_table`, :func:`pep_table`, :func:`stepsize_table`, :func:`settings_table`.
+- :func:`rates_table`, :func:`pep_table`, :func:`region_table`, :func:`stepsize_table`, :func:`settings_table`.
 """
 
 from __future__ import annotations
@@ -178,7 +178,51 @@ def pep_table(sweep: dict) -> Table:
     rows = [[fmt(r.get("T")), fmt(r.get("worst_case")), fmt(r.get("bound")), fmt(r.get("ratio")), fmt(r.get("status"))]
             for r in sorted(sweep.get("rows", []), key=lambda r: r.get("T", 0))]
     return Table(f"Exact worst case (PEP) for lambda={sweep.get('lam')}, gamma={sweep.get('gamma')}, "
-                 f"beta={sweep.get('beta')}", ["T", "worst case", "bound", "worst case / bound", "solver status"], rows)
+                 f"beta={sweep.get('beta')}, under delta0 + M0'_T <= 1 (M0'_T: the first T + 1 merits, at most the "
+                 "paper's M0': the worst case bounds the one under the printed normalisation, and a ratio below 1 holds "
+                 "for the printed theorem; 'unbounded' is a statement about M0'_T only)",
+                 ["T", "worst case", "bound", "worst case / bound", "solver status"], rows)
+
+
+def region_table(region: dict) -> Table:
+    """A ``lyapunov-region`` result (``stam pep --region``) per lambda, limits in gamma*lambda (the lower end
+    of each bracket; "?": its end is not verified, solver accuracy): for the result's class of F (the paper's:
+    any proper lsc F) the paper form with the full gradient and with minibatches, any one-step potential,
+    where ``stam pep`` refutes the theorem's form (with the finite-horizon M0'_T), whether Theorem conv's own
+    region is certified; convex F beside."""
+    from stam.figures.admissible import CLASS_NAMES
+
+    cls = CLASS_NAMES[region.get("f_class", "convex")]
+    sampling = region.get("sampling") or {}
+
+    def gl(part, lam):
+        if not isinstance(part, dict):
+            return "–"
+        text = "none" if part.get("lo") is None else fmt(part["lo"] * lam, 3)
+        if part.get("hi") is None and part.get("lo") is not None:
+            text = "≥ " + text + " (end of range)"
+        return text + ("?" if part.get("hi_unverified") else "")
+
+    rows = []
+    for r in sorted(region["rows"], key=lambda r: r["lam"]):
+        lam, th = r["lam"], r.get("theorem")
+        theorem = "–" if th is None else ("yes (1/ρ ≤ " + fmt(th["max_inv_rho_beta"], 4) + " β)"
+                                             if th["certified"] else f"no ({sum(p['certified'] for p in th['points'])}/"
+                                             f"{len(th['points'])} points)")
+        refuted = "none" if r["refuted"]["hi"] is None else fmt(r["refuted"]["hi"] * lam, 3)
+        convex = r.get("convex") or {}
+        rows.append([fmt(lam, 3), fmt(r["gamma_theorem"] * lam, 3), gl(r["paper"], lam), gl(r.get("sampled"), lam),
+                     gl(r["general"], lam), refuted, theorem, gl(convex.get("paper"), lam), gl(convex.get("general"), lam)])
+    header = ["λ", "Theorem conv: γ_max λ", f"{cls}: paper form", f"paper form, minibatches N = "
+              f"{sampling.get('N')}, b = {sampling.get('b')}", "any one-step potential", "refuted from (M0'_T)",
+              "Theorem conv's region certified", "convex F: paper form", "convex F: any one-step potential"]
+    caption = (f"Certified region (stam pep --region, L1 = 1): the largest γλ up to which a Lyapunov function "
+               f"certifies STAM, for {cls} and for convex F; a certificate bounds min_t S_t by (δ₀ + M₀'_T)"
+               "/(ρT) ≤ (δ₀ + M₀')/(ρT), so it holds for the printed theorem; 'refuted': "
+               "stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T + 1 merits), which refutes a bound "
+               "of the theorem's form with M₀'_T, not the printed one with M₀'; '?': the bracket's end had a "
+               "solver rate that failed the numpy re-check")
+    return Table(caption, header, rows)
 
 
 def _labelled(entry) -> tuple[str, str, str]:

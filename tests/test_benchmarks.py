@@ -78,14 +78,17 @@ def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, cap
     pytest.importorskip("cvxpy")
     bench = _load("lyapunov_region")
     out = tmp_path / "lyap.json"
-    bench.main(["--lams", "1", "--repeat", "1", "--out", str(out)])
+    bench.main(["--lams", "1", "--repeat", "1", "--max-N", "2", "--out", str(out)])
     result = json.loads(out.read_text())
     printed = capsys.readouterr().out
     assert json.loads(printed[printed.index("\n{") + 1:]) == result  # progress lines, then the JSON
+    assert [(s["N"], s["b"]) for s in result["sizes"]] == [(1, 1), (2, 1), (2, 2)]
     assert result["region"]["kind"] == "lyapunov-region" and [r["lam"] for r in result["rows"]] == [1.0]
     row, reg = result["rows"][0], result["region"]["rows"][0]
     searches = [reg["general"], reg["paper"], reg["sampled"], reg["convex"]["general"], reg["convex"]["paper"]]
-    assert row["sdp_solves"] == sum(part["solves"] for part in searches) > 0  # lsc F (both gradients), convex F beside
+    # lsc F (both gradients), convex F beside, and Theorem conv's points (2 fractions x 2 gradients)
+    assert row["sdp_solves"] == sum(part["solves"] for part in searches) + len(reg["theorem"]["points"]) > 4
+    assert row["theorem_certified"] is reg["theorem"]["certified"] is True
     assert [s["sdp_matrix"] for s in result["sizes"]][:2] == [5, 10]  # N = b = 1; N = 2, b = 1
     assert result["slowest_sdp_s"] >= max(s["max_s"] for s in result["single"])
     assert result["meets_standard"] is False  # one lambda is not the default region of >= 12

@@ -312,3 +312,39 @@ def test_a_flag_the_map_would_ignore_is_an_error(tmp_path, capsys, argv, message
     assert main(["map", *argv, "--out", str(tmp_path / "m"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and not (tmp_path / "m").exists()
+
+
+REGION = __import__("pathlib").Path(__file__).parents[1] / "benchmarks" / "results" / "lyapunov_region.json"
+
+
+def test_the_map_draws_the_region_of_the_papers_class_beside_convex(tiny_map, tmp_path, capsys):
+    """Issue 22: on a map of H = (lambda/2)||x - y||^2 the limits of a lyapunov-region file are lines (the paper
+    form for lsc F, with minibatches, convex F, refuted), at the file's own gammas; the caption states them with
+    numbers and with the finite-horizon M0'_T; `stam map --region FILE` draws them; a file of another kind is
+    one line."""
+    from stam.figures.convergence_map import caption
+
+    region = json.loads(REGION.read_text())
+    rows = sorted(region["rows"], key=lambda r: r["lam"])
+    fig = plot_map([digits_fixture()], regions=[region])
+    ax = next(a for a in fig.axes if a.get_visible() and a.get_title())
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    x, y = lines["lsc F: paper-form potential certifies up to here"].get_data()
+    assert list(y) == [r["lam"] for r in rows] and list(x) == [r["paper"]["lo"] for r in rows]
+    x, _ = lines["the same, minibatches N = 2, b = 1"].get_data()
+    assert [v for v in x if v == v] == [r["sampled"]["lo"] for r in rows if r["sampled"]["lo"] is not None]  # nan: none
+    assert "convex F: a one-step potential certifies up to here" in lines
+    x, _ = lines["lsc F: stam pep unbounded from here (M\u2080'_T)"].get_data()
+    assert list(x) == [r["refuted"]["hi"] for r in rows]
+    (tmp_path / "digits.json").write_text(json.dumps(digits_fixture()))
+    cap = caption(load_results([tmp_path / "digits.json", REGION]))
+    top = max(r["paper"]["lo"] * r["lam"] for r in rows)
+    assert "certifies STAM up to \u03b3\u03bb = " in cap and f"{top:.3g}" in cap and "M\u2080'_T" in cap
+    out = tmp_path / "m"
+    argv = ["map", "--problem", "binary", "--gammas", "0.05,30", "--lams", "1", "--betas", "420", "--iterations", "10",
+            "--seeds", "1", "--no-progress", "--out", str(out)]
+    assert main([*argv, "--region", str(REGION)]) == 0 and (out / "map-binary.png").stat().st_size > 10_000
+    capsys.readouterr()
+    assert main([*argv[:-1], str(tmp_path / "n"), "--region", str(out / "map-binary.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "expected one lyapunov-region file" in err and not (tmp_path / "n").exists()

@@ -256,9 +256,25 @@ def test_region_brackets(small_region):
         assert part["f_class"] == "lsc" and part["lo"] <= row["convex"]["paper" if key == "sampled" else key]["lo"]
         assert row["gamma_theorem"] < part["lo"] < part["hi"] <= 1.03  # gamma lam <= 1 (lam = 1)
     assert row["refuted"]["hi"] <= refuted["hi"]
-    assert all(k in ("optimal", "optimal_inaccurate", "infeasible", "unbounded", "user_limit") or k.startswith("solver")
+    assert all(k.split(", ")[0] in ("optimal", "optimal_inaccurate", "infeasible", "unbounded", "user_limit")
+               or k.startswith("solver")
                for part in (paper, general, row["paper"], row["general"], row["sampled"]) for k in part["statuses"])
     assert refuted["statuses"].get("unbounded", 0) > 0 and row["refuted"]["statuses"].get("unbounded", 0) > 0
+    # Theorem conv's own region, certified for the paper's class at the theorem's beta, full and sampled
+    th = row["theorem"]
+    assert th["certified"] and {(p["N"], p["b"]) for p in th["points"]} == {(1, 1), (2, 1)}
+    assert 1 <= th["max_inv_rho_beta"] <= 2  # 1/rho <= 2 beta: at least as good as the theorem's constant
+
+
+def test_region_command_states_the_normalisation_and_the_theorem(small_region, capsys):
+    """The table's notes say what "refuted" and "?" mean and that the refutation is with M0'_T."""
+    from stam.theory.pep_cli import REGION_NOTES
+
+    assert any("M0'_T" in line and "printed" in line for line in REGION_NOTES)
+    assert main(["pep", "--region", "--lams", "1", "--betas", "100", "--gamma-range", "0.5:2", "--out",
+                 str(small_region.with_name("again.json"))]) == 0
+    out = capsys.readouterr().out
+    assert all(line in out for line in REGION_NOTES) and "Theorem conv" in out and "yes (" in out
 
 
 def test_region_file_is_a_result_the_figures_read(small_region, tmp_path):
@@ -308,3 +324,21 @@ def test_region_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeyp
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "error:" in err and "Traceback" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_region_in_two_processes_is_the_same_region(capsys):
+    """`--workers 2` (the default on 2 CPUs) computes the lambdas in two processes: the same rows, in order."""
+    kw = dict(lams=(1.0, 4.0), betas=(100.0,), gamma_range=(0.5, 2.0))
+    seen = []
+    one = ly.region(**kw)
+    two = ly.region(**kw, workers=2, progress=lambda row: seen.append(row["lam"]))
+
+    def strip(value):  # everything but the timings
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("seconds", "slowest_solve")}
+        return value
+
+    assert seen == [1.0, 4.0] and two["workers"] == 2
+    assert [strip(r) for r in one["rows"]] == [strip(r) for r in two["rows"]]
+    code = main(["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--workers", "2"])
+    assert code == 2 and "--workers: only with --region" in capsys.readouterr().err

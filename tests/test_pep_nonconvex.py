@@ -385,3 +385,69 @@ def test_gram_size_is_closed_form_for_huge_horizons():
     assert pep.gram_size(10**22) == 2 * 10**22 + 2  # no loop over T
     assert pep.gram_size(10**22, N=2, b=1) == math.inf
     assert pep.gram_size(3, N=2, b=1) == 30 and pep.gram_size(2, N=3, b=1) == 26
+
+
+# ----------------------------------------------------------------------------- small lambda: what is not certified says so
+def test_a_negative_lower_bound_form_is_no_certificate():
+    """At lam = 0.01, gamma = 1e4 (gamma lam = 100) the solver returns a general-template 'certificate' for lsc F
+    whose lower-bound form has an eigenvalue of about -3e-7 (let through by the former tolerance 1e-6) and
+    whose one-step inequality fails along binary-Q runs by about 10 % of rho S: it must not count, and it must
+    say why (optimal rate, rejected by the numpy re-check)."""
+    c = ly.certify_stam(0.01, 1e4, 1e3, template="general", f_class="lsc")
+    assert c.status == "optimal" and c.rho is not None and c.rho >= ly.RHO_MIN
+    assert c.residual["lower_min_eig"] < -ly.RESIDUAL_ABS and not c.certified and c.details.get("unverified")
+
+
+def test_an_unverified_bracket_end_is_marked():
+    """With minibatches at lam = 0.01 the solver's rates at gamma = 1e-4 (about 5e-5, rho beta about 0.05) fail
+    the re-check: the bracket does not read as a proof that nothing is certifiable; its end is marked
+    unverified ('?') and the statuses count the rejections."""
+    from stam.theory.pep_cli import _fmt_bracket
+
+    r = ly.certified_gamma(0.01, "paper", betas=(1e3, 1e4), gamma_range=(1e-4, 1e-3), N=2, b=1)
+    assert r["lo"] is None and r["hi"] == 1e-4 and r["hi_unverified"] and r["hi_rejected_rho_beta"] >= ly.RHO_BETA_MIN
+    assert r["statuses"].get(f"optimal, {ly.UNVERIFIED}", 0) >= 1
+    assert _fmt_bracket(r) == "[none, 0.0001)?"
+    c = ly.certify_stam(0.01, 1e-3, 1e3, template="paper", N=2, b=1)  # a factor 10 up it is certified
+    assert c.certified
+
+
+def test_a_rate_at_the_solvers_accuracy_is_no_certificate():
+    """At lam = 0.01, gamma = 199.5 (gamma lam = 2), beta = 10 the general template's optimal rate for lsc F is
+    about 1e-7 (rho beta = 1e-6) with a clean numpy re-check, yet its inequality fails along binary-Q runs by
+    more than rho S: below the floor rho beta >= 1e-3 it does not count, and says why."""
+    c = ly.certify_stam(0.01, 199.46, 10.0, template="general", f_class="lsc")
+    assert c.status == "optimal" and ly.RHO_MIN <= c.rho < ly.rate_floor(10.0) and not c.certified
+    assert c.details["below_floor"] and c.details["rate_floor"] == ly.RHO_BETA_MIN / 10
+    assert _worst_ratio(c, 0.01, 199.46, 10.0, "general", seeds=60) > 1
+
+
+# ----------------------------------------------------------------------------- the stored tables recomputed
+RESULTS = __import__("pathlib").Path(__file__).parents[1] / "benchmarks" / "results"
+
+
+@pytest.mark.parametrize("name, row", [("pep_grid_lsc.json", 16), ("pep_grid.json", 16), ("pep_grid_lsc.json", 4)])
+def test_stored_pep_grid_rows_are_recomputed(name, row):
+    """docs/pep.md's tables come from these files: a row of each, recomputed, gives the stored worst case."""
+    import json
+
+    data = json.loads((RESULTS / name).read_text())
+    r = data["admissible"][row]
+    got = worst(r["lam"], r["gamma"], r["beta"], r["T"], data.get("f_class", "convex"))  # the older file: convex F
+    assert got.status == r["status"] == "optimal" and got.worst_case == pytest.approx(r["worst_case"], rel=1e-3)
+
+
+def test_stored_region_rows_are_recomputed():
+    """benchmarks/results/lyapunov_region.json (drawn in the figures, tabled in the report and docs): at the
+    largest lambda the paper form's bracket end and its certificate, and Theorem conv's point, recomputed."""
+    import json
+
+    data = json.loads((RESULTS / "lyapunov_region.json").read_text())
+    row = max(data["rows"], key=lambda r: r["lam"])
+    lo, hi = row["paper"]["lo"], row["paper"]["hi"]
+    c = cert(row["lam"], lo, row["paper"]["beta"], "paper", data["f_class"])
+    assert c.certified and c.rho == pytest.approx(row["paper"]["rho"], rel=1e-3)
+    assert not any(cert(row["lam"], hi, beta, "paper", data["f_class"]).certified for beta in data["betas"])
+    p = row["theorem"]["points"][-1]
+    t = cert(row["lam"], p["gamma"], p["beta"], "paper", data["f_class"], p["N"], p["b"])
+    assert t.certified == p["certified"] is True and t.rho == pytest.approx(p["rho"], rel=1e-3)

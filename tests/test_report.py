@@ -14,7 +14,7 @@ from test_figures import compare_fixture, paper_check_fixture, rates_fixture, wr
 
 from stam.cli import main
 from stam.figures import tables as T
-from stam.figures.report import SECTIONS
+from stam.figures.report import SECTIONS, build_report
 
 
 class Page(HTMLParser):
@@ -215,3 +215,17 @@ def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):
     assert all(f'<p class="intro">' in text[order[i] : order[i + 1] if i + 1 < len(order) else None]
                for i, (sid, _) in enumerate(SECTIONS) if sid in INTROS)
     assert "<details><summary>The " in text[order[-1]:]
+
+
+def test_the_report_tables_the_region_of_the_papers_class(tmp_path):
+    """The pep section holds the region of a lyapunov-region file, the paper's class beside convex F, with the
+    normalisation said (M0'_T) and Theorem conv's own region."""
+    region = Path(__file__).parents[1] / "benchmarks" / "results" / "lyapunov_region.json"
+    table = T.region_table(json.loads(region.read_text()))
+    assert table.header[2] == "any proper lsc F: paper form" and "convex F: any one-step potential" in table.header
+    assert "M\u2080'_T" in table.caption and "printed" in table.caption
+    data = json.loads(region.read_text())
+    row = sorted(data["rows"], key=lambda r: r["lam"])[-1]
+    assert table.rows[-1][2].rstrip("?") == T.fmt(row["paper"]["lo"] * row["lam"], 3)
+    html = build_report([region], tmp_path / "rep").read_text()
+    assert "Certified region (stam pep --region" in html and "Theorem conv&#x27;s region certified" in html

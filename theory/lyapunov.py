@@ -115,7 +115,12 @@ template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
 value of ``rho`` only counts as a certificate when the status is ``optimal`` and ``rho >=
 rho_min``; ``optimal_inaccurate``, ``infeasible``, ``unbounded``, solver errors are reported as
 such (Clarabel first, SCS when Clarabel is not conclusive, as :func:`stam.theory.pep.solve`).
-The matrix inequalities are re-checked in numpy on the returned values (``residual``).
+The matrix inequalities are re-checked in numpy on the returned values (``residual``): an optimal rate
+that fails the re-check is no certificate and is marked ``details["unverified"]``; a STAM rate below the
+floor ``rho beta >= RHO_BETA_MIN`` (:func:`rate_floor`: rates a thousand times below the y-step's ``1/beta``
+are at the solver's accuracy; such "certificates" at lambda = 0.01 failed along binary runs) is marked
+``details["below_floor"]``.  :func:`certified_gamma` counts both apart in its ``statuses`` and marks a
+bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam pep --region`` prints "?").
 """
 
 from __future__ import annotations
@@ -138,6 +143,11 @@ from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_
 TEMPLATES = ("paper", "general")
 #: smallest rate that counts as a certificate (L1 = 1 scale; see :func:`certify_stam`).
 RHO_MIN = 1e-7
+#: STAM certificates count only with ``rho * beta >= RHO_BETA_MIN`` (:func:`rate_floor`; scale-free, as ``rho``
+#: scales like ``1/beta``): the y-step moves by ``1/beta`` of a gradient step, and rates a thousand times below
+#: that are at the solver's accuracy: at lambda = 0.01, gamma lambda = 2 the general template returned
+#: ``rho beta = 1e-6`` (beta = 10) for lsc F, and that inequality failed along binary-Q runs by 2.2 rho S.
+RHO_BETA_MIN = 1e-3
 #: sampled gradients: the growth ``kappa`` of a certificate is at most this fraction of its rate, so
 #: that ``q^T <= e`` up to ``T = 1 / (2 GROWTH_PER_RATE rho)`` (module docstring, "Sampled gradients").
 GROWTH_PER_RATE = 0.1
@@ -149,6 +159,11 @@ def growth_cap(lam: float, beta: float, L1: float, N: int, b: int) -> float:
     the noise floor ``kappa Delta / rho`` below Theorem conv's ``(L+M) C / beta = 2 (L+M) A Delta / beta``."""
     A, _ = numeric.finite_sum(L1, N, b, lam, 0.0)
     return min(GROWTH_PER_RATE, 2 * (L1 + lam) * float(A) / beta)
+#: how a status is counted (``statuses`` of :func:`certified_gamma`) when the solver's optimal rate failed the
+#: numpy re-check of its inequalities (``details["unverified"]`` of the :class:`Certificate`).
+UNVERIFIED = "rejected by the re-check"
+#: how a status is counted when the solver's optimal rate is below :func:`rate_floor` (``details["below_floor"]``).
+BELOW_FLOOR = "rate below rho*beta = 1e-3"
 #: cvxpy statuses that end the solver chain.
 _CONCLUSIVE = ("optimal", "infeasible", "unbounded")
 
@@ -367,7 +382,12 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
         if low_var is not None:
             cert.residual["lower_min_eig"] = float(np.linalg.eigvalsh(_value(low)).min())
         cert.details["multipliers"] = {c.name: float(m) for c, m in zip(step.interp, mu.value)}
-        cert.certified = bool(status == "optimal" and r >= rho_min and _accurate(cert.residual, r, step.S))
+        accurate = _accurate(cert.residual, r, step.S)
+        cert.certified = bool(status == "optimal" and r >= rho_min and accurate)
+        if status == "optimal" and r >= rho_min and not accurate:
+            # a rate the solver calls optimal whose inequalities fail the numpy re-check: not a certificate,
+            # and said so (the region marks a bracket ended by one with "?")
+            cert.details["unverified"] = True
         if kappa is not None:
             k, a = float(kappa.value), cert.theta.get("a", 0.0)
             cert.details.update(kappa=k, growth=(1 + k / a) if a > 0 else None, floor=k / r if r else None)
@@ -378,9 +398,13 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
 
 
 #: a solution counts when its matrix inequalities hold to this fraction of the rate's own term
-#: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||; lower-bound form >= -RESIDUAL_ABS).
+#: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||) and its lower-bound form's smallest
+#: eigenvalue is >= -RESIDUAL_ABS.  RESIDUAL_ABS was 1e-6: at lambda <= 0.02, gamma lambda >= 1 the solver
+#: returned lower-bound forms with eigenvalues -1e-8 .. -8e-7 that it let through, and those certificates
+#: failed along binary runs by 10-25 % of rho S; where the bound is tight and true (proximal gradient at
+#: gamma -> 1/L) the rounding is about 3e-9.
 RESIDUAL_REL = 1e-3
-RESIDUAL_ABS = 1e-6
+RESIDUAL_ABS = 1e-8
 
 
 def _accurate(residual: dict, rho: float, S: np.ndarray) -> bool:
@@ -590,12 +614,21 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                    note=f"V = a (G + H) + b M_t, E over {K} minibatches (N={N}, b={b})")
 
 
+def rate_floor(beta: float) -> float:
+    """The smallest rate a STAM certificate counts with (:func:`certify_stam`): :data:`RHO_MIN`, and at least
+    :data:`RHO_BETA_MIN` ``/ beta``."""
+    return max(RHO_MIN, RHO_BETA_MIN / beta)
+
+
 def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
-                 rho_min: float = RHO_MIN, solver: str | None = None, solver_options: dict | None = None,
+                 rho_min: float | None = None, solver: str | None = None, solver_options: dict | None = None,
                  f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> Certificate:
     """The best certificate of ``template`` for STAM at ``(lam, gamma, beta)`` with ``F`` of
     ``f_class``: deterministic (``N = b = 1``, the full gradient) or with b-nice minibatches of
-    ``G = (1/N) sum_i G_i`` (paper template only; :func:`stam_step_sdp_sampled`)."""
+    ``G = (1/N) sum_i G_i`` (paper template only; :func:`stam_step_sdp_sampled`).  It counts with a rate
+    of at least ``rho_min`` (default :func:`rate_floor`); an optimal rate below that floor is marked
+    ``details["below_floor"]`` (the solver's accuracy, not a certificate)."""
+    floor = rate_floor(beta) if rho_min is None else rho_min
     check_f_class(f_class)
     validate_sampling(N, b)
     with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
@@ -605,12 +638,14 @@ def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, templat
         else:
             step = stam_step_sdp(lam, gamma, beta, L1, template, f_class)
     if template == "paper":
-        cert = search(step, rho_min=rho_min, solver=solver, solver_options=solver_options)
+        cert = search(step, rho_min=floor, solver=solver, solver_options=solver_options)
     else:
-        cert = search(step, free_P=True, order=("a", "b"), rho_min=rho_min, solver=solver,
+        cert = search(step, free_P=True, order=("a", "b"), rho_min=floor, solver=solver,
                       solver_options=solver_options)
     cert.details.update(template=step.note, f_class=f_class, N=N, b=b, size=step.basis.nb,
-                        constraints=len(step.interp))
+                        constraints=len(step.interp), rate_floor=floor)
+    if cert.status == "optimal" and cert.rho is not None and RHO_MIN <= cert.rho < floor:
+        cert.details["below_floor"] = True
     return cert
 
 
@@ -681,7 +716,8 @@ def _bisect_inside(test, lo: float, hi: float, rtol: float):
 
 def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
                     gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None,
-                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=()) -> dict:
+                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=(),
+                    scan_ratio: float = SCAN_RATIO) -> dict:
     """The end of the interval of gammas, from ``gamma_range[0]`` up, with a certificate of ``template`` for
     some beta of ``betas`` (:func:`_first_gap`: a scan by factors 1.2, then log bisection; it
     reports the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
@@ -698,6 +734,7 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
 
     inherited = set(inherited)
     taken = [0]
+    unverified: dict[float, float] = {}  # gamma -> the largest rho * beta the re-check rejected there
 
     def test(gamma):
         if gamma in inherited:
@@ -705,7 +742,11 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
             return True
         for beta in list(order):
             c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver, f_class=f_class, N=N, b=b)
-            statuses[c.status] = statuses.get(c.status, 0) + 1
+            key = (f"{c.status}, {UNVERIFIED}" if c.details.get("unverified") else
+                   f"{c.status}, {BELOW_FLOOR}" if c.details.get("below_floor") else c.status)
+            statuses[key] = statuses.get(key, 0) + 1
+            if c.details.get("unverified"):
+                unverified[gamma] = max(unverified.get(gamma, 0.0), c.rho * beta)
             slowest[0] = max(slowest[0], c.seconds)
             if c.certified:
                 found[gamma] = (beta, c.rho)
@@ -714,11 +755,17 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                 return True
         return False
 
-    lo, hi, _ = _first_gap(test, *gamma_range, rtol)
+    lo, hi, _ = _first_gap(test, *gamma_range, rtol, ratio=scan_ratio)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
             "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
-            "inherited": taken[0], "certified_at": sorted(found)}
+            "inherited": taken[0], "certified_at": sorted(found),
+            # the first uncertified gamma had a rate above the floor (rho beta >= RHO_BETA_MIN) that the solver called
+            # optimal and the re-check rejected: the end of the bracket is the solver's accuracy there, not shown to
+            # be the template's limit (near the end of a region rates fall to the floor: a rejected one below it means
+            # nothing)
+            "hi_unverified": hi is not None and unverified.get(hi, 0.0) >= RHO_BETA_MIN,
+            "hi_rejected_rho_beta": unverified.get(hi) if hi is not None else None}
 
 
 def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
@@ -749,51 +796,119 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
 
 #: the sampled gradient of the default region: G = (G_1 + G_2)/2, minibatches of one (two branches).
 REGION_SAMPLING = (2, 1)
+#: :func:`theorem_region`: the fractions of Theorem conv's gamma_max(lam) checked.
+THEOREM_FRACTIONS = (0.5, 0.99)
+
+
+def theorem_region(lam: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING,
+                   fractions=THEOREM_FRACTIONS, solver: str | None = None) -> dict:
+    """Is Theorem conv's own region certified for ``F`` of ``f_class``?  The paper template at
+    ``gamma = frac * gamma_max(lam)`` for each ``frac`` of ``fractions``, with the theorem's
+    ``beta = ceil(2 K2 / K1)``, with the full gradient and (``sampling``) b-nice minibatches.  A
+    certificate there proves ``min_{t<T} E S_t <= q^T (delta0 + M0'_T)/(rho T) + kappa Delta / rho`` with
+    ``M0'_T <= M0'`` (so it holds with the paper's ``M0'`` too); ``1/rho <= 2 beta`` is at least as good
+    as the theorem's constant ``2 (1 + (L+M) A / beta^2)^T beta``.  ``certified``: every point;
+    ``max_inv_rho_beta``: the largest ``1 / (rho beta)`` of the certified points."""
+    c = numeric.quadratic_coupling(float(lam), L1=L1)
+    gmax = float(numeric.gamma_max(c))
+    samplings = [(1, 1)] + ([tuple(int(v) for v in sampling)] if sampling is not None and tuple(sampling) != (1, 1) else [])
+    points = []
+    for frac in fractions:
+        gamma = frac * gmax
+        beta = float(math.ceil(2 * float(numeric.K2(gamma, c)) / float(numeric.K1(gamma, c))))
+        for N, b in samplings:
+            cert = certify_stam(float(lam), gamma, beta, L1=L1, template="paper", solver=solver, f_class=f_class, N=N, b=b)
+            points.append({"fraction": frac, "gamma": gamma, "beta": beta, "N": N, "b": b, "certified": cert.certified,
+                           "rho": cert.rho, "status": cert.status})
+    good = [1 / (p["rho"] * p["beta"]) for p in points if p["certified"]]
+    return {"fractions": list(fractions), "points": points, "certified": len(good) == len(points),
+            "max_inv_rho_beta": max(good) if good else None}
+
+
+def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
+               rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
+               f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
+               scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
+    """One row of :func:`region` (one lambda)."""
+    t0 = time.perf_counter()
+    gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
+    row = {"lam": float(lam), "gamma_theorem": gmax}
+    classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
+    for cls in classes:
+        larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
+        part = {
+            tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                 inherited=larger[tpl]["certified_at"] if larger else (), scan_ratio=scan_ratio)
+            for tpl in ("general", "paper")
+        }
+        if cls == f_class or refute_beside:
+            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
+        if cls == f_class:
+            row.update(part)
+            if sampling is not None:
+                row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
+                                                 N=int(sampling[0]), b=int(sampling[1]), scan_ratio=scan_ratio)
+            row["theorem"] = theorem_region(lam, L1, cls, sampling, solver=solver)
+        else:
+            row[cls] = part
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def default_workers() -> int:
+    """The processes :func:`region` uses by default in ``stam pep --region`` and ``stam demo``: 2 where this
+    process may use 2 CPUs, else 1."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return 2 if cpus >= 2 else 1
 
 
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
            rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True) -> dict:
+           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
+           workers: int = 1, scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
     ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
     with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
     ``sampling = (N, b)`` (``sampled``; None: not searched), the refuted gamma, and Theorem conv's
-    ``gamma_max(lam)``; with ``beside_convex`` (and a nonconvex ``f_class``) the same three for convex
-    ``F`` under ``convex``."""
+    ``gamma_max(lam)``, and whether Theorem conv's own region is certified for the class
+    (``theorem``, :func:`theorem_region`); with ``beside_convex`` (and a nonconvex ``f_class``) the same
+    three searches for convex ``F`` under ``convex`` (without its refutation when not ``refute_beside``).
+    ``workers`` > 1: the lambdas in that many processes (every row is computed alone, so the result is the
+    same; ``progress`` still sees the rows in order); ``scan_ratio``: the step of the scan (:func:`_first_gap`)."""
     check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
+    require(isinstance(workers, int) and workers >= 1, f"workers={workers} must be an integer >= 1")
     if sampling is not None:
         validate_sampling(*sampling)
-    start = time.perf_counter()
-    rows = []
     for lam in lams:
         _validate(float(lam), 1.0, 1.0, L1)
-        t0 = time.perf_counter()
-        gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
-        row = {"lam": float(lam), "gamma_theorem": gmax}
-        classes = [f_class] + (["convex"] if beside_convex and f_class != "convex" else [])
-        for cls in classes:
-            larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
-            part = {
-                tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                     inherited=larger[tpl]["certified_at"] if larger else ())
-                for tpl in ("general", "paper")
-            }
-            part["refuted"] = refuted_gamma(lam, refute_Ts, refute_betas, L1, gamma_range, rtol, solver, f_class=cls)
-            if cls == f_class:
-                row.update(part)
-                if sampling is not None:
-                    row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                                     N=int(sampling[0]), b=int(sampling[1]))
-            else:
-                row[cls] = part
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
-        if progress is not None:
-            progress(row)
+    start = time.perf_counter()
+    require(math.isfinite(scan_ratio) and scan_ratio > 1, f"scan_ratio={scan_ratio} must be a finite number > 1")
+    args = dict(betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts, refute_betas=refute_betas,
+                solver=solver, f_class=f_class, sampling=sampling, beside_convex=beside_convex, scan_ratio=scan_ratio,
+                refute_beside=refute_beside)
+    rows = []
+    if workers > 1 and len(lams) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(lams)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(region_row, float(lam), **args) for lam in lams]
+            for fut in futures:
+                rows.append(fut.result())
+                if progress is not None:
+                    progress(rows[-1])
+    else:
+        for lam in lams:
+            rows.append(region_row(float(lam), **args))
+            if progress is not None:
+                progress(rows[-1])
     return {
         "kind": "lyapunov-region",
         "provenance": provenance(),
@@ -804,13 +919,15 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         "betas": [float(b) for b in betas],
         "gamma_range": [float(g) for g in gamma_range],
         "rtol": rtol,
+        "scan_ratio": scan_ratio,
         "refute_Ts": [int(T) for T in refute_Ts],
         "refute_betas": [float(b) for b in refute_betas],
         "rows": rows,
+        "workers": workers,
         "seconds": time.perf_counter() - start,
     }
 
 
 __all__ = ["TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
            "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
-           "certify_stam", "certified_gamma", "refuted_gamma", "region"]
+           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region"]

@@ -72,7 +72,8 @@ def _status_note(row: dict) -> str:
         return f"optimal ({row['solver']}, {row['seconds']:.2f} s)"
     if status == "unbounded":
         norm = "delta0 + M0'_T" if (row.get("N", 1), row.get("b", 1)) == (1, 1) else "delta0 + Delta + M0'_T"
-        return f"UNBOUNDED ({row['solver']}): {norm} <= 1 bounds nothing; the worst case is +infinity"
+        return (f"UNBOUNDED ({row['solver']}): {norm} <= 1 bounds nothing; the worst case is +infinity "
+                "(M0'_T: the first T + 1 merits; a bound with the printed theorem's M0' is not refuted)")
     note = f"{status.upper()} ({row['solver']}): not a certified worst case"
     if row.get("unverified_value") is not None:
         note += f"; the solver's unverified value was {_fmt(row['unverified_value'])}"
@@ -141,7 +142,7 @@ def _pep(args) -> int:
     if args.region:
         return _region(args, solver)
     args.N, args.b = (args.N or 1), (args.b or 1)
-    stray = [f for f in ("lams", "betas", "gamma_range") if getattr(args, f) is not None]
+    stray = [f for f in ("lams", "betas", "gamma_range", "workers") if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
     require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
@@ -192,7 +193,30 @@ def _gamma_range(text: str) -> tuple[float, float]:
 def _fmt_bracket(part: dict) -> str:
     lo = "none" if part["lo"] is None else f"{part['lo']:.4g}"
     hi = "none" if part["hi"] is None else f"{part['hi']:.4g}"
-    return f"[{lo}, {hi})"
+    return f"[{lo}, {hi}){'?' if part.get('hi_unverified') else ''}"
+
+
+#: the head of the refuted column of ``stam pep --region`` (under delta0 + M0'_T <= 1)
+REFUTED_HEAD = "gamma (M0'_T)"
+#: the notes under the table of ``stam pep --region``: a bracket marked "?" (:func:`_fmt_bracket`), the
+#: normalisation of the refutation, the Theorem conv column (:func:`_theorem_cell`).
+REGION_NOTES = (
+    "?: at the end of the bracket the solver's optimal rate failed the numpy re-check (solver accuracy): not certified "
+    "there, nor shown to be the template's limit",
+    "refuted: stam pep unbounded under delta0 + M0'_T <= 1 (the first T + 1 merits): no bound of Theorem conv's form "
+    "with M0'_T; the printed theorem's M0' (all t) is not refuted by it. Certificates bound min_t S_t by "
+    "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T)",
+    "Theorem conv: the paper form at 0.5 and 0.99 gamma_max with the theorem's beta = ceil(2 K2/K1), full gradient and "
+    "sampled; yes (c): certified with 1/rho <= c beta (the theorem's constant is >= 2 beta)",
+)
+
+
+def _theorem_cell(theorem: dict) -> str:
+    """``yes (1.01)`` when Theorem conv's region is certified (:func:`stam.theory.lyapunov.theorem_region`:
+    the largest ``1/(rho beta)``), else ``no`` with the number of points certified."""
+    if theorem["certified"]:
+        return f"yes ({theorem['max_inv_rho_beta']:.3f})"
+    return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
 
 
 def _region(args, solver) -> int:
@@ -211,9 +235,10 @@ def _region(args, solver) -> int:
     betas = args.betas or lyapunov.REGION_BETAS
     gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
     classes = [args.F] + (["convex"] if args.F != "convex" else [])
-    header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}",
+    header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}"
+              f"   {'Theorem conv':>12}",
               f"{'class of F':>9} {'lambda':>9} {'gamma_max':>10} {'general':>17} {'paper':>17}   {'paper':>17}   "
-              f"{'gamma':>15}"]
+              f"{REFUTED_HEAD:>15}   {'certified':>12}"]
 
     def show(row):
         if not args.json:
@@ -223,11 +248,12 @@ def _region(args, solver) -> int:
                 part = row if cls == args.F else row[cls]
                 sampled = _fmt_bracket(row["sampled"]) if cls == args.F else "-"
                 print(f"{cls:>9} {row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(part['general']):>17} "
-                      f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}", flush=True)
+                      f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}   "
+                      f"{_theorem_cell(row['theorem']) if cls == args.F else '-':>12}", flush=True)
 
     try:
         result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
-                                 f_class=args.F, sampling=sampling)
+                                 f_class=args.F, sampling=sampling, workers=args.workers or lyapunov.default_workers())
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
@@ -237,6 +263,8 @@ def _region(args, solver) -> int:
     if args.json:
         print(dumps(result))
     else:
+        for line in REGION_NOTES:
+            print(line)
         print(f"wrote {args.out} ({result['seconds']:.0f} s)")
     return 0
 
@@ -298,4 +326,6 @@ def register(subparsers) -> None:
                    help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
     g.add_argument("--gamma-range", type=_gamma_range, default=None, metavar="LO:HI",
                    help="where gamma is searched (default 1e-4:1e4)")
+    g.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="the lambdas in N processes (default: 2 where 2 CPUs are visible, else 1; the result is the same)")
     p.set_defaults(func=_handler)
