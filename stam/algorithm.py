@@ -70,7 +70,7 @@ def stam_init(y0: Tensor, ops: ThreeBlockOperators, gamma: Scalar, z_prev: Tenso
     this toolkit whose x-space equals its y-space; pass it explicitly otherwise)."""
     z_prev = y0 if z_prev is None else z_prev
     x0 = ops.prox_H(z_prev, y0, gamma)  # eq. (algx)
-    u0 = ops.prox_F(2 * x0 - z_prev, gamma)  # eq. (algu)
+    u0 = ops.prox_F(_reflect(x0, z_prev), gamma)  # eq. (algu)
     z0 = z_prev + (u0 - x0)  # eq. (algz)
     return STAMState(y0, x0, u0, z0)
 
@@ -89,9 +89,15 @@ def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma:
     y, x, _, z = state
     y1 = y_step(ops, x, y, grad_G, beta)  # eq. (algy)
     x1 = ops.prox_H(z, y1, gamma)  # eq. (algx)
-    u1 = ops.prox_F(2 * x1 - z, gamma)  # eq. (algu)
+    u1 = ops.prox_F(_reflect(x1, z), gamma)  # eq. (algu)
     z1 = z + (u1 - x1)  # eq. (algz)
     return STAMState(y1, x1, u1, z1)
+
+
+def _reflect(x1: Tensor, z: Tensor) -> Tensor:
+    """``2 x1 - z``, the point eq. (algu) projects: on torch tensors one pass (``lerp`` with weight
+    -1) instead of two; other arrays (numpy, PEPit expressions) by the arithmetic."""
+    return x1.lerp(z, -1.0) if hasattr(x1, "lerp") else 2 * x1 - z
 
 
 def y_step(ops, x: Tensor, y: Tensor, grad_G: Tensor, beta: Scalar) -> Tensor:

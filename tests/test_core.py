@@ -214,6 +214,9 @@ def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_a
     ops = Composite(QuadraticCoupling(lams), IndicatorQ(None))
     assert ops.y_step is not None
     torch.testing.assert_close(y_step(ops, x, y, g, b), y - (g + lams * (y - x)) / b, rtol=1e-12, atol=1e-12)
+    from stam.algorithm import _reflect
+
+    torch.testing.assert_close(_reflect(x, y), 2 * x - y, rtol=1e-12, atol=1e-12)  # eq. (algu)'s point, one pass
     plain = Composite(QuadraticCoupling(lam), None)
     xn, yn, gn = x[0].numpy(), y[0].numpy(), g[0].numpy()
     np.testing.assert_allclose(y_step(plain, xn, yn, gn, beta), yn - (gn + lam * (yn - xn)) / beta, rtol=1e-12)
