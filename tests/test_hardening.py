@@ -171,7 +171,7 @@ def test_malformed_result_files_name_the_file_and_field(content, needle, tmp_pat
 @pytest.mark.parametrize("name, content, needle", [
     ("summary.json", b"[]", "must be an object, not a list"),
     ("summary.json", b"null", "must be an object, not null"),
-    ("summary.json", b'{"model":"mlp","best_test_acc_binary":"abc"}', "field best_test_acc_binary must be a number"),
+    ("summary.json", b'{"model":"mlp","best_test_acc_binary":"abc"}', "field best_test_acc_binary must be a percentage"),
     ("summary.json", b'{"dataset":"digits"}', "field model is missing"),
     ("summary.json", b'{"model":"mlp","label":["a"]}', "field label must be a string or null, not a list"),
     ("summary.json", b'{"model":"\xff"}', "not UTF-8"),
@@ -229,8 +229,12 @@ def _run_folder(path: Path, label: str, dataset: str = "digits") -> Path:
 
 
 def test_report_escapes_hostile_names_and_never_writes_outside_its_folder(tmp_path, capsys):
+    hostile = _run_folder(tmp_path / "hostile" / "run", "x", dataset="/../../../../x/PWNED2")
+    rc, _, err = run(["report", hostile, "-o", tmp_path / "a" / "out"], capsys)  # refused as `stam table` refuses it
+    one_line_error(rc, err, "summary.json: field dataset must be a name", "'/../../../../x/PWNED2'")
+    assert not (tmp_path / "a").exists()
     inputs = tmp_path / "in"
-    _run_folder(inputs / '"><img src=x onerror=alert(2)>', "$\\notacommand{$", dataset="/../../../../x/PWNED2")
+    _run_folder(inputs / '"><img src=x onerror=alert(2)>', "$\\notacommand{$")
     rows = [{"T": 10, "S_min_mean": 0.1, "gamma": 0.1, "beta": 3.0}]
     (inputs / "r.json").write_text(json.dumps({"kind": "synthetic-rates", "problem": "/../../../../x/PWNED",
                                                "rows": rows}))
@@ -240,9 +244,9 @@ def test_report_escapes_hostile_names_and_never_writes_outside_its_folder(tmp_pa
     page = (out / "report.html").read_text()
     assert "<img src=x" not in page and 'onerror=alert(2)>"' not in page
     made = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*")}
-    assert made == {"in", "a"}  # nothing beside the output folder
+    assert made == {"in", "a", "hostile"}  # nothing beside the output folder
     tables = sorted(p.name for p in (out / "tables").iterdir())
-    assert "rates-x-pwned.md" in tables and "accuracy-x-pwned2.md" in tables
+    assert "rates-x-pwned.md" in tables and "accuracy-digits.md" in tables
     assert all(set(p.name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-.") for p in out.rglob("*"))
 
 
@@ -325,3 +329,128 @@ def test_work_limits_of_pep_sweeps_and_rate_experiments(capsys, tmp_path, monkey
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and text in err, (argv, err)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 27: every field of every file checked for sense, where it is parsed ------------------------------
+
+
+def _valid_files():
+    from test_fuzz import valid_files
+
+    return valid_files()
+
+
+def _edit(obj, path, value):
+    inner = obj
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    return obj
+
+
+@pytest.mark.parametrize("name, path, value, needle", [
+    ("pep.json", ["rows", 0, "worst_case"], -1.0, "field rows[0].worst_case must be a finite number >= 0 or null, not -1.0"),
+    ("pep.json", ["lam"], float("nan"), "field lam must be a finite number > 0, not nan"),
+    ("pep.json", ["lam"], -2.0, "field lam must be a finite number > 0, not -2.0"),
+    ("rates.json", ["rows", 0, "T"], -10, "field rows[0].T must be an integer >= 1, not -10"),
+    ("rates.json", ["rows", 0, "T"], 40, "field rows[1].T must increase strictly down the list (40 after 40"),
+    ("rates.json", ["rows", 0, "S_min_lo"], 5.0, "field rows[0].S_min_hi must be >= S_min_lo"),
+    ("region.json", ["L1"], 0.0, "field L1 must be a finite number > 0, not 0.0"),
+    ("region.json", ["rows", 0, "lam"], -1.0, "field rows[0].lam must be a finite number > 0"),
+    ("region.json", ["rows", 0, "paper", "hi"], 0.5, "field rows[0].paper.hi must be >= lo"),
+    ("tune.json", ["algorithms", 0, "final", "mean"], float("nan"), "field algorithms[0].final.mean must be a percentage"),
+    ("tune.json", ["algorithms", 0, "final", "std"], float("inf"), "field algorithms[0].final.std must be a finite number >= 0"),
+    ("tune.json", ["algorithms", 0, "trials", 0, "score"], 1e308, "field algorithms[0].trials[0].score must be a percentage in [0, 100] or null, not 1e+308"),
+    ("tune.json", ["algorithms", 0, "final", "diverged"], 7, "field algorithms[0].final.diverged is 7, more than the runs (2)"),
+    ("tune.json", ["dataset"], "../../../../tmp/x", "field dataset must be a name"),
+    ("run/summary.json", ["best_test_acc_binary"], float("nan"), "field best_test_acc_binary must be a percentage"),
+    ("run/summary.json", ["dataset"], "../../../../tmp/x", "field dataset must be a name"),
+    ("run/log.jsonl", [1, "epoch"], 1, "line 2: field epoch must increase strictly down the list (1 after 1"),
+    ("run/log.jsonl", [0, "test_acc_binary"], 200.0, "line 1: field test_acc_binary must be a percentage"),
+    ("stepsize.json", ["gamma"], 5.0, "field gamma is 5.0, more than gamma_max (0.2)"),
+    ("paper-check.json", None, None, "field coverage.audited is 1e+30, more than the labels (0)"),
+])
+def test_impossible_file_values_are_one_line_naming_file_and_field(name, path, value, needle, tmp_path, capsys):
+    """The values of issue 27 item 3, each refused where it is parsed (figures/results.py SCHEMAS:
+    a type says the range, a rule the consistency) before anything is drawn or written."""
+    obj = _valid_files()[name]
+    if path is None:  # a paper-check result claiming more labels audited than the paper has
+        obj = {"kind": "paper-check", "items": obj, "coverage": {"audited": 10**30, "total": 0}}
+    else:
+        _edit(obj, path, value)
+    target = tmp_path / "in" / name
+    target.parent.mkdir(parents=True)
+    rows = obj if name.endswith(".jsonl") else None
+    target.write_text("".join(json.dumps(r) + "\n" for r in rows) if rows else json.dumps(obj))
+    if name.startswith("run/"):
+        if name != "run/summary.json":
+            (target.parent / "summary.json").write_text(json.dumps(_valid_files()["run/summary.json"]))
+        target = target.parent
+    rc, _, err = run(["report", target, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, Path(name).name, needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_files_the_writers_make_pass_the_sense_checks(tmp_path, capsys):
+    """The sense checks refuse nothing a producer writes: every kind of valid file loads."""
+    from stam.figures.results import load_results
+
+    for name, obj in _valid_files().items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in obj) if name.endswith(".jsonl") else json.dumps(obj))
+    found = load_results([tmp_path])
+    assert sorted(k for k, v in found.by_kind.items() if v) == sorted(
+        ["synthetic-rates", "pep-sweep", "synthetic-compare", "paper-check", "stepsize", "train-run", "convergence-map",
+         "tune", "lyapunov-region"])
+
+
+@pytest.mark.parametrize("data", [b'{"kind": "synthetic-rates", "rows": []}', bytes(range(256)) * 4,
+                                  b"PK\x03\x04" + b"\x00" * 64 + b"archive/data.pkl", b"", b"plain words, no markup\n"])
+def test_paper_check_paper_refuses_what_is_not_latex(data, tmp_path, capsys):
+    paper = tmp_path / "paper.tex"
+    paper.write_bytes(data)
+    rc, out, err = run(["paper-check", "--brief", "--paper", paper], capsys)
+    one_line_error(rc, err, f"--paper {paper}")
+    assert out == ""
+
+
+TUNE_ARGV = ["tune", "--algos", "bc", "--trials", "2", "--seeds", "2", "--epochs", "1", "--batch-size", "64", "--no-paper",
+             "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """A small tuning (its job store and its result), made once."""
+    from stam.cli import main as stam_main
+
+    out = tmp_path_factory.mktemp("tuned") / "t"
+    with pytest.MonkeyPatch.context():
+        assert stam_main([*TUNE_ARGV, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("how", ["score x", "result {}", "rows a string", "score 1e308", "score nan", "row not an object"])
+def test_a_poisoned_job_file_is_named_and_run_again_and_never_wins(how, tuned, tmp_path, capsys):
+    """A job file whose result makes no sense is named on stderr (file and field) and recomputed:
+    the tuning is the clean run's, so a stored score of 1e308 or nan never wins."""
+    import shutil
+
+    out = tmp_path / "t"
+    shutil.copytree(tuned, out)
+    clean = json.loads((out / "tune-digits.json").read_text())
+    (out / "tune-digits.json").unlink()
+    job = next(p for p in sorted((out / "jobs").glob("*.json")) if json.loads(p.read_text())["spec"]["stage"] == "trial")
+    record = json.loads(job.read_text())
+    rows = record["result"]["rows"]
+    {"score x": lambda: rows[0].update(score="x"), "result {}": lambda: record.update(result={}),
+     "rows a string": lambda: record["result"].update(rows="abc"), "score 1e308": lambda: rows[0].update(score=1e308),
+     "score nan": lambda: rows[0].update(score=float("nan")), "row not an object": lambda: rows.__setitem__(0, 5)}[how]()
+    job.write_text(json.dumps(record))
+    rc, _, err = run([*TUNE_ARGV, "--out", out], capsys)
+    assert rc == 0, err
+    (note,) = [line for line in err.splitlines() if line.strip()]
+    assert note.startswith(f"stam: note: {job}: field result") and note.endswith("that job is run again"), note
+    again = json.loads((out / "tune-digits.json").read_text())
+    assert again["algorithms"] == clean["algorithms"]
+    assert json.loads(job.read_text())["result"] != record["result"]  # overwritten by the recomputed result

@@ -329,11 +329,11 @@ def test_scheduler_run_interrupted_keeps_what_finished(cluster, tmp_path, monkey
     specs, store = specs_for(tmp_path, range(10)), tmp_path / "store"
     real, stored = jobs._store_record, []
 
-    def interrupt_after_three(path, spec, outcome):
+    def interrupt_after_three(path, spec, outcome, *check):
         if len(stored) == 3:
             raise KeyboardInterrupt
         stored.append(spec["x"])
-        return real(path, spec, outcome)
+        return real(path, spec, outcome, *check)
 
     monkeypatch.setattr(jobs, "_store_record", interrupt_after_three)
     with pytest.raises(KeyboardInterrupt):
@@ -362,11 +362,11 @@ def test_a_lost_scheduler_is_a_usage_error_and_the_finished_jobs_stay(tmp_path, 
                          dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, local_directory=tmp_path / "dask")
     real, stored = jobs._store_record, []
 
-    def scheduler_dies_after_two(path, spec, outcome):
+    def scheduler_dies_after_two(path, spec, outcome, *check):
         if len(stored) == 2 and local.status.name == "running":
             local.close()  # scheduler and worker gone: the client is cut off
         stored.append(spec["x"])
-        return real(path, spec, outcome)
+        return real(path, spec, outcome, *check)
 
     monkeypatch.setattr(jobs, "_store_record", scheduler_dies_after_two)
     try:
