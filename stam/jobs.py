@@ -254,6 +254,41 @@ def _distributed():
     return distributed
 
 
+#: the largest first frame a Dask scheduler's handshake announces (a few hundred bytes in practice)
+_HANDSHAKE_MAX = 1 << 26
+
+
+def _probe_handshake(address: str) -> None:
+    """A :class:`UsageError` naming ``address`` unless its first bytes are a Dask handshake: a Dask
+    scheduler writes its handshake as soon as a connection is made, as an 8-byte little-endian
+    frame size and the frames.  Another server (an HTTP server, a database) answers nothing, closes
+    or sends bytes that, read as a size, would make the Dask client allocate exabytes (and then
+    leave a client that cannot be closed); it is refused here, within :data:`CONNECT_TIMEOUT_S`."""
+    import socket
+    import struct
+
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    hint = "start one with `dask scheduler` or leave out --scheduler"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            head = b""
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except socket.timeout:
+        raise UsageError(f"the endpoint at {address} accepted the connection but sent no Dask handshake within "
+                         f"{CONNECT_TIMEOUT_S:g} s: not a Dask scheduler; {hint}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc}); {hint}") from None
+    if len(head) < 8:
+        raise UsageError(f"the endpoint at {address} closed the connection without a Dask handshake: not a Dask scheduler; {hint}")
+    if struct.unpack("<Q", head)[0] > _HANDSHAKE_MAX:
+        raise UsageError(f"the endpoint at {address} answered {head!r}, not a Dask handshake: not a Dask scheduler "
+                         f"(an HTTP server?); {hint}")
+
+
 def _connect(address: str):
     """A :class:`distributed.Client` on ``address``, or a :class:`UsageError` saying why not.  The
     connection is made in a daemon thread with a hard deadline: an endpoint that accepts the
@@ -262,6 +297,7 @@ def _connect(address: str):
     import threading
 
     distributed = _distributed()
+    _probe_handshake(address)
     box: dict = {}
 
     def connect():

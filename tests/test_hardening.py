@@ -454,3 +454,42 @@ def test_a_poisoned_job_file_is_named_and_run_again_and_never_wins(how, tuned, t
     again = json.loads((out / "tune-digits.json").read_text())
     assert again["algorithms"] == clean["algorithms"]
     assert json.loads(job.read_text())["result"] != record["result"]  # overwritten by the recomputed result
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", b"", None])
+def test_a_scheduler_address_that_is_not_dask_is_one_line_naming_it(answer, tmp_path):
+    """--scheduler at an endpoint that is not a Dask scheduler (issue 27 item 7): one that answers
+    at once with other bytes (an HTTP reply, which the Dask client read as a 3 EiB frame), one that
+    closes, one that stays silent.  One line naming the address, exit 2, no traceback from
+    Client.__del__ at exit, no "memory"; run as a process, since that traceback came at exit."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            if answer is None:
+                held.append(conn)  # silent
+                continue
+            with contextlib.suppress(OSError):
+                conn.sendall(answer + b"\xff" * 16 if answer else b"")
+            conn.close()
+
+    import contextlib
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    proc = subprocess.run([sys.executable, "-m", "stam", *TUNE_ARGV, "--out", str(tmp_path / "t"), "--scheduler", address],
+                          capture_output=True, text=True, timeout=120)
+    srv.close()
+    one_line_error(proc.returncode, proc.stderr, address, "not a Dask scheduler")
+    assert "memory" not in proc.stderr.lower() and "Traceback" not in proc.stderr
+    assert not (tmp_path / "t").exists()

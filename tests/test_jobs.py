@@ -451,7 +451,8 @@ def test_the_claim_of_a_killed_run_is_taken_over(tmp_path):
 
 def test_an_endpoint_that_accepts_and_stays_silent_is_one_line_within_the_deadline(monkeypatch):
     """Not a Dask scheduler: it accepts the connection and never answers. The handshake used to
-    wait past its own timeout (120 s and more); now a usage error comes at the deadline."""
+    wait past its own timeout (120 s and more); now a usage error comes at the deadline (the probe
+    of the handshake, CONNECT_TIMEOUT_S)."""
     pytest.importorskip("distributed")
     import threading
 
@@ -462,7 +463,7 @@ def test_an_endpoint_that_accepts_and_stays_silent_is_one_line_within_the_deadli
     threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(5)], daemon=True).start()
     monkeypatch.setattr(jobs, "CONNECT_TIMEOUT_S", 1.0)
     t0 = time.perf_counter()
-    with pytest.raises(UsageError, match="did not answer within 5 s"):
+    with pytest.raises(UsageError, match="accepted the connection but sent no Dask handshake within 1 s"):
         jobs._connect(f"tcp://127.0.0.1:{srv.getsockname()[1]}")
-    assert time.perf_counter() - t0 < 15
+    assert time.perf_counter() - t0 < 5
     srv.close()
