@@ -37,7 +37,7 @@ from stam.dnn.catalog import DATASETS, MODELS, algorithm
 from stam.dnn.sweep import check_job, data_source, run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, provenance, remove_stale_temporaries
+from stam.io import atomic_write_json, atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -246,10 +246,11 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
                      f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
         "algorithms": algorithms, "paper_rows": paper_rows,
     }
-    stem = out_dir / result_stem(task["dataset"])
-    remove_stale_temporaries([stem.with_suffix(".json"), stem.with_suffix(".md")], older_than=600)  # a killed run's
-    atomic_write_json(out_dir / f"{result_stem(task['dataset'])}.json", result)
-    atomic_write_text(out_dir / f"{result_stem(task['dataset'])}.md", format_table(result) + "\n")
+    stem = result_stem(task["dataset"])
+    table_text = format_table(result) + "\n"
+    with staged(out_dir, last=(f"{stem}.json",)) as stage:  # the JSON and its table replace an earlier pair together
+        atomic_write_text(stage / f"{stem}.md", table_text)
+        atomic_write_json(stage / f"{stem}.json", result)
     return result
 
 

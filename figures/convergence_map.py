@@ -385,17 +385,18 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
 
 def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]:
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
-    figure ``out/stem.png``, ``.pdf``.  The figure is drawn first, so a result that cannot be drawn
-    writes nothing (the files of an earlier map in ``out`` stay as they were); temporaries of a
-    killed earlier write (older than 10 minutes) are removed."""
+    figure ``out/stem.png``, ``.pdf``, all or nothing (:func:`stam.io.staged`): the figure is drawn
+    first and the four files are written into a stage inside ``out``, then moved into place
+    together, so a map that cannot be drawn or written leaves an earlier map's files as they were;
+    a killed earlier write's stage and temporaries are removed."""
     from stam.figures.style import save_figure
-    from stam.io import remove_stale_temporaries
+    from stam.io import staged
 
     fig = plot_map([result])
-    remove_stale_temporaries([Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf")], older_than=600)
-    json_path, csv_path = write_map(result, out, stem)
-    png, pdf = save_figure(fig, Path(out) / stem)
-    return json_path, csv_path, png, pdf
+    with staged(out, last=(f"{stem}.json",)) as stage:  # the four files replace an earlier map's together
+        write_map(result, stage, stem)
+        save_figure(fig, stage / stem)
+    return tuple(Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf"))
 
 
 def _user_builder(spec: str, seed: int):

@@ -493,3 +493,78 @@ def test_a_scheduler_address_that_is_not_dask_is_one_line_naming_it(answer, tmp_
     one_line_error(proc.returncode, proc.stderr, address, "not a Dask scheduler")
     assert "memory" not in proc.stderr.lower() and "Traceback" not in proc.stderr
     assert not (tmp_path / "t").exists()
+
+
+# -- issue 27 item 5: every output all or nothing ------------------------------------------------------------
+
+
+def _files(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _boom(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_a_failing_report_leaves_the_previous_one_and_a_good_one_replaces_it_whole(tmp_path, capsys, monkeypatch):
+    import stam.figures.tables as T
+
+    inputs = tmp_path / "in"
+    for name, obj in _valid_files().items():
+        path = inputs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in obj) if name.endswith(".jsonl") else json.dumps(obj))
+    out = tmp_path / "rep"
+    assert run(["report", inputs, "-o", out], capsys)[0] == 0
+    before = _files(out)
+    assert "tables/tune-0.md" in before and "report.html" in before
+    monkeypatch.setattr(T, "tune_table", _boom)  # fails after the figures and the first tables are made
+    rc, _, err = run(["report", inputs, "-o", out], capsys)
+    assert rc == 1 and "No space left on device" in err
+    assert _files(out) == before  # nothing of the failed report, nothing half-replaced
+    monkeypatch.undo()
+    (out / ".stage-999999999-killed").mkdir()  # a killed earlier run's stage (its pid is dead) and temporaries
+    (out / ".report.html.x1.tmp").write_text("half")
+    assert run(["report", inputs / "rates.json", "-o", out], capsys)[0] == 0
+    after = _files(out)
+    assert not [p for p in out.rglob(".*") if p.name != ".stam-report"]
+    assert "tables/tune-0.md" not in after and "tables/rates-binary.md" in after  # replaced together, no stale table
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "rep"]  # no temporary outside the output folder
+
+
+def test_a_report_never_replaces_a_folder_that_is_not_a_reports(tmp_path, capsys):
+    (tmp_path / "out" / "data").mkdir(parents=True)
+    (tmp_path / "out" / "data" / "mine.csv").write_text("1,2\n")
+    rc, _, err = run(["report", "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "data holds files that are not a report's")
+    assert (tmp_path / "out" / "data" / "mine.csv").read_text() == "1,2\n"
+
+
+def test_a_failing_map_leaves_the_previous_map(tmp_path, capsys, monkeypatch):
+    import stam.figures.style as S
+
+    argv = ["map", "--problem", "binary", "--lams", "1", "--betas", "100", "--iterations", "5", "--seeds", "1",
+            "--no-progress", "--out", tmp_path / "m"]
+    assert run([*argv, "--gammas", "0.1,1"], capsys)[0] == 0
+    before = _files(tmp_path / "m")
+    assert sorted(before) == ["map-binary.csv", "map-binary.json", "map-binary.pdf", "map-binary.png"]
+    monkeypatch.setattr(S, "save_figure", _boom)  # the JSON and CSV are made, the figure cannot be written
+    rc, _, err = run([*argv, "--gammas", "0.2,1"], capsys)
+    assert rc == 1 and "No space left" in err
+    assert _files(tmp_path / "m") == before and not list((tmp_path / "m").glob(".*"))
+
+
+def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    import stam.dnn.tune as TU
+
+    out = tmp_path / "t"
+    shutil.copytree(tuned, out)
+    before = {k: v for k, v in _files(out).items() if not k.startswith("jobs")}
+    assert sorted(before) == ["tune-digits.json", "tune-digits.md"]
+    monkeypatch.setattr(TU, "format_table", _boom)
+    rc, _, err = run([*TUNE_ARGV, "--seeds", "3", "--out", out], capsys)
+    assert rc == 1 and "No space left" in err
+    assert {k: v for k, v in _files(out).items() if not k.startswith("jobs")} == before
+    assert not list(out.glob(".*"))
