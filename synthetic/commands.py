@@ -17,7 +17,7 @@ from pathlib import Path
 from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
 from stam.synthetic.families import NAMES, WITH_LAM, paper_presets
-from stam.userfile import is_file_spec, load, split_spec
+from stam.userfile import guard, is_file_spec, load, split_spec
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 #: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
@@ -104,11 +104,18 @@ def _check_work(args, R: int, T_grid) -> None:
 
 def _user_problem(args):
     """The problem object of ``--problem FILE.py:NAME`` (:func:`stam.userfile.load`)."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
 
     device, dtype = _setup(args)
     offer = dict(n=args.n, N=args.N, b=args.b, replacement=args.replacement, seed=args.seed, device=device, dtype=dtype)
-    return load(args.problem, PROBLEM_METHODS, offer=offer)[1]
+    problem = load(args.problem, PROBLEM_METHODS, offer=offer)[1]
+    check_problem(problem, f"--problem {args.problem!r}")
+    return problem
+
+
+def _guarded(spec: str, flag: str = "--problem"):
+    """:func:`stam.userfile.guard` for a problem of one's own, nothing for a built-in family."""
+    return guard(spec, flag) if is_file_spec(spec) else contextlib.nullcontext()
 
 
 def _stem_name(args) -> str:
@@ -222,10 +229,10 @@ def run_command(args) -> int:
         extra["lam"] = args.lam
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
-    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+    with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
     try:
-        with _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
+        with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
                                allow_inadmissible=allow, seed=args.seed, progress=not args.no_progress)
     except (InadmissibleError, ValueError) as exc:
@@ -253,10 +260,10 @@ def compare_command(args) -> int:
     out = check_out_dir(args.out)
     check_out_file(out / f"{stem}.json")
     R = args.R if args.R is not None else args.default_R
-    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+    with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
     try:
-        with _user_limits(f"--R {R} runs at n = {args.n}"):
+        with _guarded(args.problem), _user_limits(f"--R {R} runs at n = {args.n}"):
             result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
                              progress=not args.no_progress)
     except ValueError as exc:
@@ -310,10 +317,14 @@ def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> b
 
 def _sweep_problem(spec: str, seed: int):
     """A sweep's problem: a built-in family at its defaults, or ``FILE.py:NAME`` given ``seed``."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
     from stam.synthetic.problems import make_problem
 
-    return load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1] if is_file_spec(spec) else make_problem(spec, seed=seed)
+    if not is_file_spec(spec):
+        return make_problem(spec, seed=seed)
+    problem = load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1]
+    check_problem(problem, f"--problems {spec!r}")
+    return problem
 
 
 def sweep_job(problem_name: str, seed: int, fraction: float, stem: str, out_dir: str, R: int, T_max: int, T_points: int) -> str:
@@ -353,7 +364,7 @@ def sweep_command(args) -> int:
     names = {}
     for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job
         stem_name = split_spec(spec, "--problems")[1]
-        with _user_limits(f"the problem {spec}"):
+        with _guarded(spec, "--problems"), _user_limits(f"the problem {spec}"):
             names[spec] = (stem_name, _sweep_problem(spec, seeds[0]).name)
     clash = [v[0] for v in names.values() if v[0] in NAMES or list(names.values()).count(v) > 1]
     require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")
@@ -363,6 +374,9 @@ def sweep_command(args) -> int:
           f"{len(todo)} to run with -j {args.jobs}")
     runner = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
     done = runner(delayed(sweep_job)(p, s, f, stem, args.out, args.R, args.T_max, args.T_points) for p, s, f, stem, _ in todo)
-    for stem in tqdm(done, total=len(todo), desc="sweep", disable=bar_disable(not args.no_progress), file=sys.stderr):
-        print(f"wrote {Path(args.out) / stem}.json")
+    with contextlib.ExitStack() as guards:  # a user's problem failing in a job: one line naming its file
+        for spec in names:
+            guards.enter_context(guard(spec, "--problems"))
+        for stem in tqdm(done, total=len(todo), desc="sweep", disable=bar_disable(not args.no_progress), file=sys.stderr):
+            print(f"wrote {Path(args.out) / stem}.json")
     return 0

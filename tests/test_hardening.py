@@ -568,3 +568,72 @@ def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkey
     assert rc == 1 and "No space left" in err
     assert {k: v for k, v in _files(out).items() if not k.startswith("jobs")} == before
     assert not list(out.glob(".*"))
+
+
+# -- issue 27 item 6: a user's problem file, identically on every command ------------------------------------
+
+USER_BASE = """
+import torch
+from stam.synthetic.problems import make_problem
+
+
+class Wrapped:
+    def __init__(self, problem):
+        self.p = problem
+
+    def __getattr__(self, key):
+        return getattr(self.p, key)
+{methods}
+
+def make(lam=1.0, seed=0):
+    return Wrapped(make_problem("binary", n=8, N=16, b=4, seed=seed, lam={lam}))
+
+
+problem = make()
+"""
+
+USER_DEFECTS = {  # name: (the methods that replace the problem's, lambda, the words of the one line)
+    "sys.exit at import": ("\nimport sys\nsys.exit(7)", "lam", "mine.py called sys.exit(7) while it was loaded"),
+    "sys.exit in a method": ("    def start(self, R, gamma):\n        raise SystemExit(3)", "lam", "start() called sys.exit(3)"),
+    "gradient of the wrong shape": ("    def stochastic_grad(self, y, generator=None):\n        return torch.zeros(3, dtype=y.dtype)",
+                                    "lam", "stochastic_grad() returned a tensor of shape (3,), not (2, 8)"),
+    "gradient of the wrong type": ("    def stochastic_grad(self, y, generator=None):\n        return 'x'", "lam",
+                                   "stochastic_grad() returned str, not a tensor of shape (2, 8)"),
+    "stationarity nan": ("    def stationarity(self, u, y):\n        return torch.full((y.shape[0],), float('nan'))", "lam",
+                         "stationarity() returned a value that is not finite"),
+    "a negative lambda": ("", "-lam", "L2=-1.0 is not allowed"),
+    "constants not a dict": ("    def constants_report(self):\n        return 5", "lam", "constants_report() returned int, not a dict"),
+}
+USER_COMMANDS = {
+    "run": ["synthetic", "run", "--problem", "{f}:problem", "--quick", "--R", "2", "--no-progress", "--out", "{o}"],
+    "compare": ["synthetic", "compare", "--problem", "{f}:problem", "--budget", "64", "--R", "2", "--no-progress", "--out", "{o}"],
+    "sweep": ["synthetic", "sweep", "--problems", "{f}:problem", "--seeds", "0", "--R", "2", "--T-max", "10", "--T-points", "1",
+              "-j", "1", "--no-progress", "--out", "{o}"],
+    "map": ["map", "--problem", "{f}:make", "--gammas", "0.1", "--lams", "1", "--betas", "100", "--iterations", "5",
+            "--seeds", "1", "--no-progress", "--out", "{o}"],
+    "stepsize": ["stepsize", "--problem", "{f}:problem", "--delta0", "1", "--M0", "0", "--eps", "0.1"],
+}
+#: stepsize reads the constants only: the defects of the operators are not its concern
+STEPSIZE_READS = ("sys.exit at import", "a negative lambda", "constants not a dict")
+
+
+@pytest.mark.parametrize("defect", sorted(USER_DEFECTS))
+def test_a_defective_user_problem_is_the_same_one_line_on_every_command(defect, tmp_path, capsys):
+    methods, lam, words = USER_DEFECTS[defect]
+    mine = tmp_path / "mine.py"
+    if defect == "sys.exit at import":
+        mine.write_text(USER_BASE.format(methods="", lam=lam) + methods + "\n")
+    else:
+        mine.write_text(USER_BASE.format(methods=methods, lam=lam))
+    lines = {}
+    for command, argv in USER_COMMANDS.items():
+        if command == "stepsize" and defect not in STEPSIZE_READS:
+            continue
+        out = tmp_path / f"out-{command}"
+        rc, _, err = run([a.format(f=mine, o=out) for a in argv], capsys)
+        lines[command] = one_line_error(rc, err, "mine.py", words)
+        assert not out.exists() or not any(out.rglob("*.json")), command
+    # identical but for the flag (--problems on a sweep) and the NAME (map takes the builder make)
+    same = {line.replace("--problems", "--problem").replace(":make", ":problem").replace("defines make", "defines problem")
+            for line in lines.values()}
+    assert len(same) == 1, lines
