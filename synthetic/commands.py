@@ -304,11 +304,16 @@ def sweep_jobs(problems, seeds, fractions, out_dir, R: int | None = None, T_grid
 
 
 def _holds(path: Path, problem: str, seed: int, fraction: float, R, T_grid) -> bool:
-    """Whether ``path`` is a complete result of these settings (its CSV, written first, beside it)."""
+    """Whether ``path`` is a complete result of these settings (its CSV, written first, beside it)
+    that makes sense (the schema ``synthetic-rates`` of :mod:`stam.figures.results`: a damaged or
+    impossible file is computed again, never skipped)."""
+    from stam.figures.results import SCHEMAS, validate
+
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
+        validate(result, SCHEMAS["synthetic-rates"], path)
         p = result["params"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, UsageError, RecursionError):
         return False
     return (result.get("kind") == "synthetic-rates" and path.with_suffix(".csv").is_file()
             and p.get("problem") == problem and p.get("seed") == seed and p.get("gamma_fraction") == fraction

@@ -637,3 +637,16 @@ def test_a_defective_user_problem_is_the_same_one_line_on_every_command(defect, 
     same = {line.replace("--problems", "--problem").replace(":make", ":problem").replace("defines make", "defines problem")
             for line in lines.values()}
     assert len(same) == 1, lines
+
+
+def test_a_sweep_computes_an_impossible_result_file_again_instead_of_skipping_it(tmp_path, capsys):
+    argv = ["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "--R", "2", "--T-max", "10", "--T-points", "1",
+            "-j", "1", "--no-progress", "--out", tmp_path]
+    assert run(argv, capsys)[0] == 0
+    (path,) = tmp_path.glob("rates-*.json")
+    good = json.loads(path.read_text())
+    assert "1 already on disk" in run(argv, capsys)[1]
+    path.write_text(json.dumps(_edit(json.loads(path.read_text()), ["rows", 0, "S_min_mean"], -1.0)))
+    rc, out, _ = run(argv, capsys)
+    assert rc == 0 and "0 already on disk" in out
+    assert json.loads(path.read_text())["rows"] == good["rows"]
