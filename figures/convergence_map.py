@@ -14,6 +14,7 @@ has no colour; cells where Theorem conv's conditions hold (beta included) carry 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -25,7 +26,7 @@ from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import log_grid, write_map
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
-from stam.userfile import accepts, build, is_file_spec, load_object, split_spec
+from stam.userfile import accepts, build, guard, is_file_spec, load_object, split_spec
 
 #: the most points a --gamma-range or --lam-range may ask for
 MAX_POINTS = 200
@@ -386,30 +387,32 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
 
 def write_outputs(result: dict, out, stem: str) -> tuple[Path, Path, Path, Path]:
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
-    figure ``out/stem.png``, ``.pdf``.  The figure is drawn first, so a result that cannot be drawn
-    writes nothing (the files of an earlier map in ``out`` stay as they were); temporaries of a
-    killed earlier write (older than 10 minutes) are removed."""
+    figure ``out/stem.png``, ``.pdf``, all or nothing (:func:`stam.io.staged`): the figure is drawn
+    first and the four files are written into a stage inside ``out``, then moved into place
+    together, so a map that cannot be drawn or written leaves an earlier map's files as they were;
+    a killed earlier write's stage and temporaries are removed."""
     from stam.figures.style import save_figure
-    from stam.io import remove_stale_temporaries
+    from stam.io import staged
 
     fig = plot_map([result])
-    remove_stale_temporaries([Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf")], older_than=600)
-    json_path, csv_path = write_map(result, out, stem)
-    png, pdf = save_figure(fig, Path(out) / stem)
-    return json_path, csv_path, png, pdf
+    with staged(out, last=(f"{stem}.json",)) as stage:  # the four files replace an earlier map's together
+        write_map(result, stage, stem)
+        save_figure(fig, stage / stem)
+    return tuple(Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf"))
 
 
 def _user_builder(spec: str, seed: int):
     """``lam -> problem`` from ``--problem FILE.py:NAME``: NAME must be a function taking ``lam``
     (and, where it accepts them, ``seed``); one line naming what is wrong otherwise."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
 
     name, obj = load_object(spec)
     if not callable(obj) or not accepts(obj, "lam"):
         raise UsageError(f"--problem {spec!r}: the map varies lambda, so {name} must be a function taking lam= "
                          "(and optionally seed=) that returns the problem (stam.synthetic.api.compose)")
     make = lambda lam: build(spec, name, obj, PROBLEM_METHODS, offer=dict(lam=lam, seed=seed))  # noqa: E731
-    make(1.0)  # errors (a failing call, a missing method) now, before any work
+    with guard(spec):
+        check_problem(make(1.0), f"--problem {spec!r}")  # errors (a failing call, a wrong value) now, before any work
     return make
 
 
@@ -456,9 +459,10 @@ def map_command(args) -> int:
 
         torch.set_num_threads(args.threads)
         try:
-            result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
-                                seeds=args.seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
-                                progress=not args.no_progress, build=build)
+            with guard(args.problem) if user else contextlib.nullcontext():
+                result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
+                                    seeds=args.seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
+                                    progress=not args.no_progress, build=build)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
