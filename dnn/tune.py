@@ -175,7 +175,7 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
     if trials < 1:
         raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
     if seeds < 2:
-        raise UsageError(f"--seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
+        raise UsageError(f"--n-seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
     base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed,
             **(task or task_spec())}
     out = {"base": base, "trials": {}, "jobs": []}

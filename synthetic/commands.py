@@ -278,15 +278,6 @@ def compare_command(args) -> int:
     return 0
 
 
-def _split(text: str, cast, name: str) -> list:
-    try:
-        values = [cast(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"--{name} {text!r}: expected a comma-separated list") from None
-    require(values, f"--{name} is empty")
-    return values
-
-
 def sweep_specs(problems, seeds, fractions, R: int, T_grid: list[int], names: dict | None = None) -> list[tuple[str, dict]]:
     """``(stem, spec)`` of every job of a sweep (each combination once), for
     :func:`stam.jobs.run_jobs`: the spec holds everything the result depends on (the problem, its
@@ -354,16 +345,14 @@ def sweep_command(args) -> int:
     result files are written together once every job has its result."""
     from stam.jobs import run_jobs, stored
 
-    problems = _split(args.problems, str, "problems")
+    problems = args.problems  # lists parsed by stam.cliargs.ListArg
     unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]
     if unknown:
         raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)} or FILE.py:NAME")
     from stam.synthetic.rates import geometric_grid
 
-    seeds = _split(args.seeds, int, "seeds")
-    bad = [s for s in seeds if not 0 <= s < 2**63]
-    require(not bad, f"--seeds: {bad[0] if bad else ''} is not a seed (an integer in [0, 2**63))")
-    fractions = _split(args.gamma_fractions, float, "gamma-fractions")
+    seeds = args.seeds
+    fractions = args.gamma_fractions
     bad = [f for f in fractions if not 0 < f < 1]
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")

@@ -415,7 +415,7 @@ def test_paper_check_paper_refuses_what_is_not_latex(data, tmp_path, capsys):
     assert out == ""
 
 
-TUNE_ARGV = ["tune", "--algos", "bc", "--trials", "2", "--seeds", "2", "--epochs", "1", "--batch-size", "64", "--no-paper",
+TUNE_ARGV = ["tune", "--algos", "bc", "--trials", "2", "--n-seeds", "2", "--epochs", "1", "--batch-size", "64", "--no-paper",
              "--no-progress"]
 
 
@@ -543,7 +543,7 @@ def test_a_report_never_replaces_a_folder_that_is_not_a_reports(tmp_path, capsys
 def test_a_failing_map_leaves_the_previous_map(tmp_path, capsys, monkeypatch):
     import stam.figures.style as S
 
-    argv = ["map", "--problem", "binary", "--lams", "1", "--betas", "100", "--iterations", "5", "--seeds", "1",
+    argv = ["map", "--problem", "binary", "--lams", "1", "--betas", "100", "--iterations", "5", "--n-seeds", "1",
             "--no-progress", "--out", tmp_path / "m"]
     assert run([*argv, "--gammas", "0.1,1"], capsys)[0] == 0
     before = _files(tmp_path / "m")
@@ -564,7 +564,7 @@ def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkey
     before = {k: v for k, v in _files(out).items() if not k.startswith("jobs")}
     assert sorted(before) == ["tune-digits.json", "tune-digits.md"]
     monkeypatch.setattr(TU, "format_table", _boom)
-    rc, _, err = run([*TUNE_ARGV, "--seeds", "3", "--out", out], capsys)
+    rc, _, err = run([*TUNE_ARGV, "--n-seeds", "3", "--out", out], capsys)
     assert rc == 1 and "No space left" in err
     assert {k: v for k, v in _files(out).items() if not k.startswith("jobs")} == before
     assert not list(out.glob(".*"))
@@ -608,9 +608,9 @@ USER_COMMANDS = {
     "run": ["synthetic", "run", "--problem", "{f}:problem", "--quick", "--R", "2", "--no-progress", "--out", "{o}"],
     "compare": ["synthetic", "compare", "--problem", "{f}:problem", "--budget", "64", "--R", "2", "--no-progress", "--out", "{o}"],
     "sweep": ["synthetic", "sweep", "--problems", "{f}:problem", "--seeds", "0", "--R", "2", "--T-max", "10", "--T-points", "1",
-              "-j", "1", "--no-progress", "--out", "{o}"],
+              "--workers", "1", "--no-progress", "--out", "{o}"],
     "map": ["map", "--problem", "{f}:make", "--gammas", "0.1", "--lams", "1", "--betas", "100", "--iterations", "5",
-            "--seeds", "1", "--no-progress", "--out", "{o}"],
+            "--n-seeds", "1", "--no-progress", "--out", "{o}"],
     "stepsize": ["stepsize", "--problem", "{f}:problem", "--delta0", "1", "--M0", "0", "--eps", "0.1"],
 }
 #: stepsize reads the constants only: the defects of the operators are not its concern

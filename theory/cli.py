@@ -40,6 +40,8 @@ def _stepsize(args) -> int:
 
 def register(subparsers) -> None:
     """Add ``stam paper-check`` and ``stam stepsize``."""
+    from stam.cliargs import add_out
+
     p = subparsers.add_parser(
         "paper-check",
         help="re-derive the paper's constants, thresholds and inequality steps; report what is false, unproven, misprinted "
@@ -55,8 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong); not with --json")
     p.add_argument("--as-printed", action="store_true",
                    help="also evaluate the printed forms on the counterexamples and show the numbers they give")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and "
-                   "coverage) to FILE")
+    add_out(p, metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and coverage) to FILE")
     p.add_argument("--corrected", metavar="DIR", help="also write the corrected lemmas and theorems (hypotheses, "
                    "constants) to DIR/corrected.tex and DIR/corrected.md")
     p.add_argument("--paper", metavar="FILE", help="the paper's LaTeX source whose labels the coverage counts "
