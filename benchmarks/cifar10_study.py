@@ -5,8 +5,8 @@ on a narrow VGG-11 and the real CIFAR-10 images, sized to run on a 2-core CPU in
 It runs the toolkit's own commands, as a user would (resumable: run it again after an
 interruption and finished jobs are read back from ``OUT/*/jobs``)::
 
-    stam tune --dataset cifar10 --data-dir DATA --width W --epochs E --trials K --seeds S --workers J --out OUT/tune
-    stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --seeds 1 --gamma-range ... --lam-range ... --out OUT/map
+    stam tune --dataset cifar10 --data-dir DATA --width W --epochs E --trials K --n-seeds S --workers J --out OUT/tune
+    stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --n-seeds 1 --gamma-range ... --lam-range ... --out OUT/map
 
 then copies the results (JSON, Markdown, CSV, PNG) into ``--results`` with a summary of the
 settings and the wall time of each command.  Default data: the JPEG copy of CIFAR-10 in
@@ -58,10 +58,10 @@ def main(argv=None) -> None:
     if done.is_file():  # a resumed study keeps the wall times of the commands run before
         seconds.update(json.loads(done.read_text()).get("seconds", {}))
     if not args.skip_tune:
-        seconds["tune"] = run(["tune", *common, "--trials", str(args.trials), "--seeds", str(args.seeds), "--out", str(out / "tune")])
+        seconds["tune"] = run(["tune", *common, "--trials", str(args.trials), "--n-seeds", str(args.seeds), "--out", str(out / "tune")])
         atomic_write_json(done, {"seconds": seconds})
     if not args.skip_map:
-        seconds["map"] = run(["map", *common, "--seeds", "1", "--gamma-range", args.map_gammas, "--lam-range", args.map_lams,
+        seconds["map"] = run(["map", *common, "--n-seeds", "1", "--gamma-range", args.map_gammas, "--lam-range", args.map_lams,
                               "--betas", str(args.map_beta), "--out", str(out / "map")])
     atomic_write_json(done, {"seconds": seconds})
     summary = {"kind": "benchmark", "name": "cifar10_study", "provenance": provenance(), "seconds": seconds,

@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 
 from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION
+from stam.cliargs import ListArg, add_n_seeds, add_out, choice
 from stam.errors import positive_int, seed_int
+
+#: ``--algos A,B,...`` (each once) and ``--keep-float first,last`` (or none)
+ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=tuple)
+KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
 
 
 def _scale(text: str):
@@ -19,16 +24,6 @@ def _scale(text: str):
     if not (value > 0 and value < float("inf")):
         raise argparse.ArgumentTypeError(f"{text} must be a number > 0 or 'auto'")
     return value
-
-
-def _keep_float(text: str) -> tuple:
-    parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    if text.strip() == "none":
-        return ()
-    bad = [p for p in parts if p not in ("first", "last")]
-    if bad or not parts:
-        raise argparse.ArgumentTypeError(f"{text!r}: give first, last, first,last or none")
-    return parts
 
 
 def register(subparsers) -> None:
@@ -56,14 +51,14 @@ def register(subparsers) -> None:
                    help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
     p.add_argument("--schedule-scale", type=_scale, default=1.0, metavar="S|auto",
                    help="run epoch e with the preset's hyperparameters at paper epoch floor((e-1)/S)+1 (the run starts at paper epoch 1); 'auto' = epochs/1000")
-    p.add_argument("--keep-float", type=_keep_float, default=(), metavar="first,last",
+    p.add_argument("--keep-float", type=KEEP_FLOAT_LIST, default=(), metavar="first,last",
                    help="keep the first conv and/or last linear layer float (default: quantise every conv and linear weight)")
     p.add_argument("--data-dir", default="data",
                    help="folder with cifar-10-python.tar.gz (or its extracted folder), else an image copy cifar10-jpeg.tar.gz, "
                    ".tgz, .tar, .zip or folder cifar10-jpeg/ (cifar100-jpeg for CIFAR-100); or such an image archive or "
                    "folder itself (default ./data)")
     p.add_argument("--download", action="store_true", help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
-    p.add_argument("--out", help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
+    add_out(p, help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
     p.add_argument("--label", help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")
     p.add_argument("--val-fraction", type=_fraction, default=VAL_FRACTION, metavar="F",
                    help=f"validation share carved out of the training set, stratified by class (default {VAL_FRACTION:g}); "
@@ -108,9 +103,9 @@ def register(subparsers) -> None:
         "command again resumes. Defaults per data set: digits, MLP, 60 epochs, batch 32 (about 3 min on 2 cores); "
         "cifar10, VGG-11 at width 1/8, 10 epochs, batch 128.",
     )
-    u.add_argument("--algos", type=_algos, default=ALGOS, metavar="A,B,...", help=f"default: {','.join(ALGOS)}")
+    u.add_argument("--algos", type=ALGOS_LIST, default=ALGOS, metavar="A,B,...", help=f"default: {','.join(ALGOS)}")
     u.add_argument("--trials", type=positive_int, default=16, help="trials per algorithm, the same for each (default 16)")
-    u.add_argument("--seeds", type=positive_int, default=5, help="fresh seeds for the final numbers (default 5, at least 2)")
+    add_n_seeds(u, 5, "fresh seeds for the final numbers (default 5, at least 2)")
     add_task_args(u)
     u.add_argument("--epochs", type=positive_int, default=None, help="epochs of every run (default: 60 digits, 10 CIFAR)")
     u.add_argument("--batch-size", type=positive_int, default=None, help="default: 32 digits, 128 CIFAR")
@@ -120,7 +115,7 @@ def register(subparsers) -> None:
     u.add_argument("--space-file", metavar="JSON", help="search spaces to use instead of presets.json's, e.g. "
                    '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
     u.add_argument("--no-paper", action="store_true", help="leave out the paper-settings rows")
-    u.add_argument("--out", default=None, help="output folder (default tune-DATASET)")
+    add_out(u, help="output folder (default tune-DATASET)")
     u.add_argument("--no-progress", action="store_true", help="no progress bars")
     u.add_argument("--force", action="store_true", help="tune even above the work limit (10 times the paper's run in image passes)")
     add_scheduler_args(u)
@@ -158,14 +153,6 @@ def sweep_defaults(args) -> dict:
     return {k: pick(k) for k in ("model", "width", "batch_size", "epochs")}
 
 
-def _algos(text: str) -> tuple:
-    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    bad = [p for p in parts if p not in ALGOS]
-    if bad or not parts:
-        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(ALGOS)} (comma-separated)")
-    return parts
-
-
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -201,16 +188,16 @@ def _tune(args) -> int:
     check_out_dir(out, "--out")
     task = sweep.task_spec(args.dataset, d["model"], d["width"], args.data_dir)
     chunk = batched.runs_per_job(d["model"], sweep.job_device())
-    tune.plan(args.algos, args.trials, args.seeds, d["epochs"], d["batch_size"], args.val_fraction, args.split_seed,
+    tune.plan(args.algos, args.trials, args.n_seeds, d["epochs"], d["batch_size"], args.val_fraction, args.split_seed,
               args.tune_seed, chunk, spaces, task)  # every usage error before any work
     sweep.check_task(task, args.val_fraction, args.split_seed)  # the data set, the model, the split: one line before any work
     from stam.dnn import epochs as ep
 
     n_train = sweep.train_size(task)
-    runs = len(args.algos) * (args.trials + args.seeds * 2)  # trials, fresh seeds, and the paper rows at most
-    ep.check_work(float(runs) * d["epochs"] * n_train, f"{len(args.algos)} algorithms x ({args.trials} trials + {args.seeds} seeds) "
+    runs = len(args.algos) * (args.trials + args.n_seeds * 2)  # trials, fresh seeds, and the paper rows at most
+    ep.check_work(float(runs) * d["epochs"] * n_train, f"{len(args.algos)} algorithms x ({args.trials} trials + {args.n_seeds} seeds) "
                   f"x {d['epochs']} epochs", args.force)
-    result = tune.tune(args.algos, out, trials=args.trials, seeds=args.seeds, epochs=d["epochs"],
+    result = tune.tune(args.algos, out, trials=args.trials, seeds=args.n_seeds, epochs=d["epochs"],
                        batch_size=d["batch_size"], val_fraction=args.val_fraction, split_seed=args.split_seed,
                        tune_seed=args.tune_seed, paper=not args.no_paper, scheduler=args.scheduler, workers=args.workers,
                        progress=not args.no_progress, spaces=spaces, chunk=chunk, task=task)

@@ -99,6 +99,26 @@ def job_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def check_job(result: dict, spec: dict, path) -> None:
+    """A :class:`UsageError` naming ``path`` and the field unless ``result`` is what :func:`run_job`
+    returns for ``spec``: the schema ``network-job`` of :data:`stam.figures.results.SCHEMAS` (a
+    score is a percentage or null, epochs from 1, ...), one row per configuration, and the test
+    accuracies exactly where the spec asked for them (``run_jobs``' ``check``)."""
+    from pathlib import Path
+
+    from stam.errors import UsageError
+    from stam.figures.results import SCHEMAS, validate
+
+    validate(result, SCHEMAS["network-job"], Path(path), "result.")
+    runs = len(spec.get("overrides") or [])
+    if len(result["rows"]) != runs:
+        raise UsageError(f"{path}: field result.rows has {len(result['rows'])} rows for the {runs} trainings of its spec "
+                         "(not a file this toolkit wrote, or damaged)")
+    missing = [i for i, r in enumerate(result["rows"]) if spec.get("test") and "test_acc" not in r]
+    if missing:
+        raise UsageError(f"{path}: field result.rows[{missing[0]}].test_acc is missing (not a file this toolkit wrote, or damaged)")
+
+
 def run_job(spec: dict) -> dict:
     """One job (module-level, so a Dask worker can run it): train the configurations of ``spec``
     as one batched computation and return, per configuration, its validation-selected epoch and
@@ -152,7 +172,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
                       "seeds": [s for *_, s in part]})
     with tempfile.TemporaryDirectory() as tmp:
         results = run_jobs(run_job, specs, store or tmp, scheduler=scheduler, workers=workers, progress=progress,
-                           desc=f"map: {base['dataset']}")
+                           desc=f"map: {base['dataset']}", check=check_job)
     flat = []
     for spec, res in zip(specs, results):
         if "error" in res:
@@ -173,4 +193,4 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     return rows
 
 
-__all__ = ["run_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]
+__all__ = ["run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from stam.dnn import presets
 from stam.dnn.catalog import DATASETS, MODELS, VAL_FRACTION, algorithm
-from stam.dnn.sweep import data_source, run_job, task_spec
+from stam.dnn.sweep import check_job, data_source, run_job, task_spec
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, provenance, remove_stale_temporaries
+from stam.io import atomic_write_json, atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -175,7 +175,7 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
     if trials < 1:
         raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
     if seeds < 2:
-        raise UsageError(f"--seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
+        raise UsageError(f"--n-seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
     base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed,
             **(task or task_spec())}
     out = {"base": base, "trials": {}, "jobs": []}
@@ -201,7 +201,8 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
     task = task or task_spec()
     p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces, task)
     base = p["base"]
-    results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials")
+    results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials",
+                       check=check_job)
     _raise_errors(p["jobs"], results)
     algorithms = []
     finals = []
@@ -210,7 +211,7 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
         rows = [r for spec, res in zip(p["jobs"], results) if spec["algo"] == algo for r in res["rows"]]
         trials_out = [{"overrides": ov, **{k: r[k] for k in ("score", "selected_epoch", "diverged_epoch")}}
                       for ov, r in zip(p["trials"][algo], rows)]
-        scored = [t for t in trials_out if t["score"] is not None]
+        scored = [t for t in trials_out if t["score"] is not None and math.isfinite(t["score"])]
         best = max(scored, key=lambda t: t["score"]) if scored else None
         algorithms.append({"algo": algo, "label": _label(algo), "space": search_space(algo, spaces), "trials": trials_out, "best": best})
         if best is not None:
@@ -225,7 +226,7 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
     parts = [(k, {**spec, "overrides": spec["overrides"][i : i + chunk], "seeds": spec["seeds"][i : i + chunk]})
              for k, spec in enumerate(finals) for i in range(0, seeds, chunk)]  # at most ``chunk`` runs per job
     part_results = run_jobs(run_job, [p for _, p in parts], store, scheduler=scheduler, workers=workers, progress=progress,
-                            desc="tune: fresh seeds")
+                            desc="tune: fresh seeds", check=check_job)
     _raise_errors([p for _, p in parts], part_results)
     final_rows = [[] for _ in finals]
     for (k, _), res in zip(parts, part_results):
@@ -250,10 +251,11 @@ def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, 
                      f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
         "algorithms": algorithms, "paper_rows": paper_rows,
     }
-    stem = out_dir / result_stem(task["dataset"])
-    remove_stale_temporaries([stem.with_suffix(".json"), stem.with_suffix(".md")], older_than=600)  # a killed run's
-    atomic_write_json(out_dir / f"{result_stem(task['dataset'])}.json", result)
-    atomic_write_text(out_dir / f"{result_stem(task['dataset'])}.md", format_table(result) + "\n")
+    stem = result_stem(task["dataset"])
+    table_text = format_table(result) + "\n"
+    with staged(out_dir, last=(f"{stem}.json",)) as stage:  # the JSON and its table replace an earlier pair together
+        atomic_write_text(stage / f"{stem}.md", table_text)
+        atomic_write_json(stage / f"{stem}.json", result)
     return result
 
 

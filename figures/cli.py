@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from stam.cliargs import ListArg, RangeArg, add_n_seeds, add_out
 from stam.errors import positive_float, positive_int, require, seed_int
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
@@ -12,6 +13,12 @@ from stam.dnn.catalog import DATASET_NAMES
 from stam.dnn.cli import add_task_args
 from stam.jobs import add_scheduler_args
 from stam.registry import handler
+
+#: the most points a --gamma-range or --lam-range of ``stam map`` may ask for
+MAX_POINTS = 200
+#: ``stam map``'s value lists (sorted, each value once) and ranges
+POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10", sort=True)
+MAP_RANGE = RangeArg("0.001:30:8", max_points=MAX_POINTS)
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -65,7 +72,7 @@ def register(subparsers) -> None:
         "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. About 2.5 minutes on 2 CPU "
         "cores (--quick: about 30 s).",
     )
-    p.add_argument("-o", "--out", default="stam-demo", help="output folder (default: stam-demo)")
+    add_out(p, default="stam-demo", help="output folder (default: stam-demo)")
     p.add_argument("--quick", action="store_true", help="a smaller run for a first look (about 30 s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_demo)
@@ -77,7 +84,7 @@ def register(subparsers) -> None:
         "is one run). Writes DIR/report.html with figures/, tables/ (Markdown and LaTeX) and data/ beside it.",
     )
     p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
+    add_out(p, required=True, help="output folder")
     _add_theory_constants(p)
     p.set_defaults(func=_report)
 
@@ -88,8 +95,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
     p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
-    p.add_argument("-o", "--out", required=True, metavar="FILE",
-                   help="FILE.png (a FILE.pdf twin is written beside it)")
+    add_out(p, required=True, metavar="FILE", help="FILE.png (a FILE.pdf twin is written beside it)")
     _add_theory_constants(p)
     p.set_defaults(func=_plot)
 
@@ -108,24 +114,25 @@ def register(subparsers) -> None:
     src.add_argument("--dataset", choices=DATASET_NAMES,
                      help="real data: digits (the default when --problem is not given), cifar10 or cifar100")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--gammas", metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")
-    g.add_argument("--gamma-range", metavar="LO:HI:N", help="N gammas from LO to HI, geometrically spaced")
+    g.add_argument("--gammas", type=POSITIVE_LIST, metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")
+    g.add_argument("--gamma-range", type=MAP_RANGE, metavar="LO:HI:N", help="N gammas from LO to HI, geometrically spaced")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--lams", metavar="L1,L2,...", help="lambda values (default: --lam-range 0.05:30:8)")
-    g.add_argument("--lam-range", metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
-    p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
+    g.add_argument("--lams", type=POSITIVE_LIST, metavar="L1,L2,...", help="lambda values (default: --lam-range 0.05:30:8)")
+    g.add_argument("--lam-range", type=MAP_RANGE, metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
+    p.add_argument("--betas", type=POSITIVE_LIST, metavar="B1,B2,...",
+                   help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
     p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
     p.add_argument("--force", action="store_true", help="network: train even above the work limit (10 times the paper's run "
                    "in image passes)")
     p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
     add_task_args(p, dataset_default=None)
-    p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")
+    add_n_seeds(p, None, "seeds per cell (default: 4 synthetic, 3 digits)")
     p.add_argument("--seed", type=seed_int, default=None, help="synthetic: seed of the instance and of the sampling (default 0)")
     p.add_argument("--growth", type=positive_float, default=None,
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
     p.add_argument("--threads", type=positive_int, default=None, help="synthetic: torch CPU threads (default 1)")
-    p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
+    add_out(p, default="results/map", help="output folder (default results/map)")
     p.add_argument("--region", metavar="FILE.json", default=None,
                    help="a lyapunov-region file of stam pep --region (e.g. benchmarks/results/lyapunov_region.json): its "
                    "limits (certified for the paper's class, full and minibatch gradients; convex F; refuted) drawn as lines")

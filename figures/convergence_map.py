@@ -14,6 +14,7 @@ has no colour; cells where Theorem conv's conditions hold (beta included) carry 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -25,10 +26,8 @@ from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import log_grid, write_map
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
-from stam.userfile import accepts, build, is_file_spec, load_object, split_spec
+from stam.userfile import accepts, build, guard, is_file_spec, load_object, split_spec
 
-#: the most points a --gamma-range or --lam-range may ask for
-MAX_POINTS = 200
 #: digits: a cell "trains" when its validation accuracy with binary weights reaches this
 TRAINS_AT = 0.5
 #: colour maps (perceptually uniform, colour-vision-deficiency safe)
@@ -308,47 +307,13 @@ def summary_line(data: dict) -> str:
 
 
 # --- the command ------------------------------------------------------------------------------
-def _positive_list(text: str, flag: str) -> list[float]:
-    parts = [p.strip() for p in str(text).split(",")]
-    if not any(parts):
-        raise UsageError(f"{flag} is empty; give comma-separated numbers > 0, e.g. {flag} 0.1,1,10")
-    out = []
-    for p in parts:
-        try:
-            v = float(p)
-        except ValueError:
-            raise UsageError(f"{flag} {text!r}: {p!r} is not a number; give comma-separated numbers > 0") from None
-        if not (math.isfinite(v) and v > 0):
-            raise UsageError(f"{flag} {text!r}: {p} is not allowed; every value must be a finite number > 0")
-        out.append(v)
-    return sorted(set(out))
-
-
-def _range(text: str, flag: str) -> list[float]:
-    parts = str(text).split(":")
-    if len(parts) != 3:
-        raise UsageError(f"{flag} {text!r}: expected LO:HI:N (e.g. {flag} 0.001:30:8)")
-    try:
-        lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
-    except ValueError:
-        raise UsageError(f"{flag} {text!r}: expected LO:HI:N with numbers LO, HI and an integer N") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo > 0 and hi > 0):
-        raise UsageError(f"{flag} {text!r}: LO and HI must be finite numbers > 0 (a log grid)")
-    if lo > hi:
-        raise UsageError(f"{flag} {text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g})")
-    if not 1 <= n <= MAX_POINTS:
-        raise UsageError(f"{flag} {text!r}: N = {n} points; N must be between 1 and {MAX_POINTS}")
-    return log_grid(lo, hi, n)
-
-
 def _values(args, name: str, default) -> list[float]:
+    """``--NAMEs`` (a list, parsed by :class:`stam.cliargs.ListArg`), else ``--NAME-range``
+    (``(lo, hi, n)`` from :class:`stam.cliargs.RangeArg`) as its log grid, else ``default``'s."""
     listed, ranged = getattr(args, f"{name}s"), getattr(args, f"{name}_range")
     if listed is not None:
-        return _positive_list(listed, f"--{name}s")
-    if ranged is not None:
-        return _range(ranged, f"--{name}-range")
-
-    return log_grid(*default)
+        return list(listed)
+    return log_grid(*(ranged if ranged is not None else default))
 
 
 def problem_name(data: dict) -> str:
@@ -403,30 +368,32 @@ def read_region(path) -> dict:
 
 def write_outputs(result: dict, out, stem: str, regions=()) -> tuple[Path, Path, Path, Path]:
     """``out/stem.json``, ``.csv`` (:func:`stam.synthetic.convergence_map.write_map`) and the
-    figure ``out/stem.png``, ``.pdf``.  The figure is drawn first, so a result that cannot be drawn
-    writes nothing (the files of an earlier map in ``out`` stay as they were); temporaries of a
-    killed earlier write (older than 10 minutes) are removed."""
+    figure ``out/stem.png``, ``.pdf``, all or nothing (:func:`stam.io.staged`): the figure is drawn
+    first and the four files are written into a stage inside ``out``, then moved into place
+    together, so a map that cannot be drawn or written leaves an earlier map's files as they were;
+    a killed earlier write's stage and temporaries are removed."""
     from stam.figures.style import save_figure
-    from stam.io import remove_stale_temporaries
+    from stam.io import staged
 
     fig = plot_map([result], regions=regions)
-    remove_stale_temporaries([Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf")], older_than=600)
-    json_path, csv_path = write_map(result, out, stem)
-    png, pdf = save_figure(fig, Path(out) / stem)
-    return json_path, csv_path, png, pdf
+    with staged(out, last=(f"{stem}.json",)) as stage:  # the four files replace an earlier map's together
+        write_map(result, stage, stem)
+        save_figure(fig, stage / stem)
+    return tuple(Path(out) / f"{stem}.{ext}" for ext in ("json", "csv", "png", "pdf"))
 
 
 def _user_builder(spec: str, seed: int):
     """``lam -> problem`` from ``--problem FILE.py:NAME``: NAME must be a function taking ``lam``
     (and, where it accepts them, ``seed``); one line naming what is wrong otherwise."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
 
     name, obj = load_object(spec)
     if not callable(obj) or not accepts(obj, "lam"):
         raise UsageError(f"--problem {spec!r}: the map varies lambda, so {name} must be a function taking lam= "
                          "(and optionally seed=) that returns the problem (stam.synthetic.api.compose)")
     make = lambda lam: build(spec, name, obj, PROBLEM_METHODS, offer=dict(lam=lam, seed=seed))  # noqa: E731
-    make(1.0)  # errors (a failing call, a missing method) now, before any work
+    with guard(spec):
+        check_problem(make(1.0), f"--problem {spec!r}")  # errors (a failing call, a wrong value) now, before any work
     return make
 
 
@@ -450,8 +417,8 @@ def map_command(args) -> int:
     else:
         for flag in ("seed", "growth", "threads"):
             if getattr(args, flag) is not None:
-                raise UsageError(f"--{flag} is for a synthetic map (--problem); a network map trains seeds 0..SEEDS-1 "
-                                 "(--seeds) as jobs")
+                raise UsageError(f"--{flag} is for a synthetic map (--problem); a network map trains seeds 0..N-1 "
+                                 "(--n-seeds N) as jobs")
     args.seed = 0 if args.seed is None else args.seed
     args.growth = 100.0 if args.growth is None else args.growth
     args.threads = 1 if args.threads is None else args.threads
@@ -460,7 +427,7 @@ def map_command(args) -> int:
     gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
     lams = _values(args, "lam", CM.DEFAULT_LAMS)
     default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
-    betas = _positive_list(args.betas, "--betas") if args.betas is not None else list(default_betas)
+    betas = list(args.betas) if args.betas is not None else list(default_betas)
     if not args.growth > 1:
         raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
     out = check_out_dir(args.out, "--out")
@@ -474,9 +441,10 @@ def map_command(args) -> int:
 
         torch.set_num_threads(args.threads)
         try:
-            result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
-                                seeds=args.seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
-                                progress=not args.no_progress, build=build)
+            with guard(args.problem) if user else contextlib.nullcontext():
+                result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
+                                    seeds=args.n_seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
+                                    progress=not args.no_progress, build=build)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
@@ -489,10 +457,10 @@ def map_command(args) -> int:
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         from stam.dnn import epochs as ep
 
-        cells = len(gammas) * len(lams) * len(betas) * (args.seeds or DIGITS_SEEDS)
+        cells = len(gammas) * len(lams) * len(betas) * (args.n_seeds or DIGITS_SEEDS)
         ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
                       f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", args.force)
-        result = digits_map(gammas, lams, betas, args.seeds or DIGITS_SEEDS, d["epochs"],
+        result = digits_map(gammas, lams, betas, args.n_seeds or DIGITS_SEEDS, d["epochs"],
                             progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
                             batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
     elapsed = time.perf_counter() - start

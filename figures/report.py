@@ -21,7 +21,7 @@ from stam.errors import UsageError
 from stam.figures import tables as T
 from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
-from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug
+from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug, staged
 from stam.theory.items import VERDICTS
 from stam.theory.items.coverage import coverage_text
 
@@ -244,15 +244,36 @@ def _headline(headline: dict | None, sections: dict) -> str:
     return lead + first
 
 
+#: the folders of a report beside report.html; each is replaced whole by the next report into the folder
+REPORT_FOLDERS = ("figures", "tables", "data")
+#: the file that marks a folder of :data:`REPORT_FOLDERS` as a report's
+REPORT_MARK = ".stam-report"
+
+
 def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside practice", headline: dict | None = None) -> Path:
     """Write ``out_dir/report.html`` (with figures/, tables/ and data/ beside it); return its path.
+    All or nothing (:func:`stam.io.staged`): the page and its folders are made in a staging folder
+    inside ``out_dir`` and replace the previous report's together only when the whole page is made;
+    a failing report leaves the previous one as it was.
     ``headline``: lines that state the message (``stam demo``'s, keyed as :data:`HEADLINE_SECTIONS`),
     shown first, each linked to its section; provenance comes last, folded."""
     out_dir = check_out_dir(out_dir, "-o")
-    for sub in ("figures", "tables", "data"):
+    for sub in REPORT_FOLDERS:
         check_out_dir(out_dir / sub, "-o")
+        folder = out_dir / sub
+        if (folder.is_dir() and any(folder.iterdir()) and not (folder / REPORT_MARK).exists()
+                and not (out_dir / "report.html").exists()):  # not an earlier report's folder: it is replaced whole
+            raise UsageError(f"-o {out_dir}: {folder} holds files that are not a report's (the report replaces its {sub}/ "
+                             "folder whole); give another output folder")
     check_out_file(out_dir / "report.html", "-o")
     results = load_results(paths)
+    with staged(out_dir, last=("report.html",)) as stage:  # all or nothing: the old report stays until this one is whole
+        _build(results, stage, nc, title, headline)
+    return out_dir / "report.html"
+
+
+def _build(results: ResultSet, out_dir: Path, nc, title: str, headline: dict | None) -> Path:
+    """The page and its folders, written into ``out_dir`` (the stage of :func:`build_report`)."""
     page = _Page(out_dir)
     sec = {sid: Section(sid, heading) for sid, heading in SECTIONS}
 
@@ -316,6 +337,9 @@ def build_report(paths, out_dir, *, nc=None, title: str = "STAM: theory beside p
         "deep neural networks</i>.</p></header>\n"
         f"<nav><ol>{nav}</ol></nav>\n" + "\n".join(s.html() for s in sec.values()) + "\n</body></html>\n"
     )
+    for sub in REPORT_FOLDERS:
+        if (out_dir / sub).is_dir():
+            (out_dir / sub / REPORT_MARK).write_text("written by stam report\n", encoding="utf-8")
     return atomic_write_text(out_dir / "report.html", doc)
 
 

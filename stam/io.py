@@ -72,6 +72,76 @@ def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
     return removed
 
 
+#: the prefix of a staging folder of :func:`staged` (``.stage-<pid>-<random>`` inside the output folder)
+STAGE_PREFIX = ".stage-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def remove_stale_stages(out_dir: str | os.PathLike) -> list[Path]:
+    """Remove the staging folders of :func:`staged` in ``out_dir`` whose process is dead (a run
+    killed before it moved its outputs into place); a live process's stage is spared."""
+    import shutil
+
+    removed = []
+    folder = Path(out_dir)
+    if not folder.is_dir():
+        return removed
+    for stage in folder.glob(STAGE_PREFIX + "*"):
+        pid = stage.name[len(STAGE_PREFIX):].split("-")[0]
+        if stage.is_dir() and not stage.is_symlink() and not (pid.isdigit() and _pid_alive(int(pid))):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
+@contextlib.contextmanager
+def staged(out_dir: str | os.PathLike, last: tuple[str, ...] = ()) -> Iterator[Path]:
+    """All-or-nothing output: yield a fresh staging folder inside ``out_dir`` (never outside it);
+    what the command writes there replaces, when the block ends without an exception, the entries
+    of the same names in ``out_dir`` together: each file by an atomic rename, each folder by
+    renaming the old one away and the new one into place, the names in ``last`` (the main file, e.g.
+    ``report.html``) last.  On an exception nothing in ``out_dir`` changes and the stage is removed.
+    Stages of killed earlier runs (their process dead) are removed first, and so are the
+    temporaries :func:`atomic_path` left beside the names this run writes."""
+    import shutil
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_stale_stages(out)
+    stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=out))
+    try:
+        yield stage
+        entries = sorted(stage.iterdir(), key=lambda p: (p.name in last, last.index(p.name) if p.name in last else 0, p.name))
+        remove_stale_temporaries([out / p.name for p in entries])
+        old = stage / ".old"
+        old.mkdir()
+        for entry in entries:
+            dest = out / entry.name
+            if entry.is_dir() and not entry.is_symlink():
+                if dest.is_dir() and not dest.is_symlink():
+                    os.replace(dest, old / entry.name)
+                elif dest.exists() or dest.is_symlink():
+                    raise UsageError(f"{dest} is a file where the folder {entry.name}/ is written; remove it")
+            os.replace(entry, dest)
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(out, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 #: the largest file the toolkit reads as a user's input (JSON results, search spaces): 256 MiB
 MAX_INPUT_BYTES = 256 << 20
 

@@ -24,7 +24,12 @@ Resuming
     JSON) is not run again: its stored result is returned.  So an interrupted run (Ctrl-C, a lost
     connection, a killed machine) is continued by running the same command again; only the jobs
     without a result are computed.  A file that is not valid JSON, of another kind, or for another
-    spec is never trusted: that job is run again and the file overwritten.  A result is returned
+    spec is never trusted: that job is run again and the file overwritten.  Nor is a result that
+    breaks the caller's ``check`` (a field of the wrong type, out of range or inconsistent with its
+    spec: a score "x", a result ``{}``, a score of 1e308): one line on stderr names the file and
+    the field, and the job is run again.  A store is a cache of pure functions of their specs, so
+    a recomputed job gives what a clean run gives; the same ``check`` turns a freshly computed
+    result that breaks it into a failed job (below), never a stored one.  A result is returned
     as it reads back from its file (``json.loads`` of what was stored), so a first run and a
     resumed run return the same thing.
 
@@ -160,14 +165,15 @@ def add_scheduler_args(parser: argparse.ArgumentParser, workers: int = 1, aliase
     return parser
 
 
-def stored(specs: list[dict], store: Path | str) -> list[bool]:
-    """For each spec, whether ``store`` holds its result (what :func:`run_jobs` would not run again)."""
+def stored(specs: list[dict], store: Path | str, check: Callable | None = None) -> list[bool]:
+    """For each spec, whether ``store`` holds its result, one that passes ``check`` where given
+    (what :func:`run_jobs` with that ``check`` would not run again)."""
     store = Path(store)
     out = []
     for spec in specs:
         canon = canonical_json(spec)
         path = store / f"{_hash(canon)}.json"
-        out.append(path.is_file() and _load(path, canon) is not None)
+        out.append(path.is_file() and _load(path, canon, check) is not None)
     return out
 
 
@@ -188,14 +194,20 @@ def _execute(fn: Callable[[dict], dict], spec: dict) -> tuple[str, Any, float, d
     return "ok", result, time.perf_counter() - start, provenance()
 
 
-def _store_record(path: Path, spec: dict, outcome: tuple) -> dict:
+def _store_record(path: Path, spec: dict, outcome: tuple, check: Callable | None = None) -> dict:
     """Write a finished job's file (in the calling process) and return the result as it reads back
-    from it, or ``{"error": ...}`` (nothing written) for a failed job."""
+    from it, or ``{"error": ...}`` (nothing written) for a failed job (one that raised, or whose
+    result is not a dict or breaks ``check``)."""
     status, payload, seconds, prov = outcome
     if status != "ok":
         return {"error": payload}
     if not isinstance(payload, dict):
         return {"error": f"TypeError: the job returned {type(payload).__name__}, not a dict"}
+    if check is not None:
+        try:
+            check(payload, spec, path)
+        except (UsageError, ValueError, TypeError) as exc:
+            return {"error": f"ValueError: the job's result breaks its check: {exc}"}
     record = {"kind": KIND, "spec": spec, "result": payload, "seconds": seconds, "provenance": prov}
     try:
         text = dumps(record)
@@ -205,16 +217,27 @@ def _store_record(path: Path, spec: dict, outcome: tuple) -> dict:
     return json.loads(text)["result"]
 
 
-def _load(path: Path, canonical: str) -> dict | None:
+def _load(path: Path, canonical: str, check: Callable | None = None, note: bool = False) -> dict | None:
     """The stored result of the spec whose canonical JSON is ``canonical``, or None when ``path``
-    is absent, unreadable, not JSON, of another kind or for another spec (then it is run again)."""
+    is absent, unreadable, not JSON, of another kind or for another spec, or its result breaks
+    ``check(result, spec, path)`` (then it is run again; ``note``: that last case said on stderr,
+    one line naming the file and the field)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         ok = (isinstance(record, dict) and record.get("kind") == KIND and isinstance(record.get("result"), dict)
               and "spec" in record and canonical_json(record["spec"]) == canonical)
     except (OSError, ValueError, TypeError, RecursionError):
         return None
-    return record["result"] if ok else None
+    if not ok:
+        return None
+    if check is not None:
+        try:
+            check(record["result"], record["spec"], path)
+        except (UsageError, ValueError, TypeError) as exc:
+            if note:
+                print(f"stam: note: {' '.join(str(exc).split())}; that job is run again", file=sys.stderr)
+            return None
+    return record["result"]
 
 
 def _check_store(store: Path) -> None:
@@ -247,6 +270,41 @@ def _distributed():
     return distributed
 
 
+#: the largest first frame a Dask scheduler's handshake announces (a few hundred bytes in practice)
+_HANDSHAKE_MAX = 1 << 26
+
+
+def _probe_handshake(address: str) -> None:
+    """A :class:`UsageError` naming ``address`` unless its first bytes are a Dask handshake: a Dask
+    scheduler writes its handshake as soon as a connection is made, as an 8-byte little-endian
+    frame size and the frames.  Another server (an HTTP server, a database) answers nothing, closes
+    or sends bytes that, read as a size, would make the Dask client allocate exabytes (and then
+    leave a client that cannot be closed); it is refused here, within :data:`CONNECT_TIMEOUT_S`."""
+    import socket
+    import struct
+
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    hint = "start one with `dask scheduler` or leave out --scheduler"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            head = b""
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except socket.timeout:
+        raise UsageError(f"the endpoint at {address} accepted the connection but sent no Dask handshake within "
+                         f"{CONNECT_TIMEOUT_S:g} s: not a Dask scheduler; {hint}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc}); {hint}") from None
+    if len(head) < 8:
+        raise UsageError(f"the endpoint at {address} closed the connection without a Dask handshake: not a Dask scheduler; {hint}")
+    if struct.unpack("<Q", head)[0] > _HANDSHAKE_MAX:
+        raise UsageError(f"the endpoint at {address} answered {head!r}, not a Dask handshake: not a Dask scheduler "
+                         f"(an HTTP server?); {hint}")
+
+
 def _connect(address: str):
     """A :class:`distributed.Client` on ``address``, or a :class:`UsageError` saying why not.  The
     connection is made in a daemon thread with a hard deadline: an endpoint that accepts the
@@ -255,6 +313,7 @@ def _connect(address: str):
     import threading
 
     distributed = _distributed()
+    _probe_handshake(address)
     box: dict = {}
 
     def connect():
@@ -279,7 +338,7 @@ def _connect(address: str):
 
 
 def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *, scheduler: str | None = None,
-             workers: int = 1, progress: bool = True, desc: str = "jobs") -> list[dict]:
+             workers: int = 1, progress: bool = True, desc: str = "jobs", check: Callable | None = None) -> list[dict]:
     """Run ``fn(spec) -> dict`` (JSON-able) for every spec; the results in the order of ``specs``.
 
     ``fn`` must be a module-level function (picklable; importable on the workers).  Each result is
@@ -287,7 +346,9 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
     whose valid result file exists is not run again.  ``scheduler=None`` runs here
     (``workers=1``: in this process, in order; ``workers>1``: that many joblib processes);
     ``scheduler="tcp://HOST:PORT"`` submits the jobs to that Dask distributed scheduler.  A job
-    that raises gives ``{"error": "<Type>: <line>"}`` (not stored).  See the module docstring.
+    that raises gives ``{"error": "<Type>: <line>"}`` (not stored).  ``check(result, spec, path)``
+    raises :class:`UsageError` (naming ``path`` and the field) for a result that makes no sense: a
+    stored one is run again, a fresh one is a failed job.  See the module docstring.
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise UsageError(f"--workers {workers!r}: give an integer >= 1 (local processes)")
@@ -315,7 +376,7 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
         path = store / f"{key}.json"
         if path.exists() and not path.is_file():
             raise UsageError(f"the job store entry {path} is not a file; remove it")
-        stored = _load(path, canon[i]) if path.exists() else None
+        stored = _load(path, canon[i], check, note=True) if path.exists() else None
         if stored is None:
             todo.append(key)
         else:
@@ -325,14 +386,14 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
     try:
         if todo:
             store.mkdir(parents=True, exist_ok=True)
-        _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc)
+        _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc, check)
     finally:
         if client is not None:
             _close(client)
     return [results[key] for key in keys]
 
 
-def _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc) -> None:
+def _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc, check=None) -> None:
     """Run the jobs ``todo`` (keys; ``unique[key]`` indexes the spec) here or through ``client``,
     storing each result as it arrives and putting it into ``results``."""
     from tqdm import tqdm
@@ -340,7 +401,7 @@ def _run_todo(fn, specs, unique, todo, store, results, client, address, workers,
     with tqdm(total=len(unique), initial=len(results), desc=desc, unit="job", file=sys.stderr,
               disable=bar_disable(progress)) as bar:
         def finish(key: str, outcome: tuple) -> None:
-            results[key] = _store_record(store / f"{key}.json", specs[unique[key]], outcome)
+            results[key] = _store_record(store / f"{key}.json", specs[unique[key]], outcome, check)
             bar.update(1)
 
         def found(key: str, stored: dict) -> None:  # stored meanwhile by another process on this store
@@ -352,7 +413,7 @@ def _run_todo(fn, specs, unique, todo, store, results, client, address, workers,
         if client is not None:
             _run_dask(fn, client, address, [(key, specs[unique[key]]) for key in todo], finish, len(results))
         else:
-            _run_local(fn, specs, unique, todo, store, finish, found, workers)
+            _run_local(fn, specs, unique, todo, store, finish, found, workers, check)
 
 
 def _claim_path(store: Path, key: str) -> Path:
@@ -402,7 +463,7 @@ def _claim(store: Path, key: str) -> bool:
     return False
 
 
-def _run_local(fn, specs, unique, todo, store, finish, found, workers) -> None:
+def _run_local(fn, specs, unique, todo, store, finish, found, workers, check=None) -> None:
     """Run ``todo`` here, claiming each job first (module docstring, "Sharing a store"): the jobs
     claimed by this process run (in order, or in ``workers`` joblib processes); the others are
     looked at again every :data:`CLAIM_POLL_S` seconds until their result appears (``found``) or
@@ -412,7 +473,7 @@ def _run_local(fn, specs, unique, todo, store, finish, found, workers) -> None:
         while pending:
             ours, waiting = [], []
             for key in pending:
-                stored = _load(store / f"{key}.json", canonical_json(specs[unique[key]]))
+                stored = _load(store / f"{key}.json", canonical_json(specs[unique[key]]), check)
                 if stored is not None:
                     found(key, stored)
                 elif _claim(store, key):

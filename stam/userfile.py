@@ -10,9 +10,11 @@ Imports nothing heavy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import inspect
+import traceback
 from pathlib import Path
 
 from stam.errors import UsageError
@@ -46,11 +48,59 @@ def load_object(text: str, flag: str = "--problem"):
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:  # sys.exit() in the user's file ends its loading, not stam
+        raise UsageError(f"{flag} {text!r}: {path.name} called sys.exit({exc.code!r}) while it was loaded; "
+                         f"a problem file defines {name} and does not exit") from None
     except Exception as exc:  # the user's code: any error becomes one line
-        raise UsageError(f"{flag} {text!r}: running {path.name} failed: {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"{flag} {text!r}: running {path.name} failed: {type(exc).__name__}: {_line(exc)}") from None
     if not hasattr(module, name):
         raise UsageError(f"{flag} {text!r}: {path.name} defines no {name!r}")
     return name, getattr(module, name)
+
+
+def _line(exc: BaseException) -> str:
+    """An exception's message on one line, at most 300 characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def call(where: str, obj, method: str, *args):
+    """``obj.method(*args)``, the user's code, for every command alike: ``SystemExit`` and any
+    exception it raises become one :class:`UsageError` line ``WHERE: METHOD() failed: ...``
+    (``where``: how to name the object, ``--problem 'FILE.py:NAME'``)."""
+    try:
+        return getattr(obj, method)(*args)
+    except UsageError:
+        raise
+    except SystemExit as exc:
+        raise UsageError(f"{where}: {method}() called sys.exit({exc.code!r}); a problem's methods return values "
+                         "and do not exit") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code
+        raise UsageError(f"{where}: {method}() failed: {type(exc).__name__}: {_line(exc)}") from None
+
+
+@contextlib.contextmanager
+def guard(text: str, flag: str = "--problem"):
+    """Run stam on the user's object of ``path/to/file.py:NAME``: ``SystemExit`` raised by the
+    user's code (``sys.exit`` in a method) and an exception raised inside the user's file become
+    one :class:`UsageError` line naming the file, the function and line, and what was raised;
+    stam's own exceptions pass unchanged."""
+    path, _ = split_spec(text, flag)
+    mine = str(path.resolve())
+    try:
+        yield
+    except UsageError:
+        raise
+    except (Exception, SystemExit) as exc:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == mine]
+        if isinstance(exc, SystemExit):
+            where = f" ({frames[-1].name}, line {frames[-1].lineno})" if frames else ""
+            raise UsageError(f"{flag} {text!r}: the code of {path.name}{where} called sys.exit({exc.code!r}); "
+                             "a problem's methods return values and do not exit") from None
+        if not frames:
+            raise
+        raise UsageError(f"{flag} {text!r}: {frames[-1].name} in {path.name} (line {frames[-1].lineno}) raised "
+                         f"{type(exc).__name__}: {_line(exc)}") from None
 
 
 def accepts(obj, key: str) -> bool:
@@ -66,11 +116,12 @@ def build(text: str, name: str, obj, required: tuple[str, ...], flag: str = "--p
     ``obj`` returns when called with the keyword arguments it accepts among ``offer``."""
     if callable(obj) and not all(hasattr(obj, r) for r in required):
         kwargs = {k: v for k, v in (offer or {}).items() if accepts(obj, k)}
-        try:
-            obj = obj(**kwargs)
-        except Exception as exc:
-            raise UsageError(f"{flag} {text!r}: calling {name}({', '.join(kwargs)}) failed: "
-                             f"{type(exc).__name__}: {exc}") from None
+        with guard(text, flag):
+            try:
+                obj = obj(**kwargs)
+            except Exception as exc:
+                raise UsageError(f"{flag} {text!r}: calling {name}({', '.join(kwargs)}) failed: "
+                                 f"{type(exc).__name__}: {_line(exc)}") from None
     missing = [r for r in required if not hasattr(obj, r)]
     if missing:
         raise UsageError(f"{flag} {text!r}: {name} lacks the method {missing[0]!r} (needed: {', '.join(required)}; "
@@ -85,4 +136,4 @@ def load(text: str, required: tuple[str, ...], flag: str = "--problem", offer: d
     return name, build(text, name, obj, required, flag, offer)
 
 
-__all__ = ["is_file_spec", "split_spec", "load", "load_object", "build", "accepts"]
+__all__ = ["is_file_spec", "split_spec", "load", "load_object", "build", "accepts", "guard", "call"]

@@ -381,9 +381,78 @@ def missing_methods(obj, proto) -> list[str]:
     return [k for k in dict.fromkeys(names) if not hasattr(obj, k)]
 
 
+def check_problem(problem, where: str, R: int = 2) -> None:
+    """A problem of one's own (``where``: how to name it, ``--problem 'FILE.py:NAME'``) tried once
+    before any work, the same way for every command that loads one: its constants (a dict; the
+    theory's constants finite, lambda's ``L2*`` >= 0, which :class:`stam.theory.numeric.Constants`
+    checks), then the start of ``R`` runs and, at it, each operator STAM and the measure call:
+    a tensor of the right shape with finite values (``S`` and its parts >= 0).  Anything else is one
+    :class:`stam.errors.UsageError` line naming the method and what was wrong."""
+    import math
+
+    from stam import userfile
+    from stam.errors import UsageError
+    from stam.theory import numeric
+
+    def fail(message: str):
+        raise UsageError(f"{where}: {message}")
+
+    def call(method: str, *args):
+        return userfile.call(where, problem, method, *args)
+
+    def tensor(method: str, value, shape: tuple | None, nonneg: bool = False) -> Tensor:
+        if not isinstance(value, torch.Tensor):
+            fail(f"{method}() returned {type(value).__name__}, not a tensor" + (f" of shape {tuple(shape)}" if shape else ""))
+        if shape is not None and tuple(value.shape) != tuple(shape):
+            fail(f"{method}() returned a tensor of shape {tuple(value.shape)}, not {tuple(shape)}")
+        if not bool(torch.isfinite(value).all()):
+            fail(f"{method}() returned a value that is not finite (nan or inf) at the start point")
+        if nonneg and bool((value < 0).any()):
+            fail(f"{method}() returned a negative value at the start point; it must be >= 0")
+        return value
+
+    c = call("theory_constants")  # in the order, and with the words, of `stam stepsize --problem`
+    report = call("constants_report")
+    if not isinstance(report, dict):
+        fail(f"constants_report() returned {type(report).__name__}, not a dict")
+    consts = call("constants")
+    if not isinstance(consts, dict):
+        fail(f"constants() returned {type(consts).__name__}, not a dict")
+    try:
+        c = numeric.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
+    except AttributeError:
+        fail(f"theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants")
+    except (ValueError, TypeError) as exc:  # a constant nan, inf or negative (a negative lambda: L2* < 0)
+        fail(f"its constants: {exc}")
+    with torch.no_grad():
+        try:
+            gmax = float(numeric.gamma_max(c))
+        except (ValueError, TypeError, ArithmeticError):
+            gmax = math.nan
+        gamma = 0.5 * gmax if math.isfinite(gmax) and gmax > 0 else 1e-3
+        state = call("start", R, gamma)
+        if not (isinstance(state, tuple) and len(state) == 4):
+            fail(f"start() returned {type(state).__name__}, not the state (y, x, u, z) of stam.algorithm.stam_init")
+        y = tensor("start", state[0], None)
+        if y.dim() < 2 or y.shape[0] != R:
+            fail(f"start({R}, gamma) returned y of shape {tuple(y.shape)}, not ({R}, n)")
+        for part in state[1:]:
+            tensor("start", part, None)
+        x, u = state[1], state[2]
+        tensor("stochastic_grad", call("stochastic_grad", y, torch.Generator(device=y.device).manual_seed(0)), y.shape)
+        tensor("grad_y_H", call("grad_y_H", x, y), y.shape)
+        tensor("prox_H", call("prox_H", x, y, gamma), x.shape)
+        tensor("prox_F", call("prox_F", x, gamma), x.shape)
+        tensor("stationarity", call("stationarity", u, y), (R,), nonneg=True)
+        tensor("lyapunov", call("lyapunov", state, gamma), (R,))
+    text = call("describe")
+    if not isinstance(text, str):
+        fail(f"describe() returned {type(text).__name__}, not a string")
+
+
 #: what a problem object needs for `stam stepsize --problem` and `stam synthetic run --problem`
 PROBLEM_METHODS = ("theory_constants", "constants_report", "constants", "check_gamma", "start", "stochastic_grad",
                    "stationarity", "lyapunov", "describe", "grad_y_H", "prox_H", "prox_F")
 
 __all__ = ["FiniteSum", "Coupling", "Penalty", "TorchFiniteSum", "TorchCoupling", "compose", "theorem_check", "missing_methods",
-           "PROBLEM_METHODS", "AUTO_COMPILE_CALLS"]
+           "PROBLEM_METHODS", "AUTO_COMPILE_CALLS", "check_problem"]

@@ -8,7 +8,8 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
 from __future__ import annotations
 
-from stam.errors import positive_float, positive_int, seed_int
+from stam.cliargs import ListArg, add_out, text_item
+from stam.errors import finite_float, positive_float, positive_int, seed_int
 from stam.jobs import add_scheduler_args
 from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
@@ -57,7 +58,7 @@ def register(subparsers) -> None:
     run.add_argument("--force", action="store_true",
                      help="run even above the work limit (50 times the default run's work)")
     run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
-    run.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
+    add_out(run, default="results/synthetic", help="output directory (default results/synthetic)")
     run.set_defaults(func=commands.run_command)
 
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
@@ -70,21 +71,24 @@ def register(subparsers) -> None:
     cmp_.add_argument("--gamma", type=positive_float, help="explicit gamma (default 0.5 gamma_max)")
     cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta; "
                       "any beta is run, and the output says whether (gamma, beta) satisfy Theorem conv)")
-    cmp_.add_argument("--out", default="results/synthetic", help="output directory (default results/synthetic)")
+    add_out(cmp_, default="results/synthetic", help="output directory (default results/synthetic)")
     cmp_.set_defaults(func=commands.compare_command)
 
     sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions, here or on a cluster, resumable",
                         description="Runs `synthetic run` for every combination as jobs of the toolkit's one job engine "
                                     "(stored in OUT/jobs: a rerun skips the finished ones; --workers local processes or "
                                     "a Dask --scheduler); the result files are written once every job has finished.")
-    sw.add_argument("--problems", default=",".join(NAMES),
+    sw.add_argument("--problems", type=ListArg(text_item, "problems", "binary,cosine"), default=",".join(NAMES),
+                    metavar="P1,P2,...",
                     help="comma-separated built-in families or FILE.py:NAME (a function taking seed=...) (default: all families)")
-    sw.add_argument("--seeds", default="0,1,2", help="comma-separated instance/sampling seeds (default 0,1,2)")
-    sw.add_argument("--gamma-fractions", default="0.25,0.5", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
+    sw.add_argument("--seeds", type=ListArg(seed_int, "seeds (integers in [0, 2**63))", "0,1,2"), default="0,1,2", metavar="S1,S2,...",
+                    help="comma-separated instance/sampling seeds (default 0,1,2)")
+    sw.add_argument("--gamma-fractions", type=ListArg(finite_float, "gamma/gamma_max in (0, 1)", "0.25,0.5"),
+                    default="0.25,0.5", metavar="F1,F2,...", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
     sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")
     sw.add_argument("--T-max", type=positive_int, default=2560, help="largest horizon (default 2560)")
     sw.add_argument("--T-points", type=positive_int, default=9, help="horizons per job (default 9)")
     add_scheduler_args(sw, workers=2, aliases=("-j", "--jobs"))  # -j/--jobs: the old spelling, hidden
-    sw.add_argument("--out", default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
+    add_out(sw, default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sw.set_defaults(func=commands.sweep_command)

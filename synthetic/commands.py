@@ -11,13 +11,12 @@ import itertools
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
-from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, check_out_file, dumps, provenance
+from stam.io import atomic_write_json, atomic_write_text, check_out_dir, check_out_file, dumps, provenance
 from stam.synthetic.families import NAMES, WITH_LAM, paper_presets
-from stam.userfile import is_file_spec, load, split_spec
+from stam.userfile import guard, is_file_spec, load, split_spec
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 #: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
@@ -104,11 +103,18 @@ def _check_work(args, R: int, T_grid) -> None:
 
 def _user_problem(args):
     """The problem object of ``--problem FILE.py:NAME`` (:func:`stam.userfile.load`)."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
 
     device, dtype = _setup(args)
     offer = dict(n=args.n, N=args.N, b=args.b, replacement=args.replacement, seed=args.seed, device=device, dtype=dtype)
-    return load(args.problem, PROBLEM_METHODS, offer=offer)[1]
+    problem = load(args.problem, PROBLEM_METHODS, offer=offer)[1]
+    check_problem(problem, f"--problem {args.problem!r}")
+    return problem
+
+
+def _guarded(spec: str, flag: str = "--problem"):
+    """:func:`stam.userfile.guard` for a problem of one's own, nothing for a built-in family."""
+    return guard(spec, flag) if is_file_spec(spec) else contextlib.nullcontext()
 
 
 def _stem_name(args) -> str:
@@ -222,10 +228,10 @@ def run_command(args) -> int:
         extra["lam"] = args.lam
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
-    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+    with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
     try:
-        with _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
+        with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
                                allow_inadmissible=allow, seed=args.seed, progress=not args.no_progress)
     except (InadmissibleError, ValueError) as exc:
@@ -253,10 +259,10 @@ def compare_command(args) -> int:
     out = check_out_dir(args.out)
     check_out_file(out / f"{stem}.json")
     R = args.R if args.R is not None else args.default_R
-    with _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
+    with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
     try:
-        with _user_limits(f"--R {R} runs at n = {args.n}"):
+        with _guarded(args.problem), _user_limits(f"--R {R} runs at n = {args.n}"):
             result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
                              progress=not args.no_progress)
     except ValueError as exc:
@@ -270,15 +276,6 @@ def compare_command(args) -> int:
     print(format_table(result))
     print(f"wrote {path}")
     return 0
-
-
-def _split(text: str, cast, name: str) -> list:
-    try:
-        values = [cast(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"--{name} {text!r}: expected a comma-separated list") from None
-    require(values, f"--{name} is empty")
-    return values
 
 
 def sweep_specs(problems, seeds, fractions, R: int, T_grid: list[int], names: dict | None = None) -> list[tuple[str, dict]]:
@@ -303,12 +300,29 @@ def _file_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def check_rates_job(result: dict, spec: dict, path) -> None:
+    """A sweep job's result makes sense (the schema ``synthetic-rates`` of
+    :mod:`stam.figures.results`) and is the result of its spec: a damaged or impossible stored one
+    is computed again (:func:`stam.jobs.run_jobs`' ``check``), never written out."""
+    from stam.figures.results import SCHEMAS, validate
+
+    validate(result, SCHEMAS["synthetic-rates"], path)
+    p = result["params"]
+    if p.get("seed") != spec["seed"] or p.get("gamma_fraction") != spec["gamma_fraction"] or p.get("R") != spec["R"] \
+            or p.get("T_grid") != spec["T_grid"]:
+        raise ValueError(f"{path}: params do not match the job's spec")
+
+
 def _sweep_problem(spec: str, seed: int):
     """A sweep's problem: a built-in family at its defaults, or ``FILE.py:NAME`` given ``seed``."""
-    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.synthetic.api import PROBLEM_METHODS, check_problem
     from stam.synthetic.problems import make_problem
 
-    return load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1] if is_file_spec(spec) else make_problem(spec, seed=seed)
+    if not is_file_spec(spec):
+        return make_problem(spec, seed=seed)
+    problem = load(spec, PROBLEM_METHODS, "--problems", offer=dict(seed=seed))[1]
+    check_problem(problem, f"--problems {spec!r}")
+    return problem
 
 
 def sweep_job(spec: dict) -> dict:
@@ -319,9 +333,10 @@ def sweep_job(spec: dict) -> dict:
     from stam.synthetic.rates import run_rates
 
     torch.set_num_threads(1)
-    problem = _sweep_problem(spec["problem"], spec["seed"])
-    return run_rates(problem, spec["T_grid"], R=spec["R"], gamma_fraction=spec["gamma_fraction"], seed=spec["seed"],
-                     progress=False)
+    with _guarded(spec["problem"], "--problems"):  # a user's problem failing: one line naming its file
+        problem = _sweep_problem(spec["problem"], spec["seed"])
+        return run_rates(problem, spec["T_grid"], R=spec["R"], gamma_fraction=spec["gamma_fraction"], seed=spec["seed"],
+                         progress=False)
 
 
 def sweep_command(args) -> int:
@@ -330,16 +345,14 @@ def sweep_command(args) -> int:
     result files are written together once every job has its result."""
     from stam.jobs import run_jobs, stored
 
-    problems = _split(args.problems, str, "problems")
+    problems = args.problems  # lists parsed by stam.cliargs.ListArg
     unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]
     if unknown:
         raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)} or FILE.py:NAME")
     from stam.synthetic.rates import geometric_grid
 
-    seeds = _split(args.seeds, int, "seeds")
-    bad = [s for s in seeds if not 0 <= s < 2**63]
-    require(not bad, f"--seeds: {bad[0] if bad else ''} is not a seed (an integer in [0, 2**63))")
-    fractions = _split(args.gamma_fractions, float, "gamma-fractions")
+    seeds = args.seeds
+    fractions = args.gamma_fractions
     bad = [f for f in fractions if not 0 < f < 1]
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
@@ -348,7 +361,7 @@ def sweep_command(args) -> int:
     names = {}
     for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job
         stem_name = split_spec(spec, "--problems")[1]
-        with _user_limits(f"the problem {spec}"):
+        with _guarded(spec, "--problems"), _user_limits(f"the problem {spec}"):
             _sweep_problem(spec, seeds[0])
         names[spec] = stem_name
     clash = [v for v in names.values() if v in NAMES or list(names.values()).count(v) > 1]
@@ -359,12 +372,12 @@ def sweep_command(args) -> int:
             check_out_file(out / f"{stem}{suffix}")
     specs = [spec for _, spec in jobs]
     store = out / "jobs"
-    done = sum(stored(specs, store))
+    done = sum(stored(specs, store, check_rates_job))
     where = f"on {args.scheduler}" if args.scheduler else f"with --workers {args.workers}"
     print(f"sweep: {len(jobs)} jobs, {done} already in {store} with these settings (skipped), "
           f"{len(jobs) - done} to run {where}")
     results = run_jobs(sweep_job, specs, store, scheduler=args.scheduler, workers=args.workers,
-                       progress=not args.no_progress, desc="sweep")
+                       progress=not args.no_progress, desc="sweep", check=check_rates_job)
     failed = [(stem, r["error"]) for (stem, _), r in zip(jobs, results) if "error" in r]
     require(not failed, f"sweep job {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''} "
             f"({len(failed)} of {len(jobs)} failed; the others are stored in {store}, a rerun runs only the failed)")

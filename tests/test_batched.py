@@ -267,7 +267,7 @@ def test_bad_search_spaces_are_usage_errors(space, message):
 def test_tune_end_to_end_resumes_without_rerunning(tmp_path, capsys):
     from stam.cli import main
 
-    argv = ["tune", "--algos", "stam,bc", "--trials", "2", "--seeds", "2", "--epochs", "1", "--batch-size", "64",
+    argv = ["tune", "--algos", "stam,bc", "--trials", "2", "--n-seeds", "2", "--epochs", "1", "--batch-size", "64",
             "--no-paper", "--no-progress", "--out", str(tmp_path / "t")]
     assert main(argv) == 0
     first = capsys.readouterr().out
@@ -285,7 +285,7 @@ def test_tune_end_to_end_resumes_without_rerunning(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, bad", [
-    (["--trials", "0"], "--trials"), (["--algos", "stam,adam"], "--algos"), (["--seeds", "1"], "--seeds"),
+    (["--trials", "0"], "--trials"), (["--algos", "stam,adam"], "--algos"), (["--n-seeds", "1"], "--n-seeds"),
     (["--val-fraction", "1"], "--val-fraction"), (["--scheduler", "nonsense::"], "scheduler"),
     (["--model", "vgg11"], "--model vgg11 does not take digits's 1x8x8 images"), (["--width", "0"], "--width"),
     (["--dataset", "cifar10"], "CIFAR-10 not found"),
@@ -402,7 +402,7 @@ def test_tune_refuses_a_split_that_leaves_no_training_images_before_any_job(tmp_
     from stam.cli import main
 
     out = tmp_path / "t"
-    assert main(["tune", "--epochs", "1", "--trials", "1", "--seeds", "2", "--val-fraction", "0.9999", "--out", str(out),
+    assert main(["tune", "--epochs", "1", "--trials", "1", "--n-seeds", "2", "--val-fraction", "0.9999", "--out", str(out),
                  "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("stam: error: --val-fraction 0.9999: leaves 0 training image(s) of 1437") and err.count("\n") == 1

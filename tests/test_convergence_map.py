@@ -166,7 +166,7 @@ def test_a_malformed_map_file_is_one_line_naming_file_and_field(tmp_path, capsys
 def test_stam_map_writes_json_csv_and_figure_and_prints_a_table(tmp_path, capsys):
     out = tmp_path / "m"
     argv = ["map", "--problem", "binary", "--gammas", "0.05,30", "--lam-range", "0.5:4:2", "--betas", "420,1e-3",
-            "--iterations", "30", "--seeds", "2", "--out", str(out), "--no-progress"]
+            "--iterations", "30", "--n-seeds", "2", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert {p.name for p in out.iterdir()} == {f"map-binary.{e}" for e in ("json", "csv", "png", "pdf")}
@@ -243,7 +243,7 @@ def test_digits_map_calls_map_digits_and_fills_admissible(tmp_path, capsys, monk
     monkeypatch.setitem(sys.modules, "stam.dnn.sweep", module)
     out = tmp_path / "d"
     assert main(["map", "--dataset", "digits", "--gammas", "0.01,1,8", "--lams", "0.5,4", "--betas", "100,1000",
-                 "--epochs", "3", "--seeds", "2", "--out", str(out), "--no-progress"]) == 0
+                 "--epochs", "3", "--n-seeds", "2", "--out", str(out), "--no-progress"]) == 0
     assert calls == [([0.01, 1.0, 8.0], [0.5, 4.0], [100.0, 1000.0], 2, 3, False)]
     data = validate_map(json.loads((out / "map-digits.json").read_text()))
     assert data["source"] == "digits" and data["budget"] == {"epochs": 3}

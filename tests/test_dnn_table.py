@@ -102,7 +102,11 @@ SKIPPED = {  # what summary.json holds -> what the stderr line says
     "unknown-dataset": (json.dumps(summary("mnist", "mlp", "bc", "bc", "BC", 50.0, 51.0)).encode(),
                         "field dataset names an unknown dataset 'mnist'"),
     "accuracy-text": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "selected_test_acc_binary": "abc"}).encode(),
-                      "field selected_test_acc_binary must be a number or null, not a string"),
+                      "field selected_test_acc_binary must be a percentage in [0, 100] or null, not a string"),
+    "accuracy-nan": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "selected_test_acc_binary": float("nan")}).encode(),
+                     "field selected_test_acc_binary must be a percentage in [0, 100] or null, not nan"),
+    "dataset-path": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "dataset": "../../../tmp/x"}).encode(),
+                     "field dataset must be a name of lower-case letters"),
     "label-list": (json.dumps({**summary("digits", "mlp", "bc", "bc", "BC", 50.0, 51.0), "label": ["a"]}).encode(),
                    "field label must be a string or null, not a list"),
     "other-kind": (json.dumps({"kind": "synthetic-rates", "model": "mlp"}).encode(), "not a stam train summary"),
@@ -123,7 +127,7 @@ def test_every_skipped_summary_is_reported_on_stderr_and_counted(tmp_path, capsy
         (line,) = [x for x in lines if f"{tmp_path / name / 'summary.json'}:" in x]
         assert line.startswith("stam table: skipped ") and why in line, (name, line)
     assert f"{len(SKIPPED)} run(s) skipped" in captured.out
-    assert ("80.00" in captured.out) and ("% 10 run(s) skipped" in captured.out) == latex
+    assert ("80.00" in captured.out) and (f"% {len(SKIPPED)} run(s) skipped" in captured.out) == latex
     skipped = []
     assert len(table.collect(tmp_path, skipped)) == 1 and len(skipped) == len(SKIPPED)
 

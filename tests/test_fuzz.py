@@ -40,6 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stam.cli import build_parser, main
+from stam.cliargs import ListArg
 from stam.errors import finite_float, nonneg_float, positive_float, positive_int, seed_int
 
 LONG = int(os.environ.get("STAM_FUZZ_EXAMPLES", "0") or 0)
@@ -126,7 +127,7 @@ PARSERS = command_parsers()
 
 
 def _T_list_type(action) -> bool:
-    return getattr(action.type, "__name__", "") == "_T_list"
+    return isinstance(action.type, ListArg) and action.type.item is positive_int
 
 
 def value_strategy(action, overrides: dict, valid: bool):
@@ -350,7 +351,7 @@ MAP = {
     "lams": (st.sampled_from(["1", "0.5,2"]), st.sampled_from(["1", "inf", "", "x"])),
     "betas": (st.sampled_from(["20", "100"]), st.sampled_from(["20", "0", "-5", "x,y", "1e308"])),
     "iterations": (st.sampled_from(["5", "10"]), SMALL_INTS), "epochs": (st.just("1"), SMALL_INTS),
-    "seeds": (st.just("1"), SMALL_INTS), "threads": (st.just("1"), st.sampled_from(["1", "0"])),
+    "n_seeds": (st.just("1"), SMALL_INTS), "threads": (st.just("1"), st.sampled_from(["1", "0"])),
     "growth": (st.sampled_from(["100", "2"]), st.sampled_from(["1", "0.5", "-1", "nan"])),
     "workers": (st.just("1"), st.sampled_from(["1", "0", "x"])),
     "scheduler": (st.sampled_from(["local"]), st.sampled_from(["local", "tcp://127.0.0.1:1", "x", ""])), "out": OUT_DIR,
@@ -359,11 +360,11 @@ MAP = {
 
 @examples(6)
 @given(argv_for(("map",), MAP, fixed=("--no-progress",), keep=("out",),
-                often=("problem", "gamma_range", "lam_range", "betas", "iterations", "epochs", "seeds")))
+                often=("problem", "gamma_range", "lam_range", "betas", "iterations", "epochs", "n_seeds")))
 def fuzz_map(argv):
     if "--problem" not in argv:  # digits: one tiny grid, one epoch (a few seconds), unless a flag is bad
         argv = [a for a in argv if a not in ("--iterations",)]
-        for flag, value in (("--gamma-range", "0.1:1:1"), ("--lam-range", "1:1:1"), ("--epochs", "1"), ("--seeds", "1")):
+        for flag, value in (("--gamma-range", "0.1:1:1"), ("--lam-range", "1:1:1"), ("--epochs", "1"), ("--n-seeds", "1")):
             if flag not in argv and flag.replace("-range", "s") not in argv:
                 argv += [flag, value]
     with sandbox() as root:
@@ -372,7 +373,7 @@ def fuzz_map(argv):
 
 TUNE = {
     "algos": (st.sampled_from(["bc", "psgd"]), st.sampled_from(["bc", "adam", "", ",", "stam,stam"])),
-    "trials": (st.just("1"), SMALL_INTS), "seeds": (st.just("2"), st.sampled_from(["1", "0", "2", "x"])),
+    "trials": (st.just("1"), SMALL_INTS), "n_seeds": (st.just("2"), st.sampled_from(["1", "0", "2", "x"])),
     "epochs": (st.just("1"), SMALL_INTS), "batch_size": (st.sampled_from(["64"]), SMALL_INTS),
     "val_fraction": (st.sampled_from(["0.1", "0.2"]), st.sampled_from(["0", "1", "0.999999", "1e-320", "x", "nan"])),
     "space_file": (st.sampled_from(["in/space.json"]), st.sampled_from(["in/space.json", "in/bad.json", "in/missing.json", "in"])),
@@ -382,7 +383,7 @@ TUNE = {
 
 
 @examples(4)
-@given(argv_for(("tune",), TUNE, fixed=("--no-progress", "--no-paper"), keep=("algos", "trials", "seeds", "epochs", "out"),
+@given(argv_for(("tune",), TUNE, fixed=("--no-progress", "--no-paper"), keep=("algos", "trials", "n_seeds", "epochs", "out"),
                 often=("space_file", "val_fraction")))
 def fuzz_tune(argv):
     with sandbox() as root:

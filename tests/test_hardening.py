@@ -171,7 +171,7 @@ def test_malformed_result_files_name_the_file_and_field(content, needle, tmp_pat
 @pytest.mark.parametrize("name, content, needle", [
     ("summary.json", b"[]", "must be an object, not a list"),
     ("summary.json", b"null", "must be an object, not null"),
-    ("summary.json", b'{"model":"mlp","best_test_acc_binary":"abc"}', "field best_test_acc_binary must be a number"),
+    ("summary.json", b'{"model":"mlp","best_test_acc_binary":"abc"}', "field best_test_acc_binary must be a percentage"),
     ("summary.json", b'{"dataset":"digits"}', "field model is missing"),
     ("summary.json", b'{"model":"mlp","label":["a"]}', "field label must be a string or null, not a list"),
     ("summary.json", b'{"model":"\xff"}', "not UTF-8"),
@@ -229,8 +229,12 @@ def _run_folder(path: Path, label: str, dataset: str = "digits") -> Path:
 
 
 def test_report_escapes_hostile_names_and_never_writes_outside_its_folder(tmp_path, capsys):
+    hostile = _run_folder(tmp_path / "hostile" / "run", "x", dataset="/../../../../x/PWNED2")
+    rc, _, err = run(["report", hostile, "-o", tmp_path / "a" / "out"], capsys)  # refused as `stam table` refuses it
+    one_line_error(rc, err, "summary.json: field dataset must be a name", "'/../../../../x/PWNED2'")
+    assert not (tmp_path / "a").exists()
     inputs = tmp_path / "in"
-    _run_folder(inputs / '"><img src=x onerror=alert(2)>', "$\\notacommand{$", dataset="/../../../../x/PWNED2")
+    _run_folder(inputs / '"><img src=x onerror=alert(2)>', "$\\notacommand{$")
     rows = [{"T": 10, "S_min_mean": 0.1, "gamma": 0.1, "beta": 3.0}]
     (inputs / "r.json").write_text(json.dumps({"kind": "synthetic-rates", "problem": "/../../../../x/PWNED",
                                                "rows": rows}))
@@ -240,9 +244,9 @@ def test_report_escapes_hostile_names_and_never_writes_outside_its_folder(tmp_pa
     page = (out / "report.html").read_text()
     assert "<img src=x" not in page and 'onerror=alert(2)>"' not in page
     made = {p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*")}
-    assert made == {"in", "a"}  # nothing beside the output folder
+    assert made == {"in", "a", "hostile"}  # nothing beside the output folder
     tables = sorted(p.name for p in (out / "tables").iterdir())
-    assert "rates-x-pwned.md" in tables and "accuracy-x-pwned2.md" in tables
+    assert "rates-x-pwned.md" in tables and "accuracy-digits.md" in tables
     assert all(set(p.name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-.") for p in out.rglob("*"))
 
 
@@ -325,3 +329,327 @@ def test_work_limits_of_pep_sweeps_and_rate_experiments(capsys, tmp_path, monkey
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and text in err, (argv, err)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 27: every field of every file checked for sense, where it is parsed ------------------------------
+
+
+def _valid_files():
+    from test_fuzz import valid_files
+
+    return valid_files()
+
+
+def _edit(obj, path, value):
+    inner = obj
+    for key in path[:-1]:
+        inner = inner[key]
+    inner[path[-1]] = value
+    return obj
+
+
+@pytest.mark.parametrize("name, path, value, needle", [
+    ("pep.json", ["rows", 0, "worst_case"], -1.0, "field rows[0].worst_case must be a finite number >= 0 or null, not -1.0"),
+    ("pep.json", ["lam"], float("nan"), "field lam must be a finite number > 0, not nan"),
+    ("pep.json", ["lam"], -2.0, "field lam must be a finite number > 0, not -2.0"),
+    ("rates.json", ["rows", 0, "T"], -10, "field rows[0].T must be an integer >= 1, not -10"),
+    ("rates.json", ["rows", 0, "T"], 40, "field rows[1].T must increase strictly down the list (40 after 40"),
+    ("rates.json", ["rows", 0, "S_min_lo"], 5.0, "field rows[0].S_min_hi must be >= S_min_lo"),
+    ("region.json", ["L1"], 0.0, "field L1 must be a finite number > 0, not 0.0"),
+    ("region.json", ["rows", 0, "lam"], -1.0, "field rows[0].lam must be a finite number > 0"),
+    ("region.json", ["rows", 0, "paper", "hi"], 0.5, "field rows[0].paper.hi must be >= lo"),
+    ("tune.json", ["algorithms", 0, "final", "mean"], float("nan"), "field algorithms[0].final.mean must be a percentage"),
+    ("tune.json", ["algorithms", 0, "final", "std"], float("inf"), "field algorithms[0].final.std must be a finite number >= 0"),
+    ("tune.json", ["algorithms", 0, "trials", 0, "score"], 1e308, "field algorithms[0].trials[0].score must be a percentage in [0, 100] or null, not 1e+308"),
+    ("tune.json", ["algorithms", 0, "final", "diverged"], 7, "field algorithms[0].final.diverged is 7, more than the runs (2)"),
+    ("tune.json", ["dataset"], "../../../../tmp/x", "field dataset must be a name"),
+    ("run/summary.json", ["best_test_acc_binary"], float("nan"), "field best_test_acc_binary must be a percentage"),
+    ("run/summary.json", ["dataset"], "../../../../tmp/x", "field dataset must be a name"),
+    ("run/log.jsonl", [1, "epoch"], 1, "line 2: field epoch must increase strictly down the list (1 after 1"),
+    ("run/log.jsonl", [0, "test_acc_binary"], 200.0, "line 1: field test_acc_binary must be a percentage"),
+    ("stepsize.json", ["gamma"], 5.0, "field gamma is 5.0, more than gamma_max (0.2)"),
+    ("paper-check.json", None, None, "field coverage.audited is 1e+30, more than the labels (0)"),
+])
+def test_impossible_file_values_are_one_line_naming_file_and_field(name, path, value, needle, tmp_path, capsys):
+    """The values of issue 27 item 3, each refused where it is parsed (figures/results.py SCHEMAS:
+    a type says the range, a rule the consistency) before anything is drawn or written."""
+    obj = _valid_files()[name]
+    if path is None:  # a paper-check result claiming more labels audited than the paper has
+        obj = {"kind": "paper-check", "items": obj, "coverage": {"audited": 10**30, "total": 0}}
+    else:
+        _edit(obj, path, value)
+    target = tmp_path / "in" / name
+    target.parent.mkdir(parents=True)
+    rows = obj if name.endswith(".jsonl") else None
+    target.write_text("".join(json.dumps(r) + "\n" for r in rows) if rows else json.dumps(obj))
+    if name.startswith("run/"):
+        if name != "run/summary.json":
+            (target.parent / "summary.json").write_text(json.dumps(_valid_files()["run/summary.json"]))
+        target = target.parent
+    rc, _, err = run(["report", target, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, Path(name).name, needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_files_the_writers_make_pass_the_sense_checks(tmp_path, capsys):
+    """The sense checks refuse nothing a producer writes: every kind of valid file loads."""
+    from stam.figures.results import load_results
+
+    for name, obj in _valid_files().items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in obj) if name.endswith(".jsonl") else json.dumps(obj))
+    found = load_results([tmp_path])
+    assert sorted(k for k, v in found.by_kind.items() if v) == sorted(
+        ["synthetic-rates", "pep-sweep", "synthetic-compare", "paper-check", "stepsize", "train-run", "convergence-map",
+         "tune", "lyapunov-region"])
+
+
+@pytest.mark.parametrize("data", [b'{"kind": "synthetic-rates", "rows": []}', bytes(range(256)) * 4,
+                                  b"PK\x03\x04" + b"\x00" * 64 + b"archive/data.pkl", b"", b"plain words, no markup\n"])
+def test_paper_check_paper_refuses_what_is_not_latex(data, tmp_path, capsys):
+    paper = tmp_path / "paper.tex"
+    paper.write_bytes(data)
+    rc, out, err = run(["paper-check", "--brief", "--paper", paper], capsys)
+    one_line_error(rc, err, f"--paper {paper}")
+    assert out == ""
+
+
+TUNE_ARGV = ["tune", "--algos", "bc", "--trials", "2", "--n-seeds", "2", "--epochs", "1", "--batch-size", "64", "--no-paper",
+             "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """A small tuning (its job store and its result), made once."""
+    from stam.cli import main as stam_main
+
+    out = tmp_path_factory.mktemp("tuned") / "t"
+    with pytest.MonkeyPatch.context():
+        assert stam_main([*TUNE_ARGV, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("how", ["score x", "result {}", "rows a string", "score 1e308", "score nan", "row not an object"])
+def test_a_poisoned_job_file_is_named_and_run_again_and_never_wins(how, tuned, tmp_path, capsys):
+    """A job file whose result makes no sense is named on stderr (file and field) and recomputed:
+    the tuning is the clean run's, so a stored score of 1e308 or nan never wins."""
+    import shutil
+
+    out = tmp_path / "t"
+    shutil.copytree(tuned, out)
+    clean = json.loads((out / "tune-digits.json").read_text())
+    (out / "tune-digits.json").unlink()
+    job = next(p for p in sorted((out / "jobs").glob("*.json")) if json.loads(p.read_text())["spec"]["stage"] == "trial")
+    record = json.loads(job.read_text())
+    rows = record["result"]["rows"]
+    {"score x": lambda: rows[0].update(score="x"), "result {}": lambda: record.update(result={}),
+     "rows a string": lambda: record["result"].update(rows="abc"), "score 1e308": lambda: rows[0].update(score=1e308),
+     "score nan": lambda: rows[0].update(score=float("nan")), "row not an object": lambda: rows.__setitem__(0, 5)}[how]()
+    job.write_text(json.dumps(record))
+    rc, _, err = run([*TUNE_ARGV, "--out", out], capsys)
+    assert rc == 0, err
+    (note,) = [line for line in err.splitlines() if line.strip()]
+    assert note.startswith(f"stam: note: {job}: field result") and note.endswith("that job is run again"), note
+    again = json.loads((out / "tune-digits.json").read_text())
+    assert again["algorithms"] == clean["algorithms"]
+    assert json.loads(job.read_text())["result"] != record["result"]  # overwritten by the recomputed result
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", b"", None])
+def test_a_scheduler_address_that_is_not_dask_is_one_line_naming_it(answer, tmp_path):
+    """--scheduler at an endpoint that is not a Dask scheduler (issue 27 item 7): one that answers
+    at once with other bytes (an HTTP reply, which the Dask client read as a 3 EiB frame), one that
+    closes, one that stays silent.  One line naming the address, exit 2, no traceback from
+    Client.__del__ at exit, no "memory"; run as a process, since that traceback came at exit."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            if answer is None:
+                held.append(conn)  # silent
+                continue
+            with contextlib.suppress(OSError):
+                conn.sendall(answer + b"\xff" * 16 if answer else b"")
+            conn.close()
+
+    import contextlib
+
+    threading.Thread(target=serve, daemon=True).start()
+    address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    proc = subprocess.run([sys.executable, "-m", "stam", *TUNE_ARGV, "--out", str(tmp_path / "t"), "--scheduler", address],
+                          capture_output=True, text=True, timeout=120)
+    srv.close()
+    one_line_error(proc.returncode, proc.stderr, address, "not a Dask scheduler")
+    assert "memory" not in proc.stderr.lower() and "Traceback" not in proc.stderr
+    assert not (tmp_path / "t").exists()
+
+
+# -- issue 27 item 5: every output all or nothing ------------------------------------------------------------
+
+
+def _files(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _boom(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_a_failing_report_leaves_the_previous_one_and_a_good_one_replaces_it_whole(tmp_path, capsys, monkeypatch):
+    import stam.figures.tables as T
+
+    inputs = tmp_path / "in"
+    for name, obj in _valid_files().items():
+        path = inputs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in obj) if name.endswith(".jsonl") else json.dumps(obj))
+    out = tmp_path / "rep"
+    assert run(["report", inputs, "-o", out], capsys)[0] == 0
+    before = _files(out)
+    assert "tables/tune-0.md" in before and "report.html" in before
+    monkeypatch.setattr(T, "tune_table", _boom)  # fails after the figures and the first tables are made
+    rc, _, err = run(["report", inputs, "-o", out], capsys)
+    assert rc == 1 and "No space left on device" in err
+    assert _files(out) == before  # nothing of the failed report, nothing half-replaced
+    monkeypatch.undo()
+    (out / ".stage-999999999-killed").mkdir()  # a killed earlier run's stage (its pid is dead) and temporaries
+    (out / ".report.html.x1.tmp").write_text("half")
+    assert run(["report", inputs / "rates.json", "-o", out], capsys)[0] == 0
+    after = _files(out)
+    assert not [p for p in out.rglob(".*") if p.name != ".stam-report"]
+    assert "tables/tune-0.md" not in after and "tables/rates-binary.md" in after  # replaced together, no stale table
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "rep"]  # no temporary outside the output folder
+
+
+def test_a_report_never_replaces_a_folder_that_is_not_a_reports(tmp_path, capsys):
+    (tmp_path / "out" / "data").mkdir(parents=True)
+    (tmp_path / "out" / "data" / "mine.csv").write_text("1,2\n")
+    rc, _, err = run(["report", "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "data holds files that are not a report's")
+    assert (tmp_path / "out" / "data" / "mine.csv").read_text() == "1,2\n"
+
+
+def test_a_failing_map_leaves_the_previous_map(tmp_path, capsys, monkeypatch):
+    import stam.figures.style as S
+
+    argv = ["map", "--problem", "binary", "--lams", "1", "--betas", "100", "--iterations", "5", "--n-seeds", "1",
+            "--no-progress", "--out", tmp_path / "m"]
+    assert run([*argv, "--gammas", "0.1,1"], capsys)[0] == 0
+    before = _files(tmp_path / "m")
+    assert sorted(before) == ["map-binary.csv", "map-binary.json", "map-binary.pdf", "map-binary.png"]
+    monkeypatch.setattr(S, "save_figure", _boom)  # the JSON and CSV are made, the figure cannot be written
+    rc, _, err = run([*argv, "--gammas", "0.2,1"], capsys)
+    assert rc == 1 and "No space left" in err
+    assert _files(tmp_path / "m") == before and not list((tmp_path / "m").glob(".*"))
+
+
+def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    import stam.dnn.tune as TU
+
+    out = tmp_path / "t"
+    shutil.copytree(tuned, out)
+    before = {k: v for k, v in _files(out).items() if not k.startswith("jobs")}
+    assert sorted(before) == ["tune-digits.json", "tune-digits.md"]
+    monkeypatch.setattr(TU, "format_table", _boom)
+    rc, _, err = run([*TUNE_ARGV, "--n-seeds", "3", "--out", out], capsys)
+    assert rc == 1 and "No space left" in err
+    assert {k: v for k, v in _files(out).items() if not k.startswith("jobs")} == before
+    assert not list(out.glob(".*"))
+
+
+# -- issue 27 item 6: a user's problem file, identically on every command ------------------------------------
+
+USER_BASE = """
+import torch
+from stam.synthetic.problems import make_problem
+
+
+class Wrapped:
+    def __init__(self, problem):
+        self.p = problem
+
+    def __getattr__(self, key):
+        return getattr(self.p, key)
+{methods}
+
+def make(lam=1.0, seed=0):
+    return Wrapped(make_problem("binary", n=8, N=16, b=4, seed=seed, lam={lam}))
+
+
+problem = make()
+"""
+
+USER_DEFECTS = {  # name: (the methods that replace the problem's, lambda, the words of the one line)
+    "sys.exit at import": ("\nimport sys\nsys.exit(7)", "lam", "mine.py called sys.exit(7) while it was loaded"),
+    "sys.exit in a method": ("    def start(self, R, gamma):\n        raise SystemExit(3)", "lam", "start() called sys.exit(3)"),
+    "gradient of the wrong shape": ("    def stochastic_grad(self, y, generator=None):\n        return torch.zeros(3, dtype=y.dtype)",
+                                    "lam", "stochastic_grad() returned a tensor of shape (3,), not (2, 8)"),
+    "gradient of the wrong type": ("    def stochastic_grad(self, y, generator=None):\n        return 'x'", "lam",
+                                   "stochastic_grad() returned str, not a tensor of shape (2, 8)"),
+    "stationarity nan": ("    def stationarity(self, u, y):\n        return torch.full((y.shape[0],), float('nan'))", "lam",
+                         "stationarity() returned a value that is not finite"),
+    "a negative lambda": ("", "-lam", "L2=-1.0 is not allowed"),
+    "constants not a dict": ("    def constants_report(self):\n        return 5", "lam", "constants_report() returned int, not a dict"),
+}
+USER_COMMANDS = {
+    "run": ["synthetic", "run", "--problem", "{f}:problem", "--quick", "--R", "2", "--no-progress", "--out", "{o}"],
+    "compare": ["synthetic", "compare", "--problem", "{f}:problem", "--budget", "64", "--R", "2", "--no-progress", "--out", "{o}"],
+    "sweep": ["synthetic", "sweep", "--problems", "{f}:problem", "--seeds", "0", "--R", "2", "--T-max", "10", "--T-points", "1",
+              "--workers", "1", "--no-progress", "--out", "{o}"],
+    "map": ["map", "--problem", "{f}:make", "--gammas", "0.1", "--lams", "1", "--betas", "100", "--iterations", "5",
+            "--n-seeds", "1", "--no-progress", "--out", "{o}"],
+    "stepsize": ["stepsize", "--problem", "{f}:problem", "--delta0", "1", "--M0", "0", "--eps", "0.1"],
+}
+#: stepsize reads the constants only: the defects of the operators are not its concern
+STEPSIZE_READS = ("sys.exit at import", "a negative lambda", "constants not a dict")
+
+
+@pytest.mark.parametrize("defect", sorted(USER_DEFECTS))
+def test_a_defective_user_problem_is_the_same_one_line_on_every_command(defect, tmp_path, capsys):
+    methods, lam, words = USER_DEFECTS[defect]
+    mine = tmp_path / "mine.py"
+    if defect == "sys.exit at import":
+        mine.write_text(USER_BASE.format(methods="", lam=lam) + methods + "\n")
+    else:
+        mine.write_text(USER_BASE.format(methods=methods, lam=lam))
+    lines = {}
+    for command, argv in USER_COMMANDS.items():
+        if command == "stepsize" and defect not in STEPSIZE_READS:
+            continue
+        out = tmp_path / f"out-{command}"
+        rc, _, err = run([a.format(f=mine, o=out) for a in argv], capsys)
+        lines[command] = one_line_error(rc, err, "mine.py", words)
+        assert not out.exists() or not any(out.rglob("*.json")), command
+    # identical but for the flag (--problems on a sweep) and the NAME (map takes the builder make)
+    same = {line.replace("--problems", "--problem").replace(":make", ":problem").replace("defines make", "defines problem")
+            for line in lines.values()}
+    assert len(same) == 1, lines
+
+
+def test_a_sweep_computes_an_impossible_stored_result_again_instead_of_using_it(tmp_path, capsys):
+    argv = ["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "--R", "2", "--T-max", "10", "--T-points", "1",
+            "--workers", "1", "--no-progress", "--out", tmp_path]
+    assert run(argv, capsys)[0] == 0
+    files = sorted(tmp_path.glob("rates-*.json"))
+    stored = sorted((tmp_path / "jobs").glob("*.json"))
+    path = files[0]
+    good = json.loads(path.read_text())
+    assert f"{len(files)} already in" in run(argv, capsys)[1]
+    record = json.loads(stored[0].read_text())
+    stored[0].write_text(json.dumps(_edit(record, ["result", "rows", 0, "S_min_mean"], -1.0)))  # an impossible S
+    rc, out, err = run(argv, capsys)
+    assert rc == 0 and f"{len(files) - 1} already in" in out and f"wrote {path}" in out
+    assert json.loads(path.read_text())["rows"] == good["rows"]

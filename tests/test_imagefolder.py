@@ -706,7 +706,7 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     common = ["--dataset", "cifar10", "--data-dir", str(path), "--model", "vgg11", "--width", "0.0625", "--epochs", "1",
               "--batch-size", "8", "--no-progress"]
     out = tmp_path / "t"
-    assert _rc(["tune", *common, "--algos", "stam,bc", "--trials", "1", "--seeds", "2", "--no-paper", "--out", str(out)]) == 0, \
+    assert _rc(["tune", *common, "--algos", "stam,bc", "--trials", "1", "--n-seeds", "2", "--no-paper", "--out", str(out)]) == 0, \
         capsys.readouterr().err
     printed = capsys.readouterr().out
     result = json.loads((out / "tune-cifar10.json").read_text())
@@ -718,7 +718,7 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     for a in result["algorithms"]:
         assert a["final"]["n"] == 2 and len(a["trials"]) == 1
     m = tmp_path / "m"
-    assert _rc(["map", *common, "--gammas", "0.1,10", "--lams", "1", "--betas", "20", "--seeds", "1", "--out", str(m)]) == 0, \
+    assert _rc(["map", *common, "--gammas", "0.1,10", "--lams", "1", "--betas", "20", "--n-seeds", "1", "--out", str(m)]) == 0, \
         capsys.readouterr().err
     assert "map cifar10-vgg11-w0.0625 (JPEG copy):" in capsys.readouterr().out
     data = json.loads((m / "map-cifar10.json").read_text())

@@ -329,11 +329,11 @@ def test_scheduler_run_interrupted_keeps_what_finished(cluster, tmp_path, monkey
     specs, store = specs_for(tmp_path, range(10)), tmp_path / "store"
     real, stored = jobs._store_record, []
 
-    def interrupt_after_three(path, spec, outcome):
+    def interrupt_after_three(path, spec, outcome, *check):
         if len(stored) == 3:
             raise KeyboardInterrupt
         stored.append(spec["x"])
-        return real(path, spec, outcome)
+        return real(path, spec, outcome, *check)
 
     monkeypatch.setattr(jobs, "_store_record", interrupt_after_three)
     with pytest.raises(KeyboardInterrupt):
@@ -362,11 +362,11 @@ def test_a_lost_scheduler_is_a_usage_error_and_the_finished_jobs_stay(tmp_path, 
                          dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR, local_directory=tmp_path / "dask")
     real, stored = jobs._store_record, []
 
-    def scheduler_dies_after_two(path, spec, outcome):
+    def scheduler_dies_after_two(path, spec, outcome, *check):
         if len(stored) == 2 and local.status.name == "running":
             local.close()  # scheduler and worker gone: the client is cut off
         stored.append(spec["x"])
-        return real(path, spec, outcome)
+        return real(path, spec, outcome, *check)
 
     monkeypatch.setattr(jobs, "_store_record", scheduler_dies_after_two)
     try:
@@ -451,7 +451,8 @@ def test_the_claim_of_a_killed_run_is_taken_over(tmp_path):
 
 def test_an_endpoint_that_accepts_and_stays_silent_is_one_line_within_the_deadline(monkeypatch):
     """Not a Dask scheduler: it accepts the connection and never answers. The handshake used to
-    wait past its own timeout (120 s and more); now a usage error comes at the deadline."""
+    wait past its own timeout (120 s and more); now a usage error comes at the deadline (the probe
+    of the handshake, CONNECT_TIMEOUT_S)."""
     pytest.importorskip("distributed")
     import threading
 
@@ -462,7 +463,7 @@ def test_an_endpoint_that_accepts_and_stays_silent_is_one_line_within_the_deadli
     threading.Thread(target=lambda: [held.append(srv.accept()) for _ in range(5)], daemon=True).start()
     monkeypatch.setattr(jobs, "CONNECT_TIMEOUT_S", 1.0)
     t0 = time.perf_counter()
-    with pytest.raises(UsageError, match="did not answer within 5 s"):
+    with pytest.raises(UsageError, match="accepted the connection but sent no Dask handshake within 1 s"):
         jobs._connect(f"tcp://127.0.0.1:{srv.getsockname()[1]}")
-    assert time.perf_counter() - t0 < 15
+    assert time.perf_counter() - t0 < 5
     srv.close()

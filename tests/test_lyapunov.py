@@ -229,7 +229,7 @@ def test_module_imports_neither_torch_nor_pepit():
 
 
 # ----------------------------------------------------------------------------- the region, the command, the figure
-SMALL = ["--lams", "1", "--betas", "100,10000", "--gamma-range", "0.01:100"]
+SMALL = ["--lams", "1", "--betas", "100,10000", "--gamma-range", "0.01:100:51"]
 
 
 @pytest.fixture(scope="module")
@@ -308,11 +308,11 @@ def test_figure_draws_the_two_zones(small_region):
     ["pep", "--region", "--out", "x.json", "--free-start"],
     ["pep", "--region"],  # no --out
     ["pep", "--region", "--out", "x.json", "--lams", "1,-2"],
-    ["pep", "--region", "--out", "x.json", "--gamma-range", "5:1"],
+    ["pep", "--region", "--out", "x.json", "--gamma-range", "5:1:3"],
     ["pep", "--region", "--out", "x.json", "--gamma-range", "5"],
     ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--lams", "1"],
     ["pep", "--gamma", "0.1", "--beta", "250", "--T", "1"],
-    ["pep", "--region", "--out", "x.json", "--lams", "1e200", "--betas", "10", "--gamma-range", "1:2"],
+    ["pep", "--region", "--out", "x.json", "--lams", "1e200", "--betas", "10", "--gamma-range", "1:2:3"],
 ])
 def test_region_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

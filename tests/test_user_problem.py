@@ -308,7 +308,7 @@ def test_synthetic_compare_takes_a_user_problem(tmp_path, capsys):
 def test_synthetic_sweep_takes_a_user_problem_and_resumes(tmp_path, capsys):
     out = tmp_path / "s"
     argv = ["synthetic", "sweep", "--problems", f"{EXAMPLE}:build", "--seeds", "0,1", "--gamma-fractions", "0.5",
-            "--R", "2", "--T-max", "20", "--T-points", "2", "-j", "1", "--no-progress", "--out", str(out)]
+            "--R", "2", "--T-max", "20", "--T-points", "2", "--workers", "1", "--no-progress", "--out", str(out)]
     assert main(argv) == 0
     assert sorted(p.name for p in out.glob("*.json")) == ["rates-build-seed0-gf0.5.json", "rates-build-seed1-gf0.5.json"]
     first = json.loads((out / "rates-build-seed1-gf0.5.json").read_text())
@@ -326,7 +326,7 @@ def test_synthetic_sweep_takes_a_user_problem_and_resumes(tmp_path, capsys):
 def test_map_takes_a_function_of_lambda(tmp_path, capsys):
     out = tmp_path / "m"
     assert main(["map", "--problem", f"{EXAMPLE}:build", "--gammas", "0.01,0.1", "--lams", "0.5,2", "--betas", "50",
-                 "--iterations", "20", "--seeds", "2", "--no-progress", "--out", str(out)]) == 0
+                 "--iterations", "20", "--n-seeds", "2", "--no-progress", "--out", str(out)]) == 0
     result = json.loads((out / "map-build.json").read_text())
     assert result["problem"] == "build" and len(result["rows"]) == 4
     assert {r["lam"] for r in result["rows"]} == {0.5, 2.0}

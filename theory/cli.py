@@ -20,18 +20,13 @@ def _paper_check(args) -> int:
             check_out_file(out / name, "--corrected")
     args.paper_text = None
     if args.paper is not None:
-        from pathlib import Path
+        from stam.io import read_input_text
 
-        p = Path(args.paper)
-        try:
-            raw = p.read_bytes() if p.is_file() else None
-        except OSError as exc:
-            raw, why = None, str(exc)
-        else:
-            why = "not a file"
-        require(raw is not None, f"--paper {args.paper}: cannot be read ({why}); give the paper's LaTeX source")
-        require(len(raw) <= 20_000_000, f"--paper {args.paper}: {len(raw)} bytes; a LaTeX source of at most 20 MB is allowed")
-        args.paper_text = raw.decode("utf-8", errors="replace")
+        text = read_input_text(args.paper, f"--paper {args.paper}", max_bytes=20_000_000)
+        require("\x00" not in text and any(mark in text for mark in ("\\documentclass", "\\begin{", "\\section", "\\label{")),
+                f"--paper {args.paper}: not a LaTeX source (no \\documentclass, \\begin, \\section or \\label in it); "
+                "give the paper's .tex file")
+        args.paper_text = text
     from stam.theory.audit import run
 
     return run(args)
@@ -45,6 +40,8 @@ def _stepsize(args) -> int:
 
 def register(subparsers) -> None:
     """Add ``stam paper-check`` and ``stam stepsize``."""
+    from stam.cliargs import add_out
+
     p = subparsers.add_parser(
         "paper-check",
         help="re-derive the paper's constants, thresholds and inequality steps; report what is false, unproven, misprinted "
@@ -60,8 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong); not with --json")
     p.add_argument("--as-printed", action="store_true",
                    help="also evaluate the printed forms on the counterexamples and show the numbers they give")
-    p.add_argument("--out", metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and "
-                   "coverage) to FILE")
+    add_out(p, metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and coverage) to FILE")
     p.add_argument("--corrected", metavar="DIR", help="also write the corrected lemmas and theorems (hypotheses, "
                    "constants) to DIR/corrected.tex and DIR/corrected.md")
     p.add_argument("--paper", metavar="FILE", help="the paper's LaTeX source whose labels the coverage counts "

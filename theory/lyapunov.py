@@ -680,6 +680,16 @@ SCAN_RATIO = 1.2
 SCAN_MAX_STEPS = 110
 
 
+def gamma_scan_ratio(gamma_range) -> float:
+    """The factor of the scan of :func:`_first_gap` over ``gamma_range``: :data:`SCAN_RATIO` for
+    ``(lo, hi)``; for ``(lo, hi, n)`` (``stam pep --region --gamma-range LO:HI:N``) the one that scans
+    n gammas from lo to hi, geometrically spaced."""
+    if len(gamma_range) < 3 or gamma_range[2] < 2 or not gamma_range[1] > gamma_range[0]:
+        return SCAN_RATIO
+    lo, hi, n = gamma_range
+    return (hi / lo) ** (1 / (n - 1))
+
+
 def _first_gap(test, lo: float, hi: float, rtol: float, ratio: float = SCAN_RATIO):
     """The end of the interval from below where ``test`` holds: a scan upwards from ``lo`` by factors
     ``ratio`` to the first failure, then log bisection between the last success and it.  Unlike
@@ -755,7 +765,8 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                 return True
         return False
 
-    lo, hi, _ = _first_gap(test, *gamma_range, rtol, ratio=scan_ratio)
+    ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan_ratio  # LO:HI:N fixes the scan
+    lo, hi, _ = _first_gap(test, *gamma_range[:2], rtol, ratio=ratio)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
             "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
@@ -790,7 +801,7 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
                 return False
         return True
 
-    lo, hi, _ = _bisect(lambda g: not refuted(g), *gamma_range, rtol)
+    lo, hi, _ = _bisect(lambda g: not refuted(g), *gamma_range[:2], rtol)
     return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values()), "f_class": f_class}
 
 

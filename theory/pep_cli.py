@@ -6,10 +6,10 @@ heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 
+from stam.cliargs import ListArg, RangeArg, add_out
 from stam.errors import UsageError, positive_float, positive_int, require
 from stam.io import check_out_file
 
@@ -21,6 +21,9 @@ MAX_GRAM = 50
 #: the most work a sweep does without ``--force``, in units of the largest PEP allowed (the work
 #: of one PEP counted as ``(Gram size / MAX_GRAM)^4``): a few minutes on 2 cores.
 MAX_SWEEP_WORK = 4.0
+#: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``lyapunov.SCAN_MAX_STEPS + 1``
+MAX_SCAN_POINTS = 111
+POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
 
 
 def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
@@ -52,14 +55,6 @@ def _check_size(args) -> None:
         require(args.force or work <= MAX_SWEEP_WORK,
                 f"--sweep-T with {len(args.sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
                 f"PEP allowed, above the limit {MAX_SWEEP_WORK:g}; give fewer or smaller horizons, or add --force")
-
-
-def _T_list(text: str) -> list[int]:
-    """argparse type: a comma-separated list of integers >= 1 (``1,2,3``)."""
-    values = []
-    for part in text.split(","):
-        values.append(positive_int(part.strip()))
-    return values
 
 
 def _fmt(value, digits: int = 6) -> str:
@@ -174,22 +169,6 @@ def _pep(args) -> int:
     return 0
 
 
-def _float_list(text: str) -> list[float]:
-    """argparse type: a comma-separated list of numbers > 0 (``0.1,1,10``)."""
-    return [positive_float(part.strip()) for part in text.split(",")]
-
-
-def _gamma_range(text: str) -> tuple[float, float]:
-    """argparse type: ``LO:HI`` with 0 < LO < HI."""
-    parts = text.split(":")
-    if len(parts) != 2:
-        raise argparse.ArgumentTypeError(f"{text!r} must be LO:HI (two numbers > 0)")
-    lo, hi = (positive_float(p.strip()) for p in parts)
-    if not lo < hi:
-        raise argparse.ArgumentTypeError(f"{text!r}: LO must be below HI")
-    return lo, hi
-
-
 def _fmt_bracket(part: dict) -> str:
     lo = "none" if part["lo"] is None else f"{part['lo']:.4g}"
     hi = "none" if part["hi"] is None else f"{part['hi']:.4g}"
@@ -294,7 +273,7 @@ def register(subparsers) -> None:
     p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
     p.add_argument("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
     p.add_argument("--T", type=positive_int, default=None, help="iterations (>= 1)")
-    p.add_argument("--sweep-T", type=_T_list, default=None, metavar="N1,N2,...",
+    p.add_argument("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None, metavar="N1,N2,...",
                    help="several horizons; writes a pep-sweep result file (--out)")
     p.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
     p.add_argument("--F", choices=("lsc", "indicator", "convex"), default="lsc",
@@ -314,18 +293,19 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--force", action="store_true",
                    help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
-    p.add_argument("-o", "--out", default=None, metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+    add_out(p, metavar="FILE", help="result file for --sweep-T and --region (JSON)")
     g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
                              "(stam.theory.lyapunov) and where this PEP is unbounded")
     g.add_argument("--region", action="store_true",
                    help="for each lambda, the largest gamma with a Lyapunov certificate (best beta of a grid; bisection "
                    "bracket) and the smallest gamma where the PEP is unbounded; writes a lyapunov-region file (--out)")
-    g.add_argument("--lams", type=_float_list, default=None, metavar="L1,L2,...",
+    g.add_argument("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
                    help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
-    g.add_argument("--betas", type=_float_list, default=None, metavar="B1,B2,...",
+    g.add_argument("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...",
                    help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
-    g.add_argument("--gamma-range", type=_gamma_range, default=None, metavar="LO:HI",
-                   help="where gamma is searched (default 1e-4:1e4)")
+    g.add_argument("--gamma-range", type=RangeArg("0.01:100:51", min_points=2, max_points=MAX_SCAN_POINTS), default=None,
+                   metavar="LO:HI:N", help="where gamma is searched: N gammas from LO to HI, geometrically spaced, scanned "
+                   "upwards, then log bisection after the last certified (default: 1e-4 to 1e4 by factors of 1.2)")
     g.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="the lambdas in N processes (default: 2 where 2 CPUs are visible, else 1; the result is the same)")
     p.set_defaults(func=_handler)

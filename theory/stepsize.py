@@ -15,7 +15,7 @@ import math
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
-from stam.userfile import load
+from stam.userfile import call, load
 
 COUPLING_FLAGS = ("L2", "L3", "L4", "L5", "l")
 ES_GROUPS = {
@@ -85,12 +85,17 @@ def constants_from_problem(args):
             "give one or the other")
     require(not args.as_printed, "--as-printed is for constants typed as flags, not with --problem")
     _, problem = load(args.problem, PROBLEM_NEEDS)
+    where = f"--problem {args.problem!r}"
+    c = call(where, problem, "theory_constants")  # the same lines as every command loading a problem (userfile.call)
+    args.report = call(where, problem, "constants_report")
     try:
-        c = problem.theory_constants()
-        args.report = problem.constants_report()
+        if not isinstance(args.report, dict):
+            raise UsageError(f"{where}: constants_report() returned {type(args.report).__name__}, not a dict")
         return num.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
+    except AttributeError:
+        raise UsageError(f"{where}: theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants") from None
     except (ValueError, TypeError, ArithmeticError) as exc:
-        raise UsageError(f"--problem {args.problem}: its constants: {exc}") from None
+        raise UsageError(f"{where}: its constants: {exc}") from None
 
 
 def constants_from_args(args):

@@ -1,0 +1,109 @@
+"""The command line's one vocabulary (docs/contributing.md, "flags: one meaning, one spelling"):
+the one parser of lists (:class:`ListArg`, ``A,B,C``) and the one parser of ranges
+(:class:`RangeArg`, ``LO:HI:N``), and the flags every command spells the same way
+(:func:`add_out`: ``-o/--out``; :func:`add_n_seeds`: ``--n-seeds``, a count).
+
+Both parsers are argparse types: a bad value is one line naming the flag,
+``stam CMD: error: argument --FLAG: 'TEXT': what is wrong; give what is allowed, e.g. EXAMPLE``,
+exit status 2, before any work.  ``tests/test_cli_vocabulary.py`` walks every command's parser and
+holds each flag to this vocabulary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable, Sequence
+
+from stam.errors import positive_int
+
+
+class ListArg:
+    """argparse type: comma-separated values (``0.1,1,10``), each through ``item`` (an argparse
+    type, e.g. :func:`stam.errors.positive_float`); spaces around an item are dropped; an empty list
+    or an empty item is an error.  ``what``: the allowed values in words (``numbers > 0``);
+    ``example``: a valid value; ``unique``: repeated values kept once (first order);
+    ``sort``: sorted and unique; ``none``: a word that means the empty list (``--keep-float none``);
+    ``into``: the container returned (``list``, or ``tuple``)."""
+
+    def __init__(self, item: Callable[[str], object], what: str, example: str, *, unique: bool = False,
+                 sort: bool = False, none: str | None = None, into: type = list):
+        self.item, self.what, self.example = item, what, example
+        self.unique, self.sort, self.none, self.into = unique, sort, none, into
+
+    def _give(self) -> str:
+        alt = f" (or {self.none})" if self.none else ""
+        return f"give comma-separated {self.what}{alt}, e.g. {self.example}"
+
+    def __call__(self, text: str) -> list:
+        text = str(text)
+        if self.none is not None and text.strip() == self.none:
+            return self.into()
+        parts = [p.strip() for p in text.split(",")]
+        if not any(parts):
+            raise argparse.ArgumentTypeError(f"{text!r} is empty; {self._give()}")
+        values = []
+        for p in parts:
+            if not p:
+                raise argparse.ArgumentTypeError(f"{text!r} has an empty item; {self._give()}")
+            try:
+                values.append(self.item(p))
+            except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+                raise argparse.ArgumentTypeError(f"{text!r}: {exc or repr(p)}; {self._give()}") from None
+        if self.sort:
+            return self.into(sorted(set(values)))
+        return self.into(dict.fromkeys(values) if self.unique else values)
+
+
+def choice(names: Sequence[str]) -> Callable[[str], str]:
+    """An item type for :class:`ListArg`: one of ``names``."""
+    def item(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(names)}")
+        return text
+    return item
+
+
+def text_item(text: str) -> str:
+    """An item type for :class:`ListArg`: any text (checked by the command, e.g. a problem's name)."""
+    return text
+
+
+class RangeArg:
+    """argparse type: ``LO:HI:N``, N values from LO to HI geometrically spaced (a log grid), with
+    finite LO, HI > 0, LO <= HI and ``min_points <= N <= max_points``; returns ``(lo, hi, n)``."""
+
+    def __init__(self, example: str, *, max_points: int, min_points: int = 1):
+        self.example, self.min_points, self.max_points = example, min_points, max_points
+
+    def __call__(self, text: str) -> tuple[float, float, int]:
+        text = str(text)
+        give = f"give LO:HI:N, N values from LO to HI geometrically spaced, e.g. {self.example}"
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise argparse.ArgumentTypeError(f"{text!r} is not LO:HI:N; {give}")
+        try:
+            lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: LO and HI must be numbers and N an integer; {give}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo > 0 and hi > 0):
+            raise argparse.ArgumentTypeError(f"{text!r}: LO and HI must be finite numbers > 0 (a log grid); {give}")
+        if lo > hi:
+            raise argparse.ArgumentTypeError(f"{text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g}); {give}")
+        if not self.min_points <= n <= self.max_points:
+            raise argparse.ArgumentTypeError(f"{text!r}: N = {n} points; N must be between {self.min_points} and "
+                                             f"{self.max_points}")
+        return lo, hi, n
+
+
+def add_out(parser, default: str | None = None, metavar: str = "DIR", help: str = "output folder", **kw) -> None:
+    """``-o/--out``: where a command writes (a folder or a file, as ``metavar`` says)."""
+    parser.add_argument("-o", "--out", default=default, metavar=metavar, help=help, **kw)
+
+
+def add_n_seeds(parser, default: int | None, help: str, old: str | None = "--seeds") -> None:
+    """``--n-seeds N``, a count of seeds (a list of seeds is ``--seeds``); ``old``: the earlier
+    spelling of the count, kept hidden for one release."""
+    parser.add_argument("--n-seeds", type=positive_int, default=default, metavar="N", help=help)
+    if old:
+        parser.add_argument(old, dest="n_seeds", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
