@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS
-from stam.errors import positive_int, seed_int
+from stam.errors import batch_int, positive_int, seed_int
 
 
 def _scale(text: str):
@@ -50,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--preset", help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the presets and their sources, then exit")
     p.add_argument("--epochs", type=positive_int, help="default 1000 (the paper)")
-    p.add_argument("--batch-size", type=positive_int, help="global batch size, default 128 (the paper)")
+    p.add_argument("--batch-size", type=batch_int, help="global batch size, default 128 (the paper)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
@@ -113,7 +113,7 @@ def register(subparsers) -> None:
     u.add_argument("--seeds", type=positive_int, default=5, help="fresh seeds for the final numbers (default 5, at least 2)")
     add_task_args(u)
     u.add_argument("--epochs", type=positive_int, default=None, help="epochs of every run (default: 60 digits, 10 CIFAR)")
-    u.add_argument("--batch-size", type=positive_int, default=None, help="default: 32 digits, 128 CIFAR")
+    u.add_argument("--batch-size", type=batch_int, default=None, help="default: 32 digits, 128 CIFAR")
     u.add_argument("--val-fraction", type=_fraction, default=0.1, help="validation share of the training set (default 0.1)")
     u.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0)")
     u.add_argument("--tune-seed", type=seed_int, default=0, help="seed of the Sobol points and of the trials' training (default 0)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from stam.errors import positive_float, positive_int, require, seed_int
+from stam.errors import batch_int, positive_float, positive_int, require, seed_int, threads_int
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
 from stam.dnn.catalog import DATASET_NAMES
@@ -116,15 +116,15 @@ def register(subparsers) -> None:
     p.add_argument("--betas", metavar="B1,B2,...", help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
     p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
-    p.add_argument("--force", action="store_true", help="network: train even above the work limit (10 times the paper's run "
-                   "in image passes)")
-    p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
+    p.add_argument("--force", action="store_true", help="work above the limit: network, 10 times the paper's run in image "
+                   "passes; synthetic, 50 times the default map's iterations")
+    p.add_argument("--batch-size", type=batch_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
     add_task_args(p, dataset_default=None)
     p.add_argument("--seeds", type=positive_int, default=None, help="seeds per cell (default: 4 synthetic, 3 digits)")
     p.add_argument("--seed", type=seed_int, default=None, help="synthetic: seed of the instance and of the sampling (default 0)")
     p.add_argument("--growth", type=positive_float, default=None,
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
-    p.add_argument("--threads", type=positive_int, default=None, help="synthetic: torch CPU threads (default 1)")
+    p.add_argument("--threads", type=threads_int, default=None, help="synthetic: torch CPU threads (default 1)")
     p.add_argument("--out", default="results/map", metavar="DIR", help="output folder (default results/map)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

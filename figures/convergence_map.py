@@ -304,6 +304,18 @@ def summary_line(data: dict) -> str:
 
 
 # --- the command ------------------------------------------------------------------------------
+#: the values a map's grid may take (gamma, lambda, beta): its axes are logarithmic, and values beyond
+#: these make the runs and the axes leave floating point (a gamma of 1e308, 1e-320)
+GRID_LIMITS = (1e-12, 1e12)
+
+
+def _grid_value(v: float, flag: str, text: str) -> float:
+    lo, hi = GRID_LIMITS
+    if not lo <= v <= hi:
+        raise UsageError(f"{flag} {text!r}: {v:g} is outside the map's range [{lo:g}, {hi:g}]; give values of ordinary size")
+    return v
+
+
 def _positive_list(text: str, flag: str) -> list[float]:
     parts = [p.strip() for p in str(text).split(",")]
     if not any(parts):
@@ -316,7 +328,7 @@ def _positive_list(text: str, flag: str) -> list[float]:
             raise UsageError(f"{flag} {text!r}: {p!r} is not a number; give comma-separated numbers > 0") from None
         if not (math.isfinite(v) and v > 0):
             raise UsageError(f"{flag} {text!r}: {p} is not allowed; every value must be a finite number > 0")
-        out.append(v)
+        out.append(_grid_value(v, flag, text))
     return sorted(set(out))
 
 
@@ -334,7 +346,7 @@ def _range(text: str, flag: str) -> list[float]:
         raise UsageError(f"{flag} {text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g})")
     if not 1 <= n <= MAX_POINTS:
         raise UsageError(f"{flag} {text!r}: N = {n} points; N must be between 1 and {MAX_POINTS}")
-    return log_grid(lo, hi, n)
+    return log_grid(_grid_value(lo, flag, text), _grid_value(hi, flag, text), n)
 
 
 def _values(args, name: str, default) -> list[float]:
@@ -415,6 +427,10 @@ def _user_builder(spec: str, seed: int):
     return make
 
 
+#: the most work a synthetic map does without --force: this many times the default map's (runs x iterations)
+SYNTHETIC_WORK_LIMIT = 50
+
+
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
     source = "synthetic" if args.problem is not None else (args.dataset or "digits")
@@ -426,8 +442,6 @@ def map_command(args) -> int:
         for flag in ("epochs", "batch_size", "model", "width"):
             if getattr(args, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
-        if args.force:
-            raise UsageError("--force is for a network map (--dataset), whose work it lets exceed the limit")
         if args.scheduler is not None or args.workers != 1:
             flag = "--scheduler" if args.scheduler is not None else "--workers"
             raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "
@@ -456,6 +470,13 @@ def map_command(args) -> int:
     if source == "synthetic":
         import torch
 
+        cells = len(gammas) * len(lams) * len(betas) * (args.seeds or CM.DEFAULT_SEEDS)
+        work = float(cells) * (args.iterations or CM.DEFAULT_ITERATIONS)
+        default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
+        if work > SYNTHETIC_WORK_LIMIT * default and not args.force:
+            raise UsageError(f"{cells} runs (grid x betas x seeds) x {args.iterations or CM.DEFAULT_ITERATIONS} iterations are "
+                             f"{work / default:.3g} times the default map's work, above the limit of {SYNTHETIC_WORK_LIMIT}; "
+                             "lower them or add --force")
         torch.set_num_threads(args.threads)
         try:
             with guard(args.problem) if user else contextlib.nullcontext():

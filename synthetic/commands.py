@@ -260,6 +260,9 @@ def compare_command(args) -> int:
     out = check_out_dir(args.out)
     check_out_file(out / f"{stem}.json")
     R = args.R if args.R is not None else args.default_R
+    times = float(args.budget) * R * args.n / (COMPARE_DEFAULTS["budget"] * COMPARE_DEFAULTS["R"] * 32)
+    require(times <= WORK_LIMIT, f"--budget {args.budget} sample gradients for --R {R} runs at --n {args.n} are about "
+            f"{times:.3g} times the default comparison's work, above the limit of {WORK_LIMIT}; lower them")
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
     try:
@@ -365,6 +368,11 @@ def sweep_command(args) -> int:
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
+    T_grid = geometric_grid(10, args.T_max, args.T_points)
+    per_job = _run_work(args.R, T_grid, 8, 32) / _run_work(RUN_DEFAULTS["R"], geometric_grid(
+        RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"], RUN_DEFAULTS["T_points"]), 8, 32)
+    require(per_job <= WORK_LIMIT, f"--R {args.R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} are about "
+            f"{per_job:.3g} times the default run's work per job, above the limit of {WORK_LIMIT}; lower them")
     check_out_dir(args.out)
     names = {}
     for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job
@@ -377,7 +385,7 @@ def sweep_command(args) -> int:
     todo = [j for j in jobs if not j[4]]
     print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} already on disk with these settings (skipped), "
           f"{len(todo)} to run with -j {args.jobs}")
-    runner = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
+    runner = Parallel(n_jobs=max(1, min(args.jobs, len(todo), 4 * (os.cpu_count() or 1))), return_as="generator_unordered")
     done = runner(delayed(sweep_job)(p, s, f, stem, args.out, args.R, args.T_max, args.T_points) for p, s, f, stem, _ in todo)
     with contextlib.ExitStack() as guards:  # a user's problem failing in a job: one line naming its file
         for spec in names:
