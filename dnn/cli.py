@@ -7,7 +7,7 @@ import argparse
 
 from stam.dnn.catalog import DATASET_NAMES as DATASETS, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION
 from stam.cliargs import ListArg, add_n_seeds, add_out, choice
-from stam.errors import positive_int, seed_int
+from stam.errors import batch_int, positive_int, seed_int
 
 #: ``--algos A,B,...`` (each once) and ``--keep-float first,last`` (or none)
 ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=tuple)
@@ -45,7 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--preset", help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the presets and their sources, then exit")
     p.add_argument("--epochs", type=positive_int, help="default 1000 (the paper)")
-    p.add_argument("--batch-size", type=positive_int, help="global batch size, default 128 (the paper)")
+    p.add_argument("--batch-size", type=batch_int, help="global batch size, default 128 (the paper)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter: a number (constant) or a JSON schedule, e.g. --set gamma=0.1 --set beta=500")
@@ -108,7 +108,7 @@ def register(subparsers) -> None:
     add_n_seeds(u, 5, "fresh seeds for the final numbers (default 5, at least 2)")
     add_task_args(u)
     u.add_argument("--epochs", type=positive_int, default=None, help="epochs of every run (default: 60 digits, 10 CIFAR)")
-    u.add_argument("--batch-size", type=positive_int, default=None, help="default: 32 digits, 128 CIFAR")
+    u.add_argument("--batch-size", type=batch_int, default=None, help="default: 32 digits, 128 CIFAR")
     u.add_argument("--val-fraction", type=_fraction, default=VAL_FRACTION, help=f"validation share of the training set (default {VAL_FRACTION:g})")
     u.add_argument("--split-seed", type=seed_int, default=0, help="seed of the validation split (default 0)")
     u.add_argument("--tune-seed", type=seed_int, default=0, help="seed of the Sobol points and of the trials' training (default 0)")

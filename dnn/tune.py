@@ -42,6 +42,8 @@ from stam.jobs import run_jobs
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
 FINAL_SEED0 = 1000
+#: the most trials per algorithm (each a Sobol point drawn before any work)
+MAX_TRIALS = 1 << 16
 
 
 def search_space(algo: str, spaces: dict | None = None) -> dict:
@@ -60,8 +62,10 @@ def search_space(algo: str, spaces: dict | None = None) -> dict:
             raise UsageError(f"search space of {algo}: {key} must be {{'log_uniform': [low, high]}}, got {dim!r}")
         if key not in allowed:
             raise UsageError(f"search space of {algo}: {key!r} is not one of its hyperparameters ({', '.join(allowed)})")
-        lo, hi = dim.get("log_uniform", (None, None))
-        if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi < math.inf):
+        bounds = dim.get("log_uniform")
+        lo, hi = bounds if isinstance(bounds, (list, tuple)) and len(bounds) == 2 else (None, None)
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731  (true is not 1)
+        if not (number(lo) and number(hi) and 0 < lo <= hi < math.inf):
             raise UsageError(f"search space of {algo}: {key} needs 'log_uniform': [low, high] with 0 < low <= high, got {dim}")
     return space
 
@@ -174,6 +178,8 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
     (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP)."""
     if trials < 1:
         raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
+    if trials > MAX_TRIALS:
+        raise UsageError(f"--trials {trials}: at most {MAX_TRIALS} trials per algorithm (scrambled Sobol points are drawn for each)")
     if seeds < 2:
         raise UsageError(f"--n-seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
     base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from stam.cliargs import ListArg, RangeArg, add_n_seeds, add_out
-from stam.errors import positive_float, positive_int, require, seed_int
+from stam.errors import batch_int, positive_float, positive_int, require, seed_int, threads_int
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
 from stam.dnn.catalog import DATASET_NAMES
@@ -17,8 +17,21 @@ from stam.registry import handler
 #: the most points a --gamma-range or --lam-range of ``stam map`` may ask for
 MAX_POINTS = 200
 #: ``stam map``'s value lists (sorted, each value once) and ranges
-POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10", sort=True)
-MAP_RANGE = RangeArg("0.001:30:8", max_points=MAX_POINTS)
+#: the values a map's grid may take (gamma, lambda, beta): its axes are logarithmic, and values beyond
+#: these make the runs and the axes leave floating point (a gamma of 1e308, 1e-320)
+GRID_LIMITS = (1e-12, 1e12)
+
+
+def grid_float(text: str) -> float:
+    """argparse type: a number > 0 within :data:`GRID_LIMITS`."""
+    v = positive_float(text)
+    if not GRID_LIMITS[0] <= v <= GRID_LIMITS[1]:
+        raise argparse.ArgumentTypeError(f"{v:g} is outside [{GRID_LIMITS[0]:g}, {GRID_LIMITS[1]:g}]; give values of ordinary size")
+    return v
+
+
+POSITIVE_LIST = ListArg(grid_float, "numbers > 0 within [1e-12, 1e12]", "0.1,1,10", sort=True)
+MAP_RANGE = RangeArg("0.001:30:8", max_points=MAX_POINTS, bounds=GRID_LIMITS)
 
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
@@ -123,15 +136,15 @@ def register(subparsers) -> None:
                    help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
     p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
     p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
-    p.add_argument("--force", action="store_true", help="network: train even above the work limit (10 times the paper's run "
-                   "in image passes)")
-    p.add_argument("--batch-size", type=positive_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
+    p.add_argument("--force", action="store_true", help="work above the limit: network, 10 times the paper's run in image "
+                   "passes; synthetic, 50 times the default map's iterations")
+    p.add_argument("--batch-size", type=batch_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
     add_task_args(p, dataset_default=None)
     add_n_seeds(p, None, "seeds per cell (default: 4 synthetic, 3 digits)")
     p.add_argument("--seed", type=seed_int, default=None, help="synthetic: seed of the instance and of the sampling (default 0)")
     p.add_argument("--growth", type=positive_float, default=None,
                    help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
-    p.add_argument("--threads", type=positive_int, default=None, help="synthetic: torch CPU threads (default 1)")
+    p.add_argument("--threads", type=threads_int, default=None, help="synthetic: torch CPU threads (default 1)")
     add_out(p, default="results/map", help="output folder (default results/map)")
     p.add_argument("--region", metavar="FILE.json", default=None,
                    help="a lyapunov-region file of stam pep --region (e.g. benchmarks/results/lyapunov_region.json): its "

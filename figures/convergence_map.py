@@ -307,6 +307,8 @@ def summary_line(data: dict) -> str:
 
 
 # --- the command ------------------------------------------------------------------------------
+
+
 def _values(args, name: str, default) -> list[float]:
     """``--NAMEs`` (a list, parsed by :class:`stam.cliargs.ListArg`), else ``--NAME-range``
     (``(lo, hi, n)`` from :class:`stam.cliargs.RangeArg`) as its log grid, else ``default``'s."""
@@ -397,6 +399,10 @@ def _user_builder(spec: str, seed: int):
     return make
 
 
+#: the most work a synthetic map does without --force: this many times the default map's (runs x iterations)
+SYNTHETIC_WORK_LIMIT = 50
+
+
 def map_command(args) -> int:
     """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
     source = "synthetic" if args.problem is not None else (args.dataset or "digits")
@@ -408,8 +414,6 @@ def map_command(args) -> int:
         for flag in ("epochs", "batch_size", "model", "width"):
             if getattr(args, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
-        if args.force:
-            raise UsageError("--force is for a network map (--dataset), whose work it lets exceed the limit")
         if args.scheduler is not None or args.workers != 1:
             flag = "--scheduler" if args.scheduler is not None else "--workers"
             raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "
@@ -439,6 +443,13 @@ def map_command(args) -> int:
     if source == "synthetic":
         import torch
 
+        cells = len(gammas) * len(lams) * len(betas) * (args.seeds or CM.DEFAULT_SEEDS)
+        work = float(cells) * (args.iterations or CM.DEFAULT_ITERATIONS)
+        default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
+        if work > SYNTHETIC_WORK_LIMIT * default and not args.force:
+            raise UsageError(f"{cells} runs (grid x betas x seeds) x {args.iterations or CM.DEFAULT_ITERATIONS} iterations are "
+                             f"{work / default:.3g} times the default map's work, above the limit of {SYNTHETIC_WORK_LIMIT}; "
+                             "lower them or add --force")
         torch.set_num_threads(args.threads)
         try:
             with guard(args.problem) if user else contextlib.nullcontext():

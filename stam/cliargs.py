@@ -73,8 +73,8 @@ class RangeArg:
     """argparse type: ``LO:HI:N``, N values from LO to HI geometrically spaced (a log grid), with
     finite LO, HI > 0, LO <= HI and ``min_points <= N <= max_points``; returns ``(lo, hi, n)``."""
 
-    def __init__(self, example: str, *, max_points: int, min_points: int = 1):
-        self.example, self.min_points, self.max_points = example, min_points, max_points
+    def __init__(self, example: str, *, max_points: int, min_points: int = 1, bounds: tuple[float, float] | None = None):
+        self.example, self.min_points, self.max_points, self.bounds = example, min_points, max_points, bounds
 
     def __call__(self, text: str) -> tuple[float, float, int]:
         text = str(text)
@@ -90,6 +90,9 @@ class RangeArg:
             raise argparse.ArgumentTypeError(f"{text!r}: LO and HI must be finite numbers > 0 (a log grid); {give}")
         if lo > hi:
             raise argparse.ArgumentTypeError(f"{text!r}: the range is inverted (LO = {lo:g} > HI = {hi:g}); {give}")
+        if self.bounds is not None and not (self.bounds[0] <= lo and hi <= self.bounds[1]):
+            raise argparse.ArgumentTypeError(f"{text!r}: outside [{self.bounds[0]:g}, {self.bounds[1]:g}]; give values of "
+                                             "ordinary size")
         if not self.min_points <= n <= self.max_points:
             raise argparse.ArgumentTypeError(f"{text!r}: N = {n} points; N must be between {self.min_points} and "
                                              f"{self.max_points}")

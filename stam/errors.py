@@ -53,6 +53,27 @@ def positive_int(text: str) -> int:
     return value
 
 
+def batch_int(text: str) -> int:
+    """argparse type: a batch size, an integer >= 2 (the models' BatchNorm needs two images per
+    batch to train)."""
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text} must be an integer >= 2 (BatchNorm needs at least 2 images per batch)")
+    return value
+
+
+#: the most CPU threads a flag may ask torch for
+MAX_THREADS = 1024
+
+
+def threads_int(text: str) -> int:
+    """argparse type: CPU threads, an integer from 1 to :data:`MAX_THREADS`."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{text} threads: at most {MAX_THREADS}")
+    return value
+
+
 def seed_int(text: str) -> int:
     """argparse type: a random seed, an integer in [0, 2**63)."""
     try:

@@ -9,7 +9,7 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 from __future__ import annotations
 
 from stam.cliargs import ListArg, add_out, text_item
-from stam.errors import finite_float, positive_float, positive_int, seed_int
+from stam.errors import finite_float, positive_float, positive_int, seed_int, threads_int
 from stam.jobs import add_scheduler_args
 from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
@@ -25,7 +25,7 @@ def _instance_args(p, default_R: int) -> None:
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="default float64")
-    p.add_argument("--threads", type=positive_int, default=1,
+    p.add_argument("--threads", type=threads_int, default=1,
                    help="torch CPU threads (default 1: the default instances are latency-bound)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(default_R=default_R)

@@ -259,6 +259,9 @@ def compare_command(args) -> int:
     out = check_out_dir(args.out)
     check_out_file(out / f"{stem}.json")
     R = args.R if args.R is not None else args.default_R
+    times = float(args.budget) * R * args.n / (COMPARE_DEFAULTS["budget"] * COMPARE_DEFAULTS["R"] * 32)
+    require(times <= WORK_LIMIT, f"--budget {args.budget} sample gradients for --R {R} runs at --n {args.n} are about "
+            f"{times:.3g} times the default comparison's work, above the limit of {WORK_LIMIT}; lower them")
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
     try:
@@ -357,6 +360,11 @@ def sweep_command(args) -> int:
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
+    T_grid = geometric_grid(10, args.T_max, args.T_points)
+    per_job = _run_work(args.R, T_grid, 8, 32) / _run_work(RUN_DEFAULTS["R"], geometric_grid(
+        RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"], RUN_DEFAULTS["T_points"]), 8, 32)
+    require(per_job <= WORK_LIMIT, f"--R {args.R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} are about "
+            f"{per_job:.3g} times the default run's work per job, above the limit of {WORK_LIMIT}; lower them")
     out = check_out_dir(args.out)
     names = {}
     for spec in (p for p in problems if is_file_spec(p)):  # load each once here: its errors before any job

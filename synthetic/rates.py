@@ -69,7 +69,7 @@ def geometric_grid(T_min: int, T_max: int, points: int) -> list[int]:
         raise ValueError(f"need 1 <= T_min <= T_max and points >= 1, got {T_min}, {T_max}, {points}")
     if points - 1 >= T_max * math.log(T_max / T_min):  # spacing <= 1 everywhere: every integer, as geomspace gives
         return list(range(T_min, T_max + 1))
-    return sorted({int(round(v)) for v in np.geomspace(T_min, T_max, points)})
+    return sorted({int(round(v)) for v in np.geomspace(float(T_min), float(T_max), points)})  # floats: a T beyond int64
 
 
 def eval_schedule(T_grid: list[int], dense: int = 16, ratio: float = 1.1) -> list[int]:

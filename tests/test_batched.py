@@ -429,11 +429,19 @@ def test_work_above_the_limit_is_refused_before_any_work_unless_forced(tmp_path,
     ep.check_work(ep.PAPER_IMAGE_PASSES, "the paper's run", False)  # the paper's own run is allowed
 
 
-def test_force_on_a_synthetic_map_is_an_error(capsys, tmp_path):
+def test_a_synthetic_map_above_its_work_limit_is_refused_unless_forced(capsys, tmp_path, monkeypatch):
+    """A 200 x 200 synthetic map ran for hours with no limit (issue 27 item 1); now one line before
+    any work, and --force (no longer an error on a synthetic map) lets it run."""
+    import stam.synthetic.convergence_map as CM
     from stam.cli import main
 
-    assert main(["map", "--problem", "binary", "--force", "--out", str(tmp_path / "m")]) == 2
-    assert "--force is for a network map" in capsys.readouterr().err
+    argv = ["map", "--problem", "binary", "--gamma-range", "0.01:10:200", "--lam-range", "0.01:10:200", "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "times the default map's work, above the limit of 50" in err and "--force" in err
+    monkeypatch.setattr(CM, "run_map", lambda *a, **k: (_ for _ in ()).throw(ValueError("ran")))  # forced: it starts
+    assert main([*argv, "--force", "--no-progress"]) == 2 and "ran" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypatch):

@@ -221,9 +221,33 @@ def sandbox():
                         os.chmod(Path(dirpath) / d, 0o755)
 
 
+#: ``STAM_FUZZ_COLLECT=1``: a probe that breaks the contract is recorded in FINDINGS (printed by
+#: test_probe_counts_are_reported) instead of failing its test, to count the findings of a version
+COLLECT = bool(os.environ.get("STAM_FUZZ_COLLECT"))
+FINDINGS: dict[str, list] = {}
+
+
 def probe(argv: list, root: Path, name: str, diverged_ok: bool = False) -> tuple[int, str, str]:
     """Run ``stam argv`` in-process in ``root``; assert the contract of the module docstring
     (``diverged_ok``: exit 1 is ``stam train``'s one-line report of a run that diverged)."""
+    if not COLLECT:
+        return _probe(argv, root, name, diverged_ok)
+    try:
+        return _probe(argv, root, name, diverged_ok)
+    except AssertionError as exc:
+        FINDINGS.setdefault(name, []).append(str(exc)[:300])
+        return -1, "", str(exc)
+
+
+def finding(name: str, ok: bool, what) -> None:
+    """Assert ``ok`` for a probe of ``name`` (recorded in FINDINGS instead under STAM_FUZZ_COLLECT)."""
+    if COLLECT and not ok:
+        FINDINGS.setdefault(name, []).append(str(what)[:300])
+        return
+    assert ok, what
+
+
+def _probe(argv: list, root: Path, name: str, diverged_ok: bool = False) -> tuple[int, str, str]:
     argv = [place(a[1], root, a[2] if len(a) > 2 else "") if isinstance(a, tuple) else a for a in argv]
     outside, inside = _tree(root, skip=root / "out"), _tree(root / "out")
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -695,6 +719,213 @@ def fuzz_table(case, argv):
             assert ("in/run/summary.json" in err and "1 run(s) skipped" in out) or "skipped" not in out, (err, out)
 
 
+# -- issue 27: the classes of its outside battery --------------------------------------------------------------
+#
+# Huge integers and extreme floats on the flags that ended in internal errors, out of memory or
+# unbounded work; impossible values in every kind of result file; flags a mode would ignore;
+# failing reruns into a used folder; concurrent runs on one folder.
+
+HUGE = "99999999999999999999"
+def syn_map(**flags) -> list:
+    """A tiny synthetic map's argv, with ``flags`` (``gammas="1e308"``; ``lams=None`` drops --lams) changed."""
+    base = {"gammas": "0.1", "lams": "1", "betas": "100", "iterations": "5", "seeds": "1", **flags}
+    return ["map", "--problem", "binary", *[a for k, v in base.items() if v is not None
+                                            for a in ("--" + k.replace("_", "-"), v)], "--no-progress"]
+
+
+SYN_MAP = syn_map()
+DIGITS_MAP = ["map", "--gammas", "0.1", "--lams", "1", "--epochs", "1", "--seeds", "1", "--no-progress"]
+TUNE_SMALL = ["tune", "--algos", "bc", "--trials", "1", "--seeds", "2", "--epochs", "1", "--no-paper", "--no-progress"]
+EXTREMES = [
+    ["synthetic", "compare", "--problem", "binary", "--budget", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["synthetic", "run", "--problem", "binary", "--quick", "--threads", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    [*SYN_MAP, "--threads", HUGE, "--out", ("<out>", "new")],
+    ["synthetic", "run", "--problem", "binary", "--quick", "--R", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["synthetic", "run", "--problem", "binary", "--T-max", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["synthetic", "sweep", "--problems", "binary", "--seeds", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "-j", HUGE, "--T-max", HUGE, "--no-progress",
+     "--out", ("<out>", "new")],
+    [*TUNE_SMALL[:-1], "--trials", HUGE, "--out", ("<out>", "new")],
+    [*TUNE_SMALL[:-1], "--seeds", "100000000", "--out", ("<out>", "new")],
+    [*TUNE_SMALL, "--epochs", "100000000", "--out", ("<out>", "new")],
+    [*TUNE_SMALL, "--batch-size", "1", "--out", ("<out>", "new")],
+    [*TUNE_SMALL, "--val-fraction", "0.9999", "--out", ("<out>", "new")],
+    ["train", "--model", "mlp", "--dataset", "digits", "--algo", "bc", "--epochs", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["train", "--model", "mlp", "--dataset", "digits", "--algo", "stam", "--epochs", "1", "--set", "gamma=1e308", "--no-progress",
+     "--out", ("<out>", "new")],
+    [*syn_map(iterations="99999999999"), "--out", ("<out>", "new")],
+    [*syn_map(gammas="1e308"), "--out", ("<out>", "new")],
+    [*syn_map(gammas="1e-320"), "--out", ("<out>", "new")],
+    [*syn_map(lams=None, lam_range="0.1:1e308:2"), "--out", ("<out>", "new")],
+    ["map", "--gamma-range", "0.01:10:200", "--lam-range", "0.01:10:200", "--no-progress", "--out", ("<out>", "new")],
+    ["map", "--problem", "binary", "--gamma-range", "0.01:10:200", "--lam-range", "0.01:10:200", "--no-progress",
+     "--out", ("<out>", "new")],
+    [*DIGITS_MAP[:5], "--epochs", HUGE, "--no-progress", "--out", ("<out>", "new")],
+    ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--L1", "1e308"],
+    ["stepsize", "--quadratic-coupling", "0.5", "--L1", "1", "--Lmax", "1e308", "--N", "10", "--b", "2",
+     "--delta-inf", "0", "--delta0", "1", "--M0", "0", "--eps", "0.1"],
+]
+
+
+@examples(8)
+@given(st.sampled_from(range(len(EXTREMES))))
+def fuzz_extremes(i):
+    """The huge and extreme values of issue 27 items 1 and 2: each is refused in one line before
+    any work, or runs to a clean end (the contract of :func:`probe`), never a hang or an allocation."""
+    with sandbox() as root:
+        probe(list(EXTREMES[i]), root, "huge and extreme numbers", diverged_ok=EXTREMES[i][0] == "train")
+
+
+NAN, INF = float("nan"), float("inf")
+#: values no producer writes, per file and field (issue 27 item 3)
+IMPOSSIBLE = [
+    ("pep.json", ("rows", 0, "worst_case"), [-1.0, NAN, -INF]), ("pep.json", ("lam",), [NAN, -1.0, 0.0, INF]),
+    ("pep.json", ("rows", 0, "T"), [0, -3]),
+    ("rates.json", ("rows", 0, "T"), [-10, 0, 40, 80]), ("rates.json", ("rows", 1, "S_min_mean"), [-1.0, NAN, INF]),
+    ("rates.json", ("rows", 0, "gamma"), [0.0, -1.0, NAN]), ("rates.json", ("rows", 0, "S_min_lo"), [5.0]),
+    ("region.json", ("L1",), [0.0, -1.0, NAN]), ("region.json", ("rows", 0, "lam"), [-1.0, 0.0, INF]),
+    ("region.json", ("rows", 0, "paper", "hi"), [0.5, -2.0]),
+    ("tune.json", ("algorithms", 0, "final", "mean"), [NAN, 150.0, -1.0]),
+    ("tune.json", ("algorithms", 0, "final", "std"), [INF, -1.0]),
+    ("tune.json", ("algorithms", 0, "trials", 0, "score"), [1e308, NAN, INF, -5.0, "x"]),
+    ("tune.json", ("dataset",), ["../../../tmp/x", "A B"]), ("tune.json", ("algorithms", 0, "final", "diverged"), [3, -1]),
+    ("run/log.jsonl", (1, "epoch"), [1, 0, -1]), ("run/log.jsonl", (0, "test_acc_binary"), [200.0, NAN, -1.0]),
+    ("run/summary.json", ("best_test_acc_binary",), [NAN, 1e30, -5.0]),
+    ("run/summary.json", ("dataset",), ["../../../../tmp/x"]), ("run/summary.json", ("epochs",), [-5]),
+    ("run/summary.json", ("width",), [0.0, NAN]),
+    ("stepsize.json", ("gamma_max",), [-1.0, NAN]), ("stepsize.json", ("gamma",), [5.0]),
+    ("compare.json", ("rows", 0, "grad_evals"), [-3]), ("compare.json", ("rows", 0, "final_S"), [-1.0]),
+    ("paper-check.json", ("coverage",), [{"audited": 10**30, "total": 0}, {"audited": 3, "total": 2}]),
+]
+
+
+@examples(16)
+@given(st.sampled_from(IMPOSSIBLE).flatmap(lambda c: st.tuples(st.just(c), st.sampled_from(c[2]))),
+       st.sampled_from(["report", "plot", "table"]))
+def fuzz_impossible_file_values(case, command):
+    """A value no producer writes (a negative worst case, lambda nan, T out of order, epochs
+    repeated, accuracies beyond 100 %, a coverage above the labels, a dataset that is a path) is one
+    line naming the file, exit 2, nothing written; ``stam table`` skips such a summary and never
+    prints nan."""
+    (name, path, _), value = case
+    obj = valid_files()[name]
+    if name == "paper-check.json":
+        obj = {"kind": "paper-check", "items": obj, "coverage": value}
+    else:
+        _set(obj, path, value)
+    with sandbox() as root:
+        target = _write_inputs(root, name, _dump(name, obj))
+        if command == "table" and name.startswith("run/"):
+            rc, out, err = probe(["table", str(root / "in"), "--paper-metric"], root, "impossible file values")
+            finding("impossible file values", rc in (0, 2) and "nan" not in out and "summary.json" not in out
+                    and (name != "run/summary.json" or "skipped" in err), (name, path, value, out, err))
+            return
+        argv = (["plot", PLOT_KIND[name], str(target), "-o", str(root / "out" / "fig.png")] if command == "plot"
+                else ["report", str(target), "-o", str(root / "out" / "report")])
+        rc, _, err = probe(argv, root, "impossible file values")
+        finding("impossible file values", rc == 2 and Path(name).name in err, (name, path, value, rc, err[-300:]))
+
+
+IGNORED = [  # (argv, the flag the one line must name): a flag the mode does not use (issue 27 item 4)
+    ([*SYN_MAP, "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"), ([*SYN_MAP, "--workers", "2"], "--workers"),
+    ([*SYN_MAP, "--epochs", "1"], "--epochs"),
+    ([*SYN_MAP, "--batch-size", "8"], "--batch-size"),
+    ([*DIGITS_MAP, "--seed", "5"], "--seed"), ([*DIGITS_MAP, "--growth", "2"], "--growth"),
+    ([*DIGITS_MAP, "--threads", "2"], "--threads"), ([*DIGITS_MAP, "--iterations", "5"], "--iterations"),
+    (["synthetic", "run", "--problem", "binary", "--quick", "--T-max", "20"], "--T-max"),
+    ([*TUNE_SMALL, "--space-file", "in/bool.json"], "log_uniform"),
+]
+
+
+@examples(6)
+@given(st.sampled_from(IGNORED), st.sampled_from(OUT_DRAWS[:4]))
+def fuzz_ignored_flags(case, out):
+    argv, flag = case
+    with sandbox() as root:
+        (root / "in" / "bool.json").write_text(json.dumps({"bc": {"lr": {"log_uniform": [True, 2]}}}))
+        rc, _, err = probe([*argv, "--out", ("<out>", out)], root, "ignored flags")
+        finding("ignored flags", rc == 2 and flag in err, (argv, rc, err[-300:]))
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.relative_to(folder).parts[0] == "jobs"}
+
+
+#: where a rerun is made to fail (a full disk): (command, module, attribute)
+#: (the report's own failing reruns, slower, are tests/test_hardening.py's)
+FAILURES = [("map", "stam.figures.style", "save_figure"), ("map", "stam.synthetic.convergence_map", "rows_csv"),
+            ("map", "stam.synthetic.convergence_map", "validate_map")]
+
+
+@examples(4)
+@given(st.sampled_from(FAILURES), st.sampled_from([1, 2]))
+def fuzz_failing_rerun_into_a_used_folder(failure, calls):
+    """A good run into a folder, then a rerun that fails after ``calls - 1`` successful calls of the
+    failing function: the folder holds the good run's files exactly, nothing of the failed one and
+    no temporary (issue 27 item 5)."""
+    import importlib
+    from unittest import mock
+
+    command, module, attr = failure
+    with sandbox() as root:
+        _write_inputs(root, "", b"")
+        out = root / "out" / "used"
+        argv = (["report", str(root / "in" / "rates.json"), str(root / "in" / "tune.json"), "-o", str(out)]
+                if command == "report" else [*syn_map(gammas="0.1,1"), "--out", str(out)])
+        rc, _, err = probe(argv, root, "failing reruns into a used folder")
+        assert rc == 0, err
+        before = _snapshot(out)
+        target = importlib.import_module(module)
+        real, left = getattr(target, attr), [calls]
+
+        def fail_late(*args, **kwargs):
+            left[0] -= 1
+            if left[0] <= 0:
+                raise OSError(28, "No space left on device")
+            return real(*args, **kwargs)
+
+        with mock.patch.object(target, attr, fail_late), contextlib.redirect_stderr(io.StringIO()) as err2, \
+                contextlib.redirect_stdout(io.StringIO()):
+            rc = main([a if a != "0.1,1" else "0.2,1" for a in argv])
+        PROBES["failing reruns into a used folder"] += 1
+        leftovers = [p.name for p in out.rglob(".*") if p.name != ".stam-report"]
+        # failed: the good run's files exactly; not failed (the function was called fewer times): the new run's, whole
+        after = _snapshot(out)
+        whole = rc == 0 and sorted(after) == sorted(before) and after != before
+        finding("failing reruns into a used folder", (rc != 0 and after == before or whole) and not leftovers,
+                (failure, calls, rc, err2.getvalue()[-200:], leftovers,
+                 sorted(k for k in set(before) | set(_snapshot(out)) if before.get(k) != _snapshot(out).get(k))[:5]))
+
+
+@examples(2)
+@given(st.sampled_from(["map", "report"]))
+def fuzz_concurrent_runs(command):
+    """Two processes writing the same command's outputs into one folder at once: both end well, the
+    folder holds one whole result (the same as a single run's) and no temporary."""
+    import subprocess
+    import sys
+
+    with sandbox() as root:
+        _write_inputs(root, "", b"")
+        out = root / "out" / "both"
+        argv = (["report", str(root / "in" / "rates.json"), "-o", str(out)] if command == "report"
+                else [*SYN_MAP, "--out", str(out)])
+        procs = [subprocess.Popen([sys.executable, "-m", "stam", *argv], cwd=root, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        PROBES["concurrent runs"] = PROBES.get("concurrent runs", 0) + 2
+        leftovers = [p.name for p in out.rglob(".*") if p.name != ".stam-report"]
+        finding("concurrent runs", all(rc == 0 for rc, _ in results) and not leftovers, (results, leftovers))
+        if command == "map":
+            rows = json.loads((out / "map-binary.json").read_text())["rows"]
+            solo = root / "out" / "solo"
+            assert main([*SYN_MAP, "--out", str(solo)]) == 0
+            finding("concurrent runs", rows == json.loads((solo / "map-binary.json").read_text())["rows"], rows)
+        else:
+            finding("concurrent runs", "rates-binary.md" in {p.name for p in (out / "tables").iterdir()}, "tables")
+
+
 CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "stepsize": (fuzz_stepsize, "stepsize", 60),
     "paper-check": (fuzz_paper_check, "paper-check", 4),
@@ -711,6 +942,11 @@ CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "train": (fuzz_train, "train", 12),
     "train-resume-checkpoint": (fuzz_train_resume_checkpoint, "train --resume on a changed checkpoint", 16),
     "table": (fuzz_table, "table on malformed run files", 16),
+    "extremes": (fuzz_extremes, "huge and extreme numbers", 8),
+    "impossible-file-values": (fuzz_impossible_file_values, "impossible file values", 16),
+    "ignored-flags": (fuzz_ignored_flags, "ignored flags", 6),
+    "failing-reruns": (fuzz_failing_rerun_into_a_used_folder, "failing reruns into a used folder", 4),
+    "concurrent-runs": (fuzz_concurrent_runs, "concurrent runs", 2),
 }
 #: tests whose strategy has only this many distinct examples (hypothesis stops there)
 DISTINCT = {"demo": 4}
@@ -731,4 +967,9 @@ def test_probe_counts_are_reported(capsys):
     with sandbox() as root:
         probe(["stepsize", "--quadratic-coupling", "1e308", "--gamma", "0.1", "--beta", "10"], root, "count-check")
     print("fuzz probes in this process: " + ", ".join(f"{k}: {v}" for k, v in sorted(PROBES.items())))
+    if COLLECT:
+        print("fuzz findings in this process: " + (", ".join(f"{k}: {len(v)}" for k, v in sorted(FINDINGS.items())) or "none"))
+        for k, v in sorted(FINDINGS.items()):
+            for line in v:
+                print(f"  {k}: {line}")
     assert PROBES["count-check"] == 1

@@ -653,3 +653,34 @@ def test_a_sweep_computes_an_impossible_stored_result_again_instead_of_using_it(
     rc, out, err = run(argv, capsys)
     assert rc == 0 and f"{len(files) - 1} already in" in out and f"wrote {path}" in out
     assert json.loads(path.read_text())["rows"] == good["rows"]
+
+
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["synthetic", "compare", "--problem", "binary", "--budget", HUGE], "times the default comparison's work, above the limit"),
+    (["synthetic", "run", "--problem", "binary", "--quick", "--threads", HUGE], "at most 1024"),
+    (["map", "--problem", "binary", "--gammas", "0.1", "--lams", "1", "--threads", HUGE], "at most 1024"),
+    (["synthetic", "run", "--problem", "binary", "--T-max", HUGE], "times the default run's work"),
+    (["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "--T-max", HUGE], "times the default run's work per job"),
+    (["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--L1", "1e308"], "beyond floating point"),
+    (["tune", "--algos", "bc", "--trials", "1", "--seeds", "2", "--epochs", "1", "--batch-size", "1"], "at least 2 images per batch"),
+    (["map", "--gammas", "0.1", "--lams", "1", "--epochs", "1", "--batch-size", "1"], "at least 2 images per batch"),
+])
+def test_huge_and_extreme_values_the_fuzzer_found_are_one_line_before_any_work(argv, needle, tmp_path, capsys, monkeypatch):
+    """Found by tests/test_fuzz.py (fuzz_extremes): an unbounded comparison, a sweep whose horizons
+    overflowed numpy, thread counts beyond C int, lambda's A = inf, a batch of one image (BatchNorm)."""
+    if argv[0] == "pep":
+        pytest.importorskip("PEPit")
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run([*argv, "--out", tmp_path / "o"] if argv[0] not in ("pep",) else argv, capsys)
+    one_line_error(rc, err, needle)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_with_more_processes_than_jobs_runs_them(tmp_path, capsys):
+    rc, out, err = run(["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "-j", HUGE, "--T-max", "10",
+                        "--T-points", "1", "--R", "2", "--no-progress", "--out", tmp_path], capsys)
+    assert rc == 0, err
+    assert len(list(tmp_path.glob("rates-*.json"))) == out.count("wrote ") >= 1

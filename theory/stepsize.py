@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 
+import numpy as np
+
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
 from stam.userfile import call, load
@@ -135,10 +137,15 @@ def constants_from_args(args):
             A, C = args.A, args.C
         elif group == "--A0/--B0/--C0":
             require(args.L1 is not None, "--A0 --B0 --C0 need --L1 (Lemma ES-GH: A = max(2A0 + 2B0 L1, 2 L3*))")
-            A, C = num.es_gh(args.L1, L3, args.A0, args.B0, args.C0, args.gap or 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):  # beyond floating point: checked just below
+                A, C = num.es_gh(args.L1, L3, args.A0, args.B0, args.C0, args.gap or 0.0)
         else:
             require(args.b <= args.N, f"--b={args.b} is not allowed with --N={args.N}: the batch must be <= N")
-            A, C = num.finite_sum(args.Lmax, args.N, args.b, L3, args.delta_inf, args.replacement, args.as_printed)
+            with np.errstate(over="ignore", invalid="ignore"):
+                A, C = num.finite_sum(args.Lmax, args.N, args.b, L3, args.delta_inf, args.replacement, args.as_printed)
+        bad = [name for name, v in (("A", A), ("C", C)) if v is not None and not math.isfinite(float(v))]
+        require(not bad, f"{', '.join(_flag(n) for n in ES_GROUPS[group] if getattr(args, n) is not None)}: the ES constant "
+                f"{bad[0] if bad else ''} they give is beyond floating point; give values of ordinary size")
     try:
         return num.Constants(L1=args.L1, L2=L2, L3=L3, L4=L4, L5=L5, l=l,
                              A=None if A is None else float(A), C=None if C is None else float(C))
