@@ -443,7 +443,7 @@ def map_command(args) -> int:
     if source == "synthetic":
         import torch
 
-        cells = len(gammas) * len(lams) * len(betas) * (args.seeds or CM.DEFAULT_SEEDS)
+        cells = len(gammas) * len(lams) * len(betas) * (args.n_seeds or CM.DEFAULT_SEEDS)
         work = float(cells) * (args.iterations or CM.DEFAULT_ITERATIONS)
         default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
         if work > SYNTHETIC_WORK_LIMIT * default and not args.force:

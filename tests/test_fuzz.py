@@ -734,8 +734,8 @@ def syn_map(**flags) -> list:
 
 
 SYN_MAP = syn_map()
-DIGITS_MAP = ["map", "--gammas", "0.1", "--lams", "1", "--epochs", "1", "--seeds", "1", "--no-progress"]
-TUNE_SMALL = ["tune", "--algos", "bc", "--trials", "1", "--seeds", "2", "--epochs", "1", "--no-paper", "--no-progress"]
+DIGITS_MAP = ["map", "--gammas", "0.1", "--lams", "1", "--epochs", "1", "--n-seeds", "1", "--no-progress"]
+TUNE_SMALL = ["tune", "--algos", "bc", "--trials", "1", "--n-seeds", "2", "--epochs", "1", "--no-paper", "--no-progress"]
 EXTREMES = [
     ["synthetic", "compare", "--problem", "binary", "--budget", HUGE, "--no-progress", "--out", ("<out>", "new")],
     ["synthetic", "run", "--problem", "binary", "--quick", "--threads", HUGE, "--no-progress", "--out", ("<out>", "new")],
@@ -746,7 +746,7 @@ EXTREMES = [
     ["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "-j", HUGE, "--T-max", HUGE, "--no-progress",
      "--out", ("<out>", "new")],
     [*TUNE_SMALL[:-1], "--trials", HUGE, "--out", ("<out>", "new")],
-    [*TUNE_SMALL[:-1], "--seeds", "100000000", "--out", ("<out>", "new")],
+    [*TUNE_SMALL[:-1], "--n-seeds", "100000000", "--out", ("<out>", "new")],
     [*TUNE_SMALL, "--epochs", "100000000", "--out", ("<out>", "new")],
     [*TUNE_SMALL, "--batch-size", "1", "--out", ("<out>", "new")],
     [*TUNE_SMALL, "--val-fraction", "0.9999", "--out", ("<out>", "new")],

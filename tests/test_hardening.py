@@ -665,7 +665,7 @@ HUGE = "99999999999999999999"
     (["synthetic", "run", "--problem", "binary", "--T-max", HUGE], "times the default run's work"),
     (["synthetic", "sweep", "--problems", "binary", "--seeds", "0", "--T-max", HUGE], "times the default run's work per job"),
     (["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--L1", "1e308"], "beyond floating point"),
-    (["tune", "--algos", "bc", "--trials", "1", "--seeds", "2", "--epochs", "1", "--batch-size", "1"], "at least 2 images per batch"),
+    (["tune", "--algos", "bc", "--trials", "1", "--n-seeds", "2", "--epochs", "1", "--batch-size", "1"], "at least 2 images per batch"),
     (["map", "--gammas", "0.1", "--lams", "1", "--epochs", "1", "--batch-size", "1"], "at least 2 images per batch"),
 ])
 def test_huge_and_extreme_values_the_fuzzer_found_are_one_line_before_any_work(argv, needle, tmp_path, capsys, monkeypatch):

@@ -271,7 +271,7 @@ def test_region_command_states_the_normalisation_and_the_theorem(small_region, c
     from stam.theory.pep_cli import REGION_NOTES
 
     assert any("M0'_T" in line and "printed" in line for line in REGION_NOTES)
-    assert main(["pep", "--region", "--lams", "1", "--betas", "100", "--gamma-range", "0.5:2", "--out",
+    assert main(["pep", "--region", "--lams", "1", "--betas", "100", "--gamma-range", "0.5:2:9", "--out",
                  str(small_region.with_name("again.json"))]) == 0
     out = capsys.readouterr().out
     assert all(line in out for line in REGION_NOTES) and "Theorem conv" in out and "yes (" in out
