@@ -135,3 +135,19 @@ def test_help_does_not_import_pepit_cvxpy_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_region_estimates_its_work_and_refuses_too_much_without_force(capsys, tmp_path):
+    """`stam pep --region` states its work before it starts and refuses more than the limit unless
+    --force (30 lambdas were 116 s with no word; N = 5, b = 2 makes every SDP about ten times larger)."""
+    from stam.theory import pep_cli
+
+    assert pep_cli.region_work_s(12, 13, (2, 1)) == pytest.approx(12 * pep_cli.REGION_S_PER_LAMBDA)
+    assert pep_cli.region_work_s(12, 13, (5, 2)) > pep_cli.MAX_REGION_WORK_S  # C(5,2) = 10 branches
+    out = tmp_path / "r.json"
+    code, _, err = run(["pep", "--region", "--N", "5", "--b", "2", "-o", str(out)], capsys)
+    assert code == 2 and "min of CPU, above the limit" in err and "--force" in err and not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = run(["pep", "--region", "--lams", "1", "--betas", "100", "--gamma-range", "0.01:100:3", "--json",
+                        "-o", str(out)], capsys)
+    assert code == 0 and "stam pep --region: about 0.0 min of CPU (estimate)" in err  # said before the work

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 
 from stam.cliargs import ListArg, RangeArg, add_out
 from stam.errors import UsageError, positive_float, positive_int, require
@@ -198,6 +199,21 @@ def _theorem_cell(theorem: dict) -> str:
     return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
 
 
+#: CPU seconds of one lambda of the default region (13 betas, N = 2, b = 1, both classes of F),
+#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 190-197 s of CPU
+REGION_S_PER_LAMBDA = 16.5
+#: the most CPU work ``stam pep --region`` does without ``--force`` (seconds)
+MAX_REGION_WORK_S = 1800.0
+
+
+def region_work_s(n_lams: int, n_betas: int, sampling) -> float:
+    """A rough estimate of the CPU seconds of ``stam pep --region``: :data:`REGION_S_PER_LAMBDA` per
+    lambda, in proportion to the betas, and the cube of the sampled branches C(N, b) against the
+    default's 2 (an SDP's time grows about so with its size; docs/benchmarks.md's table of sizes)."""
+    branches = math.comb(int(sampling[0]), int(sampling[1]))
+    return REGION_S_PER_LAMBDA * n_lams * (n_betas / 13) * max(1.0, (branches / 2) ** 3)
+
+
 def _region(args, solver) -> int:
     """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
     from stam.io import atomic_write_json, dumps
@@ -214,6 +230,12 @@ def _region(args, solver) -> int:
     betas = args.betas or lyapunov.REGION_BETAS
     gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
     classes = [args.F] + (["convex"] if args.F != "convex" else [])
+    seconds = region_work_s(len(lams), len(betas), sampling)
+    require(args.force or seconds <= MAX_REGION_WORK_S,
+            f"--region with {len(lams)} lambdas, {len(betas)} betas and N = {sampling[0]}, b = {sampling[1]} is about "
+            f"{seconds / 60:.0f} min of CPU, above the limit of {MAX_REGION_WORK_S / 60:.0f} min; give fewer --lams/--betas "
+            "or a smaller N, or add --force")
+    print(f"stam pep --region: about {seconds / 60:.1f} min of CPU (estimate)", file=sys.stderr, flush=True)
     header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}"
               f"   {'Theorem conv':>12}",
               f"{'class of F':>9} {'lambda':>9} {'gamma_max':>10} {'general':>17} {'paper':>17}   {'paper':>17}   "
