@@ -137,7 +137,7 @@ def test_help_does_not_import_pepit_cvxpy_or_torch():
     assert out.stdout.strip() == "[]"
 
 
-def test_region_estimates_its_work_and_refuses_too_much_without_force(capsys, tmp_path):
+def test_region_estimates_its_work_and_refuses_too_much_without_force(capsys, tmp_path, monkeypatch):
     """`stam pep --region` states its work before it starts and refuses more than the limit unless
     --force (30 lambdas were 116 s with no word; N = 5, b = 2 makes every SDP about ten times larger)."""
     from stam.theory import pep_cli
@@ -148,6 +148,7 @@ def test_region_estimates_its_work_and_refuses_too_much_without_force(capsys, tm
     code, _, err = run(["pep", "--region", "--N", "5", "--b", "2", "-o", str(out)], capsys)
     assert code == 2 and "min of CPU, above the limit" in err and "--force" in err and not out.exists()
     assert len(err.strip().splitlines()) == 1
+    monkeypatch.setattr(pep_cli, "REGION_SAY_S", 0.0)  # announce even this small one
     code, _, err = run(["pep", "--region", "--lams", "1", "--betas", "100", "--gamma-range", "0.01:100:3", "--json",
                         "-o", str(out)], capsys)
     assert code == 0 and "stam pep --region: about 0.0 min of CPU (estimate)" in err  # said before the work

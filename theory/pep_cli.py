@@ -202,6 +202,8 @@ def _theorem_cell(theorem: dict) -> str:
 #: CPU seconds of one lambda of the default region (13 betas, N = 2, b = 1, both classes of F),
 #: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 190-197 s of CPU
 REGION_S_PER_LAMBDA = 16.5
+#: from this many estimated CPU seconds on, ``stam pep --region`` says the estimate before it starts
+REGION_SAY_S = 30.0
 #: the most CPU work ``stam pep --region`` does without ``--force`` (seconds)
 MAX_REGION_WORK_S = 1800.0
 
@@ -235,7 +237,8 @@ def _region(args, solver) -> int:
             f"--region with {len(lams)} lambdas, {len(betas)} betas and N = {sampling[0]}, b = {sampling[1]} is about "
             f"{seconds / 60:.0f} min of CPU, above the limit of {MAX_REGION_WORK_S / 60:.0f} min; give fewer --lams/--betas "
             "or a smaller N, or add --force")
-    print(f"stam pep --region: about {seconds / 60:.1f} min of CPU (estimate)", file=sys.stderr, flush=True)
+    if seconds >= REGION_SAY_S:  # long work is announced before it starts
+        print(f"stam pep --region: about {seconds / 60:.1f} min of CPU (estimate)", file=sys.stderr, flush=True)
     header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}"
               f"   {'Theorem conv':>12}",
               f"{'class of F':>9} {'lambda':>9} {'gamma_max':>10} {'general':>17} {'paper':>17}   {'paper':>17}   "
