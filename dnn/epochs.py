@@ -17,6 +17,8 @@ PAPER_IMAGE_PASSES = paper_epochs() * CIFAR_TRAIN_IMAGES
 #: the most image passes ``stam train``, ``stam tune`` or ``stam map`` trains without ``--force``:
 #: ten times the paper's run (what a typo such as ``--epochs 99999999999999999999`` is not)
 WORK_LIMIT_IMAGES = 10 * PAPER_IMAGE_PASSES
+#: from this many image passes on (ten CIFAR epochs) the commands say the work before they start
+ANNOUNCE_IMAGES = 10 * CIFAR_TRAIN_IMAGES
 
 
 def steps_per_epoch(n_train: int, batch_size: int, world: int = 1) -> int:
@@ -33,14 +35,27 @@ def select_epoch(records: list[dict], key: str = "val_acc_binary") -> dict | Non
     return max(good, key=lambda r: (r[key], -r["epoch"])) if good else None
 
 
-def check_work(images: float, what: str, force: bool) -> None:
+def announce_work(images: float, what: str) -> None:
+    """From :data:`ANNOUNCE_IMAGES` image passes on, say the amount of work on stderr (before it starts)."""
+    if images >= ANNOUNCE_IMAGES:
+        import sys
+
+        print(f"{what}: about {images:.3g} image passes in all ({images / PAPER_IMAGE_PASSES:.2g} of the paper's 1000-epoch "
+              "CIFAR run)", file=sys.stderr, flush=True)
+
+
+def check_work(images: float, what: str, force: bool, announce: bool = True) -> None:
     """Refuse, before any work, a command that would train on more than :data:`WORK_LIMIT_IMAGES`
-    image passes in all, unless ``force`` (``--force``): one line saying how much and why."""
+    image passes in all, unless ``force`` (``--force``): one line saying how much and why; from
+    :data:`ANNOUNCE_IMAGES` on, say the amount (stderr) before the work starts, unless not
+    ``announce`` (a caller with checks still to make says it itself, :func:`announce_work`)."""
     if not force and images > WORK_LIMIT_IMAGES:
         from stam.errors import UsageError
 
         raise UsageError(f"{what}: {images:.3g} image passes in all, above the limit of {WORK_LIMIT_IMAGES:.3g} (10 times the "
                          "paper's 1000-epoch CIFAR run); lower it or add --force")
+    if announce:  # long work is said before it starts
+        announce_work(images, what)
 
 
 def diverged(loss: float, weights_finite: bool) -> str | None:

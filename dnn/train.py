@@ -155,6 +155,9 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     or start, the epochs (train, check, evaluate, commit), the summary."""
     s = _setup(cfg, ctx, checksums)
     done = _resume(s) if cfg.resume else Done()
+    if ctx.main and cfg.echo:  # every usage error is behind us: say how much work is ahead
+        left = s.epochs - len(done.records)
+        ep.announce_work(float(left) * len(s.data.train_x), f"--epochs {s.epochs} of {len(s.data.train_x):,} images")
     _start(s, done)
     for epoch in range(len(done.records) + 1, s.epochs + 1):
         t0 = time.perf_counter()
@@ -202,7 +205,8 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         data = data_mod.load(cfg.dataset, cfg.data_dir, False, device, checksums, cfg.cache_dir)
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
-    ep.check_work(float(epochs) * len(data.train_x), f"--epochs {epochs} of {len(data.train_x):,} images", cfg.force)
+    ep.check_work(float(epochs) * len(data.train_x), f"--epochs {epochs} of {len(data.train_x):,} images", cfg.force,
+                  announce=False)  # said once the run is set up (_run)
     model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width)  # to check the settings (no random state used)
     data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)

@@ -475,3 +475,17 @@ def test_a_cpu_trainer_keeps_freed_memory_for_reuse():
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
     assert batched.keep_freed_memory() is expected
     assert batched.keep_freed_memory() is expected  # once per process, the same answer
+
+
+def test_long_training_work_is_said_before_it_starts(capsys):
+    """check_work says the amount of a long training on stderr (ten CIFAR epochs or more) and is
+    silent for a short one; above the limit it refuses instead."""
+    from stam.dnn import epochs as ep
+
+    ep.check_work(ep.ANNOUNCE_IMAGES - 1, "short", False)
+    assert capsys.readouterr().err == ""
+    ep.check_work(ep.PAPER_IMAGE_PASSES, "--epochs 1000 of 50,000 images", False)
+    err = capsys.readouterr().err
+    assert "about 5e+07 image passes in all (1 of the paper's 1000-epoch CIFAR run)" in err
+    with pytest.raises(UsageError):
+        ep.check_work(ep.WORK_LIMIT_IMAGES * 2, "too much", False)
