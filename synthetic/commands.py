@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
@@ -88,9 +89,19 @@ def _run_work(R: int, T_grid, b: int, n: int) -> float:
 WORK_LIMIT = 50
 
 
-def _check_work(args, R: int, T_grid) -> None:
+#: from this many times the default run's work on, a command says the estimate before it starts
+ANNOUNCE_TIMES = 5.0
+
+
+def _say_work(times: float, what: str) -> None:
+    """Say on stderr, just before long work starts, how much it is (from :data:`ANNOUNCE_TIMES`)."""
+    if times >= ANNOUNCE_TIMES:
+        print(f"{what}: about {times:.3g} times the default run's work", file=sys.stderr, flush=True)
+
+
+def _check_work(args, R: int, T_grid) -> float:
     """Refuse, before any work, a rate experiment above :data:`WORK_LIMIT` times the default
-    run's work unless ``--force``."""
+    run's work unless ``--force``; the work, in those units."""
     from stam.synthetic.rates import geometric_grid
 
     default = _run_work(RUN_DEFAULTS["R"], geometric_grid(RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"],
@@ -99,6 +110,7 @@ def _check_work(args, R: int, T_grid) -> None:
     require(args.force or times <= WORK_LIMIT,
             f"--R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} at --b {args.b}, --n {args.n} are about "
             f"{times:.3g} times the default run's work, above the limit of {WORK_LIMIT}; lower them or add --force")
+    return times
 
 
 def _user_problem(args):
@@ -210,7 +222,7 @@ def run_command(args) -> int:
     require(args.T_min <= args.T_max, f"--T-min {args.T_min} exceeds --T-max {args.T_max}")
     T_grid = geometric_grid(args.T_min, args.T_max, args.T_points)
     _check_memory(args)  # memory first: the most concrete limit
-    _check_work(args, R, T_grid)
+    work = _check_work(args, R, T_grid)
     out = check_out_dir(args.out)
     stem = f"rates-{_stem_name(args)}"
     for suffix in (".json", ".csv"):
@@ -230,6 +242,7 @@ def run_command(args) -> int:
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
+    _say_work(work, f"stam synthetic run: --R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max}")
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
@@ -264,6 +277,7 @@ def compare_command(args) -> int:
             f"{times:.3g} times the default comparison's work, above the limit of {WORK_LIMIT}; lower them")
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args)
+    _say_work(times, f"stam synthetic compare: --budget {args.budget} for --R {R} runs")
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs at n = {args.n}"):
             result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
@@ -384,6 +398,7 @@ def sweep_command(args) -> int:
     where = f"on {args.scheduler}" if args.scheduler else f"with --workers {args.workers}"
     print(f"sweep: {len(jobs)} jobs, {done} already in {store} with these settings (skipped), "
           f"{len(jobs) - done} to run {where}")
+    _say_work(per_job * (len(jobs) - done), f"stam synthetic sweep: {len(jobs) - done} jobs")
     results = run_jobs(sweep_job, specs, store, scheduler=args.scheduler, workers=args.workers,
                        progress=not args.no_progress, desc="sweep", check=check_rates_job)
     failed = [(stem, r["error"]) for (stem, _), r in zip(jobs, results) if "error" in r]

@@ -209,3 +209,17 @@ def test_compare_equal_budgets_and_table(tmp_path, capsys):
     rows = json.loads((tmp_path / "compare-sparse-l1.json").read_text())["rows"]
     assert [r["method"] for r in rows] == ["stam", "stam-det", "spring-sgd"]
     assert all(r["quantised_objective"] is None for r in rows)
+
+
+def test_long_synthetic_work_is_said_before_it_starts(tmp_path, capsys, monkeypatch):
+    """run, compare and sweep say the estimate on stderr just before long work (from ANNOUNCE_TIMES
+    times the default run's work on); a default-sized run says nothing."""
+    from stam.synthetic import commands as C
+
+    argv = ["synthetic", "run", "--problem", "binary", "--R", "2", "--T-min", "10", "--T-max", "20", "--T-points", "2",
+            "--no-progress", "-o", str(tmp_path)]
+    code, _, err = run(argv, capsys)
+    assert code == 0 and "default run's work" not in err
+    monkeypatch.setattr(C, "ANNOUNCE_TIMES", 0.0)
+    code, _, err = run(argv, capsys)
+    assert code == 0 and "stam synthetic run: --R 2 runs of 2 horizons up to --T-max 20: about" in err
