@@ -1,16 +1,18 @@
 """What ``stam train`` trains, declared once: the algorithms (Section 3.1 of the paper), the
 models and the data sets.
 
-Each algorithm declares here its name, label, update rule, hyperparameters and optimiser; ``stam train``/``stam tune`` (their
+Each algorithm declares here its name, hyperparameters and optimiser (its label, equation, colour
+and marker are its update rule's, :data:`stam.algorithm.RULES`); ``stam train``/``stam tune`` (their
 choices), the presets (which keys a preset of it must set), the trainer (which optimiser to build
 and which hyperparameters to put into its groups each epoch), the tuner (its label, the metric it
 is chosen on) and the tables read them from here.  Imports no torch.
 
 To add an algorithm: write its pure step beside :func:`stam.algorithm.stam_step` (as
-``psgd_step``, ``bc_step``, ``br_step`` are), its ``torch.optim`` class in a module
+``psgd_step``, ``bc_step``, ``br_step`` are) and its :class:`stam.algorithm.Rule` (label,
+equation, colour, marker) in ``RULES`` there, its ``torch.optim`` class in a module
 ``stam.dnn.optim_NAME`` calling that step, its batched form ``BATCHED`` there (a
 :class:`stam.dnn.optim_common.BatchedRule`, for maps and tuning), one :class:`Algorithm` here, its paper preset in
-``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there, with its colour and marker in figures; the
+``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there; the
 tests parametrised over :data:`NAMES` then check it.
 """
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stam.algorithm import rule
+from stam.datasets import DATASET_NAMES, DATASETS
 from stam.registry import load, lookup
 
 
@@ -31,12 +35,10 @@ class Algorithm:
     once, :mod:`stam.dnn.batched`);
     ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
     baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
-    (gamma, lambda, beta); ``color`` (a colour of the Okabe-Ito palette,
-    :data:`stam.figures.style.OKABE_ITO`) and ``marker`` (matplotlib's): how every figure draws it."""
+    (gamma, lambda, beta).  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
+    rule's (:data:`stam.algorithm.RULES`, declared beside the steps)."""
 
     name: str
-    label: str
-    equation: str
     hyper: tuple
     optimizer: str
     batched: str
@@ -44,8 +46,22 @@ class Algorithm:
     schedule_only: tuple = ()
     binary: bool = True
     theorem: bool = False
-    color: str = "black"
-    marker: str = "x"
+
+    @property
+    def label(self) -> str:
+        return rule(self.name).label
+
+    @property
+    def equation(self) -> str:
+        return rule(self.name).equation
+
+    @property
+    def color(self) -> str:
+        return rule(self.name).color
+
+    @property
+    def marker(self) -> str:
+        return rule(self.name).marker
 
     def optimizer_class(self):
         return load(self.optimizer)
@@ -65,17 +81,12 @@ class Algorithm:
 
 
 ALGORITHMS = (
-    Algorithm("stam", "STAM", "eq. (alg:stamm)", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM",
-              "stam.dnn.optim_stam:BATCHED", theorem=True, color="blue", marker="o"),
-    Algorithm("bc", "BC", "eq. (alg:BC)", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED",
-              color="sky_blue", marker="^"),
-    Algorithm("br", "BR", "eq. (alg:BR)", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
-              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",),  # lam's growth: the schedule
-              color="bluish_green", marker="s"),
-    Algorithm("psgd", "PSGD", "eq. (alg:PSGD)", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED",
-              color="orange", marker="v"),  # a marker too: PSGD's float weights follow plain SGD exactly
-    Algorithm("float", "Float", "SGD with momentum on float weights", ("lr", "momentum", "weight_decay"),
-              "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False, color="black", marker="x"),
+    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True),
+    Algorithm("bc", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
+    Algorithm("br", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
+              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule
+    Algorithm("psgd", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED"),
+    Algorithm("float", ("lr", "momentum", "weight_decay"), "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False),
 )
 
 #: the names ``--algo`` takes, in the order of the paper's tables
@@ -93,10 +104,8 @@ def algorithm(name: str) -> Algorithm:
 MODELS = {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "cnn": "SmallCNN", "mlp": "MLP"}
 MODEL_NAMES = tuple(MODELS)
 
-#: The data sets (read by :func:`stam.dnn.data.load`; CIFAR from its official archives, digits
-#: from scikit-learn, offline).
-DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
-DATASET_NAMES = tuple(DATASETS)
+#: The data sets (read by :func:`stam.dnn.data.load`): :data:`stam.datasets.DATASETS`, declared in
+#: the core because the convergence map's file format names them too; listed here with the rest.
 
 #: CIFAR-10's and CIFAR-100's training images (the official archives; Section 3.2 of the paper)
 CIFAR_TRAIN_IMAGES = 50_000
@@ -116,5 +125,12 @@ SWEEP_DEFAULTS = {
 }
 
 
-__all__ = ["Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
+def sweep_settings(dataset: str, given) -> dict:
+    """The model, width, batch size and epochs of a sweep on ``dataset``: each attribute of
+    ``given`` (a command's parameters) that is set, else :data:`SWEEP_DEFAULTS`'s."""
+    d = SWEEP_DEFAULTS[dataset]
+    return {k: d[k] if getattr(given, k, None) is None else getattr(given, k) for k in ("model", "width", "batch_size", "epochs")}
+
+
+__all__ = ["sweep_settings", "Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
            "CIFAR_TRAIN_IMAGES", "VAL_FRACTION"]

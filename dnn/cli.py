@@ -144,15 +144,6 @@ def add_task_args(p, dataset_default: str | None = "digits") -> None:
                    "image archive/folder itself (default ./data)")
 
 
-def sweep_defaults(args) -> dict:
-    """The task and budget of a sweep command: flags given, else the data set's defaults."""
-    from stam.dnn.catalog import SWEEP_DEFAULTS
-
-    d = SWEEP_DEFAULTS[args.dataset]
-    pick = lambda k: d[k] if getattr(args, k, None) is None else getattr(args, k)  # noqa: E731
-    return {k: pick(k) for k in ("model", "width", "batch_size", "epochs")}
-
-
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -182,8 +173,9 @@ def _tune(args) -> int:
         if not isinstance(spaces, dict):
             raise UsageError(f"--space-file {args.space_file}: expected an object algorithm -> search space")
     from stam.dnn import batched, sweep, tune
+    from stam.dnn.catalog import sweep_settings
 
-    d = sweep_defaults(args)
+    d = sweep_settings(args.dataset, args)
     out = Path(args.out if args.out is not None else tune.result_stem(args.dataset))
     check_out_dir(out, "--out")
     task = sweep.task_spec(args.dataset, d["model"], d["width"], args.data_dir)

@@ -6,7 +6,8 @@ them and evaluates their epoch-based schedules.  Epochs count from 1 as in Table
 Schedule language.  A hyperparameter is either a number (constant) or a list of *pieces*
 ``{"from": e0, "value": v0, "decay": {...}}``; the last piece with ``from <= epoch`` applies.
 Without ``decay`` the piece is the constant ``v0``.  With ``decay = {factor, start, every, until,
-min, max}`` the value at epoch ``e`` is ``clip(v0 * factor**n, min, max)`` where ``n`` counts the
+min, max}`` (``factor`` a number, or ``"stam.algorithm:BR_RHO"``: a constant of the paper read
+where it is defined) the value at epoch ``e`` is ``clip(v0 * factor**n, min, max)`` where ``n`` counts the
 epochs ``start, start + every, ... <= min(e, until)`` (defaults ``start = from + 1``,
 ``every = 1``, no ``until``, no clipping).  Since ``max(f*g, m)`` iterated equals
 ``max(f**n * g, m)``, this closed form is exactly Table para's recursions
@@ -39,6 +40,7 @@ from importlib import resources
 from stam.dnn.catalog import ALGORITHMS
 from stam.dnn.catalog import NAMES as ALGOS
 from stam.errors import UsageError
+from stam.registry import load
 
 #: The hyperparameters each algorithm's optimiser takes from the schedule, as the algorithm
 #: declares them (:mod:`stam.dnn.catalog`; BR also gets the phase switch ``project`` from
@@ -52,8 +54,14 @@ INTEGER = {"switch_epoch"}
 
 @lru_cache(maxsize=1)
 def table() -> dict:
-    """The parsed ``presets.json``."""
-    return json.loads(resources.files("stam.dnn").joinpath("presets.json").read_text(encoding="utf-8"))
+    """The parsed ``presets.json``, a decay ``factor`` given as ``"module:NAME"`` (a constant of the
+    paper, e.g. ``"stam.algorithm:BR_RHO"``) replaced by its value."""
+    def named(obj):
+        if isinstance(obj, dict):
+            return {k: load(v) if k == "factor" and isinstance(v, str) else named(v) for k, v in obj.items()}
+        return [named(v) for v in obj] if isinstance(obj, list) else obj
+
+    return named(json.loads(resources.files("stam.dnn").joinpath("presets.json").read_text(encoding="utf-8")))
 
 
 def names() -> list[str]:
@@ -241,4 +249,19 @@ def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | 
     return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
 
 
-__all__ = ["ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]
+#: The STAM settings of Table para that ``stam synthetic run --preset`` (and the demo) take as
+#: constants, their schedules dropped.
+PAPER_PRESET_NAMES = ("our1", "our2")
+
+
+def paper_presets() -> dict:
+    """``{"paper-our1": (lam, gamma, beta), ...}``: the first-epoch values of Table para's STAM
+    presets :data:`PAPER_PRESET_NAMES` (the one place they are written)."""
+    out = {}
+    for name in PAPER_PRESET_NAMES:
+        h = resolve(name, "stam", "cifar10").at(1)
+        out[f"paper-{name}"] = (float(h["lam"]), float(h["gamma"]), float(h["beta"]))
+    return out
+
+
+__all__ = ["PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

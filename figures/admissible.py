@@ -143,10 +143,11 @@ def group_stages(stages) -> list[tuple[str, list[Stage]]]:
     return [(" = ".join(s.name for s in members), members) for members in groups.values()]
 
 
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: the markers of the presets' groups, in turn (the admissible figure and the convergence map)
+PRESET_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 
-def _draw_group(ax, members: list[Stage], label: str, marker: str, y_of) -> None:
+def draw_preset_group(ax, members: list[Stage], label: str, marker: str, y_of) -> None:
     """One marker at the common start; for a schedule, an arrow to where it ends (open marker)."""
     x0, y0 = members[0].gamma[0], y_of(members[0], 0)
     ax.plot([x0], [y0], linestyle="none", marker=marker, markersize=8, color=PAPER_COLOR,
@@ -206,7 +207,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     for region in regions:
         draw_lyapunov_region(ax, region, gammas[0], gammas[-1])
     for k, (label, members) in enumerate(groups):
-        _draw_group(ax, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.lam)
+        draw_preset_group(ax, members, label, PRESET_MARKERS[k % len(PRESET_MARKERS)], lambda st, i: st.lam)
     ax.plot([], [], linestyle="none", marker="o", markersize=6, markerfacecolor="white", markeredgecolor=PAPER_COLOR,
             label="end of a schedule (arrow from its start)")
     ax.set_xscale("log")
@@ -230,7 +231,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
                 label=f"\u03bb={lam:g}: admissible above this line")
         bx.fill_between(gammas, bmin, 1e30, where=np.isfinite(bmin), color=ADMISSIBLE_COLOR, alpha=0.1, linewidth=0)
     for k, (label, members) in enumerate(groups):
-        _draw_group(bx, members, label, _MARKERS[k % len(_MARKERS)], lambda st, i: st.beta[i])
+        draw_preset_group(bx, members, label, PRESET_MARKERS[k % len(PRESET_MARKERS)], lambda st, i: st.beta[i])
     finite_b = np.concatenate(all_b + [np.array([b for st in stages for b in st.beta])])
     bx.set_xscale("log")
     bx.set_yscale("log")

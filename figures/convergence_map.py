@@ -92,9 +92,9 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     from matplotlib.patches import Rectangle
 
     from stam.figures.admissible import (
-        _MARKERS,
+        PRESET_MARKERS,
         NetworkConstants,
-        _draw_group,
+        draw_preset_group,
         draw_region_lines,
         group_stages,
         paper_stages,
@@ -161,7 +161,7 @@ def plot_map(maps: list[dict], nc=None, regions=()):
                 ax.plot(rg, GAMMA_LAMBDA_LIMIT / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
                         label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
                 for k, (glabel, members) in enumerate(groups):
-                    _draw_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", _MARKERS[k % len(_MARKERS)],
+                    draw_preset_group(ax, members, glabel if col == 0 and row == 0 else "_nolegend_", PRESET_MARKERS[k % len(PRESET_MARKERS)],
                                 lambda st, i: st.lam)
                 for lyap in regions:
                     draw_region_lines(ax, lyap, *xlim, legend=col == 0 and row == 0)
@@ -460,10 +460,10 @@ def map_command(args) -> int:
             raise UsageError(str(exc)) from None
     else:
         from stam.dnn import batched, sweep
-        from stam.dnn.cli import sweep_defaults
+        from stam.dnn.catalog import sweep_settings
 
         args.dataset = source
-        d = sweep_defaults(args)
+        d = sweep_settings(args.dataset, args)
         task = sweep.task_spec(source, d["model"], d["width"], args.data_dir)
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         from stam.dnn import epochs as ep

@@ -56,7 +56,7 @@ from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
 from stam.synthetic.convergence_map import log_grid, run_map
-from stam.synthetic.families import paper_presets
+from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
 from stam.theory.items import VERDICTS
 

@@ -32,7 +32,10 @@ measure at ``t = 0`` is bounded exactly as at every later ``t``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol, Union
+
+from stam.registry import lookup
 
 if TYPE_CHECKING:  # annotations only: the update itself is array-library agnostic
     from torch import Tensor
@@ -146,6 +149,12 @@ def bc_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar) -> QuantizedSt
     return QuantizedState(u1, ops.prox_F(u1, lr))
 
 
+#: BinaryRelax's growth of its weight lambda, ``lam_{t+1} = rho lam_t`` once per epoch
+#: (eq. (alg:BR), Table para: ``rho = 1.02``): the network preset and search space of BR
+#: (:mod:`stam.dnn.presets`) and the synthetic BR (:mod:`stam.synthetic.baselines`) read it here.
+BR_RHO = 1.02
+
+
 def br_relax(u: Tensor, ops, lam: Scalar, lr: Scalar = 1.0) -> Tensor:
     """BinaryRelax's relaxed weights ``(lam Proj_Q(u) + u) / (lam + 1)``, the minimiser of
     ``(lam/2) dist(W, Q)^2 + ||W - u||^2 / 2`` (eq. (BR))."""
@@ -166,5 +175,37 @@ def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, r
     return QuantizedState(u1, p + relaxed * ((u1 - p) / (lam + 1)))  # = br_relax where relaxed, p elsewhere
 
 
-__all__ = ["ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar",
+# --------------------------------------------------------------------------- the rules, named once
+
+@dataclass(frozen=True)
+class Rule:
+    """How the toolkit names and draws an update rule it compares: its ``label`` in tables and
+    legends, the ``equation`` of the paper it follows, its ``color`` (a colour of the Okabe-Ito
+    palette, :data:`stam.figures.style.OKABE_ITO`) and its ``marker`` (matplotlib's).  The network
+    catalog (:mod:`stam.dnn.catalog`) and the synthetic methods (:mod:`stam.synthetic.methods`)
+    both read these, so a rule looks the same wherever it is run."""
+
+    name: str
+    label: str
+    equation: str
+    color: str
+    marker: str
+
+
+#: the steps of this module and the float baseline (SGD with momentum, ``torch.optim.SGD``)
+RULES = (
+    Rule("stam", "STAM", "eq. (alg:stamm)", "blue", "o"),
+    Rule("bc", "BC", "eq. (alg:BC)", "sky_blue", "^"),
+    Rule("br", "BR", "eq. (alg:BR)", "bluish_green", "s"),
+    Rule("psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"),  # a marker too: PSGD's float weights follow plain SGD exactly
+    Rule("float", "Float", "SGD with momentum on float weights", "black", "x"),
+)
+
+
+def rule(name: str) -> Rule:
+    """The rule called ``name``; ``KeyError`` naming the known ones."""
+    return lookup(RULES, name, "update rule")
+
+
+__all__ = ["Rule", "RULES", "rule", "BR_RHO", "ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar",
            "QuantizedState", "psgd_step", "bc_step", "br_step", "br_relax"]

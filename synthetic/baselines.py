@@ -15,8 +15,8 @@ minibatch of ``b`` costs ``b``, a full gradient costs ``N``.  For a budget ``E``
   ``bc`` eq. (alg:BC): ``U+ = U - eta tilde-nabla L(W)``, ``W+ = Proj_Q(U+)``;
   ``br`` eq. (alg:BR): ``U+ = U - eta tilde-nabla L(W)`` and ``W+ = (lam_t Proj_Q(U+) + U+)/(lam_t + 1)``
   with ``lam_{t+1} = rho lam_t`` for the first quarter of the iterations (the paper switches at
-  epoch 250 of 1000), then ``W+ = Proj_Q(U+)``; ``lam_0 = 1``, ``rho = 1.02`` per epoch of
-  ``N/b`` iterations (Table para).
+  epoch 250 of 1000), then ``W+ = Proj_Q(U+)``; ``lam_0 = 1``, ``rho`` =
+  :data:`stam.algorithm.BR_RHO` (Table para's 1.02) per epoch of ``N/b`` iterations.
 
 All y-steps (and the lr of PSGD/BC/BR) use the same step ``1/beta``: given (``--beta``), or by
 default the beta that Theorem conv-rate prescribes to STAM at its iteration count
@@ -37,7 +37,7 @@ import time
 import torch
 from tqdm import tqdm
 
-from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
+from stam.algorithm import BR_RHO, QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.io import bar_disable
 from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
 from stam.synthetic.problems import ThreeBlockProblem
@@ -101,10 +101,10 @@ def _quantisation(step, project_start: bool):
 
 
 def _br(state, grad, F, lr, t, iters, epoch):
-    """eq. (alg:BR): relaxed with ``lam_t = 1.02^(t / epoch)`` (``rho = 1.02`` per epoch) for the
-    first quarter of the iterations, then projected (BC)."""
+    """eq. (alg:BR): relaxed with ``lam_t = rho^(t / epoch)`` (``rho`` = :data:`BR_RHO` per epoch) for
+    the first quarter of the iterations, then projected (BC)."""
     switch = iters // 4
-    return br_step(state, grad, F, lr, 1.02 ** (min(t, switch) / epoch), relaxed=t < switch)
+    return br_step(state, grad, F, lr, BR_RHO ** (min(t, switch) / epoch), relaxed=t < switch)
 
 
 run_psgd = _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False)

@@ -13,7 +13,8 @@ from stam.errors import finite_float, positive_float, positive_int, seed_int, th
 from stam.jobs import add_scheduler_args
 from stam.synthetic import commands
 from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
-from stam.synthetic.families import NAMES, PAPER_PRESET_NAMES, WITH_LAM
+from stam.dnn.presets import PAPER_PRESET_NAMES
+from stam.synthetic.families import NAMES, WITH_LAM
 
 
 def _instance_args(p, default_R: int) -> None:
@@ -29,6 +30,16 @@ def _instance_args(p, default_R: int) -> None:
                    help="torch CPU threads (default 1: the default instances are latency-bound)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(default_R=default_R)
+
+
+def _run(args):
+    """``stam synthetic run``: a paper's preset named by ``--preset`` is read here, in the command
+    line's layer (the presets are the networks' declarations, :mod:`stam.dnn.presets`), and handed
+    to the synthetic run as its (lambda, gamma, beta)."""
+    from stam.dnn.presets import paper_presets
+
+    args.preset_values = paper_presets()[args.preset] if args.preset else None
+    return commands.run_command(args)
 
 
 def register(subparsers) -> None:
@@ -59,7 +70,7 @@ def register(subparsers) -> None:
                      help="run even above the work limit (50 times the default run's work)")
     run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
     add_out(run, default="results/synthetic", help="output directory (default results/synthetic)")
-    run.set_defaults(func=commands.run_command)
+    run.set_defaults(func=_run)
 
     cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                           description="Baselines with equal budgets of stochastic gradient evaluations.")

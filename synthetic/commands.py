@@ -16,7 +16,7 @@ from pathlib import Path
 
 from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, check_out_dir, check_out_file, dumps, provenance
-from stam.synthetic.families import NAMES, WITH_LAM, paper_presets
+from stam.synthetic.families import NAMES, WITH_LAM
 from stam.userfile import guard, is_file_spec, load, split_spec
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
@@ -233,7 +233,7 @@ def run_command(args) -> int:
         require(args.problem in WITH_LAM, f"--preset {args.preset} needs a problem with lambda ({', '.join(WITH_LAM)})")
         given = [f for f, v in (("--gamma", args.gamma), ("--beta", args.beta), ("--lam", args.lam)) if v is not None]
         require(not given, f"--preset {args.preset} sets lambda, gamma and beta; drop {', '.join(given)} (or drop --preset)")
-        lam, gamma, beta = paper_presets()[args.preset]
+        lam, gamma, beta = args.preset_values  # (lambda, gamma, beta), from the paper's preset (stam.synthetic.cli)
         extra["lam"], allow = lam, True
     if args.lam is not None:
         require(args.problem in WITH_LAM, f"--lam is for the problems with lambda ({', '.join(WITH_LAM)}), not {args.problem}")

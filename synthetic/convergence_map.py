@@ -65,7 +65,7 @@ from pathlib import Path
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.errors import UsageError
 from stam.io import atomic_write_text, bar_disable, dumps, provenance
-from stam.dnn.catalog import DATASET_NAMES  # the data sets a network map trains on (torch-free)
+from stam.datasets import DATASET_NAMES  # the data sets a network map trains on
 from stam.synthetic.families import MAP_NAMES
 from stam.theory import numeric
 

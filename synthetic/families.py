@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stam.dnn import presets
 from stam.registry import load, lookup
 
 
@@ -63,19 +62,4 @@ def family(name: str) -> Family:
     return lookup(FAMILIES, name, "problem")
 
 
-#: The STAM settings of the paper's Table para that ``stam synthetic run --preset`` takes as
-#: constants (their schedules dropped), read from the presets of :mod:`stam.dnn.presets`.
-PAPER_PRESET_NAMES = ("our1", "our2")
-
-
-def paper_presets() -> dict:
-    """``{"paper-our1": (lam, gamma, beta), ...}``: the first-epoch values of Table para's STAM
-    presets (:mod:`stam.dnn.presets`, the one place they are written)."""
-    out = {}
-    for name in PAPER_PRESET_NAMES:
-        h = presets.resolve(name, "stam", "cifar10").at(1)
-        out[f"paper-{name}"] = (float(h["lam"]), float(h["gamma"]), float(h["beta"]))
-    return out
-
-
-__all__ = ["Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family", "paper_presets", "PAPER_PRESET_NAMES"]
+__all__ = ["Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family"]

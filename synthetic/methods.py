@@ -2,15 +2,16 @@
 
 Each :class:`Method` names its runner (``"module:function"``, in :mod:`stam.synthetic.baselines`:
 a loop over a shared step of :mod:`stam.algorithm`), so the comparison, the figure labels and the
-tests read the same declaration.  PSGD, BC and BR take their labels and equations from the
-network catalog (:mod:`stam.dnn.catalog`): the same methods, on ``min G(W) + I_Q(W)``.
+tests read the same declaration.  STAM, PSGD, BC and BR take their labels, equations, colours and
+markers from their update rules (:data:`stam.algorithm.RULES`), as the networks' do: the same
+methods, PSGD, BC and BR on ``min G(W) + I_Q(W)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stam.dnn import catalog
+from stam.algorithm import rule
 from stam.registry import load, lookup
 
 
@@ -19,7 +20,7 @@ class Method:
     """``runner(problem, iters, R, gamma, beta, gen) -> (u, y)`` (its final point);
     ``deterministic``: it takes full gradients (``iters = budget // N`` on the problem with full
     sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``; ``color`` and
-    ``marker``: how figures draw it (as :class:`stam.dnn.catalog.Algorithm`'s)."""
+    ``marker``: how figures draw it (as :class:`stam.algorithm.Rule`'s)."""
 
     name: str
     label: str
@@ -35,14 +36,14 @@ class Method:
 
 
 def _network(name: str) -> Method:
-    a = catalog.algorithm(name)
-    return Method(name, a.label, a.equation, f"stam.synthetic.baselines:run_{name}", quantised=True, color=a.color,
-                  marker=a.marker)
+    r = rule(name)
+    return Method(name, r.label, r.equation, f"stam.synthetic.baselines:run_{name}", quantised=True, color=r.color,
+                  marker=r.marker)
 
 
 REGISTRY = (
-    Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam", color=catalog.algorithm("stam").color,
-           marker=catalog.algorithm("stam").marker),
+    Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam", color=rule("stam").color,
+           marker=rule("stam").marker),
     Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", "stam.synthetic.baselines:run_stam",
            deterministic=True, color="reddish_purple", marker="P"),
     Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring",

@@ -97,7 +97,7 @@ def test_each_family_of_the_registry_builds_what_it_declares(name):
 
 
 def test_paper_presets_are_table_paras_first_epoch():
-    from stam.synthetic.families import paper_presets
+    from stam.dnn.presets import paper_presets
 
     assert paper_presets() == {"paper-our1": (0.5, 8.0, 1000.0), "paper-our2": (4.0, 15.0, 1000.0)}
 
