@@ -45,7 +45,7 @@ import torch
 from torch import Tensor
 
 from stam.dnn import imagefolder
-from stam.dnn.catalog import DATASET_NAMES  # declared once, in the catalog
+from stam.dnn.catalog import DATASET_NAMES, VAL_FRACTION  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
 
@@ -470,7 +470,7 @@ def split_validation(data: ImageData, fraction: float, seed: int) -> ImageData:
     kept = int((~val).sum())
     if kept < 2:  # a training step needs 2 images (BatchNorm)
         raise UsageError(f"--val-fraction {fraction}: leaves {kept} training image(s) of {len(y)}; give a fraction that "
-                         "leaves training images (default 0.1)")
+                         f"leaves training images (default {VAL_FRACTION:g})")
     val = val.to(data.train_x.device)
     return ImageData(data.name, data.train_x[~val], data.train_y[~val], data.test_x, data.test_y, data.num_classes,
                      data.augment, manifest=data.manifest, val_x=data.train_x[val], val_y=data.train_y[val], source=data.source)

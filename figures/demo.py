@@ -55,7 +55,7 @@ from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenanc
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
-from stam.synthetic.convergence_map import log_grid, run_map
+from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid, run_map
 from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
 from stam.theory.items import VERDICTS
@@ -86,9 +86,10 @@ class DemoConfig:
     tune_trials: int = 8
     tune_seeds: int = 5
     tune_paper: bool = True  # the paper-settings rows
-    digits_map_grid: tuple = ((0.001, 30.0, 6), (0.05, 30.0, 6), (20.0,), 1)  # gammas, lams, betas, seeds
+    # gammas, lams (LO, HI, N: the map's default ranges), betas, seeds
+    digits_map_grid: tuple = ((*DEFAULT_GAMMAS[:2], 6), (*DEFAULT_LAMS[:2], 6), (20.0,), 1)
     admissible_lam: float = 1.0  # lambda of the theorem-admissible STAM run
-    map_grid: tuple = ((0.001, 30.0, 8), (0.05, 30.0, 8), (100.0, 1000.0), 2)  # gammas, lams, betas, seeds
+    map_grid: tuple = (DEFAULT_GAMMAS, DEFAULT_LAMS, (100.0, 1000.0), 2)  # gammas, lams, betas, seeds
     map_iterations: int = 500
 
     @staticmethod
@@ -98,7 +99,7 @@ class DemoConfig:
                               region_lams=(1.0,), region_betas=(100.0, 10000.0), region_gammas=(0.1, 10.0),
                               batch_size=64, tune_trials=2, tune_seeds=2, tune_paper=False,
                               digits_map_grid=((0.01, 10.0, 3), (0.1, 10.0, 3), (20.0,), 1),
-                              map_grid=((0.001, 30.0, 5), (0.05, 30.0, 5), (1000.0,), 2), map_iterations=100)
+                              map_grid=((*DEFAULT_GAMMAS[:2], 5), (*DEFAULT_LAMS[:2], 5), (1000.0,), 2), map_iterations=100)
         return DemoConfig()
 
 

@@ -12,15 +12,15 @@ from stam.cliargs import ListArg, add_out, text_item
 from stam.errors import finite_float, positive_float, positive_int, seed_int, threads_int
 from stam.jobs import add_scheduler_args
 from stam.synthetic import commands
-from stam.synthetic.commands import COMPARE_DEFAULTS, RUN_DEFAULTS
+from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, SWEEP_DEFAULTS
 from stam.dnn.presets import PAPER_PRESET_NAMES
-from stam.synthetic.families import NAMES, WITH_LAM
+from stam.synthetic.families import NAMES, SIZE, WITH_LAM
 
 
 def _instance_args(p, default_R: int) -> None:
-    p.add_argument("--n", type=positive_int, default=32, help="dimension of y (and x) (default 32)")
-    p.add_argument("--N", type=positive_int, default=256, help="number of terms of G (default 256)")
-    p.add_argument("--b", type=positive_int, default=8, help="minibatch size (default 8)")
+    p.add_argument("--n", type=positive_int, default=SIZE["n"], help=f"dimension of y (and x) (default {SIZE['n']})")
+    p.add_argument("--N", type=positive_int, default=SIZE["N"], help=f"number of terms of G (default {SIZE['N']})")
+    p.add_argument("--b", type=positive_int, default=SIZE["b"], help=f"minibatch size (default {SIZE['b']})")
     p.add_argument("--replacement", action="store_true", help="b-nice sampling with replacement (default: without)")
     p.add_argument("--R", type=positive_int, default=None, help=f"independent runs (seeds), batched (default {default_R})")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the instance and of the sampling (default 0)")
@@ -55,9 +55,10 @@ def register(subparsers) -> None:
                          description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
     run.add_argument("--problem", required=True, metavar="NAME|FILE.py:NAME", help=PROBLEM_HELP)
     _instance_args(run, default_R=RUN_DEFAULTS["R"])
-    run.add_argument("--T-min", type=positive_int, default=None, help="smallest horizon (default 10)")
-    run.add_argument("--T-max", type=positive_int, default=None, help="largest horizon (default 10240)")
-    run.add_argument("--T-points", type=positive_int, default=None, help="horizons on the geometric grid (default 11)")
+    run.add_argument("--T-min", type=positive_int, default=None, help=f"smallest horizon (default {RUN_DEFAULTS['T_min']})")
+    run.add_argument("--T-max", type=positive_int, default=None, help=f"largest horizon (default {RUN_DEFAULTS['T_max']})")
+    run.add_argument("--T-points", type=positive_int, default=None,
+                     help=f"horizons on the geometric grid (default {RUN_DEFAULTS['T_points']})")
     run.add_argument("--gamma", type=positive_float, help="explicit gamma (default: --gamma-fraction of gamma_max)")
     run.add_argument("--gamma-fraction", type=positive_float, default=0.5, help="gamma / gamma_max, in (0, 1) (default 0.5)")
     run.add_argument("--beta", type=positive_float, help="explicit beta for every T (default: Theorem conv-rate's rule)")
@@ -68,7 +69,8 @@ def register(subparsers) -> None:
                      help="run explicit parameters outside Theorem conv's hypotheses (rows: admissible=false, bound=null)")
     run.add_argument("--force", action="store_true",
                      help="run even above the work limit (50 times the default run's work)")
-    run.add_argument("--quick", action="store_true", help="a few seconds: --T-min 10 --T-max 640 --T-points 7, R = 8 (unless --R is given); not with --T-min/--T-max/--T-points")
+    run.add_argument("--quick", action="store_true", help=f"a few seconds: --T-min {QUICK['T_min']} --T-max {QUICK['T_max']} --T-points {QUICK['T_points']}, "
+                     f"R = {QUICK['R']} (unless --R is given); not with --T-min/--T-max/--T-points")
     add_out(run, default="results/synthetic", help="output directory (default results/synthetic)")
     run.set_defaults(func=_run)
 
@@ -78,7 +80,7 @@ def register(subparsers) -> None:
     _instance_args(cmp_, default_R=COMPARE_DEFAULTS["R"])
     cmp_.add_argument("--budget", type=positive_int, default=COMPARE_DEFAULTS["budget"],
                       help=f"sample-gradient evaluations per run (default {COMPARE_DEFAULTS['budget']} = "
-                      f"{COMPARE_DEFAULTS['budget'] // 8} iterations of b=8)")
+                      f"{COMPARE_DEFAULTS['budget'] // SIZE['b']} iterations of b={SIZE['b']})")
     cmp_.add_argument("--gamma", type=positive_float, help="explicit gamma (default 0.5 gamma_max)")
     cmp_.add_argument("--beta", type=positive_float, help="y-step 1/beta for every method (default: STAM's theory beta; "
                       "any beta is run, and the output says whether (gamma, beta) satisfy Theorem conv)")
@@ -96,9 +98,11 @@ def register(subparsers) -> None:
                     help="comma-separated instance/sampling seeds (default 0,1,2)")
     sw.add_argument("--gamma-fractions", type=ListArg(finite_float, "gamma/gamma_max in (0, 1)", "0.25,0.5"),
                     default="0.25,0.5", metavar="F1,F2,...", help="comma-separated gamma/gamma_max (default 0.25,0.5)")
-    sw.add_argument("--R", type=positive_int, default=16, help="runs per job (default 16)")
-    sw.add_argument("--T-max", type=positive_int, default=2560, help="largest horizon (default 2560)")
-    sw.add_argument("--T-points", type=positive_int, default=9, help="horizons per job (default 9)")
+    sw.add_argument("--R", type=positive_int, default=SWEEP_DEFAULTS["R"], help=f"runs per job (default {SWEEP_DEFAULTS['R']})")
+    sw.add_argument("--T-max", type=positive_int, default=SWEEP_DEFAULTS["T_max"],
+                    help=f"largest horizon (default {SWEEP_DEFAULTS['T_max']})")
+    sw.add_argument("--T-points", type=positive_int, default=SWEEP_DEFAULTS["T_points"],
+                    help=f"horizons per job (default {SWEEP_DEFAULTS['T_points']})")
     add_scheduler_args(sw, workers=2, aliases=("-j", "--jobs"))  # -j/--jobs: the old spelling, hidden
     add_out(sw, default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -16,13 +16,15 @@ from pathlib import Path
 
 from stam.errors import UsageError, require
 from stam.io import atomic_write_json, atomic_write_text, check_out_dir, check_out_file, dumps, provenance
-from stam.synthetic.families import NAMES, WITH_LAM
+from stam.synthetic.families import NAMES, SIZE, WITH_LAM
 from stam.userfile import guard, is_file_spec, load, split_spec
 
 QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
 #: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
 #: --quick can tell a value the user gave from a default)
 RUN_DEFAULTS = dict(T_min=10, T_max=10240, T_points=11, R=32)
+#: `synthetic sweep`: runs per job and each job's horizon grid (from the run's --T-min on)
+SWEEP_DEFAULTS = dict(R=16, T_max=2560, T_points=9)
 #: `synthetic compare`: sample-gradient evaluations and runs
 COMPARE_DEFAULTS = dict(budget=32768, R=8)
 
@@ -99,14 +101,20 @@ def _say_work(times: float, what: str) -> None:
         print(f"{what}: about {times:.3g} times the default run's work", file=sys.stderr, flush=True)
 
 
+def _default_run_work() -> float:
+    """The work of the default ``synthetic run`` (:data:`RUN_DEFAULTS` at the default :data:`SIZE`)."""
+    from stam.synthetic.rates import geometric_grid
+
+    grid = geometric_grid(RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"], RUN_DEFAULTS["T_points"])
+    return _run_work(RUN_DEFAULTS["R"], grid, SIZE["b"], SIZE["n"])
+
+
 def _check_work(args, R: int, T_grid) -> float:
     """Refuse, before any work, a rate experiment above :data:`WORK_LIMIT` times the default
     run's work unless ``--force``; the work, in those units."""
     from stam.synthetic.rates import geometric_grid
 
-    default = _run_work(RUN_DEFAULTS["R"], geometric_grid(RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"],
-                                                          RUN_DEFAULTS["T_points"]), 8, 32)
-    times = _run_work(R, T_grid, args.b, args.n) / default
+    times = _run_work(R, T_grid, args.b, args.n) / _default_run_work()
     require(args.force or times <= WORK_LIMIT,
             f"--R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} at --b {args.b}, --n {args.n} are about "
             f"{times:.3g} times the default run's work, above the limit of {WORK_LIMIT}; lower them or add --force")
@@ -373,10 +381,10 @@ def sweep_command(args) -> int:
     bad = [f for f in fractions if not 0 < f < 1]
     if bad:
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
-    require(args.T_max >= 10, f"--T-max {args.T_max} must be >= 10")
-    T_grid = geometric_grid(10, args.T_max, args.T_points)
-    per_job = _run_work(args.R, T_grid, 8, 32) / _run_work(RUN_DEFAULTS["R"], geometric_grid(
-        RUN_DEFAULTS["T_min"], RUN_DEFAULTS["T_max"], RUN_DEFAULTS["T_points"]), 8, 32)
+    T_min = RUN_DEFAULTS["T_min"]
+    require(args.T_max >= T_min, f"--T-max {args.T_max} must be >= {T_min}")
+    T_grid = geometric_grid(T_min, args.T_max, args.T_points)
+    per_job = _run_work(args.R, T_grid, SIZE["b"], SIZE["n"]) / _default_run_work()
     require(per_job <= WORK_LIMIT, f"--R {args.R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} are about "
             f"{per_job:.3g} times the default run's work per job, above the limit of {WORK_LIMIT}; lower them")
     out = check_out_dir(args.out)
@@ -388,7 +396,7 @@ def sweep_command(args) -> int:
         names[spec] = stem_name
     clash = [v for v in names.values() if v in NAMES or list(names.values()).count(v) > 1]
     require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")
-    jobs = sweep_specs(problems, seeds, fractions, args.R, geometric_grid(10, args.T_max, args.T_points), names)
+    jobs = sweep_specs(problems, seeds, fractions, args.R, T_grid, names)
     for stem, _ in jobs:
         for suffix in (".json", ".csv"):
             check_out_file(out / f"{stem}{suffix}")

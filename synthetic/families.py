@@ -49,6 +49,10 @@ FAMILIES = (
            "stam.synthetic.problems:cosine", lam=True),
 )
 
+#: the size of a built-in instance unless told otherwise: the dimension n of y (and x), the N terms
+#: of G and the minibatch b (every builder's defaults; ``stam synthetic``'s --n, --N, --b)
+SIZE = {"n": 32, "N": 256, "b": 8}
+
 #: the family names, in the order of the paper's problems (CLI choices, sweeps, tests)
 NAMES = tuple(f.name for f in FAMILIES)
 #: families with a coupling weight lambda
@@ -62,4 +66,4 @@ def family(name: str) -> Family:
     return lookup(FAMILIES, name, "problem")
 
 
-__all__ = ["Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family"]
+__all__ = ["SIZE", "Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family"]

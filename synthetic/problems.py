@@ -46,7 +46,7 @@ from stam.algorithm import Scalar, STAMState, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
 from stam.synthetic import estimate as E
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
-from stam.synthetic.families import FAMILIES, family
+from stam.synthetic.families import FAMILIES, SIZE, family
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
 from stam.synthetic.sampling import Sampling
@@ -387,7 +387,7 @@ def _finish(problem: ThreeBlockProblem, device, dtype) -> ThreeBlockProblem:
     return problem
 
 
-def binary(n=32, N=256, b=8, replacement=False, seed=0, lam=1.0, blocks=2, noise=0.1, outliers=0.1,
+def binary(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, lam=1.0, blocks=2, noise=0.1, outliers=0.1,
            device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
     """Problem 1: ``min I_Q(x) + (1/N) sum_i log(1 + (a_i^T y - b_i)^2/2) + (lam/2)||x - y||^2``.
     Constants: ``L2* = L3* = L4* = L5* = lam``, ``l = -lam``, ``H_inf = 0``; L1 and L1^i of
@@ -403,7 +403,7 @@ def binary(n=32, N=256, b=8, replacement=False, seed=0, lam=1.0, blocks=2, noise
     return _finish(problem, device, dtype)
 
 
-def sparse(n=32, N=256, b=8, replacement=False, seed=0, penalty="l1", m=None, k=None, mu=0.1, tau=0.05,
+def sparse(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, penalty="l1", m=None, k=None, mu=0.1, tau=0.05,
            theta=2.0, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
     """Problem 2: ``min F(x) + (1/N) sum_i log(1 + exp(-c_i a_i^T y)) + mu sum_j y_j^2/(1 + y_j^2)
     + (1/2)||A x - B y||^2``, ``F = tau ||x||_1`` or MCP(tau, theta) (then gamma < theta is
@@ -436,7 +436,7 @@ def sparse(n=32, N=256, b=8, replacement=False, seed=0, penalty="l1", m=None, k=
     return _finish(problem, device, dtype)
 
 
-def cosine(n=32, N=256, b=8, replacement=False, seed=0, lam=1.0, mu=2.0, tau=0.05, noise=0.1, outliers=0.1,
+def cosine(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, lam=1.0, mu=2.0, tau=0.05, noise=0.1, outliers=0.1,
            device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
     """Problem 3: ``min tau||x||_1 + (1/N) sum_i log(1 + (a_i^T y - b_i)^2/2) + (lam/2)||x - y||^2
     + mu sum_j cos x_j``.  With ``mu > lam`` the coupling is nonconvex in x: ``l = mu - lam > 0``,

@@ -208,11 +208,10 @@ def run_counterexample(violated: bool, inst, tr, r, t, fields: dict) -> dict | N
 
 def instance_record(inst, tr, r, t) -> dict:
     """The numbers a reader needs to replay run r around step t."""
-    pick = lambda v: v[r] if np.ndim(v) == 1 else v[r]  # noqa: E731
     zprev = tr["zm1"][r] if t == 0 else tr["z"][t - 1, r]
     return rounded({
         "instance": {"G": "(a/2)||y-g0||^2", "H": "(lam/2)||x-y||^2", "F": "(mu/2)||u-c||^2",
-                     **{key: pick(inst[key]) for key in ("a", "g0", "lam", "mu", "c", "gamma", "beta", "y0", "zm1")}},
+                     **{key: inst[key][r] for key in ("a", "g0", "lam", "mu", "c", "gamma", "beta", "y0", "zm1")}},
         "t": t,
         "iterates": {"y^t": tr["y"][t, r], "y^{t+1}": tr["y"][t + 1, r], "x^t": tr["x"][t, r],
                      "x^{t+1}": tr["x"][t + 1, r], "u^t": tr["u"][t, r], "z^{t-1}": zprev, "z^t": tr["z"][t, r]},
