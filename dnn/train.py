@@ -35,7 +35,7 @@ from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
-from stam.dnn.catalog import VAL_FRACTION
+from stam.dnn.params import TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance, remove_stale_temporaries
 from stam.theory.numeric import check, quadratic_coupling
@@ -49,36 +49,6 @@ IDENTITY_DEFAULTS = {"width": 1.0}
 
 class Diverged(RuntimeError):
     """The training loss became NaN or infinite; the message is one line."""
-
-
-@dataclass
-class TrainConfig:
-    model: str = "vgg11"
-    width: float = 1.0  # channel-width multiplier of the network (1: the paper's)
-    dataset: str = "cifar10"
-    algo: str | None = None
-    preset: str | None = None
-    epochs: int | None = None  # default: the paper's 1000
-    batch_size: int | None = None  # default: the paper's 128 (global, split over processes)
-    seed: int = 0
-    overrides: dict = field(default_factory=dict)
-    schedule_scale: float | str = 1.0
-    keep_float: tuple = ()
-    data_dir: str = "data"
-    download: bool = False
-    out: str | None = None
-    resume: bool = False
-    device: str = "auto"
-    bf16: bool = False
-    eval_batch_size: int = 1000
-    progress: bool = True
-    echo: bool = True  # print one readable line per epoch and a closing summary on stdout
-    json: bool = False  # with echo: print each epoch's JSON record (the line of log.jsonl) instead
-    label: str | None = None  # column name in ``stam table`` (default: the preset's, e.g. Our3; Our3* with overrides)
-    val_fraction: float | None = VAL_FRACTION  # validation share carved out of the training set; None: the paper's protocol (no validation)
-    split_seed: int = 0  # seed of the validation split (independent of ``seed``)
-    cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
-    force: bool = False  # train above the work limit (stam.dnn.epochs.WORK_LIMIT_IMAGES)
 
 
 # --------------------------------------------------------------------------- the theorem

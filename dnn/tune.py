@@ -33,8 +33,9 @@ import warnings
 from pathlib import Path
 
 from stam.dnn import presets
-from stam.dnn.catalog import DATASETS, MODELS, VAL_FRACTION, algorithm
-from stam.dnn.sweep import check_job, data_source, run_job, task_spec
+from stam.dnn.catalog import DATASETS, MODELS, algorithm
+from stam.dnn.params import TuneParams
+from stam.dnn.sweep import check_job, data_source, run_job
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
 from stam.io import atomic_write_json, atomic_write_text, provenance, staged
@@ -167,23 +168,69 @@ def result_stem(dataset: str) -> str:
     return f"tune-{dataset}"
 
 
+def out_path(params: TuneParams) -> Path:
+    """Where a tuning writes: ``--out``, by default ``tune-DATASET`` (:func:`result_stem`)."""
+    return Path(params.out if params.out is not None else result_stem(params.dataset))
+
+
+def read_spaces(space_file: str | None) -> dict | None:
+    """The search spaces of ``--space-file`` (None: ``presets.json``'s), one-line errors."""
+    if space_file is None:
+        return None
+    import json
+
+    from stam.io import read_input_text
+
+    text = read_input_text(Path(space_file), f"--space-file {space_file}")
+    try:
+        spaces = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise UsageError(f"--space-file {space_file}: not a readable JSON file ({type(exc).__name__})") from None
+    if not isinstance(spaces, dict):
+        raise UsageError(f"--space-file {space_file}: expected an object algorithm -> search space")
+    return spaces
+
+
+def run(params: TuneParams) -> tuple[dict, Path]:
+    """``stam tune`` as a library call: every usage error (the search spaces, the plan, the data
+    set, the model, the split, the work limit) before any work, then :func:`tune`; returns the
+    result and the path of its JSON file."""
+    from stam.dnn import batched
+    from stam.dnn import epochs as ep
+    from stam.dnn.sweep import check_task, job_device, train_size
+    from stam.io import check_out_dir
+
+    spaces = read_spaces(params.space_file)
+    out = out_path(params)
+    check_out_dir(out, "--out")
+    task = params.task()
+    chunk = batched.runs_per_job(params.model, job_device())
+    plan(params, chunk, spaces)  # every usage error before any work
+    check_task(task, params.val_fraction, params.split_seed)  # the data set, the model, the split: one line before any work
+    n_train = train_size(task)
+    runs = len(params.algos) * (params.trials + params.n_seeds * 2)  # trials, fresh seeds, and the paper rows at most
+    ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({params.trials} trials + "
+                  f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force)
+    result = tune(params, chunk=chunk, spaces=spaces)
+    return result, out / (result_stem(params.dataset) + ".json")
+
+
 def _label(algo: str) -> str:
     return algorithm(algo).label
 
 
-def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fraction: float, split_seed: int,
-         tune_seed: int, chunk: int, spaces: dict | None = None, task: dict | None = None) -> dict:
+def plan(params: TuneParams, chunk: int, spaces: dict | None = None) -> dict:
     """The whole protocol as data: the trial configurations of every algorithm and the job specs
-    of the trial stage (chunks of at most ``chunk`` trials, one batched training each) on ``task``
-    (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP)."""
+    of the trial stage (chunks of at most ``chunk`` trials, one batched training each), each job's
+    spec the parameters' :meth:`~stam.params.Params.spec` (what is trained on what, how long)."""
+    algos, trials, seeds, tune_seed = params.algos, params.trials, params.n_seeds, params.tune_seed
     if trials < 1:
         raise UsageError(f"--trials {trials}: the budget must be at least 1 trial per algorithm")
     if trials > MAX_TRIALS:
         raise UsageError(f"--trials {trials}: at most {MAX_TRIALS} trials per algorithm (scrambled Sobol points are drawn for each)")
     if seeds < 2:
         raise UsageError(f"--n-seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
-    base = {"epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction, "split_seed": split_seed,
-            **(task or task_spec())}
+    base = params.spec()
     out = {"base": base, "trials": {}, "jobs": []}
     for algo in algos:
         cfgs = sample_trials(algo, trials, tune_seed, spaces)
@@ -195,17 +242,17 @@ def plan(algos, trials: int, seeds: int, epochs: int, batch_size: int, val_fract
     return out
 
 
-def tune(algos, out_dir, *, trials: int = 16, seeds: int = 5, epochs: int = 60, batch_size: int = 32,
-         val_fraction: float = VAL_FRACTION, split_seed: int = 0, tune_seed: int = 0, paper: bool = True, chunk: int = 16,
-         scheduler: str | None = None, workers: int = 1, progress: bool = True, spaces: dict | None = None,
-         task: dict | None = None) -> dict:
-    """Run the protocol of the module docstring on ``task`` (:func:`stam.dnn.sweep.task_spec`:
-    data set, model, width; default digits and the MLP); returns (and writes
-    ``OUT/tune-DATASET.json`` and ``.md``) the result."""
-    out_dir = Path(out_dir)
+def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> dict:
+    """Run the protocol of the module docstring with ``params`` (what is trained on what: its
+    ``task()``, default digits and the MLP); returns (and writes ``OUT/tune-DATASET.json`` and
+    ``.md``) the result.  ``chunk``: the most runs one job trains at once; ``spaces``: search
+    spaces instead of ``presets.json``'s."""
+    algos, trials, seeds, tune_seed, paper = params.algos, params.trials, params.n_seeds, params.tune_seed, params.paper
+    scheduler, workers, progress = params.scheduler, params.workers, params.progress
+    out_dir = out_path(params)
     store = out_dir / "jobs"
-    task = task or task_spec()
-    p = plan(algos, trials, seeds, epochs, batch_size, val_fraction, split_seed, tune_seed, chunk, spaces, task)
+    task = params.task()
+    p = plan(params, chunk, spaces)
     base = p["base"]
     results = run_jobs(run_job, p["jobs"], store, scheduler=scheduler, workers=workers, progress=progress, desc="tune: trials",
                        check=check_job)

@@ -272,11 +272,12 @@ class Demo:
     def tune(self, step: Step) -> None:
         """The equal-budget comparison (all five algorithms, the paper's settings as labelled rows)."""
         from stam.dnn import catalog, tune
+        from stam.dnn.params import TuneParams
 
         out = self.stage / "tune"
-        self.tuned = tune.tune(catalog.NAMES, out, trials=self.cfg.tune_trials, seeds=self.cfg.tune_seeds,
-                               epochs=self.cfg.epochs, batch_size=self.cfg.batch_size, paper=self.cfg.tune_paper,
-                               progress=self.progress)
+        self.tuned = tune.tune(TuneParams(algos=catalog.NAMES, out=str(out), trials=self.cfg.tune_trials,
+                                          n_seeds=self.cfg.tune_seeds, epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
+                                          paper=self.cfg.tune_paper, progress=self.progress))
         self.headline["tune"] = tune.headline(self.tuned)
         step.outputs.append(out / "tune-digits.json")
 

@@ -16,6 +16,7 @@ import math
 from typing import Callable, Sequence
 
 from stam.errors import positive_int
+from stam.params import add_field, arg
 
 
 class ListArg:
@@ -99,14 +100,23 @@ class RangeArg:
         return lo, hi, n
 
 
+def out_arg(default: str | None = None, metavar: str = "DIR", help: str = "output folder", **kw):
+    """``-o/--out``: where a command writes (a folder or a file, as ``metavar`` says), a field of
+    an experiment's parameters (:func:`stam.params.arg`)."""
+    return arg("-o", "--out", default=default, metavar=metavar, help=help, **kw)
+
+
 def add_out(parser, default: str | None = None, metavar: str = "DIR", help: str = "output folder", **kw) -> None:
-    """``-o/--out``: where a command writes (a folder or a file, as ``metavar`` says)."""
-    parser.add_argument("-o", "--out", default=default, metavar=metavar, help=help, **kw)
+    """:func:`out_arg`, added to ``parser`` (the destination ``out``)."""
+    add_field(parser, "out", out_arg(default, metavar, help, **kw))
+
+
+def n_seeds_arg(default: int | None, help: str, old: str | None = "--seeds", job: bool = False):
+    """``--n-seeds N``, a count of seeds (a list of seeds is ``--seeds``), a field ``n_seeds`` of an
+    experiment's parameters; ``old``: the earlier spelling of the count, kept hidden for one release."""
+    return arg("--n-seeds", type=positive_int, default=default, metavar="N", help=help, old=(old,) if old else (), job=job)
 
 
 def add_n_seeds(parser, default: int | None, help: str, old: str | None = "--seeds") -> None:
-    """``--n-seeds N``, a count of seeds (a list of seeds is ``--seeds``); ``old``: the earlier
-    spelling of the count, kept hidden for one release."""
-    parser.add_argument("--n-seeds", type=positive_int, default=default, metavar="N", help=help)
-    if old:
-        parser.add_argument(old, dest="n_seeds", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    """:func:`n_seeds_arg`, added to ``parser`` (the destination ``n_seeds``)."""
+    add_field(parser, "n_seeds", n_seeds_arg(default, help, old))

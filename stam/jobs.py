@@ -151,18 +151,34 @@ def _scheduler_type(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--scheduler ")) from None
 
 
+_SCHEDULER_HELP = ("Dask distributed scheduler, e.g. tcp://127.0.0.1:8786; default: run here (needs the 'cluster' "
+                   "extra; the results are stored here, workers need no shared disk)")
+
+
 def add_scheduler_args(parser: argparse.ArgumentParser, workers: int = 1, aliases: tuple = ()) -> argparse.ArgumentParser:
     """Add ``--scheduler ADDRESS`` and ``--workers N`` (the arguments of :func:`run_jobs` of the
     same names; ``workers`` the default) to ``parser``, for every command that runs jobs.
     ``aliases``: older spellings of ``--workers`` a command keeps, hidden from its help."""
-    parser.add_argument("--scheduler", metavar="ADDRESS", type=_scheduler_type, default=None,
-                        help="Dask distributed scheduler, e.g. tcp://127.0.0.1:8786; default: run here "
-                             "(needs the 'cluster' extra; the results are stored here, workers need no shared disk)")
-    parser.add_argument("--workers", metavar="N", type=positive_int, default=workers,
-                        help=f"local processes (default {workers}); not with --scheduler")
-    if aliases:
-        parser.add_argument(*aliases, dest="workers", type=positive_int, help=argparse.SUPPRESS)
+    from stam.params import add_field
+
+    add_field(parser, "scheduler", scheduler_arg())
+    add_field(parser, "workers", workers_arg(workers, aliases))
     return parser
+
+
+def scheduler_arg():
+    """``--scheduler ADDRESS`` as a field of an experiment's parameters (:func:`stam.params.arg`)."""
+    from stam.params import arg
+
+    return arg("--scheduler", metavar="ADDRESS", type=_scheduler_type, default=None, help=_SCHEDULER_HELP)
+
+
+def workers_arg(workers: int = 1, aliases: tuple = ()):
+    """``--workers N`` as a field of an experiment's parameters (:func:`stam.params.arg`)."""
+    from stam.params import arg
+
+    return arg("--workers", metavar="N", type=positive_int, default=workers, old=aliases,
+               help=f"local processes (default {workers}); not with --scheduler")
 
 
 def stored(specs: list[dict], store: Path | str, check: Callable | None = None) -> list[bool]:

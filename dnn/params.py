@@ -1,0 +1,191 @@
+"""The parameters of the network experiments, each one frozen dataclass (:mod:`stam.params`):
+``stam train`` (:class:`TrainConfig`, run by :func:`stam.dnn.train.run`) and ``stam tune``
+(:class:`TuneParams`, run by :func:`stam.dnn.tune.run`).  Each field declares its flag, its type,
+its default and its help once; the command lines (:mod:`stam.dnn.cli`), the library calls and the
+job specifications read them here.  Imports no torch (``stam --help`` reads these declarations).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
+from stam.dnn import presets
+from stam.dnn.catalog import MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
+from stam.datasets import DATASET_NAMES as DATASETS
+from stam.errors import batch_int, positive_int, seed_int
+from stam.jobs import scheduler_arg, workers_arg
+from stam.params import Params, arg
+
+#: ``--algos A,B,...`` (each once) and ``--keep-float first,last`` (or none)
+ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=tuple)
+KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
+
+
+def width_float(text: str) -> float:
+    """argparse type: a network's channel-width multiplier, in (0, 64]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 64:
+        raise argparse.ArgumentTypeError(f"{text}: the channel-width multiplier must be in (0, 64] (1 = the paper's networks)")
+    return value
+
+
+def fraction_float(text: str) -> float:
+    """argparse type: a number in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be a number in (0, 1)")
+    return value
+
+
+def scale_arg(text: str):
+    """argparse type: ``--schedule-scale``, a number > 0 or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor 'auto'") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} must be a number > 0 or 'auto'")
+    return value
+
+
+def _overrides(items: list) -> dict:
+    return dict(presets.parse_override(s) for s in items)
+
+
+@dataclass(frozen=True)
+class TrainConfig(Params):
+    """``stam train``'s parameters (one run); ``no_val``: the paper's protocol, ``val_fraction``
+    becomes None (no validation set)."""
+
+    model: str = arg("--model", choices=MODELS, default="vgg11")
+    width: float = arg("--width", type=width_float, default=1.0, metavar="W",
+                       help="channel-width multiplier of the network (default 1, the paper's; e.g. 0.125 fits a CPU)")
+    dataset: str = arg("--dataset", choices=DATASETS, default="cifar10")
+    algo: str | None = arg("--algo", choices=ALGOS, default=None, help="default: the algorithm of --preset")
+    preset: str | None = arg("--preset", default=None,
+                             help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
+    list_presets: bool = arg("--list-presets", action="store_true", default=False,
+                             help="print the presets and their sources, then exit")
+    epochs: int | None = arg("--epochs", type=positive_int, default=None, help="default 1000 (the paper)")
+    batch_size: int | None = arg("--batch-size", type=batch_int, default=None,
+                                 help="global batch size, default 128 (the paper)")
+    seed: int = arg("--seed", type=seed_int, default=0)
+    overrides: dict = arg("--set", action="append", default_factory=dict, cli_default=[], convert=_overrides,
+                          metavar="KEY=VALUE", help="override a hyperparameter: a number (constant) or a JSON schedule, "
+                          "e.g. --set gamma=0.1 --set beta=500")
+    schedule_scale: float | str = arg("--schedule-scale", type=scale_arg, default=1.0, metavar="S|auto",
+                                      help="run epoch e with the preset's hyperparameters at paper epoch floor((e-1)/S)+1 "
+                                      "(the run starts at paper epoch 1); 'auto' = epochs/1000")
+    keep_float: tuple = arg("--keep-float", type=KEEP_FLOAT_LIST, default=(), metavar="first,last",
+                            help="keep the first conv and/or last linear layer float (default: quantise every conv and "
+                            "linear weight)")
+    data_dir: str = arg("--data-dir", default="data",
+                        help="folder with cifar-10-python.tar.gz (or its extracted folder), else an image copy "
+                        "cifar10-jpeg.tar.gz, .tgz, .tar, .zip or folder cifar10-jpeg/ (cifar100-jpeg for CIFAR-100); or "
+                        "such an image archive or folder itself (default ./data)")
+    download: bool = arg("--download", action="store_true", default=False,
+                         help="fetch a missing CIFAR archive from https://www.cs.toronto.edu/~kriz/")
+    out: str | None = out_arg(help="run directory (default runs/DATASET-MODEL-PRESET-seedS)")
+    label: str | None = arg("--label", default=None,
+                            help="column name for 'stam table' (default: the preset's, e.g. Our3; Our3* with --set)")
+    val_fraction: float | None = arg("--val-fraction", type=fraction_float, default=VAL_FRACTION, metavar="F",
+                                     help=f"validation share carved out of the training set, stratified by class (default "
+                                     f"{VAL_FRACTION:g}); epochs and configurations are selected on it, never on the test set")
+    split_seed: int = arg("--split-seed", type=seed_int, default=0,
+                          help="seed of the validation split (default 0; independent of --seed)")
+    no_val: bool = arg("--no-val", action="store_true", default=False,
+                       help="the paper's protocol: no validation set, train on the whole training set")
+    resume: bool = arg("--resume", action="store_true", default=False, help="continue the run in --out from its checkpoint")
+    device: str = arg("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    bf16: bool = arg("--bf16", action="store_true", default=False, help="bf16 autocast for forward/backward")
+    eval_batch_size: int = arg("--eval-batch-size", type=positive_int, default=1000)
+    progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bar on stderr")
+    echo: bool = arg("--quiet", action="store_false", default=True,  # one readable line per epoch and a closing summary
+                     help="print nothing on stdout (the records are in OUT/log.jsonl)")
+    force: bool = arg("--force", action="store_true", default=False,
+                      help="train even above the work limit (10 times the paper's run in image passes)")
+    json: bool = arg("--json", action="store_true", default=False,  # with echo: the epoch's JSON record instead
+                     help="print each epoch's JSON record (a line of OUT/log.jsonl) instead of the readable line, and no "
+                     "closing summary")
+    cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
+
+    def __post_init__(self):
+        if self.no_val:
+            object.__setattr__(self, "val_fraction", None)
+
+
+# --------------------------------------------------------------------------- what a sweep trains on
+
+def dataset_arg(default: str | None = "digits"):
+    """``--dataset`` of a sweep (tune, map)."""
+    return arg("--dataset", choices=DATASETS, default=default, help=f"default {default}", job=True)
+
+
+def model_arg():
+    return arg("--model", choices=MODELS, default=None, help="default: mlp on digits, vgg11 on CIFAR", job=True)
+
+
+def width_arg():
+    return arg("--width", type=width_float, default=None, metavar="W", job=True,
+               help="channel-width multiplier of the network (default: 1 on digits, 0.125 on CIFAR; 1 = the paper's)")
+
+
+def data_dir_arg():
+    return arg("--data-dir", default="data", job=True, help="CIFAR: folder with the official archive or an image copy, "
+               "or the image archive/folder itself (default ./data)")
+
+
+@dataclass(frozen=True)
+class TuneParams(Params):
+    """``stam tune``'s parameters (:mod:`stam.dnn.tune`).  ``model``, ``width``, ``epochs`` and
+    ``batch_size`` not given are the data set's sweep defaults (:data:`stam.dnn.catalog.SWEEP_DEFAULTS`),
+    filled in when the object is made; :meth:`spec` (what every job of the tuning trains on, on
+    what data, how long) holds the fields marked ``job``."""
+
+    algos: tuple = arg("--algos", type=ALGOS_LIST, default=ALGOS, metavar="A,B,...", help=f"default: {','.join(ALGOS)}")
+    trials: int = arg("--trials", type=positive_int, default=16, help="trials per algorithm, the same for each (default 16)")
+    n_seeds: int = n_seeds_arg(5, "fresh seeds for the final numbers (default 5, at least 2)")
+    dataset: str = dataset_arg()
+    model: str | None = model_arg()
+    width: float | None = width_arg()
+    data_dir: str = data_dir_arg()
+    epochs: int | None = arg("--epochs", type=positive_int, default=None, job=True,
+                             help="epochs of every run (default: 60 digits, 10 CIFAR)")
+    batch_size: int | None = arg("--batch-size", type=batch_int, default=None, job=True, help="default: 32 digits, 128 CIFAR")
+    val_fraction: float = arg("--val-fraction", type=fraction_float, default=VAL_FRACTION, job=True,
+                              help=f"validation share of the training set (default {VAL_FRACTION:g})")
+    split_seed: int = arg("--split-seed", type=seed_int, default=0, job=True, help="seed of the validation split (default 0)")
+    tune_seed: int = arg("--tune-seed", type=seed_int, default=0,
+                         help="seed of the Sobol points and of the trials' training (default 0)")
+    space_file: str | None = arg("--space-file", default=None, metavar="JSON",
+                                 help="search spaces to use instead of presets.json's, e.g. "
+                                 '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
+    paper: bool = arg("--no-paper", action="store_false", default=True, help="leave out the paper-settings rows")
+    out: str | None = out_arg(help="output folder (default tune-DATASET)")
+    progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bars")
+    force: bool = arg("--force", action="store_true", default=False,
+                      help="tune even above the work limit (10 times the paper's run in image passes)")
+    scheduler: str | None = scheduler_arg()
+    workers: int = workers_arg()
+
+    def __post_init__(self):
+        for key, value in sweep_settings(self.dataset, self).items():
+            object.__setattr__(self, key, float(value) if key == "width" else value)
+        object.__setattr__(self, "algos", tuple(self.algos))
+        object.__setattr__(self, "data_dir", str(self.data_dir))
+
+    def task(self) -> dict:
+        """What is trained on what (:func:`stam.dnn.sweep.task_spec`'s keys)."""
+        return {k: getattr(self, k) for k in ("dataset", "model", "width", "data_dir")}
+
+__all__ = ["TrainConfig", "TuneParams", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]
