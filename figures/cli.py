@@ -5,34 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from stam.cliargs import ListArg, RangeArg, add_n_seeds, add_out
-from stam.errors import batch_int, positive_float, positive_int, require, seed_int, threads_int
+from stam.cliargs import add_out
+from stam.errors import positive_float, positive_int, require
 from stam.figures.kinds import FIGURES
 from stam.figures.kinds import NAMES as PLOT_KINDS
-from stam.dnn.catalog import DATASET_NAMES
-from stam.dnn.cli import add_task_args
-from stam.jobs import add_scheduler_args
+from stam.figures.params import MapParams
+from stam.params import add_arguments
 from stam.registry import handler
-
-#: the most points a --gamma-range or --lam-range of ``stam map`` may ask for
-MAX_POINTS = 200
-#: ``stam map``'s value lists (sorted, each value once) and ranges
-#: the values a map's grid may take (gamma, lambda, beta): its axes are logarithmic, and values beyond
-#: these make the runs and the axes leave floating point (a gamma of 1e308, 1e-320)
-GRID_LIMITS = (1e-12, 1e12)
-
-
-def grid_float(text: str) -> float:
-    """argparse type: a number > 0 within :data:`GRID_LIMITS`."""
-    v = positive_float(text)
-    if not GRID_LIMITS[0] <= v <= GRID_LIMITS[1]:
-        raise argparse.ArgumentTypeError(f"{v:g} is outside [{GRID_LIMITS[0]:g}, {GRID_LIMITS[1]:g}]; give values of ordinary size")
-    return v
-
-
-POSITIVE_LIST = ListArg(grid_float, "numbers > 0 within [1e-12, 1e12]", "0.1,1,10", sort=True)
-MAP_RANGE = RangeArg("0.001:30:8", max_points=MAX_POINTS, bounds=GRID_LIMITS)
-
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
@@ -121,35 +100,5 @@ def register(subparsers) -> None:
         "whose sign ever changed). Writes DIR/map-NAME.json and .csv and the figure DIR/map-NAME.png and .pdf "
         "(the theorem's region, gamma*lambda = 1/sqrt(5) and the paper's settings on the same axes), and prints a table.",
     )
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--problem", metavar="NAME|FILE.py:NAME",
-                     help="synthetic problem family (binary), or a function of lam= in a Python file returning a problem")
-    src.add_argument("--dataset", choices=DATASET_NAMES,
-                     help="real data: digits (the default when --problem is not given), cifar10 or cifar100")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--gammas", type=POSITIVE_LIST, metavar="G1,G2,...", help="gamma values (default: --gamma-range 0.001:30:8)")
-    g.add_argument("--gamma-range", type=MAP_RANGE, metavar="LO:HI:N", help="N gammas from LO to HI, geometrically spaced")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--lams", type=POSITIVE_LIST, metavar="L1,L2,...", help="lambda values (default: --lam-range 0.05:30:8)")
-    g.add_argument("--lam-range", type=MAP_RANGE, metavar="LO:HI:N", help="N lambdas from LO to HI, geometrically spaced")
-    p.add_argument("--betas", type=POSITIVE_LIST, metavar="B1,B2,...",
-                   help="beta values, one panel each (default: synthetic 10,100,1000; digits 20)")
-    p.add_argument("--iterations", type=positive_int, default=None, help="synthetic: STAM iterations T (default 1000)")
-    p.add_argument("--epochs", type=positive_int, default=None, help="network: training epochs (default 60 digits, 10 CIFAR)")
-    p.add_argument("--force", action="store_true", help="work above the limit: network, 10 times the paper's run in image "
-                   "passes; synthetic, 50 times the default map's iterations")
-    p.add_argument("--batch-size", type=batch_int, default=None, help="network: batch size (default 32 digits, 128 CIFAR)")
-    add_task_args(p, dataset_default=None)
-    add_n_seeds(p, None, "seeds per cell (default: 4 synthetic, 3 digits)")
-    p.add_argument("--seed", type=seed_int, default=None, help="synthetic: seed of the instance and of the sampling (default 0)")
-    p.add_argument("--growth", type=positive_float, default=None,
-                   help="synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default 100)")
-    p.add_argument("--threads", type=threads_int, default=None, help="synthetic: torch CPU threads (default 1)")
-    add_out(p, default="results/map", help="output folder (default results/map)")
-    p.add_argument("--region", metavar="FILE.json", default=None,
-                   help="a lyapunov-region file of stam pep --region (e.g. benchmarks/results/lyapunov_region.json): its "
-                   "limits (certified for the paper's class, full and minibatch gradients; convex F; refuted) drawn as lines")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-    add_scheduler_args(p)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
+    add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
     p.set_defaults(func=handler("stam.figures.convergence_map:map_command"))

@@ -309,10 +309,10 @@ def summary_line(data: dict) -> str:
 # --- the command ------------------------------------------------------------------------------
 
 
-def _values(args, name: str, default) -> list[float]:
+def _values(params, name: str, default) -> list[float]:
     """``--NAMEs`` (a list, parsed by :class:`stam.cliargs.ListArg`), else ``--NAME-range``
     (``(lo, hi, n)`` from :class:`stam.cliargs.RangeArg`) as its log grid, else ``default``'s."""
-    listed, ranged = getattr(args, f"{name}s"), getattr(args, f"{name}_range")
+    listed, ranged = getattr(params, f"{name}s"), getattr(params, f"{name}_range")
     if listed is not None:
         return list(listed)
     return log_grid(*(ranged if ranged is not None else default))
@@ -399,96 +399,94 @@ def _user_builder(spec: str, seed: int):
     return make
 
 
-#: the most work a synthetic map does without --force: this many times the default map's (runs x iterations)
-SYNTHETIC_WORK_LIMIT = 50
-
-
 def map_command(args) -> int:
-    """``stam map``: validate everything, run the map, write JSON + CSV + PNG + PDF, print the table."""
-    source = "synthetic" if args.problem is not None else (args.dataset or "digits")
-    user = source == "synthetic" and is_file_spec(args.problem)
-    if source == "synthetic" and not user and args.problem not in CM.MAP_PROBLEMS:
-        raise UsageError(f"--problem {args.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
-                         "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
-    if source == "synthetic":
-        for flag in ("epochs", "batch_size", "model", "width"):
-            if getattr(args, flag) is not None:
-                raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
-        if args.scheduler is not None or args.workers != 1:
-            flag = "--scheduler" if args.scheduler is not None else "--workers"
-            raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "
-                             "here, every seed batched")
-    else:
-        for flag in ("seed", "growth", "threads"):
-            if getattr(args, flag) is not None:
-                raise UsageError(f"--{flag} is for a synthetic map (--problem); a network map trains seeds 0..N-1 "
-                                 "(--n-seeds N) as jobs")
-    args.seed = 0 if args.seed is None else args.seed
-    args.growth = 100.0 if args.growth is None else args.growth
-    args.threads = 1 if args.threads is None else args.threads
-    if source != "synthetic" and args.iterations is not None:
-        raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
-    gammas = _values(args, "gamma", CM.DEFAULT_GAMMAS)
-    lams = _values(args, "lam", CM.DEFAULT_LAMS)
-    default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
-    betas = list(args.betas) if args.betas is not None else list(default_betas)
-    if not args.growth > 1:
-        raise UsageError(f"--growth {args.growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
-    out = check_out_dir(args.out, "--out")
-    regions = [read_region(args.region)] if args.region is not None else []
-    name = split_spec(args.problem)[1] if user else args.problem
-    stem = f"map-{name}" if source == "synthetic" else f"map-{source}"
-    build = _user_builder(args.problem, args.seed) if user else None
-    start = time.perf_counter()
-    if source == "synthetic":
-        import torch
+    """``stam map``: the parameters of the command line, :func:`run`, the table on stdout."""
+    from stam.figures.params import MapParams
 
-        cells = len(gammas) * len(lams) * len(betas) * (args.n_seeds or CM.DEFAULT_SEEDS)
-        work = float(cells) * (args.iterations or CM.DEFAULT_ITERATIONS)
-        default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
-        if work > SYNTHETIC_WORK_LIMIT * default and not args.force:
-            raise UsageError(f"{cells} runs (grid x betas x seeds) x {args.iterations or CM.DEFAULT_ITERATIONS} iterations are "
-                             f"{work / default:.3g} times the default map's work, above the limit of {SYNTHETIC_WORK_LIMIT}; "
-                             "lower them or add --force")
-        torch.set_num_threads(args.threads)
-        try:
-            with guard(args.problem) if user else contextlib.nullcontext():
-                result = CM.run_map(name, gammas, lams, betas, iterations=args.iterations or CM.DEFAULT_ITERATIONS,
-                                    seeds=args.n_seeds or CM.DEFAULT_SEEDS, seed=args.seed, growth=args.growth,
-                                    progress=not args.no_progress, build=build)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    else:
-        from stam.dnn import batched, sweep
-        from stam.dnn.catalog import sweep_settings
-
-        args.dataset = source
-        d = sweep_settings(args.dataset, args)
-        task = sweep.task_spec(source, d["model"], d["width"], args.data_dir)
-        sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
-        from stam.dnn import epochs as ep
-
-        cells = len(gammas) * len(lams) * len(betas) * (args.n_seeds or DIGITS_SEEDS)
-        ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
-                      f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", args.force)
-        result = digits_map(gammas, lams, betas, args.n_seeds or DIGITS_SEEDS, d["epochs"],
-                            progress=not args.no_progress, store=out / "jobs", scheduler=args.scheduler, workers=args.workers,
-                            batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
-    elapsed = time.perf_counter() - start
-    result["params"]["seconds"] = round(elapsed, 2)
-    paths = write_outputs(result, out, stem, regions)
+    result, paths, elapsed = run(MapParams.from_args(args))
     print(format_map(result))
     print(summary_line(result) + f"; {elapsed:.1f} s")
     print(f"wrote {', '.join(map(str, paths[:3]))} and {paths[3]}")
     return 0
 
 
-#: The default digits map: 64 cells (the 8 x 8 default grid) x 3 seeds x 60 epochs
-#: (:data:`stam.dnn.catalog.SWEEP_DEFAULTS`), at one beta:
-#: ``beta = 20``, i.e. the y-step eq. (algy) with step 1/beta = 0.05, the learning rate at which
-#: plain SGD trains this MLP in a few epochs (so beta does not hold the map back).
-DIGITS_SEEDS = 3
-DIGITS_BETAS = (20.0,)
+def run(params) -> tuple[dict, tuple, float]:
+    """``stam map`` as a library call: validate everything, run the map, write JSON + CSV + PNG +
+    PDF; returns the result, the four paths and the seconds it ran."""
+    from stam.figures.params import (DIGITS_BETAS, DIGITS_SEEDS, SYNTHETIC_GROWTH, SYNTHETIC_SEED, SYNTHETIC_THREADS,
+                                     SYNTHETIC_WORK_LIMIT)
+
+    source = "synthetic" if params.problem is not None else (params.dataset or "digits")
+    user = source == "synthetic" and is_file_spec(params.problem)
+    if source == "synthetic" and not user and params.problem not in CM.MAP_PROBLEMS:
+        raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
+                         "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
+    if source == "synthetic":
+        for flag in ("epochs", "batch_size", "model", "width"):
+            if getattr(params, flag) is not None:
+                raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
+        if params.scheduler is not None or params.workers != 1:
+            flag = "--scheduler" if params.scheduler is not None else "--workers"
+            raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "
+                             "here, every seed batched")
+    else:
+        for flag in ("seed", "growth", "threads"):
+            if getattr(params, flag) is not None:
+                raise UsageError(f"--{flag} is for a synthetic map (--problem); a network map trains seeds 0..N-1 "
+                                 "(--n-seeds N) as jobs")
+    seed = SYNTHETIC_SEED if params.seed is None else params.seed
+    growth = SYNTHETIC_GROWTH if params.growth is None else params.growth
+    threads = SYNTHETIC_THREADS if params.threads is None else params.threads
+    if source != "synthetic" and params.iterations is not None:
+        raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
+    gammas = _values(params, "gamma", CM.DEFAULT_GAMMAS)
+    lams = _values(params, "lam", CM.DEFAULT_LAMS)
+    default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
+    betas = list(params.betas) if params.betas is not None else list(default_betas)
+    if not growth > 1:
+        raise UsageError(f"--growth {growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
+    out = check_out_dir(params.out, "--out")
+    regions = [read_region(params.region)] if params.region is not None else []
+    name = split_spec(params.problem)[1] if user else params.problem
+    stem = f"map-{name}" if source == "synthetic" else f"map-{source}"
+    build = _user_builder(params.problem, seed) if user else None
+    start = time.perf_counter()
+    if source == "synthetic":
+        import torch
+
+        cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or CM.DEFAULT_SEEDS)
+        work = float(cells) * (params.iterations or CM.DEFAULT_ITERATIONS)
+        default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
+        if work > SYNTHETIC_WORK_LIMIT * default and not params.force:
+            raise UsageError(f"{cells} runs (grid x betas x seeds) x {params.iterations or CM.DEFAULT_ITERATIONS} iterations are "
+                             f"{work / default:.3g} times the default map's work, above the limit of {SYNTHETIC_WORK_LIMIT}; "
+                             "lower them or add --force")
+        torch.set_num_threads(threads)
+        try:
+            with guard(params.problem) if user else contextlib.nullcontext():
+                result = CM.run_map(name, gammas, lams, betas, iterations=params.iterations or CM.DEFAULT_ITERATIONS,
+                                    seeds=params.n_seeds or CM.DEFAULT_SEEDS, seed=seed, growth=growth,
+                                    progress=params.progress, build=build)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        from stam.dnn import batched, sweep
+        from stam.dnn.catalog import sweep_settings
+
+        d = sweep_settings(source, params)
+        task = sweep.task_spec(source, d["model"], d["width"], params.data_dir)
+        sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
+        from stam.dnn import epochs as ep
+
+        cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or DIGITS_SEEDS)
+        ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
+                      f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", params.force)
+        result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, d["epochs"],
+                            progress=params.progress, store=out / "jobs", scheduler=params.scheduler, workers=params.workers,
+                            batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
+    elapsed = time.perf_counter() - start
+    result["params"]["seconds"] = round(elapsed, 2)
+    return result, write_outputs(result, out, stem, regions), elapsed
 
 
 def draw(results, nc=None):

@@ -24,7 +24,8 @@ _NO = dataclasses.MISSING
 
 
 def arg(*flags: str, default=_NO, default_factory=_NO, help: str | None = None, job: bool = False,
-        convert: Callable[[Any], Any] | None = None, cli_default=_NO, old: tuple = (), **argparse_kw):
+        convert: Callable[[Any], Any] | None = None, cli_default=_NO, old: tuple = (), exclusive: str | None = None,
+        **argparse_kw):
     """A dataclass field with its command-line flag.
 
     ``flags``: its spellings (none: a library-only parameter); ``help``, ``type``, ``metavar``,
@@ -32,9 +33,10 @@ def arg(*flags: str, default=_NO, default_factory=_NO, help: str | None = None, 
     field's name, so ``--quiet`` with ``action="store_false"`` sets a field ``echo``);
     ``job``: part of :meth:`Params.spec`; ``convert``: turns the parsed value into the field's
     (e.g. ``--set K=V`` strings into a dict); ``cli_default``: the flag's default where it differs
-    from the field's (before ``convert``); ``old``: earlier spellings kept hidden for one release."""
+    from the field's (before ``convert``); ``old``: earlier spellings kept hidden for one release;
+    ``exclusive``: the name of a mutually exclusive group of flags (at most one of them given)."""
     meta = {"flags": flags, "help": help, "job": job, "convert": convert, "cli_default": cli_default, "old": old,
-            "argparse": argparse_kw}
+            "exclusive": exclusive, "argparse": argparse_kw}
     if default_factory is not _NO:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -57,8 +59,12 @@ def flagged(cls) -> list[dataclasses.Field]:
 
 def add_arguments(parser: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
     """Add the flags of the :class:`Params` subclass ``cls`` to ``parser``, in field order."""
+    groups: dict = {}
     for f in flagged(cls):
-        add_field(parser, f.name, f)
+        group = f.metadata.get("exclusive")
+        if group is not None and group not in groups:
+            groups[group] = parser.add_mutually_exclusive_group()
+        add_field(groups[group] if group is not None else parser, f.name, f)
     parser.set_defaults(params_class=cls)  # the command's parameters, found from its parser (tests, handlers)
     return parser
 

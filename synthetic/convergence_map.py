@@ -66,7 +66,7 @@ from stam.algorithm import as_batch_scalar, stam_step
 from stam.errors import UsageError
 from stam.io import atomic_write_text, bar_disable, dumps, provenance
 from stam.datasets import DATASET_NAMES  # the data sets a network map trains on
-from stam.synthetic.families import MAP_NAMES
+from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
 from stam.theory import numeric
 
 KIND = "convergence-map"
@@ -77,13 +77,10 @@ METRICS = {src: "S_final" if src == "synthetic" else "val_acc_binary" for src in
 MAP_PROBLEMS = MAP_NAMES
 ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "diverged", "sign_ever_changed", "admissible",
             "S_0", "S_min")
-#: defaults of the synthetic map (`stam map --problem binary`)
-DEFAULT_GAMMAS = (1e-3, 30.0, 8)
-DEFAULT_LAMS = (0.05, 30.0, 8)
-DEFAULT_BETAS = (10.0, 100.0, 1000.0)
-DEFAULT_ITERATIONS = 1000
-DEFAULT_SEEDS = 4
-GROWTH = 100.0
+#: defaults of the synthetic map (`stam map --problem binary`): declared beside the families it runs
+#: (:mod:`stam.synthetic.families`, light, so that ``stam map --help`` prints them)
+DEFAULT_GAMMAS, DEFAULT_LAMS, DEFAULT_BETAS = MAP_GAMMAS, MAP_LAMS, MAP_BETAS
+DEFAULT_ITERATIONS, DEFAULT_SEEDS, GROWTH = MAP_ITERATIONS, MAP_SEEDS, MAP_GROWTH
 
 
 def log_grid(lo: float, hi: float, n: int) -> list[float]:

@@ -59,6 +59,11 @@ NAMES = tuple(f.name for f in FAMILIES)
 WITH_LAM = tuple(f.name for f in FAMILIES if f.lam)
 #: families the convergence map runs (H = (lam/2)||x - y||^2)
 MAP_NAMES = tuple(f.name for f in FAMILIES if f.quadratic_coupling)
+#: the synthetic map's defaults (`stam map --problem binary`): the gamma and lambda grids (LO, HI, N:
+#: N values geometrically spaced), the betas, the iterations T, the seeds per cell, and the factor
+#: above S_0 at which a seed counts as diverged
+MAP_GAMMAS, MAP_LAMS, MAP_BETAS = (1e-3, 30.0, 8), (0.05, 30.0, 8), (10.0, 100.0, 1000.0)
+MAP_ITERATIONS, MAP_SEEDS, MAP_GROWTH = 1000, 4, 100.0
 
 
 def family(name: str) -> Family:
@@ -66,4 +71,4 @@ def family(name: str) -> Family:
     return lookup(FAMILIES, name, "problem")
 
 
-__all__ = ["SIZE", "Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family"]
+__all__ = ["MAP_GAMMAS", "MAP_LAMS", "MAP_BETAS", "MAP_ITERATIONS", "MAP_SEEDS", "MAP_GROWTH", "SIZE", "Family", "FAMILIES", "NAMES", "WITH_LAM", "MAP_NAMES", "family"]
