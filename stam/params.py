@@ -57,22 +57,24 @@ def flagged(cls) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if f.metadata.get("flags")]
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls) -> argparse.ArgumentParser:
-    """Add the flags of the :class:`Params` subclass ``cls`` to ``parser``, in field order."""
+def add_arguments(parser: argparse.ArgumentParser, cls, more: dict | None = None) -> argparse.ArgumentParser:
+    """Add the flags of the :class:`Params` subclass ``cls`` to ``parser``, in field order;
+    ``more``: field name -> argparse keywords that only the command line knows (e.g. the
+    ``choices`` of a flag read from a higher layer)."""
     groups: dict = {}
     for f in flagged(cls):
         group = f.metadata.get("exclusive")
         if group is not None and group not in groups:
             groups[group] = parser.add_mutually_exclusive_group()
-        add_field(groups[group] if group is not None else parser, f.name, f)
+        add_field(groups[group] if group is not None else parser, f.name, f, (more or {}).get(f.name))
     parser.set_defaults(params_class=cls)  # the command's parameters, found from its parser (tests, handlers)
     return parser
 
 
-def add_field(parser: argparse.ArgumentParser, name: str, f: dataclasses.Field) -> None:
+def add_field(parser: argparse.ArgumentParser, name: str, f: dataclasses.Field, more: dict | None = None) -> None:
     """Add the flag of one field made by :func:`arg` (its destination ``name``) to ``parser``."""
     m = f.metadata
-    kw = dict(m["argparse"], default=_default(f))
+    kw = dict(m["argparse"], default=_default(f), **(more or {}))
     if m["help"] is not None:
         kw["help"] = m["help"]
     if not m["flags"][0].startswith("-"):  # a positional argument, named as its field

@@ -19,14 +19,7 @@ from stam.io import atomic_write_json, atomic_write_text, check_out_dir, check_o
 from stam.synthetic.families import NAMES, SIZE, WITH_LAM
 from stam.userfile import guard, is_file_spec, load, split_spec
 
-QUICK = dict(T_min=10, T_max=640, T_points=7, R=8)
-#: the horizon grid and runs of `synthetic run` without --quick (the flags default to None, so that
-#: --quick can tell a value the user gave from a default)
-RUN_DEFAULTS = dict(T_min=10, T_max=10240, T_points=11, R=32)
-#: `synthetic sweep`: runs per job and each job's horizon grid (from the run's --T-min on)
-SWEEP_DEFAULTS = dict(R=16, T_max=2560, T_points=9)
-#: `synthetic compare`: sample-gradient evaluations and runs
-COMPARE_DEFAULTS = dict(budget=32768, R=8)
+from stam.synthetic.params import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, SWEEP_DEFAULTS  # noqa: F401 (the commands' defaults)
 
 
 def _setup(args):
@@ -203,20 +196,20 @@ def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
     return atomic_write_text(out_dir / f"{stem}.json", text), csv_path
 
 
-def run_command(args) -> int:
+def run_command(params) -> int:
+    """``stam synthetic run`` with its parameters (:class:`stam.synthetic.params.RunParams`)."""
+    import dataclasses
+
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
 
-    if args.quick:
+    if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
-                 if getattr(args, key) is not None]
+                 if getattr(params, key) is not None]
         require(not given, f"--quick sets --T-min {QUICK['T_min']} --T-max {QUICK['T_max']} --T-points "
                 f"{QUICK['T_points']} (and --R {QUICK['R']} unless given); drop {', '.join(given)} or drop --quick")
-        args.T_min, args.T_max, args.T_points = QUICK["T_min"], QUICK["T_max"], QUICK["T_points"]
-        args.default_R = QUICK["R"]
-    else:
-        for key in ("T_min", "T_max", "T_points"):
-            if getattr(args, key) is None:
-                setattr(args, key, RUN_DEFAULTS[key])
+    grid = QUICK if params.quick else RUN_DEFAULTS
+    args = dataclasses.replace(params, **{k: grid[k] if getattr(params, k) is None else getattr(params, k)
+                                          for k in ("T_min", "T_max", "T_points")})
     R = args.R if args.R is not None else args.default_R
 
     user = is_file_spec(args.problem)
@@ -254,7 +247,7 @@ def run_command(args) -> int:
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
-                               allow_inadmissible=allow, seed=args.seed, progress=not args.no_progress)
+                               allow_inadmissible=allow, seed=args.seed, progress=args.progress)
     except (InadmissibleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
@@ -274,6 +267,7 @@ def run_command(args) -> int:
 
 
 def compare_command(args) -> int:
+    """``stam synthetic compare`` with its parameters (:class:`stam.synthetic.params.CompareParams`)."""
     from stam.synthetic.baselines import compare, format_table
 
     stem = f"compare-{_stem_name(args)}"
@@ -289,7 +283,7 @@ def compare_command(args) -> int:
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs at n = {args.n}"):
             result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
-                             progress=not args.no_progress)
+                             progress=args.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     path = atomic_write_json(out / f"{stem}.json", dict(result, provenance=provenance()))
@@ -364,7 +358,7 @@ def sweep_job(spec: dict) -> dict:
                          progress=False)
 
 
-def sweep_command(args) -> int:
+def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
     """``stam synthetic sweep``: the jobs run by the one job engine (:func:`stam.jobs.run_jobs`:
     resumable from ``OUT/jobs``, ``--workers`` local processes or a ``--scheduler`` cluster); the
     result files are written together once every job has its result."""
@@ -408,7 +402,7 @@ def sweep_command(args) -> int:
           f"{len(jobs) - done} to run {where}")
     _say_work(per_job * (len(jobs) - done), f"stam synthetic sweep: {len(jobs) - done} jobs")
     results = run_jobs(sweep_job, specs, store, scheduler=args.scheduler, workers=args.workers,
-                       progress=not args.no_progress, desc="sweep", check=check_rates_job)
+                       progress=args.progress, desc="sweep", check=check_rates_job)
     failed = [(stem, r["error"]) for (stem, _), r in zip(jobs, results) if "error" in r]
     require(not failed, f"sweep job {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''} "
             f"({len(failed)} of {len(jobs)} failed; the others are stored in {store}, a rerun runs only the failed)")

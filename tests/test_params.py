@@ -62,7 +62,8 @@ WITH_PARAMS = {cmd: p for cmd, p in _commands().items() if p.get_default("params
 
 
 def test_the_experiment_commands_declare_their_parameters():
-    assert {("train",), ("tune",), ("map",)} <= set(WITH_PARAMS)
+    assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep")} \
+        <= set(WITH_PARAMS)
 
 
 @pytest.mark.parametrize("cmd", sorted(WITH_PARAMS), ids=" ".join)
@@ -73,4 +74,6 @@ def test_a_commands_flags_are_its_parameters_and_agree_on_defaults(cmd):
     flags = {a.dest for a in parser._actions if a.option_strings and a.dest != "help"}
     assert flags <= names, f"stam {' '.join(cmd)}: flags outside {cls.__name__}: {sorted(flags - names)}"
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
-    assert cls.from_args(parser.parse_args([])) == cls()  # what the command runs by default is the library's default
+    required = {a.dest: "x" for a in parser._actions if a.required}  # (text flags: --problem)
+    argv = [s for a in parser._actions if a.required for s in (a.option_strings[0], "x")]
+    assert cls.from_args(parser.parse_args(argv)) == cls(**required)  # by default the command runs the library's default
