@@ -194,6 +194,18 @@ def test_the_figure_registry_is_consistent():
         kinds.figure_kind("nope")
 
 
+def test_the_table_registry_is_consistent():
+    """Every table kind declares a report section that exists and sources that are result kinds the
+    readers find; names are unique (the report shows every one, with no list of its own)."""
+    from stam.figures.report import SECTIONS
+    from stam.figures.results import KINDS
+
+    assert {tk.section for tk in T.TABLES} <= {sid for sid, _ in SECTIONS}
+    assert all(set(tk.sources) <= set(KINDS) for tk in T.TABLES)
+    assert len({tk.name for tk in T.TABLES}) == len(T.TABLES)
+    assert {s for tk in T.TABLES for s in tk.sources} == set(KINDS) - {"convergence-map"}  # the map is a figure only
+
+
 def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):
     """The headline lines come first, each linked to its section, with a figure in the first
     screen; every section opens with what it shows; provenance is last and folded."""
