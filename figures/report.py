@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import json
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,20 +181,8 @@ def _versions(prov: dict) -> str:
 
 
 def _params(result: Result) -> str:
-    d = result.data if isinstance(result.data, dict) else {}
-    if result.kind == "train-run":
-        cfg = dict(d.get("config") or {})
-        cfg.pop("provenance", None)
-        small = lambda v: not isinstance(v, (dict, list)) or len(json.dumps(v, default=str)) <= 80  # noqa: E731
-        params = {k: json.dumps(v, default=str) if isinstance(v, (dict, list)) else v
-                  for k, v in cfg.items() if small(v) and v not in ({}, [])}
-    elif result.kind == "pep-sweep":
-        params = {k: d.get(k) for k in ("lam", "gamma", "beta")}
-    elif result.kind == "paper-check":
-        params = {"findings": len(result.data)}
-    else:
-        params = {k: v for k, v in (d.get("params") or {}).items() if not isinstance(v, (dict, list))}
-    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    """The parameters of a result (its type's, :attr:`stam.figures.results.Result.params`) in one line."""
+    text = ", ".join(f"{k}={v}" for k, v in result.params.items())
     return text if len(text) <= 400 else text[:400] + " \u2026"
 
 

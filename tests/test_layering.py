@@ -178,7 +178,6 @@ def private_imports() -> dict[str, list[str]]:
 #: private names imported across modules OUTSIDE stam.theory, left to the agents who own those areas
 #: (issue 25, point 5): listed so that no new one can appear; stam.theory has none and may get none.
 PRIVATE_ALLOWED = {
-    "stam.dnn.table": ["stam.figures.results._read_json"],  # dnn <-> figures, issue 25 point 1
     "stam.figures.convergence_map": ["stam.figures.admissible._MARKERS", "stam.figures.admissible._draw_group"],
 }
 
