@@ -78,7 +78,7 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
     if data["source"] == "synthetic":
         out = [("metric", "log10 E S_T (lower is better)", CMAP_LOWER_BETTER)]
     else:
-        out = [("metric", "validation accuracy, binary weights", CMAP_HIGHER_BETTER)]
+        out = [("metric", "validation accuracy (%), binary weights", CMAP_HIGHER_BETTER)]
     if any(r.get("sign_ever_changed") is not None for r in data["rows"]):
         out.append(("sign_ever_changed", "fraction of weights whose sign ever changed", CMAP_FRACTION))
     return out
