@@ -228,11 +228,12 @@ def _types(types) -> str:
     return " or ".join(_A.get(t, t) for t in types)
 
 
-def bad_file(path, field_: str, message: str, line: int | None = None) -> UsageError:
-    """The one-line error for a result file: the file, the line of a JSON-lines file, the field, what is wrong."""
+def bad_file(path, field_: str, message: str, line: int | None = None, damaged: bool = True) -> UsageError:
+    """The one-line error for a result file: the file, the line of a JSON-lines file, the field, what is
+    wrong (``damaged``: and that the toolkit did not write it so; False for a file of another format)."""
     at = f"line {line}: " if line is not None else ""
-    return UsageError(f"{path}: {at}{'field ' + field_ + ' ' if field_ else ''}{message} (not a file this toolkit "
-                      "wrote, or damaged)")
+    return UsageError(f"{path}: {at}{'field ' + field_ + ' ' if field_ else ''}{message}"
+                      + (" (not a file this toolkit wrote, or damaged)" if damaged else ""))
 
 
 def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None = None) -> None:
@@ -395,7 +396,7 @@ class ResultType:
             if version != self.format:
                 if not _int(version) or version > self.format or version < 1:
                     raise bad_file(path, "format", f"is {_shown(version)}; this toolkit reads {self.name} files of "
-                                   f"format 1 to {self.format}")
+                                   f"format 1 to {self.format}", damaged=not _int(version))
                 if self.older is not None:
                     obj = self.older(obj, path, version)
         if isinstance(obj, list) and self.list_of is not None:

@@ -162,7 +162,7 @@ def _older(obj, path, version):
     if obj.get("source") == "synthetic":
         return obj
     raise bad_file(path, "format", f"is {version}: a network map of format {version} holds its accuracies as fractions; "
-                   f"this toolkit reads them in percent (format {MAP_FORMAT}): run stam map again")
+                   f"this toolkit reads them in percent (format {MAP_FORMAT}): run stam map again", damaged=False)
 
 
 #: ``stam map``: ``map-NAME.json`` with ``map-NAME.csv`` of its rows (columns :data:`ROW_KEYS`)
