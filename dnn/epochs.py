@@ -9,8 +9,12 @@ from __future__ import annotations
 import contextlib
 import math
 
+from stam.datasets import DATA_SOURCE
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.dnn.presets import paper_epochs
+from stam.results import (BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
+                          NUM_OR_NULL, PCT_OR_NULL, POS, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
+                          Schema, increasing)
 
 #: image passes of the paper's run: 1000 epochs of CIFAR's 50,000 training images (Section 3.2)
 PAPER_IMAGE_PASSES = paper_epochs() * CIFAR_TRAIN_IMAGES
@@ -131,5 +135,41 @@ class SignFlips:
         self.init, self.prev, self.ever = (list(state[k]) for k in ("init", "prev", "ever"))
 
 
-__all__ = ["steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
+
+# -- the files of a training run (``stam train --out DIR``, written by :mod:`stam.dnn.train`; declared
+# here, beside what an epoch is, so that reading them imports no torch) ------------------------------
+#: where a run's data came from (stam.dnn.data.ImageData.source): kind official, jpeg-copy, image-folder, scikit-learn
+RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL, "dataset": NAME, "algo": NAME,
+            "preset": STR_OR_NULL, "label": STR_OR_NULL, "seed": COUNT_OR_NULL, "epochs": COUNT_OR_NULL,
+            "epochs_planned": COUNT_OR_NULL, "seconds": NONNEG_OR_NULL, "best_test_acc_binary": PCT_OR_NULL,
+            "best_test_acc_float": PCT_OR_NULL, "best_epoch_binary": POSINT_OR_NULL, "best_epoch_float": POSINT_OR_NULL,
+            "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
+            "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
+            "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
+            "width": POS}
+#: ``summary.json``: what a run reached (accuracies in percent)
+RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,
+                                             inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+                         files="summary.json", writer="stam train --out DIR")
+#: ``config.json``: what the run was asked to do (found with its folder, not on its own)
+RUN_CONFIG = ResultType("train-config", Schema(optional=dict(RUN_KEYS, epochs=POSINT),
+                                               inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+                        files="config.json", writer="stam train --out DIR", found=False)
+#: ``log.jsonl``: one line per epoch, numbered from 1, each once and in order; accuracies in percent,
+#: the loss of a diverged run may be nan; the sign flips of the binary weights (:class:`SignFlips`)
+RUN_LOG = ResultType(
+    "train-log", Schema(optional={"epoch": POSINT, "paper_epoch": NONNEG_OR_NULL, "train_loss": NUM_OR_NULL,
+                                  "train_acc": PCT_OR_NULL, "test_acc_binary": PCT_OR_NULL, "test_acc_float": PCT_OR_NULL,
+                                  "val_acc_binary": PCT_OR_NULL, "val_acc_float": PCT_OR_NULL,
+                                  "hyper": DICT_OR_NULL, "proxy_grad": NUM_OR_NULL, "proxy_z": NUM_OR_NULL,
+                                  "theorem": DICT_OR_NULL, "sign_flips": DICT_OR_NULL, "seconds": NONNEG_OR_NULL},
+                        inner={"hyper": Schema(optional={"gamma": NONNEG_OR_NULL, "lam": NONNEG_OR_NULL,
+                                                         "beta": NONNEG_OR_NULL}),
+                               "theorem": Schema(optional={"admissible": BOOL_OR_NULL}),
+                               "sign_flips": Schema(optional={"epoch": FRAC_OR_NULL, "since_init": FRAC_OR_NULL,
+                                                              "ever": FRAC_OR_NULL, "layers": LIST})}),
+    files="log.jsonl", writer="stam train --out DIR", lines=True, line_rules=(increasing("lines", "epoch"),), found=False)
+
+
+__all__ = ["DATA_SOURCE", "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
            "PAPER_IMAGE_PASSES"]

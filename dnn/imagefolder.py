@@ -53,7 +53,8 @@ from pathlib import Path
 import numpy as np
 
 from stam.errors import UsageError
-from stam.io import atomic_path, atomic_write_json
+from stam.io import atomic_path
+from stam.results import COUNT, DICT, LIST, POSINT, STR, ResultType, Schema, holds
 
 SPLITS = ("train", "test")
 #: file suffix (lower case) -> the image format its content must have
@@ -601,6 +602,17 @@ def _manifest_sha256(got: _Files) -> str:
 
 
 ARRAYS = ("train_x", "train_y", "test_x", "test_y")
+#: one cached array as the sidecar records it
+_CACHED_ARRAY = Schema(required={"shape": LIST, "dtype": STR, "sha256": STR}, items={"shape": COUNT})
+#: the sidecar ``meta.json`` of a cache entry: what the arrays beside it are (a file that breaks it is a
+#: cache miss: the collection is decoded again)
+CACHE_META = ResultType(
+    "stam-imagefolder-cache", Schema(required={"kind": STR, "format": POSINT, "source_sha256": STR, "classes": LIST,
+                                              "arrays": DICT},
+                                     optional={"info": DICT}, items={"classes": STR}, values={"arrays": _CACHED_ARRAY},
+                                     rules=(holds("arrays", lambda m: set(m["arrays"]) == set(ARRAYS),
+                                                  "must record exactly " + ", ".join(ARRAYS)),)),
+    files="CACHE/<sha256>/meta.json", writer="stam.dnn.imagefolder (the decoded-image cache)", found=False)
 
 
 def _array_sha256(a: np.ndarray) -> str:
@@ -633,13 +645,10 @@ def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | No
     """The arrays and sidecar of the cache entry ``entry`` if every recorded fact holds (source
     hash, format, classes, shapes, dtypes, array SHA-256s) and they meet ``expect``; else None."""
     try:
-        meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
-        if not (isinstance(meta, dict) and meta.get("format") == CACHE_FORMAT and meta.get("source_sha256") == sha):
+        meta = CACHE_META.read(entry / "meta.json")
+        if meta.get("format") != CACHE_FORMAT or meta.get("source_sha256") != sha:
             return None
         classes, recorded = meta["classes"], meta["arrays"]
-        if not (isinstance(classes, list) and all(isinstance(c, str) for c in classes) and isinstance(recorded, dict)
-                and set(recorded) == set(ARRAYS)):
-            return None
         if expect.classes is not None and tuple(classes) != tuple(expect.classes):
             return None
         arrays = {}
@@ -649,7 +658,7 @@ def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | No
             if list(a.shape) != r["shape"] or str(a.dtype) != r["dtype"] or _array_sha256(a) != r["sha256"]:
                 return None
             arrays[key] = a
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, EOFError):
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, EOFError, UsageError):
         return None
     x, y = arrays["train_x"], arrays["train_y"]
     ok = (x.dtype == np.uint8 and x.ndim == 4 and arrays["test_x"].shape[1:] == x.shape[1:]
@@ -669,9 +678,8 @@ def _write_cache(entry: Path, sha: str, arrays: dict, classes: tuple, info: dict
         with atomic_path(entry / f"{key}.npy", suffix=".npy") as tmp, open(tmp, "wb") as f:
             np.save(f, a, allow_pickle=False)
         recorded[key] = {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": _array_sha256(a)}
-    atomic_write_json(entry / "meta.json", {"kind": "stam-imagefolder-cache", "format": CACHE_FORMAT,
-                                            "source_sha256": sha, "classes": list(classes), "arrays": recorded,
-                                            "info": info})
+    CACHE_META.write({"kind": "stam-imagefolder-cache", "format": CACHE_FORMAT, "source_sha256": sha,
+                      "classes": list(classes), "arrays": recorded, "info": info}, entry / "meta.json")
 
 
 # --------------------------------------------------------------------------- the loader

@@ -17,6 +17,7 @@ import tempfile
 from stam.dnn import presets
 from stam.dnn.catalog import VAL_FRACTION, algorithm
 from stam.jobs import run_jobs
+from stam.results import FRAC_OR_NULL, LIST, NONNEG_OR_NULL, PCT_OR_NULL, POSINT_OR_NULL, ResultType, Schema
 
 
 #: what a job trains when its spec does not say (the defaults of ``stam tune`` and ``stam map``)
@@ -101,15 +102,12 @@ def job_device() -> str:
 
 def check_job(result: dict, spec: dict, path) -> None:
     """A :class:`UsageError` naming ``path`` and the field unless ``result`` is what :func:`run_job`
-    returns for ``spec``: the schema ``network-job`` of :data:`stam.figures.results.SCHEMAS` (a
-    score is a percentage or null, epochs from 1, ...), one row per configuration, and the test
-    accuracies exactly where the spec asked for them (``run_jobs``' ``check``)."""
-    from pathlib import Path
-
+    returns for ``spec``: its type :data:`NETWORK_JOB` (a score is a percentage or null, epochs
+    from 1, ...), one row per configuration, and the test accuracies exactly where the spec asked
+    for them (``run_jobs``' ``check``)."""
     from stam.errors import UsageError
-    from stam.figures.results import SCHEMAS, validate
 
-    validate(result, SCHEMAS["network-job"], Path(path), "result.")
+    NETWORK_JOB.validate(result, path, "result.")
     runs = len(spec.get("overrides") or [])
     if len(result["rows"]) != runs:
         raise UsageError(f"{path}: field result.rows has {len(result['rows'])} rows for the {runs} trainings of its spec "
@@ -154,9 +152,9 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
                chunk: int = 64, task: dict | None = None) -> list[dict]:
     """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
     ``seeds`` training seeds each (0, 1, ...; common random numbers across the grid); one row per
-    grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy over the
-    seeds that did not diverge), metric_std, metric_final (mean final-epoch binary validation
-    accuracy), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose sign ever
+    grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy, in
+    percent, over the seeds that did not diverge), metric_std, metric_final (mean final-epoch binary
+    validation accuracy, percent), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose sign ever
     changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
     (stored in ``store``, resumable; ``scheduler``: a Dask cluster)."""
     from stam.dnn.table import mean_std
@@ -186,11 +184,21 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
         mean, std = mean_std(scores) if scores else (None, None)
         finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
         signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
-        pct = lambda v: None if v is None else v / 100.0  # noqa: E731  (the map's accuracies are fractions)
-        rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": pct(mean), "metric_std": pct(std),
-                     "metric_final": pct(sum(finals) / len(finals)) if finals else None,
+        rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
+                     "metric_final": sum(finals) / len(finals) if finals else None,
                      "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None})
     return rows
 
 
-__all__ = ["run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]
+
+# -- what a job of stam tune and stam map returns (:func:`run_job`), as its job file stores it ----------
+#: accuracies in percent; ``sign_ever`` the fraction of binary weights whose sign ever changed
+JOB_ROW = Schema(required={"score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL, "diverged_epoch": POSINT_OR_NULL},
+                 optional={"seconds": NONNEG_OR_NULL, "val_curve": LIST, "sign_ever": FRAC_OR_NULL, "test_acc": PCT_OR_NULL,
+                           "test_acc_final": PCT_OR_NULL},
+                 items={"val_curve": PCT_OR_NULL})
+NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"rows": JOB_ROW}),
+                         files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)
+
+
+__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]

@@ -22,7 +22,7 @@ from stam.dnn import catalog, presets
 from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES
 from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
-from stam.figures.results import SCHEMAS, _read_json, validate
+from stam.dnn.epochs import RUN_SUMMARY
 
 DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
 
@@ -38,7 +38,7 @@ def collect(runs_dir: str | Path, skipped: list | None = None) -> list[dict]:
     """Every ``summary.json`` of kind ``train-run`` under ``runs_dir`` that the table can use; each
     other one (unreadable, invalid, not a run summary, of an unknown model or data set) is appended
     to ``skipped`` as a :class:`Skipped`, never left out silently.  The summaries are checked
-    against the one schema of the file (:data:`stam.figures.results.SCHEMAS`)."""
+    against the file's type (:data:`stam.dnn.epochs.RUN_SUMMARY`)."""
     root = Path(runs_dir)
     if not root.is_dir():
         raise UsageError(f"{runs_dir}: not a directory; give the folder that holds the run directories")
@@ -46,8 +46,7 @@ def collect(runs_dir: str | Path, skipped: list | None = None) -> list[dict]:
     skipped = [] if skipped is None else skipped
     for path in sorted(root.rglob("summary.json")):
         try:
-            s = _read_json(path)
-            validate(s, SCHEMAS["summary.json"], path)
+            s = RUN_SUMMARY.read(path)
         except UsageError as exc:
             skipped.append(Skipped(path, str(exc).removeprefix(f"{path}: ")))
             continue

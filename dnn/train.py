@@ -37,7 +37,7 @@ from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
 from stam.dnn.params import TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, bar_disable, check_out_dir, provenance, remove_stale_temporaries
+from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
 from stam.theory.numeric import check, quadratic_coupling
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
@@ -137,7 +137,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         _commit(s, done, _record(s, epoch, hyper, result, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
     summary = _summary(s.config, done.records, done.seconds, "completed")
     if ctx.main:
-        atomic_write_json(s.out / "summary.json", summary)
+        ep.RUN_SUMMARY.write(summary, s.out / "summary.json")
         if cfg.echo and not cfg.json:
             print(closing_text(summary, s.out), flush=True)
     return Trained(summary, s.trainer.module(0, "binary" if catalog.algorithm(s.preset.algo).binary else "float"), s.trainer)
@@ -235,7 +235,7 @@ def _start(s: Setup, done: Done) -> None:
     checkpoint left it short) and no temporaries of a checkpoint write that was killed."""
     if not s.ctx.main:
         return
-    atomic_write_json(s.out / "config.json", {"kind": "train-config", "provenance": provenance(), **s.config})
+    ep.RUN_CONFIG.write({"kind": "train-config", "provenance": provenance(), **s.config}, s.out / "config.json")
     if s.cfg.resume:
         _write_log(s.out, done.records)
         remove_stale_temporaries([s.out / n for n in ("checkpoint.pt", "log.jsonl", "summary.json", "config.json")])
@@ -328,7 +328,7 @@ def _save(s: Setup, done: Done, epoch: int) -> None:
 
 def _write_log(out, records) -> None:
     """``log.jsonl``: one line per epoch, from the records the checkpoint holds."""
-    atomic_write_text(out / "log.jsonl", "".join(_json_line(r) + "\n" for r in records))
+    ep.RUN_LOG.write(records, out / "log.jsonl")
 
 
 def _pct(v) -> str:
@@ -430,8 +430,8 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
         else:
             kept = f"the checkpoint in {path} cannot be trusted: {why}"
     if s.ctx.main:
-        atomic_write_json(s.out / "summary.json", _summary(s.config, done.records, sum(r["seconds"] for r in done.records),
-                                                           f"diverged in epoch {epoch}"))
+        ep.RUN_SUMMARY.write(_summary(s.config, done.records, sum(r["seconds"] for r in done.records),
+                                      f"diverged in epoch {epoch}"), s.out / "summary.json")
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 

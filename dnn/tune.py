@@ -38,8 +38,11 @@ from stam.dnn.params import TuneParams
 from stam.dnn.sweep import check_job, data_source, run_job
 from stam.dnn.table import mean_std
 from stam.errors import UsageError
-from stam.io import atomic_write_json, atomic_write_text, provenance, staged
+from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
+from stam.datasets import DATA_SOURCE
+from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most)
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
 FINAL_SEED0 = 1000
@@ -308,7 +311,7 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> 
     table_text = format_table(result) + "\n"
     with staged(out_dir, last=(f"{stem}.json",)) as stage:  # the JSON and its table replace an earlier pair together
         atomic_write_text(stage / f"{stem}.md", table_text)
-        atomic_write_json(stage / f"{stem}.json", result)
+        TUNE.write(result, stage / f"{stem}.json")
     return result
 
 
@@ -398,5 +401,31 @@ def headline(result: dict) -> str:
             "(none from fewer than 3 distinct values): " + ", ".join(parts))
 
 
-__all__ = ["search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
+
+# -- the result (``stam tune``: OUT/tune-DATASET.json, :func:`tune`) --------------------------------------
+#: the fresh-seed runs of a tuned or paper setting: test accuracies in percent, their summary
+FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
+               optional={"mean": PCT_OR_NULL, "std": NONNEG_OR_NULL, "ci95": LIST_OR_NULL, "n": COUNT, "seeds": LIST,
+                         "val_acc": LIST, "test_acc_final_epoch": LIST, "selected_epoch": LIST},
+               items={"test_acc": PCT_OR_NULL, "ci95": PCT_OR_NULL, "val_acc": PCT_OR_NULL, "test_acc_final_epoch": PCT_OR_NULL,
+                      "selected_epoch": POSINT_OR_NULL, "seeds": COUNT},
+               rules=(at_most("diverged", "test_acc", "the runs"), at_most("n", "test_acc", "the runs")))
+#: one trial of a tuning: its validation score (percent), the epoch chosen on it
+TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL,
+                         "diverged_epoch": POSINT_OR_NULL})
+TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
+               inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
+PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
+TUNE = ResultType(
+    "tune", Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
+                   optional={"kind": STR, "dataset": NAME, "model": NAME, "width": POS, "data_source": DICT_OR_NULL,
+                             "protocol": STR, "provenance": DICT_OR_NULL},
+                   each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
+                   inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": POSINT,
+                                                     "batch_size": POSINT}),
+                          "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+    files="tune-*.json", writer="stam tune")
+
+
+__all__ = ["TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
            "summarise", "budget_note", "counted", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "tuning_curves"]

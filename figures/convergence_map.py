@@ -29,7 +29,7 @@ from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
 from stam.userfile import accepts, build, guard, is_file_spec, load_object, split_spec
 
 #: digits: a cell "trains" when its validation accuracy with binary weights reaches this
-TRAINS_AT = 0.5
+TRAINS_AT = 50.0  # percent
 #: colour maps (perceptually uniform, colour-vision-deficiency safe)
 CMAP_LOWER_BETTER = "cividis_r"
 CMAP_HIGHER_BETTER = "cividis"
@@ -78,7 +78,7 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
     if data["source"] == "synthetic":
         out = [("metric", "log10 E S_T (lower is better)", CMAP_LOWER_BETTER)]
     else:
-        out = [("metric", "validation accuracy, binary weights", CMAP_HIGHER_BETTER)]
+        out = [("metric", "validation accuracy (%), binary weights", CMAP_HIGHER_BETTER)]
     if any(r.get("sign_ever_changed") is not None for r in data["rows"]):
         out.append(("sign_ever_changed", "fraction of weights whose sign ever changed", CMAP_FRACTION))
     return out
@@ -124,9 +124,9 @@ def plot_map(maps: list[dict], nc=None, regions=()):
             transform = lambda v: np.log10(np.where(v > 0, v, np.nan))  # noqa: E731
             finite = [math.log10(v) for v in vals_all if v > 0]
             norm = Normalize(min(finite), max(finite)) if finite else Normalize(0, 1)
-        else:
+        else:  # an accuracy in percent, or a fraction of weights
             transform = lambda v: v  # noqa: E731
-            norm = Normalize(0.0, 1.0)
+            norm = Normalize(0.0, 100.0 if key == "metric" else 1.0)
         rg = np.logspace(math.log10(xlim[0]), math.log10(xlim[1]), 200)
         rl = np.logspace(math.log10(ylim[0]), math.log10(ylim[1]), 200)
         region, _ = region_gamma_lambda(rg, rl, nc)
@@ -234,12 +234,12 @@ def _word(data) -> str:
 def _num(data, v) -> str:
     if v is None:
         return "\u2013"
-    return f"{v:.2g}" if data["source"] == "synthetic" else f"{100 * v:.1f}%"
+    return f"{v:.2g}" if data["source"] == "synthetic" else f"{v:.1f}%"
 
 
 def _verb(data) -> str:
     return "decrease (no seed diverged and E S_T < E S_0)" if data["source"] == "synthetic" else (
-        f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0%})")
+        f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0f}%)")
 
 
 def map_caption(data: dict) -> str:
@@ -271,7 +271,7 @@ def map_caption(data: dict) -> str:
 def format_map(data: dict) -> str:
     """A text table per beta: lambda down, gamma across; metric, D (all seeds diverged),
     d (some did), * (Theorem conv's conditions hold)."""
-    fmt = (lambda v: f"{v:.2e}") if data["source"] == "synthetic" else (lambda v: f"{100 * v:.1f}%")
+    fmt = (lambda v: f"{v:.2e}") if data["source"] == "synthetic" else (lambda v: f"{v:.1f}%")
     lines = [f"{data['metric_label']}; D: all seeds diverged, d: some did, *: Theorem conv's conditions hold"]
     for beta in _betas(data):
         gammas, lams, vals, div, adm, present = _grid(data["rows"], beta, "metric")

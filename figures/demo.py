@@ -58,7 +58,8 @@ from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
 from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid, run_map
 from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
-from stam.theory.items import VERDICTS
+from stam.synthetic.methods import COMPARE
+from stam.theory.items import PAPER_CHECK, VERDICTS
 
 MARKER = ".stam-demo"
 
@@ -169,7 +170,7 @@ class Demo:
     # -- the steps: each computes its results as values and writes them -------------------
     def paper_check(self, step: Step) -> None:
         result = audit.result(audit.findings())
-        step.outputs.append(atomic_write_json(self.stage / "paper-check.json", result))
+        step.outputs.append(PAPER_CHECK.write(result, self.stage / "paper-check.json"))
         items, cov = result["items"], result["coverage"]
         self.headline["audit"] = audit_headline(items, cov)
 
@@ -218,8 +219,8 @@ class Demo:
         problem = self.cfg.synthetic_problem
         result = compare(make_problem(problem), self.cfg.compare_budget or COMPARE_DEFAULTS["budget"],
                          R=COMPARE_DEFAULTS["R"], progress=self.progress)
-        step.outputs.append(atomic_write_json(self.stage / "synthetic" / f"compare-{problem}.json",
-                                              dict(result, provenance=provenance())))
+        step.outputs.append(COMPARE.write(dict(result, provenance=provenance()),
+                                          self.stage / "synthetic" / f"compare-{problem}.json"))
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
@@ -234,8 +235,9 @@ class Demo:
                  "eps": self.cfg.eps}
         constants = numeric.Constants(**{k: flags[k] for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C")})
         rec = numeric.recommend(constants, flags["delta0"], flags["M0"], flags["eps"])
-        step.outputs.append(atomic_write_json(self.stage / "stepsize.json", {
-            "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec}))
+        step.outputs.append(numeric.STEPSIZE.write({
+            "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec},
+            self.stage / "stepsize.json"))
 
     def pep(self, step: Step) -> None:
         """A PEP sweep at the parameters of the admissible-parameter rule for lambda = pep_lam, with
@@ -245,7 +247,7 @@ class Demo:
         chosen = numeric.admissible_parameters(numeric.quadratic_coupling(lam, L1=1.0, A=float(A), C=float(C)),
                                                max(self.cfg.pep_T))
         sweep = pep.pep_sweep(lam, chosen.gamma, chosen.beta, list(self.cfg.pep_T), L1=1.0)
-        step.outputs.append(atomic_write_json(self.stage / "pep.json", sweep))
+        step.outputs.append(pep.PEP_SWEEP.write(sweep, self.stage / "pep.json"))
 
     def region(self, step: Step) -> None:
         """Where a Lyapunov function certifies STAM for the paper's class (any proper lsc F, the full
@@ -254,7 +256,7 @@ class Demo:
         # convex F beside without its refutation (the headline and the figures use the paper class's)
         result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
                                  scan_ratio=self.cfg.region_scan, refute_beside=False)
-        step.outputs.append(atomic_write_json(self.stage / "region.json", result))
+        step.outputs.append(lyapunov.REGION.write(result, self.stage / "region.json"))
         self.region_result = result
         self.headline["region"] = region_headline(result)
 
@@ -459,7 +461,7 @@ def region_headline(result: dict) -> str:
     return text
 
 
-def digits_map_headline(data: dict, good: float = 0.8, region: dict | None = None) -> str:
+def digits_map_headline(data: dict, good: float = 80.0, region: dict | None = None) -> str:
     """Where STAM's binary network trains on the digits map, against the theorem's region and (``region``, a
     ``lyapunov-region`` result) the largest gamma*lambda any one-step potential certifies for the paper's class."""
     rows = [r for r in data["rows"] if r.get("metric") is not None]
@@ -467,15 +469,15 @@ def digits_map_headline(data: dict, good: float = 0.8, region: dict | None = Non
     inside = [r for r in rows if r.get("admissible")]
     below = [r for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA]
     text = f"Digits map ({len(data['rows'])} cells of (gamma, lambda), beta = {', '.join(f'{b:g}' for b in sorted({r['beta'] for r in data['rows']}))}): "
-    text += f"binary validation accuracy >= {good:.0%} in {len(trains)} cells"
+    text += f"binary validation accuracy >= {good:.0f}% in {len(trains)} cells"
     if trains:
         text += f", all with gamma*lambda >= {min(r['gamma'] * r['lam'] for r in trains):.2g}"
     best_below = max((r["metric"] for r in below), default=None)
     if best_below is not None:
-        text += f"; below gamma*lambda = 1/sqrt(5) (where the theorem's region lies) at most {best_below:.0%}"
+        text += f"; below gamma*lambda = 1/sqrt(5) (where the theorem's region lies) at most {best_below:.0f}%"
     text += f"; {len(inside)} cells satisfy Theorem conv"
     if inside:
-        text += f" (best {max(r['metric'] for r in inside):.0%})"
+        text += f" (best {max(r['metric'] for r in inside):.0f}%)"
     if region is not None:
         rows = region["rows"]
         top = max((v for part in ("general", "paper", "sampled") for v in _reach(rows, part) if v is not None), default=None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import json
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,6 @@ from stam.figures import tables as T
 from stam.figures.kinds import FIGURES, figure_kind
 from stam.figures.results import Result, ResultSet, load_results
 from stam.io import atomic_write_bytes, atomic_write_text, check_out_dir, check_out_file, provenance, slug, staged
-from stam.theory.items import VERDICTS
-from stam.theory.items.coverage import coverage_text
 
 #: (id, heading) of every section of the page, in order: the message first, provenance last.
 SECTIONS = (
@@ -184,20 +181,8 @@ def _versions(prov: dict) -> str:
 
 
 def _params(result: Result) -> str:
-    d = result.data if isinstance(result.data, dict) else {}
-    if result.kind == "train-run":
-        cfg = dict(d.get("config") or {})
-        cfg.pop("provenance", None)
-        small = lambda v: not isinstance(v, (dict, list)) or len(json.dumps(v, default=str)) <= 80  # noqa: E731
-        params = {k: json.dumps(v, default=str) if isinstance(v, (dict, list)) else v
-                  for k, v in cfg.items() if small(v) and v not in ({}, [])}
-    elif result.kind == "pep-sweep":
-        params = {k: d.get(k) for k in ("lam", "gamma", "beta")}
-    elif result.kind == "paper-check":
-        params = {"findings": len(result.data)}
-    else:
-        params = {k: v for k, v in (d.get("params") or {}).items() if not isinstance(v, (dict, list))}
-    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    """The parameters of a result (its type's, :attr:`stam.figures.results.Result.params`) in one line."""
+    text = ", ".join(f"{k}={v}" for k, v in result.params.items())
     return text if len(text) <= 400 else text[:400] + " \u2026"
 
 
@@ -280,47 +265,13 @@ def _build(results: ResultSet, out_dir: Path, nc, title: str, headline: dict | N
     sec["runs"].add(f"<details><summary>The {len(results.all())} result file(s), their versions and parameters</summary>"
                     f"{_header(page, results)}</details>")
 
-    for i, r in enumerate(results["paper-check"]):
-        findings = r.data
-        bad = [f for f in findings if str(f.get("verdict")) != "ok"]
-        cov = r.meta.get("coverage")
-        if cov:
-            sec["paper-check"].add(f"<p>Coverage: {html.escape(coverage_text(cov))}.</p>")
-        counts = ", ".join(f"{n} {html.escape(v)}" for v in VERDICTS
-                           if (n := sum(str(f.get('verdict')) == v for f in findings)) or v != "failed to derive")
-        kinds = "; ".join(f"{html.escape(v)} ({len(labs)}): {html.escape(', '.join(labs))}" for v in VERDICTS if v != "ok"
-                          and (labs := [str(f.get("label")) for f in bad if str(f.get("verdict")) == v]))
-        sec["paper-check"].add(f"<p>{len(findings)} checks ({counts}); not ok, by kind: {kinds or 'none'}.</p>")
-        sec["paper-check"].add(page.table(f"paper-check-{i}", T.paper_check_table(findings)))
-
-    for i, r in enumerate(results["stepsize"]):
-        sec["stepsize"].add(page.table(f"stepsize-{i}", T.stepsize_table(r.data)))
-
-    from stam.figures.admissible import NetworkConstants, check_stages
+    from stam.figures.admissible import NetworkConstants
 
     nc = nc or NetworkConstants()
     _figures(sec, page, results, nc)
-    sec["admissible"].add(page.table("paper-settings", T.settings_table(check_stages(nc))))
-    for r in results["synthetic-rates"]:
-        sec["rates"].add(page.table(f"rates-{r.data.get('problem', r.path.stem)}", T.rates_table(r.data)))
-    for i, r in enumerate(results["pep-sweep"]):
-        sec["pep"].add(page.table(f"pep-{i}", T.pep_table(r.data)))
-    if results["pep-sweep"]:
-        sec["pep"].add('<p class="small">The curves are drawn in the last panel of the rates figure above.</p>')
-    for i, r in enumerate(results["lyapunov-region"]):
-        sec["pep"].add(page.table(f"region-{i}", T.region_table(r.data)))
-        sec["pep"].add('<p class="small">The same limits are drawn in the admissible-region figure and, as lines, on '
-                       'the convergence maps.</p>')
-    for r in results["synthetic-compare"]:
-        sec["compare"].add(page.table(f"compare-{r.data.get('problem', r.path.stem)}", T.compare_table(r.data)))
-
-    for i, r in enumerate(results["tune"]):
-        sec["tuning"].add(f"<p>{html.escape(str(r.data.get('protocol', '')))}.</p>")
-        sec["tuning"].add(page.table(f"tune-{i}", T.tune_table(r.data)))
-    runs = results["train-run"]
-    for ds in sorted({str(r.data["summary"].get("dataset", "?")) for r in runs}):
-        summaries = [r.data["summary"] for r in runs if str(r.data["summary"].get("dataset", "?")) == ds]
-        sec["accuracy"].add(page.table(f"accuracy-{ds}", T.accuracy_table(summaries, ds)))
+    for tk in T.TABLES:  # every table kind, in its section, from the results of the types it is built from
+        for part in tk.parts(results, nc):
+            sec[tk.section].add(part if isinstance(part, str) else page.table(*part))
 
     sec["headline"].add(_headline(headline, sec))
     for sid, sentence in INTROS.items():

@@ -1,5 +1,7 @@
 """Tables (item 5 of the figures issue): one :class:`Table` value, three renderings (Markdown,
-LaTeX, HTML), and the builders for each result kind:
+LaTeX, HTML), the builders for each result type, and the report's tables, each declared with the
+result types it is built from (:func:`table_kind`, :data:`TABLES`; ``stam report`` shows every one
+in its section, so a new result type's table is one decorated function here):
 
 - :func:`accuracy_table`: best test accuracy per model x algorithm, laid out like the paper's
   Tables cifar-res and cifar100-res (binary weights; the Float column is the float network),
@@ -274,3 +276,114 @@ def settings_table(checks: list[dict]) -> Table:
                  "(K1 > 0 is eq. k1; beta >= sqrt((L+M) A T), 2 (L+M) C/eps^2 and T >= 12 beta (delta0+M0')/eps^2 "
                  "are eq700, eq702, eq703)",
                  ["Setting", "at", "gamma", "lambda", "beta", "admissible", "violated conditions", "unknown"], rows)
+
+
+# -- the tables of the report, each declared with the result types it is built from ------------------
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """A table of the report: ``sources`` the result types (:mod:`stam.results`) it is built from
+    (none: it needs no result), ``section`` the report section (:data:`stam.figures.report.SECTIONS`)
+    it is shown in, ``build`` the function ``(results, nc) -> parts`` given the results of those
+    types: each part an HTML paragraph (a ``str``, already escaped) or ``(file name, Table)``."""
+
+    name: str
+    sources: tuple
+    section: str
+    build: object
+
+    def parts(self, results, nc) -> list:
+        return self.build([r for kind in self.sources for r in results[kind]], nc)
+
+
+#: every table kind, in the order of their declarations below (the order within a report section)
+TABLES: list[TableKind] = []
+
+
+def table_kind(name: str, sources: tuple, section: str):
+    """Declare the decorated function ``(results, nc) -> parts`` as the :class:`TableKind` ``name``."""
+    def register(build):
+        TABLES.append(TableKind(name, tuple(sources), section, build))
+        return build
+    return register
+
+
+@table_kind("paper-check", ("paper-check",), "paper-check")
+def paper_check_parts(results, nc) -> list:
+    from stam.theory.items import VERDICTS
+    from stam.theory.items.coverage import coverage_text
+
+    parts = []
+    for i, r in enumerate(results):
+        findings = r.data
+        bad = [f for f in findings if str(f.get("verdict")) != "ok"]
+        cov = r.meta.get("coverage")
+        if cov:
+            parts.append(f"<p>Coverage: {html.escape(coverage_text(cov))}.</p>")
+        counts = ", ".join(f"{n} {html.escape(v)}" for v in VERDICTS
+                           if (n := sum(str(f.get('verdict')) == v for f in findings)) or v != "failed to derive")
+        kinds = "; ".join(f"{html.escape(v)} ({len(labs)}): {html.escape(', '.join(labs))}" for v in VERDICTS if v != "ok"
+                          and (labs := [str(f.get("label")) for f in bad if str(f.get("verdict")) == v]))
+        parts.append(f"<p>{len(findings)} checks ({counts}); not ok, by kind: {kinds or 'none'}.</p>")
+        parts.append((f"paper-check-{i}", paper_check_table(findings)))
+    return parts
+
+
+@table_kind("stepsize", ("stepsize",), "stepsize")
+def stepsize_parts(results, nc) -> list:
+    return [(f"stepsize-{i}", stepsize_table(r.data)) for i, r in enumerate(results)]
+
+
+@table_kind("paper-settings", (), "admissible")
+def settings_parts(results, nc) -> list:
+    from stam.figures.admissible import NetworkConstants, check_stages
+
+    return [("paper-settings", settings_table(check_stages(nc or NetworkConstants())))]
+
+
+@table_kind("rates", ("synthetic-rates",), "rates")
+def rates_parts(results, nc) -> list:
+    return [(f"rates-{r.data.get('problem', r.path.stem)}", rates_table(r.data)) for r in results]
+
+
+@table_kind("pep", ("pep-sweep",), "pep")
+def pep_parts(results, nc) -> list:
+    parts: list = [(f"pep-{i}", pep_table(r.data)) for i, r in enumerate(results)]
+    if results:
+        parts.append('<p class="small">The curves are drawn in the last panel of the rates figure above.</p>')
+    return parts
+
+
+@table_kind("region", ("lyapunov-region",), "pep")
+def region_parts(results, nc) -> list:
+    parts: list = []
+    for i, r in enumerate(results):
+        parts.append((f"region-{i}", region_table(r.data)))
+        parts.append('<p class="small">The same limits are drawn in the admissible-region figure and, as lines, on '
+                     'the convergence maps.</p>')
+    return parts
+
+
+@table_kind("compare", ("synthetic-compare",), "compare")
+def compare_parts(results, nc) -> list:
+    return [(f"compare-{r.data.get('problem', r.path.stem)}", compare_table(r.data)) for r in results]
+
+
+@table_kind("tune", ("tune",), "tuning")
+def tune_parts(results, nc) -> list:
+    parts: list = []
+    for i, r in enumerate(results):
+        parts.append(f"<p>{html.escape(str(r.data.get('protocol', '')))}.</p>")
+        parts.append((f"tune-{i}", tune_table(r.data)))
+    return parts
+
+
+@table_kind("accuracy", ("train-run",), "accuracy")
+def accuracy_parts(results, nc) -> list:
+    """One table per data set of the runs (``stam table``'s layout)."""
+    parts: list = []
+    for ds in sorted({str(r.data["summary"].get("dataset", "?")) for r in results}):
+        summaries = [r.data["summary"] for r in results if str(r.data["summary"].get("dataset", "?")) == ds]
+        parts.append((f"accuracy-{ds}", accuracy_table(summaries, ds)))
+    return parts

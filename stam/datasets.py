@@ -1,4 +1,4 @@
-"""The data sets the toolkit trains networks on, named once (imports nothing).
+"""The data sets the toolkit trains networks on, named once (imports only :mod:`stam.results`).
 
 Here, in the core, because both practice areas read the names: the networks (:mod:`stam.dnn`:
 ``--dataset``, the loaders of :mod:`stam.dnn.data`, the catalog :mod:`stam.dnn.catalog`) and the
@@ -7,8 +7,16 @@ convergence map's file format, whose ``source`` is a synthetic problem or one of
 its entry here and its sweep defaults in ``SWEEP_DEFAULTS`` of :mod:`stam.dnn.catalog`.
 """
 
+from stam.results import INT_OR_NULL, LIST, STR, STR_OR_NULL, Schema
+
 #: name -> how tables call it (CIFAR from its official archives, digits from scikit-learn, offline)
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
 DATASET_NAMES = tuple(DATASETS)
 
-__all__ = ["DATASETS", "DATASET_NAMES"]
+#: where a run's images came from, as its result files record it (``data_source`` of a train run,
+#: a tuning, a network map): the official archives, scikit-learn, or a JPEG copy with its quality
+DATA_SOURCE = Schema(required={"kind": STR},
+                     optional={"file": STR_OR_NULL, "sha256": STR_OR_NULL, "hash_of": STR_OR_NULL, "note": STR_OR_NULL,
+                               "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL})
+
+__all__ = ["DATASETS", "DATASET_NAMES", "DATA_SOURCE"]

@@ -99,10 +99,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stam.errors import UsageError, positive_int
-from stam.io import atomic_write_text, bar_disable, dumps, json_default, provenance
+from stam.io import atomic_write_text, bar_disable, json_default, provenance
+from stam.results import ANY, DICT, DICT_OR_NULL, NONNEG_OR_NULL, STR, ResultType, Schema
 
 #: ``"kind"`` of a job's result file.
 KIND = "job-result"
+#: a job's file in the store: its spec and its result (checked further by the sweep's ``check``)
+JOB_RECORD = ResultType(KIND, Schema(required={"kind": STR, "spec": ANY, "result": DICT},
+                                     optional={"seconds": NONNEG_OR_NULL, "provenance": DICT_OR_NULL}),
+                        files="STORE/<key>.json", writer="stam.jobs.run_jobs (stam tune, stam map, stam synthetic sweep)",
+                        found=False)
 #: Seconds to wait for the Dask scheduler to accept the connection before giving up.
 CONNECT_TIMEOUT_S = 8.0
 #: seconds between looks at jobs another process has claimed (its result, or its death)
@@ -226,10 +232,12 @@ def _store_record(path: Path, spec: dict, outcome: tuple, check: Callable | None
             return {"error": f"ValueError: the job's result breaks its check: {exc}"}
     record = {"kind": KIND, "spec": spec, "result": payload, "seconds": seconds, "provenance": prov}
     try:
-        text = dumps(record)
+        text = JOB_RECORD.text(record, path)  # checked against its type before it is written
+    except UsageError as exc:
+        return {"error": f"ValueError: the job's file would not read back: {exc}"}
     except (TypeError, ValueError) as exc:
         return {"error": f"TypeError: the job's result is not JSON-able ({exc})"}
-    atomic_write_text(path, text + "\n")
+    atomic_write_text(path, text)
     return json.loads(text)["result"]
 
 
@@ -240,9 +248,9 @@ def _load(path: Path, canonical: str, check: Callable | None = None, note: bool 
     one line naming the file and the field)."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        ok = (isinstance(record, dict) and record.get("kind") == KIND and isinstance(record.get("result"), dict)
-              and "spec" in record and canonical_json(record["spec"]) == canonical)
-    except (OSError, ValueError, TypeError, RecursionError):
+        ok = (JOB_RECORD.is_kind(record) and JOB_RECORD.validate(record, path) is record
+              and canonical_json(record["spec"]) == canonical)
+    except (OSError, ValueError, TypeError, RecursionError, UsageError):
         return None
     if not ok:
         return None

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from stam.errors import UsageError, require
-from stam.io import atomic_write_json, atomic_write_text, check_out_dir, check_out_file, dumps, provenance
+from stam.io import check_out_dir, check_out_file, provenance
 from stam.synthetic.families import NAMES, SIZE, WITH_LAM
 from stam.userfile import guard, is_file_spec, load, split_spec
 
@@ -185,15 +185,13 @@ def format_rates(result: dict) -> str:
 
 
 def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
-    """``out_dir/stem.json`` and ``.csv``, each written atomically; the CSV first, so that a JSON
-    (what a resumed sweep looks for) always has its CSV."""
-    from stam.synthetic.rates import rows_csv
+    """``out_dir/stem.json`` and ``.csv`` through their type (:data:`stam.synthetic.rates.RATES`:
+    checked, each written atomically, the CSV first, so that a JSON, what a resumed sweep looks
+    for, always has its CSV)."""
+    from stam.synthetic.rates import RATES
 
-    out_dir = Path(out_dir)
-    result = dict(result, provenance=provenance())
-    text, table = dumps(result) + "\n", rows_csv(result)  # both made before either file is written
-    csv_path = atomic_write_text(out_dir / f"{stem}.csv", table)
-    return atomic_write_text(out_dir / f"{stem}.json", text), csv_path
+    path = RATES.write(dict(result, provenance=provenance()), Path(out_dir) / f"{stem}.json")
+    return path, path.with_suffix(".csv")
 
 
 def run_command(params) -> int:
@@ -269,6 +267,7 @@ def run_command(params) -> int:
 def compare_command(args) -> int:
     """``stam synthetic compare`` with its parameters (:class:`stam.synthetic.params.CompareParams`)."""
     from stam.synthetic.baselines import compare, format_table
+    from stam.synthetic.methods import COMPARE
 
     stem = f"compare-{_stem_name(args)}"
     out = check_out_dir(args.out)
@@ -286,7 +285,7 @@ def compare_command(args) -> int:
                              progress=args.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    path = atomic_write_json(out / f"{stem}.json", dict(result, provenance=provenance()))
+    path = COMPARE.write(dict(result, provenance=provenance()), out / f"{stem}.json")
     print(problem.describe())
     p = result["params"]
     print(f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "
@@ -320,12 +319,12 @@ def _file_digest(path) -> str:
 
 
 def check_rates_job(result: dict, spec: dict, path) -> None:
-    """A sweep job's result makes sense (the schema ``synthetic-rates`` of
-    :mod:`stam.figures.results`) and is the result of its spec: a damaged or impossible stored one
-    is computed again (:func:`stam.jobs.run_jobs`' ``check``), never written out."""
-    from stam.figures.results import SCHEMAS, validate
+    """A sweep job's result makes sense (its type :data:`stam.synthetic.rates.RATES`) and is the
+    result of its spec: a damaged or impossible stored one is computed again
+    (:func:`stam.jobs.run_jobs`' ``check``), never written out."""
+    from stam.synthetic.rates import RATES
 
-    validate(result, SCHEMAS["synthetic-rates"], path)
+    RATES.validate(result, path)
     p = result["params"]
     if p.get("seed") != spec["seed"] or p.get("gamma_fraction") != spec["gamma_fraction"] or p.get("R") != spec["R"] \
             or p.get("T_grid") != spec["T_grid"]:

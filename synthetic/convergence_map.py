@@ -7,12 +7,13 @@ lambda``, ``l = -lambda`` the first condition is ``5 (gamma lambda)^2 + 4 gamma 
 settings (Table para: gamma 8, lambda 0.5; gamma 15 -> 0.3, lambda 4) lie far outside.  The map
 shows what STAM does across that plane, inside and outside the theorem's region.
 
-Result format (THE one place; :func:`validate_map` checks it on load, :func:`write_map` writes it)
------------------------------------------------------------------------------------------------
+Result format (its type :data:`MAP`, the one place: readers check it, :func:`write_map` writes through it)
+-----------------------------------------------------------------------------------------------------
 A JSON object, written atomically (:mod:`stam.io`) with a CSV twin of its rows (same stem,
 columns :data:`ROW_KEYS`)::
 
     {"kind": "convergence-map",
+     "format": 2,                              # 1: a network map's accuracies were fractions
      "provenance": {...},                      # stam.io.provenance()
      "source": "synthetic" | a data set of stam.dnn.catalog ("digits", "cifar10", ...),
      "problem": "binary"                       # synthetic: the problem family
@@ -25,7 +26,7 @@ columns :data:`ROW_KEYS`)::
      "params": {...},                          # everything else that fixes the run
      "rows": [{"gamma": g, "lam": l, "beta": b, "seeds": k,
                "metric": mean over the seeds that did not diverge, or null (all diverged);
-                         digits: an accuracy as a fraction in [0, 1],
+                         digits: an accuracy in percent, in [0, 100],
                "metric_std": their standard deviation (0 for one seed) or null,
                "diverged": number of diverged seeds (0 .. seeds),
                "sign_ever_changed": fraction of binary weights whose sign ever changed (digits) or null,
@@ -63,9 +64,10 @@ import math
 from pathlib import Path
 
 from stam.algorithm import as_batch_scalar, stam_step
-from stam.errors import UsageError
-from stam.io import atomic_write_text, bar_disable, dumps, provenance
-from stam.datasets import DATASET_NAMES  # the data sets a network map trains on
+from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
+from stam.io import bar_disable, provenance
+from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST, POS, POSINT,
+                          PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file, holds, one_of, shown as _shown)
 from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
 from stam.theory import numeric
 
@@ -120,101 +122,65 @@ def coupling_constants(problem) -> "numeric.Constants":
     return numeric.Constants(L1=None, L2=hc["L2"], L3=hc["L3"], L4=hc["L4"], L5=hc["L5"], l=hc["l"], A=None, C=None)
 
 
-# --- the format -------------------------------------------------------------------------------
-def _bad(path, field: str, what: str):
-    return UsageError(f"{path}: field {field}: {what} (not a valid {KIND} file)")
+# --- the format (its type; :func:`write_map` writes through it) -----------------------------------------
+#: accuracies of a network map in percent, like every result file (format 1 held fractions)
+MAP_FORMAT = 2
+MAP_ROW = Schema(required={"gamma": POS, "lam": POS, "beta": POS, "seeds": POSINT, "diverged": COUNT, "admissible": BOOL},
+                 optional={"metric": FIN_OR_NULL, "metric_std": FIN_OR_NULL, "metric_final": FIN_OR_NULL,
+                           "sign_ever_changed": FRAC_OR_NULL, "S_0": FIN_OR_NULL, "S_min": FIN_OR_NULL},
+                 rules=(at_most("diverged", "seeds"),
+                        holds("metric", lambda r: r.get("metric") is not None or not r["diverged"] < r["seeds"],
+                              "is null although not every seed diverged")))
 
 
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+def _metric_of_source(obj):
+    want = METRICS.get(obj.get("source"))
+    if want is not None and obj.get("metric") != want:
+        return "metric", f"must be {want!r} for source {obj['source']!r}, not {_shown(obj.get('metric'))}"
+    return None
 
 
-def validate_map(obj, path="map") -> dict:
-    """``obj`` if it is a well-formed result of the module docstring's format; otherwise a
-    one-line :class:`UsageError` naming ``path`` and the first bad field."""
-    if not isinstance(obj, dict):
-        raise _bad(path, "(top level)", "expected a JSON object")
-    if obj.get("kind") != KIND:
-        raise _bad(path, "kind", f"expected {KIND!r}")
-    if obj.get("source") not in SOURCES:
-        raise _bad(path, "source", f"expected one of {', '.join(SOURCES)}")
-    for key in ("problem", "metric", "metric_label"):
-        if not isinstance(obj.get(key), str) or not obj[key]:
-            raise _bad(path, key, "expected a non-empty string")
-    if obj["metric"] != METRICS[obj["source"]]:
-        raise _bad(path, "metric", f"expected {METRICS[obj['source']]!r} for source {obj['source']!r}")
-    rule = obj.get("beta_rule")
-    if not isinstance(rule, dict) or rule.get("kind") not in ("fixed", "theorem"):
-        raise _bad(path, "beta_rule", "expected {\"kind\": \"fixed\" or \"theorem\", ...}")
-    if rule["kind"] == "fixed" and not (isinstance(rule.get("values"), list) and rule["values"]
-                                        and all(_is_num(v) and v > 0 for v in rule["values"])):
-        raise _bad(path, "beta_rule.values", "expected a non-empty list of numbers > 0")
-    for key in ("budget", "params"):
-        if not isinstance(obj.get(key), dict):
-            raise _bad(path, key, "expected an object")
-    src = obj.get("data_source")
-    if src is not None and not (isinstance(src, dict) and isinstance(src.get("kind"), str)):
-        raise _bad(path, "data_source", "expected null or an object with a string 'kind' (official, jpeg-copy, ...)")
-    if "beta_rule_text" in obj and not isinstance(obj["beta_rule_text"], str):
-        raise _bad(path, "beta_rule_text", "expected a string")
-    rows = obj.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise _bad(path, "rows", "expected a non-empty list")
-    for i, row in enumerate(rows):
-        validate_row(row, f"rows[{i}]", path)
-        if obj["source"] != "synthetic" and row["metric"] is not None and not 0 <= row["metric"] <= 1:
-            raise _bad(path, f"rows[{i}].metric", "a validation accuracy is a fraction in [0, 1] (not percent)")
-    return obj
+def _percent_rows(obj):
+    """A network map's accuracies are percentages (a synthetic map's metric is E S_T)."""
+    if obj.get("source") == "synthetic":
+        return None
+    for i, row in enumerate(obj.get("rows") or []):
+        for key in ("metric", "metric_final"):
+            v = row.get(key)
+            if v is not None and not 0 <= v <= 100:
+                return f"rows[{i}].{key}", f"must be a validation accuracy in percent, in [0, 100], not {_shown(v)}"
+    return None
 
 
-def validate_row(row, where: str, path="map") -> None:
-    """One row of the format (module docstring)."""
-    if not isinstance(row, dict):
-        raise _bad(path, where, "expected an object")
-    for key in ("gamma", "lam", "beta"):
-        v = row.get(key)
-        if not (_is_num(v) and math.isfinite(v) and v > 0):
-            raise _bad(path, f"{where}.{key}", "expected a finite number > 0")
-    seeds = row.get("seeds")
-    if not (isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1):
-        raise _bad(path, f"{where}.seeds", "expected an integer >= 1")
-    div = row.get("diverged")
-    if not (isinstance(div, int) and not isinstance(div, bool) and 0 <= div <= seeds):
-        raise _bad(path, f"{where}.diverged", f"expected an integer from 0 to seeds = {seeds}")
-    for key in ("metric", "metric_std", "sign_ever_changed", "S_0", "S_min"):
-        v = row.get(key)
-        if v is not None and not (_is_num(v) and math.isfinite(v)):
-            raise _bad(path, f"{where}.{key}", "expected a finite number or null")
-    sec = row.get("sign_ever_changed")
-    if sec is not None and not 0 <= sec <= 1:
-        raise _bad(path, f"{where}.sign_ever_changed", "expected a fraction in [0, 1] or null")
-    if row.get("metric") is None and div < seeds:
-        raise _bad(path, f"{where}.metric", "null although not every seed diverged")
-    if not isinstance(row.get("admissible"), bool):
-        raise _bad(path, f"{where}.admissible", "expected true or false")
+def _older(obj, path, version):
+    """A format-1 map: a synthetic one holds no accuracy and reads as it is; a network one held its
+    accuracies as fractions, so it is refused by name (run ``stam map`` again)."""
+    if obj.get("source") == "synthetic":
+        return obj
+    raise bad_file(path, "format", f"is {version}: a network map of format {version} holds its accuracies as fractions; "
+                   f"this toolkit reads them in percent (format {MAP_FORMAT}): run stam map again", damaged=False)
 
 
-def rows_csv(result: dict) -> str:
-    """The rows as CSV (header :data:`ROW_KEYS`; empty cells for null or absent values)."""
-    lines = [",".join(ROW_KEYS)]
-    for row in result["rows"]:
-        cells = []
-        for k in ROW_KEYS:
-            v = row.get(k)
-            cells.append("" if v is None else repr(float(v)) if isinstance(v, float) else str(v))
-        lines.append(",".join(cells))
-    return "\n".join(lines) + "\n"
+#: ``stam map``: ``map-NAME.json`` with ``map-NAME.csv`` of its rows (columns :data:`ROW_KEYS`)
+MAP = ResultType(
+    KIND, Schema(required={"kind": STR, "source": STR, "problem": TEXT, "metric": TEXT, "metric_label": TEXT,
+                           "beta_rule": DICT, "budget": DICT, "params": DICT, "rows": NONEMPTY_LIST},
+                 optional={"data_source": DICT_OR_NULL, "beta_rule_text": STR, "provenance": DICT_OR_NULL, "format": POSINT},
+                 inner={"beta_rule": Schema(required={"kind": STR}, optional={"values": NONEMPTY_LIST}, items={"values": POS},
+                                            rules=(one_of("kind", ("fixed", "theorem")),
+                                                   holds("values", lambda r: r["kind"] != "fixed" or "values" in r,
+                                                         "is missing (a fixed beta lists its values)"))),
+                        "data_source": DATA_SOURCE, "provenance": PROVENANCE},
+                 each={"rows": MAP_ROW}, rules=(one_of("source", SOURCES), _metric_of_source, _percent_rows)),
+    files="map-*.json", writer="stam map", format=MAP_FORMAT, csv=ROW_KEYS, older=_older,
+    title=lambda d, path: f"convergence map: {d.get('source')} {d.get('problem', path.stem)}")
 
 
 def write_map(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
-    """``out_dir/stem.json`` and ``.csv`` (atomic; the CSV first, both made before either is
-    written), with provenance added; the result is validated first."""
-    result = dict(result, provenance=provenance())
-    validate_map(result, f"{stem}.json")
-    text, table = dumps(result) + "\n", rows_csv(result)
-    out_dir = Path(out_dir)
-    csv_path = atomic_write_text(out_dir / f"{stem}.csv", table)
-    return atomic_write_text(out_dir / f"{stem}.json", text), csv_path
+    """``out_dir/stem.json`` and ``.csv`` through :data:`MAP` (checked first, atomic, the CSV
+    first, both made before either is written), with provenance added."""
+    path = MAP.write(dict(result, provenance=provenance()), Path(out_dir) / f"{stem}.json")
+    return path, path.with_suffix(".csv")
 
 
 def fixed_beta_rule(betas) -> tuple[dict, str]:
@@ -326,5 +292,5 @@ def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS
     }
 
 
-__all__ = ["run_map", "validate_map", "validate_row", "write_map", "rows_csv", "admissible_flags", "log_grid",
+__all__ = ["run_map", "MAP", "MAP_FORMAT", "write_map", "admissible_flags", "log_grid",
            "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS"]

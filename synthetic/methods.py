@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from stam.algorithm import rule
 from stam.registry import load, lookup
+from stam.results import (COUNT_OR_NULL, DICT, DICT_OR_NULL, LIST, NONNEG_OR_NULL, NUM_OR_NULL, PROVENANCE, STR,
+                          UNSIGNED_OR_NULL, ResultType, Schema)
 
 
 @dataclass(frozen=True)
@@ -61,4 +63,17 @@ def method(name: str) -> Method:
     return lookup(REGISTRY, name, "method")
 
 
-__all__ = ["Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method"]
+
+# -- the result of comparing them (``stam synthetic compare``: :func:`stam.synthetic.baselines.compare`) --
+COMPARE_ROW = Schema(required={"method": STR},
+                     optional={"iterations": COUNT_OR_NULL, "grad_evals": NONNEG_OR_NULL, "final_S": UNSIGNED_OR_NULL,
+                               "objective": NUM_OR_NULL, "quantised_objective": NUM_OR_NULL, "wall_time": NONNEG_OR_NULL})
+COMPARE = ResultType(
+    "synthetic-compare", Schema(required={"rows": LIST},
+                                optional={"kind": STR, "problem": STR, "params": DICT, "provenance": DICT_OR_NULL},
+                                each={"rows": COMPARE_ROW}, inner={"provenance": PROVENANCE}),
+    files="compare-*.json", writer="stam synthetic compare",
+    title=lambda d, path: f"synthetic comparison: {d.get('problem', path.stem)}")
+
+
+__all__ = ["COMPARE_ROW", "COMPARE", "Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method"]

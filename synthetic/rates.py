@@ -47,15 +47,23 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
-from tqdm import tqdm
 
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.io import bar_disable
-from stam.synthetic.problems import ThreeBlockProblem
+from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
+                          POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, increasing, ordered)
 from stam.theory import numeric
+from stam.theory.numeric import LABELLED
 from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
+from stam.theory.pep import PEP_ROW
+
+if TYPE_CHECKING:  # torch is imported where the experiment runs, so that reading a result needs none
+    import torch
+
+    from stam.synthetic.problems import ThreeBlockProblem
 
 #: What the CLI tells a user whose parameters the rule refused.
 REMEDY = "add --allow-inadmissible to run them anyway (rows are then marked admissible=false, bound=null)"
@@ -98,6 +106,8 @@ def choose_parameters(problem: ThreeBlockProblem, T_grid, gamma=None, beta=None,
 
 
 def _quantiles(x: torch.Tensor) -> tuple[float, float]:
+    import torch
+
     q = torch.quantile(x, torch.tensor([0.1, 0.9], dtype=x.dtype, device=x.device))
     return float(q[0]), float(q[1])
 
@@ -108,6 +118,8 @@ def _finite(v):
 
 def _nanmean(x: torch.Tensor) -> torch.Tensor:
     """Mean over dim 0 of the finite entries (nan where there is none)."""
+    import torch
+
     ok = torch.isfinite(x)
     return torch.where(ok, x, torch.zeros_like(x)).sum(dim=0) / ok.sum(dim=0)
 
@@ -124,6 +136,9 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
               allow_inadmissible=False, seed: int = 0, progress: bool = True) -> dict:
     """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
     (without ``provenance``, which the writer adds)."""
+    import torch
+    from tqdm import tqdm
+
     T_grid = sorted({int(T) for T in T_grid})
     if not T_grid or T_grid[0] < 1 or R < 1:
         raise ValueError(f"need horizons T >= 1 and R >= 1, got T_grid={T_grid}, R={R}")
@@ -221,13 +236,36 @@ ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_mi
             "S_min_se", "t_star", "S_0_mean", "S_final_mean", "nonfinite")
 
 
-def rows_csv(result: dict) -> str:
-    """The rows of a ``synthetic-rates`` result as CSV (header = ``ROW_KEYS``)."""
-    lines = [",".join(ROW_KEYS)]
-    for row in result["rows"]:
-        lines.append(",".join("" if row[k] is None else repr(row[k]) if isinstance(row[k], float) else str(row[k])
-                              for k in ROW_KEYS))
-    return "\n".join(lines) + "\n"
+RATES_ROW = Schema(
+    required={"T": POSINT, "S_min_mean": NONNEG_OR_NULL},
+    optional={"gamma": POS, "beta": POS, "admissible": BOOL, "S_min_std": NONNEG_OR_NULL, "S_min_lo": NONNEG_OR_NULL,
+              "S_min_hi": NONNEG_OR_NULL, "S_min_se": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL,
+              "t_star": COUNT_OR_NULL, "S_0_mean": NONNEG_OR_NULL, "S_final_mean": NONNEG_OR_NULL, "nonfinite": COUNT_OR_NULL},
+    rules=(ordered("S_min_lo", "S_min_hi"), below("t_star", "T")),
+)
+RATES_PARAMS = Schema(optional={"R": POSINT, "seeds": ANY, "preset": STR_OR_NULL, "lam": POS_OR_NULL,
+                                "gamma_rule": STR_OR_NULL, "beta_rule": STR_OR_NULL, "problem": STR})
 
 
-__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "rows_csv", "InadmissibleError", "ROW_KEYS"]
+def _rates_title(d: dict, path) -> str:
+    preset = (d.get("params") or {}).get("preset")
+    return f"synthetic rates: {d.get('problem', path.stem)}" + (f" at {preset}" if preset else "")
+
+
+#: the result of :func:`run_rates` (``stam synthetic run``: ``rates-P.json`` with ``rates-P.csv`` of its rows)
+RATES = ResultType(
+    "synthetic-rates", Schema(
+        required={"rows": LIST},
+        optional={"kind": STR, "problem": STR, "params": DICT, "constants": DICT, "slope": FIN_OR_NULL,
+                  "bound_slope": FIN_OR_NULL, "slope_tail": FIN_OR_NULL, "bound_slope_tail": FIN_OR_NULL,
+                  "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL, "constant_status": DICT},
+        each={"rows": RATES_ROW}, values={"constant_status": LABELLED},
+        inner={"params": RATES_PARAMS, "provenance": PROVENANCE,
+               "pep": Schema(required={"rows": LIST}, optional={"kind": STR}, each={"rows": PEP_ROW},
+                             rules=(increasing("rows", "T"),))},
+        rules=(increasing("rows", "T"),)),
+    files="rates-*.json", writer="stam synthetic run", csv=ROW_KEYS, title=_rates_title)
+
+
+__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "InadmissibleError", "ROW_KEYS", "RATES",
+           "RATES_ROW"]

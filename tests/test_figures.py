@@ -123,13 +123,13 @@ def find(ax, prefix: str):
 
 
 def test_readers_classify_every_result_format(tmp_path):
-    from stam.figures.results import classify
+    from stam.results import classify
 
-    assert classify(paper_check_fixture()) == "paper-check"  # what `stam paper-check --json` prints
-    assert classify({"kind": "paper-check", "items": []}) == "paper-check"
-    assert classify({"gamma_max": 1, "beta_min": 2, "binding": "x"}) == "stepsize"
+    assert classify(paper_check_fixture()).name == "paper-check"  # what `stam paper-check --json` prints
+    assert classify({"kind": "paper-check", "items": []}).name == "paper-check"
+    assert classify({"gamma_max": 1, "beta_min": 2, "binding": "x"}).name == "stepsize"
     for fx in (rates_fixture(), pep_fixture(), compare_fixture()):
-        assert classify(fx) == fx["kind"]
+        assert classify(fx).name == fx["kind"]
     assert classify({"kind": "something-else"}) is None and classify([1, 2]) is None
     write_all(tmp_path)
     res = load_results([tmp_path])

@@ -369,10 +369,14 @@ def _edit(obj, path, value):
     ("run/log.jsonl", [0, "test_acc_binary"], 200.0, "line 1: field test_acc_binary must be a percentage"),
     ("stepsize.json", ["gamma"], 5.0, "field gamma is 5.0, more than gamma_max (0.2)"),
     ("paper-check.json", None, None, "field coverage.audited is 1e+30, more than the labels (0)"),
+    ("map.json", ["rows", 0, "metric"], 150.0, "field rows[0].metric must be a validation accuracy in percent"),
+    ("map.json", ["format"], 1, "field format is 1: a network map of format 1 holds its accuracies as fractions"),
+    ("map.json", ["format"], 3, "field format is 3; this toolkit reads convergence-map files of format 1 to 2"),
+    ("run/log.jsonl", [0, "sign_flips"], {"ever": 2.0}, "line 1: field sign_flips.ever must be a fraction in [0, 1]"),
 ])
 def test_impossible_file_values_are_one_line_naming_file_and_field(name, path, value, needle, tmp_path, capsys):
-    """The values of issue 27 item 3, each refused where it is parsed (figures/results.py SCHEMAS:
-    a type says the range, a rule the consistency) before anything is drawn or written."""
+    """The values of issue 27 item 3, each refused where it is parsed (its result type, stam.results:
+    a field's type says the range, a rule the consistency) before anything is drawn or written."""
     obj = _valid_files()[name]
     if path is None:  # a paper-check result claiming more labels audited than the paper has
         obj = {"kind": "paper-check", "items": obj, "coverage": {"audited": 10**30, "total": 0}}

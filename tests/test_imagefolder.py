@@ -426,15 +426,15 @@ def test_table_keeps_runs_on_a_copy_apart_from_runs_on_the_official_images():
 @pytest.mark.parametrize("bad, field", [("x", "data_source"), ({"file": "a"}, "data_source.kind"),
                                          ({"kind": 1}, "data_source.kind"), ({"kind": "jpeg-copy", "formats": "JPEG"}, "data_source.formats")])
 def test_result_schemas_check_the_data_source(tmp_path, bad, field):
-    from stam.figures.results import SCHEMAS, validate
+    from stam.dnn.epochs import RUN_CONFIG, RUN_SUMMARY
 
     good = {"kind": "jpeg-copy", "sha256": "0" * 64, "hash_of": "archive", "file": "c.tar.gz", "formats": ["JPEG"],
             "note": "JPEG copy", "jpeg_quality": 75, "chroma_subsampling": "4:2:0"}
-    for name in ("summary.json", "config.json"):
-        validate({"model": "cnn", "data_source": good}, SCHEMAS[name], tmp_path / name)
-        validate({"model": "cnn", "data_source": None}, SCHEMAS[name], tmp_path / name)
+    for name, rt in (("summary.json", RUN_SUMMARY), ("config.json", RUN_CONFIG)):
+        rt.validate({"model": "cnn", "data_source": good}, tmp_path / name)
+        rt.validate({"model": "cnn", "data_source": None}, tmp_path / name)
         with pytest.raises(UsageError, match=f"field {field} ") as e:
-            validate({"model": "cnn", "data_source": bad}, SCHEMAS[name], tmp_path / name)
+            rt.validate({"model": "cnn", "data_source": bad}, tmp_path / name)
         assert "\n" not in str(e.value)
 
 
@@ -725,4 +725,4 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     assert data["data_source"]["kind"] == "jpeg-copy"
     assert data["source"] == "cifar10" and data["problem"] == "cifar10-vgg11-w0.0625" and len(data["rows"]) == 2
     assert data["params"]["width"] == 0.0625 and (m / "map-cifar10.png").is_file()
-    assert all(r["metric"] is None or 0 <= r["metric"] <= 1 for r in data["rows"])
+    assert data["format"] == 2 and all(r["metric"] is None or 0 <= r["metric"] <= 100 for r in data["rows"])  # percent

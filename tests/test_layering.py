@@ -205,14 +205,9 @@ def layer_violations(g: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
-#: imports across layers left to the work that owns them: the practice layers still read and
-#: validate result files through ``stam.figures.results`` until the result types move below them
-#: (issue 25, point 2). Listed so that no new one can appear.
-LAYER_ALLOWED = {
-    "stam.dnn.sweep": ["stam.figures.results"],
-    "stam.dnn.table": ["stam.figures.results"],
-    "stam.synthetic.commands": ["stam.figures.results"],
-}
+#: imports across layers allowed as exceptions: none (result files are read through their types in
+#: the core, :mod:`stam.results`)
+LAYER_ALLOWED = {}
 
 
 def test_the_layer_rule_finds_what_it_must():
@@ -232,7 +227,6 @@ def test_no_module_imports_a_higher_layer_or_a_peer():
 #: private names imported across modules OUTSIDE stam.theory, left to the agents who own those areas
 #: (issue 25, point 5): listed so that no new one can appear; stam.theory has none and may get none.
 PRIVATE_ALLOWED = {
-    "stam.dnn.table": ["stam.figures.results._read_json"],  # dnn <-> figures, issue 25 point 1
 }
 
 

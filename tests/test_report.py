@@ -177,12 +177,12 @@ def test_the_figure_registry_is_consistent():
     from stam.cli import build_parser
     from stam.figures import kinds
     from stam.figures.report import SECTIONS
-    from stam.figures.results import KINDS
+    from stam.figures.results import kinds as result_kinds
 
     sections = {sid for sid, _ in SECTIONS}
     for fk in kinds.FIGURES:
         assert fk.section in sections, fk
-        assert set(fk.sources) <= set(KINDS), fk
+        assert set(fk.sources) <= set(result_kinds()), fk
         assert callable(fk._load(fk.draw))
         if fk.caption.startswith("stam."):
             assert callable(fk._load(fk.caption))
@@ -192,6 +192,20 @@ def test_the_figure_registry_is_consistent():
     assert tuple(kind.choices) == kinds.NAMES
     with pytest.raises(KeyError, match="choose one of: admissible, rates"):
         kinds.figure_kind("nope")
+
+
+def test_the_table_registry_is_consistent():
+    """Every table kind declares a report section that exists and sources that are result kinds the
+    readers find; names are unique (the report shows every one, with no list of its own)."""
+    from stam.figures.report import SECTIONS
+    from stam.figures.results import kinds
+
+    KINDS = kinds()
+
+    assert {tk.section for tk in T.TABLES} <= {sid for sid, _ in SECTIONS}
+    assert all(set(tk.sources) <= set(KINDS) for tk in T.TABLES)
+    assert len({tk.name for tk in T.TABLES}) == len(T.TABLES)
+    assert {s for tk in T.TABLES for s in tk.sources} == set(KINDS) - {"convergence-map"}  # the map is a figure only
 
 
 def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):

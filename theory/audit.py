@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from stam.io import atomic_write_json, dumps, provenance
+from stam.io import dumps, provenance
 from stam.theory import numeric as num
-from stam.theory.items import EVIDENCE, VERDICTS, evaluate, evidence, registry
+from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.items.common import SEED, pretty, rounded
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
 from stam.theory.items.numbering import printed_numbers, printed_text
@@ -288,7 +288,7 @@ def run(args) -> int:
 
         corrected.write(args.corrected, evaluated())
     if getattr(args, "out", None):
-        atomic_write_json(args.out, result(items, cov, tex))
+        PAPER_CHECK.write(result(items, cov, tex), args.out)
     if args.json:
         print(dumps(json_rows))
     elif getattr(args, "brief", False):

@@ -138,6 +138,8 @@ from stam.io import provenance
 from stam.theory import numeric
 from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_solver, validate_sampling,
                              check_f_class, minibatches, stam_pep)
+from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
+                          STR, ResultType, Schema, ordered)
 
 #: the templates of the module docstring.
 TEMPLATES = ("paper", "general")
@@ -939,6 +941,24 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     }
 
 
-__all__ = ["TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
+
+# -- the result of ``stam pep --region --out FILE`` (:func:`region`) ----------------------------------
+#: a certified or refuted interval of gamma: hi >= lo
+BRACKET = Schema(required={"lo": POS_OR_NULL, "hi": POS_OR_NULL},
+                 optional={"beta": POS_OR_NULL, "rho": NONNEG_OR_NULL, "statuses": DICT, "solves": COUNT,
+                           "slowest_solve": NONNEG},
+                 rules=(ordered("lo", "hi"),))
+REGION_ROW = Schema(required={"lam": POS, "gamma_theorem": NONNEG, "general": DICT, "paper": DICT, "refuted": DICT},
+                    optional={"seconds": NONNEG}, inner={"general": BRACKET, "paper": BRACKET, "refuted": BRACKET})
+REGION = ResultType(
+    "lyapunov-region", Schema(required={"rows": LIST, "L1": POS},
+                              optional={"kind": STR, "betas": LIST, "gamma_range": LIST, "rtol": POS, "refute_Ts": LIST,
+                                        "refute_betas": LIST, "seconds": NONNEG, "provenance": DICT_OR_NULL},
+                              each={"rows": REGION_ROW}, inner={"provenance": PROVENANCE},
+                              items={"betas": POS, "gamma_range": POS, "refute_Ts": POSINT, "refute_betas": POS}),
+    files="region.json", writer="stam pep --region --out FILE")
+
+
+__all__ = ["BRACKET", "REGION_ROW", "REGION", "TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
            "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
            "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region"]

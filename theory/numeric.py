@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from stam.theory import numeric_generated as g
+from stam.results import (DICT_OR_NULL, DICT, NONNEG_INF_OR_NULL, NUM_OR_NULL, POS_OR_NULL, PROVENANCE, REAL_OR_NULL, STR,
+                          ResultType, Schema, at_most)
 
 
 def _ieee(fn, *args):
@@ -419,7 +421,22 @@ def recommend(c: Constants, delta0, M0, eps, as_printed: bool = False, gamma=Non
     }
 
 
-__all__ = [
+
+# -- the result of ``stam stepsize --json`` (:func:`recommend`'s object; inf where a bound is beyond floating point) --
+#: a constant with its label (``ThreeBlockProblem.constants_report``): certified, or estimated with its estimator
+LABELLED = Schema(required={"status": STR}, optional={"value": NUM_OR_NULL, "how": STR, "settings": STR})
+STEPSIZE = ResultType(
+    "stepsize", Schema(required={"gamma_max": NONNEG_INF_OR_NULL, "beta_min": NONNEG_INF_OR_NULL, "binding": STR},
+                       optional={"kind": STR, "gamma": POS_OR_NULL, "K1": REAL_OR_NULL, "K2": REAL_OR_NULL,
+                                 "K3": REAL_OR_NULL, "M": REAL_OR_NULL, "L": REAL_OR_NULL, "T_min": NONNEG_INF_OR_NULL,
+                                 "provenance": DICT_OR_NULL, "constants": DICT},
+                       inner={"provenance": PROVENANCE}, values={"constants": LABELLED},
+                       rules=(at_most("gamma", "gamma_max"),)),
+    files="stepsize.json", writer="stam stepsize --json", aliases=("stepsize-recommendation",),
+    recognise=lambda obj: isinstance(obj, dict) and {"gamma_max", "beta_min", "binding"} <= obj.keys())
+
+
+__all__ = ["LABELLED", "STEPSIZE", 
     "GAMMA_LAMBDA_LIMIT",
     "Constants", "quadratic_coupling", "es_gh", "es_lemma", "finite_sum", "K1", "K2", "K3", "M",
     "gamma_threshold", "gamma_max", "second_condition", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",

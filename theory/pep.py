@@ -91,6 +91,8 @@ from stam.algorithm import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
+from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
+                          increasing)
 
 #: cvxpy statuses that carry no number.
 NO_VALUE_STATUSES = ("infeasible", "unbounded", "infeasible_inaccurate", "unbounded_inaccurate")
@@ -528,7 +530,23 @@ def pep_sweep(lam: float, gamma: float, beta: float, Ts, L1: float = 1.0, free_s
     }
 
 
-__all__ = [
+
+# -- the result of ``stam pep --sweep-T ... --out FILE`` (:func:`pep_sweep`) --------------------------
+#: a worst case of min_t S_t (>= 0) beside the theorem's bound
+PEP_ROW = Schema(required={"T": POSINT},
+                 optional={"worst_case": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL, "status": STR})
+#: lambda finite and > 0, horizons each once, increasing
+PEP_SWEEP = ResultType(
+    "pep-sweep", Schema(required={"rows": LIST, "lam": POS, "gamma": POS, "beta": POS},
+                        optional={"kind": STR, "L1": POS, "free_start": BOOL, "admissible": BOOL,
+                                  "provenance": DICT_OR_NULL},
+                        each={"rows": PEP_ROW}, inner={"provenance": PROVENANCE}, rules=(increasing("rows", "T"),)),
+    files="pep.json", writer="stam pep --sweep-T ... --out FILE",
+    title=lambda d, path: f"PEP sweep: lambda={d.get('lam')}, gamma={d.get('gamma')}, beta={d.get('beta')}",
+    params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
+
+
+__all__ = ["PEP_ROW", "PEP_SWEEP", 
     "PEPResult",
     "solve",
     "gradient_descent_pep",

@@ -124,7 +124,7 @@ def _beyond_floats(args):
 
 
 def _pep(args) -> int:
-    from stam.io import atomic_write_json, dumps
+    from stam.io import dumps
     from stam.theory import pep
 
     solver = None if args.solver == "auto" else args.solver
@@ -161,7 +161,7 @@ def _pep(args) -> int:
     with _beyond_floats(args):
         sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
                               solver=solver, f_class=args.F, N=args.N, b=args.b)
-    atomic_write_json(args.out, sweep)
+    pep.PEP_SWEEP.write(sweep, args.out)
     if args.json:
         print(dumps(sweep))
     else:
@@ -218,7 +218,7 @@ def region_work_s(n_lams: int, n_betas: int, sampling) -> float:
 
 def _region(args, solver) -> int:
     """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
-    from stam.io import atomic_write_json, dumps
+    from stam.io import dumps
     from stam.theory import lyapunov
 
     extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
@@ -263,7 +263,7 @@ def _region(args, solver) -> int:
             raise
         raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
                          "are beyond floating point; give values of ordinary size") from None
-    atomic_write_json(args.out, result)
+    lyapunov.REGION.write(result, args.out)
     if args.json:
         print(dumps(result))
     else:

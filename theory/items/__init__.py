@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+from stam.errors import UsageError
+from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most
+
 #: the verdicts, in the order the summary lists them
 VERDICTS = ("ok", "misprint", "false", "unproven", "gap", "failed to derive")
 
@@ -232,5 +235,37 @@ def evaluate(it: Item) -> Evaluated:
                          f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
 
 
+
+# -- the result of the audit (``stam paper-check --out FILE``; :func:`stam.theory.audit.result`) --
+#: one finding: a label, its verdict, the printed and derived forms, a counterexample
+FINDING = Schema(required={"label": STR, "verdict": STR},
+                 optional={"printed": STR_OR_NULL, "derived": STR_OR_NULL, "counterexample": DICT_OR_NULL, "note": STR})
+
+
+def _findings(obj, path):
+    """``(findings, meta)``: the list of findings, and the provenance and coverage of a ``--out`` file."""
+    if isinstance(obj, dict):
+        items = obj.get("items", obj.get("findings"))
+        if items is None:
+            raise UsageError(f"{path}: field items is missing (a paper-check result lists its findings there)")
+        return items, {"provenance": obj.get("provenance"), "coverage": obj.get("coverage")}
+    return obj, {}
+
+
+#: ``stam paper-check --out FILE`` ({kind, provenance, items, coverage}); the list ``--json`` prints
+#: is read too, element by element
+PAPER_CHECK = ResultType(
+    "paper-check", Schema(optional={"kind": STR, "items": LIST, "findings": LIST, "provenance": DICT_OR_NULL,
+                                    "coverage": DICT},
+                          each={"items": FINDING, "findings": FINDING},
+                          inner={"provenance": PROVENANCE,
+                                 "coverage": Schema(required={"audited": COUNT, "total": COUNT}, optional={"missing": LIST},
+                                                    rules=(at_most("audited", "total", "the labels"),))}),
+    files="paper-check.json", writer="stam paper-check --out FILE", list_of=FINDING, aliases=("paper_check",),
+    recognise=lambda obj: (isinstance(obj, dict) and isinstance(obj.get("items", obj.get("findings")), list)) or (
+        isinstance(obj, list) and bool(obj) and all(isinstance(x, dict) and {"label", "verdict"} <= x.keys() for x in obj)),
+    unpack=_findings, params=lambda findings: {"findings": len(findings)})
+
+
 __all__ = ["Tex", "VERDICTS", "EVIDENCE", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
-           "evaluate", "Evaluated"]
+           "evaluate", "Evaluated", "FINDING", "PAPER_CHECK"]
