@@ -201,7 +201,7 @@ def region_table(region: dict) -> Table:
         text = "none" if part.get("lo") is None else fmt(part["lo"] * lam, 3)
         if part.get("hi") is None and part.get("lo") is not None:
             text = "≥ " + text + " (end of range)"
-        return text + ("?" if part.get("hi_unverified") else "")
+        return text + ("?" if part.get("hi_unverified") else "") + ("*" if part.get("start_unverified") else "")
 
     rows = []
     for r in sorted(region["rows"], key=lambda r: r["lam"]):
