@@ -428,17 +428,35 @@ def test_the_small_lambda_region_end_holds_along_binary_runs():
 
 
 def test_an_unverified_bracket_end_is_marked():
-    """With minibatches at lam = 0.01 the solver's rates at gamma = 1e-4 (about 5e-5, rho beta about 0.05) fail
-    the re-check: the bracket does not read as a proof that nothing is certifiable; its end is marked
-    unverified ('?') and the statuses count the rejections."""
+    """Convex F, general template, lambda = 31.6: the scan ends where the solver's optimal rate (rho beta about
+    2e-3) fails the verification: the bracket does not read as the template's limit; its end is marked unverified
+    ('?') and the statuses count the rejections."""
     from stam.theory.pep_cli import _fmt_bracket
 
-    r = ly.certified_gamma(0.01, "paper", betas=(1e3, 1e4), gamma_range=(1e-4, 1e-3), N=2, b=1)
-    assert r["lo"] is None and r["hi"] == 1e-4 and r["hi_unverified"] and r["hi_rejected_rho_beta"] >= ly.RHO_BETA_MIN
+    r = ly.certified_gamma(ly.REGION_LAMS[-1], "general", gamma_range=(8.6, 8.9), f_class="convex")
+    assert r["lo"] is not None and r["hi_unverified"] and r["hi_rejected_rho_beta"] >= ly.RHO_BETA_MIN
     assert r["statuses"].get(f"optimal, {ly.UNVERIFIED}", 0) >= 1
-    assert _fmt_bracket(r) == "[none, 0.0001)?"
-    c = ly.certify_stam(0.01, 1e-3, 1e3, template="paper", N=2, b=1)  # a factor 10 up it is certified
-    assert c.certified
+    assert _fmt_bracket(r).endswith(")?")
+
+
+def test_an_unverified_start_is_marked(monkeypatch):
+    """Where the first gamma's optimal rate fails the verification, the interval is sought from the first
+    certified gamma of the scan up, and the bracket says so ('*', 'start' in the result)."""
+    from stam.theory.pep_cli import _fmt_bracket
+
+    real = ly.certify_stam
+
+    def first_unverified(lam, gamma, beta, **kw):
+        c = real(lam, gamma, beta, **kw)
+        if gamma < 2e-3:  # as if the verification had failed there
+            c.certified = False
+            c.details.update(unverified=True, solver_rho=1.0 / beta)
+        return c
+
+    monkeypatch.setattr(ly, "certify_stam", first_unverified)
+    r = ly.certified_gamma(1.0, "paper", betas=(100.0, 1000.0), gamma_range=(1e-3, 1e-1, 5))
+    assert r["start_unverified"] and r["start"] > 1e-3 and r["lo"] is not None and r["lo"] >= r["start"]
+    assert _fmt_bracket(r).endswith("*")
 
 
 # ----------------------------------------------------------------------------- the stored tables recomputed

@@ -618,8 +618,9 @@ def _verify(lay: dict, raw: np.ndarray, order_idx, cap: float | None, rho_min: f
         v[weights] = np.minimum(v[weights], 1.0)
         if order_idx is not None and v[order_idx[1]] > v[order_idx[0]]:
             v[order_idx[1]] = v[order_idx[0]]
-        lowest = rho_min if cap is None else max(rho_min, v[names.index("kappa")] / cap if cap > 0 else math.inf)
-        if v[0] < lowest:
+        if cap is not None:  # the growth stays within its cap at the smaller rate
+            v[names.index("kappa")] = min(v[names.index("kappa")], cap * v[0])
+        if v[0] < rho_min:
             break
         residual = {"share": share}
         N = lay["N"]
@@ -636,6 +637,8 @@ def _verify(lay: dict, raw: np.ndarray, order_idx, cap: float | None, rho_min: f
         for _ in range(4):  # the identities, by least squares on the free entries (rho fixed)
             r = A @ v
             free = (nonneg & (v > 0) & ~(weights & (v >= 1))) | is_P
+            if cap is not None and v[names.index("kappa")] >= cap * v[0]:
+                free[names.index("kappa")] = False  # at its cap
             if not np.abs(r).max() > 0 or not free.any():
                 break
             v[free] += np.linalg.lstsq(A[:, free], -r, rcond=None)[0]
