@@ -203,8 +203,9 @@ def _theorem_cell(theorem: dict) -> str:
 
 
 #: CPU seconds of one lambda of the default region (13 betas, N = 2, b = 1, both classes of F),
-#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 190-197 s of CPU
-REGION_S_PER_LAMBDA = 16.5
+#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 58-70 s of CPU (issue 22: one
+#: cvxpy problem per shape; it was 190-197 s)
+REGION_S_PER_LAMBDA = 6.0
 #: from this many estimated CPU seconds on, ``stam pep --region`` says the estimate before it starts
 REGION_SAY_S = 30.0
 #: the most CPU work ``stam pep --region`` does without ``--force`` (seconds)
