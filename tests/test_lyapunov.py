@@ -247,6 +247,20 @@ def small_region(tmp_path_factory):
     return out
 
 
+def test_region_rows_are_jobs_of_the_one_engine_and_a_rerun_reuses_them(small_region, monkeypatch, capsys):
+    """`stam pep --region --out FILE.json` runs its lambdas through stam.jobs.run_jobs with the store FILE-jobs
+    beside the file (one row per lambda): the same command again computes nothing and writes the same rows."""
+    from stam.theory.pep_cli import region_store
+
+    store = region_store(small_region)
+    assert store == small_region.with_name("region-jobs") and len(list(store.glob("*.json"))) == 1
+    first = json.loads(small_region.read_text())
+    monkeypatch.setattr(ly, "region_row", lambda *a, **k: pytest.fail("a stored row was computed again"))
+    assert main(["pep", "--region", *SMALL, "--out", str(small_region), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert json.loads(small_region.read_text())["rows"] == first["rows"]
+
+
 def test_region_brackets(small_region):
     data = json.loads(small_region.read_text())
     assert data["kind"] == "lyapunov-region" and len(data["rows"]) == 1

@@ -527,16 +527,17 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
            solver: str | None = None, solver_options: dict | None = None) -> Certificate:
     """Maximise ``rho`` subject to ``V_{t+1} - V_t + rho S_t <= 0`` (S-procedure over
     ``step.interp``), ``0 <= theta_i <= 1``, ``theta_{order[0]} >= theta_{order[1]}`` when ``order``
-    is given, ``P`` free when ``free_P``, and the lower bound ``step.low >= 0`` when given.  The solver's
-    word is not taken: at ``rho = (1 - MARGIN_SHARE)`` times its optimal rate a second solve seeks the point
-    with the largest margin in the matrix inequalities, and :func:`_verify` checks that point in numpy
-    (``rho`` of the result: the rate it proves, None when none; ``details["solver_rho"]``: the solver's).
+    is given, ``P`` free when ``free_P``, and the lower bound ``step.low >= 0`` when given, on the face of
+    :func:`_null_space`.  The solver's word is not taken: :func:`_verify` checks its point in numpy a little
+    below its rate; where that fails, a second solve at ``rho = (1 - share)`` times the optimal rate
+    (:data:`VERIFY_SHARES`) seeks the point with the largest margin in the matrix inequalities, and that point
+    is checked (``rho`` of the result: the rate proven, None when none; ``details["solver_rho"]``: the
+    solver's).
     ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`."""
     lay = _layout(step, free_P)
     names = lay["names"]
     piece_idx = {p.name: 1 + i for i, p in enumerate(step.pieces)}
     order_idx = None if order is None else (piece_idx[order[0]], piece_idx[order[1]])
-    nvar, nb = lay["Q"].shape[0], lay["nb"]
     cap = float(step.growth[2]) if step.growth is not None else None
 
     start = time.perf_counter()
