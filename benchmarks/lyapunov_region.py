@@ -7,7 +7,8 @@ it) under 5 minutes.  ``sizes`` gives the SDP and PEP sizes and solve times as N
 only where its Gram matrix is at most 60).  Besides the total, the JSON gives per lambda the seconds, the number
 of SDPs (Theorem conv's points included) and PEPs,
 the slowest Lyapunov SDP and every solver status met, and a separate timing of single SDPs of
-both templates (median and maximum over ``--repeat`` fresh builds).  The region itself is in
+both templates (median and maximum over ``--repeat`` fresh builds); the region's wall and CPU seconds (one
+process) and the load average before and after.  The region itself is in
 ``region`` (the ``lyapunov-region`` object that ``stam pep --region --out`` writes).
 
     .venv/bin/python benchmarks/lyapunov_region.py --out benchmarks/results/lyapunov_region_bench.json
@@ -56,9 +57,9 @@ def main(argv=None) -> int:
             print(f"lam={lam} gamma={gamma} beta={beta} {template}: {max(walls):.3f} s max ({last.status}, "
                   f"certified={last.certified})", flush=True)
 
-    t0 = time.perf_counter()
+    t0, c0, load0 = time.perf_counter(), time.process_time(), os.getloadavg()
     result = lyapunov.region(lams, progress=lambda r: print(f"lam={r['lam']:.4g}: {r['seconds']:.1f} s", flush=True))
-    region_s = time.perf_counter() - t0
+    region_s, region_cpu_s, load1 = time.perf_counter() - t0, time.process_time() - c0, os.getloadavg()
     def parts(r):  # (name, bracket) of every search of a row
         out = [(k, r[k]) for k in ("general", "paper", "sampled", "refuted") if k in r]
         out += [(f"convex {k}", r["convex"][k]) for k in ("general", "paper", "refuted") if k in r.get("convex", {})]
@@ -95,6 +96,8 @@ def main(argv=None) -> int:
         "standard": "each Lyapunov SDP < 5 s; the default region (>= 12 lambdas) < 300 s",
         "first_call_s": first_call_s,
         "region_s": region_s,
+        "region_cpu_s": region_cpu_s,  # one process (workers = 1): its CPU time is the region's
+        "loadavg_before_after": [list(load0), list(load1)],
         "slowest_sdp_s": slowest,
         "meets_standard": bool(slowest < 5 and region_s < 300 and len(lams) >= 12),
         "single": single,

@@ -203,7 +203,7 @@ def region_table(region: dict) -> Table:
         text = "none" if part.get("lo") is None else fmt(part["lo"] * lam, 3)
         if part.get("hi") is None and part.get("lo") is not None:
             text = "≥ " + text + " (end of range)"
-        return text + ("?" if part.get("hi_unverified") else "")
+        return text + ("?" if part.get("hi_unverified") else "") + ("*" if part.get("start_unverified") else "")
 
     rows = []
     for r in sorted(region["rows"], key=lambda r: r["lam"]):
@@ -222,8 +222,9 @@ def region_table(region: dict) -> Table:
                f"certifies STAM, for {cls} and for convex F; a certificate bounds min_t S_t by (δ₀ + M₀'_T)"
                "/(ρT) ≤ (δ₀ + M₀')/(ρT), so it holds for the printed theorem; 'refuted': "
                "stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T + 1 merits), which refutes a bound "
-               "of the theorem's form with M₀'_T, not the printed one with M₀'; '?': the bracket's end had a "
-               "solver rate that failed the numpy re-check")
+               "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate verified in numpy; "
+               "'?': the bracket's end had a solver rate that failed the verification; '*': sought from the first "
+               "certified γ up")
     return Table(caption, header, rows)
 
 

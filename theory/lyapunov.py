@@ -59,8 +59,9 @@ Summing from ``t = 0`` to ``T - 1`` gives ``min_{t<T} S_t <= (V_0 - V_T) / (rho 
   (the upper bound of ``G`` from ``L1``-smoothness, minimised over the second point) and
   ``G^inf <= G(y) - ||g||^2 / (2 L1)`` (Lemma Lip-lemma).  Without it the numerator
   ``V_0 - inf_t V_t`` could be infinite (an indefinite ``P`` with ``V -> -infinity`` along a run);
-  near the edge of the region it is what decides (e.g. ``lam = 1, gamma = 10, beta = 5``: certified
-  without it, not with it).  A certificate proves
+  the verification checks it for every certificate (a test: the same point with ``P`` bent below is none; the
+  former example of a point certified only without it, ``lam = 1, gamma = 10, beta = 5``, was an artefact of the
+  fixed points, :func:`_null_space`).  A certificate proves
   ``min_{t<T} S_t <= (V_0 - b Phi^inf - (a - b) G^inf) / (rho T)``.  For the paper's ``V = delta + M``
   one finds ``delta_t + M_t = Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lam)||r_t||^2`` with
   ``r_t = (z^{t-1} - z^t)/gamma``, bounded below exactly when ``gamma lam <= 1``.
@@ -88,7 +89,8 @@ unbounded in T too).  Without the growth term nothing is certified
 for ``b < N`` (a test).  With ``b = N`` (in particular ``N = 1``) there is one branch, the exact
 gradient, no growth term, and the certificate is the deterministic one (a test).  Size: a
 ``(2 + N + K (N + 1))``-square matrix inequality and ``N (K + 1)^2 + (K + 1) K`` interpolation
-inequalities (N = 2, b = 1: 10 and 24).
+inequalities (N = 2, b = 1: 10 and 24; with one branch the bounds ``G_i^inf`` serve no growth term and are left
+out: ``2 N + 2``).
 
 **Why not AutoLyap.**  AutoLyap 0.2.1 (``pip install autolyap``, in the ``pep`` extra) was tried
 first; its representation does not fit STAM, so the SDP is written here with cvxpy:
@@ -115,11 +117,23 @@ template is certified, ``stam pep``'s worst case is below ``1 / (rho T)``.
 value of ``rho`` only counts as a certificate when the status is ``optimal`` and ``rho >=
 rho_min``; ``optimal_inaccurate``, ``infeasible``, ``unbounded``, solver errors are reported as
 such (Clarabel first, SCS when Clarabel is not conclusive, as :func:`stam.theory.pep.solve`).
-The matrix inequalities are re-checked in numpy on the returned values (``residual``): an optimal rate
-that fails the re-check is no certificate and is marked ``details["unverified"]``; a STAM rate below the
-floor ``rho beta >= RHO_BETA_MIN`` (:func:`rate_floor`: rates a thousand times below the y-step's ``1/beta``
-are at the solver's accuracy; such "certificates" at lambda = 0.01 failed along binary runs) is marked
-``details["below_floor"]``.  :func:`certified_gamma` counts both apart in its ``statuses`` and marks a
+The solver's values are not taken on its word: :func:`_verify` checks them in numpy (``residual``) and the
+certificate's ``rho`` is the rate it proves (``details["solver_rho"]``: the solver's).  The SDP is first reduced
+to its face (:func:`_null_space`): at the method's fixed points (nothing moves, ``S_t = 0``) every form of the SDP
+vanishes, so every feasible decrease form ``D <= 0`` has ``D N = 0`` there; the SDP imposes it as equalities and
+the matrix inequality on the complement.  Without it the solver's ``D`` was off there by its accuracy, invisibly to
+a re-check relative to ``||S||``, and at lambda = 0.01 the rate fed on it: "certificates" up to gamma lambda = 100
+whose inequality failed along binary-Q runs by 0.8 % to 2.2 times rho S (issue 22; with ``D N = 0`` the solver's
+rate there is zero).  The verification then takes ``rho' = (1 - share) rho`` (:data:`VERIFY_SHARES`; a second solve
+seeks the point with the largest margin where the solver's point has none), restores the identities (function
+values, ``D N = 0``) to rounding by least squares, and requires the decrease form negative definite and the
+lower-bound form positive definite off their null directions, by more than a bound on the rounding of forming
+them and of the eigenvalue computation (:data:`VERIFY_MARGIN`): then the certificate holds, with ``rho'``, for
+every problem of the class.  An optimal rate that fails it is no certificate and is marked
+``details["unverified"]``.  A STAM rate below ``rho beta >= RHO_BETA_MIN`` (:func:`rate_floor`: a bound a
+thousand times weaker than the y-step's own ``1/beta``) is counted apart (``details["below_floor"]``), so that a
+region's bracket ends where the rate still matters.  :func:`certified_gamma` counts both apart in its
+``statuses`` and marks a
 bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam pep --region`` prints "?").
 """
 
@@ -133,7 +147,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stam.algorithm import stam_init, stam_step
-from stam.errors import require
+from stam.errors import UsageError, require
 from stam.io import provenance
 from stam.theory import numeric
 from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_solver, validate_sampling,
@@ -146,9 +160,9 @@ TEMPLATES = ("paper", "general")
 #: smallest rate that counts as a certificate (L1 = 1 scale; see :func:`certify_stam`).
 RHO_MIN = 1e-7
 #: STAM certificates count only with ``rho * beta >= RHO_BETA_MIN`` (:func:`rate_floor`; scale-free, as ``rho``
-#: scales like ``1/beta``): the y-step moves by ``1/beta`` of a gradient step, and rates a thousand times below
-#: that are at the solver's accuracy: at lambda = 0.01, gamma lambda = 2 the general template returned
-#: ``rho beta = 1e-6`` (beta = 10) for lsc F, and that inequality failed along binary-Q runs by 2.2 rho S.
+#: scales like ``1/beta``): the y-step moves by ``1/beta`` of a gradient step, and a rate a thousand times below
+#: that proves a bound too weak to matter (near the end of a region the rate falls continuously to 0; the floor
+#: puts the bracket's end where it is still of that size).
 RHO_BETA_MIN = 1e-3
 #: sampled gradients: the growth ``kappa`` of a certificate is at most this fraction of its rate, so
 #: that ``q^T <= e`` up to ``T = 1 / (2 GROWTH_PER_RATE rho)`` (module docstring, "Sampled gradients").
@@ -162,8 +176,8 @@ def growth_cap(lam: float, beta: float, L1: float, N: int, b: int) -> float:
     A, _ = numeric.finite_sum(L1, N, b, lam, 0.0)
     return min(GROWTH_PER_RATE, 2 * (L1 + lam) * float(A) / beta)
 #: how a status is counted (``statuses`` of :func:`certified_gamma`) when the solver's optimal rate failed the
-#: numpy re-check of its inequalities (``details["unverified"]`` of the :class:`Certificate`).
-UNVERIFIED = "rejected by the re-check"
+#: verification (:func:`_verify`; ``details["unverified"]`` of the :class:`Certificate`).
+UNVERIFIED = "rejected by the verification"
 #: how a status is counted when the solver's optimal rate is below :func:`rate_floor` (``details["below_floor"]``).
 BELOW_FLOOR = "rate below rho*beta = 1e-3"
 #: cvxpy statuses that end the solver chain.
@@ -270,6 +284,7 @@ class OneStep:
     low: dict | None = None  # piece name -> matrix over the time-t basis
     note: str = ""
     growth: tuple | None = None  # (lin, quad, cap) of D_t: E V_{t+1} - V_t + rho S_t <= kappa D_t, kappa <= cap rho
+    fixed: np.ndarray | None = None  # rows whose common null space is the method's fixed points (:func:`_null_space`)
 
 
 # --------------------------------------------------------------------------- the SDP
@@ -301,126 +316,364 @@ def _finite(v) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_min: float = RHO_MIN,
-           solver: str | None = None, solver_options: dict | None = None) -> Certificate:
-    """Maximise ``rho`` subject to ``V_{t+1} - V_t + rho S_t <= 0`` (S-procedure over
-    ``step.interp``), ``0 <= theta_i <= 1``, ``theta_{order[0]} >= theta_{order[1]}`` when ``order``
-    is given, ``P`` free when ``free_P``, and the lower bound ``step.low >= 0`` when given.
-    ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`."""
+def _layout(step: OneStep, free_P: bool) -> dict:
+    """The SDP's one variable vector ``x = (rho, theta_p..., mu_k..., [kappa], [P_ij, i <= j])`` and the
+    forms as matrices over it (numpy): ``quad(x) = sum_v x_v Q[v]`` (the decrease form ``V_{t+1} - V_t +
+    rho S_t - kappa D_t - sum_k mu_k (interpolation k)``), ``lin(x) = L x`` (its function values), and the
+    lower-bound form ``low(x) = sum_v x_v W[v]``.  Written once; the solver sees it through cvxpy
+    :class:`cvxpy.Parameter` s and the verification (:func:`_verify`) evaluates it in numpy."""
+    nb, nv = step.basis.nb, step.basis.nv
+    cols, lins, names = [step.S], [np.zeros(nv)], ["rho"]
+    for p in step.pieces:
+        cols.append(p.quad_t1 - p.quad_t)
+        lins.append(p.lin_t1 - p.lin_t)
+        names.append(p.name)
+    for c in step.interp:
+        cols.append(-c.quad)
+        lins.append(-c.lin)
+        names.append("mu")
+    if step.growth is not None:
+        cols.append(-step.growth[1])
+        lins.append(-step.growth[0])
+        names.append("kappa")
+    k = step.xi_t.shape[0] if free_P else 0
+    low = []
+    if step.low is not None:
+        low = [np.zeros((k, k))] + [step.low.get(p.name, np.zeros((k, k))) for p in step.pieces]
+        low += [np.zeros((k, k))] * (len(cols) - len(low))
+    pairs = [(i, j) for i in range(k) for j in range(i, k)]
+    for i, j in pairs:  # xi' P xi = sum_i P_ii |xi_i|^2 + sum_{i<j} 2 P_ij <xi_i, xi_j>
+        form = (lambda xi: sq(xi[i]) if i == j else 2 * inner(xi[i], xi[j]))
+        cols.append(form(step.xi_t1) - form(step.xi_t))
+        lins.append(np.zeros(nv))
+        names.append("P")
+        if step.low is not None:
+            e = np.zeros((k, k))
+            e[i, j] = e[j, i] = 1.0
+            low.append(e)
+    Q = np.array(cols)
+    Q = (Q + Q.transpose(0, 2, 1)) / 2
+    # the basis rescaled (a congruence: definiteness is unchanged) so that every diagonal entry's largest term is 1:
+    # at small gamma the subgradients' entries are gamma^2 times the others, below the solver's accuracy
+    diag = np.abs(np.einsum("vii->vi", Q)).max(axis=0)
+    T = np.where(diag > 0, 1 / np.sqrt(np.where(diag > 0, diag, 1.0)), 1.0)
+    Q = Q * T[None, :, None] * T[None, None, :]
+    L = np.array(lins).T
+    N = _null_space(step, Q, L, T)
+    return {"Q": Q, "L": L, "W": np.array(low) if step.low is not None else None, "names": names,
+            "pairs": pairs, "k": k, "nb": nb, "N": N, "T": T,
+            "low_null": _low_null(step, N, T) if step.low is not None else None}
+
+
+def _low_null(step: OneStep, N: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """The states ``xi_t`` of the decrease form's null directions ``N`` (orthonormal columns): there the lower-bound
+    form vanishes too once ``D N = 0`` (at a fixed point the potential's bound is tight), so :func:`_verify` asks
+    ``low C = 0`` and positive definiteness on the complement."""
+    if not N.shape[1]:
+        return np.zeros((step.xi_t.shape[0], 0))
+    u, s, _ = np.linalg.svd(step.xi_t @ (T[:, None] * N), full_matrices=False)  # N is over the rescaled basis
+    return u[:, s > 1e-12 * max(s[0], 1e-300)]
+
+
+def _null_space(step: OneStep, Q: np.ndarray, L: np.ndarray, T: np.ndarray) -> np.ndarray:
+    """Directions (orthonormal columns) on which every decrease form ``D = sum_v x_v Q[v]`` with vanishing
+    function values (``L x = 0``) is zero, so that ``D <= 0`` forces ``D N = 0`` and no margin is possible
+    there: the method's fixed points (the null space of ``step.fixed``: nothing moves and ``S_t = 0``; kept where
+    every form vanishes on it) and the basis vectors whose diagonal entry of ``D`` is a combination of the function
+    values' identities (e.g. the next subgradient in the paper form, whose square enters only through ``F``'s
+    proximal inequalities and ``M_{t+1}``, weighted so that they cancel).  :func:`_verify` makes ``D N = 0`` hold
+    to rounding and asks for a margin on the complement."""
+    nb = Q.shape[1]
+    cols = []
+    if step.fixed is not None:
+        _, s, vt = np.linalg.svd(np.asarray(step.fixed, dtype=float) * T, full_matrices=True)  # rescaled basis
+        F = vt[int(np.sum(s > 1e-12 * s[0])):]
+        scale = np.abs(Q).reshape(len(Q), -1).max(axis=1)
+        if len(F) and (np.abs(np.einsum("fa,vab,gb->vfg", F, Q, F)).reshape(len(Q), -1).max(axis=1) <= 1e-12 * scale).all():
+            cols += list(F)
+    for i in range(nb):
+        d = Q[:, i, i]
+        if np.abs(d).max() > 0:
+            c = np.linalg.lstsq(L.T, d, rcond=None)[0]
+            if np.abs(L.T @ c - d).max() <= 1e-12 * np.abs(d).max():
+                cols.append(np.eye(nb)[i])
+    if not cols:
+        return np.zeros((nb, 0))
+    u, s, _ = np.linalg.svd(np.array(cols).T, full_matrices=False)
+    return u[:, s > 1e-12 * s[0]]
+
+
+#: the cvxpy problems built so far, one per shape of :func:`_layout` (a region solves thousands of SDPs of a
+#: handful of shapes: building a cvxpy problem costs 4/5 of a solve, changing its parameters almost nothing)
+_PROGRAMS: dict = {}
+
+
+def _program(lay: dict, order_idx, has_growth: bool, margin: bool = False):
+    """The cvxpy problem of a layout's shape, its data as :class:`cvxpy.Parameter` s (built once per shape, then only
+    the parameters change): maximise ``rho``; or (``margin``) with ``rho`` fixed, maximise the margin ``t <= tcap``
+    by which the decrease form is negative definite off its null directions ``N`` (where ``D N = 0``) and the
+    lower-bound form positive definite off ``low_null`` (where it vanishes): the point :func:`_verify` checks."""
+    import cvxpy as cp
+
+    Q, L, W, N = lay["Q"], lay["L"], lay["W"], lay["N"]
+    key = (Q.shape, L.shape, N.shape, None if W is None else W.shape, tuple(lay["names"]), order_idx, has_growth, margin)
+    if key in _PROGRAMS:
+        return _PROGRAMS[key]
+    nvar, nb = Q.shape[0], Q.shape[1]
+    names = lay["names"]
+    x = cp.Variable(nvar, name="x")
+    t = cp.Variable(name="t") if margin else 0
+    prm = {"rho": cp.Parameter(name="rho"), "tcap": cp.Parameter(nonneg=True, name="tcap"),
+           "cap": cp.Parameter(nonneg=True, name="cap"), "L": cp.Parameter(L.shape, name="L")}
+    nonneg = [i for i, n in enumerate(names) if n not in ("rho", "P")]
+    weights = [i for i, n in enumerate(names) if n not in ("rho", "P", "mu", "kappa")]
+    cons = [prm["L"] @ x == 0, x[nonneg] >= 0, x[weights] <= 1]
+
+    def definite(name, size, shape, sign):  # the form (vec over the basis) is sign * definite by t, off its nulls
+        prm[name] = cp.Parameter((size * size, nvar), name=name)
+        form = cp.Variable((size, size), symmetric=True)
+        return [cp.vec(form, order="F") == prm[name] @ x, sign * form - t * np.eye(size) >> 0] if size else []
+
+    m = nb - N.shape[1]
+    cons += definite("Qc", m, nb, -1)  # the decrease form on N's complement
+    if N.shape[1]:
+        prm["Qn"] = cp.Parameter((nb * N.shape[1], nvar), name="Qn")
+        cons.append(prm["Qn"] @ x == 0)  # D N = 0
+    if W is not None:
+        k, c = W.shape[1], lay["low_null"].shape[1]
+        cons += definite("Wc", k - c, k, 1)
+        if c:
+            prm["Wn"] = cp.Parameter((k * c, nvar), name="Wn")
+            cons.append(prm["Wn"] @ x == 0)
+    if has_growth:
+        cons.append(x[names.index("kappa")] <= prm["cap"] * x[0])
+    if order_idx is not None:
+        cons.append(x[order_idx[0]] >= x[order_idx[1]])
+    if margin:
+        cons += [x[0] == prm["rho"], t <= prm["tcap"]]
+    prog = {"x": x, "t": t, "prm": prm, "problem": cp.Problem(cp.Maximize(t if margin else x[0]), cons)}
+    _PROGRAMS[key] = prog
+    return prog
+
+
+def _load(prog: dict, lay: dict, cap: float | None) -> dict:
+    """Put a layout's data into a program's parameters (:func:`_program`)."""
+    Q, W, N = lay["Q"], lay["W"], lay["N"]
+    nvar = Q.shape[0]
+    comp = np.linalg.svd(N, full_matrices=True)[0][:, N.shape[1]:] if N.shape[1] else np.eye(Q.shape[1])
+
+    def vec(forms, left, right):  # column-major vec of left' form right, for each form
+        return np.einsum("ai,vab,bj->jiv", left, forms, right).reshape(left.shape[1] * right.shape[1], nvar)
+
+    prm = prog["prm"]
+    prm["L"].value = lay["L"]
+    prm["cap"].value = cap if cap is not None else 0.0
+    if "Qc" in prm:
+        prm["Qc"].value = vec(Q, comp, comp)
+    if "Qn" in prm:
+        prm["Qn"].value = vec(Q, np.eye(Q.shape[1]), N)
+    if W is not None:
+        C = lay["low_null"]
+        off = np.linalg.svd(C, full_matrices=True)[0][:, C.shape[1]:] if C.shape[1] else np.eye(W.shape[1])
+        if "Wc" in prm:
+            prm["Wc"].value = vec(W, off, off)
+        if "Wn" in prm:
+            prm["Wn"].value = vec(W, np.eye(W.shape[1]), C)
+    return prog
+
+
+#: a cvxpy problem whose parameters have more entries than this is solved without DPP (its parameters taken as
+#: constants): compiling the parameter-to-data map costs more than building the problem anew at each solve
+#: (minibatches with N = 4, b = 2: 16 s against 2 s)
+DPP_MAX_ENTRIES = 100_000
+
+
+def _large(prob) -> bool:
+    return sum(p.size for p in prob.parameters()) > DPP_MAX_ENTRIES
+
+
+def _solve(prob, solver: str | None, solver_options: dict | None):
+    """Solve a cvxpy problem with ``solver`` (default: Clarabel, then SCS when Clarabel is not conclusive);
+    returns ``(status, solver used, the non-conclusive tries)``."""
     import contextlib
     import io
 
     import cvxpy as cp
 
-    nb = step.basis.nb
-    theta = {p.name: cp.Variable(nonneg=True, name=p.name) for p in step.pieces}
-    rho = cp.Variable(name="rho")
-    mu = cp.Variable(len(step.interp), nonneg=True, name="mu")
-    lin = 0
-    quad = rho * step.S
-    for p in step.pieces:
-        lin = lin + theta[p.name] * (p.lin_t1 - p.lin_t)
-        quad = quad + theta[p.name] * (p.quad_t1 - p.quad_t)
-    for k, c in enumerate(step.interp):
-        lin = lin - mu[k] * c.lin
-        quad = quad - mu[k] * c.quad
-    kappa = None
-    if step.growth is not None:  # E V_{t+1} - V_t + rho S_t - kappa D_t <= 0, kappa <= GROWTH_PER_RATE rho
-        kappa = cp.Variable(nonneg=True, name="kappa")
-        lin = lin - kappa * step.growth[0]
-        quad = quad - kappa * step.growth[1]
-    cons = [lin == 0] + [t <= 1 for t in theta.values()]
-    if kappa is not None:  # module docstring, "Sampled gradients"
-        cons.append(kappa <= step.growth[2] * rho)
-    P = None
-    if free_P:
-        k = step.xi_t.shape[0]
-        P = cp.Variable((k, k), symmetric=True, name="P")
-        quad = quad + step.xi_t1.T @ P @ step.xi_t1 - step.xi_t.T @ P @ step.xi_t
-    D = cp.Variable((nb, nb), symmetric=True)
-    cons += [D == quad, D << 0]
-    if order is not None:
-        cons.append(theta[order[0]] >= theta[order[1]])
-    low_var = None
-    if step.low is not None:
-        k = step.xi_t.shape[0]
-        low = sum(theta[name] * mat for name, mat in step.low.items())
-        if free_P:
-            low = low + P
-        low_var = cp.Variable((k, k), symmetric=True)
-        cons += [low_var == low, low_var >> 0]
-    prob = cp.Problem(cp.Maximize(rho), cons)
-
-
     name = check_solver(solver)
     chain = [name] if name else ["CLARABEL", "SCS"]
     tried = []
-    start = time.perf_counter()
     status, used = "not_solved", chain[0]
     for used in chain:
         try:
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")
-                prob.solve(solver=used, **{**SOLVER_DEFAULTS[used], **(solver_options or {}).get(used, {})})
+                prob.solve(solver=used, warm_start=False, ignore_dpp=_large(prob),
+                           **{**SOLVER_DEFAULTS[used], **(solver_options or {}).get(used, {})})
             status = prob.status
         except cp.error.SolverError as exc:
             status = f"solver_error: {str(exc).splitlines()[0]}"
         if status in _CONCLUSIVE:
             break
         tried.append(f"{used}: {status}")
-    seconds = time.perf_counter() - start
-    has_value = status in ("optimal", "optimal_inaccurate") and rho.value is not None
-    r = _finite(rho.value) if has_value else None
-    cert = Certificate(certified=False, rho=r, status=status, solver=used, seconds=seconds)
+    return status, used, tried
+
+
+#: the verified rate is sought at ``rho = (1 - share) * (the solver's optimal rate)`` for each share in turn
+#: (:func:`_verify`): at the optimum the matrix inequality is tight, and the solver's point lies outside it by its
+#: accuracy; a slightly smaller rate leaves a margin along S
+VERIFY_SHARES = (0.0, 1e-3, 1e-2, 1e-1)
+
+
+def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_min: float = RHO_MIN,
+           solver: str | None = None, solver_options: dict | None = None) -> Certificate:
+    """Maximise ``rho`` subject to ``V_{t+1} - V_t + rho S_t <= 0`` (S-procedure over
+    ``step.interp``), ``0 <= theta_i <= 1``, ``theta_{order[0]} >= theta_{order[1]}`` when ``order``
+    is given, ``P`` free when ``free_P``, and the lower bound ``step.low >= 0`` when given, on the face of
+    :func:`_null_space`.  The solver's word is not taken: :func:`_verify` checks its point in numpy a little
+    below its rate; where that fails, a second solve at ``rho = (1 - share)`` times the optimal rate
+    (:data:`VERIFY_SHARES`) seeks the point with the largest margin in the matrix inequalities, and that point
+    is checked (``rho`` of the result: the rate proven, None when none; ``details["solver_rho"]``: the
+    solver's).
+    ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`."""
+    lay = _layout(step, free_P)
+    names = lay["names"]
+    piece_idx = {p.name: 1 + i for i, p in enumerate(step.pieces)}
+    order_idx = None if order is None else (piece_idx[order[0]], piece_idx[order[1]])
+    cap = float(step.growth[2]) if step.growth is not None else None
+
+    start = time.perf_counter()
+    prog = _load(_program(lay, order_idx, step.growth is not None), lay, cap)
+    status, used, tried = _solve(prog["problem"], solver, solver_options)
+    x = prog["x"].value
+    has_value = status in ("optimal", "optimal_inaccurate") and x is not None and math.isfinite(x[0])
+    cert = Certificate(certified=False, rho=None, status=status, solver=used, seconds=time.perf_counter() - start)
     if tried:
         cert.details["fallback_from"] = tried
-    if has_value:
-        cert.theta = {k: float(v.value) for k, v in theta.items()}
-        cert.P = P.value.tolist() if P is not None else None
-        cert.residual = {
-            "decrease_max_eig": float(np.linalg.eigvalsh(_value(quad)).max()),
-            "values_abs": float(np.abs(_value(lin)).max()),
-        }
-        if low_var is not None:
-            cert.residual["lower_min_eig"] = float(np.linalg.eigvalsh(_value(low)).min())
-        cert.details["multipliers"] = {c.name: float(m) for c, m in zip(step.interp, mu.value)}
-        accurate = _accurate(cert.residual, r, step.S)
-        cert.certified = bool(status == "optimal" and r >= rho_min and accurate)
-        if status == "optimal" and r >= rho_min and not accurate:
-            # a rate the solver calls optimal whose inequalities fail the numpy re-check: not a certificate,
-            # and said so (the region marks a bracket ended by one with "?")
-            cert.details["unverified"] = True
-        if kappa is not None:
-            k, a = float(kappa.value), cert.theta.get("a", 0.0)
-            cert.details.update(kappa=k, growth=(1 + k / a) if a > 0 else None, floor=k / r if r else None)
-            # q = 1 + kappa / a <= 1 + 2 kappa: counted only with a >= 1/2 (module docstring)
-            cert.certified = cert.certified and a >= 0.5
-
+    if not has_value:
+        return cert
+    raw = np.asarray(x, dtype=float)
+    solver_rho = float(raw[0])
+    cert.details["solver_rho"] = solver_rho
+    v, rho, cert.residual = None, None, {}
+    if status == "optimal" and solver_rho >= rho_min:
+        v, rho, cert.residual = _verify(lay, raw, order_idx, cap, rho_min)
+        if rho is None:  # the point with the largest margin, a little below the optimal rate
+            inner = _load(_program(lay, order_idx, step.growth is not None, margin=True), lay, cap)
+            top_S = float(np.linalg.eigvalsh(lay["Q"][0]).max())
+            for share in VERIFY_SHARES[1:]:
+                inner["prm"]["rho"].value = (1 - share) * solver_rho
+                inner["prm"]["tcap"].value = share * solver_rho * top_S
+                inner_status, _, _ = _solve(inner["problem"], solver, solver_options)
+                if inner_status in ("optimal", "optimal_inaccurate") and inner["x"].value is not None:
+                    v, rho, cert.residual = _verify(lay, np.asarray(inner["x"].value, dtype=float), order_idx, cap,
+                                                    rho_min, shares=(0.0,))
+                    cert.residual.update(share=share, margin_solve=inner_status)
+                    if rho is not None:
+                        break
+        cert.seconds = time.perf_counter() - start
+    cert.rho = rho
+    vals = raw if v is None else v
+    cert.theta = {p.name: float(vals[piece_idx[p.name]]) for p in step.pieces}
+    if lay["k"]:
+        P = np.zeros((lay["k"], lay["k"]))
+        for (i, j), val in zip(lay["pairs"], vals[len(names) - len(lay["pairs"]):]):
+            P[i, j] = P[j, i] = val
+        cert.P = P.tolist()
+    mu = [i for i, n in enumerate(names) if n == "mu"]
+    cert.details["multipliers"] = {c.name: float(vals[i]) for c, i in zip(step.interp, mu)}
+    cert.certified = bool(status == "optimal" and rho is not None and rho >= rho_min)
+    if status == "optimal" and solver_rho >= rho_min and not cert.certified:
+        # a rate the solver calls optimal that the verification does not prove: not a certificate, and said so
+        # (the region marks a bracket ended by one with "?")
+        cert.details["unverified"] = True
+    if step.growth is not None:
+        kap, a = float(vals[names.index("kappa")]), cert.theta.get("a", 0.0)
+        r = rho if rho else solver_rho
+        cert.details.update(kappa=kap, growth=(1 + kap / a) if a > 0 else None, floor=kap / r if r else None)
+        # q = 1 + kappa / a <= 1 + 2 kappa: counted only with a >= 1/2 (module docstring)
+        cert.certified = cert.certified and a >= 0.5
     return cert
 
 
-#: a solution counts when its matrix inequalities hold to this fraction of the rate's own term
-#: (max eigenvalue of the decrease form <= RESIDUAL_REL * rho * ||S||) and its lower-bound form's smallest
-#: eigenvalue is >= -RESIDUAL_ABS.  RESIDUAL_ABS was 1e-6: at lambda <= 0.02, gamma lambda >= 1 the solver
-#: returned lower-bound forms with eigenvalues -1e-8 .. -8e-7 that it let through, and those certificates
-#: failed along binary runs by 10-25 % of rho S; where the bound is tight and true (proximal gradient at
-#: gamma -> 1/L) the rounding is about 3e-9.
-RESIDUAL_REL = 1e-3
-RESIDUAL_ABS = 1e-8
+#: the verification's rounding margin: a matrix inequality counts when its extreme eigenvalue, computed in numpy,
+#: clears zero by VERIFY_MARGIN * n * eps * (the sum of |coefficient| * ||matrix|| of its terms), a bound on the
+#: rounding of forming the matrix and of the (backward stable) eigenvalue computation; an identity (the function
+#: values' combination, the decrease form on its null directions) counts when it holds to the same rounding
+VERIFY_MARGIN = 16.0
+#: :func:`_verify`: a basis vector whose diagonal entry of the decrease form is within this fraction of its largest
+#: entry of zero is taken as a null direction too (``D e = 0`` is then asked and checked, never assumed)
+VERIFY_NULL = 1e-7
 
 
-def _accurate(residual: dict, rho: float, S: np.ndarray) -> bool:
-    """The solver's values satisfy the certificate's inequalities up to a small tolerance (they are
-    re-checked in numpy, not taken from the solver's word)."""
-    scale = rho * float(np.linalg.eigvalsh(S).max())
-    ok = residual["decrease_max_eig"] <= RESIDUAL_REL * scale and residual["values_abs"] <= RESIDUAL_REL * scale
-    return ok and residual.get("lower_min_eig", 0.0) >= -RESIDUAL_ABS
-
-
-def _value(expr) -> np.ndarray:
-    v = expr.value
-    v = np.asarray(v, dtype=float)
-    return (v + v.T) / 2 if v.ndim == 2 else v
+def _verify(lay: dict, raw: np.ndarray, order_idx, cap: float | None, rho_min: float, shares=VERIFY_SHARES):
+    """A-posteriori verification of the solver's point ``raw`` (the solver's word is not taken).  For ``rho' =
+    (1 - share) rho``, each share of ``shares`` in turn: clip the weights and multipliers to their bounds; move the
+    active weights and multipliers and ``P`` (least squares, ``rho'`` fixed) until the identities hold to rounding:
+    the function values' combination vanishes, the decrease form ``D = sum_v x_v Q[v]`` vanishes on its null
+    directions ``N`` (:func:`_null_space`: ``D N = 0``) and the lower-bound form on its own (:func:`_low_null`);
+    then ``D`` must be negative definite on ``N``'s complement and the lower-bound form positive definite on its
+    null directions' complement, each with the rounding margin (:data:`VERIFY_MARGIN`).  Then ``D <= 0`` and the
+    lower-bound form ``>= 0``: the certificate holds for every problem of the class with the rate ``rho'``.
+    Returns ``(values, rate, residual)``; rate None when no share passes with ``rho' >= rho_min`` (and
+    ``kappa <= cap rho'``)."""
+    eps = np.finfo(float).eps
+    names = lay["names"]
+    Q, L, W = lay["Q"], lay["L"], lay["W"]
+    nb = Q.shape[1]
+    nonneg = np.array([n not in ("rho", "P") for n in names])
+    weights = np.array([n not in ("rho", "P", "mu", "kappa") for n in names])
+    is_P = np.array([n == "P" for n in names])
+    norms_Q = np.array([np.linalg.norm(m, 2) for m in Q])
+    residual = {}
+    for share in shares:
+        v = raw.copy()
+        v[0] = (1 - share) * raw[0]
+        v[nonneg] = np.maximum(v[nonneg], 0.0)
+        v[weights] = np.minimum(v[weights], 1.0)
+        if order_idx is not None and v[order_idx[1]] > v[order_idx[0]]:
+            v[order_idx[1]] = v[order_idx[0]]
+        if cap is not None:  # the growth stays within its cap at the smaller rate
+            v[names.index("kappa")] = min(v[names.index("kappa")], cap * v[0])
+        if v[0] < rho_min:
+            break
+        residual = {"share": share}
+        N = lay["N"]
+        D = np.tensordot(v, Q, 1)
+        near = [i for i in range(nb) if abs(D[i, i]) <= VERIFY_NULL * np.abs(D).max()]  # a basis vector where D is 0
+        if near:  # (e.g. the next subgradient for an indicator, whose square's weights cancel at the optimum)
+            u, s, _ = np.linalg.svd(np.hstack([N, np.eye(nb)[:, near]]), full_matrices=False)
+            N = u[:, s > 1e-9 * s[0]]
+        A = np.vstack([L, np.einsum("vab,bn->anv", Q, N).reshape(nb * N.shape[1], len(names))])
+        if W is not None:  # at the fixed points' states c the lower-bound form vanishes too (given D N = 0): low c = 0
+            k = W.shape[1]
+            C = lay["low_null"]
+            A = np.vstack([A, np.einsum("vab,bn->anv", W, C).reshape(k * C.shape[1], len(names))])
+        for _ in range(4):  # the identities, by least squares on the free entries (rho fixed)
+            r = A @ v
+            free = (nonneg & (v > 0) & ~(weights & (v >= 1))) | is_P
+            if cap is not None and v[names.index("kappa")] >= cap * v[0]:
+                free[names.index("kappa")] = False  # at its cap
+            if not np.abs(r).max() > 0 or not free.any():
+                break
+            v[free] += np.linalg.lstsq(A[:, free], -r, rcond=None)[0]
+            v[nonneg] = np.maximum(v[nonneg], 0.0)
+            v[weights] = np.minimum(v[weights], 1.0)
+        r = A @ v
+        residual["identities_abs"] = float(np.abs(r).max())
+        ok = bool(np.abs(r).max() <= VERIFY_MARGIN * nb * eps * float((np.abs(A) @ np.abs(v)).max()))
+        if W is not None:  # positive definite off its null directions
+            margin_w = VERIFY_MARGIN * k * eps * float(np.abs(v) @ np.array([np.linalg.norm(m, 2) for m in W]))
+            off = np.linalg.svd(C, full_matrices=True)[0][:, C.shape[1]:] if C.shape[1] else np.eye(k)
+            residual["lower_min_eig"] = float(np.linalg.eigvalsh(off.T @ np.tensordot(v, W, 1) @ off).min())
+            ok = ok and residual["lower_min_eig"] >= margin_w
+        comp = np.linalg.svd(N, full_matrices=True)[0][:, N.shape[1]:]  # N's orthogonal complement
+        margin_d = VERIFY_MARGIN * nb * eps * float(np.abs(v) @ norms_Q)
+        top = float(np.linalg.eigvalsh(comp.T @ np.tensordot(v, Q, 1) @ comp).max()) if comp.shape[1] else -math.inf
+        residual.update(null_directions=int(N.shape[1]), decrease_max_eig=top, margin=margin_d)
+        if ok and top <= -margin_d and (cap is None or v[names.index("kappa")] <= cap * v[0]):
+            return v, float(v[0]), residual
+    return None, None, residual
 
 
 # --------------------------------------------------------------------------- known answers
@@ -436,7 +689,7 @@ def gradient_descent(L: float, gamma: float, rho_min: float = RHO_MIN, solver: s
               smooth_pair(L, x0, g0, f0, x1, g1, f1, "f(x0) vs f(x1)")]
     step = OneStep(B, interp, [Piece("a", f0, np.zeros((2, 2)), f1, np.zeros((2, 2)))], sq(g0),
                    xi_t=np.array([g0]), xi_t1=np.array([g1]),
-                   low={"a": np.array([[1 / (2 * L)]])})
+                   low={"a": np.array([[1 / (2 * L)]])}, fixed=np.array([g0, g1 - g0]))
     return search(step, free_P=True, rho_min=rho_min, solver=solver)
 
 
@@ -467,7 +720,8 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
     # V_t - b (F+G)^inf - (a-b) G^inf >= xi' P xi + (a - b) ||g_t||^2 / (2L)  (F+G at x_t itself)
     low = {"G": np.array([[1 / (2 * L), 0], [0, 0]]), "F": np.array([[-1 / (2 * L), 0], [0, 0]])}
     pieces = [Piece("G", G0, Z, G1, Z), Piece("F", F0, Z, F1, Z)]
-    step = OneStep(B, interp, pieces, sq(x0 - x1) / gamma**2, xi_t=xi_t, xi_t1=xi_t1, low=low)
+    step = OneStep(B, interp, pieces, sq(x0 - x1) / gamma**2, xi_t=xi_t, xi_t1=xi_t1, low=low,
+                   fixed=np.array([x1 - x0, g1 - g0, s1 - s0]))
     return search(step, free_P=True, order=("G", "F"), rho_min=rho_min, solver=solver)
 
 
@@ -536,10 +790,13 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
 
     xi_t = np.array([st0.y - B.zero(), g0, s0])  # (y^t - z^{t-1}, g_t, s_t)
     xi_t1 = np.array([st1.y - st0.z, g1, s1])
+    # a fixed point of the step: nothing moves, the new gradients are the old ones, S_t = 0
+    fixed = np.array([st1.y - st0.y, st1.z - st0.z, st0.z, g1 - g0, s1 - s0, g0 + ops.grad_y_H(st0.u, st0.y),
+                      ops.grad_x_H(st0.u, st0.y) + s0])
     if template == "paper":
         pieces = [Piece("a", G0, H(st0), G1, H(st1)), Piece("b", F0, M_quad(st0), F1, M_quad(st1))]
         return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1,
-                       note="V = a (G + H) + b M_t")
+                       note="V = a (G + H) + b M_t", fixed=fixed)
     Z = np.zeros((5, 5))
     pieces = [Piece("a", G0, Z, G1, Z), Piece("b", F0, Z, F1, Z)]
     # V_t - b Phi^inf - (a - b) G^inf >= xi' P xi - b m(g_t, u^t - y^t) + (a - b) ||g_t||^2 / (2 L1)
@@ -551,7 +808,7 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
     # xi_t = (w, g_t, s_t) is the time-t part of the basis itself, so these forms are over xi_t
     assert np.allclose(xi_t[:, :3], np.eye(3)) and np.allclose(xi_t[:, 3:], 0)
     return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1, low=low,
-                   note="V = a G + b F + xi' P xi")
+                   note="V = a G + b F + xi' P xi", fixed=fixed)
 
 
 def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS,
@@ -584,13 +841,16 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
     branches = [stam_step(st0, sum(g0[i] for i in batch) / b, ops, gamma, beta) for batch in batches]
 
     interp = []
-    for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf
+    for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf (for the growth term:
+        # with one branch there is none, and the bounds below would only hide the fixed points, :func:`_null_space`)
         pts = [(st0.y, g0[i], G0[i], "t")] + [(st.y, gk[k][i], Gk[k][i], f"t+1,{k}") for k, st in enumerate(branches)]
         for p in pts:
             for q in pts:
                 if p is not q:
                     interp.append(smooth_pair(L1, p[0], p[1], p[2], q[0], q[1], q[2], f"G_{i}(y^{p[3]}) vs G_{i}(y^{q[3]})"))
-            interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2], sq(p[1]) / (2 * L1)))
+            if K > 1:
+                interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2],
+                                     sq(p[1]) / (2 * L1)))
     pts = [(st0.u, s0, F0, "t")] + [(st.u, sk[k], Fk[k], f"t+1,{k}") for k, st in enumerate(branches)]
     for p in pts:
         for q in pts:
@@ -612,7 +872,10 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
     S = sq(g + lam * (st0.y - st0.u)) + sq(lam * (st0.u - st0.y) + s0)
     # D_t = G(y^t) + H(x^t, y^t) - mean_i G_i^inf; kappa <= growth_cap rho
     growth = None if K == 1 else (Gt - mean(fstar), H(st0), growth_cap(lam, beta, L1, N, b))
-    return OneStep(B, interp, pieces, S, growth=growth,
+    fixed = [st0.z, g + lam * (st0.y - st0.u), lam * (st0.u - st0.y) + s0]
+    for k, st in enumerate(branches):
+        fixed += [st.y - st0.y, st.z - st0.z, sk[k] - s0] + [gk[k][i] - g0[i] for i in range(N)]
+    return OneStep(B, interp, pieces, S, growth=growth, fixed=np.array(fixed),
                    note=f"V = a (G + H) + b M_t, E over {K} minibatches (N={N}, b={b})")
 
 
@@ -646,7 +909,8 @@ def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, templat
                       solver_options=solver_options)
     cert.details.update(template=step.note, f_class=f_class, N=N, b=b, size=step.basis.nb,
                         constraints=len(step.interp), rate_floor=floor)
-    if cert.status == "optimal" and cert.rho is not None and RHO_MIN <= cert.rho < floor:
+    solver_rho = cert.details.get("solver_rho")
+    if cert.status == "optimal" and solver_rho is not None and RHO_MIN <= solver_rho < floor:
         cert.details["below_floor"] = True
     return cert
 
@@ -746,9 +1010,16 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
 
     inherited = set(inherited)
     taken = [0]
-    unverified: dict[float, float] = {}  # gamma -> the largest rho * beta the re-check rejected there
+    unverified: dict[float, float] = {}  # gamma -> the largest rho * beta the verification rejected there
+
+    seen: dict[float, bool] = {}
 
     def test(gamma):
+        if gamma not in seen:
+            seen[gamma] = solve(gamma)
+        return seen[gamma]
+
+    def solve(gamma):
         if gamma in inherited:
             taken[0] += 1
             return True
@@ -758,7 +1029,7 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
                    f"{c.status}, {BELOW_FLOOR}" if c.details.get("below_floor") else c.status)
             statuses[key] = statuses.get(key, 0) + 1
             if c.details.get("unverified"):
-                unverified[gamma] = max(unverified.get(gamma, 0.0), c.rho * beta)
+                unverified[gamma] = max(unverified.get(gamma, 0.0), c.details["solver_rho"] * beta)
             slowest[0] = max(slowest[0], c.seconds)
             if c.certified:
                 found[gamma] = (beta, c.rho)
@@ -768,13 +1039,26 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
         return False
 
     ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan_ratio  # LO:HI:N fixes the scan
-    lo, hi, _ = _first_gap(test, *gamma_range[:2], rtol, ratio=ratio)
+    start = gamma_range[0]
+    lo, hi, _ = _first_gap(test, start, gamma_range[1], rtol, ratio=ratio)
+    if lo is None and unverified.get(start, 0.0) >= RHO_BETA_MIN:
+        # the first gamma's rate was not verified (at gamma lam ~ 1e-6 the minibatch SDP is at the solver's accuracy):
+        # the interval is sought from the first certified gamma of the scan up ("start")
+        g = start
+        while lo is None and g < gamma_range[1]:
+            g = min(g * ratio, gamma_range[1])
+            if test(g):
+                start = g
+                lo, hi, _ = _first_gap(test, g, gamma_range[1], rtol, ratio=ratio)
     beta, rho = found.get(lo, (None, None))
     return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
+            # the scan's first gamma where the interval begins; when it is above gamma_range[0], the gammas below it
+            # had rates the verification rejected
+            "start": start, "start_unverified": start > gamma_range[0],
             "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
             "inherited": taken[0], "certified_at": sorted(found),
             # the first uncertified gamma had a rate above the floor (rho beta >= RHO_BETA_MIN) that the solver called
-            # optimal and the re-check rejected: the end of the bracket is the solver's accuracy there, not shown to
+            # optimal and the verification rejected: the end of the bracket is the solver's accuracy there, not shown to
             # be the template's limit (near the end of a region rates fall to the floor: a rejected one below it means
             # nothing)
             "hi_unverified": hi is not None and unverified.get(hi, 0.0) >= RHO_BETA_MIN,
@@ -877,10 +1161,39 @@ def default_workers() -> int:
     return 2 if cpus >= 2 else 1
 
 
+#: ``"kind"`` of a job spec of :func:`region` (one lambda's row, :func:`region_job`)
+ROW_JOB = "lyapunov-region-row"
+
+
+def region_job(spec: dict) -> dict:
+    """One job of :func:`region` (:func:`stam.jobs.run_jobs`): the row of one lambda, :func:`region_row` of the
+    spec's arguments (everything the row depends on is in the spec, so a stored row is reused only for the same
+    search)."""
+    args = {k: v for k, v in spec.items() if k not in ("kind", "lam", "version")}
+    for name in ("betas", "gamma_range", "refute_Ts", "refute_betas", "sampling"):
+        if args.get(name) is not None:
+            args[name] = tuple(args[name])
+    return region_row(spec["lam"], **args)
+
+
+def check_region_row(result: dict, spec: dict, path) -> None:
+    """A stored row makes sense and is the row of its spec (:func:`stam.jobs.run_jobs`' ``check``): else it is
+    computed again."""
+    parts = ("general", "paper", "refuted", "theorem") + (("sampled",) if spec.get("sampling") is not None else ())
+    if not isinstance(result, dict) or result.get("lam") != spec["lam"] or any(
+            not isinstance(result.get(k), dict) for k in parts):
+        raise UsageError(f"{path}: not the lyapunov-region row of lambda = {spec['lam']}")
+
+
+#: changes when the search changes (the verification of issue 22): a store's rows of an older search are not reused
+SEARCH_VERSION = 2
+
+
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
            rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
            progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
-           workers: int = 1, scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
+           workers: int = 1, scan_ratio: float = SCAN_RATIO, refute_beside: bool = True, store=None,
+           scheduler: str | None = None, bar: bool = False) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
     ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
     with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
@@ -888,8 +1201,16 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     ``gamma_max(lam)``, and whether Theorem conv's own region is certified for the class
     (``theorem``, :func:`theorem_region`); with ``beside_convex`` (and a nonconvex ``f_class``) the same
     three searches for convex ``F`` under ``convex`` (without its refutation when not ``refute_beside``).
-    ``workers`` > 1: the lambdas in that many processes (every row is computed alone, so the result is the
-    same; ``progress`` still sees the rows in order); ``scan_ratio``: the step of the scan (:func:`_first_gap`)."""
+    The lambdas are jobs of the toolkit's one job engine (:func:`stam.jobs.run_jobs`, :func:`region_job`): stored
+    in ``store`` (a folder; None: a temporary one) as they finish, so a rerun on the same store computes only the
+    missing rows; ``workers`` local processes or a Dask ``scheduler`` (every row is computed alone, so the result is
+    the same; ``progress`` sees the rows in order once all are done; ``bar``: the engine's progress bar);
+    ``scan_ratio``: the step of the scan (:func:`_first_gap`)."""
+    import tempfile
+    from pathlib import Path
+
+    from stam.jobs import run_jobs
+
     check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
@@ -902,26 +1223,19 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
         _validate(float(lam), 1.0, 1.0, L1)
     start = time.perf_counter()
     require(math.isfinite(scan_ratio) and scan_ratio > 1, f"scan_ratio={scan_ratio} must be a finite number > 1")
-    args = dict(betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts, refute_betas=refute_betas,
-                solver=solver, f_class=f_class, sampling=sampling, beside_convex=beside_convex, scan_ratio=scan_ratio,
-                refute_beside=refute_beside)
-    rows = []
-    if workers > 1 and len(lams) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(workers, len(lams)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(region_row, float(lam), **args) for lam in lams]
-            for fut in futures:
-                rows.append(fut.result())
-                if progress is not None:
-                    progress(rows[-1])
-    else:
-        for lam in lams:
-            rows.append(region_row(float(lam), **args))
-            if progress is not None:
-                progress(rows[-1])
+    args = dict(betas=[float(b) for b in betas], L1=float(L1), gamma_range=[float(g) for g in gamma_range],
+                rtol=float(rtol), refute_Ts=[int(T) for T in refute_Ts], refute_betas=[float(b) for b in refute_betas],
+                solver=solver, f_class=f_class, sampling=None if sampling is None else [int(v) for v in sampling],
+                beside_convex=bool(beside_convex), scan_ratio=float(scan_ratio), refute_beside=bool(refute_beside))
+    specs = [{"kind": ROW_JOB, "version": SEARCH_VERSION, "lam": float(lam), **args} for lam in lams]
+    with tempfile.TemporaryDirectory(prefix="stam-region-") as tmp:
+        rows = run_jobs(region_job, specs, Path(store) if store is not None else Path(tmp), scheduler=scheduler,
+                        workers=min(workers, max(len(specs), 1)), progress=bar, desc="lambdas", check=check_region_row)
+    failed = [(spec["lam"], row["error"]) for spec, row in zip(specs, rows) if "error" in row]
+    require(not failed, f"the row of lambda = {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''}")
+    if progress is not None:
+        for row in rows:
+            progress(row)
     return {
         "kind": "lyapunov-region",
         "provenance": provenance(),

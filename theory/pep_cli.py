@@ -11,6 +11,7 @@ import math
 import sys
 
 from stam.cliargs import ListArg, RangeArg, add_out
+from stam.jobs import add_scheduler_args
 from stam.errors import UsageError, positive_float, positive_int, require
 from stam.io import check_out_file
 
@@ -138,7 +139,7 @@ def _pep(args) -> int:
     if args.region:
         return _region(args, solver)
     args.N, args.b = (args.N or 1), (args.b or 1)
-    stray = [f for f in ("lams", "betas", "gamma_range", "workers") if getattr(args, f) is not None]
+    stray = [f for f in ("lams", "betas", "gamma_range", "workers", "scheduler") if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
     require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
@@ -173,7 +174,7 @@ def _pep(args) -> int:
 def _fmt_bracket(part: dict) -> str:
     lo = "none" if part["lo"] is None else f"{part['lo']:.4g}"
     hi = "none" if part["hi"] is None else f"{part['hi']:.4g}"
-    return f"[{lo}, {hi}){'?' if part.get('hi_unverified') else ''}"
+    return f"[{lo}, {hi}){'?' if part.get('hi_unverified') else ''}{'*' if part.get('start_unverified') else ''}"
 
 
 #: the head of the refuted column of ``stam pep --region`` (under delta0 + M0'_T <= 1)
@@ -181,8 +182,10 @@ REFUTED_HEAD = "gamma (M0'_T)"
 #: the notes under the table of ``stam pep --region``: a bracket marked "?" (:func:`_fmt_bracket`), the
 #: normalisation of the refutation, the Theorem conv column (:func:`_theorem_cell`).
 REGION_NOTES = (
-    "?: at the end of the bracket the solver's optimal rate failed the numpy re-check (solver accuracy): not certified "
+    "?: at the end of the bracket the solver's optimal rate failed the verification (solver accuracy): not certified "
     "there, nor shown to be the template's limit",
+    "*: the interval from the first certified gamma of the scan up (the rates below it were not verified; 'start' in "
+    "the file)",
     "refuted: stam pep unbounded under delta0 + M0'_T <= 1 (the first T + 1 merits): no bound of Theorem conv's form "
     "with M0'_T; the printed theorem's M0' (all t) is not refuted by it. Certificates bound min_t S_t by "
     "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T)",
@@ -200,8 +203,9 @@ def _theorem_cell(theorem: dict) -> str:
 
 
 #: CPU seconds of one lambda of the default region (13 betas, N = 2, b = 1, both classes of F),
-#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 190-197 s of CPU
-REGION_S_PER_LAMBDA = 16.5
+#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 58-70 s of CPU (issue 22: one
+#: cvxpy problem per shape; it was 190-197 s)
+REGION_S_PER_LAMBDA = 6.0
 #: from this many estimated CPU seconds on, ``stam pep --region`` says the estimate before it starts
 REGION_SAY_S = 30.0
 #: the most CPU work ``stam pep --region`` does without ``--force`` (seconds)
@@ -214,6 +218,15 @@ def region_work_s(n_lams: int, n_betas: int, sampling) -> float:
     default's 2 (an SDP's time grows about so with its size; docs/benchmarks.md's table of sizes)."""
     branches = math.comb(int(sampling[0]), int(sampling[1]))
     return REGION_S_PER_LAMBDA * n_lams * (n_betas / 13) * max(1.0, (branches / 2) ** 3)
+
+
+def region_store(out) -> "Path":
+    """The job store of ``stam pep --region --out FILE.json`` (:func:`stam.jobs.run_jobs`): the folder ``FILE-jobs``
+    beside it, one file per lambda; a rerun with the same settings reuses the rows there."""
+    from pathlib import Path
+
+    out = Path(out)
+    return out.with_name(out.stem + "-jobs")
 
 
 def _region(args, solver) -> int:
@@ -256,8 +269,10 @@ def _region(args, solver) -> int:
                       f"{_theorem_cell(row['theorem']) if cls == args.F else '-':>12}", flush=True)
 
     try:
+        workers = args.workers or (1 if args.scheduler else lyapunov.default_workers())
         result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
-                                 f_class=args.F, sampling=sampling, workers=args.workers or lyapunov.default_workers())
+                                 f_class=args.F, sampling=sampling, workers=workers, scheduler=args.scheduler,
+                                 store=region_store(args.out), bar=sys.stderr.isatty())
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
@@ -331,6 +346,9 @@ def register(subparsers) -> None:
     g.add_argument("--gamma-range", type=RangeArg("0.01:100:51", min_points=2, max_points=MAX_SCAN_POINTS), default=None,
                    metavar="LO:HI:N", help="where gamma is searched: N gammas from LO to HI, geometrically spaced, scanned "
                    "upwards, then log bisection after the last certified (default: 1e-4 to 1e4 by factors of 1.2)")
-    g.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="the lambdas in N processes (default: 2 where 2 CPUs are visible, else 1; the result is the same)")
+    add_scheduler_args(g, workers=None)  # the toolkit's one job engine (stam.jobs): the lambdas are its jobs
+    for action in g._group_actions:
+        if action.dest == "workers":
+            action.help = ("the lambdas in N local processes (default: 2 where 2 CPUs are visible, else 1; the result is "
+                           "the same); not with --scheduler")
     p.set_defaults(func=_handler)
