@@ -157,8 +157,8 @@ def search_text(srch: dict | None) -> str:
         return ""
     found = "found a counterexample" if srch.get("found") else "no counterexample"
     closest = srch.get("closest") or {}
-    near = (f", smallest margin {closest['margin']:.3g} (printed gap over the print's excess on the derivation; < 0 iff it "
-            "fails)") if "margin" in closest else ""
+    what = closest.get("margin briefly", "printed gap over the print's excess on the derivation; < 0 iff it fails")
+    near = f", smallest margin {closest['margin']:.3g} ({what})" if "margin" in closest else ""
     cls = list(srch["classes"])
     classes = "; ".join(cls) if len(cls) <= 3 else f"{len(cls)} classes, e.g. {cls[0]}; {cls[-1]} (all in --json)"
     return f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {classes}; {srch['method']}{near})"

@@ -11,7 +11,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.adversary import runs_search
+from stam.theory.adversary import runs_search, statement_search_result
 from stam.theory.items.common import SEED, rounded, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
 
@@ -307,5 +307,6 @@ def conv_lemma(seed: int = SEED) -> Result:
         "K3 = (L4*)^2 (1 + 5 gamma) + 5 K1 (L4*)^2/K2 (printed L4* (1 + 5 gamma L4*) + ...)")
     return Result(sp.Eq(s.M, 2 * printed, evaluate=False), sp.Eq(s.M, 2 * derived, evaluate=False), ce,
                   (Occurrence("K3 of Lemma par2", par2_same),),
-                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2.", corrected=corrected,
-                  search=lambda: runs_search("eq39", seed))
+                  note="M = 2 K3 (eq45 -> eq46) is right; K3 inherits eq25's L4* for (L4*)^2; the printed eq. (ineq1) "
+                       "itself is checked on actual runs (search).", corrected=corrected,
+                  search=lambda: statement_search_result("conv-lemma", seed))
