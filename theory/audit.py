@@ -45,6 +45,7 @@ class Finding:
     math: dict = field(default_factory=dict)  # printed/derived as MathML and LaTeX (where sympy)
     evidence: str = "none"  # what the verdict rests on (stam.theory.items.EVIDENCE)
     search: dict | None = None  # the search on actual runs (Search.as_json()), where the item made one
+    formulas: tuple = field(default=(), repr=False, compare=False)  # (printed, derived) as returned: math on demand
 
     def as_json(self) -> dict:
         d = {"label": self.label, "printed": self.printed, "derived": self.derived, "verdict": self.verdict,
@@ -52,8 +53,19 @@ class Finding:
              "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search}
         if self.error:
             d["error"] = self.error
-        d.update(self.math)
+        d.update(self.mathml())
         return d
+
+    def mathml(self) -> dict:
+        """The printed and derived forms as MathML and LaTeX (made once, when first asked for: the
+        brief and plain tables never need them)."""
+        if self.formulas and not self.math:
+            for key, val in zip(("printed", "derived"), self.formulas):
+                m = _math(val)
+                if m:
+                    self.math[f"{key}_mathml"], self.math[f"{key}_latex"] = m["mathml"], m["latex"]
+            self.formulas = ()
+        return self.math
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,11 +97,6 @@ def finding(ev) -> Finding:
                        error=ev.error)
     kind, ce = evidence(res)
     srch = res.search_result()
-    math = {}
-    for key, val in (("printed", res.printed), ("derived", res.derived)):
-        m = _math(val)
-        if m:
-            math[f"{key}_mathml"], math[f"{key}_latex"] = m["mathml"], m["latex"]
     gap = asdict(res.gap) if res.gap is not None else None
     if gap is not None and gap.get("witness") is not None:
         gap["witness"] = rounded(gap["witness"])
@@ -99,7 +106,8 @@ def finding(ev) -> Finding:
                f"closes it: {res.gap.closes}"
     return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, ce, note, it.covers, gap,
                    [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
-                   math=math, evidence=kind, search=rounded(srch.as_json()) if srch is not None else None)
+                   evidence=kind, search=rounded(srch.as_json()) if srch is not None else None,
+                   formulas=(res.printed, res.derived))
 
 
 @lru_cache(maxsize=None)
@@ -114,6 +122,79 @@ def findings(seed: int = SEED) -> tuple[Finding, ...]:
     if seed != SEED:
         raise ValueError(f"the audit's searches are seeded with {SEED}")
     return tuple(safe_finding(ev) for ev in evaluated())
+
+
+#: where ``stam paper-check`` keeps what it derived (``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or
+#: ``~/.cache/stam``; ``STAM_CACHE_DIR=off``: nowhere)
+CACHE_ENV = "STAM_CACHE_DIR"
+_FIELDS = ("label", "printed", "derived", "verdict", "counterexample", "note", "covers", "gap", "elsewhere", "error",
+           "math", "evidence", "search")
+
+
+def source_key() -> str:
+    """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
+    (items included), :mod:`stam.algorithm`, the bundled paper, the seed and the versions of Python,
+    numpy and sympy.  Any change to them gives another key, so a stored result is never stale."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    import numpy
+    import sympy
+
+    from stam import algorithm
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} seed {SEED}".encode())
+    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve()]:
+        name = f.relative_to(root).as_posix() if root in f.parents else f.name
+        h.update(name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def cache_file():
+    """The file of the stored findings for this :func:`source_key`, or None when storing is off."""
+    import os
+    from pathlib import Path
+
+    where = os.environ.get(CACHE_ENV)
+    if where == "off":
+        return None
+    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stam"
+    return base / f"paper-check-{source_key()}.json"
+
+
+def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
+    """:func:`findings`, read from :func:`cache_file` when an earlier run stored them (with the
+    MathML when ``with_math``), else computed and stored there, replacing the stores of other
+    sources (never when an item failed to derive; a store that cannot be read or written is ignored)."""
+    import json
+
+    from stam.io import atomic_write_text
+
+    path = cache_file()
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data["with_math"] or not with_math:
+                return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in data["findings"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    items = findings()
+    if path is not None and all(f.verdict != "failed to derive" for f in items):
+        if with_math:
+            for f in items:
+                f.mathml()
+        rows_ = [{key: getattr(f, key) for key in _FIELDS} for f in items]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, dumps({"with_math": with_math, "findings": rows_}))
+            for old in path.parent.glob("paper-check-*.json"):  # stores of other sources are stale
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass
+    return items
 
 
 def safe_finding(ev) -> Finding:
@@ -281,9 +362,8 @@ def run(args) -> int:
         from stam.theory.items.coverage import read_paper
 
         tex = read_paper()
-    items = findings()
-    cov = coverage(registry(), tex)
-    json_rows = rows(items, tex)
+    items = stored_findings(with_math=bool(args.json or getattr(args, "out", None)))
+    cov = coverage(items, tex)  # every registered item has its finding
     if getattr(args, "corrected", None):
         from stam.theory import corrected
 
@@ -291,7 +371,7 @@ def run(args) -> int:
     if getattr(args, "out", None):
         atomic_write_json(args.out, result(items, cov, tex))
     if args.json:
-        print(dumps(json_rows))
+        print(dumps(rows(items, tex)))
     elif getattr(args, "brief", False):
         print(brief(items, cov, tex) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
     else:
