@@ -33,8 +33,8 @@ class Finding:
     are added to the JSON (``covers``, ``gap``, ``elsewhere``, ``error``, MathML and LaTeX)."""
 
     label: str
-    printed: str
-    derived: str
+    printed: object  # text, or the item's sympy form until first asked for (text())
+    derived: object
     verdict: str  # ok | misprint | false | unproven | gap | failed to derive
     counterexample: dict | None
     note: str = ""
@@ -47,8 +47,17 @@ class Finding:
     search: dict | None = None  # the search on actual runs (Search.as_json()), where the item made one
     formulas: tuple = field(default=(), repr=False, compare=False)  # (printed, derived) as returned: math on demand
 
+    def text(self, key: str) -> str:
+        """``printed`` or ``derived`` as text (an item's sympy form is printed when first asked for:
+        the brief never needs it)."""
+        val = getattr(self, key)
+        if not isinstance(val, str):
+            val = _text(val)
+            setattr(self, key, val)
+        return val
+
     def as_json(self) -> dict:
-        d = {"label": self.label, "printed": self.printed, "derived": self.derived, "verdict": self.verdict,
+        d = {"label": self.label, "printed": self.text("printed"), "derived": self.text("derived"), "verdict": self.verdict,
              "counterexample": self.counterexample, "covers": list(self.covers), "gap": self.gap,
              "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search}
         if self.error:
@@ -104,7 +113,7 @@ def finding(ev) -> Finding:
     if res.gap is not None:
         note = (note + " " if note else "") + f"Gap: uses {res.gap.uses}; stated: {res.gap.states}; " \
                f"closes it: {res.gap.closes}"
-    return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, ce, note, it.covers, gap,
+    return Finding(it.label, res.printed, res.derived, ev.verdict, ce, note, it.covers, gap,
                    [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
                    evidence=kind, search=rounded(srch.as_json()) if srch is not None else None,
                    formulas=(res.printed, res.derived))
@@ -185,7 +194,8 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
         if with_math:
             for f in items:
                 f.mathml()
-        rows_ = [{key: getattr(f, key) for key in _FIELDS} for f in items]
+        rows_ = [{key: f.text(key) if key in ("printed", "derived") else getattr(f, key) for key in _FIELDS}
+                 for f in items]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, dumps({"with_math": with_math, "findings": rows_}))
@@ -286,8 +296,8 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
     lines.append("-" * (w + 40))
     pad = f"{'':<{w}}  {'':<{vw}}  "
     for f in items:
-        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.printed}")
-        lines.append(f"{pad}derived: {f.derived}")
+        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.text('printed')}")
+        lines.append(f"{pad}derived: {f.text('derived')}")
         lines.append(f"{pad}paper:   {paper_refs(f, tex)}")
         if f.note:
             lines.append(f"{pad}note:    {f.note}")
