@@ -147,6 +147,12 @@ def K3_printed_expr(substituted: bool = True) -> sp.Expr:
 
 
 @cached
+def K3_printed_is_derived() -> bool:
+    """Whether the printed ``K_3`` (Lemma conv-lemma, Lemma par2) is the derived one (sympy)."""
+    return sp.simplify(K3_printed_expr(False) - K3_expr(False)) == 0
+
+
+@cached
 def M_expr() -> sp.Expr:
     """``M`` (eq. (eq45) -> eq. (eq46)): the smallest ``M`` with ``K_3 - M/2 <= 0``, so that the
     ``||y^{t+1}-y^t||^2`` terms of eq. (eq45) can be dropped: ``M = 2 K_3``."""
