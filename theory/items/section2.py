@@ -268,10 +268,21 @@ DEFINITIONS = {
                                      r"H(\cdot,y)+\tfrac{l}{2}\|\cdot\|^2 \text{ convex}"),
     "A_0, B_0, C_0": Tex(r"\text{the constants of Assumption ass3 (eq. (422))}"),
     "Delta_GH": Tex(r"\Delta_{GH}:=(G+H)^{\inf}-G^{\inf}-H^{\inf}\ (\ge 0)"),
+    "G^inf, H^inf, (G+H)^inf": Tex(r"G^{\inf}:=\inf_y G(y)\ \text{(Assumption ass2 (a1))},\ H^{\inf}:=\inf_{x,y}H(x,y),\ "
+                  r"(G+H)^{\inf}:=\inf_{x,y}\big[G(y)+H(x,y)\big]\ (\ge G^{\inf}+H^{\inf}>-\infty)"),
+    "F_t": Tex(r"\mathcal{F}_t:=\sigma\big((y^s,x^s,u^s,z^s)_{s\le t}\big)\ \text{(the iterates up to } t)"),
+    "T": Tex(r"T\ge 1 \text{ an integer (the number of steps)}"),
     "A, C (what they are)": Tex(r"\text{any constants with } \mathbb{E}\|\tilde\nabla G(y)+\nabla_y H(x,y)\|^2\le 2A\big(G(y)+H(x,y)"
                 r"-(G+H)^{\inf}\big)+C \text{ for all } x,y \text{ (eq. (gh-es)): Lemma ES-GH gives them from "
                 r"Assumption ass3, Lemma es-lemma (corrected) for a finite sum}"),
 }
+
+
+#: the integrability the one-step lemmas need (their expectations defined): Lemma par1 (G and H) and
+#: Lemma par2 (H and M); the statements over T steps carry it for every t (:data:`COMMON`)
+INTEGRABLE_DESCENT = Tex(r"G(y^t),\ G(y^{t+1}),\ H(x^t,y^t),\ H(x^t,y^{t+1}),\ H(x^{t+1},y^{t+1}) "
+                         r"\text{ are integrable}")
+INTEGRABLE_STEP = Tex(r"H(x^t,y^{t+1}),\ H(x^{t+1},y^{t+1}),\ \mathcal{M}_t,\ \mathcal{M}_{t+1} \text{ are integrable}")
 
 
 def definitions() -> dict:
