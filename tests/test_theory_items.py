@@ -93,6 +93,7 @@ KNOWN = {
     'network constants (H = (lam/2)||x-y||^2)': 'ok',
     'gap: Q of eq01 not closed (s_i in (0, inf))': 'gap',
     'gap: (a1) has no L1 for a network loss': 'gap',
+    'gap: A, C undefined in Lemma conv-lemma': 'gap',
 }
 
 REGISTRY = I.registry()
