@@ -168,6 +168,17 @@ def L_expr() -> sp.Expr:
 _l_nonneg = sp.Symbol("l", nonnegative=True)
 
 
+def _is_zero(expr: sp.Expr) -> bool:
+    """Exactly whether ``expr`` (rational functions and square roots) is 0: square roots with their
+    radicands in one canonical form (expanded, common factors out), then radicals cleared from the
+    denominator and expanded; only if that does not give 0, sympy's ``simplify`` decides."""
+    canon = expr.replace(lambda a: a.is_Pow and a.exp == sp.S.Half,
+                         lambda a: sp.sqrt(sp.factor_terms(sp.expand(a.base))))
+    if sp.expand(sp.radsimp(sp.together(canon))) == 0:
+        return True
+    return sp.simplify(sp.radsimp(expr)) == 0
+
+
 @cached
 def gamma_threshold() -> dict:
     """Remark Rem=09836: the exact sup of ``gamma > 0`` with ``K_1 > 0``.
@@ -184,12 +195,12 @@ def gamma_threshold() -> dict:
     probe = {L2: 2, l: 0}
     root = next(r for r in roots if r.subs(probe) > 0)
     stable = 2 / (bq + sp.sqrt(bq**2 + 20 * L2**2))
-    assert sp.simplify(sp.radsimp(root - stable)) == 0
+    assert _is_zero(root - stable)
     b_ = sp.Symbol("b", positive=True)  # shorthand for beta_ in the displayed forms
     in_b = (sp.sqrt(b_**2 + 20 * L2**2) - b_) / (10 * L2**2)
-    assert sp.simplify(sp.radsimp(in_b.subs(b_, bq) - root)) == 0
+    assert _is_zero(in_b.subs(b_, bq) - root)
     linear_root = sp.solve(sp.Eq(num.subs(L2, 0), 0), gamma)[0]
-    assert sp.simplify(stable.subs({L2: 0, l: _l_nonneg}) - linear_root.subs(l, _l_nonneg)) == 0
+    assert _is_zero(stable.subs({L2: 0, l: _l_nonneg}) - linear_root.subs(l, _l_nonneg))
     return {
         "root": sp.simplify(root),
         "root_in_b": in_b,
