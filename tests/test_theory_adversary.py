@@ -210,5 +210,12 @@ def test_a_weakened_bound_is_caught_on_runs():
         assert res[lab]["violations"] > 0 and res[lab]["closest"]["margin"] < 0
     found = res["conv-lemma"]["found"]
     assert found is not None and found["evidence"] == "run" and found["left/right"] > 1
+    # replayed from what the record holds: a run at a fixed point on which the weakened bound fails
+    rp = found["replay"]
+    data = {key: np.array([v]) for key, v in found["instance"].items()}
+    out = A.statement_runs(A.STATEMENT_COUPLINGS[rp["coupling"]], np.array([found["parameters"]]), np.array([rp["G"]]),
+                           np.array([rp["Q"]]), False, 0, rp["T"], data=data)
+    assert out["fixed"][0]
+    assert np.nanmax(A.statement_ratio("conv-lemma", out, "lenient", bound_factor=1e-2)) == pytest.approx(found["left/right"])
     srch = I.Search("statement search", res["conv-lemma"]["classes"], res["conv-lemma"]["runs"], 1, found=found)
     assert I.verdict(I.Result("p", "d", {"w": 1}, evidence="premises", search=srch)) == "false"

@@ -667,6 +667,8 @@ def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 4
                             r["found"] = {"class": statement_class_name(cls, *combos[k], stochastic),
                                           "parameters": [float(p) for p in P[j]], "evidence": "run",
                                           "instance": rounded({key: v[j] for key, v in out["data"].items()}, 17),
+                                          "replay": {"coupling": STATEMENT_COUPLINGS.index(cls), "G": combos[k][0],
+                                                     "Q": combos[k][1], "T": Tn},
                                           "gamma": float(out["gamma"][j]), "beta": float(out["beta"][j]),
                                           "T": int(np.nanargmax(lenient[:, j])) + 1,
                                           "left/right": float(np.nanmax(lenient[:, j])),
