@@ -143,7 +143,7 @@ _FIELDS = ("label", "printed", "derived", "verdict", "counterexample", "note", "
 def source_key() -> str:
     """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
     (items included), :mod:`stam.algorithm`, the bundled paper, the seed and the versions of Python,
-    numpy and sympy.  Any change to them gives another key, so a stored result is never stale."""
+    numpy, sympy and mpmath.  Any change to them gives another key, so a stored result is never stale."""
     import hashlib
     import sys
     from pathlib import Path
@@ -154,7 +154,10 @@ def source_key() -> str:
     from stam import algorithm
 
     root = Path(__file__).resolve().parent
-    h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} seed {SEED}".encode())
+    from importlib.metadata import version
+
+    h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} mpmath {version('mpmath')} "
+                       f"seed {SEED}".encode())
     for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve()]:
         name = f.relative_to(root).as_posix() if root in f.parents else f.name
         h.update(name.encode() + b"\0" + f.read_bytes())
