@@ -280,11 +280,12 @@ def T_lower_bounds() -> dict:
     lower bound of :func:`beta_conditions` substituted for beta (eq. (eq704)); the first one has
     T on both sides and is solved for T (``T >= 144 (L+M) A (delta0+M0')^2 / eps^4``)."""
     Tt = sp.Symbol("Tt", positive=True)
+    St = sp.Symbol("St", positive=True)  # sqrt(T): the first bound has sqrt(T) on the right, so solve for it
     t_of_beta = sp.solve(sp.Eq(6 * beta * (delta0 + M0) / Tt, eps**2 / 2), Tt)[0]
     out = {}
     for name, bound in beta_conditions().items():
-        eq = sp.Eq(Tt, t_of_beta.subs(beta, bound.subs(T, Tt)))
-        sols = [s for s in sp.solve(eq, Tt) if s != 0]
+        eq = sp.Eq(Tt, t_of_beta.subs(beta, bound.subs(T, Tt))).subs(Tt, St**2)  # polynomial in St > 0
+        sols = [s**2 for s in sp.solve(eq, St) if s != 0]
         out[name] = sp.factor(sp.simplify(sols[0]))
     return out
 
