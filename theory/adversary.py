@@ -464,6 +464,8 @@ STATEMENT_COUPLINGS = (COUPLINGS[0],) + tuple(
     CouplingClass(c.name.replace("kappa in [-10, 10]", "kappa in [0, 10]").replace("(same box)", "(same box, kappa >= 0)"),
                   (c.low[0], 0.0) + c.low[2:], c.high, c.make) for c in COUPLINGS[1:])
 
+#: the index in :data:`SETS` of the scaled-binary set (the one of the three that is not finite)
+SCALED_BINARY = next(i for i, name in enumerate(SETS) if name.startswith("scaled binary"))
 #: the two statements: Lemma conv-lemma (eq. (ineq1)) and Theorem conv (eq. (con-inequality))
 STATEMENTS = ("conv-lemma", "conv")
 #: stochastic instances: every one of the 2^T_STOCH b-nice paths (N = 2, b = 1) is run, so that the
@@ -515,37 +517,38 @@ def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T
         grad_y_H, prox_H = cp.grad_y_H, cp.prox_H
         prox_F = staticmethod(lambda v, gamma: _select(sig, [proj(v) for proj in sets]))
 
-    G, g, A_, C1, C2 = Ops.cp, rep(gam)[:, None], rep(a), rep(c1), rep(c2)
+    Hc, g, A_, C1, C2 = Ops.cp, rep(gam)[:, None], rep(a), rep(c1), rep(c2)
     st = stam_init(rep(y0), Ops, g, z_prev=rep(zm1))
-    traj, bit = [st], (np.arange(R * paths) % paths)
+    traj, bit, wild = [st], (np.arange(R * paths) % paths), np.zeros(R * paths, dtype=bool)
     for t in range(T):
         if stochastic:
             cen = np.where(((bit >> t) & 1)[:, None] == 1, C2, C1)
             grad = _select(git, [gg["grad"](st.y, A_, cen) for gg in gs])
         else:
             grad = _select(git, [(gg["grad"](st.y, A_, C1) + gg["grad"](st.y, A_, C2)) / 2 for gg in gs])
+        wild |= ~np.all(np.abs(grad) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
         st = stam_step(st, np.clip(grad, -1e6, 1e6), Ops, g, rep(beta)[:, None])
         traj.append(st)
     y, x, u, z = (np.stack([getattr(s_, k) for s_ in traj]) for k in ("y", "x", "u", "z"))  # (T+1, R*paths, n)
     zprev = np.concatenate([rep(zm1)[None], z[:-1]])
     full = _select(git, [(gg["grad"](y, A_, C1) + gg["grad"](y, A_, C2)) / 2 for gg in gs])  # exact grad G
-    gyx = G.grad_y_H(x, y)
+    gyx = Hc.grad_y_H(x, y)
     eta = dot(full + gyx, full + gyx)  # ||grad G(y^t) + grad_y H(x^t, y^t)||^2
-    gyu = full + G.grad_y_H(u, y)
-    gxu = G.grad_x_H(u, y)
+    gyu = full + Hc.grad_y_H(u, y)
+    gxu = Hc.grad_x_H(u, y)
     zs = u / np.maximum(np.abs(u), 1e-300)  # the sign pattern of a point s z of the scaled-binary set
     on_ray = np.sum(np.abs(u), axis=-1) > 0
     ray = np.where(on_ray, dot(gxu, zs) ** 2 / n, 0.0)
-    dist2 = np.where(sig == 2, ray, 0.0)  # dist^2(0, grad_x H(u, y) + N_Q(u)): 0 on the finite sets
+    dist2 = np.where(sig == SCALED_BINARY, ray, 0.0)  # dist^2(0, grad_x H(u, y) + N_Q(u)): 0 on the finite sets
     S = dot(gyu, gyu) + dist2
     Zd = dot(z - zprev, z - zprev) / gam.repeat(paths)[None] ** 2
     Mt = (dot(2 * x - u - z, 2 * x - u - z) / 2 - dot(x - z, x - z) / 2 - dot(u - x, u - x)) / g[:, 0]
-    GH = _select1(gi, [gg["value"](y0, a, c1, c2) for gg in gs]) + G.value(x[0], y[0]).reshape(R, paths)[:, 0]
+    GH = _select1(gi, [gg["value"](y0, a, c1, c2) for gg in gs]) + Hc.value(x[0], y[0]).reshape(R, paths)[:, 0]
     d, m = (c1 - c2) / 2, (c1 + c2) / 2
     Ginf = _select1(gi, [gg["inf"](a, d) for gg in gs])
     ystar = _select(gi, [gg["argmin"](m, d) for gg in gs])
     upper = Ginf + ops.value(ystar, ystar)  # G + H at (y*, y*): an upper bound of (G+H)^inf
-    along = (_select1(git, [gg["value"](y[k], A_, C1, C2) for gg in gs]) + G.value(x[k], y[k]) for k in range(T + 1))
+    along = (_select1(git, [gg["value"](y[k], A_, C1, C2) for gg in gs]) + Hc.value(x[k], y[k]) for k in range(T + 1))
     upper = np.minimum(upper, np.min(np.stack([v.reshape(R, paths).min(axis=1) for v in along]), axis=0))
     E = lambda v: v.reshape(v.shape[0], R, paths).mean(axis=-1)  # noqa: E731 - exact expectation over the paths
     moved = np.max(np.abs(np.stack([y[-1] - y[-2], x[-1] - x[-2], u[-1] - u[-2], z[-1] - z[-2]])), axis=(0, 2))
@@ -555,6 +558,7 @@ def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T
             "L1": _select1(gi, [gg["L1"](a, d) for gg in gs]),
             "C0": _select1(gi, [gg["C0"](a, d) for gg in gs]) if stochastic else np.zeros(R),
             "fixed": (moved.reshape(R, paths).max(axis=1) == 0) & (not stochastic),
+            "actual": ~wild.reshape(R, paths).any(axis=1),  # no gradient was clipped: an actual run of STAM
             "data": {"a": a[:, 0], "c_1": c1, "c_2": c2, "y^0": y0, "z^{-1}": zm1},
             "gamma": gam, "beta": beta, "constants": c, "paths": paths}
 
@@ -562,7 +566,8 @@ def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T
 def statement_ratio(label: str, out: dict, reading: str = "strict", bound_factor: float = 1.0,
                     as_printed: bool = True) -> np.ndarray:
     """Left side over right side of the printed statement ``label`` (:data:`STATEMENTS`) at every
-    horizon T = 1..len (shape (T, R)); nan where the run does not meet the statement's hypotheses.
+    horizon T = 1..len (shape (T, R)); nan where the run does not meet the statement's hypotheses or
+    is no actual run (it blew up and a gradient was clipped).
 
     The constants are the printed ones: ``M = 2 K3`` with the printed K3, ``L = L1 + L3*`` (the
     smallest L of (a3)), ``A = max(2 A0 + 2 B0 L1, 2 L3*)`` and ``C = 2 A Delta_GH + 2 C0`` of Lemma
@@ -597,7 +602,7 @@ def statement_ratio(label: str, out: dict, reading: str = "strict", bound_factor
             rhs = num.theorem_rhs(Ts, gam, beta, cst, delta0, M0, as_printed=as_printed)
             ok = (k1 > 0) & (num.second_condition(gam, c) <= 1) & (beta * k1 / k2 >= 2)
         ratio = lhs / (bound_factor * rhs)
-    return np.where(ok[None] & np.isfinite(ratio), ratio, np.nan)
+    return np.where((ok & out["actual"])[None] & np.isfinite(ratio), ratio, np.nan)
 
 
 def statement_class_name(cls, gi, si, stochastic) -> str:
