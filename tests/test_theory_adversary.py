@@ -219,3 +219,20 @@ def test_a_weakened_bound_is_caught_on_runs():
     assert np.nanmax(A.statement_ratio("conv-lemma", out, "lenient", bound_factor=1e-2)) == pytest.approx(found["left/right"])
     srch = I.Search("statement search", res["conv-lemma"]["classes"], res["conv-lemma"]["runs"], 1, found=found)
     assert I.verdict(I.Result("p", "d", {"w": 1}, evidence="premises", search=srch)) == "false"
+
+
+def test_runs_that_blow_up_are_not_judged():
+    """A run whose gradient has to be clipped (it blew up) is no actual run of STAM: its gaps are
+    +inf (never a counterexample) and it is not counted among the runs a search reports."""
+    cls = A.COUPLINGS[0]
+    low, high = A.box(cls)
+    P = np.array([low, (low + high) / 2])
+    P[0, -1] = low[-1]  # beta = 0.05 L: the y-step overshoots and |y| grows geometrically
+    out = A.batch(cls, P, np.zeros(2, dtype=int), 0, 40)
+    wild = np.isinf(out["scale"][0])
+    assert wild.tolist() == [True, False]
+    assert np.all(np.isinf(A.relative_gaps("eq25", out)[:, 0])) and np.all(np.isinf(A.margin("eq36", out)[:, 0]))
+    res = A.search_all()
+    made = len(A.COUPLINGS) * (64 * len(A.COMBOS) + 6 * 16 * len(A.REFINED) * len(A.COMBOS))
+    for lab in A.LABELS:
+        assert res[lab]["blown up"] > 0 and res[lab]["runs"] + res[lab]["blown up"] == made

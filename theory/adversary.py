@@ -261,9 +261,10 @@ def runs(ops, gfrac, bfac, combo, rng, T, n=3) -> dict:
         prox_F = staticmethod(lambda v, gamma: _select(si, [proj(v) for proj in sets]))
 
     st = stam_init(rng.normal(0, 2, (R, n)), Ops, gam[:, None], z_prev=rng.normal(0, 2, (R, n)))
-    traj = [st]
+    traj, wild = [st], np.zeros(R, dtype=bool)
     for _ in range(T):
         g = _select(gi, [grad(st.y, a, g0) for grad in grads]) + sigma[:, None] * rng.normal(0, 1, st.y.shape)
+        wild |= ~np.all(np.abs(g) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
         st = stam_step(st, np.clip(g, -1e6, 1e6), Ops, gam[:, None], beta[:, None])
         traj.append(st)
     y, x, u, z = (np.stack([getattr(s, k) for s in traj]) for k in ("y", "x", "u", "z"))
@@ -280,7 +281,8 @@ def runs(ops, gfrac, bfac, combo, rng, T, n=3) -> dict:
          "dPhi": phi(x[1:], u[1:], z[1:], y[1:]) - phi(x[:-1], u[:-1], z[:-1], y[1:])}
     args = (q["X"], q["Y"], q["Z"], q["P"], q["D"], q["Q"], q["E"], q["dPhi"], gam, c.l, c.L2, c.L4,
             num.K1(gam, c), num.K2(gam, c))
-    return {"args": args, "scale": relative_scale(q), "gamma": gam, "beta": beta, "constants": c}
+    scale = np.where(wild[None], np.inf, relative_scale(q))  # no clipped run is judged (relative gaps +inf)
+    return {"args": args, "scale": scale, "gamma": gam, "beta": beta, "constants": c}
 
 
 def relative_gaps(label: str, out: dict, which: int = 0) -> np.ndarray:
@@ -343,7 +345,7 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
     the classes, the smallest :func:`margin` (with its class and parameters) and a
     counterexample or None."""
     rng = np.random.default_rng(seed)
-    res = {lab: {"runs": 0, "steps": 0, "classes": [], "closest": None, "found": None} for lab in LABELS}
+    res = {lab: {"runs": 0, "steps": 0, "classes": [], "closest": None, "found": None, "blown up": 0} for lab in LABELS}
     nc = len(COMBOS)
     keys = [(lab, c) for lab in REFINED for c in range(nc)]
     for cls in COUPLINGS:
@@ -354,7 +356,10 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
         out = batch(cls, P, idx, int(rng.integers(2**31)), T)
         best, value, found = {}, {}, {}  # (label, combination) -> best parameters, their value; a hit
 
+        blown = [0]  # runs that blew up (a gradient clipped): no actual runs, not judged
+
         def record(rows_P, rows_c, out):
+            blown[0] += int(np.sum(np.isinf(out["scale"][0])))
             for lab in LABELS:
                 per_run = margin(lab, out).min(axis=0)
                 hit = relative_gaps(lab, out).min(axis=0) < -1e-9  # a counterexample on this run
@@ -376,7 +381,8 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
         n_runs = R * nc + rounds * width * len(keys)
         for lab in LABELS:
             r = res[lab]
-            r["runs"], r["steps"] = r["runs"] + n_runs, r["steps"] + n_runs * T
+            r["runs"], r["steps"] = r["runs"] + n_runs - blown[0], r["steps"] + (n_runs - blown[0]) * T
+            r["blown up"] += blown[0]
             for c in range(nc):
                 name = class_name(cls, COMBOS[c])
                 r["classes"].append(name)
@@ -419,8 +425,8 @@ def runs_search(label: str, seed: int = SEED) -> Search:
     return Search(
         method=f"seeded (seed {seed}): {R} random deterministic runs of {T} steps through stam.algorithm.stam_step, "
                f"then {adv['runs']} adversarial runs over {len(adv['classes'])} classes (random, then a batched local "
-               f"search from the most violated per class; stam.theory.adversary); the printed {label} evaluated at "
-               "every step",
+               f"search from the most violated per class; stam.theory.adversary; {adv['blown up']} more blew up, "
+               f"their gradient clipped: no actual runs, not judged); the printed {label} evaluated at every step",
         classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
                  "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",) + adv["classes"],
         instances=R + adv["runs"], steps=R * T + adv["steps"], found=chain_counterexample(label, seed) or adv["found"],
@@ -626,7 +632,8 @@ def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 4
     and ``couplings`` (indices into :data:`STATEMENT_COUPLINGS`) are for the tests."""
     rng = np.random.default_rng(seed + 1)
     res = {lab: {"runs": 0, "instances": 0, "steps": 0, "classes": [], "closest": None, "found": None,
-                 "violations": 0, "T": T, "deterministic runs": 0, "stochastic instances": 0} for lab in STATEMENTS}
+                 "violations": 0, "T": T, "deterministic runs": 0, "stochastic instances": 0, "blown up": 0}
+           for lab in STATEMENTS}
     combos = [(gi, si) for gi in range(len(STATEMENT_G)) for si in range(len(SETS))]
     for cls in (STATEMENT_COUPLINGS[i] for i in couplings):
         low = np.concatenate([cls.low, _ST_LOW])
@@ -641,12 +648,14 @@ def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 4
                 si = np.array([combos[i][1] for i in idx])
                 with np.errstate(all="ignore"):
                     out = statement_runs(cls, P, gi, si, stochastic, int(rng.integers(2**31)), Tn)
+                judged = int(np.sum(out["actual"]))  # the others blew up (a gradient clipped): not judged
                 for lab in STATEMENTS:
                     r = res[lab]
-                    r["runs"] += P.shape[0] * out["paths"]
-                    r["instances"] += P.shape[0]
-                    r["stochastic instances" if stochastic else "deterministic runs"] += P.shape[0]
-                    r["steps"] += P.shape[0] * out["paths"] * Tn
+                    r["runs"] += judged * out["paths"]
+                    r["instances"] += judged
+                    r["stochastic instances" if stochastic else "deterministic runs"] += judged
+                    r["steps"] += judged * out["paths"] * Tn
+                    r["blown up"] += P.shape[0] - judged
                     ratio = statement_ratio(lab, out, "strict", bound_factor)
                     worst = np.nanmax(np.where(np.isnan(ratio), -np.inf, ratio), axis=0)
                     r["violations"] += int(np.sum(worst > 1))
@@ -708,5 +717,6 @@ def statement_search_result(label: str, seed: int = SEED) -> Search:
                "left/right "
                "(stam.theory.adversary.statement_search); M0' with the infimum over the run's steps and an upper "
                "bound of (G+H)^inf, so that the checked right side is at most the printed one; "
+               f"{r['blown up']} more blew up, their gradient clipped: no actual runs, not judged; "
                f"{r['violations']} runs or stochastic instances where it fails",
         classes=r["classes"], instances=r["runs"], steps=r["steps"], found=r["found"], closest=rounded(r["closest"]))
