@@ -72,12 +72,36 @@ def grid(repeats: int) -> dict:
     return {"points": 10**6, "median_s": out, "repeats": repeats}
 
 
-def paper_check() -> dict:
+def _timed(args: list, store: str) -> tuple:
+    """Wall and CPU seconds (the child's user + system time) of ``stam paper-check ARGS``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "stam", "paper-check", "--json"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "stam", "paper-check", *args], capture_output=True, text=True,
+                       env={**os.environ, "STAM_CACHE_DIR": store})
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert p.returncode == 0, p.stderr
-    return {"wall_s": dt, "items": len(json.loads(p.stdout))}
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout
+
+
+def paper_check() -> dict:
+    """``stam paper-check --json`` and ``--brief`` derived from scratch (no store: ``STAM_CACHE_DIR=off``),
+    then ``--brief`` again from a store the first ``--brief`` filled (a temporary folder)."""
+    import tempfile
+
+    out = {}
+    wall, cpu, text = _timed(["--json"], "off")
+    out["json_cold"] = {"wall_s": wall, "cpu_s": cpu, "items": len(json.loads(text))}
+    wall, cpu, _ = _timed(["--brief"], "off")
+    out["brief_cold"] = {"wall_s": wall, "cpu_s": cpu}
+    with tempfile.TemporaryDirectory() as store:
+        _, _, first = _timed(["--brief"], store)
+        wall, cpu, again = _timed(["--brief"], store)
+        assert again == first
+    out["brief_stored"] = {"wall_s": wall, "cpu_s": cpu, "loadavg": os.getloadavg()}
+    return out
 
 
 def main(argv=None) -> int:

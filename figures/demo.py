@@ -132,8 +132,8 @@ def torch_threads(n: int):
 
 
 def audit_headline(items: list, cov: dict) -> str:
-    """``Paper audit: 86/86 labels (73 displays plus 13 statements), 68 items: 40 ok, 8 false (...),
-    7 unproven (...), 5 misprints (...), 8 gaps``: each verdict kind counted apart and its first
+    """``Paper audit: 86/86 labels (73 displays plus 13 statements), 71 items: 40 ok, 8 false (...),
+    7 unproven (...), 5 misprints (...), 11 gaps``: each verdict kind counted apart and its first
     labels named (a misprint is not a wrong step, an unproven step is not shown false)."""
     counts = {v: sum(f["verdict"] == v for f in items) for v in VERDICTS}
     kinds = cov.get("by_kind") or {}

@@ -183,3 +183,63 @@ def test_adversarial_search_finds_a_step_that_is_false_on_runs():
     assert hit["found"] is not None and hit["found"]["evidence"] == "run"
     miss = adversary.search("eq36")
     assert miss["found"] is None and len(miss["classes"]) == 36 and miss["runs"] >= len(miss["classes"]) * 64
+
+
+def test_stored_findings_are_the_findings(tmp_path, monkeypatch, capsys):
+    """paper-check stores what it derived, keyed on every source it is computed from: a second run
+    prints the same bytes without evaluating an item; --json (which needs the MathML) is not served
+    by a store without it, and a changed source (another key) recomputes."""
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    real = audit.findings
+    calls = []
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(audit, "findings", counted)
+    assert main(["paper-check", "--brief"]) == 0
+    cold = capsys.readouterr().out
+    assert len(calls) == 1 and len(list(tmp_path.glob("paper-check-*.json"))) == 1
+    assert main(["paper-check", "--brief"]) == 0
+    assert capsys.readouterr().out == cold and len(calls) == 1  # read back, nothing evaluated
+    assert main(["paper-check", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(calls) == 2 and any("printed_mathml" in r for r in rows)  # MathML: computed and stored
+    assert main(["paper-check", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows and len(calls) == 2
+    monkeypatch.setattr(audit, "source_key", lambda: "another")  # a changed source
+    assert main(["paper-check", "--brief"]) == 0
+    assert capsys.readouterr().out == cold and len(calls) == 3
+    assert [p.name for p in tmp_path.glob("paper-check-*.json")] == ["paper-check-another.json"]  # no stale files
+    monkeypatch.setenv("STAM_CACHE_DIR", "off")
+    assert main(["paper-check", "--brief"]) == 0 and len(calls) == 4
+
+
+def test_source_key_follows_the_sources(tmp_path, monkeypatch):
+    """The key is a digest of the theory sources: one changed byte in an item module changes it."""
+    import shutil
+    from pathlib import Path
+
+    key = audit.source_key()
+    assert key == audit.source_key() and len(key) == 24
+    root = tmp_path / "theory"
+    shutil.copytree(Path(audit.__file__).resolve().parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(audit, "__file__", str(root / "audit.py"))
+    assert audit.source_key() == key  # the same sources, elsewhere
+    f = root / "items" / "section2.py"
+    f.write_text(f.read_text() + "\n# changed\n")
+    assert audit.source_key() != key
+
+
+def test_an_unusable_store_is_ignored(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path / "file"))
+    assert main(["paper-check", "--brief"]) == 0
+    assert "items:" in capsys.readouterr().out
+    bad = tmp_path / "store"
+    monkeypatch.setenv("STAM_CACHE_DIR", str(bad))
+    bad.mkdir()
+    (bad / f"paper-check-{audit.source_key()}.json").write_text("{ broken")
+    assert main(["paper-check", "--brief"]) == 0
+    assert "items:" in capsys.readouterr().out

@@ -69,3 +69,16 @@ def test_l1_witness(rows):
         ratio = np.linalg.norm(grad(1.0, R) - grad(0.0, R))  # the points are at distance 1
         assert ratio >= R**2
     assert w["at R = 10"] == pytest.approx(np.linalg.norm(grad(1.0, 10.0) - grad(0.0, 10.0)), rel=1e-5)  # 6 digits shown
+
+
+def test_a_and_c_are_undefined_and_the_readings_differ(rows):
+    """Lemma conv-lemma and the theorems use A, C that they do not define; on one instance of both
+    Lemma ES-GH and Lemma es-lemma the two lemmas give different C (Delta_GH = 0, Delta^inf = 1/2),
+    so Theorem conv's bound differs with the reading."""
+    f = rows["gap: A, C undefined in Lemma conv-lemma"]
+    assert f.verdict == "gap" and f.evidence == "witness"
+    w = f.gap["witness"]
+    assert w["Delta_GH (Lemma ES-GH)"] == "0" and w["Delta^inf (Lemma es-lemma)"] == "1/2"
+    assert w["A, C of Lemma ES-GH"][1] == 0 and w["A, C of Lemma es-lemma (corrected A)"][1] > 0
+    bounds = list(next(v for k_, v in w.items() if k_.startswith("Theorem conv's bound")).values())
+    assert bounds[0] < bounds[1]

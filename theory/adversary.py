@@ -26,7 +26,14 @@ classes of a coupling, and all searched steps, run in one batch per round (:func
 The printed gap of each step is evaluated with the lambdified gaps of :mod:`stam.theory.chain` at
 every step of every run (``d = grad_x H(x^t, y^{t+1}) - grad_x H(x^t, y^t)`` and ``Phi`` computed
 from the coupling itself); a negative gap (relative to the size of the terms, below -1e-9) on a run
-is a counterexample.  The derived chain is checked on the same runs by the tests: it must hold."""
+is a counterexample.  The derived chain is checked on the same runs by the tests: it must hold.
+
+The statements that rest on eq39 are also checked themselves (:func:`statement_search`): Lemma
+conv-lemma's summed inequality eq. (ineq1) and Theorem conv's conclusion eq. (con-inequality), as
+printed (the printed K3), at every horizon along actual runs of 36 classes (the couplings with
+``kappa >= 0``, so that H is bounded below as the constant C needs; the three sets Q; quadratic or
+cosine-well G, which have the L1 of (a1) the double well lacks; exact gradients, or b-nice sampling
+of ``G = (G_1 + G_2)/2`` with every path enumerated, so that the expectations are exact)."""
 
 from __future__ import annotations
 
@@ -85,7 +92,7 @@ def coupling_derivatives(kind: str) -> dict:
     grads = {v: named(sp.diff(h, v)) for v in (x, y)}
     hess = {"xx": named(sp.diff(h, x, 2)), "xy": named(sp.diff(h, x, y)), "yy": named(sp.diff(h, y, 2))}
     d2, d3 = sp.diff(phi, t, 2), sp.diff(phi, t, 3)
-    crit = [c for c in sp.solve(sp.numer(sp.together(d3.rewrite(sp.exp))), t) if c.is_real]
+    crit = [c for c in sp.solve(sp.factor(sp.numer(sp.together(d3.rewrite(sp.exp)))), t) if c.is_real]  # factored first: 6x faster
     # phi'' -> 0 at +-infinity (both phi are asymptotically linear; tests/test_theory_adversary.py takes the
     # limits in sympy): with its values at the critical points, the range of phi''
     cands = [sp.nsimplify(sp.simplify(d2.subs(t, c))) for c in crit] + [sp.Integer(0)]
@@ -127,7 +134,8 @@ class SmoothCoupling:
 
         def f_slope(v):
             w = self.al * v + by
-            return v - z + gl * (v - y) + ga * self.phi1(w), 1 + gl + gk * self.phi2(w), ga * self.phi1(w)
+            nl = ga * self.phi1(w)
+            return v - z + gl * (v - y) + nl, 1 + gl + gk * self.phi2(w), nl
 
         x = (z + gl * y) / (1 + gl)
         fx, slope, nonlin = f_slope(x)
@@ -253,9 +261,10 @@ def runs(ops, gfrac, bfac, combo, rng, T, n=3) -> dict:
         prox_F = staticmethod(lambda v, gamma: _select(si, [proj(v) for proj in sets]))
 
     st = stam_init(rng.normal(0, 2, (R, n)), Ops, gam[:, None], z_prev=rng.normal(0, 2, (R, n)))
-    traj = [st]
+    traj, wild = [st], np.zeros(R, dtype=bool)
     for _ in range(T):
         g = _select(gi, [grad(st.y, a, g0) for grad in grads]) + sigma[:, None] * rng.normal(0, 1, st.y.shape)
+        wild |= ~np.all(np.abs(g) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
         st = stam_step(st, np.clip(g, -1e6, 1e6), Ops, gam[:, None], beta[:, None])
         traj.append(st)
     y, x, u, z = (np.stack([getattr(s, k) for s in traj]) for k in ("y", "x", "u", "z"))
@@ -272,7 +281,8 @@ def runs(ops, gfrac, bfac, combo, rng, T, n=3) -> dict:
          "dPhi": phi(x[1:], u[1:], z[1:], y[1:]) - phi(x[:-1], u[:-1], z[:-1], y[1:])}
     args = (q["X"], q["Y"], q["Z"], q["P"], q["D"], q["Q"], q["E"], q["dPhi"], gam, c.l, c.L2, c.L4,
             num.K1(gam, c), num.K2(gam, c))
-    return {"args": args, "scale": relative_scale(q), "gamma": gam, "beta": beta, "constants": c}
+    scale = np.where(wild[None], np.inf, relative_scale(q))  # no clipped run is judged (relative gaps +inf)
+    return {"args": args, "scale": scale, "gamma": gam, "beta": beta, "constants": c}
 
 
 def relative_gaps(label: str, out: dict, which: int = 0) -> np.ndarray:
@@ -335,7 +345,7 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
     the classes, the smallest :func:`margin` (with its class and parameters) and a
     counterexample or None."""
     rng = np.random.default_rng(seed)
-    res = {lab: {"runs": 0, "steps": 0, "classes": [], "closest": None, "found": None} for lab in LABELS}
+    res = {lab: {"runs": 0, "steps": 0, "classes": [], "closest": None, "found": None, "blown up": 0} for lab in LABELS}
     nc = len(COMBOS)
     keys = [(lab, c) for lab in REFINED for c in range(nc)]
     for cls in COUPLINGS:
@@ -346,7 +356,10 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
         out = batch(cls, P, idx, int(rng.integers(2**31)), T)
         best, value, found = {}, {}, {}  # (label, combination) -> best parameters, their value; a hit
 
+        blown = [0]  # runs that blew up (a gradient clipped): no actual runs, not judged
+
         def record(rows_P, rows_c, out):
+            blown[0] += int(np.sum(np.isinf(out["scale"][0])))
             for lab in LABELS:
                 per_run = margin(lab, out).min(axis=0)
                 hit = relative_gaps(lab, out).min(axis=0) < -1e-9  # a counterexample on this run
@@ -368,7 +381,8 @@ def search_all(seed: int = SEED, R: int = 64, T: int = 20, rounds: int = 6, widt
         n_runs = R * nc + rounds * width * len(keys)
         for lab in LABELS:
             r = res[lab]
-            r["runs"], r["steps"] = r["runs"] + n_runs, r["steps"] + n_runs * T
+            r["runs"], r["steps"] = r["runs"] + n_runs - blown[0], r["steps"] + (n_runs - blown[0]) * T
+            r["blown up"] += blown[0]
             for c in range(nc):
                 name = class_name(cls, COMBOS[c])
                 r["classes"].append(name)
@@ -411,9 +425,298 @@ def runs_search(label: str, seed: int = SEED) -> Search:
     return Search(
         method=f"seeded (seed {seed}): {R} random deterministic runs of {T} steps through stam.algorithm.stam_step, "
                f"then {adv['runs']} adversarial runs over {len(adv['classes'])} classes (random, then a batched local "
-               f"search from the most violated per class; stam.theory.adversary); the printed {label} evaluated at "
-               "every step",
+               f"search from the most violated per class; stam.theory.adversary; {adv['blown up']} more blew up, "
+               f"their gradient clipped: no actual runs, not judged); the printed {label} evaluated at every step",
         classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
                  "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",) + adv["classes"],
         instances=R + adv["runs"], steps=R * T + adv["steps"], found=chain_counterexample(label, seed) or adv["found"],
         closest=rounded(closest))
+
+
+# --------------------------------------------------------------------------------------------
+# the statements themselves: Lemma conv-lemma's summed inequality eq. (ineq1) and Theorem conv's
+# conclusion eq. (con-inequality), on actual runs, with the printed constants
+# --------------------------------------------------------------------------------------------
+
+#: G = (G_1 + G_2)/2 (N = 2) of the statement searches: per run ``a`` (R, 1) and the centres
+#: ``c_1, c_2`` (R, n); for each, the gradient of one component, G's value, its exact infimum, its
+#: smallest L1 of (a1) and ``C0 = sup_y`` of the variance of the b-nice gradient with b = 1
+#: (``||grad G_1 - grad G_2||^2 / 4``), so that Assumption ass3 holds with ``A0 = 0, B0 = 1`` and this
+#: ``C0`` (with equality at the sup).  The double well of the step search has no L1 (its Hessian is
+#: unbounded): the statements assume (a1), so their nonconvex G is a cosine well.
+STATEMENT_G = {
+    "quadratic G = (1/2) sum_k (a/2)||y - c_k||^2": {
+        "grad": lambda y, a, c: a * (y - c),
+        "value": lambda y, a, c1, c2: (a[:, 0] / 4) * (dot(y - c1, y - c1) + dot(y - c2, y - c2)),
+        "inf": lambda a, d: (a[:, 0] / 2) * dot(d, d),
+        "argmin": lambda m, d: m,
+        "L1": lambda a, d: a[:, 0],
+        "C0": lambda a, d: a[:, 0] ** 2 * dot(d, d),
+    },
+    "cosine well G = (1/2) sum_k a sum_i (1 - cos(y_i - c_k,i)) (nonconvex)": {
+        "grad": lambda y, a, c: a * np.sin(y - c),
+        "value": lambda y, a, c1, c2: a[:, 0] * np.sum(1 - (np.cos(y - c1) + np.cos(y - c2)) / 2, axis=-1),
+        "inf": lambda a, d: a[:, 0] * np.sum(1 - np.abs(np.cos(d)), axis=-1),
+        "argmin": lambda m, d: m + np.where(np.cos(d) < 0, np.pi, 0.0),
+        "L1": lambda a, d: a[:, 0] * np.max(np.abs(np.cos(d)), axis=-1),
+        "C0": lambda a, d: a[:, 0] ** 2 * np.sum(np.sin(d) ** 2, axis=-1),
+    },
+}
+
+#: the couplings of the statement searches: those of :data:`COUPLINGS` with ``kappa >= 0``, so that H
+#: is bounded below with ``H^inf = 0`` exactly (``phi >= 0``; log-cosh attains it at 0, softplus
+#: approaches it), as the constant C of Lemma ES-GH needs (``kappa < 0`` makes H unbounded below)
+STATEMENT_COUPLINGS = (COUPLINGS[0],) + tuple(
+    CouplingClass(c.name.replace("kappa in [-10, 10]", "kappa in [0, 10]").replace("(same box)", "(same box, kappa >= 0)"),
+                  (c.low[0], 0.0) + c.low[2:], c.high, c.make) for c in COUPLINGS[1:])
+
+#: the index in :data:`SETS` of the scaled-binary set (the one of the three that is not finite)
+SCALED_BINARY = next(i for i, name in enumerate(SETS) if name.startswith("scaled binary"))
+#: the two statements: Lemma conv-lemma (eq. (ineq1)) and Theorem conv (eq. (con-inequality))
+STATEMENTS = ("conv-lemma", "conv")
+#: stochastic instances: every one of the 2^T_STOCH b-nice paths (N = 2, b = 1) is run, so that the
+#: expectations of the statements are exact averages
+T_STOCH = 6
+#: the box of the step sizes of the statement searches: (gamma/sup{gamma: K1 > 0},
+#: log(beta/(2 K2/K1))): Theorem conv needs beta K1/K2 >= 2 (the second coordinate >= 0)
+_ST_LOW, _ST_HIGH = np.array([0.01, np.log(0.05)]), np.array([0.999, np.log(1e3)])
+
+STATEMENT_MARGIN = ("1 - max over T of (left side / right side) of the printed statement, with the printed K3 "
+                    "(M = 2 K3), L = L1 + L3*, A and C of Lemma ES-GH: < 0 iff the statement fails on the run")
+
+
+def _select1(index, values):
+    """Entry r of the result is entry r of ``values[index[r]]`` (1-d arrays)."""
+    out = values[0]
+    for k in range(1, len(values)):
+        out = np.where(index == k, values[k], out)
+    return out
+
+
+def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T: int, data: dict | None = None) -> dict:
+    """Runs of STAM (:func:`stam.algorithm.stam_step`) for the parameter rows ``P`` (coupling
+    parameters, gamma/sup{gamma: K1 > 0}, log(beta K1/(2 K2))), G of :data:`STATEMENT_G` number
+    ``gi[r]``, F = I_Q with Q of :data:`SETS` number ``si[r]``.  Deterministic: the gradient of G;
+    stochastic: G_1 or G_2 (b-nice, N = 2, b = 1), every path of ``T`` steps enumerated.  The data
+    ``a, c_1, c_2, y^0, z^{-1}`` are drawn from ``seed`` unless given (``data``, as in ``out["data"]``).
+    Returns per instance and t the expectations the statements need (exact averages over the paths)."""
+    rng = np.random.default_rng(seed)
+    R, n = P.shape[0], 3
+    ops = cls.make(P[:, :-2])
+    c = constants_of(ops)
+    gam = P[:, -2] * num.gamma_threshold(c)
+    k1, k2 = num.K1(gam, c), num.K2(gam, c)
+    beta = 2 * k2 / k1 * np.exp(P[:, -1])
+    if data is None:
+        data = {"a": rng.uniform(0.1, 2, R), "c_1": rng.normal(0, 2, (R, n)), "c_2": rng.normal(0, 2, (R, n)),
+                "y^0": rng.normal(0, 2, (R, n)), "z^{-1}": rng.normal(0, 2, (R, n))}
+    a, c1, c2, y0, zm1 = (np.asarray(data[k], dtype=float) for k in ("a", "c_1", "c_2", "y^0", "z^{-1}"))
+    a = a.reshape(R, 1)
+    paths = 2**T if stochastic else 1
+    rep = lambda v: np.repeat(v, paths, axis=0)  # noqa: E731 - instance -> its paths
+    gs = list(STATEMENT_G.values())
+    sets = list(SETS.values())
+    sig, git = rep(si), rep(gi)
+
+    class Ops:  # the coupling (one row per path) with F = I_Q
+        cp = cls.make(rep(P[:, :-2]))
+        grad_y_H, prox_H = cp.grad_y_H, cp.prox_H
+        prox_F = staticmethod(lambda v, gamma: _select(sig, [proj(v) for proj in sets]))
+
+    Hc, g, A_, C1, C2 = Ops.cp, rep(gam)[:, None], rep(a), rep(c1), rep(c2)
+    st = stam_init(rep(y0), Ops, g, z_prev=rep(zm1))
+    traj, bit, wild = [st], (np.arange(R * paths) % paths), np.zeros(R * paths, dtype=bool)
+    for t in range(T):
+        if stochastic:
+            cen = np.where(((bit >> t) & 1)[:, None] == 1, C2, C1)
+            grad = _select(git, [gg["grad"](st.y, A_, cen) for gg in gs])
+        else:
+            grad = _select(git, [(gg["grad"](st.y, A_, C1) + gg["grad"](st.y, A_, C2)) / 2 for gg in gs])
+        wild |= ~np.all(np.abs(grad) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
+        st = stam_step(st, np.clip(grad, -1e6, 1e6), Ops, g, rep(beta)[:, None])
+        traj.append(st)
+    y, x, u, z = (np.stack([getattr(s_, k) for s_ in traj]) for k in ("y", "x", "u", "z"))  # (T+1, R*paths, n)
+    zprev = np.concatenate([rep(zm1)[None], z[:-1]])
+    full = _select(git, [(gg["grad"](y, A_, C1) + gg["grad"](y, A_, C2)) / 2 for gg in gs])  # exact grad G
+    gyx = Hc.grad_y_H(x, y)
+    eta = dot(full + gyx, full + gyx)  # ||grad G(y^t) + grad_y H(x^t, y^t)||^2
+    gyu = full + Hc.grad_y_H(u, y)
+    gxu = Hc.grad_x_H(u, y)
+    zs = u / np.maximum(np.abs(u), 1e-300)  # the sign pattern of a point s z of the scaled-binary set
+    on_ray = np.sum(np.abs(u), axis=-1) > 0
+    ray = np.where(on_ray, dot(gxu, zs) ** 2 / n, 0.0)
+    dist2 = np.where(sig == SCALED_BINARY, ray, 0.0)  # dist^2(0, grad_x H(u, y) + N_Q(u)): 0 on the finite sets
+    S = dot(gyu, gyu) + dist2
+    Zd = dot(z - zprev, z - zprev) / gam.repeat(paths)[None] ** 2
+    Mt = (dot(2 * x - u - z, 2 * x - u - z) / 2 - dot(x - z, x - z) / 2 - dot(u - x, u - x)) / g[:, 0]
+    GH = _select1(gi, [gg["value"](y0, a, c1, c2) for gg in gs]) + Hc.value(x[0], y[0]).reshape(R, paths)[:, 0]
+    d, m = (c1 - c2) / 2, (c1 + c2) / 2
+    Ginf = _select1(gi, [gg["inf"](a, d) for gg in gs])
+    ystar = _select(gi, [gg["argmin"](m, d) for gg in gs])
+    upper = Ginf + ops.value(ystar, ystar)  # G + H at (y*, y*): an upper bound of (G+H)^inf
+    along = (_select1(git, [gg["value"](y[k], A_, C1, C2) for gg in gs]) + Hc.value(x[k], y[k]) for k in range(T + 1))
+    upper = np.minimum(upper, np.min(np.stack([v.reshape(R, paths).min(axis=1) for v in along]), axis=0))
+    E = lambda v: v.reshape(v.shape[0], R, paths).mean(axis=-1)  # noqa: E731 - exact expectation over the paths
+    moved = np.max(np.abs(np.stack([y[-1] - y[-2], x[-1] - x[-2], u[-1] - u[-2], z[-1] - z[-2]])), axis=(0, 2))
+    return {"eta": E(eta[:-1]), "Z": E(Zd[:-1]), "S": E(S[:-1]),
+            "M0'": Mt[0].reshape(R, paths)[:, 0] - E(np.min(Mt, axis=0)[None])[0],
+            "GH0": GH, "GH_upper": upper, "GH_lower": Ginf + 0.0,  # H^inf = 0 (kappa >= 0)
+            "L1": _select1(gi, [gg["L1"](a, d) for gg in gs]),
+            "C0": _select1(gi, [gg["C0"](a, d) for gg in gs]) if stochastic else np.zeros(R),
+            "fixed": (moved.reshape(R, paths).max(axis=1) == 0) & (not stochastic),
+            "actual": ~wild.reshape(R, paths).any(axis=1),  # no gradient was clipped: an actual run of STAM
+            "data": {"a": a[:, 0], "c_1": c1, "c_2": c2, "y^0": y0, "z^{-1}": zm1},
+            "gamma": gam, "beta": beta, "constants": c, "paths": paths}
+
+
+def statement_ratio(label: str, out: dict, reading: str = "strict", bound_factor: float = 1.0,
+                    as_printed: bool = True) -> np.ndarray:
+    """Left side over right side of the printed statement ``label`` (:data:`STATEMENTS`) at every
+    horizon T = 1..len (shape (T, R)); nan where the run does not meet the statement's hypotheses or
+    is no actual run (it blew up and a gradient was clipped).
+
+    The constants are the printed ones: ``M = 2 K3`` with the printed K3, ``L = L1 + L3*`` (the
+    smallest L of (a3)), ``A = max(2 A0 + 2 B0 L1, 2 L3*)`` and ``C = 2 A Delta_GH + 2 C0`` of Lemma
+    ES-GH (``A0 = 0``, ``B0 = 1``, ``C0`` of :data:`STATEMENT_G`), ``omega_{-1} = 1`` (both sides are
+    linear in it).  ``reading = "strict"`` makes the right side no larger than the printed one:
+    ``M0'`` with the infimum over the run's steps (``<=`` the printed ``inf_{t >= 0}``) and an upper
+    bound of ``(G+H)^inf`` (the right side decreases in it: its coefficient is ``-beta (1+q)^{-T}``
+    in eq. (ineq1), ``2 beta (q - (1+q)^T/T) < 0`` in eq. (con-inequality)), so a ratio ``<= 1`` means
+    the printed statement holds on the run; ``"lenient"`` uses the lower bound ``G^inf + H^inf`` (a
+    right side no smaller than the printed one once no later ``M_t`` falls below the run's, as on a
+    run that has reached a fixed point).  ``bound_factor`` scales the right side (tests only)."""
+    c, gam, beta = out["constants"], out["gamma"], out["beta"]
+    gh_inf = out["GH_upper"] if reading == "strict" else out["GH_lower"]
+    L = out["L1"] + c.L3
+    Mp = num.M(gam, c, as_printed=as_printed)
+    A = 2 * np.maximum(out["L1"], c.L3)
+    Cc = 2 * A * np.maximum(gh_inf - out["GH_lower"], 0.0) + 2 * out["C0"]
+    delta0, M0 = np.maximum(out["GH0"] - gh_inf, 0.0), out["M0'"]
+    q = (L + Mp) * A / beta**2
+    T = out["eta"].shape[0]
+    Ts = np.arange(1, T + 1)[:, None]
+    k1, k2 = num.K1(gam, c), num.K2(gam, c)
+    with np.errstate(all="ignore"):
+        if label == "conv-lemma":
+            w = (1 + q)[None] ** -(Ts)  # omega_t, t = 0..T-1
+            lhs = np.cumsum(w * (out["eta"] + beta * k1 / k2 * out["Z"]), axis=0)
+            rhs = beta * (delta0 + M0) + (L + Mp) * Cc / (2 * beta) * np.cumsum(w, axis=0)
+            ok = k1 > 0
+        else:
+            lhs = np.minimum.accumulate(out["S"], axis=0)
+            cst = num.Constants(L1=out["L1"], L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=A, C=Cc)
+            rhs = num.theorem_rhs(Ts, gam, beta, cst, delta0, M0, as_printed=as_printed)
+            ok = (k1 > 0) & (num.second_condition(gam, c) <= 1) & (beta * k1 / k2 >= 2)
+        ratio = lhs / (bound_factor * rhs)
+    return np.where((ok & out["actual"])[None] & np.isfinite(ratio), ratio, np.nan)
+
+
+def statement_class_name(cls, gi, si, stochastic) -> str:
+    return (f"{cls.name}; F = I_Q, Q {list(SETS)[si]}; {list(STATEMENT_G)[gi]}; "
+            + (f"stochastic: b-nice sampling of G_1, G_2 (N = 2, b = 1), all 2^{T_STOCH} paths (exact expectations)"
+               if stochastic else "exact gradients"))
+
+
+@lru_cache(maxsize=None)
+def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 40, rounds: int = 4, width: int = 8,
+                     width_stoch: int = 2, bound_factor: float = 1.0, couplings: tuple = (0, 1, 2)) -> dict:
+    """Lemma conv-lemma's eq. (ineq1) and Theorem conv's eq. (con-inequality), each checked as
+    printed at every horizon T' <= T (:func:`statement_ratio`, the strict reading) on actual runs of
+    every class: per coupling of :data:`STATEMENT_COUPLINGS`, (set Q, G) and deterministic /
+    stochastic gradients, a random stage (``R`` runs, ``R_stoch`` stochastic instances of
+    ``2^T_STOCH`` paths), then per (statement, class) ``rounds`` rounds of local search from its best
+    run (``width`` / ``width_stoch`` Gaussian perturbations, halved every two rounds), maximising
+    the ratio.  A violation becomes a counterexample (``found``) when it also holds in the lenient
+    reading on a deterministic run that has reached a fixed point (so that no later ``M_t`` changes
+    ``M0'``); every violation of the strict reading is counted (``violations``).  ``bound_factor``
+    and ``couplings`` (indices into :data:`STATEMENT_COUPLINGS`) are for the tests."""
+    rng = np.random.default_rng(seed + 1)
+    res = {lab: {"runs": 0, "instances": 0, "steps": 0, "classes": [], "closest": None, "found": None,
+                 "violations": 0, "T": T, "deterministic runs": 0, "stochastic instances": 0, "blown up": 0}
+           for lab in STATEMENTS}
+    combos = [(gi, si) for gi in range(len(STATEMENT_G)) for si in range(len(SETS))]
+    for cls in (STATEMENT_COUPLINGS[i] for i in couplings):
+        low = np.concatenate([cls.low, _ST_LOW])
+        high = np.concatenate([cls.high, _ST_HIGH])
+        span = np.minimum(high - low, 1.0)
+        for stochastic in (False, True):
+            Tn, Rn, wn = (T_STOCH, R_stoch, width_stoch) if stochastic else (T, R, width)
+            best, value = {}, {}
+
+            def evaluate(P, idx):
+                gi = np.array([combos[i][0] for i in idx])
+                si = np.array([combos[i][1] for i in idx])
+                with np.errstate(all="ignore"):
+                    out = statement_runs(cls, P, gi, si, stochastic, int(rng.integers(2**31)), Tn)
+                judged = int(np.sum(out["actual"]))  # the others blew up (a gradient clipped): not judged
+                for lab in STATEMENTS:
+                    r = res[lab]
+                    r["runs"] += judged * out["paths"]
+                    r["instances"] += judged
+                    r["stochastic instances" if stochastic else "deterministic runs"] += judged
+                    r["steps"] += judged * out["paths"] * Tn
+                    r["blown up"] += P.shape[0] - judged
+                    ratio = statement_ratio(lab, out, "strict", bound_factor)
+                    worst = np.nanmax(np.where(np.isnan(ratio), -np.inf, ratio), axis=0)
+                    r["violations"] += int(np.sum(worst > 1))
+                    lenient = statement_ratio(lab, out, "lenient", bound_factor)
+                    hit = out["fixed"] & (np.nanmax(np.where(np.isnan(lenient), -np.inf, lenient), axis=0) > 1)
+                    for k in np.unique(idx):
+                        rows = np.flatnonzero(idx == k)
+                        i = rows[int(np.argmax(worst[rows]))]
+                        if np.isfinite(worst[i]) and worst[i] > value.get((lab, k), -np.inf):
+                            best[lab, k], value[lab, k] = P[i], float(worst[i])
+                            name = statement_class_name(cls, *combos[k], stochastic)
+                            if r["closest"] is None or 1 - worst[i] < r["closest"]["margin"]:
+                                t = int(np.nanargmax(ratio[:, i]))
+                                r["closest"] = {"margin": 1 - float(worst[i]), "class": name, "T": t + 1,
+                                                "parameters": [float(p) for p in P[i]],
+                                                "parameters are": "coupling parameters (see the class), "
+                                                "gamma/sup{gamma: K1 > 0}, log(beta K1/(2 K2))",
+                                                "margin is": STATEMENT_MARGIN,
+                                                "margin briefly": "1 - left side/right side of the printed "
+                                                                  "statement; < 0 iff it fails"}
+                        if hit[rows].any() and r["found"] is None:
+                            j = rows[int(np.argmax(hit[rows]))]
+                            r["found"] = {"class": statement_class_name(cls, *combos[k], stochastic),
+                                          "parameters": [float(p) for p in P[j]], "evidence": "run",
+                                          "instance": rounded({key: v[j] for key, v in out["data"].items()}, 17),
+                                          "replay": {"coupling": STATEMENT_COUPLINGS.index(cls), "G": combos[k][0],
+                                                     "Q": combos[k][1], "T": Tn},
+                                          "gamma": float(out["gamma"][j]), "beta": float(out["beta"][j]),
+                                          "T": int(np.nanargmax(lenient[:, j])) + 1,
+                                          "left/right": float(np.nanmax(lenient[:, j])),
+                                          "meaning": f"the printed {'Lemma conv-lemma' if lab == 'conv-lemma' else 'Theorem conv'}"
+                                                     " fails on an actual run that has reached a fixed point"}
+
+            idx = np.repeat(np.arange(len(combos)), Rn)
+            evaluate(rng.uniform(low, high, (idx.size, low.size)), idx)
+            keys = [(lab, k) for lab in STATEMENTS for k in range(len(combos))]
+            for rd in range(rounds):
+                starts = [best.get(key, low + span / 2) for key in keys]
+                cand = np.concatenate([np.clip(b + span * rng.normal(0, 0.5 * 0.5 ** (rd // 2), (wn, low.size)),
+                                               low, high) for b in starts])
+                evaluate(cand, np.concatenate([np.full(wn, k) for _, k in keys]))
+            for lab in STATEMENTS:
+                res[lab]["classes"] += [statement_class_name(cls, gi, si, stochastic) for gi, si in combos]
+    return {lab: dict(r, classes=tuple(r["classes"])) for lab, r in res.items()}
+
+
+@lru_cache(maxsize=None)
+def statement_search_result(label: str, seed: int = SEED) -> Search:
+    """:func:`statement_search` for ``label`` (``conv-lemma`` or ``conv``) as the :class:`Search`
+    its item names."""
+    r = statement_search(seed)[label]
+    name = "Lemma conv-lemma's eq. (ineq1)" if label == "conv-lemma" else "Theorem conv's eq. (con-inequality)"
+    return Search(
+        method=f"seeded (seed {seed}): {name} as printed (printed K3, M = 2 K3, L = L1 + L3*, A and C of Lemma ES-GH) "
+               f"checked at every horizon T' on actual runs through stam.algorithm.stam_step: "
+               f"{r['deterministic runs']} deterministic runs of {r['T']} steps and {r['stochastic instances']} "
+               f"stochastic instances, each with all its 2^{T_STOCH} b-nice paths of {T_STOCH} steps (exact "
+               f"expectations; {r['runs']} runs in all), random then a batched local search per class maximising "
+               "left/right "
+               "(stam.theory.adversary.statement_search); M0' with the infimum over the run's steps and an upper "
+               "bound of (G+H)^inf, so that the checked right side is at most the printed one; "
+               f"{r['blown up']} more blew up, their gradient clipped: no actual runs, not judged; "
+               f"{r['violations']} runs or stochastic instances where it fails",
+        classes=r["classes"], instances=r["runs"], steps=r["steps"], found=r["found"], closest=rounded(r["closest"]))

@@ -33,8 +33,8 @@ class Finding:
     are added to the JSON (``covers``, ``gap``, ``elsewhere``, ``error``, MathML and LaTeX)."""
 
     label: str
-    printed: str
-    derived: str
+    printed: object  # text, or the item's sympy form until first asked for (text())
+    derived: object
     verdict: str  # ok | misprint | false | unproven | gap | failed to derive
     counterexample: dict | None
     note: str = ""
@@ -45,15 +45,36 @@ class Finding:
     math: dict = field(default_factory=dict)  # printed/derived as MathML and LaTeX (where sympy)
     evidence: str = "none"  # what the verdict rests on (stam.theory.items.EVIDENCE)
     search: dict | None = None  # the search on actual runs (Search.as_json()), where the item made one
+    formulas: tuple = field(default=(), repr=False, compare=False)  # (printed, derived) as returned: math on demand
+
+    def text(self, key: str) -> str:
+        """``printed`` or ``derived`` as text (an item's sympy form is printed when first asked for:
+        the brief never needs it)."""
+        val = getattr(self, key)
+        if not isinstance(val, str):
+            val = _text(val)
+            setattr(self, key, val)
+        return val
 
     def as_json(self) -> dict:
-        d = {"label": self.label, "printed": self.printed, "derived": self.derived, "verdict": self.verdict,
+        d = {"label": self.label, "printed": self.text("printed"), "derived": self.text("derived"), "verdict": self.verdict,
              "counterexample": self.counterexample, "covers": list(self.covers), "gap": self.gap,
              "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search}
         if self.error:
             d["error"] = self.error
-        d.update(self.math)
+        d.update(self.mathml())
         return d
+
+    def mathml(self) -> dict:
+        """The printed and derived forms as MathML and LaTeX (made once, when first asked for: the
+        brief and plain tables never need them)."""
+        if self.formulas and not self.math:
+            for key, val in zip(("printed", "derived"), self.formulas):
+                m = _math(val)
+                if m:
+                    self.math[f"{key}_mathml"], self.math[f"{key}_latex"] = m["mathml"], m["latex"]
+            self.formulas = ()
+        return self.math
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,11 +106,6 @@ def finding(ev) -> Finding:
                        error=ev.error)
     kind, ce = evidence(res)
     srch = res.search_result()
-    math = {}
-    for key, val in (("printed", res.printed), ("derived", res.derived)):
-        m = _math(val)
-        if m:
-            math[f"{key}_mathml"], math[f"{key}_latex"] = m["mathml"], m["latex"]
     gap = asdict(res.gap) if res.gap is not None else None
     if gap is not None and gap.get("witness") is not None:
         gap["witness"] = rounded(gap["witness"])
@@ -97,9 +113,10 @@ def finding(ev) -> Finding:
     if res.gap is not None:
         note = (note + " " if note else "") + f"Gap: uses {res.gap.uses}; stated: {res.gap.states}; " \
                f"closes it: {res.gap.closes}"
-    return Finding(it.label, _text(res.printed), _text(res.derived), ev.verdict, ce, note, it.covers, gap,
+    return Finding(it.label, res.printed, res.derived, ev.verdict, ce, note, it.covers, gap,
                    [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
-                   math=math, evidence=kind, search=rounded(srch.as_json()) if srch is not None else None)
+                   evidence=kind, search=rounded(srch.as_json()) if srch is not None else None,
+                   formulas=(res.printed, res.derived))
 
 
 @lru_cache(maxsize=None)
@@ -113,6 +130,83 @@ def findings() -> tuple[Finding, ...]:
     """All audited items, in the order of the paper (computed once per process; the searches are
     seeded with :data:`SEED`)."""
     return tuple(safe_finding(ev) for ev in evaluated())
+
+
+#: where ``stam paper-check`` keeps what it derived (``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or
+#: ``~/.cache/stam``; ``STAM_CACHE_DIR=off``: nowhere)
+CACHE_ENV = "STAM_CACHE_DIR"
+_FIELDS = ("label", "printed", "derived", "verdict", "counterexample", "note", "covers", "gap", "elsewhere", "error",
+           "math", "evidence", "search")
+
+
+def source_key() -> str:
+    """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
+    (items included), :mod:`stam.algorithm`, the bundled paper, the seed and the versions of Python,
+    numpy, sympy and mpmath.  Any change to them gives another key, so a stored result is never stale."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    import numpy
+    import sympy
+
+    from stam import algorithm
+
+    root = Path(__file__).resolve().parent
+    from importlib.metadata import version
+
+    h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} mpmath {version('mpmath')} "
+                       f"seed {SEED}".encode())
+    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve()]:
+        name = f.relative_to(root).as_posix() if root in f.parents else f.name
+        h.update(name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def cache_file():
+    """The file of the stored findings for this :func:`source_key`, or None when storing is off."""
+    import os
+    from pathlib import Path
+
+    where = os.environ.get(CACHE_ENV)
+    if where == "off":
+        return None
+    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stam"
+    return base / f"paper-check-{source_key()}.json"
+
+
+def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
+    """:func:`findings`, read from :func:`cache_file` when an earlier run stored them (with the
+    MathML when ``with_math``), else computed and stored there, replacing the stores of other
+    sources (never when an item failed to derive; a store that cannot be read or written is ignored)."""
+    import json
+
+    from stam.io import atomic_write_text
+
+    path = cache_file()
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data["with_math"] or not with_math:
+                return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in data["findings"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    items = findings()
+    if path is not None and all(f.verdict != "failed to derive" for f in items):
+        if with_math:
+            for f in items:
+                f.mathml()
+        rows_ = [{key: f.text(key) if key in ("printed", "derived") else getattr(f, key) for key in _FIELDS}
+                 for f in items]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, dumps({"with_math": with_math, "findings": rows_}))
+            for old in path.parent.glob("paper-check-*.json"):  # stores of other sources are stale
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass
+    return items
 
 
 def safe_finding(ev) -> Finding:
@@ -156,8 +250,8 @@ def search_text(srch: dict | None) -> str:
         return ""
     found = "found a counterexample" if srch.get("found") else "no counterexample"
     closest = srch.get("closest") or {}
-    near = (f", smallest margin {closest['margin']:.3g} (printed gap over the print's excess on the derivation; < 0 iff it "
-            "fails)") if "margin" in closest else ""
+    what = closest.get("margin briefly", "printed gap over the print's excess on the derivation; < 0 iff it fails")
+    near = f", smallest margin {closest['margin']:.3g} ({what})" if "margin" in closest else ""
     cls = list(srch["classes"])
     classes = "; ".join(cls) if len(cls) <= 3 else f"{len(cls)} classes, e.g. {cls[0]}; {cls[-1]} (all in --json)"
     return f"{found} in {srch['instances']} actual runs ({srch['steps']} steps; {classes}; {srch['method']}{near})"
@@ -204,8 +298,8 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
     lines.append("-" * (w + 40))
     pad = f"{'':<{w}}  {'':<{vw}}  "
     for f in items:
-        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.printed}")
-        lines.append(f"{pad}derived: {f.derived}")
+        lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.text('printed')}")
+        lines.append(f"{pad}derived: {f.text('derived')}")
         lines.append(f"{pad}paper:   {paper_refs(f, tex)}")
         if f.note:
             lines.append(f"{pad}note:    {f.note}")
@@ -280,9 +374,8 @@ def run(args) -> int:
         from stam.theory.items.coverage import read_paper
 
         tex = read_paper()
-    items = findings()
-    cov = coverage(registry(), tex)
-    json_rows = rows(items, tex)
+    items = stored_findings(with_math=bool(args.json or getattr(args, "out", None)))
+    cov = coverage(items, tex)  # every registered item has its finding
     if getattr(args, "corrected", None):
         from stam.theory import corrected
 
@@ -290,7 +383,7 @@ def run(args) -> int:
     if getattr(args, "out", None):
         PAPER_CHECK.write(result(items, cov, tex), args.out)
     if args.json:
-        print(dumps(json_rows))
+        print(dumps(rows(items, tex)))
     elif getattr(args, "brief", False):
         print(brief(items, cov, tex) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
     else:

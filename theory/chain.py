@@ -206,6 +206,7 @@ class Comparison:
 _PARAM_RANGES = {"gamma": (1e-3, 0.3), "l": (-1.0, 1.0), "L_2^*": (0.0, 3.0), "L_4^*": (0.0, 3.0)}
 
 
+@lru_cache(maxsize=None)  # many items compare the same printed and derived steps
 def compare(printed: sp.Expr, derived: sp.Expr, seed: int = 0, tries: int = 4000) -> Comparison:
     """Is ``printed >= 0`` implied by ``derived >= 0``?  Exactly if ``printed - derived`` is 0 or
     provably >= 0 (sympy, under the symbols' assumptions); otherwise a seeded random search over

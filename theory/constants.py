@@ -147,6 +147,12 @@ def K3_printed_expr(substituted: bool = True) -> sp.Expr:
 
 
 @cached
+def K3_printed_is_derived() -> bool:
+    """Whether the printed ``K_3`` (Lemma conv-lemma, Lemma par2) is the derived one (sympy)."""
+    return sp.simplify(K3_printed_expr(False) - K3_expr(False)) == 0
+
+
+@cached
 def M_expr() -> sp.Expr:
     """``M`` (eq. (eq45) -> eq. (eq46)): the smallest ``M`` with ``K_3 - M/2 <= 0``, so that the
     ``||y^{t+1}-y^t||^2`` terms of eq. (eq45) can be dropped: ``M = 2 K_3``."""
@@ -160,6 +166,17 @@ def L_expr() -> sp.Expr:
 
 
 _l_nonneg = sp.Symbol("l", nonnegative=True)
+
+
+def _is_zero(expr: sp.Expr) -> bool:
+    """Exactly whether ``expr`` (rational functions and square roots) is 0: square roots with their
+    radicands in one canonical form (expanded, common factors out), then radicals cleared from the
+    denominator and expanded; only if that does not give 0, sympy's ``simplify`` decides."""
+    canon = expr.replace(lambda a: a.is_Pow and a.exp == sp.S.Half,
+                         lambda a: sp.sqrt(sp.factor_terms(sp.expand(a.base))))
+    if sp.expand(sp.radsimp(sp.together(canon))) == 0:
+        return True
+    return sp.simplify(sp.radsimp(expr)) == 0
 
 
 @cached
@@ -178,12 +195,12 @@ def gamma_threshold() -> dict:
     probe = {L2: 2, l: 0}
     root = next(r for r in roots if r.subs(probe) > 0)
     stable = 2 / (bq + sp.sqrt(bq**2 + 20 * L2**2))
-    assert sp.simplify(sp.radsimp(root - stable)) == 0
+    assert _is_zero(root - stable)
     b_ = sp.Symbol("b", positive=True)  # shorthand for beta_ in the displayed forms
     in_b = (sp.sqrt(b_**2 + 20 * L2**2) - b_) / (10 * L2**2)
-    assert sp.simplify(sp.radsimp(in_b.subs(b_, bq) - root)) == 0
+    assert _is_zero(in_b.subs(b_, bq) - root)
     linear_root = sp.solve(sp.Eq(num.subs(L2, 0), 0), gamma)[0]
-    assert sp.simplify(stable.subs({L2: 0, l: _l_nonneg}) - linear_root.subs(l, _l_nonneg)) == 0
+    assert _is_zero(stable.subs({L2: 0, l: _l_nonneg}) - linear_root.subs(l, _l_nonneg))
     return {
         "root": sp.simplify(root),
         "root_in_b": in_b,
@@ -263,11 +280,12 @@ def T_lower_bounds() -> dict:
     lower bound of :func:`beta_conditions` substituted for beta (eq. (eq704)); the first one has
     T on both sides and is solved for T (``T >= 144 (L+M) A (delta0+M0')^2 / eps^4``)."""
     Tt = sp.Symbol("Tt", positive=True)
+    St = sp.Symbol("St", positive=True)  # sqrt(T): the first bound has sqrt(T) on the right, so solve for it
     t_of_beta = sp.solve(sp.Eq(6 * beta * (delta0 + M0) / Tt, eps**2 / 2), Tt)[0]
     out = {}
     for name, bound in beta_conditions().items():
-        eq = sp.Eq(Tt, t_of_beta.subs(beta, bound.subs(T, Tt)))
-        sols = [s for s in sp.solve(eq, Tt) if s != 0]
+        eq = sp.Eq(Tt, t_of_beta.subs(beta, bound.subs(T, Tt))).subs(Tt, St**2)  # polynomial in St > 0
+        sols = [s**2 for s in sp.solve(eq, St) if s != 0]
         out[name] = sp.factor(sp.simplify(sols[0]))
     return out
 

@@ -16,6 +16,7 @@ from stam.theory import symbols as s
 from stam.theory.items.common import SEED, rounded, derived_updates, pretty
 from stam.theory.items import Corrected, Gap, Result, Tex, item
 from stam.theory.items.steps import declare_steps, identity_result, step_result
+from stam.theory.items.section2 import INTEGRABLE_DESCENT, definitions
 
 
 @item("Lip-lemma", covers=("Lip-lemma",))
@@ -311,6 +312,11 @@ def gap_u_step() -> Result:
                           "minimiser), or prox-bounded with threshold > gamma", wit))
 
 
+#: the symbols of Lemma par1 beyond L (:func:`stam.theory.items.section2.definitions`)
+_PAR1_SYMBOLS = ("eta_t", "delta_t", "A", "C", "A_0, B_0, C_0", "Delta_GH", "G^inf, H^inf, (G+H)^inf", "F_t",
+                 "l, L_1, L_2^*, ..., L_5^*", "A, C (what they are)")
+
+
 @item("gap: M = 2 K3 may be 0 (Lemma par1 asks M > 0)", covers=("par1", "eq46"))
 def gap_m_positive() -> Result:
     """Lemma par1 is stated for ``M > 0``; the proof of Lemma conv-lemma takes ``M = 2 K3``, which is
@@ -321,10 +327,11 @@ def gap_m_positive() -> Result:
         [Tex(r"\mathbb{E}[\tilde\nabla G(y^t)\mid\mathcal{F}_t]=\nabla G(y^t) \text{ and (422) holds conditionally on } "
              r"\mathcal{F}_t"),
          Tex(r"G, H \text{ satisfy Assumption ass2, and } H^{\inf}>-\infty"), Tex(r"\beta,\gamma>0,\quad M\ge 0"),
-         Tex(r"A, C \text{ the constants of Lemma ES-GH}")],
+         Tex(r"A, C \text{ the constants of Lemma ES-GH}"), INTEGRABLE_DESCENT],
         Tex(r"\frac1\beta\eta_t+\frac M2\mathbb{E}\|y^{t+1}-y^t\|^2\le\Big(1+\frac{(L+M)A}{\beta^2}\Big)\delta_t"
             r"-\delta_{t+1}+\frac{(L+M)C}{2\beta^2}+\mathbb{E}\big[H(x^{t+1},y^{t+1})-H(x^t,y^{t+1})\big]"),
-        {"L": k.L_expr()}, "M >= 0 (printed M > 0, but M = 2 K3 = 0 when L4* = 0); conditional unbiasedness")
+        {"L": k.L_expr(), **{key: v for key, v in definitions().items() if key in _PAR1_SYMBOLS}},
+        "M >= 0 (printed M > 0, but M = 2 K3 = 0 when L4* = 0); conditional unbiasedness; integrability")
     return Result("M = 2 K3 > 0", sp.Eq(2 * sp.Symbol("K_3"), 2 * k3_at0, evaluate=False), None, corrected=corrected,
                   gap=Gap("Lemma par1 with M = 2 K3", "Lemma par1: 'for any M > 0'",
                           "state Lemma par1 for M >= 0 (its proof only adds (M/2)||y^{t+1} - y^t||^2 >= 0)",

@@ -10,7 +10,7 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.adversary import runs_search
+from stam.theory.adversary import runs_search, statement_search_result
 from stam.theory.items.common import (SEED, iterate_search, premise_witness, pretty, rounded, run_counterexample, run_stam,
                                       stationarity_terms)
 from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
@@ -198,13 +198,14 @@ def theorem_conv(seed: int = SEED) -> Result:
                  "eq39 premise witness": premise_witness("eq39", seed),
                  "meaning": "the printed bound (M = 2 K3 printed) is below the one the proof gives; eq39, which "
                             "defines K3, is not implied by its premises"})
-    k3_conv_lemma = sp.simplify(k.K3_printed_expr(False) - k.K3_expr(False)) == 0
+    k3_conv_lemma = k.K3_printed_is_derived()
     return Result(sp.Le(sp.Symbol("min_t S_t"), printed_rhs.subs(s.M, 2 * k.K3_printed_expr(False)), evaluate=False),
                   sp.Le(sp.Symbol("min_t S_t"), rhs.subs(s.M, 2 * k.K3_expr(False)), evaluate=False), ce,
                   (Occurrence("M of Lemma conv-lemma", k3_conv_lemma),), evidence="premises",
-                  search=lambda: runs_search("eq39", seed),
+                  search=lambda: statement_search_result("conv", seed),
                   note=f"the form 2 (1+q)^T beta (delta0+M0')/T + (L+M)C/beta is derived ({'same' if same_form else 'differs'}); "
-                       "M inherits K3.", corrected=_conv_corrected)
+                       "M inherits K3; the printed conclusion itself is checked on actual runs (search).",
+                  corrected=_conv_corrected)
 
 
 class _NoCoupling:

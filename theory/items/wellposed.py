@@ -10,7 +10,8 @@ y-step (3a) is a strongly convex quadratic; the x-step (3b) is strongly convex u
 uses without listing it among the constants that exist, is at most ``L4*`` (mixed differences of
 a C^1 H); ``(G+H)^inf``, printed as a min in the proof of Lemma par1, is only used as an inf.
 The u-step's existence for a general F, H^inf, dF and M'_0 are the gap items of Section 2 and
-the appendices."""
+the appendices.  The constants A and C of Lemma conv-lemma and Theorems conv, conv-rate are named
+but defined there nowhere (two lemmas define an A and a C, differently): a gap here."""
 
 from __future__ import annotations
 
@@ -90,3 +91,53 @@ def gap_network_l1() -> Result:
                           "assume (a1) on a set that contains the iterates (bounded iterates, e.g. with weight decay "
                           "or a bounded Q and a projection), or state that the theorems do not cover these losses",
                           wit))
+
+
+@item("gap: A, C undefined in Lemma conv-lemma", covers=("conv-lemma", "conv", "conv-rate"))
+def gap_a_c_undefined() -> Result:
+    """Lemma conv-lemma and Theorems conv, conv-rate use constants ``A`` and ``C`` (in ``omega_t``,
+    the bound and the conditions on beta and T) that none of them defines; two earlier lemmas define
+    an ``A`` and a ``C``, differently: Lemma ES-GH from the constants of Assumption ass3 (with
+    ``Delta_GH = (G+H)^inf - G^inf - H^inf``) and Lemma es-lemma for a finite sum (with
+    ``Delta^inf = (1/N) sum_i ((G+H)^inf - G_i^inf - H^inf)``).  Witness: one instance of both
+    lemmas where the two readings give different C, hence different bounds of Theorem conv:
+    ``G = (G_1 + G_2)/2``, ``G_i = (y - c_i)^2/2``, ``c = (1, -1)``, ``H = (x - y)^2/2``, exact
+    gradients (b = N = 2, so ass3 holds with ``A0 = 0, B0 = 1, C0 = 0`` and ``E v_i^2 = 1``)."""
+    from stam.theory import numeric as num
+
+    y, x = sp.symbols("y x", real=True)
+    c = (1, -1)
+    Gi = [(y - ci) ** 2 / 2 for ci in c]
+    G = sum(Gi) / 2
+    H = (x - y) ** 2 / 2
+    ystar = sp.solve(sp.diff(G, y), y)[0]
+    G_inf = G.subs(y, ystar)
+    Gi_inf = [g.subs(y, sp.solve(sp.diff(g, y), y)[0]) for g in Gi]
+    GH_inf = (G + H).subs({x: ystar, y: ystar})  # H >= 0 = H(y*, y*) and G >= G(y*)
+    H_inf = sp.Integer(0)
+    delta_gh = GH_inf - G_inf - H_inf
+    delta_es = sum(GH_inf - gi - H_inf for gi in Gi_inf) / 2
+    L1 = sp.diff(G, y, 2)  # constant: the Lipschitz constant of grad G (and of each grad G_i)
+    L3 = sp.diff(H, y, 2)
+    A_gh, C_gh = num.deterministic_es(float(L1), float(L3), float(delta_gh))
+    A_es, C_es = num.es_lemma(np.array([1.0, 1.0]), np.array([1.0, 1.0]), float(L3), float(delta_es))
+    cst = num.quadratic_coupling(1.0, L1=float(L1))
+    gam = 0.5 * num.gamma_max(cst)
+    beta, T = 4 * float(num.K2(gam, cst) / num.K1(gam, cst)), 100
+    rhs = {name: float(num.theorem_rhs(T, gam, beta, num.quadratic_coupling(1.0, L1=float(L1), A=a, C=cc), 1.0, 0.0))
+           for name, (a, cc) in {"Lemma ES-GH": (A_gh, C_gh), "Lemma es-lemma (corrected)": (A_es, C_es)}.items()}
+    wit = {"instance": "G = ((y - 1)^2 + (y + 1)^2)/4, H = (x - y)^2/2, exact gradients (b = N = 2)",
+           "G^inf, G_i^inf, H^inf, (G+H)^inf": [str(G_inf), [str(g) for g in Gi_inf], str(H_inf), str(GH_inf)],
+           "Delta_GH (Lemma ES-GH)": str(delta_gh), "Delta^inf (Lemma es-lemma)": str(delta_es),
+           "A, C of Lemma ES-GH": [float(A_gh), float(C_gh)],
+           "A, C of Lemma es-lemma (corrected A)": [float(A_es), float(C_es)],
+           "Theorem conv's bound (gamma = gamma_max/2, beta = 4 K2/K1, T = 100, delta0 = 1, M0' = 0)": rounded(rhs)}
+    differ = (float(A_gh), float(C_gh)) != (float(A_es), float(C_es))
+    return Result("Lemma conv-lemma, Theorems conv and conv-rate: omega_t, the bound, beta and T in terms of A, C "
+                  "(not defined there)",
+                  "A, C: constants with (gh-es); the two lemmas that define an A and a C give different values", None,
+                  gap=Gap("A and C in Lemma conv-lemma and Theorems conv, conv-rate",
+                          "no definition there; Lemma ES-GH and Lemma es-lemma each define an A and a C, differently",
+                          "define them: A, C any constants for which (gh-es) holds for all x, y (Lemma ES-GH gives them "
+                          "from Assumption ass3, the corrected Lemma es-lemma for a finite sum)",
+                          wit if differ else None))
