@@ -138,14 +138,14 @@ def psgd_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar) -> Quantized
     """eq. (alg:PSGD) as printed: ``U^{t+1} = U^t - lr grad``, with ``grad`` taken at ``U^t``
     (``state.w``); ``W~^{t+1} = Proj_Q(U^{t+1})`` is the output, ``ops.prox_F(u, lr)``, and is
     not fed back, so the forward weights stay ``U``."""
-    u1 = state.u - lr * grad
+    u1 = _descend(state.u, grad, lr)
     return QuantizedState(u1, u1)
 
 
 def bc_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar) -> QuantizedState:
     """eq. (alg:BC): ``U^{t+1} = U^t - lr grad`` (``grad`` taken at ``W~^t``),
     ``W~^{t+1} = Proj_Q(U^{t+1})`` = ``ops.prox_F(U^{t+1}, lr)`` (F = I_Q)."""
-    u1 = state.u - lr * grad
+    u1 = _descend(state.u, grad, lr)
     return QuantizedState(u1, ops.prox_F(u1, lr))
 
 
@@ -158,7 +158,10 @@ BR_RHO = 1.02
 def br_relax(u: Tensor, ops, lam: Scalar, lr: Scalar = 1.0) -> Tensor:
     """BinaryRelax's relaxed weights ``(lam Proj_Q(u) + u) / (lam + 1)``, the minimiser of
     ``(lam/2) dist(W, Q)^2 + ||W - u||^2 / 2`` (eq. (BR))."""
-    return (lam * ops.prox_F(u, lr) + u) / (lam + 1)
+    p = ops.prox_F(u, lr)
+    if hasattr(p, "lerp"):  # a torch tensor: one pass, p + (u - p) / (lam + 1), instead of three
+        return p.lerp(u, 1 / (lam + 1))
+    return (lam * p + u) / (lam + 1)
 
 
 def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, relaxed=True) -> QuantizedState:
@@ -166,13 +169,26 @@ def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, r
     (``relaxed``) ``W~^{t+1} = (lam Proj_Q(U^{t+1}) + U^{t+1}) / (lam + 1)``, in the second
     ``W~^{t+1} = Proj_Q(U^{t+1})`` (BC).  ``relaxed`` is a bool, or a per-run boolean tensor
     broadcastable against ``(R, ...)`` (runs in different phases)."""
-    u1 = state.u - lr * grad
+    u1 = _descend(state.u, grad, lr)
     if relaxed is True:
         return QuantizedState(u1, br_relax(u1, ops, lam, lr))
     if relaxed is False:
         return QuantizedState(u1, ops.prox_F(u1, lr))
     p = ops.prox_F(u1, lr)
+    if hasattr(p, "lerp"):  # torch: one pass, the weight (R, 1) per run
+        return QuantizedState(u1, p.lerp(u1, relaxed / (lam + 1)))
     return QuantizedState(u1, p + relaxed * ((u1 - p) / (lam + 1)))  # = br_relax where relaxed, p elsewhere
+
+
+def _descend(u: Tensor, grad: Tensor, lr: Scalar) -> Tensor:
+    """``u - lr grad``, the gradient step of eqs. (alg:PSGD), (alg:BC), (alg:BR): on torch tensors
+    one pass (``addcmul`` with a per-run ``lr``, ``add`` with a float one) instead of two; other
+    arrays (numpy) by the arithmetic."""
+    if not hasattr(u, "addcmul"):
+        return u - lr * grad
+    if hasattr(lr, "shape"):
+        return u.addcmul(lr, grad, value=-1)
+    return u.add(grad, alpha=-lr)
 
 
 # --------------------------------------------------------------------------- the rules, named once

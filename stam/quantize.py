@@ -119,10 +119,10 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         # one buffer, no other temporary: |v| -> block sums -> v + 0.0 -> copysign in place, block by block
         out = torch.abs(flat)
         parts = out.split(blocks.sizes, dim=1)
-        s = torch.stack([part.sum(dim=1) for part in parts], dim=1) / blocks.counts.to(flat.dtype)
+        scales = [part.mean(dim=1, keepdim=True) for part in parts]  # (R, 1) each
         torch.add(flat, 0.0, out=out)
-        for k, part in enumerate(parts):
-            torch.copysign(s[:, k : k + 1], part, out=part)
+        for s, part in zip(scales, parts):
+            torch.copysign(s, part, out=part)
         return out.reshape(v.shape)
     s = block_scales(flat, blocks)
     return torch.copysign(blocks.expand(s), flat + 0.0).reshape(v.shape)
