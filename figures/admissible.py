@@ -26,6 +26,7 @@ import numpy as np
 
 from stam.dnn import presets as P
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
+from stam.figures.kinds import declare_figure
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
 from stam.theory import numeric
 
@@ -247,6 +248,17 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     return fig
 
 
+@declare_figure(
+    "admissible", sources=("lyapunov-region",), section="admissible",
+    caption="The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
+    "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
+    "(Table para, Section sub:3.3). Constants not known for a network: {nc}. With a lyapunov-region file "
+    "(stam pep --region): hatched blue where a Lyapunov function certifies STAM for the file's class (lines: the "
+    "paper-form limit, with minibatches dashed, convex F dotted), hatched orange where stam pep is unbounded "
+    "under \u03b4\u2080 + M\u2080'_T \u2264 1 (a bound of the theorem's form with M\u2080'_T is refuted there, not "
+    "the printed one with M\u2080').",
+    help="admissible (no results needed; a lyapunov-region file of stam pep --region adds the certified and "
+    "refuted zones)")
 def draw(results, nc=None):
     """The figure kind ``admissible`` (:mod:`stam.figures.kinds`): drawn from theory, with the
     zones of any ``lyapunov-region`` results."""

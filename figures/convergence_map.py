@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from stam.errors import UsageError
+from stam.figures.kinds import declare_figure
 from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import log_grid, write_map
@@ -489,11 +490,6 @@ def run(params) -> tuple[dict, tuple, float]:
     return result, write_outputs(result, out, stem, regions), elapsed
 
 
-def draw(results, nc=None):
-    """The figure kind ``map`` (:mod:`stam.figures.kinds`), with the lines of any ``lyapunov-region`` result."""
-    return plot_map([r.data for r in results["convergence-map"]], nc, regions=[r.data for r in results["lyapunov-region"]])
-
-
 def region_caption(region: dict) -> str:
     """What the lines of a ``lyapunov-region`` result on a map say, with its numbers (limits in gamma*lambda
     over the result's lambdas)."""
@@ -530,3 +526,10 @@ def caption(results) -> str:
         text += "".join(" " + region_caption(r.data) for r in results["lyapunov-region"])
     return text
 
+
+@declare_figure(
+    "map", sources=("convergence-map", "lyapunov-region"), section="map", caption=caption,
+    help="map (convergence-map files of stam map; a lyapunov-region file of stam pep --region adds its limits as lines)")
+def draw(results, nc=None):
+    """The figure kind ``map`` (:mod:`stam.figures.kinds`), with the lines of any ``lyapunov-region`` result."""
+    return plot_map([r.data for r in results["convergence-map"]], nc, regions=[r.data for r in results["lyapunov-region"]])

@@ -1,98 +1,105 @@
-"""The registry of figure kinds: each figure declares here its name, the result kinds it is drawn
-from, the report section it belongs to, its caption and the function that draws it.  ``stam plot``
-(its choices and help), ``stam report`` (which figure goes where, and which data files it links)
-read them from here.  This module imports no matplotlib: the drawing functions are named as
-``"module:function"`` and imported when a figure is drawn.
+"""The registry of figure kinds.  Each figure is declared where it is drawn: its draw function
+``(results, nc) -> matplotlib Figure`` carries :func:`declare_figure` with the figure's name, the
+result kinds it is drawn from, the report section it belongs to, its caption (a text, or a
+function of the results defined beside it) and one line of help.  :func:`figure_kinds` (and the
+views :data:`FIGURES`, :data:`NAMES`) finds them by importing the modules of :data:`MODULES`, in
+that order, then in the order of their declarations; that is the order of ``stam plot --help``
+and of the report.  ``stam plot`` (its choices and help) and ``stam report`` (which figure goes
+where, and which data files it links) read them from here.
 
-To add a figure: write ``draw(results, nc) -> matplotlib Figure`` in a module of
-:mod:`stam.figures` (raise ``ValueError`` when the results hold nothing to draw) and add one
-:class:`FigureKind` to :data:`FIGURES`.
+The figure modules import matplotlib only inside the functions that draw
+(:func:`stam.figures.style.new_figure`), so finding the figure kinds, and ``stam plot --help``,
+import no matplotlib; this module imports none of them until a figure kind is asked for.
+
+To add a figure: write ``draw(results, nc) -> matplotlib Figure`` in a module of :data:`MODULES`
+(raise ``ValueError`` when the results hold nothing to draw) and put
+``@declare_figure(name, sources=..., section=..., caption=..., help=...)`` on it; a new module is
+added to :data:`MODULES` once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
-from stam.registry import load, lookup
+from stam.registry import lookup
+
+#: the modules that declare figure kinds, in the order of the report
+MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.tuning",
+           "stam.figures.training")
 
 
 @dataclass(frozen=True)
 class FigureKind:
     """A figure: ``sources`` are the result kinds (:data:`stam.figures.results.SCHEMAS`) it reads,
     ``section`` the report section (:data:`stam.figures.report.SECTIONS`) it is shown in,
-    ``caption`` its caption (``{nc}`` is replaced by the constants it assumes) or
-    ``"module:function"`` computing it from the results, ``draw`` the ``"module:function"`` that
-    draws it, ``help`` one line for ``stam plot --help``."""
+    ``caption`` its caption (``{nc}`` is replaced by the constants it assumes) or a function
+    computing it from the results, ``draw`` the function that draws it, ``help`` one line for
+    ``stam plot --help``, ``module`` the module that declares it."""
 
     name: str
     sources: tuple
     section: str
-    draw: str
-    caption: str
+    draw: Callable
+    caption: str | Callable
     help: str
-
-    def _load(self, ref: str):
-        return load(ref)
+    module: str = field(default="", compare=False)
 
     def figure(self, results, nc=None):
         """The matplotlib figure for ``results`` (a :class:`stam.figures.results.ResultSet`)."""
-        return self._load(self.draw)(results, nc)
+        return self.draw(results, nc)
 
     def caption_for(self, results, nc) -> str:
-        if self.caption.startswith("stam."):
-            return self._load(self.caption)(results)
+        if callable(self.caption):
+            return self.caption(results)
         return self.caption.replace("{nc}", nc.describe() if nc is not None else "")
 
     def source_results(self, results) -> list:
         return [r for kind in self.sources for r in results[kind]]
 
 
-FIGURES = (
-    FigureKind(
-        "admissible", ("lyapunov-region",), "admissible", "stam.figures.admissible:draw",
-        "The (\u03b3, \u03bb) and (\u03b3, \u03b2) planes for H = \u03bb/2\u2016x\u2212y\u2016\u00b2: shaded where "
-        "the theorem's conditions hold; markers and arrows: the paper's settings and schedules "
-        "(Table para, Section sub:3.3). Constants not known for a network: {nc}. With a lyapunov-region file "
-        "(stam pep --region): hatched blue where a Lyapunov function certifies STAM for the file's class (lines: the "
-        "paper-form limit, with minibatches dashed, convex F dotted), hatched orange where stam pep is unbounded "
-        "under \u03b4\u2080 + M\u2080'_T \u2264 1 (a bound of the theorem's form with M\u2080'_T is refuted there, not "
-        "the printed one with M\u2080').",
-        "admissible (no results needed; a lyapunov-region file of stam pep --region adds the certified and "
-        "refuted zones)"),
-    FigureKind(
-        "rates", ("synthetic-rates", "pep-sweep"), "rates", "stam.figures.rates:draw",
-        "min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "
-        "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given, under "
-        "\u03b4\u2080 + M\u2080'_T \u2264 1 (M\u2080'_T: the first T + 1 merits, at most the paper's M\u2080', so the "
-        "worst case bounds the one under the printed normalisation and a worst case below the bound holds for the "
-        "printed theorem).",
-        "rates (synthetic-rates and pep-sweep files)"),
-    FigureKind(
-        "map", ("convergence-map", "lyapunov-region"), "map", "stam.figures.convergence_map:draw",
-        "stam.figures.convergence_map:caption",
-        "map (convergence-map files of stam map; a lyapunov-region file of stam pep --region adds its limits as lines)"),
-    FigureKind(
-        "tuning-curves", ("tune",), "tuning", "stam.figures.tuning:draw", "stam.figures.tuning:caption",
-        "tuning-curves (tune files of stam tune: expected best validation accuracy against the number of trials)"),
-    FigureKind(
-        "training", ("train-run",), "training", "stam.figures.training:draw_training",
-        "Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
-        "STAM presets share STAM's colour.",
-        "training (stam train folders)"),
-    FigureKind(
-        "practice", ("train-run",), "practice", "stam.figures.training:draw_practice",
-        "STAM's stationarity proxies per epoch (log axes) beside the O(1/\u221aT) shape; shaded epochs: the "
-        "(\u03b3, \u03bb, \u03b2) in force satisfied the theorem's conditions.",
-        "practice (stam train folders)"),
-)
+_DECLARED: dict[str, FigureKind] = {}
 
-#: the names ``stam plot KIND`` takes
-NAMES = tuple(f.name for f in FIGURES)
+
+def declare_figure(name: str, *, sources: tuple, section: str, caption, help: str):
+    """Declare the decorated function ``(results, nc) -> matplotlib Figure`` as the
+    :class:`FigureKind` ``name`` (returned unchanged); a name declared twice is an error."""
+
+    def register(draw):
+        module = draw.__module__
+        known = _DECLARED.get(name)
+        if known is not None and known.module != module:
+            raise ValueError(f"figure kind {name!r} is declared twice: in {known.module} and in {module}")
+        _DECLARED[name] = FigureKind(name, tuple(sources), section, draw, caption, help, module)
+        return draw
+
+    return register
+
+
+def figure_kinds() -> tuple:
+    """Every declared figure kind (their modules, :data:`MODULES`, imported now), in the order of
+    their modules in :data:`MODULES`, then of their declarations."""
+    import importlib
+
+    for module in MODULES:
+        importlib.import_module(module)
+    order = {m: i for i, m in enumerate(MODULES)}
+    return tuple(sorted(_DECLARED.values(), key=lambda f: order.get(f.module, len(order))))
 
 
 def figure_kind(name: str) -> FigureKind:
     """The figure kind called ``name``; ``KeyError`` naming the known ones."""
-    return lookup(FIGURES, name, "figure kind")
+    return lookup(figure_kinds(), name, "figure kind")
 
 
-__all__ = ["FigureKind", "FIGURES", "NAMES", "figure_kind"]
+def __getattr__(attr: str):
+    """:data:`FIGURES` (every figure kind, :func:`figure_kinds`) and :data:`NAMES` (the names
+    ``stam plot KIND`` takes), found when first read."""
+    if attr == "FIGURES":
+        return figure_kinds()
+    if attr == "NAMES":
+        return tuple(f.name for f in figure_kinds())
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+__all__ = ["FigureKind", "FIGURES", "MODULES", "NAMES", "declare_figure", "figure_kind", "figure_kinds"]

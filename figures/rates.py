@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from stam.figures.kinds import declare_figure
 from stam.figures.results import finite
 from stam.figures.style import (
     BOUND_COLOR,
@@ -167,6 +168,14 @@ def plot_rates(rates: list[dict], pep_sweeps: list[dict] = ()):
     return fig
 
 
+@declare_figure(
+    "rates", sources=("synthetic-rates", "pep-sweep"), section="rates",
+    caption="min_t E S_t against T (log-log), mean over seeds with their spread shaded, the bound of Theorem "
+    "conv, a reference slope \u22121/2, and the exact worst case (PEP) where given, under "
+    "\u03b4\u2080 + M\u2080'_T \u2264 1 (M\u2080'_T: the first T + 1 merits, at most the paper's M\u2080', so the "
+    "worst case bounds the one under the printed normalisation and a worst case below the bound holds for the "
+    "printed theorem).",
+    help="rates (synthetic-rates and pep-sweep files)")
 def draw(results, nc=None):
     """The figure kind ``rates`` (:mod:`stam.figures.kinds`)."""
     return plot_rates([r.data for r in results["synthetic-rates"]], [r.data for r in results["pep-sweep"]])

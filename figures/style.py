@@ -3,6 +3,8 @@ algorithm (the single mapping used by all figures), and saving as PNG (150 dpi) 
 
 Figures are built on :class:`matplotlib.figure.Figure` directly (Agg canvas, no pyplot, no
 global state), so rendering works headless and many figures can be made in one process.
+matplotlib is imported by the functions that draw (:func:`new_figure`, :func:`log_axes`), not when
+this module is, so that the figure kinds (:mod:`stam.figures.kinds`) are found without it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-
-from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+from typing import TYPE_CHECKING
 
 from stam.dnn import catalog
 from stam.io import atomic_path
 from stam.synthetic import methods
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Okabe & Ito (2008), "Color universal design": distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = {
@@ -125,6 +128,8 @@ def run_style(algo: str, label: str, stam_labels: list[str] | None = None) -> di
 
 def new_figure(ncols: int = 1, nrows: int = 1, panel_size: tuple[float, float] = (5.2, 3.9), **kwargs):
     """A figure with an ``nrows x ncols`` grid of axes (always a 2-D array), constrained layout."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs)
     return fig, axes
@@ -150,6 +155,8 @@ def log_axes(ax, x: bool = True, y: bool = True) -> None:
     """Log scales with readable ticks: an axis spanning less than two decades gets ticks at
     1, 2, 5 x 10^k (1, 2, 3, 4, 5, 6, 8 x 10^k for short spans) written as plain numbers, instead of
     matplotlib's "2 x 10^0" minor labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
     for on, axis, set_scale, minpos in ((x, ax.xaxis, ax.set_xscale, ax.dataLim.minposx),
                                         (y, ax.yaxis, ax.set_yscale, ax.dataLim.minposy)):
         if not on or not math.isfinite(minpos):  # no positive value to draw (e.g. every one null): stay linear

@@ -15,9 +15,9 @@ in force satisfied the theorem's conditions are shaded.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 from stam.dnn import presets
+from stam.figures.kinds import declare_figure
 from stam.figures.results import finite
 from stam.figures.style import (
     ADMISSIBLE_COLOR,
@@ -73,6 +73,8 @@ def _sort_key(run) -> tuple:
 
 def plot_training(runs: list[dict], title: str | None = None):
     """Figure 3 for a list of runs (each ``{"config", "log", "summary"}``)."""
+    from matplotlib.ticker import MaxNLocator
+
     if not runs:
         raise ValueError("no train runs to plot")
     models = sorted({r["summary"].get("model", "?") for r in runs})
@@ -201,11 +203,21 @@ def plot_practice(runs: list[dict]):
     return fig
 
 
+@declare_figure(
+    "training", sources=("train-run",), section="training",
+    caption="Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
+    "STAM presets share STAM's colour.",
+    help="training (stam train folders)")
 def draw_training(results, nc=None):
     """The figure kind ``training`` (:mod:`stam.figures.kinds`)."""
     return plot_training([r.data for r in results["train-run"]])
 
 
+@declare_figure(
+    "practice", sources=("train-run",), section="practice",
+    caption="STAM's stationarity proxies per epoch (log axes) beside the O(1/\u221aT) shape; shaded epochs: the "
+    "(\u03b3, \u03bb, \u03b2) in force satisfied the theorem's conditions.",
+    help="practice (stam train folders)")
 def draw_practice(results, nc=None):
     """The figure kind ``practice`` (:mod:`stam.figures.kinds`)."""
     return plot_practice([r.data for r in results["train-run"]])

@@ -1,21 +1,37 @@
 """The tuning curves of ``stam tune`` (Dodge et al. 2019, "Show your work"): each algorithm's
 expected best validation accuracy against the number of trials, by resampling its trials
 (:func:`stam.dnn.tune.tuning_curves`), so an equal-budget comparison is shown at every budget up
-to the one run, not at that one alone."""
+to the one run, not at that one alone.  matplotlib and :mod:`stam.dnn.tune` are imported when a
+figure or its caption is made, so that finding the figure kinds stays cheap."""
 
 from __future__ import annotations
 
-from matplotlib.ticker import MaxNLocator
-
-from stam.dnn.tune import describe, tuning_curves
+from stam.figures.kinds import declare_figure
 from stam.figures.style import algo_color, canonical_algo, legend_below, new_figure
 
 #: line styles by position, so that algorithms sharing a colour stay apart
 _STYLES = ("-", "--", "-.", ":")
 
 
+def caption(results) -> str:
+    """The caption of the figure kind ``tuning-curves``."""
+    from stam.dnn.tune import describe
+
+    return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
+            "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
+            "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
+                                                    f"{r.data['params']['epochs']} epochs." for r in results["tune"]))
+
+
+@declare_figure(
+    "tuning-curves", sources=("tune",), section="tuning", caption=caption,
+    help="tuning-curves (tune files of stam tune: expected best validation accuracy against the number of trials)")
 def draw(results, nc=None):
     """The figure kind ``tuning-curves`` (:mod:`stam.figures.kinds`): one panel per tune result."""
+    from matplotlib.ticker import MaxNLocator
+
+    from stam.dnn.tune import describe, tuning_curves
+
     tuned = [r.data for r in results["tune"]]
     if not tuned:
         raise ValueError("no tune results to draw tuning curves from")
@@ -33,14 +49,6 @@ def draw(results, nc=None):
         ax.grid(alpha=0.3)
         legend_below(ax, ncol=min(5, len(labels)))
     return fig
-
-
-def caption(results) -> str:
-    """The caption of the figure kind ``tuning-curves``."""
-    return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
-            "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
-            "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
-                                                    f"{r.data['params']['epochs']} epochs." for r in results["tune"]))
 
 
 __all__ = ["draw", "caption"]

@@ -183,15 +183,67 @@ def test_the_figure_registry_is_consistent():
     for fk in kinds.FIGURES:
         assert fk.section in sections, fk
         assert set(fk.sources) <= set(result_kinds()), fk
-        assert callable(fk._load(fk.draw))
-        if fk.caption.startswith("stam."):
-            assert callable(fk._load(fk.caption))
+        assert callable(fk.draw) and fk.module == fk.draw.__module__ and fk.module in kinds.MODULES
+        assert isinstance(fk.caption, str) or callable(fk.caption)
+        assert fk.help.startswith(fk.name + " ("), fk
+    assert len(set(kinds.NAMES)) == len(kinds.FIGURES) == 6
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "plot" in a.choices)
     plot = sub.choices["plot"]
     kind = next(a for a in plot._actions if a.dest == "kind")
     assert tuple(kind.choices) == kinds.NAMES
+    assert plot.description == "KIND: " + "; ".join(f.help for f in kinds.FIGURES) + "."
     with pytest.raises(KeyError, match="choose one of: admissible, rates"):
         kinds.figure_kind("nope")
+
+
+def test_figure_kinds_are_declared_at_their_draw_functions_in_the_reports_order():
+    """Each figure kind is declared by ``@declare_figure`` on its draw function; every module of
+    ``figures/`` that declares one is in ``kinds.MODULES`` (else it would never be found), the
+    registry lists them in the order of the report's sections (the order ``stam plot --help``
+    shows), and no figure is named as a ``"module:function"`` string."""
+    import re
+
+    from stam.figures import kinds
+
+    root = Path(__file__).resolve().parents[1] / "figures"
+    declaring = {f"stam.figures.{p.stem}" for p in root.glob("*.py")
+                 if re.search(r"^@declare_figure\(", p.read_text(encoding="utf-8"), re.M)}
+    assert declaring == set(kinds.MODULES)
+    assert {fk.module for fk in kinds.FIGURES} == declaring
+    order = [sid for sid, _ in SECTIONS]
+    assert [order.index(fk.section) for fk in kinds.FIGURES] == sorted(order.index(fk.section) for fk in kinds.FIGURES)
+    assert not re.search(r"stam\.figures\.\w+:(draw|caption)", (root / "kinds.py").read_text(encoding="utf-8"))
+    with pytest.raises(ValueError, match="figure kind 'rates' is declared twice: in stam.figures.rates and in "
+                                         "somewhere.else"):
+        def draw(results, nc=None):
+            return None
+        draw.__module__ = "somewhere.else"
+        kinds.declare_figure("rates", sources=(), section="rates", caption="", help="rates ()")(draw)
+    assert kinds.figure_kind("rates").module == "stam.figures.rates"
+
+
+def test_plot_help_and_the_figure_registry_import_no_matplotlib():
+    """Finding the figure kinds, building the command line and ``stam plot --help`` import no
+    matplotlib (the figure modules import it when they draw); importing the registry alone imports
+    no figure module."""
+    import subprocess
+    import sys
+
+    code = ("import sys, contextlib, io\n"
+            "import stam.figures.kinds as k\n"
+            "alone = sorted(m for m in k.MODULES if m in sys.modules)\n"
+            "from stam.cli import build_parser, main\n"
+            "build_parser(); k.figure_kinds()\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            "        main(['plot', '--help'])\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "assert 'KIND: admissible (' in out.getvalue(), out.getvalue()\n"
+            "print(alone, 'matplotlib' in sys.modules, all(m in sys.modules for m in k.MODULES))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "False", "True"]
 
 
 def test_the_table_registry_is_consistent():
