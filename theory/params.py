@@ -65,9 +65,9 @@ class RegionParams(Params):
     force: bool = arg("--force", action="store_true", default=False,
                       help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
     out: str | None = out_arg(metavar="FILE", help="result file for --sweep-T and --region (JSON)")
-    lams: tuple | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
+    lams: list | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
                              help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
-    betas: tuple | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...", job=True,
+    betas: list | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...", job=True,
                               help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
     gamma_range: tuple | None = arg("--gamma-range", type=RangeArg("0.01:100:51", min_points=2, max_points=MAX_SCAN_POINTS),
                                     default=None, metavar="LO:HI:N", job=True,
