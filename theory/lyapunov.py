@@ -139,10 +139,10 @@ bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1088,7 +1088,8 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
     return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values()), "f_class": f_class}
 
 
-#: the sampled gradient of the default region: G = (G_1 + G_2)/2, minibatches of one (two branches).
+# REGION_SAMPLING (stam.theory.params): the sampled gradient of the default region, G = (G_1 + G_2)/2,
+# minibatches of one (two branches).
 #: :func:`theorem_region`: the fractions of Theorem conv's gamma_max(lam) checked.
 THEOREM_FRACTIONS = (0.5, 0.99)
 

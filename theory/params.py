@@ -19,7 +19,7 @@ from stam.params import Params, arg
 
 #: defaults of the search (:func:`stam.theory.lyapunov.region`): gamma searched on [1e-4, 1e4] (log
 #: bisection to a ratio of 1 + REGION_RTOL), the refutation at T = 1, 2 with its betas, the sampled
-#: gradient of the ``sampled`` column (N = 2, b = 1)
+#: gradient of the ``sampled`` column (N = 2, b = 1: G = (G_1 + G_2)/2, minibatches of one, two branches)
 REGION_GAMMA_RANGE = (1e-4, 1e4)
 REGION_RTOL = 0.02
 REFUTE_TS = (1, 2)
