@@ -149,20 +149,23 @@ def run_job(spec: dict) -> dict:
 
 def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size: int = 32, *, val_fraction: float = VAL_FRACTION,
                split_seed: int = 0, store=None, scheduler: str | None = None, workers: int = 1, progress: bool = True,
-               chunk: int = 64, task: dict | None = None) -> list[dict]:
+               chunk: int = 64, task: dict | None = None, spec: dict | None = None) -> list[dict]:
     """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
     ``seeds`` training seeds each (0, 1, ...; common random numbers across the grid); one row per
     grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy, in
     percent, over the seeds that did not diverge), metric_std, metric_final (mean final-epoch binary
     validation accuracy, percent), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose sign ever
     changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
-    (stored in ``store``, resumable; ``scheduler``: a Dask cluster)."""
+    (stored in ``store``, resumable; ``scheduler``: a Dask cluster).  Every job's spec is STAM's, the
+    keywords' (what is trained on what, how long), ``spec`` over them (``stam map``: its parameters'
+    :meth:`~stam.params.Params.spec`, every field marked ``job``), and its cell (the grid points and seeds
+    it trains)."""
     from stam.dnn.table import mean_std
 
     grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
     runs = [(g, l, b, s) for (g, l, b) in grid for s in range(seeds)]
     base = {"algo": "stam", "epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction,
-            "split_seed": split_seed, "test": False, **(task or task_spec())}
+            "split_seed": split_seed, "test": False, **(task or task_spec()), **(spec or {})}
     specs = []
     for i in range(0, len(runs), chunk):
         part = runs[i : i + chunk]

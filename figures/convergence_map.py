@@ -328,16 +328,17 @@ def problem_name(data: dict) -> str:
 
 def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progress: bool = True,
                store=None, scheduler: str | None = None, workers: int = 1, batch_size: int = 32, task: dict | None = None,
-               chunk: int = 64) -> dict:
+               chunk: int = 64, spec: dict | None = None) -> dict:
     """The network map as a ``convergence-map`` result: STAM on ``task``
     (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP) over the grid
     (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
-    cell flagged with Theorem conv's verdict."""
+    cell flagged with Theorem conv's verdict; ``spec``: what every job shares (``stam map``: the
+    parameters' :meth:`~stam.params.Params.spec`, :meth:`stam.figures.params.MapParams.network`)."""
     from stam.dnn.sweep import map_digits, task_spec  # late: tests put a stand-in into sys.modules
 
     task = task or task_spec()
     rows = map_digits(gammas, lams, betas, seeds, epochs, batch_size, store=store, scheduler=scheduler, workers=workers,
-                      progress=progress, task=task, chunk=chunk)
+                      progress=progress, task=task, chunk=chunk, spec=spec)
     flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
     for r, ok in zip(rows, flags):
         r["admissible"] = ok
@@ -472,19 +473,19 @@ def run(params) -> tuple[dict, tuple, float]:
             raise UsageError(str(exc)) from None
     else:
         from stam.dnn import batched, sweep
-        from stam.dnn.catalog import sweep_settings
 
-        d = sweep_settings(source, params)
-        task = sweep.task_spec(source, d["model"], d["width"], params.data_dir)
+        net = params.network()  # the data set's sweep defaults filled in: what every job trains, its spec()
+        task = sweep.task_spec(net.dataset, net.model, net.width, net.data_dir)
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         from stam.dnn import epochs as ep
 
         cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or DIGITS_SEEDS)
-        ep.check_work(float(cells) * d["epochs"] * sweep.train_size(task),
-                      f"{cells} trainings (grid x seeds) x {d['epochs']} epochs", params.force)
-        result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, d["epochs"],
+        ep.check_work(float(cells) * net.epochs * sweep.train_size(task),
+                      f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force)
+        result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, net.epochs,
                             progress=params.progress, store=out / "jobs", scheduler=params.scheduler, workers=params.workers,
-                            batch_size=d["batch_size"], task=task, chunk=batched.runs_per_job(d["model"], sweep.job_device()))
+                            batch_size=net.batch_size, task=task, chunk=batched.runs_per_job(net.model, sweep.job_device()),
+                            spec=net.spec())
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)
     return result, write_outputs(result, out, stem, regions), elapsed

@@ -8,10 +8,12 @@ and no matplotlib.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 
 from stam.cliargs import ListArg, RangeArg, n_seeds_arg, out_arg
 from stam.datasets import DATASET_NAMES
+from stam.dnn.catalog import VAL_FRACTION, sweep_settings
 from stam.dnn.params import data_dir_arg, model_arg, width_arg
 from stam.errors import batch_int, positive_float, positive_int, seed_int, threads_int
 from stam.jobs import scheduler_arg, workers_arg
@@ -61,7 +63,7 @@ class MapParams(Params):
     problem: str | None = arg("--problem", default=None, metavar="NAME|FILE.py:NAME", exclusive="source",
                               help="synthetic problem family (binary), or a function of lam= in a Python file returning a "
                               "problem")
-    dataset: str | None = arg("--dataset", choices=DATASET_NAMES, default=None, exclusive="source",
+    dataset: str | None = arg("--dataset", choices=DATASET_NAMES, default=None, exclusive="source", job=True,
                               help="real data: digits (the default when --problem is not given), cifar10 or cifar100")
     gammas: list | None = arg("--gammas", type=POSITIVE_LIST, default=None, metavar="G1,G2,...", exclusive="gamma",
                               help=f"gamma values (default: --gamma-range {_range(CM.MAP_GAMMAS)})")
@@ -76,12 +78,12 @@ class MapParams(Params):
                              f"digits {','.join(f'{b:g}' for b in DIGITS_BETAS)})")
     iterations: int | None = arg("--iterations", type=positive_int, default=None,
                                  help=f"synthetic: STAM iterations T (default {CM.MAP_ITERATIONS})")
-    epochs: int | None = arg("--epochs", type=positive_int, default=None,
+    epochs: int | None = arg("--epochs", type=positive_int, default=None, job=True,
                              help="network: training epochs (default 60 digits, 10 CIFAR)")
     force: bool = arg("--force", action="store_true", default=False,
                       help="work above the limit: network, 10 times the paper's run in image passes; synthetic, "
                       f"{SYNTHETIC_WORK_LIMIT} times the default map's iterations")
-    batch_size: int | None = arg("--batch-size", type=batch_int, default=None,
+    batch_size: int | None = arg("--batch-size", type=batch_int, default=None, job=True,
                                  help="network: batch size (default 32 digits, 128 CIFAR)")
     model: str | None = model_arg()
     width: float | None = width_arg()
@@ -101,6 +103,18 @@ class MapParams(Params):
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bar")
     scheduler: str | None = scheduler_arg()  # a network map's trainings are jobs in DIR/jobs, here or on a Dask cluster
     workers: int = workers_arg()
+    # library-only: the validation split of every training of a network map (part of every job)
+    val_fraction: float = arg(default=VAL_FRACTION, job=True)
+    split_seed: int = arg(default=0, job=True)
+
+    def network(self) -> "MapParams":
+        """A network map's parameters as its jobs train: the data set (digits where not given) and, where a
+        flag is not given, the data set's sweep defaults (:data:`stam.dnn.catalog.SWEEP_DEFAULTS`: model,
+        width, batch size, epochs).  Every job of the map is its :meth:`spec` (the fields marked ``job``:
+        what is trained on what, how long) and its cell (:func:`stam.dnn.sweep.map_digits`)."""
+        dataset = self.dataset or "digits"
+        d = sweep_settings(dataset, self)
+        return dataclasses.replace(self, dataset=dataset, **dict(d, width=float(d["width"])), data_dir=str(self.data_dir))
 
 
 __all__ = ["MapParams", "MAX_POINTS", "GRID_LIMITS", "grid_float", "POSITIVE_LIST", "MAP_RANGE", "DIGITS_SEEDS",

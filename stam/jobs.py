@@ -179,12 +179,13 @@ def scheduler_arg():
     return arg("--scheduler", metavar="ADDRESS", type=_scheduler_type, default=None, help=_SCHEDULER_HELP)
 
 
-def workers_arg(workers: int = 1, aliases: tuple = ()):
-    """``--workers N`` as a field of an experiment's parameters (:func:`stam.params.arg`)."""
+def workers_arg(workers: int | None = 1, aliases: tuple = (), help: str | None = None):
+    """``--workers N`` as a field of an experiment's parameters (:func:`stam.params.arg`); ``help``:
+    where a command says more than the default's text (what its processes run)."""
     from stam.params import arg
 
     return arg("--workers", metavar="N", type=positive_int, default=workers, old=aliases,
-               help=f"local processes (default {workers}); not with --scheduler")
+               help=help or f"local processes (default {workers}); not with --scheduler")
 
 
 def stored(specs: list[dict], store: Path | str, check: Callable | None = None) -> list[bool]:

@@ -296,16 +296,17 @@ def compare_command(args) -> int:
     return 0
 
 
-def sweep_specs(problems, seeds, fractions, R: int, T_grid: list[int], names: dict | None = None) -> list[tuple[str, dict]]:
-    """``(stem, spec)`` of every job of a sweep (each combination once), for
-    :func:`stam.jobs.run_jobs`: the spec holds everything the result depends on (the problem, its
-    seed, the gamma fraction, R and the horizons; for a ``FILE.py:NAME`` problem also the SHA-256
-    of the file, so that an edited file is run again).  ``names`` maps a ``FILE.py:NAME``
-    problem to the name in its file names."""
+def sweep_specs(params, names: dict | None = None) -> list[tuple[str, dict]]:
+    """``(stem, spec)`` of every job of the sweep ``params`` (:class:`stam.synthetic.params.SweepParams`; each
+    cell once), for :func:`stam.jobs.run_jobs`: the spec is the parameters' :meth:`~SweepParams.spec` (R and
+    the horizons, every field marked ``job``) and the cell's own coordinates (the problem, its seed, the
+    gamma fraction; for a ``FILE.py:NAME`` problem also the SHA-256 of the file, so that an edited file is
+    run again).  ``names`` maps a ``FILE.py:NAME`` problem to the name in its file names."""
     names = names or {}
+    base = params.spec()
     out = []
-    for problem, seed, frac in dict.fromkeys(itertools.product(problems, seeds, fractions)):
-        spec = {"problem": problem, "seed": seed, "gamma_fraction": frac, "R": R, "T_grid": list(T_grid)}
+    for problem, seed, frac in dict.fromkeys(itertools.product(params.problems, params.seeds, params.gamma_fractions)):
+        spec = {**base, "problem": problem, "seed": seed, "gamma_fraction": frac}
         if is_file_spec(problem):
             spec["file_sha256"] = _file_digest(split_spec(problem, "--problems")[0])
         out.append((f"rates-{names.get(problem, problem)}-seed{seed}-gf{frac:g}", spec))
@@ -367,8 +368,6 @@ def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
     unknown = [p for p in problems if p not in NAMES and not is_file_spec(p)]
     if unknown:
         raise UsageError(f"--problems: unknown problem {unknown[0]!r}; known: {', '.join(NAMES)} or FILE.py:NAME")
-    from stam.synthetic.rates import geometric_grid
-
     seeds = args.seeds
     fractions = args.gamma_fractions
     bad = [f for f in fractions if not 0 < f < 1]
@@ -376,7 +375,7 @@ def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
         raise UsageError(f"--gamma-fractions: {bad[0]} is not in (0, 1)")
     T_min = RUN_DEFAULTS["T_min"]
     require(args.T_max >= T_min, f"--T-max {args.T_max} must be >= {T_min}")
-    T_grid = geometric_grid(T_min, args.T_max, args.T_points)
+    T_grid = args.spec()["T_grid"]  # the horizons every job runs
     per_job = _run_work(args.R, T_grid, SIZE["b"], SIZE["n"]) / _default_run_work()
     require(per_job <= WORK_LIMIT, f"--R {args.R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} are about "
             f"{per_job:.3g} times the default run's work per job, above the limit of {WORK_LIMIT}; lower them")
@@ -389,7 +388,7 @@ def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
         names[spec] = stem_name
     clash = [v for v in names.values() if v in NAMES or list(names.values()).count(v) > 1]
     require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")
-    jobs = sweep_specs(problems, seeds, fractions, args.R, T_grid, names)
+    jobs = sweep_specs(args, names)
     for stem, _ in jobs:
         for suffix in (".json", ".csv"):
             check_out_file(out / f"{stem}{suffix}")

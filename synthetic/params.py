@@ -122,15 +122,27 @@ class SweepParams(Params):
     gamma_fractions: list = arg("--gamma-fractions", type=ListArg(finite_float, "gamma/gamma_max in (0, 1)", "0.25,0.5"),
                                 default_factory=lambda: [0.25, 0.5], cli_default="0.25,0.5", metavar="F1,F2,...",
                                 help="comma-separated gamma/gamma_max (default 0.25,0.5)")
-    R: int = arg("--R", type=positive_int, default=SWEEP_DEFAULTS["R"], help=f"runs per job (default {SWEEP_DEFAULTS['R']})")
-    T_max: int = arg("--T-max", type=positive_int, default=SWEEP_DEFAULTS["T_max"],
+    R: int = arg("--R", type=positive_int, default=SWEEP_DEFAULTS["R"], job=True,
+                 help=f"runs per job (default {SWEEP_DEFAULTS['R']})")
+    T_max: int = arg("--T-max", type=positive_int, default=SWEEP_DEFAULTS["T_max"], job=True,
                      help=f"largest horizon (default {SWEEP_DEFAULTS['T_max']})")
-    T_points: int = arg("--T-points", type=positive_int, default=SWEEP_DEFAULTS["T_points"],
+    T_points: int = arg("--T-points", type=positive_int, default=SWEEP_DEFAULTS["T_points"], job=True,
                         help=f"horizons per job (default {SWEEP_DEFAULTS['T_points']})")
     scheduler: str | None = scheduler_arg()
     workers: int = workers_arg(2, aliases=("-j", "--jobs"))  # -j/--jobs: the old spelling, hidden
     out: str = out_arg(default="results/synthetic/sweep", help="output directory (default results/synthetic/sweep)")
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bar")
+
+    def spec(self) -> dict:
+        """What every job of the sweep shares (each job adds its cell: the problem, the seed, the gamma
+        fraction; :func:`stam.synthetic.commands.sweep_specs`): the fields marked ``job``, the horizons
+        as the grid a job runs, ``T_grid`` (from the run's smallest horizon to ``T_max``, ``T_points`` of
+        them, :func:`stam.synthetic.rates.geometric_grid`)."""
+        from stam.synthetic.rates import geometric_grid
+
+        spec = super().spec()
+        spec["T_grid"] = geometric_grid(RUN_DEFAULTS["T_min"], spec.pop("T_max"), spec.pop("T_points"))
+        return spec
 
 
 __all__ = ["QUICK", "RUN_DEFAULTS", "SWEEP_DEFAULTS", "COMPARE_DEFAULTS", "Instance", "RunParams", "CompareParams",

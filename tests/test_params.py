@@ -77,3 +77,133 @@ def test_a_commands_flags_are_its_parameters_and_agree_on_defaults(cmd):
     required = {a.dest: "x" for a in parser._actions if a.required}  # (text flags: --problem)
     argv = [s for a in parser._actions if a.required for s in (a.option_strings[0], "x")]
     assert cls.from_args(parser.parse_args(argv)) == cls(**required)  # by default the command runs the library's default
+
+
+# --- the sweeps' job specifications: each cell's spec is {**params.spec(), the cell} -------------------------------
+class _Captured(Exception):
+    def __init__(self, specs):
+        self.specs = [dict(s) for s in specs]
+
+
+def _capture(fn, specs, *args, **kw):
+    raise _Captured(specs)
+
+
+def _other(value, f: dataclasses.Field):
+    """A different value of the field ``f`` than ``value`` (one a run accepts)."""
+    m = f.metadata
+    choices = m["argparse"].get("choices")
+    if choices:
+        convert = m["convert"] or (lambda v: v)
+        return next(convert(c) for c in choices if convert(c) != value)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 2
+    if isinstance(value, str):
+        return value + "-other"
+    if isinstance(value, (tuple, list)):
+        return type(value)([*value[:-1], _other(value[-1], f)])
+    raise AssertionError(f"no other value for {f.name} = {value!r}")
+
+
+def _region_cells(params, monkeypatch):
+    """The job specs of ``stam pep --region`` with ``params`` (its run, stam.theory.pep_cli.run_region)."""
+    import stam.jobs
+    from stam.theory.pep_cli import run_region
+
+    monkeypatch.setattr(stam.jobs, "run_jobs", _capture)
+    with pytest.raises(_Captured) as got:
+        run_region(params)
+    return got.value.specs
+
+
+def _map_cells(params, monkeypatch):
+    """The job specs of ``stam map --dataset`` with ``params`` (its run, stam.figures.convergence_map.run; the data
+    set is not loaded)."""
+    from stam.dnn import sweep
+    from stam.figures.convergence_map import run
+
+    monkeypatch.setattr(sweep, "check_task", lambda task: None)
+    monkeypatch.setattr(sweep, "train_size", lambda task: 100)
+    monkeypatch.setattr(sweep, "run_jobs", _capture)
+    with pytest.raises(_Captured) as got:
+        run(params)
+    return got.value.specs
+
+
+def _sweep_cells(params, monkeypatch, capsys):
+    """The job specs of ``stam synthetic sweep`` with ``params`` (its run, sweep_command)."""
+    import stam.jobs
+    from stam.synthetic.commands import sweep_command
+
+    monkeypatch.setattr(stam.jobs, "run_jobs", _capture)
+    with pytest.raises(_Captured) as got:
+        sweep_command(params)
+    capsys.readouterr()
+    return got.value.specs
+
+
+def _experiments(tmp_path):
+    """(parameters, how a run resolves them, how many cells, the non-job fields tried) of each sweep."""
+    from stam.figures.params import MapParams
+    from stam.synthetic.params import SweepParams
+    from stam.theory import lyapunov
+    from stam.theory.params import RegionParams
+
+    return {
+        "region": (RegionParams(lams=(1.0, 4.0), betas=(100.0,), out=str(tmp_path / "r.json")), lyapunov.resolved, 2,
+                   dict(workers=2, out=str(tmp_path / "other.json"), force=True, scheduler="tcp://127.0.0.1:8786")),
+        "map": (MapParams(dataset="digits", gammas=[0.01, 1.0], lams=[0.5], betas=[20.0], n_seeds=2, out=str(tmp_path / "m")),
+                MapParams.network, 1, dict(workers=2, out=str(tmp_path / "m2"), progress=False, force=True)),
+        "sweep": (SweepParams(problems=["binary"], seeds=[0, 1], gamma_fractions=[0.5], out=str(tmp_path / "s")),
+                  lambda p: p, 2, dict(workers=1, out=str(tmp_path / "s2"), progress=False, scheduler="tcp://127.0.0.1:8786")),
+    }
+
+
+@pytest.mark.parametrize("name", ["region", "map", "sweep"])
+def test_each_cells_job_spec_is_the_parameters_spec_and_the_cell(name, tmp_path, monkeypatch, capsys):
+    """Every job of a sweep is ``{**params.spec(), <the cell>}`` (of the parameters as the run resolves
+    them): a field marked ``job`` changes every cell's spec, a field that is not (--workers, --out, ...)
+    changes none, so a rerun with other such flags reuses the store."""
+    params, resolve, n, not_job = _experiments(tmp_path)[name]
+    cells = {"region": _region_cells, "map": _map_cells,
+             "sweep": lambda p, m: _sweep_cells(p, m, capsys)}[name]
+    first = cells(params, monkeypatch)
+    base = resolve(params).spec()
+    assert len(first) == n and all(spec.items() >= base.items() for spec in first)
+    jobs = [f for f in dataclasses.fields(params) if f.metadata.get("job")]
+    assert len(jobs) >= 3
+    for f in jobs:
+        changed = dataclasses.replace(params, **{f.name: _other(getattr(resolve(params), f.name), f)})
+        again = cells(changed, monkeypatch)
+        assert all(a != b for a, b in zip(again, first)), f"{name}: {f.name} (job=True) left a cell's spec unchanged"
+    for field, value in not_job.items():
+        assert not dataclasses.fields(params)[[g.name for g in dataclasses.fields(params)].index(field)].metadata["job"]
+        assert cells(dataclasses.replace(params, **{field: value}), monkeypatch) == first, f"{name}: {field} changed the specs"
+
+
+def test_the_regions_flags_come_from_its_parameters():
+    """`stam pep --region` declares its parameters (stam.theory.params.RegionParams): every flagged field is a
+    flag of `stam pep`, spelled, typed, defaulted and explained by the field; the parsed command line is the
+    library's default object; the classes of F are the PEP's."""
+    from stam.params import flagged
+    from stam.theory.params import F_CLASS_NAMES, REGION_ONLY, RegionParams
+    from stam.theory.pep import F_CLASSES
+
+    parser = _commands()[("pep",)]
+    actions = {a.dest: a for a in parser._actions}
+    text = parser.format_help()
+    for f in flagged(RegionParams):
+        a = actions[f.name]
+        assert tuple(a.option_strings) == f.metadata["flags"] and a.help == f.metadata["help"]
+        assert all(flag in text for flag in f.metadata["flags"]) and a.type is f.metadata["argparse"].get("type")
+    assert {f.name for f in flagged(RegionParams)} >= set(REGION_ONLY)
+    args = parser.parse_args(["--region", "-o", "x.json"])
+    assert RegionParams.from_args(args) == RegionParams(out="x.json")
+    got = RegionParams.from_args(parser.parse_args(["--region", "-o", "x.json", "--N", "3", "--b", "2", "--solver", "scs",
+                                                    "--F", "convex", "--lams", "1,2", "--workers", "1"]))
+    assert (got.sampling, got.solver, got.f_class, got.lams, got.workers) == ((3, 2), "scs", "convex", [1.0, 2.0], 1)
+    assert F_CLASS_NAMES == F_CLASSES

@@ -274,7 +274,7 @@ def test_cli_classes_match_the_library():
 
     parser = argparse.ArgumentParser()
     pep_cli.register(parser.add_subparsers())
-    action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if a.dest == "F")
+    action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if "--F" in a.option_strings)
     assert tuple(action.choices) == pep.F_CLASSES and action.default == pep.DEFAULT_F_CLASS
 
 

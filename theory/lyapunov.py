@@ -139,6 +139,7 @@ bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -150,6 +151,8 @@ from stam.algorithm import stam_init, stam_step
 from stam.errors import UsageError, require
 from stam.io import provenance
 from stam.theory import numeric
+from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REGION_RTOL, REGION_SAMPLING, SCAN_MAX_STEPS,
+                                SCAN_RATIO, RegionParams)
 from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_solver, validate_sampling,
                              check_f_class, minibatches, stam_pep)
 from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
@@ -920,10 +923,7 @@ def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, templat
 #: [1e-4, 1e4] (log bisection to a ratio of 1.02), beta on a log grid, refutation at T = 1, 2.
 REGION_LAMS = tuple(float(v) for v in np.logspace(-2, 1.5, 12))
 REGION_BETAS = tuple(float(v) for v in np.logspace(0, 6, 13))
-REGION_GAMMA_RANGE = (1e-4, 1e4)
-REGION_RTOL = 0.02
-REFUTE_TS = (1, 2)
-REFUTE_BETAS = (10.0, 1e3, 1e5)
+# the rest, literals, are declared with the command's parameters (stam.theory.params, imported above)
 
 
 def _bisect(test, lo: float, hi: float, rtol: float):
@@ -940,10 +940,7 @@ def _bisect(test, lo: float, hi: float, rtol: float):
     return lo, hi, calls + more
 
 
-#: ratio of the scan of :func:`_first_gap` (about 12.6 points per decade), and its most steps (a wider
-#: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
-SCAN_RATIO = 1.2
-SCAN_MAX_STEPS = 110
+# the ratio of the scan of :func:`_first_gap` and its most steps: SCAN_RATIO, SCAN_MAX_STEPS of stam.theory.params
 
 
 def gamma_scan_ratio(gamma_range) -> float:
@@ -1091,8 +1088,8 @@ def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0,
     return {"lo": lo, "hi": hi, "statuses": statuses, "solves": sum(statuses.values()), "f_class": f_class}
 
 
-#: the sampled gradient of the default region: G = (G_1 + G_2)/2, minibatches of one (two branches).
-REGION_SAMPLING = (2, 1)
+# REGION_SAMPLING (stam.theory.params): the sampled gradient of the default region, G = (G_1 + G_2)/2,
+# minibatches of one (two branches).
 #: :func:`theorem_region`: the fractions of Theorem conv's gamma_max(lam) checked.
 THEOREM_FRACTIONS = (0.5, 0.99)
 
@@ -1205,37 +1202,75 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     in ``store`` (a folder; None: a temporary one) as they finish, so a rerun on the same store computes only the
     missing rows; ``workers`` local processes or a Dask ``scheduler`` (every row is computed alone, so the result is
     the same; ``progress`` sees the rows in order once all are done; ``bar``: the engine's progress bar);
-    ``scan_ratio``: the step of the scan (:func:`_first_gap`)."""
+    ``scan_ratio``: the step of the scan (:func:`_first_gap`).  The same as :func:`compute_region` of these
+    parameters (:class:`stam.theory.params.RegionParams`)."""
+    params = RegionParams(lams=lams, betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts,
+                          refute_betas=refute_betas, solver=solver, f_class=f_class, sampling=sampling,
+                          beside_convex=beside_convex, workers=workers, scan_ratio=scan_ratio, refute_beside=refute_beside,
+                          scheduler=scheduler)
+    return compute_region(params, progress=progress, store=store, bar=bar)
+
+
+def region_specs(params: RegionParams) -> list[dict]:
+    """The job of each lambda of :func:`compute_region` (:func:`region_job`): the parameters'
+    :meth:`~stam.params.Params.spec` (the fields marked ``job``: everything a row depends on) plus the
+    lambda, with the job's kind and :data:`SEARCH_VERSION`.  ``params``: as :func:`resolved` gives them."""
+    base = {"kind": ROW_JOB, "version": SEARCH_VERSION, **params.spec()}
+    return [{**base, "lam": float(lam)} for lam in params.lams]
+
+
+def resolved(params: RegionParams) -> RegionParams:
+    """``params`` with the defaults of the grids given as None filled in (:data:`REGION_LAMS`,
+    :data:`REGION_BETAS`, :data:`REGION_GAMMA_RANGE`; the workers: 2 where 2 CPUs are visible, else 1, and 1
+    with a scheduler) and each number of its type (a lambda of 1 and of 1.0 is the same job)."""
+    sampling = params.sampling
+    return dataclasses.replace(
+        params, lams=tuple(float(v) for v in (params.lams if params.lams is not None else REGION_LAMS)),
+        betas=tuple(float(b) for b in (params.betas if params.betas is not None else REGION_BETAS)),
+        gamma_range=tuple(float(g) for g in (params.gamma_range if params.gamma_range is not None else REGION_GAMMA_RANGE)),
+        L1=float(params.L1), rtol=float(params.rtol), refute_Ts=tuple(int(T) for T in params.refute_Ts),
+        refute_betas=tuple(float(b) for b in params.refute_betas), beside_convex=bool(params.beside_convex),
+        sampling=None if sampling is None else tuple(int(v) for v in sampling), scan_ratio=float(params.scan_ratio),
+        refute_beside=bool(params.refute_beside),
+        workers=params.workers or (1 if params.scheduler else default_workers()))
+
+
+def compute_region(params: RegionParams, progress=None, store=None, bar: bool = False) -> dict:
+    """:func:`region` of the parameters ``params`` (:class:`stam.theory.params.RegionParams`: its grids, the
+    class of F, the sampled gradient, the search's settings, ``workers`` and ``scheduler``); each lambda one job
+    of :func:`region_specs` in ``store`` (None: a temporary folder)."""
     import tempfile
     from pathlib import Path
 
     from stam.jobs import run_jobs
 
+    f_class, L1, rtol, sampling, workers = params.f_class, params.L1, params.rtol, params.sampling, params.workers
+    gamma_range = params.gamma_range if params.gamma_range is not None else REGION_GAMMA_RANGE
     check_f_class(f_class)
     for name, value in (("L1", L1), ("rtol", rtol)):
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
-    require(isinstance(workers, int) and workers >= 1, f"workers={workers} must be an integer >= 1")
+    require(workers is None or (isinstance(workers, int) and workers >= 1), f"workers={workers} must be an integer >= 1")
     if sampling is not None:
         validate_sampling(*sampling)
-    for lam in lams:
-        _validate(float(lam), 1.0, 1.0, L1)
+    full = resolved(params)
+    for lam in full.lams:
+        _validate(lam, 1.0, 1.0, L1)
     start = time.perf_counter()
-    require(math.isfinite(scan_ratio) and scan_ratio > 1, f"scan_ratio={scan_ratio} must be a finite number > 1")
-    args = dict(betas=[float(b) for b in betas], L1=float(L1), gamma_range=[float(g) for g in gamma_range],
-                rtol=float(rtol), refute_Ts=[int(T) for T in refute_Ts], refute_betas=[float(b) for b in refute_betas],
-                solver=solver, f_class=f_class, sampling=None if sampling is None else [int(v) for v in sampling],
-                beside_convex=bool(beside_convex), scan_ratio=float(scan_ratio), refute_beside=bool(refute_beside))
-    specs = [{"kind": ROW_JOB, "version": SEARCH_VERSION, "lam": float(lam), **args} for lam in lams]
+    require(math.isfinite(params.scan_ratio) and params.scan_ratio > 1,
+            f"scan_ratio={params.scan_ratio} must be a finite number > 1")
+    specs = region_specs(full)
     with tempfile.TemporaryDirectory(prefix="stam-region-") as tmp:
-        rows = run_jobs(region_job, specs, Path(store) if store is not None else Path(tmp), scheduler=scheduler,
-                        workers=min(workers, max(len(specs), 1)), progress=bar, desc="lambdas", check=check_region_row)
+        rows = run_jobs(region_job, specs, Path(store) if store is not None else Path(tmp), scheduler=params.scheduler,
+                        workers=min(full.workers, max(len(specs), 1)), progress=bar, desc="lambdas", check=check_region_row)
     failed = [(spec["lam"], row["error"]) for spec, row in zip(specs, rows) if "error" in row]
     require(not failed, f"the row of lambda = {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''}")
     if progress is not None:
         for row in rows:
             progress(row)
+    betas, scan_ratio, workers = full.betas, params.scan_ratio, full.workers
+    refute_Ts, refute_betas = params.refute_Ts, params.refute_betas
     return {
         "kind": "lyapunov-region",
         "provenance": provenance(),
@@ -1275,4 +1310,5 @@ REGION = ResultType(
 
 __all__ = ["BRACKET", "REGION_ROW", "REGION", "TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
            "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
-           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region"]
+           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region", "compute_region",
+           "region_specs", "resolved"]

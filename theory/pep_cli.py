@@ -10,22 +10,17 @@ import contextlib
 import math
 import sys
 
-from stam.cliargs import ListArg, RangeArg, add_out
-from stam.jobs import add_scheduler_args
+from stam.cliargs import ListArg
 from stam.errors import UsageError, positive_float, positive_int, require
 from stam.io import check_out_file
+from stam.params import add_field, flagged
+from stam.theory.params import MAX_GRAM, REGION_ONLY, RegionParams
 
-#: the largest Gram matrix ``stam pep`` builds without ``--force``: ``2T + 2`` points (``2T + 3``
-#: with ``--free-start``), so T <= 24.  The SDP has O(T^2) interpolation constraints, each of
-#: Gram size: on 2 CPU cores T = 10 takes about 5 s, T = 20 about 20 s, and the time grows
-#: like T^4 or faster (T = 100000 would not finish).
-MAX_GRAM = 50
+# MAX_GRAM, the largest Gram matrix ``stam pep`` builds without ``--force``: stam.theory.params (the help of --force)
+
 #: the most work a sweep does without ``--force``, in units of the largest PEP allowed (the work
 #: of one PEP counted as ``(Gram size / MAX_GRAM)^4``): a few minutes on 2 cores.
 MAX_SWEEP_WORK = 4.0
-#: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``lyapunov.SCAN_MAX_STEPS + 1``
-MAX_SCAN_POINTS = 111
-POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
 
 
 def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
@@ -92,7 +87,7 @@ def _method_text(f_class: str, N: int, b: int) -> str:
 
 
 def _print_row(args, row: dict) -> None:
-    print(f"{_method_text(args.F, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
+    print(f"{_method_text(args.f_class, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
           f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
     metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
     print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
@@ -137,9 +132,9 @@ def _pep(args) -> int:
         require(args.N <= MAX_N, f"--N {args.N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
         require(args.b <= args.N, f"--b {args.b} must be at most --N {args.N}")
     if args.region:
-        return _region(args, solver)
+        return _region(args)
     args.N, args.b = (args.N or 1), (args.b or 1)
-    stray = [f for f in ("lams", "betas", "gamma_range", "workers", "scheduler") if getattr(args, f) is not None]
+    stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
     require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
@@ -151,7 +146,7 @@ def _pep(args) -> int:
         require(args.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
         with _beyond_floats(args):
             row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
-                              solver=solver, f_class=args.F, N=args.N, b=args.b)
+                              solver=solver, f_class=args.f_class, N=args.N, b=args.b)
         row = {"lam": args.lam, "gamma": args.gamma, "beta": args.beta, "L1": args.L1, **row}
         if args.json:
             print(dumps(row))
@@ -161,7 +156,7 @@ def _pep(args) -> int:
     require(args.out is not None, "--sweep-T writes a result file: give --out FILE.json")
     with _beyond_floats(args):
         sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
-                              solver=solver, f_class=args.F, N=args.N, b=args.b)
+                              solver=solver, f_class=args.f_class, N=args.N, b=args.b)
     pep.PEP_SWEEP.write(sweep, args.out)
     if args.json:
         print(dumps(sweep))
@@ -229,29 +224,49 @@ def region_store(out) -> "Path":
     return out.with_name(out.stem + "-jobs")
 
 
-def _region(args, solver) -> int:
-    """``stam pep --region``: the certified and the refuted region (:func:`stam.theory.lyapunov.region`)."""
-    from stam.io import dumps
+def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
+    """``stam pep --region`` as a library call: the certified and the refuted region
+    (:func:`stam.theory.lyapunov.compute_region`) of ``params``, its lambdas jobs in the store
+    :func:`region_store` of ``params.out`` (a rerun with the same parameters reuses them), refused above
+    :data:`MAX_REGION_WORK_S` unless ``params.force`` and announced on stderr from :data:`REGION_SAY_S`;
+    writes the ``lyapunov-region`` file ``params.out`` and returns it.  ``progress``: called with each row."""
     from stam.theory import lyapunov
 
-    extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
-    require(not extra, f"--region searches over gamma and beta itself; drop {', '.join('--' + e.replace('_', '-') for e in extra)}"
-            " (give lambdas with --lams)")
-    require(not args.free_start, "--free-start is for a single PEP, not for --region")
-    require(args.out is not None, "--region writes a result file: give --out FILE.json")
-    check_out_file(args.out, "--out")
-    sampling = (args.N, args.b) if args.N is not None else lyapunov.REGION_SAMPLING
-    lams = args.lams or lyapunov.REGION_LAMS
-    betas = args.betas or lyapunov.REGION_BETAS
-    gamma_range = args.gamma_range or lyapunov.REGION_GAMMA_RANGE
-    classes = [args.F] + (["convex"] if args.F != "convex" else [])
+    require(params.out is not None, "--region writes a result file: give --out FILE.json")
+    check_out_file(params.out, "--out")
+    sampling = params.sampling
+    lams = params.lams or lyapunov.REGION_LAMS
+    betas = params.betas or lyapunov.REGION_BETAS
     seconds = region_work_s(len(lams), len(betas), sampling)
-    require(args.force or seconds <= MAX_REGION_WORK_S,
+    require(params.force or seconds <= MAX_REGION_WORK_S,
             f"--region with {len(lams)} lambdas, {len(betas)} betas and N = {sampling[0]}, b = {sampling[1]} is about "
             f"{seconds / 60:.0f} min of CPU, above the limit of {MAX_REGION_WORK_S / 60:.0f} min; give fewer --lams/--betas "
             "or a smaller N, or add --force")
     if seconds >= REGION_SAY_S:  # long work is announced before it starts
         print(f"stam pep --region: about {seconds / 60:.1f} min of CPU (estimate)", file=sys.stderr, flush=True)
+    try:
+        result = lyapunov.compute_region(params, progress=progress, store=region_store(params.out), bar=bar)
+    except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
+        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
+            raise
+        raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
+                         "are beyond floating point; give values of ordinary size") from None
+    lyapunov.REGION.write(result, params.out)
+    return result
+
+
+def _region(args) -> int:
+    """``stam pep --region``: the flags of a single PEP refused, the parameters of the command line
+    (:class:`stam.theory.params.RegionParams`), :func:`run_region`, the table on stdout."""
+    from stam.io import dumps
+
+    extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
+    require(not extra, f"--region searches over gamma and beta itself; drop {', '.join('--' + e.replace('_', '-') for e in extra)}"
+            " (give lambdas with --lams)")
+    require(not args.free_start, "--free-start is for a single PEP, not for --region")
+    params = RegionParams.from_args(args)
+    sampling, f_class = params.sampling, params.f_class
+    classes = [f_class] + (["convex"] if f_class != "convex" else [])
     header = [f"{'':>20}{'certified gamma, full gradient':>40}   {'sampled N=%d b=%d' % sampling:>17}   {'refuted from':>15}"
               f"   {'Theorem conv':>12}",
               f"{'class of F':>9} {'lambda':>9} {'gamma_max':>10} {'general':>17} {'paper':>17}   {'paper':>17}   "
@@ -262,23 +277,13 @@ def _region(args, solver) -> int:
             while header:  # printed with the first rows: an error before it leaves stdout empty
                 print(header.pop(0))
             for cls in classes:
-                part = row if cls == args.F else row[cls]
-                sampled = _fmt_bracket(row["sampled"]) if cls == args.F else "-"
+                part = row if cls == f_class else row[cls]
+                sampled = _fmt_bracket(row["sampled"]) if cls == f_class else "-"
                 print(f"{cls:>9} {row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(part['general']):>17} "
                       f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}   "
-                      f"{_theorem_cell(row['theorem']) if cls == args.F else '-':>12}", flush=True)
+                      f"{_theorem_cell(row['theorem']) if cls == f_class else '-':>12}", flush=True)
 
-    try:
-        workers = args.workers or (1 if args.scheduler else lyapunov.default_workers())
-        result = lyapunov.region(lams, betas, L1=args.L1, gamma_range=gamma_range, solver=solver, progress=show,
-                                 f_class=args.F, sampling=sampling, workers=workers, scheduler=args.scheduler,
-                                 store=region_store(args.out), bar=sys.stderr.isatty())
-    except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
-        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
-            raise
-        raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
-                         "are beyond floating point; give values of ordinary size") from None
-    lyapunov.REGION.write(result, args.out)
+    result = run_region(params, progress=show, bar=sys.stderr.isatty())
     if args.json:
         print(dumps(result))
     else:
@@ -315,40 +320,20 @@ def register(subparsers) -> None:
     p.add_argument("--T", type=positive_int, default=None, help="iterations (>= 1)")
     p.add_argument("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None, metavar="N1,N2,...",
                    help="several horizons; writes a pep-sweep result file (--out)")
-    p.add_argument("--L1", type=positive_float, default=1.0, help="Lipschitz constant of grad G (default 1)")
-    p.add_argument("--F", choices=("lsc", "indicator", "convex"), default="lsc",
-                   help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
-                   "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
-                   "convex = closed proper convex")
-    p.add_argument("--N", type=positive_int, default=None,
-                   help="sampled gradient: G = (1/N) sum_i G_i, each G_i L1-smooth (with --b; default: the full gradient; "
-                   "--region: N=2)")
-    p.add_argument("--b", type=positive_int, default=None,
-                   help="minibatch size of the b-nice sampling (1 <= b <= N; every C(N, b) minibatch of every step "
-                   "is enumerated; --region default 1)")
+    fields = {f.name: f for f in flagged(RegionParams)}  # the region's flags, and those a single PEP shares
+    for name in ("L1", "f_class", "N", "b"):
+        add_field(p, name, fields.pop(name))
     p.add_argument("--free-start", action="store_true",
                    help="z^{-1} is a free point (default: z^{-1} = y^0, as stam_init)")
-    p.add_argument("--solver", choices=("auto", "clarabel", "scs"), default="auto",
-                   help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
+    add_field(p, "solver", fields.pop("solver"))
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument("--force", action="store_true",
-                   help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
-    add_out(p, metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+    for name in ("force", "out"):
+        add_field(p, name, fields.pop(name))
     g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
                              "(stam.theory.lyapunov) and where this PEP is unbounded")
     g.add_argument("--region", action="store_true",
                    help="for each lambda, the largest gamma with a Lyapunov certificate (best beta of a grid; bisection "
                    "bracket) and the smallest gamma where the PEP is unbounded; writes a lyapunov-region file (--out)")
-    g.add_argument("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
-                   help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
-    g.add_argument("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...",
-                   help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
-    g.add_argument("--gamma-range", type=RangeArg("0.01:100:51", min_points=2, max_points=MAX_SCAN_POINTS), default=None,
-                   metavar="LO:HI:N", help="where gamma is searched: N gammas from LO to HI, geometrically spaced, scanned "
-                   "upwards, then log bisection after the last certified (default: 1e-4 to 1e4 by factors of 1.2)")
-    add_scheduler_args(g, workers=None)  # the toolkit's one job engine (stam.jobs): the lambdas are its jobs
-    for action in g._group_actions:
-        if action.dest == "workers":
-            action.help = ("the lambdas in N local processes (default: 2 where 2 CPUs are visible, else 1; the result is "
-                           "the same); not with --scheduler")
+    for name, f in fields.items():  # REGION_ONLY, in the order of the fields
+        add_field(g, name, f)
     p.set_defaults(func=_handler)

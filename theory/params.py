@@ -1,0 +1,100 @@
+"""The parameters of ``stam pep --region`` as one frozen dataclass (:mod:`stam.params`): every field
+declares its flag, type, default and help once; the command line (:mod:`stam.theory.pep_cli`) adds
+the flags from here, the run (:func:`stam.theory.pep_cli.run_region`, a library call taking the
+object) and the search (:func:`stam.theory.lyapunov.compute_region`) read it, and the job of each
+lambda is ``{**params.spec(), "lam": lam}`` (with the job's kind and the search's version).
+Imports nothing heavy (no numpy: ``stam pep --help`` stays fast); the two grids computed with numpy,
+:data:`stam.theory.lyapunov.REGION_LAMS` and ``REGION_BETAS``, are the defaults of ``lams`` and
+``betas`` given as None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stam.cliargs import ListArg, RangeArg, out_arg
+from stam.errors import positive_float, positive_int
+from stam.jobs import scheduler_arg, workers_arg
+from stam.params import Params, arg
+
+#: defaults of the search (:func:`stam.theory.lyapunov.region`): gamma searched on [1e-4, 1e4] (log
+#: bisection to a ratio of 1 + REGION_RTOL), the refutation at T = 1, 2 with its betas, the sampled
+#: gradient of the ``sampled`` column (N = 2, b = 1: G = (G_1 + G_2)/2, minibatches of one, two branches)
+REGION_GAMMA_RANGE = (1e-4, 1e4)
+REGION_RTOL = 0.02
+REFUTE_TS = (1, 2)
+REFUTE_BETAS = (10.0, 1e3, 1e5)
+REGION_SAMPLING = (2, 1)
+#: ratio of the scan of the certified gamma (about 12.6 points per decade), and its most steps (a wider
+#: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
+SCAN_RATIO = 1.2
+SCAN_MAX_STEPS = 110
+#: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``SCAN_MAX_STEPS + 1``
+MAX_SCAN_POINTS = SCAN_MAX_STEPS + 1
+#: the classes of F of :mod:`stam.theory.pep` (``F_CLASSES``; a test holds the two equal)
+F_CLASS_NAMES = ("lsc", "indicator", "convex")
+POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
+#: the largest Gram matrix ``stam pep`` builds without ``--force`` (:mod:`stam.theory.pep_cli`): ``2T + 2``
+#: points (``2T + 3`` with ``--free-start``), so T <= 24.  The SDP has O(T^2) interpolation constraints, each of
+#: Gram size: on 2 CPU cores T = 10 takes about 5 s, T = 20 about 20 s, and the time grows
+#: like T^4 or faster (T = 100000 would not finish).
+MAX_GRAM = 50
+
+
+@dataclass(frozen=True)
+class RegionParams(Params):
+    """``stam pep --region``'s parameters: the class of F and the gradient (``L1``, ``f_class``,
+    ``N``/``b`` or ``sampling``), the grids of the search (``lams``, ``betas``, ``gamma_range``; None:
+    the defaults of :mod:`stam.theory.lyapunov`), its library-only settings, where it writes and how it
+    runs.  The fields marked ``job`` decide a lambda's row (:meth:`spec`); ``lams`` are the cells."""
+
+    L1: float = arg("--L1", type=positive_float, default=1.0, job=True, help="Lipschitz constant of grad G (default 1)")
+    f_class: str = arg("--F", choices=F_CLASS_NAMES, default="lsc", job=True,
+                       help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
+                       "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
+                       "convex = closed proper convex")
+    N: int | None = arg("--N", type=positive_int, default=None,
+                        help="sampled gradient: G = (1/N) sum_i G_i, each G_i L1-smooth (with --b; default: the full "
+                        "gradient; --region: N=2)")
+    b: int | None = arg("--b", type=positive_int, default=None,
+                        help="minibatch size of the b-nice sampling (1 <= b <= N; every C(N, b) minibatch of every step "
+                        "is enumerated; --region default 1)")
+    solver: str | None = arg("--solver", choices=("auto", "clarabel", "scs"), default=None, cli_default="auto", job=True,
+                             convert=lambda name: None if name == "auto" else name,
+                             help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
+    force: bool = arg("--force", action="store_true", default=False,
+                      help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
+    out: str | None = out_arg(metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+    lams: list | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
+                             help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
+    betas: list | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...", job=True,
+                              help="the beta grid of the search (default: 13 from 1 to 1e6, log grid)")
+    gamma_range: tuple | None = arg("--gamma-range", type=RangeArg("0.01:100:51", min_points=2, max_points=MAX_SCAN_POINTS),
+                                    default=None, metavar="LO:HI:N", job=True,
+                                    help="where gamma is searched: N gammas from LO to HI, geometrically spaced, scanned "
+                                    "upwards, then log bisection after the last certified (default: 1e-4 to 1e4 by factors "
+                                    "of 1.2)")
+    scheduler: str | None = scheduler_arg()  # the toolkit's one job engine (stam.jobs): the lambdas are its jobs
+    workers: int | None = workers_arg(None, help="the lambdas in N local processes (default: 2 where 2 CPUs are visible, "
+                                      "else 1; the result is the same); not with --scheduler")
+    # library-only (stam.theory.lyapunov.region's arguments), part of every job
+    rtol: float = arg(default=REGION_RTOL, job=True)
+    refute_Ts: tuple = arg(default=REFUTE_TS, job=True)
+    refute_betas: tuple = arg(default=REFUTE_BETAS, job=True)
+    sampling: tuple | None = arg(default=REGION_SAMPLING, job=True)
+    beside_convex: bool = arg(default=True, job=True)
+    scan_ratio: float = arg(default=SCAN_RATIO, job=True)
+    refute_beside: bool = arg(default=True, job=True)
+
+    def __post_init__(self):
+        if self.N is not None:  # --N/--b: the sampled gradient of the ``sampled`` column
+            object.__setattr__(self, "sampling", (self.N, self.b))
+
+
+#: the fields of :class:`RegionParams` whose flags only ``--region`` takes (the rest, --L1 --F --N --b
+#: --solver --force -o/--out, a single PEP reads too)
+REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
+
+__all__ = ["RegionParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
+           "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASS_NAMES", "POSITIVE_LIST",
+           "MAX_GRAM"]
