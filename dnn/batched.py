@@ -253,6 +253,50 @@ def _update_fn(name: str, compile: bool, proxies: bool = False):
     return _COMPILED_UPDATE[name, proxies]
 
 
+def _aot_update_fn(name: str, proxies: bool = False):
+    """:func:`update` with the rule of algorithm ``name`` compiled ahead of time
+    (:func:`stam.compiling.ahead_of_time`): one package per algorithm, proxies, layout (shapes,
+    dtypes, device, blocks of Q) and version of the code, built by the first run that asks for it
+    and loaded by every later one in about 0.02 s.  The package is looked up at the first call."""
+    rule_ = rule(name)
+    held = {}
+
+    def run(states, floats, fmom, grads_w, grad_f, hyper, qs):
+        if "fn" not in held:
+            held["fn"] = _aot_package(rule_, name, proxies, states, floats, fmom, grads_w, grad_f, hyper, qs)
+        new, floats, fmom, prox = held["fn"]([tuple(st) for st in states], floats, fmom, list(grads_w), grad_f, hyper)
+        return [_remake(like, list(st)) for like, st in zip(states, new)], floats, fmom, prox
+
+    return run
+
+
+def _aot_package(rule_: BatchedRule, name: str, proxies: bool, states, floats, fmom, grads_w, grad_f, hyper, qs):
+    """The compiled package of :func:`_aot_update_fn` for these arguments (see there)."""
+    import hashlib
+    import sys
+
+    from stam import algorithm, compiling, operators, quantize
+    from stam.dnn import optim_common
+
+    likes = list(states)
+
+    def plain(states_, floats_, fmom_, grads_w_, grad_f_, hyper_):  # tuples in and out: nothing to register with export
+        new, f, m, prox = update(rule_, [_remake(like, list(st)) for like, st in zip(likes, states_)], floats_, fmom_,
+                                 grads_w_, grad_f_, hyper_, qs, proxies)
+        return [tuple(st) for st in new], f, m, prox
+
+    example = ([tuple(st) for st in states], floats, fmom, list(grads_w), grad_f, hyper)
+    leaves, spec = torch.utils._pytree.tree_flatten(example)
+    h = hashlib.sha256(f"{name} proxies={proxies} threads={torch.get_num_threads()} {spec} "  # inductor fixes the threads of its loops
+                       f"{[(tuple(t.shape), tuple(t.stride()), str(t.dtype), t.device.type) for t in leaves]}".encode())
+    for q in qs:  # F = I_Q's blocks are constants of the graph
+        b = q.blocks
+        h.update(b"none" if b is None else repr((b.sizes, b.num_blocks)).encode() + b.ids.cpu().numpy().tobytes())
+    h.update(compiling.source_digest([algorithm, operators, quantize, compiling, optim_common, sys.modules[__name__],
+                                      sys.modules[type(rule_).__module__]]).encode())
+    return compiling.ahead_of_time(plain, example, f"update-{name}-{h.hexdigest()[:32]}", f"batched {name} update", COMPILE_OPTIONS)
+
+
 # --------------------------------------------------------------------------- the trainer
 
 #: On a CPU the quantised weights are split into flat buffers of at most this many bytes (whole
@@ -382,6 +426,12 @@ def runs_per_job(model: str, device: str = "cpu") -> int:
     return 16 if str(device).startswith("cuda") or model == "mlp" else 1
 
 
+#: the update's modes of :class:`Trainer` (``compile=``): ``"auto"`` (:func:`compile_pays`), ``True``
+#: (``torch.compile`` in the process), ``False`` (eager), ``"aot"`` (on a CPU, compiled ahead of time
+#: into a package kept on disk, :func:`_aot_update_fn`; elsewhere as ``True``)
+COMPILE_MODES = ("auto", True, False, "aot")
+
+
 def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
     """Whether compiling the update pays for itself: compilation costs 3-10 s once per algorithm
     and R on 2 CPU cores and saves 20-45% of an eager step from R = 16 on, less below (measured with
@@ -410,8 +460,8 @@ class Trainer:
     ``device``); ``keep_float``: layers kept float (:func:`stam.dnn.models.param_groups`);
     ``bf16``: the forward and backward pass under bfloat16 autocast (weights and state stay
     float32); ``proxies``: record the rule's stationarity proxies every step (STAM's, eq.
-    (algy)/(algz)); ``compile``: ``"auto"`` (:func:`compile_pays` over ``epochs``), True or
-    False.  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
+    (algy)/(algz)); ``compile``: one of :data:`COMPILE_MODES` (``"auto"``: :func:`compile_pays` over
+    ``epochs``).  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
     parameters' buffers (:attr:`fmom`), the BatchNorm statistics (in :attr:`net`), the
     generators and the sign-flip tracker: :meth:`state_dict` holds all of it, so a training
     restored with :meth:`load_state_dict` continues exactly."""
@@ -451,9 +501,14 @@ class Trainer:
         self.gens = {s: torch.Generator().manual_seed(s) for s in distinct}
         self.gens_aug = {s: torch.Generator(device=device).manual_seed(s + 1) for s in distinct}
         self.steps = ep.steps_per_epoch(len(self.data.train_x), batch_size, self.ctx.world)
+        if compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be one of {', '.join(map(repr, COMPILE_MODES))}, got {compile!r}")
         on = compile_pays(self.R, epochs * self.steps, sum(lay.numel for lay in self.qlays)) if compile == "auto" else bool(compile)
         self.with_proxies = proxies
-        self._step = _update_fn(self.algo, on, proxies)
+        if compile == "aot" and device.type == "cpu":
+            self._step = _aot_update_fn(self.algo, proxies)
+        else:  # on a GPU "aot" compiles in the process (AOTInductor's CUDA packages are not checked here)
+            self._step = _update_fn(self.algo, on, proxies)
         self.flips = ep.SignFlips(list(self._quantised("binary").values()))
         self.memory_format = torch.channels_last if device.type == "cuda" and self.data.train_x.dim() == 4 else torch.contiguous_format
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731

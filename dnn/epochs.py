@@ -146,7 +146,7 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL
             "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
-            "width": POS}
+            "width": POS, "compile": STR_OR_NULL}
 #: ``summary.json``: what a run reached (accuracies in percent)
 RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,
                                              inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),

@@ -23,6 +23,11 @@ ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=t
 KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
 
 
+#: ``stam train --compile``: how the update runs (:data:`stam.dnn.batched.COMPILE_MODES`, by these names)
+COMPILE_CHOICES = ("auto", "on", "off", "aot")
+COMPILE_MODE = {"auto": "auto", "on": True, "off": False, "aot": "aot"}
+
+
 def width_float(text: str) -> float:
     """argparse type: a network's channel-width multiplier, in (0, 64]."""
     try:
@@ -108,6 +113,11 @@ class TrainConfig(Params):
     resume: bool = arg("--resume", action="store_true", default=False, help="continue the run in --out from its checkpoint")
     device: str = arg("--device", choices=("auto", "cpu", "cuda"), default="auto")
     bf16: bool = arg("--bf16", action="store_true", default=False, help="bf16 autocast for forward/backward")
+    compile: str = arg("--compile", choices=COMPILE_CHOICES, default="auto",
+                       help="the update: 'auto' compiles it (torch.compile) where the run is long enough to pay for "
+                       "that, 'on' always, 'off' never; 'aot' (CPU): compiled ahead of time into a package kept in "
+                       "$STAM_CACHE_DIR (else ~/.cache/stam), built once (tens of seconds) and loaded by every later "
+                       "run with the same network, algorithm and batch layout in milliseconds")
     eval_batch_size: int = arg("--eval-batch-size", type=positive_int, default=1000)
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bar on stderr")
     echo: bool = arg("--quiet", action="store_false", default=True,  # one readable line per epoch and a closing summary

@@ -35,16 +35,16 @@ from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
 from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
-from stam.dnn.params import TrainConfig  # the parameters of a run, declared with their flags
+from stam.dnn.params import COMPILE_MODE, TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
 from stam.theory.numeric import check, quadratic_coupling
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
 RUN_IDENTITY = ("model", "width", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float",
-                "bf16", "val_fraction", "split_seed")
+                "bf16", "compile", "val_fraction", "split_seed")
 #: what a run written before a setting existed had (a checkpoint without ``width`` trained the paper's width)
-IDENTITY_DEFAULTS = {"width": 1.0}
+IDENTITY_DEFAULTS = {"width": 1.0, "compile": "auto"}
 
 
 class Diverged(RuntimeError):
@@ -182,11 +182,12 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     groups = param_groups(model, cfg.keep_float)
     trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size,
                               epochs=epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
-                              proxies=catalog.algorithm(preset.algo).theorem, eval_batch_size=cfg.eval_batch_size)
+                              proxies=catalog.algorithm(preset.algo).theorem, eval_batch_size=cfg.eval_batch_size,
+                              compile=COMPILE_MODE[cfg.compile])
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
-        "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16,
+        "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16, "compile": cfg.compile,
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
         "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),
@@ -214,7 +215,7 @@ def _resume(s: Setup) -> Done:
     hash (:mod:`stam.dnn.checkpoint`) and that the run's settings are the same (only ``epochs``
     may change)."""
     path = s.out / "checkpoint.pt"
-    expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS, newer_config=frozenset({"data_source"}))  # absent from checkpoints written before it
+    expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS, newer_config=frozenset({"data_source", "compile"}))  # absent from checkpoints written before it
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
     changed = [f"{k} was {old.get(k, IDENTITY_DEFAULTS.get(k))!r}, now {s.config[k]!r}" for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]

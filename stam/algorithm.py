@@ -93,8 +93,18 @@ def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma:
     y1 = y_step(ops, x, y, grad_G, beta)  # eq. (algy)
     x1 = ops.prox_H(z, y1, gamma)  # eq. (algx)
     u1 = ops.prox_F(_reflect(x1, z), gamma)  # eq. (algu)
-    z1 = z + (u1 - x1)  # eq. (algz)
+    z1 = _z_step(z, u1, x1)  # eq. (algz)
     return STAMState(y1, x1, u1, z1)
+
+
+def _z_step(z: Tensor, u1: Tensor, x1: Tensor) -> Tensor:
+    """eq. (algz), ``z + (u1 - x1)``: on torch tensors the sum is taken in place in the fresh
+    difference (the same numbers, addition being commutative, without a second full-size
+    temporary); other arrays (numpy, PEPit expressions) by the arithmetic."""
+    d = u1 - x1
+    if hasattr(d, "add_") and getattr(z, "shape", None) == d.shape and getattr(z, "dtype", None) == d.dtype:
+        return d.add_(z)
+    return z + d
 
 
 def _reflect(x1: Tensor, z: Tensor) -> Tensor:
@@ -160,8 +170,18 @@ def br_relax(u: Tensor, ops, lam: Scalar, lr: Scalar = 1.0) -> Tensor:
     ``(lam/2) dist(W, Q)^2 + ||W - u||^2 / 2`` (eq. (BR))."""
     p = ops.prox_F(u, lr)
     if hasattr(p, "lerp"):  # a torch tensor: one pass, p + (u - p) / (lam + 1), instead of three
-        return p.lerp(u, 1 / (lam + 1))
+        return _toward(p, u, 1 / (lam + 1), ops)
     return (lam * p + u) / (lam + 1)
+
+
+def _toward(p: Tensor, u: Tensor, t: Scalar, ops) -> Tensor:
+    """``p + t (u - p)`` for the projection ``p = ops.prox_F(...)`` (torch tensors, one ``lerp``):
+    written over ``p`` where ``ops`` declares that its prox returns a new tensor
+    (``PROX_IS_NEW``, :class:`stam.operators.IndicatorQ`), so no second full-size buffer is made;
+    into a new tensor for any other operator (its prox might hand back its input)."""
+    if getattr(ops, "PROX_IS_NEW", False) and p.shape == u.shape and p.dtype == u.dtype:
+        return p.lerp_(u, t)
+    return p.lerp(u, t)
 
 
 def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, relaxed=True) -> QuantizedState:
@@ -176,7 +196,7 @@ def br_step(state: QuantizedState, grad: Tensor, ops, lr: Scalar, lam: Scalar, r
         return QuantizedState(u1, ops.prox_F(u1, lr))
     p = ops.prox_F(u1, lr)
     if hasattr(p, "lerp"):  # torch: one pass, the weight (R, 1) per run
-        return QuantizedState(u1, p.lerp(u1, relaxed / (lam + 1)))
+        return QuantizedState(u1, _toward(p, u1, relaxed / (lam + 1), ops))
     return QuantizedState(u1, p + relaxed * ((u1 - p) / (lam + 1)))  # = br_relax where relaxed, p elsewhere
 
 

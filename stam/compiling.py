@@ -1,5 +1,6 @@
 """``torch.compile`` with an eager fallback, shared by the network kernels (:mod:`stam.dnn`) and
-the autograd-composed finite sums (:mod:`stam.synthetic.api`).  Imports no torch until used."""
+the autograd-composed finite sums (:mod:`stam.synthetic.api`), and compilation ahead of time into
+packages kept on disk (:func:`ahead_of_time`).  Imports no torch until used."""
 
 from __future__ import annotations
 
@@ -56,4 +57,106 @@ def compiled_or_eager(fn: Callable, what: str, **options) -> Callable:
     return run
 
 
-__all__ = ["compile_errors", "compiled_or_eager", "is_compiling"]
+#: the folder of :func:`ahead_of_time`'s packages inside the toolkit's cache (:func:`stam.io.cache_home`)
+AOT_FOLDER = "aot"
+
+
+def source_digest(modules) -> str:
+    """A digest of the source files of ``modules`` (module objects) and of the torch and Python
+    versions: what a compiled package of :func:`ahead_of_time` was built from."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    h = hashlib.sha256(f"{sys.version} torch {torch.__version__}".encode())
+    for m in sorted(set(modules), key=lambda m: m.__name__):
+        h.update(m.__name__.encode() + b"\0" + Path(m.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: dict | None = None) -> Callable:
+    """``fn`` (a pure function of the tensors, tuples, NamedTuples and dicts in ``example``)
+    compiled ahead of time by inductor (``torch.export`` then AOTInductor) into a package kept in
+    the toolkit's cache under ``key`` (which must name everything the graph depends on: the code
+    (:func:`source_digest`), the shapes, dtypes and device of ``example``).  The first call with a
+    key builds the package (seconds to a minute, once); any later process loads it in about 0.02 s,
+    without tracing or compiling, so a short run gets the fused kernels of a compiled update for
+    free.  The package is written whole or not at all (a temporary file, then a rename); one that
+    cannot be loaded (damaged, another torch) is built again.  Where nothing can be kept
+    (``STAM_CACHE_DIR=off``), where compiling fails (:func:`compile_errors`) or where export
+    cannot trace ``fn``, a warning naming ``what`` and :func:`compiled_or_eager`'s ``torch.compile``
+    (itself falling back to ``fn``) instead.  The result must be called with arguments of the
+    structure, shapes and dtypes of ``example``.  ``options``: inductor's (as ``torch.compile``'s)."""
+    import os
+    import tempfile
+
+    import torch
+
+    from stam.io import cache_home
+
+    home = cache_home()
+    if home is None:
+        return compiled_or_eager(fn, what, dynamic=False, options=options)
+    path = home / AOT_FOLDER / f"{key}.pt2"
+    loaded = _load_package(path, what) if path.is_file() else None
+    if loaded is None:
+        class _Fn(torch.nn.Module):
+            def forward(self, *args):
+                return fn(*args)
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            program = torch.export.export(_Fn(), example, strict=False)
+            fd, tmp = tempfile.mkstemp(prefix=".stage-", suffix=".pt2", dir=path.parent)
+            os.close(fd)
+            try:
+                torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except (*compile_errors(), OSError, RuntimeError, NotImplementedError) as exc:
+            warnings.warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {str(exc)[:200]}); "
+                          "compiling in this process instead", RuntimeWarning, stacklevel=2)
+            return compiled_or_eager(fn, what, dynamic=False, options=options)
+        loaded = _load_package(path, what)
+        if loaded is None:
+            return compiled_or_eager(fn, what, dynamic=False, options=options)
+    return loaded
+
+
+class _Package:
+    """A loaded AOTInductor package: called with the example's structure, it flattens the tensors,
+    runs the compiled code and rebuilds the output's structure (both structures parsed once)."""
+
+    def __init__(self, loader):
+        import torch.utils._pytree as pytree
+
+        self._loader = loader
+        self._out = pytree.treespec_loads(loader.get_call_spec()[1])
+        self._flatten, self._unflatten = pytree.tree_leaves, pytree.tree_unflatten
+
+    def __call__(self, *args):
+        return self._unflatten(self._loader.boxed_run([t for t in self._flatten(args) if t is not None]), self._out)
+
+
+def _load_package(path, what: str):
+    """The callable of the AOTInductor package ``path``, or None (with a warning) where it cannot
+    be loaded.  Loaded by torch's C++ loader itself where it has one (no import of inductor or
+    dynamo, about 1.5 s of a process's start, and a few milliseconds to load)."""
+    import torch
+
+    try:
+        loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
+        if loader_type is not None:
+            return _Package(loader_type(str(path), "model", False, 1, -1))
+        return torch._inductor.aoti_load_package(str(path))
+    except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
+        warnings.warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it "
+                      "again", RuntimeWarning, stacklevel=3)
+        return None
+
+
+__all__ = ["compile_errors", "compiled_or_eager", "is_compiling", "ahead_of_time", "source_digest", "AOT_FOLDER"]

@@ -170,6 +170,19 @@ def read_input_text(path: str | os.PathLike, what: str | None = None, max_bytes:
         raise _usage(f"{name}: cannot read ({exc.strerror or exc})")
 
 
+#: the environment variable naming the toolkit's cache folder (``off``: keep nothing)
+CACHE_ENV = "STAM_CACHE_DIR"
+
+
+def cache_home() -> Path | None:
+    """The toolkit's cache folder: ``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or
+    ``~/.cache/stam``; None when ``STAM_CACHE_DIR=off`` (nothing is kept)."""
+    where = os.environ.get(CACHE_ENV)
+    if where == "off":
+        return None
+    return Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stam"
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -15,7 +15,7 @@ uses them without torch); ``IndicatorQ`` imports :mod:`stam.quantize` (torch) wh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from stam.algorithm import Scalar
 
@@ -73,6 +73,10 @@ class IndicatorQ:
 
     block_ids: Tensor | None
     num_blocks: int = 1
+
+    #: :meth:`prox_F` returns a new tensor (never its input or a view of it), which a caller may
+    #: overwrite (:func:`stam.algorithm.br_relax`)
+    PROX_IS_NEW: ClassVar[bool] = True
 
     def __post_init__(self):
         from stam.quantize import Blocks, project_Q  # torch, only where Q is used

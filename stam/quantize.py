@@ -119,7 +119,8 @@ def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | 
         # one buffer, no other temporary: |v| -> block sums -> v + 0.0 -> copysign in place, block by block
         out = torch.abs(flat)
         parts = out.split(blocks.sizes, dim=1)
-        scales = [part.mean(dim=1, keepdim=True) for part in parts]  # (R, 1) each
+        scales = [part.sum(dim=1, keepdim=True) for part in parts]  # (R, 1) each
+        torch._foreach_div_(scales, [float(n) for n in blocks.sizes])  # the means, bit for bit as ``mean``, in one call
         torch.add(flat, 0.0, out=out)
         for s, part in zip(scales, parts):
             torch.copysign(s, part, out=part)

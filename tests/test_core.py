@@ -220,3 +220,44 @@ def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_a
     plain = Composite(QuadraticCoupling(lam), None)
     xn, yn, gn = x[0].numpy(), y[0].numpy(), g[0].numpy()
     np.testing.assert_allclose(y_step(plain, xn, yn, gn, beta), yn - (gn + lam * (yn - xn)) / beta, rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=5), st.integers(1, 3), st.booleans(), st.integers(0, 2**31 - 1))
+def test_in_place_passes_are_the_formulas_bit_for_bit_and_leave_inputs_alone(sizes, R, zeros, seed):
+    """eq. (algz) taken in place in the fresh difference (``_z_step``), and BinaryRelax's relaxation
+    written over the fresh projection (``IndicatorQ.PROX_IS_NEW``): the same numbers, bit for bit, as
+    ``z + (u1 - x1)`` and ``p.lerp(u, t)``, with every input untouched; the projection of every path
+    of ``project_Q`` shares no memory with its input (what ``PROX_IS_NEW`` declares); a prox that
+    returns its input is not overwritten."""
+    from stam.algorithm import QuantizedState, _z_step, br_relax, br_step
+
+    gen = torch.Generator().manual_seed(seed)
+    n = sum(sizes)
+    z, u1, x1, g = (torch.randn(R, n, generator=gen) for _ in range(4))
+    if zeros:  # signed zeros, where the order of an addition could show
+        z[:, ::3], u1[:, ::4], x1[:, ::4] = -0.0, 0.0, -0.0
+    saved = [t.clone() for t in (z, u1, x1)]
+    out = _z_step(z, u1, x1)
+    assert torch.equal(out, z + (u1 - x1)) and torch.equal(out.signbit(), (z + (u1 - x1)).signbit())
+    assert all(torch.equal(a, b) for a, b in zip((z, u1, x1), saved))
+
+    q = IndicatorQ(block_ids_from_sizes(sizes), len(sizes))
+    for ops in (q, IndicatorQ(None)):
+        p = ops.prox_F(u1, 1.0)
+        assert p.untyped_storage().data_ptr() != u1.untyped_storage().data_ptr()
+    lam = torch.rand(R, 1, generator=gen) * 5
+    relaxed = torch.rand(R, 1, generator=gen) < 0.5
+    u0 = u1.clone()
+    new = br_step(QuantizedState(u1, u1), g, q, 0.1, lam, relaxed.to(u1.dtype))
+    u_next = u1.add(g, alpha=-0.1)  # the gradient step as _descend takes it
+    p = project_Q(u_next, q.blocks)
+    assert torch.equal(new.u, u_next) and torch.equal(new.w, p.lerp(u_next, relaxed.to(u1.dtype) / (lam + 1)))
+    assert torch.equal(u1, u0)
+    assert torch.equal(br_relax(u1, q, lam), project_Q(u1, q.blocks).lerp(u1, 1 / (lam + 1)))
+
+    class Identity:  # a prox handing back its input: relaxing must not write over it
+        def prox_F(self, v, gamma):
+            return v
+
+    assert torch.equal(br_relax(u1, Identity(), lam), u1.lerp(u1, 1 / (lam + 1))) and torch.equal(u1, u0)
