@@ -19,7 +19,8 @@ PEP horizons of 1 or 2, or a horizon the size limit refuses, ``train`` one epoch
 byte, a truncation; half of the edits re-sealed with a fresh content hash), ``table`` malformed
 ``summary.json``/``log.jsonl`` files beside a good run, ``paper-check`` its store (``STAM_CACHE_DIR``)
 mutated the same way, half re-sealed with a fresh digest, or a link, a folder, a pipe or a huge file
-in its place: the output must be the one with the store off.  The number of examples is the
+in its place: the output must be the one with the store off, unless the store is still one the
+toolkit reads (re-sealed and of its type).  The number of examples is the
 hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
