@@ -205,7 +205,7 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
                 if old != path:
                     with contextlib.suppress(OSError):
                         old.unlink()
-        except (OSError, UsageError):
+        except (OSError, ValueError, UsageError):  # not writable, full, a folder in its place
             pass
     return items
 
