@@ -24,7 +24,7 @@ from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, LIST, NONEMPTY_LIST, 
                           one_of, only)
 from stam.theory.items import EVIDENCE, VERDICTS, registry
 
-#: the largest store read back (one this toolkit writes is about 0.2 MB, 1 MB with the MathML)
+#: the largest store read back (one this toolkit writes is about 0.18 MB, 0.25 MB with the MathML)
 STORE_MAX_BYTES = 16 << 20
 
 
