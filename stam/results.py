@@ -30,7 +30,7 @@ from stam.errors import UsageError
 #: (one place; a test finds every ``ResultType(...)`` of the tree and checks its module is here)
 MODULES = ("stam.theory.items", "stam.theory.numeric", "stam.synthetic.rates", "stam.synthetic.methods",
            "stam.theory.pep", "stam.dnn.epochs", "stam.synthetic.convergence_map", "stam.dnn.tune",
-           "stam.theory.lyapunov", "stam.dnn.sweep", "stam.dnn.imagefolder", "stam.jobs")
+           "stam.theory.lyapunov", "stam.dnn.sweep", "stam.dnn.imagefolder", "stam.jobs", "stam.theory.store")
 
 # A type is a tuple of names of :data:`_IS`; each name says the JSON type AND the sense of the value
 # (finite, in range), so that a field is declared once, with its type, where the file's schema is.
@@ -173,6 +173,15 @@ def holds(key: str, test: Callable, message: str):
     """``test(obj)`` true, else ``key`` is named with ``message`` (a rule no helper above says)."""
     def rule(obj):
         return None if test(obj) else (key, message)
+    return rule
+
+
+def only(*keys: str):
+    """No key besides ``keys`` (a file written whole by the toolkit and read back as it is, a store:
+    a field it never writes is not its file)."""
+    def rule(obj):
+        extra = next((k for k in obj if k not in keys), None)
+        return None if extra is None else (str(extra), "is not a field this toolkit writes there")
     return rule
 
 
@@ -479,4 +488,4 @@ def classify(obj) -> ResultType | None:
 
 
 __all__ = ["ResultType", "Schema", "PROVENANCE", "MODULES", "result_types", "result_type", "classify", "validate", "read_json",
-           "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "ordered", "at_most", "below", "one_of", "holds", "each_row"]
+           "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]

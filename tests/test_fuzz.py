@@ -17,7 +17,10 @@ Expensive commands run tiny sizes (``synthetic run --quick``, small ``--n``/``--
 PEP horizons of 1 or 2, or a horizon the size limit refuses, ``train`` one epoch of digits without
 ``--download``).  ``train --resume`` gets a real checkpoint changed in one place (a value, a key, a
 byte, a truncation; half of the edits re-sealed with a fresh content hash), ``table`` malformed
-``summary.json``/``log.jsonl`` files beside a good run.  The number of examples is the
+``summary.json``/``log.jsonl`` files beside a good run, ``paper-check`` its store (``STAM_CACHE_DIR``)
+mutated the same way, half re-sealed with a fresh digest, or a link, a folder, a pipe or a huge file
+in its place: the output must be the one with the store off, unless the store is still one the
+toolkit reads (re-sealed and of its type).  The number of examples is the
 hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
@@ -519,7 +522,14 @@ def _dump(name: str, obj) -> bytes:
 def malformed(draw, names: tuple | None = None):
     """(file name, bytes): a file of one kind (one of ``names``, default every kind), mutated."""
     name = draw(st.sampled_from(sorted(names or valid_files())))
-    obj = json.loads(json.dumps(valid_files()[name]))
+    return name, draw(mutated(name, valid_files()[name]))
+
+
+@st.composite
+def mutated(draw, name: str, valid, seal=None):
+    """The bytes of the file ``name`` holding ``valid`` after one mutation (``seal(obj)``: what makes
+    an edited object consistent again, e.g. a fresh content hash, applied to half of the edits)."""
+    obj = json.loads(json.dumps(valid))
     how = draw(st.sampled_from(["wrong-type", "wrong-type", "drop-key", "hostile-string", "truncate", "utf8",
                                 "whole", "deep", "valid"]))
     paths = [p for p, _ in _paths(obj) if p]
@@ -534,14 +544,16 @@ def malformed(draw, names: tuple | None = None):
         obj = draw(WRONG)
     elif how == "deep":
         depth = draw(st.sampled_from([50, 5000, 100000]))
-        return name, ("[" * depth + "]" * depth).encode()
+        return ("[" * depth + "]" * depth).encode()
+    if seal is not None and how in ("wrong-type", "drop-key", "hostile-string") and draw(st.booleans()):
+        obj = seal(obj)
     data = _dump(name, obj)
     if how == "truncate":
         data = data[: draw(st.integers(0, max(len(data) - 2, 0)))]
     elif how == "utf8":
         at = draw(st.integers(0, len(data)))
         data = data[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00"])) + data[at:]
-    return name, data
+    return data
 
 
 def _write_inputs(root: Path, name: str, data: bytes) -> Path:
@@ -588,6 +600,84 @@ def fuzz_plot(argv):
     with sandbox() as root:
         _write_inputs(root, "", b"")
         probe(argv, root, "plot")
+
+
+# -- the store of stam paper-check (stam.theory.store) ------------------------------------------------------
+
+_STORE: dict = {}
+
+
+def _store() -> dict:
+    """A valid findings store (its file name and object, made by a run in a temporary folder) and the
+    ``--brief`` output with the store off."""
+    if not _STORE:
+        with tempfile.TemporaryDirectory(prefix="stam-fuzz-store-") as tmp, _cache_dir(tmp), \
+                contextlib.redirect_stdout(io.StringIO()):
+            assert main(["paper-check", "--brief"]) == 0
+            (path,) = Path(tmp).glob("paper-check-*.json")
+            _STORE.update(name=path.name, obj=json.loads(path.read_text()))
+        with _cache_dir("off"), contextlib.redirect_stdout(io.StringIO()) as out:
+            assert main(["paper-check", "--brief"]) == 0
+        _STORE["off"] = out.getvalue()
+    return _STORE
+
+
+@contextlib.contextmanager
+def _cache_dir(where: str):
+    """``STAM_CACHE_DIR=where`` for a block (tests run with it off: tests/conftest.py)."""
+    old = os.environ.get("STAM_CACHE_DIR")
+    os.environ["STAM_CACHE_DIR"] = where
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["STAM_CACHE_DIR"]
+        else:
+            os.environ["STAM_CACHE_DIR"] = old
+
+
+def _sealed(obj):
+    from stam.theory.store import store_digest
+
+    if isinstance(obj, dict) and "digest" in obj:
+        obj["digest"] = store_digest(obj)
+    return obj
+
+
+@examples(12)
+@given(st.data())
+def fuzz_paper_check_store(data):
+    """The store ``stam paper-check`` reads back (result type ``paper-check-store``) mutated like the
+    result files above (half of the edits re-sealed with a fresh digest, so that the type itself is
+    what refuses them), or a link, a folder, a pipe or a huge file in its place: the run ends well, and
+    prints what it prints with the store off unless the store is still one the toolkit reads (sealed
+    and of its type: a deliberate edit, read back as it is)."""
+    from stam.theory.store import STORE_MAX_BYTES, read_store
+
+    store = _store()
+    draw = data.draw
+    how = draw(st.sampled_from(["mutated"] * 6 + ["link", "link-outside", "folder", "pipe", "huge"]))
+    with sandbox() as root, _cache_dir(str(root / "out" / "cache")):
+        path = root / "out" / "cache" / store["name"]
+        path.parent.mkdir()
+        valid = root / "in" / store["name"]
+        valid.write_text(json.dumps(store["obj"]))
+        if how == "mutated":
+            path.write_bytes(draw(mutated(store["name"], store["obj"], seal=_sealed)))
+        elif how.startswith("link"):
+            path.symlink_to(valid if how == "link" else root / "out" / "file.txt")
+        elif how == "folder":
+            path.mkdir()
+        elif how == "pipe":
+            os.mkfifo(path)
+        else:
+            with open(path, "wb") as f:
+                f.truncate(STORE_MAX_BYTES + 1)
+        read_back = read_store(path, path.stem.removeprefix("paper-check-")) is not None
+        rc, out, err = probe(["paper-check", "--brief"], root, "paper-check store")
+        finding("paper-check store", rc == 0 and err == "" and (read_back or out == store["off"]), (how, rc, err[-300:]))
+        finding("paper-check store", valid.read_text() == json.dumps(store["obj"])
+                and (root / "out" / "file.txt").read_text() == "keep me\n", (how, "a link's target changed"))
 
 
 # -- stam train and stam table ------------------------------------------------------------------------
@@ -929,6 +1019,7 @@ def fuzz_concurrent_runs(command):
 CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "stepsize": (fuzz_stepsize, "stepsize", 60),
     "paper-check": (fuzz_paper_check, "paper-check", 4),
+    "paper-check-store": (fuzz_paper_check_store, "paper-check store", 12),
     "pep": (fuzz_pep, "pep", 6),
     "synthetic-run": (fuzz_synthetic_run, "synthetic run", 6),
     "synthetic-compare": (fuzz_synthetic_compare, "synthetic compare", 4),

@@ -25,6 +25,7 @@ from stam.theory.items.common import SEED, pretty, rounded
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
 from stam.theory.items.numbering import printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml
+from stam.theory.store import STORED_FINDING, read_store, write_store
 
 
 @dataclass
@@ -135,8 +136,8 @@ def findings() -> tuple[Finding, ...]:
 #: where ``stam paper-check`` keeps what it derived (``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or
 #: ``~/.cache/stam``; ``STAM_CACHE_DIR=off``: nowhere)
 CACHE_ENV = "STAM_CACHE_DIR"
-_FIELDS = ("label", "printed", "derived", "verdict", "counterexample", "note", "covers", "gap", "elsewhere", "error",
-           "math", "evidence", "search")
+#: the fields of a stored finding (:data:`stam.theory.store.STORED_FINDING`)
+_FIELDS = tuple(STORED_FINDING.required)
 
 
 def source_key() -> str:
@@ -177,34 +178,34 @@ def cache_file():
 
 def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     """:func:`findings`, read from :func:`cache_file` when an earlier run stored them (with the
-    MathML when ``with_math``), else computed and stored there, replacing the stores of other
-    sources (never when an item failed to derive; a store that cannot be read or written is ignored)."""
-    import json
+    MathML when ``with_math``), else computed and stored there atomically, replacing the stores of
+    other sources (never when an item failed to derive).  Only a store
+    :func:`stam.theory.store.read_store` accepts is read back; any other (damaged, edited, a link, a
+    folder, unreadable, huge) is derived anew and replaced, and a store that cannot be written is
+    skipped: the output is the same as with no store."""
+    import contextlib
 
-    from stam.io import atomic_write_text
+    from stam.errors import UsageError
 
     path = cache_file()
-    if path is not None and path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data["with_math"] or not with_math:
-                return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in data["findings"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    key = path.stem.removeprefix("paper-check-") if path is not None else ""
+    if path is not None:
+        store = read_store(path, key)
+        if store is not None and (store["with_math"] or not with_math):
+            return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])
     items = findings()
     if path is not None and all(f.verdict != "failed to derive" for f in items):
         if with_math:
             for f in items:
                 f.mathml()
-        rows_ = [{key: f.text(key) if key in ("printed", "derived") else getattr(f, key) for key in _FIELDS}
-                 for f in items]
+        rows_ = [{k: f.text(k) if k in ("printed", "derived") else getattr(f, k) for k in _FIELDS} for f in items]
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, dumps({"with_math": with_math, "findings": rows_}))
+            write_store(path, key, with_math, rows_)
             for old in path.parent.glob("paper-check-*.json"):  # stores of other sources are stale
                 if old != path:
-                    old.unlink(missing_ok=True)
-        except OSError:
+                    with contextlib.suppress(OSError):
+                        old.unlink()
+        except (OSError, ValueError, UsageError):  # not writable, full, a folder in its place
             pass
     return items
 
@@ -230,7 +231,7 @@ def _short(ce: dict | None) -> str:
     keep = {key: v for key, v in ce.items() if key not in ("instance", "iterates", "quantities", "eq39", "vectors",
                                                            "premise_gaps")}
     if "instance" in ce:
-        inst = ce["instance"]
+        inst = ce["instance"] if isinstance(ce["instance"], dict) else {}  # a described instance: text
         keep = {**{key: inst[key] for key in ("lam", "gamma", "beta") if key in inst}, "t": ce.get("t"), **keep}
     return "; ".join(f"{key}={v}" for key, v in keep.items() if key != "t" or v is not None)
 

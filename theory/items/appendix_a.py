@@ -72,7 +72,7 @@ q = (s.L + s.M) * s.A / s.beta**2
 
 # the y-step eq. (algy): minimise <e, y - y^t> + beta/2 (y - y^t)^2
 _y = sp.Symbol("y", real=True)
-DY = sp.solve(sp.diff(et * _y + s.beta / 2 * _y**2, _y), _y)[0]
+DY = sp.solve(sp.diff(et * _y + s.beta / 2 * _y**2, _y), _y, simplify=False)[0]  # linear: -e_t/beta (simplify=False: no import of sympy.physics for it)
 
 _eq3 = P0 + gt * dy + s.L / 2 * dy**2 - P1
 _eq3_derived = (P0 + gt * dy + (s.L1 + L1x) / 2 * dy**2 - P1).subs({s.L: s.L1 + s.L3 + sL}).subs(L1x, s.L3 - rL)
