@@ -133,9 +133,8 @@ def findings() -> tuple[Finding, ...]:
     return tuple(safe_finding(ev) for ev in evaluated())
 
 
-#: where ``stam paper-check`` keeps what it derived (``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or
-#: ``~/.cache/stam``; ``STAM_CACHE_DIR=off``: nowhere)
-CACHE_ENV = "STAM_CACHE_DIR"
+#: ``stam paper-check`` keeps what it derived in the toolkit's cache (:func:`stam.io.cache_home`:
+#: ``$STAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/stam`` or ``~/.cache/stam``; ``STAM_CACHE_DIR=off``: nowhere)
 #: the fields of a stored finding (:data:`stam.theory.store.STORED_FINDING`)
 _FIELDS = tuple(STORED_FINDING.required)
 
@@ -165,15 +164,12 @@ def source_key() -> str:
 
 
 def cache_file():
-    """The file of the stored findings for this :func:`source_key`, or None when storing is off."""
-    import os
-    from pathlib import Path
+    """The file of the stored findings for this :func:`source_key` in the toolkit's cache
+    (:func:`stam.io.cache_home`), or None when storing is off."""
+    from stam.io import cache_home
 
-    where = os.environ.get(CACHE_ENV)
-    if where == "off":
-        return None
-    base = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stam"
-    return base / f"paper-check-{source_key()}.json"
+    base = cache_home()
+    return None if base is None else base / f"paper-check-{source_key()}.json"
 
 
 def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
