@@ -108,11 +108,14 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            program = torch.export.export(_Fn(), example, strict=False)
             fd, tmp = tempfile.mkstemp(prefix=".stage-", suffix=".pt2", dir=path.parent)
             os.close(fd)
             try:
-                torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
+                with warnings.catch_warnings():  # torch's notices about its own internals, not the user's
+                    warnings.simplefilter("ignore", FutureWarning)
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    program = torch.export.export(_Fn(), example, strict=False)
+                    torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
                 os.replace(tmp, path)
             finally:
                 if os.path.exists(tmp):
