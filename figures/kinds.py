@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from stam.registry import lookup
+from stam.registry import declared, lookup
 
 #: the modules that declare figure kinds, in the order of the report
 MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.tuning",
@@ -79,12 +79,7 @@ def declare_figure(name: str, *, sources: tuple, section: str, caption, help: st
 def figure_kinds() -> tuple:
     """Every declared figure kind (their modules, :data:`MODULES`, imported now), in the order of
     their modules in :data:`MODULES`, then of their declarations."""
-    import importlib
-
-    for module in MODULES:
-        importlib.import_module(module)
-    order = {m: i for i, m in enumerate(MODULES)}
-    return tuple(sorted(_DECLARED.values(), key=lambda f: order.get(f.module, len(order))))
+    return declared(MODULES, _DECLARED)
 
 
 def figure_kind(name: str) -> FigureKind:

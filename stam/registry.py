@@ -34,4 +34,14 @@ def handler(ref: str):
     return run
 
 
-__all__ = ["lookup", "load", "handler"]
+def declared(modules: Sequence[str], found: dict) -> tuple:
+    """The declarations registered in ``found`` (name -> declaration, each with its ``module``) once
+    ``modules`` are imported (importing them declares them), in the order of their modules in
+    ``modules``, then of their declarations: how a registry declared at its definitions is read."""
+    for module in modules:
+        importlib.import_module(module)
+    order = {m: i for i, m in enumerate(modules)}
+    return tuple(sorted(found.values(), key=lambda d: order.get(d.module, len(order))))
+
+
+__all__ = ["lookup", "load", "handler", "declared"]

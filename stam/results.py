@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from stam.errors import UsageError
+from stam.registry import declared
 
 #: the modules that declare result types, in the order the report lists results of each type
 #: (one place; a test finds every ``ResultType(...)`` of the tree and checks its module is here)
@@ -465,12 +466,7 @@ class ResultType:
 def result_types() -> tuple:
     """Every declared result type (their modules, :data:`MODULES`, imported now), in the order of
     their modules in :data:`MODULES`, then of their declarations."""
-    import importlib
-
-    for module in MODULES:
-        importlib.import_module(module)
-    order = {m: i for i, m in enumerate(MODULES)}
-    return tuple(sorted(_REGISTRY.values(), key=lambda t: order.get(t.module, len(order))))
+    return declared(MODULES, _REGISTRY)
 
 
 def result_type(name: str) -> ResultType:

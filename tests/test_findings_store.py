@@ -23,6 +23,7 @@ from stam.cli import main
 from stam.errors import UsageError
 from stam.theory import audit
 from stam.theory import store as fstore
+from json_edits import paths, set_at
 
 MODES = {"brief": ["--brief"], "table": [], "json": ["--json"]}
 
@@ -132,46 +133,38 @@ def test_the_store_is_its_result_type_and_is_written_through_it(tmp_path):
 # -- well formed but wrong: rejected, derived anew, the same output ------------------------------------
 
 
-def _set(obj, path, value):
-    parent = obj
-    for p in path[:-1]:
-        parent = parent[p]
-    parent[path[-1]] = value
-    return obj
-
-
 def _first(obj, test):
     return next(i for i, f in enumerate(obj["findings"]) if test(f))
 
 
 WRONG = {  # edit -> (the change, the field the type names when the edit is sealed again)
-    "a verdict not allowed": (lambda o: _set(o, ("findings", 0, "verdict"), "maybe"), "findings[0].verdict"),
-    "verdict failed to derive": (lambda o: _set(o, ("findings", 0, "verdict"), "failed to derive"), "findings[0].verdict"),
-    "an evidence kind not allowed": (lambda o: _set(o, ("findings", 2, "evidence"), "none"), "findings[2].evidence"),
+    "a verdict not allowed": (lambda o: set_at(o, ("findings", 0, "verdict"), "maybe"), "findings[0].verdict"),
+    "verdict failed to derive": (lambda o: set_at(o, ("findings", 0, "verdict"), "failed to derive"), "findings[0].verdict"),
+    "an evidence kind not allowed": (lambda o: set_at(o, ("findings", 2, "evidence"), "none"), "findings[2].evidence"),
     "a missing item": (lambda o: o["findings"].pop(3) and o, "findings"),
     "an item twice": (lambda o: o["findings"].append(o["findings"][0]) or o, "findings"),
     "items out of order": (lambda o: o["findings"].reverse() or o, "findings"),
     "covers changed": (lambda o: o["findings"][0]["covers"].append("eq1") or o, "findings"),
-    "a wrong type": (lambda o: _set(o, ("findings", 1, "covers"), "eq24"), "findings[1].covers"),
-    "a number for a string": (lambda o: _set(o, ("findings", 0, "note"), 3), "findings[0].note"),
-    "a number for the label": (lambda o: _set(o, ("findings", 0, "label"), 7.5), "findings[0].label"),
-    "an extra field in a finding": (lambda o: _set(o, ("findings", 0, "shell"), "rm -rf"), "findings[0].shell"),
-    "an extra field at the top": (lambda o: _set(o, ("extra",), 1), "extra"),
+    "a wrong type": (lambda o: set_at(o, ("findings", 1, "covers"), "eq24"), "findings[1].covers"),
+    "a number for a string": (lambda o: set_at(o, ("findings", 0, "note"), 3), "findings[0].note"),
+    "a number for the label": (lambda o: set_at(o, ("findings", 0, "label"), 7.5), "findings[0].label"),
+    "an extra field in a finding": (lambda o: set_at(o, ("findings", 0, "shell"), "rm -rf"), "findings[0].shell"),
+    "an extra field at the top": (lambda o: set_at(o, ("extra",), 1), "extra"),
     "a missing field": (lambda o: o["findings"][0].pop("evidence") and o, "findings[0].evidence"),
-    "a negative search size": (lambda o: _set(o, ("findings", _first(o, lambda f: f["search"]), "search", "instances"), -1),
+    "a negative search size": (lambda o: set_at(o, ("findings", _first(o, lambda f: f["search"]), "search", "instances"), -1),
                                "search.instances"),
-    "search classes not strings": (lambda o: _set(o, ("findings", _first(o, lambda f: f["search"]), "search", "classes"),
+    "search classes not strings": (lambda o: set_at(o, ("findings", _first(o, lambda f: f["search"]), "search", "classes"),
                                                   [1, 2, 3, 4]), "search.classes[0]"),
-    "a margin that is text": (lambda o: _set(o, ("findings", _first(o, lambda f: (f["search"] or {}).get("closest")),
+    "a margin that is text": (lambda o: set_at(o, ("findings", _first(o, lambda f: (f["search"] or {}).get("closest")),
                                                  "search", "closest", "margin"), "small"), "closest.margin"),
-    "a gap witness that is a list": (lambda o: _set(o, ("findings", _first(o, lambda f: f["gap"]), "gap", "witness"), [1]),
+    "a gap witness that is a list": (lambda o: set_at(o, ("findings", _first(o, lambda f: f["gap"]), "gap", "witness"), [1]),
                                      "gap.witness"),
-    "a counterexample that is a list": (lambda o: _set(o, ("findings", 0, "counterexample"), [1, 2]),
+    "a counterexample that is a list": (lambda o: set_at(o, ("findings", 0, "counterexample"), [1, 2]),
                                         "findings[0].counterexample"),
-    "a MathML key that overwrites the label": (lambda o: _set(o, ("findings", 0, "math"), {"label": "x"}), "math.label"),
-    "elsewhere rows of another shape": (lambda o: _set(o, ("findings", 0, "elsewhere"), [{"where": 1}]), "elsewhere[0]"),
-    "another kind": (lambda o: _set(o, ("kind",), "paper-check"), "kind"),
-    "findings not a list": (lambda o: _set(o, ("findings",), {"0": 1}), "findings"),
+    "a MathML key that overwrites the label": (lambda o: set_at(o, ("findings", 0, "math"), {"label": "x"}), "math.label"),
+    "elsewhere rows of another shape": (lambda o: set_at(o, ("findings", 0, "elsewhere"), [{"where": 1}]), "elsewhere[0]"),
+    "another kind": (lambda o: set_at(o, ("kind",), "paper-check"), "kind"),
+    "findings not a list": (lambda o: set_at(o, ("findings",), {"0": 1}), "findings"),
 }
 
 
@@ -296,28 +289,18 @@ JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 1
                                                                                          max_size=3)), max_leaves=6)
 
 
-def _paths(obj, prefix=()):
-    yield prefix, obj
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
 @st.composite
 def edited(draw):
     """(the store as JSON bytes after 1-3 random edits, whether they were sealed again)."""
     obj = valid_obj()
     for _ in range(draw(st.integers(1, 3))):
-        paths = list(_paths(obj))
-        path, value = paths[draw(st.integers(0, len(paths) - 1))]
+        found = list(paths(obj))
+        path, value = found[draw(st.integers(0, len(found) - 1))]
         how = draw(st.sampled_from(["set", "drop", "add", "tweak", "tweak"]))
         if not path:
             obj = draw(JSON) if how == "set" else obj
         elif how == "set":
-            _set(obj, path, draw(JSON))
+            set_at(obj, path, draw(JSON))
         elif how == "drop":
             parent = obj
             for p in path[:-1]:
@@ -329,7 +312,7 @@ def edited(draw):
         elif how == "tweak":
             new = (not value if isinstance(value, bool) else value + 1 if isinstance(value, (int, float))
                    else value + draw(st.sampled_from(["x", " ", "\u00e9", "1"])) if isinstance(value, str) else None)
-            _set(obj, path, new)
+            set_at(obj, path, new)
     seal = draw(st.booleans())
     if seal:
         sealed(obj)

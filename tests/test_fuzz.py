@@ -45,6 +45,7 @@ from hypothesis import strategies as st
 from stam.cli import build_parser, main
 from stam.cliargs import ListArg
 from stam.errors import finite_float, nonneg_float, positive_float, positive_int, seed_int
+from json_edits import paths, set_at
 
 LONG = int(os.environ.get("STAM_FUZZ_EXAMPLES", "0") or 0)
 settings.register_profile("stam-fuzz", max_examples=8, deadline=None, derandomize=True, database=None,
@@ -483,24 +484,6 @@ WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.f
                   st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "T"]), st.integers(), max_size=2))
 
 
-def _paths(obj, prefix=()):
-    """Every (path, value) inside a parsed JSON value."""
-    yield prefix, obj
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
-def _set(obj, path, value):
-    if not path:
-        return value
-    obj[path[0]] = _set(obj[path[0]], path[1:], value)
-    return obj
-
-
 def _drop(obj, path):
     parent = obj
     for p in path[:-1]:
@@ -532,14 +515,14 @@ def mutated(draw, name: str, valid, seal=None):
     obj = json.loads(json.dumps(valid))
     how = draw(st.sampled_from(["wrong-type", "wrong-type", "drop-key", "hostile-string", "truncate", "utf8",
                                 "whole", "deep", "valid"]))
-    paths = [p for p, _ in _paths(obj) if p]
+    inside = [p for p, _ in paths(obj) if p]
     if how == "wrong-type":
-        obj = _set(obj, draw(st.sampled_from(paths)), draw(WRONG))
+        obj = set_at(obj, draw(st.sampled_from(inside)), draw(WRONG))
     elif how == "drop-key":
-        obj = _drop(obj, draw(st.sampled_from(paths)))
+        obj = _drop(obj, draw(st.sampled_from(inside)))
     elif how == "hostile-string":  # a string field gets a hostile value (any field, where there is none)
-        strings = [p for p, v in _paths(obj) if p and isinstance(v, str)] or paths
-        obj = _set(obj, draw(st.sampled_from(strings)), draw(st.sampled_from(HOSTILE)))
+        strings = [p for p, v in paths(obj) if p and isinstance(v, str)] or inside
+        obj = set_at(obj, draw(st.sampled_from(strings)), draw(st.sampled_from(HOSTILE)))
     elif how == "whole":
         obj = draw(WRONG)
     elif how == "deep":
@@ -778,7 +761,7 @@ def fuzz_train_resume_checkpoint(data):
             if how == "drop":
                 _drop(ckpt, where)
             else:
-                _set(ckpt, where, data.draw(CKPT_WRONG))
+                set_at(ckpt, where, data.draw(CKPT_WRONG))
             changed = checkpoint.digest(ckpt) != before
             if data.draw(st.booleans()):  # a consistent file: only the structure check can refuse it
                 ckpt["sha256"] = {k: checkpoint.digest(ckpt.get(k)) for k in checkpoint.HASHED}
@@ -902,7 +885,7 @@ def fuzz_impossible_file_values(case, command):
     if name == "paper-check.json":
         obj = {"kind": "paper-check", "items": obj, "coverage": value}
     else:
-        _set(obj, path, value)
+        set_at(obj, path, value)
     with sandbox() as root:
         target = _write_inputs(root, name, _dump(name, obj))
         if command == "table" and name.startswith("run/"):

@@ -16,6 +16,7 @@ import pytest
 from stam.cli import main
 from stam.errors import UsageError
 from stam.io import check_out_dir, check_out_file, slug
+from json_edits import set_at
 
 
 def run(argv, capsys):
@@ -340,14 +341,6 @@ def _valid_files():
     return valid_files()
 
 
-def _edit(obj, path, value):
-    inner = obj
-    for key in path[:-1]:
-        inner = inner[key]
-    inner[path[-1]] = value
-    return obj
-
-
 @pytest.mark.parametrize("name, path, value, needle", [
     ("pep.json", ["rows", 0, "worst_case"], -1.0, "field rows[0].worst_case must be a finite number >= 0 or null, not -1.0"),
     ("pep.json", ["lam"], float("nan"), "field lam must be a finite number > 0, not nan"),
@@ -381,7 +374,7 @@ def test_impossible_file_values_are_one_line_naming_file_and_field(name, path, v
     if path is None:  # a paper-check result claiming more labels audited than the paper has
         obj = {"kind": "paper-check", "items": obj, "coverage": {"audited": 10**30, "total": 0}}
     else:
-        _edit(obj, path, value)
+        set_at(obj, path, value)
     target = tmp_path / "in" / name
     target.parent.mkdir(parents=True)
     rows = obj if name.endswith(".jsonl") else None
@@ -653,7 +646,7 @@ def test_a_sweep_computes_an_impossible_stored_result_again_instead_of_using_it(
     good = json.loads(path.read_text())
     assert f"{len(files)} already in" in run(argv, capsys)[1]
     record = json.loads(stored[0].read_text())
-    stored[0].write_text(json.dumps(_edit(record, ["result", "rows", 0, "S_min_mean"], -1.0)))  # an impossible S
+    stored[0].write_text(json.dumps(set_at(record, ["result", "rows", 0, "S_min_mean"], -1.0)))  # an impossible S
     rc, out, err = run(argv, capsys)
     assert rc == 0 and f"{len(files) - 1} already in" in out and f"wrote {path}" in out
     assert json.loads(path.read_text())["rows"] == good["rows"]
