@@ -23,3 +23,14 @@ try:  # keep 2-core machines from oversubscribing when xdist runs two workers
     torch.set_num_threads(1)
 except ImportError:  # pragma: no cover
     pass
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _store_off_unless_the_test_turns_it_on():
+    """Every test starts with the toolkit's cache off (above), whatever an earlier test in the same
+    worker left in the environment; a test turns it on with ``monkeypatch.setenv``."""
+    os.environ["STAM_CACHE_DIR"] = "off"
+    yield
