@@ -337,7 +337,7 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
                cache_dir: str | Path | None = None) -> ImageData:
     """CIFAR-10 or CIFAR-100 from ``data_dir``: the official archive, or its extracted folder, or
     else an image collection (module docstring; ``cache_dir``: where its decoded arrays are cached,
-    default ``$STAM_CACHE_DIR`` or ``~/.cache/stam``).
+    default the toolkit's cache folder, :func:`stam.io.cache_home`).
 
     ``checksums`` maps ``archive name`` and ``folder/member`` to MD5 hex digests; default
     :data:`OFFICIAL_MD5` (tests pass the checksums of the small fake archives they write)."""

@@ -27,7 +27,7 @@ its manifest, the sorted lines ``relative path TAB file SHA-256``), with a JSON 
 the source hash, classes, and every array's shape, dtype and SHA-256.  A later load of the same
 source reads them back (``allow_pickle=False``) and checks all of that; an entry that is damaged or
 does not match is ignored and rebuilt, never trusted.  ``CACHE`` is the ``cache_dir`` argument,
-else ``$STAM_CACHE_DIR``, else ``~/.cache/stam``.
+else the toolkit's cache folder (:func:`stam.io.cache_home`; with ``STAM_CACHE_DIR=off`` nothing is kept).
 """
 
 from __future__ import annotations
@@ -154,10 +154,12 @@ def _fail(src: Path, message: str):
     raise UsageError(f"{src}: {message}")
 
 
-def default_cache_dir() -> Path:
-    """``$STAM_CACHE_DIR`` if set, else ``~/.cache/stam``."""
-    env = os.environ.get("STAM_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "stam"
+def default_cache_dir() -> Path | None:
+    """The toolkit's cache folder (:func:`stam.io.cache_home`); None with ``STAM_CACHE_DIR=off``
+    (a collection is then decoded every time, nothing kept)."""
+    from stam.io import cache_home
+
+    return cache_home()
 
 
 def archive_kind(path: Path) -> str | None:
@@ -729,9 +731,9 @@ def read(path: str | os.PathLike, expect: Expect = Expect(), cache_dir: str | os
     except OSError as exc:
         _fail(src, f"cannot read it ({exc.strerror or exc})")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    entry = root / "imagefolder" / sha
-    with _locked(root / "imagefolder" / f"{sha}.lock"):
-        hit = _read_cache(entry, sha, expect)
+    entry = None if root is None else root / "imagefolder" / sha
+    with _locked(root / "imagefolder" / f"{sha}.lock") if root is not None else contextlib.nullcontext():
+        hit = _read_cache(entry, sha, expect) if entry is not None else None
         if hit is not None:
             arrays, meta = hit
             return Collection(*(arrays[k] for k in ARRAYS), tuple(meta["classes"]),
@@ -758,7 +760,8 @@ def read(path: str | os.PathLike, expect: Expect = Expect(), cache_dir: str | os
         info = {"formats": sorted(formats), **_jpeg_info(items_by_split["train"][0])}
         del got, splits, items_by_split
         try:
-            _write_cache(entry, sha, arrays, classes, info)
+            if entry is not None:
+                _write_cache(entry, sha, arrays, classes, info)
         except OSError as exc:
             warnings.warn(f"could not write the image cache {entry} ({exc.strerror or exc}); the collection will be "
                           "decoded again next time (set STAM_CACHE_DIR to a writable folder)", RuntimeWarning, stacklevel=2)

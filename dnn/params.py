@@ -127,7 +127,7 @@ class TrainConfig(Params):
     json: bool = arg("--json", action="store_true", default=False,  # with echo: the epoch's JSON record instead
                      help="print each epoch's JSON record (a line of OUT/log.jsonl) instead of the readable line, and no "
                      "closing summary")
-    cache_dir: str | None = None  # decoded image collections (default $STAM_CACHE_DIR or ~/.cache/stam)
+    cache_dir: str | None = None  # decoded image collections (default: stam.io.cache_home)
 
     def __post_init__(self):
         if self.no_val:

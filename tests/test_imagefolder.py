@@ -300,6 +300,18 @@ def test_a_folder_is_keyed_by_its_manifest(tmp_path, cache, decodes):
     assert changed.train_x[3 * 2 + 1].max() == 0  # cat is label 3, its second image
 
 
+def test_with_the_cache_off_nothing_is_kept_and_every_load_decodes(tmp_path, monkeypatch, decodes):
+    """``STAM_CACHE_DIR=off`` (the toolkit's rule, :func:`stam.io.cache_home`): no cache folder anywhere,
+    not even one called ``off`` in the working directory."""
+    path, expected = small(tmp_path)
+    monkeypatch.setenv("STAM_CACHE_DIR", "off")
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    first, again = I.read(path, CIFAR10), I.read(path, CIFAR10)
+    assert not first.cached and not again.cached and len(decodes) == 4
+    assert np.array_equal(again.train_y, expected["train"][1]) and sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_an_unwritable_cache_warns_and_still_loads(tmp_path):
     path, expected = small(tmp_path)
     blocker = tmp_path / "a-file"
