@@ -24,8 +24,8 @@ KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "firs
 
 
 #: ``stam train --compile``: how the update runs (:data:`stam.dnn.batched.COMPILE_MODES`, by these names)
-COMPILE_CHOICES = ("auto", "on", "off", "aot")
 COMPILE_MODE = {"auto": "auto", "on": True, "off": False, "aot": "aot"}
+COMPILE_CHOICES = tuple(COMPILE_MODE)
 
 
 def width_float(text: str) -> float:

@@ -29,10 +29,12 @@ REGION_SAMPLING = (2, 1)
 #: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
 SCAN_RATIO = 1.2
 SCAN_MAX_STEPS = 110
+#: the classes of ``F`` the PEP reaches through its proximal step (:mod:`stam.theory.pep`, which reads
+#: them here, so that ``stam pep --help`` imports no PEP): the paper's class first, the default
+F_CLASSES = ("lsc", "indicator", "convex")
+DEFAULT_F_CLASS = "lsc"
 #: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``SCAN_MAX_STEPS + 1``
 MAX_SCAN_POINTS = SCAN_MAX_STEPS + 1
-#: the classes of F of :mod:`stam.theory.pep` (``F_CLASSES``; a test holds the two equal)
-F_CLASS_NAMES = ("lsc", "indicator", "convex")
 POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
 #: the largest Gram matrix ``stam pep`` builds without ``--force`` (:mod:`stam.theory.pep_cli`): ``2T + 2``
 #: points (``2T + 3`` with ``--free-start``), so T <= 24.  The SDP has O(T^2) interpolation constraints, each of
@@ -49,7 +51,7 @@ class RegionParams(Params):
     runs.  The fields marked ``job`` decide a lambda's row (:meth:`spec`); ``lams`` are the cells."""
 
     L1: float = arg("--L1", type=positive_float, default=1.0, job=True, help="Lipschitz constant of grad G (default 1)")
-    f_class: str = arg("--F", choices=F_CLASS_NAMES, default="lsc", job=True,
+    f_class: str = arg("--F", choices=F_CLASSES, default=DEFAULT_F_CLASS, job=True,
                        help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
                        "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
                        "convex = closed proper convex")
@@ -96,5 +98,5 @@ class RegionParams(Params):
 REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
 
 __all__ = ["RegionParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
-           "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASS_NAMES", "POSITIVE_LIST",
+           "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASSES", "DEFAULT_F_CLASS", "POSITIVE_LIST",
            "MAX_GRAM"]

@@ -91,6 +91,7 @@ from stam.algorithm import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
+from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
 from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
                           increasing)
 
@@ -221,9 +222,8 @@ def gradient_descent_pep(L: float, gamma: float, n: int, solver: str | None = No
 
 
 # --------------------------------------------------------------------------- STAM
-#: the classes of ``F`` (module docstring): the paper's class first (the default).
-F_CLASSES = ("lsc", "indicator", "convex")
-DEFAULT_F_CLASS = "lsc"
+# the classes of ``F`` (module docstring), the paper's class first (the default): F_CLASSES and
+# DEFAULT_F_CLASS, declared with the command's parameters (stam.theory.params, imported above)
 #: how each class is named in outputs.
 F_CLASS_TEXT = {
     "lsc": "any proper lsc F (nonconvex)",

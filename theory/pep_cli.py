@@ -234,9 +234,8 @@ def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
 
     require(params.out is not None, "--region writes a result file: give --out FILE.json")
     check_out_file(params.out, "--out")
-    sampling = params.sampling
-    lams = params.lams or lyapunov.REGION_LAMS
-    betas = params.betas or lyapunov.REGION_BETAS
+    full = lyapunov.resolved(params)  # the default grids filled in
+    lams, betas, sampling = full.lams, full.betas, full.sampling
     seconds = region_work_s(len(lams), len(betas), sampling)
     require(params.force or seconds <= MAX_REGION_WORK_S,
             f"--region with {len(lams)} lambdas, {len(betas)} betas and N = {sampling[0]}, b = {sampling[1]} is about "

@@ -1,5 +1,5 @@
 """The store of ``stam paper-check``: the findings of the paper audit as an earlier run derived them,
-kept in ``$STAM_CACHE_DIR`` (else ``~/.cache/stam``) under the key of their sources and read back
+kept in the toolkit's cache folder (:func:`stam.io.cache_home`) under the key of their sources and read back
 instead of deriving again (:func:`stam.theory.audit.stored_findings` decides when).
 
 A store is a result type of its own, :data:`FINDINGS_STORE`, written whole through it and read back
