@@ -424,7 +424,7 @@ def run(params) -> tuple[dict, tuple, float]:
         raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     if source == "synthetic":
-        for flag in ("epochs", "batch_size", "model", "width"):
+        for flag in ("epochs", "batch_size", "model", "width", "bn_images"):
             if getattr(params, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
         if params.scheduler is not None or params.workers != 1:
