@@ -346,14 +346,17 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
     from stam.dnn.sweep import data_source
 
+    from stam.dnn.catalog import BN_IMAGES, bn_protocol
+
+    bn_images = (spec or {}).get("bn_images", BN_IMAGES)
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),
             "metric": "val_acc_binary",
-            "metric_label": "validation accuracy with binary weights (higher is better)",
+            "metric_label": f"validation accuracy with binary weights, {bn_protocol(bn_images)} (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
             # the training seeds are 0 .. seeds - 1, so the first is recorded as the seed
             "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=0,
-                           batch_size=batch_size, model=task["model"], width=task["width"]),
+                           batch_size=batch_size, model=task["model"], width=task["width"], bn_images=bn_images),
             "rows": rows}
 
 
