@@ -243,6 +243,14 @@ def _verb(data) -> str:
         f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0f}%)")
 
 
+def _bn_words(data: dict) -> str:
+    """A network map's evaluation protocol (``params.bn_images``; a map written before it was
+    recorded evaluated with the statistics as trained)."""
+    from stam.dnn.catalog import bn_protocol  # light: no torch
+
+    return bn_protocol((data.get("params") or {}).get("bn_images"))
+
+
 def map_caption(data: dict) -> str:
     """What the figure shows, with the numbers (plain text; the report escapes it)."""
     s = summary(data)
@@ -250,7 +258,8 @@ def map_caption(data: dict) -> str:
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
     colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "Colour: validation accuracy with binary weights"
+              else "Colour: validation accuracy with binary weights, "
+              + _bn_words(data)
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
     head = (f"Convergence map, {data['source']} {problem_name(data)} ({budget}, {'/'.join(map(str, seeds))} seeds; "

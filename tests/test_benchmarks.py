@@ -163,3 +163,17 @@ def test_dnn_algo_cost_times_compiled_updates_in_alternation_with_sgd():
     s = comp["stam"]
     assert 0 < s["best_s"] <= s["median_s"]
     assert s["best_ratio_to_torch_sgd_momentum"] == pytest.approx(s["best_s"] / sgd["best_s"])
+
+
+def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
+    bench = _load("bn_reestimate_cost")
+    out = tmp_path / "bn.json"
+    bench.main(["--n-train", "128", "--width", "0.0625", "--steps", "1", "--repeats", "1", "--bn-images", "64", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    cifar, digits = result["rows"]
+    assert (cifar["model"], digits["model"]) == ("vgg11", "mlp") and cifar["bn_images_used"] == 64
+    for r in result["rows"]:
+        assert r["reestimate_per_epoch_s"] == pytest.approx(2 * r["reestimate_s"])
+        assert r["reestimate_share_of_epoch"] == pytest.approx(2 * r["reestimate_s"] / r["epoch_s"])
+        assert r["meets_target"] == (r["reestimate_share_of_epoch"] <= 0.10)
