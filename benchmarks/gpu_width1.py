@@ -37,9 +37,10 @@ Settings, each labelled in the JSON (``choices``):
   once: ``dnn_optim_speed_h100.json``), cuDNN's autotuner and TF32 matrix products (fixed shapes),
   the evaluation batch, the seeds.
 
-Every evaluation of binary (or any other than the forward) weights uses BatchNorm statistics of
-those weights (issue 34) where the trainer does that (its ``bn_images``); a trainer without it
-evaluates with the statistics as trained, and the JSON says which (``settings.bn_statistics``).
+Every accuracy is measured with BatchNorm statistics re-estimated for the weights evaluated (issue
+34: the trainer's ``bn_images``, ``--bn-images``, default 5,000 training images); the binary
+validation accuracy with the statistics as trained is kept beside it as a diagnostic
+(``val_acc_binary_as_trained``); ``settings.bn_statistics`` says the protocol in words.
 
 On one GPU (docs/benchmarks.md: what to carry and the one command)::
 
@@ -57,7 +58,6 @@ import time
 T0 = time.monotonic()  # the budget counts from here
 
 import argparse  # noqa: E402
-import inspect  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -70,6 +70,7 @@ from stam.dnn import batched, catalog, presets  # noqa: E402
 from stam.dnn import data as data_mod  # noqa: E402
 from stam.dnn import epochs as ep  # noqa: E402
 from stam.dnn.catalog import VAL_FRACTION  # noqa: E402
+from stam.dnn.tune import TUNE  # noqa: E402
 from stam.dnn.wide import stack_runs  # noqa: E402
 from stam.errors import UsageError  # noqa: E402
 from stam.io import atomic_write_json, check_out_dir, provenance  # noqa: E402
@@ -122,18 +123,19 @@ def per_call_ms(fn, device, calls: int, rounds: int = 3) -> float:
 # --------------------------------------------------------------------------- settings
 
 def transferred_settings(path: Path, algos) -> dict:
-    """Each algorithm's tuned overrides, the best trial of the CPU study's ``stam tune`` (path)."""
-    try:
-        tune = json.loads(path.read_text(encoding="utf-8"))
-        best = {a["algo"]: a["best"]["overrides"] for a in tune["algorithms"]}
-        study = {k: tune["params"][k] for k in ("model", "width", "epochs", "batch_size", "trials", "seeds")}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--settings {path}: not a readable stam tune result ({exc})") from None
+    """Each algorithm's tuned overrides, the best trial of the CPU study's ``stam tune`` result
+    (``path``, read through its result type), what the study trained, and whether its trials were
+    scored with BatchNorm statistics of the weights evaluated (issue 34; else the settings are provisional)."""
+    tune = TUNE.read(path)
+    best = {a["algo"]: a["best"]["overrides"] for a in tune["algorithms"] if a.get("best")}
     missing = [a for a in algos if a not in best]
     if missing:
-        raise UsageError(f"--settings {path}: no tuned setting for {', '.join(missing)}; it has {', '.join(best)}")
+        raise UsageError(f"--settings {path}: no tuned setting for {', '.join(missing)}; it has {', '.join(best) or 'none'}")
+    study = {k: tune["params"].get(k, tune.get(k)) for k in ("model", "width", "epochs", "batch_size", "trials", "seeds")}
+    bn = tune.get("bn_images") or 0
     return {"file": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path), "study": study,
-            "overrides": {a: best[a] for a in algos}}
+            "overrides": {a: best[a] for a in algos}, "provisional": not bn,
+            "scored": catalog.bn_protocol(bn, None)}
 
 
 def configs(algo: str, overrides: dict, seeds, epochs: int) -> list[batched.Config]:
@@ -141,14 +143,6 @@ def configs(algo: str, overrides: dict, seeds, epochs: int) -> list[batched.Conf
     epochs as the study mapped them onto its own (``schedule_scale`` auto)."""
     preset = presets.resolve(None, algo, "cifar10", overrides, "auto", epochs)
     return [batched.Config(preset, s) for s in seeds]
-
-
-def trainer_keywords(bn_images) -> dict:
-    """``bn_images`` for a trainer that takes it (issue 34's re-estimation), else nothing."""
-    params = inspect.signature(batched.Trainer).parameters
-    if "bn_images" not in params:
-        return {}
-    return {"bn_images": params["bn_images"].default if bn_images is None else bn_images}
 
 
 # --------------------------------------------------------------------------- 2. the probe
@@ -178,28 +172,26 @@ def network_step_ms(task, seeds, batch_size: int, bf16: bool, steps: int, device
 # --------------------------------------------------------------------------- 3-4. training
 
 def subset(data: data_mod.ImageData, n: int) -> data_mod.ImageData:
-    """``data`` with its first ``n`` training images (the warm-up's), the same validation and test images."""
-    return data_mod.ImageData(data.name, data.train_x[:n], data.train_y[:n], data.test_x, data.test_y, data.num_classes,
+    """``data`` with ``n`` of its training images, evenly spaced (the images are ordered by class:
+    every class is in), the same validation and test images."""
+    idx = torch.linspace(0, len(data.train_x) - 1, min(n, len(data.train_x)), device=data.train_x.device).round().long()
+    return data_mod.ImageData(data.name, data.train_x[idx], data.train_y[idx], data.test_x, data.test_y, data.num_classes,
                               data.augment, val_x=data.val_x, val_y=data.val_y, source=data.source)
 
 
 def evaluate(tr: batched.Trainer) -> dict:
     """The epoch's accuracies (percent, per run): validation and test, binary and float weights,
-    BatchNorm statistics of the weights measured where the trainer re-estimates them (once for both
-    splits where it can); then also the binary validation accuracy with the statistics as trained."""
+    each with BatchNorm statistics of the weights measured (:meth:`stam.dnn.batched.Trainer.accuracies`,
+    issue 34), and the binary validation accuracy with the statistics as trained (a diagnostic)."""
     rec = {}
     for which in ("binary", "float"):
-        if hasattr(tr, "accuracies"):
-            accs = tr.accuracies(("val", "test"), which)
-        else:
-            accs = {split: tr.accuracy(split, which) for split in ("val", "test")}
-        rec.update({f"{split}_acc_{which}": acc for split, acc in accs.items()})
-    if getattr(tr, "bn_images", 0) and hasattr(tr, "accuracies"):
+        rec.update({f"{split}_acc_{which}": acc for split, acc in tr.accuracies(("val", "test"), which).items()})
+    if tr.bn_images:
         rec["val_acc_binary_as_trained"] = tr.accuracies(("val",), "binary", as_trained=True)["val"]
     return rec
 
 
-def warm_up(algo, overrides, seeds, task, args, kw, device) -> dict:
+def warm_up(algo, overrides, seeds, task, args, device) -> dict:
     """One trainer of ``algo`` on the warm-up batches: its update compiled (the first epoch), then
     one epoch and one evaluation timed; its peak memory."""
     n = min(len(task.data.train_x), args.warmup_steps * args.batch_size)
@@ -207,7 +199,7 @@ def warm_up(algo, overrides, seeds, task, args, kw, device) -> dict:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     tr = batched.Trainer(configs(algo, overrides, seeds, 1), small, args.batch_size, device=device, compile=args.compile_on,
-                         bf16=args.bf16_on, eval_batch_size=args.eval_batch_size, **kw)
+                         bf16=args.bf16_on, eval_batch_size=args.eval_batch_size, bn_images=args.bn_images)
     _, first_s = timed(lambda: tr.train_epoch(1), device)
     evaluate(tr)
     _, train_s = timed(lambda: tr.train_epoch(2), device)
@@ -274,18 +266,20 @@ def update_vs_sgd(tr: batched.Trainer, task, args, device) -> dict:
     for p in params:
         p.grad = torch.randn_like(p) * 1e-3
     sgd = torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=1e-7, foreach=True)
-    out = {"runs": tr.R, "parameters": sum(p.numel() for p in params), "calls": args.update_calls,
-           "stam_ms": per_call_ms(stam_call(tr), device, args.update_calls),
-           "stam_eager_ms": per_call_ms(stam_call(eager), device, args.update_calls),
-           "torch_sgd_momentum_ms": per_call_ms(sgd.step, device, args.update_calls),
-           "stam_compiled": bool(args.compile_on)}
+    with ep.flush_denormal():  # as in training (on a CPU the trained state's subnormal numbers would dominate)
+        out = {"runs": tr.R, "parameters": sum(p.numel() for p in params), "calls": args.update_calls,
+               "stam_ms": per_call_ms(stam_call(tr), device, args.update_calls),
+               "stam_eager_ms": per_call_ms(stam_call(eager), device, args.update_calls),
+               "torch_sgd_momentum_ms": per_call_ms(sgd.step, device, args.update_calls),
+               "stam_compiled": bool(args.compile_on)}
     out["stam_over_sgd"] = out["stam_ms"] / out["torch_sgd_momentum_ms"]
     return out
 
 
-def summary(runs) -> dict:
+def summary(runs, num_classes: int, n_test: int) -> dict:
     """Per algorithm: each run's test accuracy at its validation-selected epoch (binary weights;
-    Float: float weights; :func:`stam.dnn.epochs.select_epoch`) and at the last epoch."""
+    Float: float weights; :func:`stam.dnn.epochs.select_epoch`) and at the last epoch; whether it
+    is at chance (:func:`stam.dnn.catalog.at_chance`)."""
     out = {}
     for run in runs:
         key = catalog.algorithm(run["algo"]).score_key
@@ -294,11 +288,13 @@ def summary(runs) -> dict:
         run["test_acc_selected"] = sel[key.replace("val", "test")] if sel else None
         run["test_acc_last"] = run["log"][-1][key.replace("val", "test")] if run["log"] else None
         s = out.setdefault(run["algo"], {"label": run["label"], "measure": key.replace("val", "test"), "seeds": [],
-                                         "test_acc_selected": [], "test_acc_last": [], "diverged": 0})
+                                         "test_acc_selected": [], "test_acc_last": [], "diverged": 0,
+                                         "at_chance": []})
         s["seeds"].append(run["seed"])
         s["test_acc_selected"].append(run["test_acc_selected"])
         s["test_acc_last"].append(run["test_acc_last"])
         s["diverged"] += run["diverged_epoch"] is not None
+        s["at_chance"].append(catalog.at_chance(run["test_acc_selected"], num_classes, n_test))
     for s in out.values():
         accs = [a for a in s["test_acc_selected"] if a is not None]
         s["mean"] = statistics.fmean(accs) if accs else None
@@ -313,15 +309,17 @@ def table(result: dict) -> str:
     st = result["settings"]
     lines = [f"VGG-11 x{st['width']:g} on CIFAR-10 (JPEG copy), {result['device']['name']}: {st['epochs_done']} epochs "
              f"(planned {st['epochs']}), batch {st['batch_size']}, bf16 {'on' if st['bf16'] else 'off'}, seeds "
-             f"{'batched' if st['batch_seeds'] else 'one by one'}, BatchNorm: {st['bn_statistics']}; {result['seconds']['total']:.0f} s",
+             f"{'batched' if st['batch_seeds'] else 'one by one'}; {st['bn_statistics']}; {result['seconds']['total']:.0f} s",
              f"{'algorithm':<10} {'test acc. (sel. epoch)':<24} {'per seed':<22} {'images/s':>10} {'epoch s/run':>12}"]
     for algo, row in s.items():
         mean = "-" if row["mean"] is None else f"{row['mean']:.2f}" + ("" if row["std"] is None else f" ± {row['std']:.2f}")
-        seeds = ", ".join("-" if a is None else f"{a:.1f}" for a in row["test_acc_selected"])
+        seeds = ", ".join("-" if a is None else f"{a:.1f}" + " (chance)" * c for a, c in zip(row["test_acc_selected"], row["at_chance"]))
         t = tp.get(algo)
         lines.append(f"{row['label']:<10} {mean:<24} {seeds:<22} {t['images_per_s'] if t else 0:>10.0f} "
                      f"{t['run_epoch_s'] if t else 0:>12.2f}")
-    if upd:
+    if upd and "error" in upd:
+        lines.append(f"STAM update not timed: {upd['error']}")
+    elif upd:
         lines.append(f"STAM update {upd['stam_ms']:.2f} ms ({'compiled' if upd['stam_compiled'] else 'eager'}; eager "
                      f"{upd['stam_eager_ms']:.2f} ms) against torch.optim.SGD with momentum {upd['torch_sgd_momentum_ms']:.2f} ms "
                      f"({upd['stam_over_sgd']:.1f}x), {upd['runs']} run(s)")
@@ -354,7 +352,8 @@ def parse(argv):
     ap.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     ap.add_argument("--batch-seeds", choices=("auto", "on", "off"), default="auto")
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto", help="the update: auto = on a GPU")
-    ap.add_argument("--bn-images", type=int, default=None, help="the trainer's BatchNorm re-estimation images (default: its own)")
+    ap.add_argument("--bn-images", type=int, default=catalog.BN_IMAGES,
+                    help="training images BatchNorm's statistics are re-estimated on for every evaluation (default %(default)s; 0: as trained)")
     ap.add_argument("--eval-batch-size", type=int, default=2500)
     ap.add_argument("--max-train", type=int, default=None, help="train on the first N training images only (dry runs)")
     ap.add_argument("--probe-steps", type=int, default=30)
@@ -368,8 +367,8 @@ def parse(argv):
     for flag in ("seeds", "batch_size", "probe_steps", "warmup_steps", "update_calls", "eval_batch_size", "min_epochs"):
         if getattr(args, flag) < 1:
             fail(ap, f"--{flag.replace('_', '-')} {getattr(args, flag)}: give a number >= 1")
-    if args.epochs is not None and args.epochs < 1 or args.budget_s <= 0 or args.width <= 0:
-        fail(ap, "--epochs, --budget-s and --width must be > 0")
+    if args.epochs is not None and args.epochs < 1 or args.budget_s <= 0 or args.width <= 0 or args.bn_images < 0:
+        fail(ap, "--epochs, --budget-s and --width must be > 0, --bn-images >= 0")
     args.algos = algos
     return ap, args
 
@@ -379,9 +378,12 @@ def main(argv=None) -> dict:
     log = lambda msg: print(f"[{elapsed():6.1f} s] {msg}", file=sys.stderr, flush=True)  # noqa: E731
     try:
         out = check_out_dir(args.out)
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
+        try:
+            device = torch.device(args.device)
+        except RuntimeError:
+            raise UsageError(f"--device {args.device!r}: not a torch device (cuda, cuda:N or cpu)") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
             raise UsageError(f"--device {args.device}: no CUDA device here (a dry run: --device cpu)")
-        device = torch.device(args.device)
         tuned = transferred_settings(Path(args.settings), args.algos)
         if not Path(args.data).exists():
             raise UsageError(f"--data {args.data}: not found; copy cifar10-jpeg.tar.gz there (docs/benchmarks.md)")
@@ -398,7 +400,6 @@ def main(argv=None) -> dict:
         torch.backends.cudnn.benchmark = True
         torch.set_float32_matmul_precision("high")
     args.compile_on = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
-    kw = trainer_keywords(args.bn_images)
     seeds = list(range(args.seeds))
 
     # ---------------------------------------------------------------- 2. the probe: bf16? the seeds as one network?
@@ -420,7 +421,7 @@ def main(argv=None) -> dict:
     groups_of = lambda algo: [seeds] if args.batch_seeds_on else [[s] for s in seeds]  # noqa: E731
     warm = {}
     for algo in args.algos:
-        warm[algo] = warm_up(algo, tuned["overrides"][algo], groups_of(algo)[0], task, args, kw, device)
+        warm[algo] = warm_up(algo, tuned["overrides"][algo], groups_of(algo)[0], task, args, device)
         log(f"warm-up {algo}: {json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in warm[algo].items()})}")
     full_steps = ep.steps_per_epoch(len(data.train_x), args.batch_size)
 
@@ -445,7 +446,7 @@ def main(argv=None) -> dict:
         for gseeds in groups_of(algo):
             cfgs = configs(algo, tuned["overrides"][algo], gseeds, epochs)
             tr = batched.Trainer(cfgs, task, args.batch_size, epochs=epochs, device=device, compile=args.compile_on,
-                                 bf16=args.bf16_on, eval_batch_size=args.eval_batch_size, **kw)
+                                 bf16=args.bf16_on, eval_batch_size=args.eval_batch_size, bn_images=args.bn_images)
             runs = [{"algo": algo, "label": catalog.algorithm(algo).label, "seed": s, "log": [], "diverged_epoch": None}
                     for s in gseeds]
             groups.append({"algo": algo, "trainer": tr, "runs": runs, "times": []})
@@ -457,12 +458,12 @@ def main(argv=None) -> dict:
     # ---------------------------------------------------------------- 5. measurements
     tp = {a: throughput(groups, a) for a in algos}
     stam_group = next((g for g in groups if g["algo"] == "stam"), None)
-    upd = update_vs_sgd(stam_group["trainer"], task, args, device) if stam_group else None
+    try:  # a failure here keeps the training's results
+        upd = update_vs_sgd(stam_group["trainer"], task, args, device) if stam_group else None
+    except RuntimeError as exc:  # torch.OutOfMemoryError among them
+        upd = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
     runs = [run for g in groups for run in g["runs"]]
-    tr0 = groups[0]["trainer"]
-    bn = getattr(tr0, "bn_images", None)
-    bn_text = (f"re-estimated for the evaluated weights on {bn} training images" if bn else
-               "as trained (the forward weights' running statistics)")
+    bn_text = catalog.bn_protocol(args.bn_images, len(data.train_x))
     ratio = tp["stam"]["images_per_s"] / tp["float"]["images_per_s"] if tp.get("stam") and tp.get("float") else None
 
     # ---------------------------------------------------------------- 6. the result
@@ -476,12 +477,13 @@ def main(argv=None) -> dict:
         "settings": {"model": "vgg11", "width": args.width, "batch_size": args.batch_size, "seeds": seeds, "algos": algos,
                      "epochs": epochs, "epochs_done": done, "stopped": stopped, "budget_s": args.budget_s, "bf16": args.bf16_on,
                      "batch_seeds": args.batch_seeds_on, "compile": args.compile_on, "eval_batch_size": args.eval_batch_size,
-                     "bn_images": bn, "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,
+                     "bn_images": args.bn_images, "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,
                      "keep_float": [], "max_train": args.max_train},
         "choices": [
             {"setting": "hyperparameters", "value": tuned["overrides"], "why": f"transferred: the best trial of each algorithm in "
-             f"{tuned['file']} ({tuned['study']}), schedules mapped onto this run's epochs (schedule_scale auto); provisional: "
-             "chosen on binary accuracies measured with the forward weights' BatchNorm statistics (issue 34)"},
+             f"{tuned['file']} ({tuned['study']}), schedules mapped onto this run's epochs (schedule_scale auto); trials scored with "
+             f"{tuned['scored']}" + ("; provisional: the trials were not scored on the binary networks' own BatchNorm statistics "
+                                     "(issue 34)" if tuned["provisional"] else "")},
             {"setting": "batch_size", "value": args.batch_size, "why": "transferred: the paper's and the study's"},
             {"setting": "quantised layers", "value": "every conv and linear layer", "why": "transferred: as in the study"},
             {"setting": "bf16", "value": args.bf16_on, "why": "chosen because " + ("given" if args.bf16 != "auto" else
@@ -500,7 +502,7 @@ def main(argv=None) -> dict:
         "hyperparameters": {g["algo"]: {"first_epoch": g["trainer"].configs[0].preset.at(1),
                                         "last_epoch": g["trainer"].configs[0].preset.at(epochs)} for g in groups},
         "probe": probe, "warm_up": warm, "skipped": skipped,
-        "runs": runs, "summary": summary(runs),
+        "runs": runs, "summary": summary(runs, data.num_classes, len(data.test_x)),
         "throughput": tp, "update": upd,
         "memory": {"peak_bytes": peak, "warm_up_peak_bytes": {a: w["peak_bytes"] for a, w in warm.items()}},
         "targets": {k: {"target": v, "value": x, "met": None if x is None else (x >= v if k.endswith("images_per_s") else x <= v),

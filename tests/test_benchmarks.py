@@ -198,9 +198,7 @@ def _gpu_width1(tmp_path, *extra):
 
 
 def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
-    import inspect
-
-    from stam.dnn import batched, catalog
+    from stam.dnn import catalog
     from stam.dnn.models import build_model
 
     bench, result = _gpu_width1(tmp_path, "--epochs", "2", "--seeds", "2", "--algos", "stam,bc,float")
@@ -213,9 +211,8 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     assert (st["epochs"], st["epochs_done"], st["stopped"], st["seeds"], st["algos"]) == (2, 2, None, [0, 1], ["stam", "bc", "float"])
     assert st["compile"] is False and st["bf16"] == (result["probe"]["bf16_R1_ms"] < result["probe"]["float32_R1_ms"])
     assert st["batch_seeds"] == (result["probe"]["wide_R2_ms"] < 2 * result["probe"]["float32_R1_ms" if not st["bf16"] else "bf16_R1_ms"])
-    # issue 34's BatchNorm re-estimation where the trainer has it, and the JSON says which
-    has_bn = "bn_images" in inspect.signature(batched.Trainer).parameters
-    assert (st["bn_images"] is not None) == has_bn and st["bn_statistics"].startswith("re-estimated" if has_bn else "as trained")
+    # every accuracy with BatchNorm statistics of the weights evaluated (issue 34), the as-trained one beside it
+    assert st["bn_images"] == catalog.BN_IMAGES and st["bn_statistics"] == catalog.bn_protocol(catalog.BN_IMAGES, 30)
     # every setting labelled; the hyperparameters are the study's best trials, transferred
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
     tune = json.loads(bench.TUNED.read_text())
@@ -230,11 +227,14 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
         assert [r["epoch"] for r in run["log"]] == [1, 2] and run["diverged_epoch"] is None
         key = catalog.algorithm(run["algo"]).score_key
         for rec in run["log"]:
-            assert {"train_loss", "train_acc", "val_acc_binary", "val_acc_float", "test_acc_binary", "test_acc_float"} <= set(rec)
+            assert set(rec) == {"epoch", "train_loss", "train_acc", "val_acc_binary", "val_acc_float", "test_acc_binary",
+                                "test_acc_float", "val_acc_binary_as_trained"}
             assert all(0 <= rec[k] <= 100 for k in rec if "acc" in k)
         sel = next(r for r in run["log"] if r["epoch"] == run["selected_epoch"])
         assert sel[key] == max(r[key] for r in run["log"]) and run["test_acc_selected"] == sel[key.replace("val", "test")]
-        assert result["summary"][run["algo"]]["test_acc_selected"][run["seed"]] == run["test_acc_selected"]
+        row = result["summary"][run["algo"]]
+        assert row["test_acc_selected"][run["seed"]] == run["test_acc_selected"]
+        assert row["at_chance"][run["seed"]] == catalog.at_chance(run["test_acc_selected"], 10, 10)
     # throughput: images over the training seconds of the epochs after the first
     for algo, tp in result["throughput"].items():
         assert tp["epochs_timed"] == [2] and tp["images_per_s"] > 0 and len(tp["train_s"]) == (1 if st["batch_seeds"] else 2) * 2
@@ -268,10 +268,19 @@ def test_gpu_width1_keeps_to_its_budget(tmp_path, monkeypatch, capsys):
     assert res["settings"]["epochs"] == res["settings"]["epochs_done"] == 1
 
 
-def test_gpu_width1_refuses_a_missing_copy_in_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("argv, says", [
+    (["--data", "{tmp}/none.tar.gz"], "--data {tmp}/none.tar.gz: not found"),
+    (["--settings", "{tmp}/tune.json"], "{tmp}/tune.json: "),
+    (["--device", "gpu0"], "--device 'gpu0': not a torch device"),
+    (["--algos", "stam,adam"], "--algos 'stam,adam': give distinct names of stam, bc, br, psgd, float"),
+])
+def test_gpu_width1_refuses_a_mistake_in_one_line(tmp_path, capsys, argv, says):
+    (tmp_path / "tune.json").write_text('{"kind": "tune", "params": {}}')
     bench = _load("gpu_width1")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     with pytest.raises(SystemExit) as exc:
-        bench.main(["--device", "cpu", "--data", str(tmp_path / "none.tar.gz"), "--out", str(tmp_path / "out")])
+        bench.main(["--device", "cpu", "--out", str(tmp_path / "out"), *argv])
     err = capsys.readouterr().err.strip()
-    assert exc.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("gpu_width1.py: error: --data ") and "not found" in err
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("gpu_width1.py: error: " + says.replace("{tmp}", str(tmp_path))), err
     assert not (tmp_path / "out").exists()
