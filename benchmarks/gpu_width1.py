@@ -23,6 +23,21 @@ compilation included); measures the training throughput of float and STAM, STAM'
    ``torch.optim.SGD`` step (momentum 0.9, foreach) on the trained networks' parameters, peak memory;
 6. the result: one JSON file and a table.
 
+The JSON (``kind`` benchmark, ``name`` gpu_width1): ``provenance`` (versions), ``measured_on_gpu``,
+``device`` (type, name, torch, CUDA and cuDNN versions), ``data`` (its source and split sizes),
+``settings`` (model, width, batch size, seeds, algorithms, epochs planned and done, why it
+stopped, budget, bf16, batched seeds, compile, BatchNorm protocol), ``choices`` (each setting with
+its value and ``why``: "transferred: ..." or "chosen because ..." or "given"),
+``hyperparameters`` (each algorithm's at its first and last epoch), ``probe``, ``warm_up`` (per
+algorithm: its timed epoch and evaluation, peak memory), ``skipped``, ``runs`` (per algorithm and
+seed: ``log``, one record per epoch with training loss and accuracy, validation and test accuracy
+with binary and float weights and the as-trained binary validation accuracy; ``diverged_epoch``,
+``selected_epoch``, ``test_acc_selected``, ``test_acc_last``), ``summary`` (per algorithm: test
+accuracies at the selected epochs, mean, std, at chance), ``throughput`` (per algorithm: images/s,
+a run's epoch in seconds, per-epoch training and evaluation seconds), ``update`` (STAM's update
+as trained and eager, ``torch.optim.SGD`` with momentum, in ms, their ratio), ``memory`` (peak
+bytes), ``targets`` (the issue's, with the values measured) and ``seconds``.
+
 Settings, each labelled in the JSON (``choices``):
 
 - *transferred*: the hyperparameters of each algorithm, the best trial of the CPU study
@@ -323,6 +338,10 @@ def table(result: dict) -> str:
         lines.append(f"STAM update {upd['stam_ms']:.2f} ms ({'compiled' if upd['stam_compiled'] else 'eager'}; eager "
                      f"{upd['stam_eager_ms']:.2f} ms) against torch.optim.SGD with momentum {upd['torch_sgd_momentum_ms']:.2f} ms "
                      f"({upd['stam_over_sgd']:.1f}x), {upd['runs']} run(s)")
+    tg = result["targets"]
+    if tg["stam_over_float_images_per_s"]["value"] is not None:
+        lines.append(f"STAM's images/s over Float's {tg['stam_over_float_images_per_s']['value']:.2f} (target >= 0.9), a STAM epoch "
+                     f"of one run {tg['stam_run_epoch_s']['value']:.2f} s (target <= 1.0 s): the issue's targets on one H100")
     mem = result["memory"]["peak_bytes"]
     if mem is not None:
         lines.append(f"peak GPU memory {mem / 2**30:.2f} GiB")

@@ -204,7 +204,10 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     bench, result = _gpu_width1(tmp_path, "--epochs", "2", "--seeds", "2", "--algos", "stam,bc,float")
     printed = capsys.readouterr().out
     assert printed.startswith("VGG-11 x0.0625 on CIFAR-10 (JPEG copy), CPU (dry run): 2 epochs (planned 2)")
+    assert set(result) == {"kind", "name", "provenance", "measured_on_gpu", "device", "data", "settings", "choices", "hyperparameters",
+                           "probe", "warm_up", "skipped", "runs", "summary", "throughput", "update", "memory", "targets", "seconds"}
     assert result["kind"] == "benchmark" and result["name"] == "gpu_width1" and result["measured_on_gpu"] is False
+    assert set(result["device"]) == {"type", "name", "torch", "cuda", "cudnn"} and result["device"]["type"] == "cpu"
     assert {"torch", "python", "stam"} <= set(result["provenance"]["versions"]) and result["device"]["torch"]
     assert result["data"]["source"]["kind"] == "jpeg-copy" and (result["data"]["train"], result["data"]["val"]) == (30, 10)
     st = result["settings"]
