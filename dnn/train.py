@@ -134,6 +134,10 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     if ctx.main and cfg.echo:  # every usage error is behind us: say how much work is ahead
         left = s.epochs - len(done.records)
         ep.announce_work(float(left) * len(s.data.train_x), f"--epochs {s.epochs} of {len(s.data.train_x):,} images")
+    if ctx.main:
+        _speak(cfg, f"stam train: {s.config['label']} on {DISPLAY_NAMES[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
+                    f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
+                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x))}")
     _start(s, done)
     for epoch in range(len(done.records) + 1, s.epochs + 1):
         t0 = time.perf_counter()
@@ -174,6 +178,9 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     fixed order (the random state a run starts from depends on it)."""
     preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
+    if ctx.main:
+        _speak(cfg, f"stam train: reading {cfg.dataset}" + ("" if cfg.dataset == "digits" else f" from {cfg.data_dir} "
+                    "(an image collection is decoded once, then read from the cache)"))
     if ctx.main:  # only the main process may download; the others read what it verified
         data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums, cfg.cache_dir)
     distributed.barrier(ctx)
@@ -257,6 +264,7 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
     the weights and the state too (an update after the last loss check may have broken them).
     Raises :class:`Diverged`."""
     bar = _progress(s.cfg, s.ctx, s.trainer.steps, epoch, s.epochs)
+    t0, said = time.monotonic(), [time.monotonic()]
 
     def check(step, steps, mean_loss):
         what = ep.diverged(float(mean_loss[0]), True)
@@ -265,6 +273,10 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
             _diverged(s, done, epoch, f"{what} in epoch {epoch} (by step {step} of {steps})")
         bar.set_postfix(loss=f"{float(mean_loss[0]):.4f}", refresh=False)
         bar.update(step - bar.n)
+        if s.ctx.main and time.monotonic() - said[0] >= HEARTBEAT_S:  # no live bar to watch: a line a minute
+            said[0] = time.monotonic()
+            _speak(s.cfg, f"stam train: epoch {epoch}/{s.epochs}, step {step}/{steps}, loss {float(mean_loss[0]):.4f}, "
+                          f"{said[0] - t0:.0f} s into the epoch")
 
     result = s.trainer.train_epoch(epoch, on_check=check)
     bar.close()
@@ -328,6 +340,18 @@ def _commit(s: Setup, done: Done, record: dict) -> None:
         if s.cfg.echo:
             print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs, s.config), flush=True)
     distributed.barrier(s.ctx)
+
+
+#: with no live progress bar (stderr not a terminal), a long run says where it is at least this often (seconds)
+HEARTBEAT_S = 60.0
+
+
+def _speak(cfg, text: str) -> None:
+    """A line on stderr where no live progress bar shows the run (stderr is not a terminal: a log
+    file, nohup, CI), so that a long run is never silent for more than :data:`HEARTBEAT_S`;
+    nothing with ``--no-progress`` or ``--quiet``."""
+    if cfg.progress and cfg.echo and not sys.stderr.isatty():
+        print(text, file=sys.stderr, flush=True)
 
 
 def _progress(cfg, ctx, steps, epoch, epochs):
