@@ -345,6 +345,15 @@ def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False):
     return 1 + N * nodes_before_T + nodes_before_T + K**T + (1 if free_start else 0)
 
 
+def merit_of(state, Fu, gamma):
+    """``M_t`` of Lemma conv-lemma (eq. (eq651)) at a STAM state ``(y, x, u, z)`` with ``F(u^t) = Fu``:
+    ``F(u) + ||2x - u - z||^2/(2 gamma) - ||x - z||^2/(2 gamma) - ||u - x||^2/gamma``, in the arithmetic of the
+    state (PEPit points, where ``p ** 2`` is the squared norm; sympy or plain numbers in one dimension,
+    :mod:`stam.theory.onset`)."""
+    x, u, z = state.x, state.u, state.z
+    return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
+
+
 def stam_pep(
     lam: float,
     gamma: float,
@@ -395,9 +404,8 @@ def stam_pep(
     z_prev = problem.set_initial_point() if free_start else y0
     f_stars = [Expression() for _ in range(N)]  # G_i^inf (N = 1: G^inf = (G+H)^inf)
 
-    def merit(state, Fu):  # M_t of Lemma conv-lemma (eq. (eq651))
-        x, u, z = state.x, state.u, state.z
-        return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
+    def merit(state, Fu):
+        return merit_of(state, Fu, gamma)
 
     state = stam_init(y0, ops, gamma, z_prev=z_prev)
     x0 = state.x
