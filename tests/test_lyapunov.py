@@ -395,9 +395,9 @@ def test_every_certificate_is_proven_in_exact_arithmetic(point):
     assert proof["proven"] and proof["rho"] == c.rho
     cols, lins, names, _, k, low = ly._forms(step, free_P)
     x = [sp.Rational(v.numerator, v.denominator) for v in proof["x"]]
-    R = lambda m: sp.Matrix(m.tolist()).applyfunc(lambda v: sp.Rational(v.numerator, v.denominator))  # noqa: E731
-    D = sum((xv * R((cm + cm.T) / 2) for xv, cm in zip(x, cols)), sp.zeros(step.basis.nb))
-    assert sum((xv * R(lv) for xv, lv in zip(x, lins)), sp.zeros(step.basis.nv, 1)) == sp.zeros(step.basis.nv, 1)
+    R = lambda m: sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in row] for row in np.atleast_2d(m)])  # noqa: E731
+    D = sum((xv * (R(cm) + R(cm).T) / 2 for xv, cm in zip(x, cols)), sp.zeros(step.basis.nb))
+    assert sum((xv * R(lv).T for xv, lv in zip(x, lins)), sp.zeros(step.basis.nv, 1)) == sp.zeros(step.basis.nv, 1)
     Nm = sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in u] for u in proof["null"]]).T
     if Nm.shape[1]:
         assert D * Nm == sp.zeros(step.basis.nb, Nm.shape[1])

@@ -76,4 +76,5 @@ def test_solve_min_norm_is_exact_and_least_norm(data, m, n):
 def test_no_float_enters():
     """A float is taken at the exact rational it stores, never rounded (0.1 is not 1/10)."""
     assert rq.fraction(0.1) == Fraction(3602879701896397, 36028797018963968) != Fraction(1, 10)
-    assert all(isinstance(v, Fraction) for row in rq.matrix([[0.5, 1], [2, Fraction(1, 3)]]) for v in row)
+    assert all(type(v) in (int, Fraction) for row in rq.matrix([[0.5, 1], [2, Fraction(1, 3)]]) for v in row)
+    assert rq.positive_definite([[2, 1], [1, 1]]) and rq.solve_basic([[2]], [1]) == [Fraction(1, 2)]  # int / int stays exact

@@ -197,9 +197,11 @@ class _Basis:
         self.nb, self.nv, self.exact = nb, nv, exact
 
     def zeros(self, shape) -> np.ndarray:
-        """Zeros of floats, or (``exact``) of :class:`fractions.Fraction` objects: then every form built from the
-        basis is exact rational arithmetic (no float enters: a float zero would turn a sum into a float)."""
-        return np.full(shape, Fraction(0), dtype=object) if self.exact else np.zeros(shape)
+        """Zeros of floats, or (``exact``) an object array of the int 0, whose other entries are
+        :class:`fractions.Fraction` objects: then every form built from the basis is exact rational arithmetic (no float
+        enters: a float zero would turn a sum into a float; scalars are applied through :func:`_scaled`, never as an
+        int divided by an int)."""
+        return np.zeros(shape, dtype=object) if self.exact else np.zeros(shape)  # exact: int 0, fast and exact
 
     def one(self):
         return Fraction(1) if self.exact else 1.0
@@ -218,19 +220,36 @@ class _Basis:
         return self.zeros(self.nb)
 
 
+_HALF = Fraction(1, 2)
+
+
 def _outer_exact(a: np.ndarray, b: np.ndarray, half: bool) -> np.ndarray:
-    """``a b'`` (``half``: ``(a b' + b a')/2``) of exact vectors (object arrays of Fractions), over their nonzero
-    entries only (the coefficient vectors are sparse, and Fraction arithmetic on zeros is what costs)."""
-    out = np.full((len(a), len(b)), Fraction(0), dtype=object)
+    """``a b'`` (``half``: ``(a b' + b a')/2``) of exact vectors (object arrays of Fractions and int zeros), over their
+    nonzero entries only (the coefficient vectors are sparse, and Fraction arithmetic on zeros is what costs)."""
+    out = np.zeros((len(a), len(b)), dtype=object)
     ia, ib = [i for i, v in enumerate(a) if v], [j for j, v in enumerate(b) if v]
     for i in ia:
         for j in ib:
             if half:
-                h = a[i] * b[j] / 2
+                h = a[i] * b[j] * _HALF
                 out[i, j] += h
                 out[j, i] += h
             else:
-                out[i, j] = a[i] * b[j]
+                out[i, j] = a[i] * b[j] * 1
+    return out
+
+
+def _scaled(M: np.ndarray, c=None, div=None) -> np.ndarray:
+    """``(c * M) / div`` (either may be None): on floats exactly that expression; on exact arrays (object) entry by
+    entry over the nonzero entries only, as Fractions (an int divided by an int would be a float)."""
+    if M.dtype != object:
+        out = M if c is None else c * M
+        return out if div is None else out / div
+    out = np.zeros(M.shape, dtype=object)
+    for idx, e in np.ndenumerate(M):
+        if e:
+            q = e if c is None else e * c
+            out[idx] = (q if isinstance(q, Fraction) else Fraction(q)) / div if div is not None else q
     return out
 
 
@@ -260,7 +279,7 @@ def smooth_pair(L: float, xi, gi, fi, xj, gj, fj, name: str) -> Interp:
     """``L``-smooth (not necessarily convex) interpolation, Taylor et al. 2017 Thm 3.10 (PEPit's
     ``SmoothFunction``): ``f_i - f_j >= -(L/4)||x_i - x_j||^2 + <g_i + g_j, x_i - x_j>/2 +
     ||g_i - g_j||^2 / (4L)``, written as ``<= 0``."""
-    quad = -(L / 4) * sq(xi - xj) + inner(gi + gj, xi - xj) / 2 + sq(gi - gj) / (4 * L)
+    quad = _scaled(sq(xi - xj), -(L / 4)) + _scaled(inner(gi + gj, xi - xj), div=2) + _scaled(sq(gi - gj), div=4 * L)
     return Interp(name, fj - fi, quad)
 
 
@@ -275,7 +294,7 @@ def prox_pair(gamma: float, xi, si, fi, xj, sj, fj, name: str) -> Interp:
     ``F_j + ||x_j - v_j||^2/(2 gamma) <= F_i + ||x_i - v_j||^2/(2 gamma)``, i.e.
     ``F(x_i) >= F(x_j) + <s_j, x_i - x_j> - ||x_i - x_j||^2/(2 gamma)`` (issue 22; :mod:`stam.theory.pep`),
     written as ``<= 0``.  It is :func:`convex_pair` with the curvature ``1/gamma`` allowed."""
-    return Interp(name, fj - fi, inner(sj, xi - xj) - sq(xi - xj) / (2 * gamma))
+    return Interp(name, fj - fi, inner(sj, xi - xj) - _scaled(sq(xi - xj), div=2 * gamma))
 
 
 def f_pair(f_class: str, gamma: float):
@@ -728,6 +747,11 @@ def _verify(lay: dict, raw: np.ndarray, order_idx, cap: float | None, rho_min: f
 NUMERICAL_ONLY = "numerical only (not proven in exact arithmetic)"
 
 
+#: :func:`prove`: the exact projection onto the identities may move an entry by at most this fraction of the largest
+#: entry (the verified point holds them to rounding; a larger correction would prove some other point)
+PROJECTION_RTOL = 1e-9
+
+
 def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None, cap=None, near=()) -> dict:
     """Prove a certificate in exact rational arithmetic (issue 39, "certified means proven"), from the floating-point
     point ``point`` that :func:`_verify` accepted (:attr:`Certificate.point`) and ``step`` built with ``exact=True``
@@ -740,7 +764,7 @@ def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None
        on it exactly; the basis vectors whose diagonal entry of ``D`` is a combination of the function values'
        identities, decided exactly; and the basis vectors ``near`` that :func:`_verify` took as null), and the
        lower-bound form on its own (``W C = 0`` with ``C`` the states of ``N``): the least-norm correction of the
-       free entries (those :func:`_verify` moves), solved exactly (:func:`stam.theory.rational.solve_min_norm`);
+       free entries (those :func:`_verify` moves), solved exactly (:func:`stam.theory.rational.solve_basic`);
     3. check exactly the sign constraints (multipliers and weights ``>= 0``, weights ``<= 1``, ``theta_order[0] >=
        theta_order[1]``, ``kappa <= cap rho``) and the definiteness: ``-D`` restricted to a complement of ``N`` and
        the lower-bound form restricted to a complement of ``C`` positive definite by exact ``LDL^T``
@@ -757,6 +781,8 @@ def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None
     nb, nvar = step.basis.nb, len(names)
     if len(point) != nvar:
         return {"proven": False, "rho": None, "reason": f"the point has {len(point)} entries, the forms {nvar}"}
+    if any(isinstance(e, float) for c in [*cols, *lins, *(low or [])] for e in np.asarray(c).flat):
+        return {"proven": False, "rho": None, "reason": "a float entered the exact forms"}
     Q = [rq.symmetric_part(c) for c in cols]
     W = [rq.matrix(w) for w in low] if low is not None else None
     x = [F(v) for v in point]
@@ -768,27 +794,29 @@ def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None
             out += [list(row) for row in zip(*cols)]
         return out
 
-    # the null directions N, exactly
-    vecs = []
+    # the null directions N, exactly: D N = 0 is imposed on a spanning set (a unit vector's rows are a column of
+    # each form)
+    vecs, units, fixed = [], set(), []
     if step.fixed is not None:
         fixed = rq.nullspace(rq.matrix(step.fixed), nb)
-        if fixed and all(all(e == 0 for row in rq.congruent(fixed, q) for e in row) for q in Q):
-            vecs += fixed
+        if not all(not any(any(row) for row in rq.congruent(fixed, q)) for q in Q):  # as _null_space: every
+            fixed = []  # form vanishes on the fixed points (as a quadratic form), else they are no null directions
+        vecs += fixed
     L = [[F(lins[v][a]) for v in range(nvar)] for a in range(step.basis.nv)]  # L x = the function values' combination
     Lred, Lpiv = rq.rref(L)
-    unit = lambda i, n: [F(int(j == i)) for j in range(n)]  # noqa: E731
     for i in range(nb):
         d = [q[i][i] for q in Q]
         if any(d) and rq.in_row_space(Lred, Lpiv, d):
-            vecs.append(unit(i, nb))
-    for i in near:
-        vecs.append(unit(int(i), nb))
+            units.add(i)
+    units |= {int(i) for i in near}
+    unit = lambda i, n: [F(int(j == i)) for j in range(n)]  # noqa: E731
+    vecs += [unit(i, nb) for i in sorted(units)]
     N = rq.span_basis(vecs, nb)
-    A = Lred + rows_of(Q, N)
+    A = Lred + rows_of(Q, fixed) + [[q[a][i] for q in Q] for i in sorted(units) for a in range(nb)]
     C = []
     if W is not None:
         xi_t = rq.matrix(step.xi_t)
-        C = rq.span_basis([rq.matvec(xi_t, u) for u in N], k)
+        C = rq.span_basis([rq.matvec(xi_t, u) for u in vecs], k)
         A += rows_of(W, C)
     A = list({tuple(row): row for row in A if any(row)}.values())  # the same identities, without zero or repeated rows
     nonneg = [n not in ("rho", "P") for n in names]
@@ -810,9 +838,12 @@ def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None
         if not any(r):
             break
         idx = [i for i in range(nvar) if free[i]]
-        dx = rq.solve_min_norm([[row[i] for i in idx] for row in A], [-v for v in r]) if idx else None
+        dx = rq.solve_basic([[row[i] for i in idx] for row in A], [-v for v in r]) if idx else None
         if dx is None:
             return {"proven": False, "rho": None, "reason": "the identities have no exact solution near the point"}
+        scale = max(abs(v) for v in x0)
+        if max(abs(d) for d in dx) > PROJECTION_RTOL * scale:  # a proof of the solver's point, not of another one
+            return {"proven": False, "rho": None, "reason": "the identities are off by more than rounding"}
         for i, d in zip(idx, dx):
             x[i] += d
         if any(rq.matvec(A, x)):
@@ -954,11 +985,12 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
         return sq(g + ops.grad_y_H(st.u, st.y)) + sq(ops.grad_x_H(st.u, st.y) + s)
 
     def H(st):
-        return lam / 2 * sq(st.x - st.y)
+        return _scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+        return (_scaled(sq(2 * x - u - z), div=2 * gamma) - _scaled(sq(x - z), div=2 * gamma)
+                - _scaled(sq(u - x), div=gamma))
 
     xi_t = np.array([st0.y - B.zero(), g0, s0])  # (y^t - z^{t-1}, g_t, s_t)
     xi_t1 = np.array([st1.y - st0.z, g1, s1])
@@ -975,8 +1007,8 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
     # written over the time-t basis (w, g_t, s_t): coefficient rows of the time-t vectors
     d = (st0.u - st0.y)[:3]  # u^t - y^t over (w, g_t, s_t)
     gt = g0[:3]
-    m = lam / 2 * sq(d) - sq(gt - lam * d) / (2 * (L1 + lam))
-    low = {"a": sq(gt) / (2 * L1), "b": -m - sq(gt) / (2 * L1)}
+    m = _scaled(sq(d), lam / 2) - _scaled(sq(gt - lam * d), div=2 * (L1 + lam))
+    low = {"a": _scaled(sq(gt), div=2 * L1), "b": -m - _scaled(sq(gt), div=2 * L1)}
     # xi_t = (w, g_t, s_t) is the time-t part of the basis itself, so these forms are over xi_t
     assert (xi_t[:, :3] == np.eye(3)).all() and (xi_t[:, 3:] == 0).all()
     return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1, low=low,
@@ -1013,7 +1045,7 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
         F0, Fk = B.zeros(nv), [B.zeros(nv)] * K
     ops = _SymbolicOps(lam, [s0, *sk])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())
-    branches = [stam_step(st0, sum(g0[i] for i in batch) / b, ops, gamma, beta) for batch in batches]
+    branches = [stam_step(st0, _scaled(sum(g0[i] for i in batch), div=b), ops, gamma, beta) for batch in batches]
 
     interp = []
     for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf (for the growth term:
@@ -1025,7 +1057,7 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                     interp.append(smooth_pair(L1, p[0], p[1], p[2], q[0], q[1], q[2], f"G_{i}(y^{p[3]}) vs G_{i}(y^{q[3]})"))
             if K > 1:
                 interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2],
-                                     sq(p[1]) / (2 * L1)))
+                                     _scaled(sq(p[1]), div=2 * L1)))
     pts = [(st0.u, s0, F0, "t")] + [(st.u, sk[k], Fk[k], f"t+1,{k}") for k, st in enumerate(branches)]
     for p in pts:
         for q in pts:
@@ -1033,13 +1065,14 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                 interp.append(pair(p[0], p[1], p[2], q[0], q[1], q[2], f"F(u^{p[3]}) vs F(u^{q[3]})"))
 
     def H(st):
-        return lam / 2 * sq(st.x - st.y)
+        return _scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+        return (_scaled(sq(2 * x - u - z), div=2 * gamma) - _scaled(sq(x - z), div=2 * gamma)
+                - _scaled(sq(u - x), div=gamma))
 
-    mean = lambda items: sum(items[1:], items[0]) / len(items)  # noqa: E731
+    mean = lambda items: _scaled(sum(items[1:], items[0]), div=len(items))  # noqa: E731
     Gt = mean(G0)
     pieces = [Piece("a", Gt, H(st0), mean([mean(Gk[k]) for k in range(K)]), mean([H(st) for st in branches])),
               Piece("b", F0, M_quad(st0), mean(Fk), mean([M_quad(st) for st in branches]))]

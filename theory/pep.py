@@ -38,7 +38,8 @@ Performance metric: the stationarity measure of Theorem conv, ``min_{0<=t<=T-1} 
 produced by the proximal step eq. (algu): for a nonconvex ``F`` a proximal subgradient, hence a
 limiting subgradient (an element of the ``partial F(u^t)`` of Theorem conv).  The second term bounds ``dist^2(0, grad_x H(u^t, y^t) + dF(u^t))``
 from above; it is the very element of eq. (eq401) that the proof of Theorem conv bounds, so
-the theorem bounds ``S_t`` itself.
+the proof of Theorem conv bounds ``S_t``.  The theorem's own measure (with ``dist^2``) is at most ``S_t``: the PEP
+is exact for ``S_t``, the quantity of the proof, and an upper bound for the theorem's ``dist^2`` measure.
 
 Normalisation (initial condition): ``delta0 + M0'_T <= 1`` with
 

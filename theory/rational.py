@@ -14,9 +14,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 
-def fraction(v) -> Fraction:
-    """The exact value of a number: a float is the dyadic rational it stores (no rounding), an int or Fraction itself."""
-    return v if isinstance(v, Fraction) else Fraction(v)
+def fraction(v) -> Fraction | int:
+    """The exact value of a number: a float is the dyadic rational it stores (no rounding), an int or Fraction itself
+    (every division here is by a Fraction, so an int never turns into a float)."""
+    return v if type(v) is Fraction or type(v) is int else Fraction(v)
 
 
 def matrix(rows) -> list[list[Fraction]]:
@@ -31,7 +32,7 @@ def symmetric_part(M) -> list[list[Fraction]]:
     for i in range(n):
         for j in range(i):
             if m[i][j] != m[j][i]:
-                m[i][j] = m[j][i] = (m[i][j] + m[j][i]) / 2
+                m[i][j] = m[j][i] = Fraction(m[i][j] + m[j][i]) / 2
     return m
 
 
@@ -47,7 +48,7 @@ def rref(rows) -> tuple[list[list[Fraction]], list[int]]:
         if p is None:
             continue
         m[r], m[p] = m[p], m[r]
-        inv = 1 / m[r][c]
+        inv = Fraction(1) / m[r][c]
         m[r] = [v * inv for v in m[r]]
         for i in range(len(m)):
             if i != r and m[i][c] != 0:
@@ -144,6 +145,37 @@ def solve_min_norm(A, r) -> list[Fraction] | None:
     return [sum((yi * row[j] for yi, row in zip(y, rows)), Fraction(0)) for j in range(n)]
 
 
+def solve_basic(A, r) -> list[Fraction] | None:
+    """A solution ``x`` of ``A x = r`` exactly, nonzero only on the pivot columns of an elimination that takes in each
+    column the entry of largest magnitude as pivot (a small correction for a well-posed system), or None when the
+    system has no solution.  One elimination (:func:`solve_min_norm` takes two and a Gram matrix)."""
+    n = len(A[0]) if A else 0
+    m = [list(row) + [fraction(v)] for row, v in zip(matrix(A), r)]
+    pivots: list[int] = []
+    rank = 0
+    for c in range(n):
+        p = max(range(rank, len(m)), key=lambda i: abs(m[i][c]), default=None)
+        if p is None or m[p][c] == 0:
+            continue
+        m[rank], m[p] = m[p], m[rank]
+        inv = Fraction(1) / m[rank][c]
+        m[rank] = [v * inv if v else v for v in m[rank]]
+        for i in range(len(m)):
+            if i != rank and m[i][c] != 0:
+                f = m[i][c]
+                m[i] = [a - f * b if b else a for a, b in zip(m[i], m[rank])]
+        pivots.append(c)
+        rank += 1
+        if rank == len(m):
+            break
+    if any(row[n] != 0 for row in m[rank:]):
+        return None
+    x = [Fraction(0)] * n
+    for row, c in zip(m, pivots):
+        x[c] = row[n]
+    return x
+
+
 def positive_definite(M) -> bool:
     """Whether the symmetric matrix ``M`` is positive definite, decided exactly: ``LDL^T`` without pivoting, which
     succeeds with every pivot ``d_k > 0`` exactly when every leading principal minor is positive (Sylvester's
@@ -158,7 +190,7 @@ def positive_definite(M) -> bool:
             return False
         for i in range(k + 1, n):
             if a[i][k] != 0:
-                f = a[i][k] / d
+                f = Fraction(a[i][k]) / d
                 for j in range(k + 1, i + 1):
                     a[i][j] -= f * a[k][j]
                     a[j][i] = a[i][j]

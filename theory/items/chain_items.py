@@ -40,6 +40,31 @@ def _dependents(label: str) -> list:
     return out
 
 
+def eq25_network() -> dict:
+    """eq25 for the network coupling ``H = (lam/2)||x - y||^2`` (``L4* = lam``): with the x-step eq. (algx) (derived in
+    sympy, :func:`stam.theory.items.common.derived_updates`) ``z^t - z^{t-1} = (1 + gamma lam) dx - gamma lam dy``
+    (``dx = x^{t+1} - x^t``, ``dy = y^{t+1} - y^t``), so ``P = (1 + gamma lam) X - gamma lam <dx, dy>`` and the printed
+    gap is exactly ``(lam/2)||dx - dy||^2 + (lam + 1 + 2l) X / 2``: on runs it fails only when ``l < -(lam + 1)/2``
+    (the counterexample's ``l = -lam``, the smallest admissible, with ``lam > 1``); with the paper's own ``l = L2* =
+    lam`` it holds.  (One dimension suffices: every term is an isotropic form in ``dx, dy``.)"""
+    from stam.theory.items.common import derived_updates
+
+    x_step = derived_updates()[1]
+    y0, y1, z0, zm1 = sp.symbols("y0 y1 z0 zm1", real=True)
+    dx_, dy_ = sp.symbols("dx dy", real=True)
+    dx_expr = x_step(y1, z0, s.gamma, s.lam) - x_step(y0, zm1, s.gamma, s.lam)  # x^{t+1} - x^t (eq. algx)
+    dz = sp.solve(sp.Eq(dx_expr.subs(y1, y0 + dy_), dx_), z0)[0] - zm1  # z^t - z^{t-1}
+    printed = chain.step("eq25").printed
+    net = printed.subs({s.L4: s.lam, chain.P: sp.expand(dz * dx_), chain.X: dx_**2, chain.Y: dy_**2})
+    closed = s.lam / 2 * (dx_ - dy_) ** 2 + (s.lam + 1 + 2 * s.l) * dx_**2 / 2
+    same = sp.simplify(net - closed) == 0
+    return {"same": same, "gap": closed, "threshold": -(s.lam + 1) / 2,
+            "note": ("for H = (lam/2)||x-y||^2 the printed gap is (lam/2)||dx - dy||^2 + (lam + 1 + 2l) ||dx||^2/2 "
+                     "(sympy, through the x-step): it fails on runs only when l < -(lam+1)/2 (here l = -lam, lam > 1); "
+                     "with the paper's own l = L2* = lam it holds") if same else
+                    "the network form of the printed gap was not derived"}
+
+
 def _chain_item(label: str):
     def run(seed: int = SEED) -> Result:
         st = chain.step(label)
@@ -57,6 +82,8 @@ def _chain_item(label: str):
             origin = (f"follows from the printed predecessors: error propagated from {_ORIGIN}" if follows
                       else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
             note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
+            if label == "eq25":
+                note += "; " + eq25_network()["note"]
         return Result(sp.Ge(st.printed, 0, evaluate=False), sp.Ge(st.derived, 0, evaluate=False), ce,
                       tuple(elsewhere), note=note, search=srch)
 
