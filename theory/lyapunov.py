@@ -246,10 +246,10 @@ def _scaled(M: np.ndarray, c=None, div=None) -> np.ndarray:
         out = M if c is None else c * M
         return out if div is None else out / div
     out = np.zeros(M.shape, dtype=object)
-    for idx, e in np.ndenumerate(M):
-        if e:
-            q = e if c is None else e * c
-            out[idx] = (q if isinstance(q, Fraction) else Fraction(q)) / div if div is not None else q
+    flat, res = M.ravel(), out.ravel()
+    for i in np.flatnonzero(flat):
+        q = flat[i] if c is None else flat[i] * c
+        res[i] = (q if isinstance(q, Fraction) else Fraction(q)) / div if div is not None else q
     return out
 
 
