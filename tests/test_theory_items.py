@@ -450,4 +450,28 @@ def test_theorem_conv_holds_for_the_network_coupling_by_exact_certificates(capsy
     f = {x.label: x for x in audit.findings()}[label]
     assert f.network["holds"] and "network coupling: holds" in audit.brief([f]) and \
         "network coupling: holds" in audit.table([f])
-    assert all(x.network is None for x in audit.findings() if x.label != label)
+    assert {x.label for x in audit.findings() if x.network is not None} == {label, "eq36", "eq39"}
+
+
+@pytest.mark.parametrize("label", ["eq36", "eq39"])
+def test_eq36_eq39_hold_for_the_network_coupling(label, monkeypatch):
+    """The printed eq36 and eq39 (verdict 'unproven' for the general H) are proven for H = (lam/2)||x-y||^2 at 6
+    points each by an exact one-step certificate (the u-step's inequality, multiplier 1); a much stronger print (the
+    gap less 10 X or 10 Y: at lambda 1, gamma 0.1 the prints hold with some room) is not."""
+    from stam.theory.items.chain_items import step_network, step_network_proof
+
+    r = EVALUATED[label].result
+    net = r.network_result()
+    assert EVALUATED[label].verdict == "unproven" and net.holds and net.evidence == "one-step certificate"
+    assert len(net.points) == 6 and all(p["proven"] for p in net.points)
+    real = chain.step
+
+    class Bent:
+        def __init__(self, printed):
+            self.printed = printed
+
+    for sym in (chain.X, chain.Y):
+        monkeypatch.setattr(chain, "step", lambda lab, _s=sym: Bent(real(lab).printed - 10 * _s))
+        assert not step_network_proof(label, 1.0, 0.1, 220.0)
+    monkeypatch.setattr(chain, "step", real)
+    assert step_network_proof(label, 1.0, 0.1, 220.0) and not step_network("eq25").holds

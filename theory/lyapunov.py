@@ -189,7 +189,7 @@ _CONCLUSIVE = ("optimal", "infeasible", "unbounded")
 
 
 # --------------------------------------------------------------------------- one step, symbolically
-class _Basis:
+class Basis:
     """Coefficient vectors: a vector of the method is a linear combination of ``nb`` basis vectors,
     a function value one of ``nv`` basis values; inner products become ``nb x nb`` matrices."""
 
@@ -199,7 +199,7 @@ class _Basis:
     def zeros(self, shape) -> np.ndarray:
         """Zeros of floats, or (``exact``) an object array of the int 0, whose other entries are
         :class:`fractions.Fraction` objects: then every form built from the basis is exact rational arithmetic (no float
-        enters: a float zero would turn a sum into a float; scalars are applied through :func:`_scaled`, never as an
+        enters: a float zero would turn a sum into a float; scalars are applied through :func:`scaled`, never as an
         int divided by an int)."""
         return np.zeros(shape, dtype=object) if self.exact else np.zeros(shape)  # exact: int 0, fast and exact
 
@@ -239,7 +239,7 @@ def _outer_exact(a: np.ndarray, b: np.ndarray, half: bool) -> np.ndarray:
     return out
 
 
-def _scaled(M: np.ndarray, c=None, div=None) -> np.ndarray:
+def scaled(M: np.ndarray, c=None, div=None) -> np.ndarray:
     """``(c * M) / div`` (either may be None): on floats exactly that expression; on exact arrays (object) entry by
     entry over the nonzero entries only, as Fractions (an int divided by an int would be a float)."""
     if M.dtype != object:
@@ -279,7 +279,7 @@ def smooth_pair(L: float, xi, gi, fi, xj, gj, fj, name: str) -> Interp:
     """``L``-smooth (not necessarily convex) interpolation, Taylor et al. 2017 Thm 3.10 (PEPit's
     ``SmoothFunction``): ``f_i - f_j >= -(L/4)||x_i - x_j||^2 + <g_i + g_j, x_i - x_j>/2 +
     ||g_i - g_j||^2 / (4L)``, written as ``<= 0``."""
-    quad = _scaled(sq(xi - xj), -(L / 4)) + _scaled(inner(gi + gj, xi - xj), div=2) + _scaled(sq(gi - gj), div=4 * L)
+    quad = scaled(sq(xi - xj), -(L / 4)) + scaled(inner(gi + gj, xi - xj), div=2) + scaled(sq(gi - gj), div=4 * L)
     return Interp(name, fj - fi, quad)
 
 
@@ -294,7 +294,7 @@ def prox_pair(gamma: float, xi, si, fi, xj, sj, fj, name: str) -> Interp:
     ``F_j + ||x_j - v_j||^2/(2 gamma) <= F_i + ||x_i - v_j||^2/(2 gamma)``, i.e.
     ``F(x_i) >= F(x_j) + <s_j, x_i - x_j> - ||x_i - x_j||^2/(2 gamma)`` (issue 22; :mod:`stam.theory.pep`),
     written as ``<= 0``.  It is :func:`convex_pair` with the curvature ``1/gamma`` allowed."""
-    return Interp(name, fj - fi, inner(sj, xi - xj) - _scaled(sq(xi - xj), div=2 * gamma))
+    return Interp(name, fj - fi, inner(sj, xi - xj) - scaled(sq(xi - xj), div=2 * gamma))
 
 
 def f_pair(f_class: str, gamma: float):
@@ -324,7 +324,7 @@ class OneStep:
     ``xi_t`` and ``xi_{t+1}`` (rows, for the free quadratic form), the measure ``S_t`` and, for the
     lower bound, the forms ``low[name]`` with ``V_t - (lower bound) = sum_i theta_i low_i + xi' P xi``."""
 
-    basis: _Basis
+    basis: Basis
     interp: list[Interp]
     pieces: list[Piece]
     S: np.ndarray
@@ -881,7 +881,7 @@ def gradient_descent(L: float, gamma: float, rho_min: float = RHO_MIN, solver: s
     """``x_{t+1} = x_t - gamma grad f(x_t)``, ``f`` ``L``-smooth nonconvex, ``S_t = ||grad f(x_t)||^2``;
     ``V = a f(x_t) + p ||grad f(x_t)||^2`` with ``V >= a f^inf`` (``p >= -a/(2L)``).
     Certified exactly for ``gamma < 2/L``."""
-    B = _Basis(2, 2)  # g_t, g_{t+1}; f_t, f_{t+1}
+    B = Basis(2, 2)  # g_t, g_{t+1}; f_t, f_{t+1}
     g0, g1, f0, f1 = B.vec(0), B.vec(1), B.val(0), B.val(1)
     x0 = B.zero()
     x1 = x0 - gamma * g0
@@ -903,7 +903,7 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
     (the sufficient decrease ``Phi(x_{t+1}) <= Phi(x_t) - (1/gamma - L)||x_{t+1} - x_t||^2 / 2`` of
     Attouch-Bolte-Svaiter 2013, Bolte-Sabach-Teboulle 2014, shown tight by the
     forward-backward-envelope analysis of Themelis-Stella-Patrinos 2018)."""
-    B = _Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
+    B = Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
     g0, s0, g1, s1 = (B.vec(i) for i in range(4))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
     x0 = B.zero()
@@ -926,7 +926,7 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
 
 
 # --------------------------------------------------------------------------- STAM
-class _SymbolicOps:
+class SymbolicOps:
     """The operators of :mod:`stam.algorithm` on coefficient vectors: ``H = (lam/2)||x - y||^2``
     with the x-step lambdified from the sympy derivation of eq. (algx), and a proximal step of
     ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
@@ -968,12 +968,12 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
         lam, gamma, beta, L1 = (Fraction(v) for v in (lam, gamma, beta, L1))
     pair = f_pair(f_class, gamma)
 
-    B = _Basis(5, 4, exact)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
+    B = Basis(5, 4, exact)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
     w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
     if f_class == "indicator":  # F = 0 on the set (its values are no unknowns)
         F0 = F1 = B.zeros(4)
-    ops = _SymbolicOps(lam, [s0, s1])
+    ops = SymbolicOps(lam, [s0, s1])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())  # x^t, u^t, z^t from (y^t, z^{t-1}) = (w, 0)
     st1 = stam_step(st0, g0, ops, gamma, beta)  # eq. (algy), (algx), (algu), (algz)
     interp = [smooth_pair(L1, st1.y, g1, G1, st0.y, g0, G0, "G(y^t+1) vs G(y^t)"),
@@ -985,12 +985,12 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
         return sq(g + ops.grad_y_H(st.u, st.y)) + sq(ops.grad_x_H(st.u, st.y) + s)
 
     def H(st):
-        return _scaled(sq(st.x - st.y), lam / 2)
+        return scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return (_scaled(sq(2 * x - u - z), div=2 * gamma) - _scaled(sq(x - z), div=2 * gamma)
-                - _scaled(sq(u - x), div=gamma))
+        return (scaled(sq(2 * x - u - z), div=2 * gamma) - scaled(sq(x - z), div=2 * gamma)
+                - scaled(sq(u - x), div=gamma))
 
     xi_t = np.array([st0.y - B.zero(), g0, s0])  # (y^t - z^{t-1}, g_t, s_t)
     xi_t1 = np.array([st1.y - st0.z, g1, s1])
@@ -1007,8 +1007,8 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
     # written over the time-t basis (w, g_t, s_t): coefficient rows of the time-t vectors
     d = (st0.u - st0.y)[:3]  # u^t - y^t over (w, g_t, s_t)
     gt = g0[:3]
-    m = _scaled(sq(d), lam / 2) - _scaled(sq(gt - lam * d), div=2 * (L1 + lam))
-    low = {"a": _scaled(sq(gt), div=2 * L1), "b": -m - _scaled(sq(gt), div=2 * L1)}
+    m = scaled(sq(d), lam / 2) - scaled(sq(gt - lam * d), div=2 * (L1 + lam))
+    low = {"a": scaled(sq(gt), div=2 * L1), "b": -m - scaled(sq(gt), div=2 * L1)}
     # xi_t = (w, g_t, s_t) is the time-t part of the basis itself, so these forms are over xi_t
     assert (xi_t[:, :3] == np.eye(3)).all() and (xi_t[:, 3:] == 0).all()
     return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1, low=low,
@@ -1032,7 +1032,7 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
     pair = f_pair(f_class, gamma)
     nb = 2 + N + K * (N + 1)
     nv = N + N * K + 1 + K + N
-    B = _Basis(nb, nv, exact)
+    B = Basis(nb, nv, exact)
     w, s0 = B.vec(0), B.vec(1 + N)
     g0 = [B.vec(1 + i) for i in range(N)]
     gk = [[B.vec(2 + N + k * (N + 1) + i) for i in range(N)] for k in range(K)]
@@ -1043,9 +1043,9 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
     fstar = [B.val(N + N * K + 1 + K + i) for i in range(N)]
     if f_class == "indicator":
         F0, Fk = B.zeros(nv), [B.zeros(nv)] * K
-    ops = _SymbolicOps(lam, [s0, *sk])
+    ops = SymbolicOps(lam, [s0, *sk])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())
-    branches = [stam_step(st0, _scaled(sum(g0[i] for i in batch), div=b), ops, gamma, beta) for batch in batches]
+    branches = [stam_step(st0, scaled(sum(g0[i] for i in batch), div=b), ops, gamma, beta) for batch in batches]
 
     interp = []
     for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf (for the growth term:
@@ -1057,7 +1057,7 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                     interp.append(smooth_pair(L1, p[0], p[1], p[2], q[0], q[1], q[2], f"G_{i}(y^{p[3]}) vs G_{i}(y^{q[3]})"))
             if K > 1:
                 interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2],
-                                     _scaled(sq(p[1]), div=2 * L1)))
+                                     scaled(sq(p[1]), div=2 * L1)))
     pts = [(st0.u, s0, F0, "t")] + [(st.u, sk[k], Fk[k], f"t+1,{k}") for k, st in enumerate(branches)]
     for p in pts:
         for q in pts:
@@ -1065,14 +1065,14 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                 interp.append(pair(p[0], p[1], p[2], q[0], q[1], q[2], f"F(u^{p[3]}) vs F(u^{q[3]})"))
 
     def H(st):
-        return _scaled(sq(st.x - st.y), lam / 2)
+        return scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return (_scaled(sq(2 * x - u - z), div=2 * gamma) - _scaled(sq(x - z), div=2 * gamma)
-                - _scaled(sq(u - x), div=gamma))
+        return (scaled(sq(2 * x - u - z), div=2 * gamma) - scaled(sq(x - z), div=2 * gamma)
+                - scaled(sq(u - x), div=gamma))
 
-    mean = lambda items: _scaled(sum(items[1:], items[0]), div=len(items))  # noqa: E731
+    mean = lambda items: scaled(sum(items[1:], items[0]), div=len(items))  # noqa: E731
     Gt = mean(G0)
     pieces = [Piece("a", Gt, H(st0), mean([mean(Gk[k]) for k in range(K)]), mean([H(st) for st in branches])),
               Piece("b", F0, M_quad(st0), mean(Fk), mean([M_quad(st) for st in branches]))]

@@ -64,7 +64,8 @@ EVIDENCE = {
 #: what an item's statement about the network coupling rests on (:class:`Network`)
 NETWORK_EVIDENCE = {
     "certificate": "Lyapunov certificates of stam.theory.lyapunov proven in exact rational arithmetic at the points named",
-    "identity": "an exact sympy identity for H = (lam/2)||x - y||^2",
+    "one-step certificate": "an S-procedure certificate over one STAM step (every G, F of the class and state), "
+                            "proven in exact rational arithmetic at the points named",
 }
 
 #: the modules that declare items, in the order of the paper
