@@ -159,9 +159,9 @@ def _chain_item(label: str):
             follows = _implied(st.printed, st.printed_from_printed)
             origin = (f"follows from the printed predecessors: error propagated from {_ORIGIN}" if follows
                       else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
+            if label == "eq25":  # before the derivation's rule, which the brief leaves out
+                origin += "; " + eq25_network()["note"]
             note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
-            if label == "eq25":
-                note += "; " + eq25_network()["note"]
         network = (lambda: step_network(label)) if label in NETWORK_STEPS else None  # noqa: E731
         return Result(sp.Ge(st.printed, 0, evaluate=False), sp.Ge(st.derived, 0, evaluate=False), ce,
                       tuple(elsewhere), note=note, search=srch, network=network)
