@@ -94,3 +94,15 @@ class _V:
     def __pow__(self, n):
         assert n == 2
         return float(self.v @ self.v)
+
+
+def test_onset_by_horizon_moves_up_with_T_only_at_small_beta():
+    """The band's table (docs/pep.md): at beta = 1000 the onset stays c* at T = 1, 2; at beta = 10 it is c* at T = 1
+    and higher at T = 2 (the y-block moves)."""
+    pytest.importorskip("PEPit")
+    from stam.theory.onset import onset_by_horizon
+
+    big = onset_by_horizon((1, 2), 1e3, tol=2e-3)
+    small = onset_by_horizon((1, 2), 10.0, tol=2e-3)
+    assert all(r["lo"] <= C_STAR <= r["hi"] for r in big + small[:1])
+    assert small[1]["lo"] > C_STAR + 0.01

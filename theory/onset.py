@@ -111,3 +111,45 @@ def t1_onset() -> dict:
 def t1_onset_value() -> float:
     """``c* = (1 + sqrt(3)) / 2`` as a float (:func:`t1_onset`)."""
     return float(t1_onset()["threshold"])
+
+
+def onset_by_horizon(Ts, beta: float, lam: float = 1.0, L1: float = 1.0, lo: float = 0.9, hi: float = 1.6,
+                     tol: float = 1e-3, solver: str | None = None) -> list[dict]:
+    """Issue 39, point 1: for each horizon ``T`` of ``Ts``, the bracket ``[lo, hi)`` of ``gamma*lam`` (bisection to
+    ``tol``) where :func:`stam.theory.pep.stam_pep` (any proper lsc ``F``) turns unbounded, or ``hi`` None where it is
+    bounded up to the given ``hi``.  Assumes one switch inside ``[lo, hi]`` (what the solves show)."""
+    from stam.theory.pep import stam_pep
+
+    def unbounded(c, T):
+        return stam_pep(lam, c / lam, beta, T, L1=L1, solver=solver).status == "unbounded"
+
+    rows = []
+    for T in Ts:
+        a, b = lo, hi
+        if not unbounded(b, T):
+            rows.append({"T": int(T), "beta": beta, "lo": b, "hi": None})
+            continue
+        if unbounded(a, T):
+            rows.append({"T": int(T), "beta": beta, "lo": None, "hi": a})
+            continue
+        while b - a > tol:
+            m = (a + b) / 2
+            a, b = (a, m) if unbounded(m, T) else (m, b)
+        rows.append({"T": int(T), "beta": beta, "lo": a, "hi": b})
+    return rows
+
+
+def decay(cs, Ts, beta: float, lam: float = 1.0, L1: float = 1.0, solver: str | None = None) -> list[dict]:
+    """``T W(T)`` (``W`` the worst case of ``stam pep``, any proper lsc ``F``) for each ``gamma*lam`` of ``cs`` and
+    horizon of ``Ts``: bounded by a constant where a bound ``C / T`` holds; growing like ``T`` where the worst case no
+    longer decays (None: unbounded)."""
+    from stam.theory.pep import stam_pep
+
+    out = []
+    for c in cs:
+        row = {"gamma_lam": c, "beta": beta, "T_W": []}
+        for T in Ts:
+            r = stam_pep(lam, c / lam, beta, T, L1=L1, solver=solver)
+            row["T_W"].append(None if r.status == "unbounded" or r.worst_case is None else T * r.worst_case)
+        out.append(row)
+    return out
