@@ -135,6 +135,14 @@ thousand times weaker than the y-step's own ``1/beta``) is counted apart (``deta
 region's bracket ends where the rate still matters.  :func:`certified_gamma` counts both apart in its
 ``statuses`` and marks a
 bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam pep --region`` prints "?").
+
+**Certified means proven** (issue 39): the verification is floating point; :func:`certify_stam` then proves every
+certificate it reports in exact rational arithmetic (:func:`prove`, on :mod:`stam.theory.rational`): the step is
+built again with ``exact=True`` (the same code, :class:`fractions.Fraction` for floats, :func:`scaled` for the
+scalars), the verified point is rounded to the rationals its floats store, projected exactly onto the identities and
+checked for signs and definiteness exactly (``LDL^T``).  One that fails is "numerical only"
+(``details["numerical_only"]``, :data:`NUMERICAL_ONLY` in the statuses), never certified; so every bracket, figure
+and headline of the region counts proven certificates only.
 """
 
 from __future__ import annotations
