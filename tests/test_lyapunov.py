@@ -447,3 +447,13 @@ def test_numerical_only_is_never_certified(monkeypatch):
         "exact": False, "seconds": c.details["proof"]["seconds"], "reason": "no"}
     part = ly.certified_gamma(1.0, "paper", betas=(100.0,), gamma_range=(0.4, 0.6))
     assert part["lo"] is None and set(part["statuses"]) == {f"optimal, {ly.NUMERICAL_ONLY}"}
+
+
+def test_a_float_in_the_exact_forms_is_refused():
+    """prove never takes a rounded coefficient as exact: a float among the forms makes the proof fail."""
+    c = ly.certify_stam(1.0, 0.5, 100.0, template="paper")
+    step = _exact_step(1.0, 0.5, 100.0, "paper", "lsc")
+    assert ly.prove(step, c.point)["proven"]
+    step.S[0, 0] = float(step.S[0, 0]) + 0.0
+    r = ly.prove(step, c.point)
+    assert not r["proven"] and r["reason"] == "a float entered the exact forms"

@@ -789,10 +789,12 @@ def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None
     nb, nvar = step.basis.nb, len(names)
     if len(point) != nvar:
         return {"proven": False, "rho": None, "reason": f"the point has {len(point)} entries, the forms {nvar}"}
-    if any(isinstance(e, float) for c in [*cols, *lins, *(low or [])] for e in np.asarray(c).flat):
+    try:  # the forms must be exact: a float among them (a rounded coefficient) is refused, never taken as exact
+        Q = [rq.symmetric_part(c, strict=True) for c in cols]
+        W = [rq.matrix(w, strict=True) for w in low] if low is not None else None
+        lins = [rq.matrix([li], strict=True)[0] for li in lins]
+    except TypeError:
         return {"proven": False, "rho": None, "reason": "a float entered the exact forms"}
-    Q = [rq.symmetric_part(c) for c in cols]
-    W = [rq.matrix(w) for w in low] if low is not None else None
     x = [F(v) for v in point]
 
     def rows_of(forms, vecs):  # the rows of (sum_v x_v forms[v]) u = 0 over x, for each u of vecs

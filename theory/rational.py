@@ -20,14 +20,23 @@ def fraction(v) -> Fraction | int:
     return v if type(v) is Fraction or type(v) is int else Fraction(v)
 
 
-def matrix(rows) -> list[list[Fraction]]:
-    """A matrix (any nested sequence of numbers, e.g. a numpy object or float array) as rows of exact Fractions."""
-    return [[fraction(v) for v in row] for row in rows]
+def exact(v) -> Fraction | int:
+    """``v`` itself when it is exact (a Fraction or an int); anything else (a float) raises TypeError."""
+    if type(v) is Fraction or type(v) is int:
+        return v
+    raise TypeError(f"{v!r} is not exact (a Fraction or an int)")
 
 
-def symmetric_part(M) -> list[list[Fraction]]:
-    """``(M + M')/2`` exactly (``M`` itself where it is symmetric, the usual case)."""
-    m = matrix(M)
+def matrix(rows, strict: bool = False) -> list[list[Fraction]]:
+    """A matrix (any nested sequence of numbers, e.g. a numpy object or float array) as rows of exact numbers: a float
+    taken at the rational it stores, or (``strict``) refused (TypeError: a form that should be exact is not)."""
+    conv = exact if strict else fraction
+    return [[conv(v) for v in row] for row in rows]
+
+
+def symmetric_part(M, strict: bool = False) -> list[list[Fraction]]:
+    """``(M + M')/2`` exactly (``M`` itself where it is symmetric, the usual case); ``strict``: as :func:`matrix`."""
+    m = matrix(M, strict)
     n = len(m)
     for i in range(n):
         for j in range(i):
