@@ -266,7 +266,22 @@ class Demo:
         self.region_result = result
         self.headline["region"] = region_headline(result)
         self.facts["certified"], self.facts["refuted"] = region_reach(result)
-        self.brief["region"] = region_brief(*region_reach(result))
+        self.brief["region"] = region_brief(*self.facts_region())
+
+    def facts_region(self) -> tuple[float | None, float | None]:
+        """(certified, refuted) for the brief and the conclusion: the refutation quoted at the closed-form T = 1
+        onset (1 + sqrt(3))/2 of :func:`stam.theory.onset.t1_onset` where every refuted bracket of the search holds
+        it (the search only brackets it), else the search's own bracket end."""
+        from stam.theory.onset import t1_onset_value
+
+        cert, refuted = self.facts.get("certified"), self.facts.get("refuted")
+        brackets = [(r["refuted"]["lo"] or 0.0, r["refuted"]["hi"], r["lam"]) for r in self.region_result["rows"]
+                    if r["refuted"]["hi"] is not None]
+        onset = t1_onset_value()
+        if brackets and all(lo * lam <= onset <= hi * lam for lo, hi, lam in brackets):
+            refuted = onset
+        self.facts["refuted"] = refuted
+        return cert, refuted
 
     def _regions(self) -> list[dict]:
         return [self.region_result] if self.region_result is not None else []
@@ -445,7 +460,7 @@ class Demo:
         if cert is not None and trains is not None:
             meet = "do not meet" if cert < trains else "overlap"
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}"
-                         + (f" (refuted from {refuted:.3g})" if refuted is not None else "")
+                         + (f" (refuted from {refuted:.4g})" if refuted is not None else "")
                          + f", the binary digits network trains from {trains:.2g}: the two regions {meet}")
         elif cert is not None:
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
