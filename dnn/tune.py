@@ -113,6 +113,9 @@ def to_hyper(algo: str, space: dict, point: dict) -> dict[str, float]:
 
     hypers, inv = _inverse(algo, space)
     logs = inv @ np.log([float(point[k]) for k in space])
+    if not all(-700 < v < 700 for v in logs):  # exp would leave the floating-point numbers
+        raise UsageError(f"search space of {algo}: the point {point} gives a hyperparameter beyond floating point "
+                         f"({', '.join(f'{h} = e^{v:.4g}' for h, v in zip(hypers, logs))}); narrow its ranges")
     return {h: float(math.exp(v)) for h, v in zip(hypers, logs)}
 
 
@@ -236,7 +239,8 @@ def map_fraction(map_result: dict, algo: str, spaces: dict | None = None, level:
         hit = np.full(len(pts), bool(works.any()))
     else:
         a, b = cells[:, varied], pts[:, varied]
-        nearest = np.argmin(((b[:, None, :] - a[None, :, :]) ** 2).sum(-1), axis=1)
+        nearest = np.concatenate([np.argmin(((b[i : i + 256, None, :] - a[None, :, :]) ** 2).sum(-1), axis=1)
+                                  for i in range(0, len(b), 256)])  # in slices: memory of 256 x cells, not samples x cells
         hit = works[nearest]
         inside = np.all((b >= a.min(0) - 1e-9) & (b <= a.max(0) + 1e-9), axis=1)
     held = {keys[j]: float(math.exp(cells[0, j])) for j in range(len(keys)) if j not in varied}
