@@ -36,7 +36,9 @@ class Algorithm:
     once, :mod:`stam.dnn.batched`);
     ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
     baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
-    (gamma, lambda, beta).  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
+    (gamma, lambda, beta); ``step``: the hyperparameter that is its step size and the power that
+    makes it one (``("lr", 1)``; STAM's y-step of eq. (algy) is ``1/beta``: ``("beta", -1)``), which
+    ``stam tune --schedule`` shapes.  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
     rule's (:data:`stam.algorithm.RULES`, declared beside the steps)."""
 
     name: str
@@ -47,6 +49,7 @@ class Algorithm:
     schedule_only: tuple = ()
     binary: bool = True
     theorem: bool = False
+    step: tuple = ("lr", 1)
 
     @property
     def label(self) -> str:
@@ -82,7 +85,8 @@ class Algorithm:
 
 
 ALGORITHMS = (
-    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True),
+    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True,
+              step=("beta", -1)),
     Algorithm("bc", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
     Algorithm("br", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
               "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule

@@ -65,6 +65,8 @@ def _tune(args) -> int:
 
     result, path = tune.run(TuneParams.from_args(args))
     print(tune.format_table(result))
+    for line in tune.difficulty_lines(result):
+        print(f"Search difficulty: {line}")
     print(f"Results: {path}")
     return 0
 

@@ -63,6 +63,17 @@ def scale_arg(text: str):
     return value
 
 
+def halving_int(text: str) -> int:
+    """argparse type: ``--halving``, 0 (off) or a reduction factor >= 2."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value == 1 or not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: give 0 (no halving) or a reduction factor from 2 to 1000")
+    return value
+
+
 def bn_images_int(text: str) -> int:
     """argparse type: ``--bn-images``, an integer >= 0."""
     try:
@@ -201,6 +212,22 @@ class TuneParams(Params):
     space_file: str | None = arg("--space-file", default=None, metavar="JSON",
                                  help="search spaces to use instead of presets.json's, e.g. "
                                  '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
+    schedule: str = arg("--schedule", choices=tuple(presets.step_schedules()), default="constant",
+                        help="the step of every algorithm (lr; STAM's y-step 1/beta) over a run: 'constant' (default, "
+                        "the sampled value throughout, as before), 'warmup-cosine' (linear warm-up over the first 5%% of "
+                        "the run, then cosine decay to 1e-3 of it; presets.json: step_schedules); the paper rows keep their "
+                        "own schedules")
+    recipe: str = arg("--recipe", choices=tuple(presets.recipes()), default="none",
+                      help="constants added to the trials, a labelled variant beyond the paper (presets.json: recipes): "
+                      "'standard' gives Float momentum 0.9 and weight decay 5e-4; default none")
+    halving: int = arg("--halving", type=halving_int, default=0, metavar="ETA",
+                       help="successive halving: train every trial for epochs/ETA^K epochs, keep the best 1/ETA on "
+                       "validation accuracy for ETA times more epochs, ..., the last rung at --epochs (default 0: every "
+                       "trial for --epochs)")
+    map: str | None = arg("--map", default=None, metavar="JSON",
+                          help="a network map of STAM (stam map --dataset) from which to state the fraction of each "
+                          "search space that trains and the chance that --trials trials find it (field "
+                          "search_difficulty of the result; always estimated from the trials too)")
     paper: bool = arg("--no-paper", action="store_false", default=True, help="leave out the paper-settings rows")
     out: str | None = out_arg(help="output folder (default tune-DATASET)")
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bars")
@@ -219,4 +246,4 @@ class TuneParams(Params):
         """What is trained on what (:func:`stam.dnn.sweep.task_spec`'s keys)."""
         return {k: getattr(self, k) for k in ("dataset", "model", "width", "data_dir")}
 
-__all__ = ["TrainConfig", "TuneParams", "bn_images_arg", "bn_images_int", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]
+__all__ = ["TrainConfig", "TuneParams", "bn_images_arg", "bn_images_int", "halving_int", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]
