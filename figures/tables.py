@@ -60,13 +60,17 @@ class Table:
     to longer text that the HTML rendering shows folded under the cell (``<details>``, no
     JavaScript); ``math`` maps (row, column) to the cell as MathML (sanitised by
     :func:`stam.theory.mathml.sanitize`), which the HTML rendering shows in the cell, with the
-    cell's text as a copyable fold; Markdown and LaTeX show the cell only."""
+    cell's text as a copyable fold; Markdown and LaTeX show the cell only.  ``fold``: ``(first row, summary)``:
+    the HTML rendering shows the rows from ``first row`` on folded under ``summary`` (a second table in a
+    ``<details>``; the audit's ok items), Markdown and LaTeX show every row; ``css``: the HTML table's class."""
 
     caption: str
     header: list[str]
     rows: list[list[str]]
     details: dict = field(default_factory=dict)
     math: dict = field(default_factory=dict)
+    fold: tuple | None = None
+    css: str = ""
 
     def to_markdown(self) -> str:
         return to_markdown(self.caption, self.header, self.rows)
@@ -93,10 +97,20 @@ class Table:
 
     def to_html(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(self._html_cell(i, j, c) for j, c in enumerate(r)) + "</tr>"
-                       for i, r in enumerate(self.rows))
-        return (f"<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead>"
-                f"<tbody>{body}</tbody></table>")
+        cls = f' class="{html.escape(self.css, quote=True)}"' if self.css else ""
+
+        def table(caption: str, first: int, last: int) -> str:
+            body = "".join("<tr>" + "".join(self._html_cell(i, j, c) for j, c in enumerate(self.rows[i])) + "</tr>"
+                           for i in range(first, last))
+            return (f"<table{cls}><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+                    f"<tbody>{body}</tbody></table>")
+
+        n = len(self.rows)
+        if self.fold is None or not 0 <= self.fold[0] < n:
+            return table(self.caption, 0, n)
+        first, summary = self.fold
+        return (table(self.caption, 0, first) + f'<details class="folded-rows"><summary>{html.escape(summary)}</summary>'
+                + table(f"{self.caption} ({summary})", first, n) + "</details>")
 
 
 # -- best accuracies (Tables cifar-res, cifar100-res) ---------------------------------------
@@ -126,11 +140,26 @@ def _evidence_cell(f: dict) -> str:
     return cell
 
 
+#: the audit table's order: what a reader must see first (then any other verdict that is not ok, then ok, folded)
+AUDIT_FIRST = ("false", "misprint", "unproven", "gap")
+
+
+def audit_order(findings: list[dict]) -> list[dict]:
+    """The findings with false, misprint, unproven and gap first (in that order), then any other verdict
+    that is not ok, then the ok ones; the paper's order within each verdict (a stable sort)."""
+    def rank(f: dict) -> int:
+        v = str(f.get("verdict"))
+        return AUDIT_FIRST.index(v) if v in AUDIT_FIRST else len(AUDIT_FIRST) + (v == "ok")
+    return sorted(findings, key=rank)
+
+
 def paper_check_table(findings: list[dict]) -> Table:
-    """One row per audited item; the evidence its verdict rests on (for an unproven item, the
-    search on actual runs); the counterexample cell gives what it shows (its ``meaning``), the
-    numbers fold out under it in HTML (and are in the data file)."""
+    """One row per audited item, those that are not ok first (:func:`audit_order`), the ok ones folded in
+    HTML; the evidence its verdict rests on (for an unproven item, the search on actual runs); the
+    counterexample cell gives what it shows (its ``meaning``), the numbers fold out under it in HTML (and
+    are in the data file)."""
     rows, details, formulas = [], {}, {}
+    findings = audit_order(findings)
     for i, f in enumerate(findings):
         ce = f.get("counterexample")
         if isinstance(ce, dict):
@@ -149,8 +178,11 @@ def paper_check_table(findings: list[dict]) -> Table:
             m = sanitize(m) if isinstance(m, str) else None
             if m is not None:
                 formulas[(i, j)] = m
-    return Table("The paper audit (stam paper-check): printed vs derived",
-                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details, formulas)
+    ok = [i for i, f in enumerate(findings) if str(f.get("verdict")) == "ok"]
+    fold = (ok[0], f"the {len(ok)} ok item{'s' if len(ok) != 1 else ''}") if ok else None
+    return Table("The paper audit (stam paper-check): printed vs derived, false, misprint, unproven and gap first",
+                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details, formulas,
+                 fold=fold, css="audit")
 
 
 def compare_table(compare: dict) -> Table:

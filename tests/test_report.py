@@ -295,3 +295,24 @@ def test_the_report_tables_the_region_of_the_papers_class(tmp_path):
     assert table.rows[-1][2].rstrip("?") == T.fmt(row["paper"]["lo"] * row["lam"], 3)
     html = build_report([region], tmp_path / "rep").read_text()
     assert "Certified region (stam pep --region" in html and "Theorem conv&#x27;s region certified" in html
+
+
+def test_the_audit_table_leads_with_what_is_wrong_and_folds_the_ok_items():
+    """Issue 37, point 5: false, misprint, unproven and gap rows first (in that order, the paper's order within
+    each), any other verdict next, the ok ones last and folded in HTML (<details>, a table of their own); the
+    Markdown keeps every row; the label column is a column of its own class (no word broken, report.CSS)."""
+    from stam.figures.report import CSS
+
+    verdicts = ["ok", "gap", "misprint", "ok", "false", "unproven", "failed to derive", "false"]
+    findings = [{"label": f"item{i}", "printed": "a", "derived": "b", "verdict": v} for i, v in enumerate(verdicts)]
+    t = T.paper_check_table(findings)
+    assert [(r[0], r[1]) for r in t.rows] == [("item4", "false"), ("item7", "false"), ("item2", "misprint"),
+                                             ("item5", "unproven"), ("item1", "gap"), ("item6", "failed to derive"),
+                                             ("item0", "ok"), ("item3", "ok")]
+    page = t.to_html()
+    lead, folded = page.split('<details class="folded-rows"><summary>the 2 ok items</summary>')
+    assert lead.count("<tr>") == 1 + 6 and folded.count("<tr>") == 1 + 2 and folded.endswith("</table></details>")
+    assert "item0" in folded and "item0" not in lead and lead.startswith('<table class="audit">')
+    assert t.to_markdown().count("| item") == 8
+    assert "table.audit td:first-child{max-width:14em;overflow-wrap:normal" in CSS  # its words unbroken: test_report_browser.py
+    assert "<details" not in T.paper_check_table(findings[1:3]).to_html()  # nothing ok: nothing folded
