@@ -380,3 +380,37 @@ def test_audit_headline_counts_each_kind_apart():
     assert text == ("Paper audit: 5/6 labels (4 displays plus 2 statements), 5 items: 1 ok, 1 false (a), "
                     "1 unproven (b), 1 misprints (c), 1 gaps")
     assert "labelled displays" not in text and "wrong" not in text
+
+
+def _cielab(hex_color: str) -> tuple[float, float, float]:
+    """sRGB (D65) to CIELAB."""
+    rgb = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = [sum(m * c for m, c in zip(row, lin)) for row in
+           ((0.4124, 0.3576, 0.1805), (0.2126, 0.7152, 0.0722), (0.0193, 0.1192, 0.9505))]
+    f = [t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29
+         for t in (v / r for v, r in zip(xyz, (0.95047, 1.0, 1.08883)))]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_algorithms_drawn_together_have_distinguishable_colours():
+    """Issue 37, point 5: the five network algorithms (stam.algorithm.RULES) and the synthetic comparison's methods
+    (stam.synthetic.methods.REGISTRY), each set drawn in one figure, differ pairwise by a CIELAB distance of at
+    least 30 (STAM's blue and BC's former sky blue: 26, reported as hardly distinguishable); deterministic STAM,
+    the same algorithm with full gradients, keeps a lighter blue beside STAM's (and a marker of its own)."""
+    import itertools
+    import math
+
+    from stam.algorithm import RULES
+    from stam.figures.style import ALGO_COLORS, OKABE_ITO
+    from stam.synthetic.methods import REGISTRY
+
+    assert math.dist(_cielab(OKABE_ITO["blue"]), _cielab(OKABE_ITO["sky_blue"])) < 30  # the check can fail
+    for names in ([r.name for r in RULES], [m.name for m in REGISTRY]):
+        assert len(names) >= 5
+        for a, b in itertools.combinations(names, 2):
+            if {a, b} == {"stam", "stam-det"}:
+                assert ALGO_COLORS[a] != ALGO_COLORS[b]
+                continue
+            d = math.dist(_cielab(ALGO_COLORS[a]), _cielab(ALGO_COLORS[b]))
+            assert d >= 30, (a, b, ALGO_COLORS[a], ALGO_COLORS[b], round(d, 1))
