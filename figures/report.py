@@ -51,7 +51,8 @@ INTROS = {
            "and where a Lyapunov function certifies STAM for the paper's class (nonconvex F) and for convex F.",
     "compare": "STAM against the baselines on the same synthetic problem at an equal gradient budget.",
     "tuning": "STAM, BC, BR, PSGD and float SGD tuned with the same budget on validation data, then re-run on fresh seeds.",
-    "training": "Training curves of individual runs: loss, accuracies with binary and float weights, sign flips.",
+    "training": "Training curves of individual runs: train accuracy, test accuracy with binary and with float "
+                "weights, and where the runs logged it the share of binary weights whose sign ever flipped.",
     "practice": "The same (gamma, lambda) plane for a binary network: where it trains, and where the theorem holds.",
     "accuracy": "The best test accuracy of every training run, laid out like the paper's tables.",
     "runs": "Every result file shown on this page, with the versions and parameters that made it.",

@@ -414,3 +414,54 @@ def test_the_algorithms_drawn_together_have_distinguishable_colours():
                 continue
             d = math.dist(_cielab(ALGO_COLORS[a]), _cielab(ALGO_COLORS[b]))
             assert d >= 30, (a, b, ALGO_COLORS[a], ALGO_COLORS[b], round(d, 1))
+
+
+def test_training_figure_is_laid_out_to_be_read_and_its_caption_names_its_panels():
+    """Issue 37, point 5: four panels per model in two rows of two (three: one row), a single epoch shown as its
+    number (not a zoom on a point), and the caption naming exactly the panels drawn (the sign-flip panel where
+    logged, no loss panel)."""
+    from stam.figures.results import ResultSet
+
+    log = [{"epoch": 1, "train_acc": 50.0, "test_acc_binary": 40.0, "test_acc_float": 60.0,
+            "sign_flips": {"epoch": 0.1, "since_init": 0.1, "ever": 0.2}}]
+    run = {"config": {}, "log": log, "summary": {"model": "mlp", "algo": "stam", "label": "STAM", "dataset": "digits"}}
+    fig = TR.plot_training([run])
+    boxes = sorted({(round(ax.get_position().x0, 2), round(ax.get_position().y0, 2)) for ax in fig.axes})
+    assert len(fig.axes) == 4 and len({x for x, _ in boxes}) == 2 and len({y for _, y in boxes}) == 2
+    assert all(list(ax.get_xticks()) == [1] for ax in fig.axes)
+    old = {**run, "log": [{k: v for k, v in row.items() if k != "sign_flips"} for row in log]}
+    assert len({round(ax.get_position().y0, 2) for ax in TR.plot_training([old]).axes}) == 1  # three: one row
+
+    class R_:  # a result as the report hands it to the caption
+        def __init__(self, data):
+            self.data = data
+    with_flips = TR.training_caption(ResultSet({"train-run": [R_(run)]}))
+    without = TR.training_caption(ResultSet({"train-run": [R_(old)]}))
+    assert "sign ever flipped" in with_flips and "sign" not in without and "loss" not in with_flips + without
+    assert all(label.split(" (")[0].split(",")[0] in with_flips for _, label in TR.COLUMNS)
+
+
+def test_legends_name_only_what_is_drawn(tmp_path):
+    """Issue 37, point 5: a run whose epochs never satisfied the theorem has no legend entry for the shading
+    (its title says so); a one-epoch run has none for lines of one point; a rates result without a spread over
+    seeds has no entry for the band."""
+    d = write_run(tmp_path, "stam", "our1", epochs=4)
+    rows = [json.loads(line) for line in (d / "log.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["theorem"]["admissible"] = False
+    (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load_results([d])["train-run"][0].data
+    ax = TR.plot_practice([run]).axes[0]
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("theorem's conditions" in t for t in texts) and "no epoch (of 4)" in ax.get_title()
+    assert any("running min" in t for t in texts)
+    one = {**run, "log": run["log"][:1]}
+    texts = [t.get_text() for t in TR.plot_practice([one]).axes[0].get_legend().get_texts()]
+    assert not any("running min" in t or "O(1/" in t for t in texts)
+    flat = rates_fixture()
+    for r in flat["rows"]:
+        r["S_min_lo"] = r["S_min_hi"] = r["S_min_mean"]
+        r["S_min_std"] = 0.0
+    fig = R.plot_rates([flat])
+    assert not any("spread over seeds" in t.get_text() for lg in [a.get_legend() for a in fig.axes] + fig.legends
+                   if lg is not None for t in lg.get_texts())
