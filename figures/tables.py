@@ -189,8 +189,15 @@ def compare_table(compare: dict) -> Table:
     keys = ["method", "iterations", "grad_evals", "final_S", "objective", "quantised_objective", "wall_time"]
     header = ["Method", "iterations", "gradient evals", "final S", "objective", "quantised objective", "wall time (s)"]
     rows = [[fmt(r.get(k)) for k in keys] for r in compare.get("rows", [])]
-    return Table(f"Synthetic comparison on problem {compare.get('problem', '?')} (equal gradient budgets)",
-                 header, rows)
+    params = compare.get("params") if isinstance(compare.get("params"), dict) else {}
+    given = _given(params, ("lam", "gamma", "beta", "budget", "R"))
+    return Table(f"Synthetic comparison on problem {compare.get('problem', '?')} (equal gradient budgets"
+                 + (f"; {given}" if given else "") + ")", header, rows)
+
+
+def _slope_text(slope) -> str:
+    """A fitted slope; one that vanishes to rounding (a flat curve) said as such, not as 7.39e-17."""
+    return "0 (flat)" if finite(slope) and abs(slope) < 1e-9 else fmt(slope, 3)
 
 
 def rates_table(rates: dict) -> Table:
@@ -201,9 +208,14 @@ def rates_table(rates: dict) -> Table:
         rows.append([fmt(r.get("T")), fmt(r.get("gamma")), fmt(r.get("beta")), fmt(r.get("admissible")), s,
                      fmt(r.get("bound")), fmt(r.get("ratio"))])
     estimated = estimated_names(rates.get("constant_status"))
+    params = rates.get("params") if isinstance(rates.get("params"), dict) else {}
+    preset = f", preset {params['preset']}" if params.get("preset") else ""
+    given = _given(params, ("lam", "gamma", "R"))
+    rules = "; ".join(f"{n}: {params[k]}" for n, k in (("gamma", "gamma_rule"), ("beta", "beta_rule")) if params.get(k))
     return Table(
-        f"Problem {rates.get('problem', '?')}: min_t E S_t against the bound of Theorem conv "
-        f"(fitted slope {fmt(rates.get('slope'), 3)}, bound slope {fmt(rates.get('bound_slope'), 3)})"
+        f"Problem {rates.get('problem', '?')}{preset} ({'; '.join(filter(None, [given, rules])) or 'parameters not recorded'})"
+        f": min_t E S_t against the bound of Theorem conv "
+        f"(fitted slope {_slope_text(rates.get('slope'))}, bound slope {_slope_text(rates.get('bound_slope'))})"
         + (f"; constants ESTIMATED (not a guarantee): {', '.join(estimated)}, so the bound is not certified" if estimated else ""),
         ["T", "gamma", "beta", "admissible", "min_t E S_t (mean \u00b1 std)", "bound", "bound / empirical"], rows)
 
@@ -273,9 +285,23 @@ def estimated_names(status: dict) -> list[str]:
     return [str(k) for k, v in (status or {}).items() if isinstance(v, dict) and v.get("status") not in (None, "certified")]
 
 
+#: how a caption writes a parameter whose key is not the paper's name
+SHOWN = {"M0": "M0'"}
+
+
+def _given(params: dict, names: tuple) -> str:
+    """``name = value`` for the ``names`` a result's parameters hold (numbers to 4 significant digits)."""
+    return ", ".join(f"{SHOWN.get(n, n)} = {fmt(params[n])}" for n in names if params.get(n) is not None)
+
+
 def stepsize_table(rec: dict, title: str = "Admissible step sizes (stam stepsize)") -> Table:
     """The recommended step sizes; with ``--problem``, every constant with its label (certified or
-    estimated) and, folded under it, its estimator and settings."""
+    estimated) and, folded under it, its estimator and settings.  The caption says for what: the problem (or
+    the constants given), eps, delta0 and M0' (issue 37: a gamma and a T_min without them say nothing)."""
+    params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
+    given = _given(params, ("eps", "delta0", "M0", "L1", "A", "C"))
+    what = f"problem {params['problem']}" if params.get("problem") else "the constants given"
+    title += f" for {what}" + (f": {given}" if given else "")
     keys = ["gamma_max", "gamma", "K1", "K2", "K3", "M", "L", "beta_min", "binding", "T_min"]
     keys += [k for k in rec if k not in keys and k not in ("kind", "provenance", "params", "constants")]
     rows = [[k, fmt(rec.get(k))] for k in keys if k in rec]
@@ -372,7 +398,10 @@ def stepsize_parts(results, nc) -> list:
 def settings_parts(results, nc) -> list:
     from stam.figures.admissible import NetworkConstants, check_stages
 
-    return [("paper-settings", settings_table(check_stages(nc or NetworkConstants())))]
+    nc = nc or NetworkConstants()
+    table = settings_table(check_stages(nc))
+    table.caption += f"; constants {nc.describe()}"
+    return [("paper-settings", table)]
 
 
 @table_kind("rates", ("synthetic-rates",), "rates")

@@ -316,3 +316,25 @@ def test_the_audit_table_leads_with_what_is_wrong_and_folds_the_ok_items():
     assert t.to_markdown().count("| item") == 8
     assert "table.audit td:first-child{max-width:14em;overflow-wrap:normal" in CSS  # its words unbroken: test_report_browser.py
     assert "<details" not in T.paper_check_table(findings[1:3]).to_html()  # nothing ok: nothing folded
+
+
+def test_every_table_says_its_problem_and_parameters():
+    """Issue 37, point 5: the admissible-step table names its problem, eps, delta0 and M0' (a gamma and a T_min
+    without them say nothing); two rates tables of one problem differ by their parameters (the paper's Our1
+    preset named) and a flat fit reads as flat; the comparison names its budget and steps."""
+    rec = {"params": {"problem": "binary", "eps": 0.1, "delta0": 0.7728, "M0": 63.37, "L1": 0.05}, "gamma": 3.2e-7,
+           "T_min": 2.4e12}
+    cap = T.stepsize_table(rec).caption
+    assert "problem binary" in cap and "eps = 0.1" in cap and "delta0 = 0.7728" in cap and "M0' = 63.37" in cap
+    assert "the constants given: eps = 0.1" in T.stepsize_table({"params": {"eps": 0.1}, "gamma": 1.0}).caption
+    ours = rates_fixture()
+    ours["params"] = {"lam": 1.0, "gamma": 0.1, "gamma_rule": "0.5 * gamma_max", "R": 8}
+    our1 = rates_fixture()
+    our1["params"] = {"lam": 0.5, "gamma": 8.0, "gamma_rule": "given", "preset": "paper-our1", "R": 32}
+    our1["slope"] = 7.39e-17
+    a, b = T.rates_table(ours).caption, T.rates_table(our1).caption
+    assert a != b and "gamma = 0.1" in a and "preset paper-our1" in b and "gamma = 8" in b and "lam = 0.5" in b
+    assert "fitted slope 0 (flat)" in b and "7.39e-17" not in b
+    comp = compare_fixture()
+    comp["params"] = {"lam": 1.0, "gamma": 0.1, "beta": 528.08, "budget": 4096, "R": 8}
+    assert "budget = 4096" in T.compare_table(comp).caption and "beta = 528.1" in T.compare_table(comp).caption
