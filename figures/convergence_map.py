@@ -86,8 +86,9 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
 
 
 def plot_map(maps: list[dict], nc=None, regions=()):
-    """The figure of the module docstring: for each map one row of panels per quantity, one
-    column per beta; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
+    """The figure of the module docstring: for each map one panel per quantity and beta, the panels of all maps
+    in reading order on a grid of at most three columns with the fewest empty places, one legend under them
+    naming what some panel draws; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
     the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
