@@ -465,3 +465,20 @@ def test_legends_name_only_what_is_drawn(tmp_path):
     fig = R.plot_rates([flat])
     assert not any("spread over seeds" in t.get_text() for lg in [a.get_legend() for a in fig.axes] + fig.legends
                    if lg is not None for t in lg.get_texts())
+
+
+def test_the_admissible_figure_names_a_region_zone_only_where_it_has_an_area():
+    """Issue 37, point 5: the stored region (12 lambdas) hatches its certified and refuted zones and names them;
+    a region of one lambda (stam demo --quick's) has no area to hatch, and its legend does not name them."""
+    region = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "lyapunov_region.json")
+                        .read_text())
+
+    def legend(reg):
+        ax = ADM.plot_admissible(resolution=40, regions=[reg]).axes[0]
+        return [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]  # long labels are wrapped
+
+    full = legend(region)
+    assert any(t.startswith("certified for some") for t in full) and ADM.REFUTED_LABEL in full
+    one = legend({**region, "rows": region["rows"][:1]})
+    assert not any(t.startswith("certified for some") for t in one) and ADM.REFUTED_LABEL not in one
+    assert any(t.startswith("limit of the paper-form") for t in one)  # its one point is drawn (a marker)
