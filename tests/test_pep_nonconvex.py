@@ -268,12 +268,9 @@ def run(argv, capsys):
 
 
 def test_cli_classes_match_the_library():
-    import argparse
+    from stam.cli import build_parser
 
-    from stam.theory import pep_cli
-
-    parser = argparse.ArgumentParser()
-    pep_cli.register(parser.add_subparsers())
+    parser = build_parser()  # (stam pep's flags are built with it: register's build=, stam.cli's parsers)
     action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if "--F" in a.option_strings)
     assert tuple(action.choices) == pep.F_CLASSES and action.default == pep.DEFAULT_F_CLASS
 
