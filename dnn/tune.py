@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 
 from stam.dnn import presets
+from stam.dnn import catalog
 from stam.dnn.catalog import DATASETS, MODELS, algorithm
 from stam.dnn.params import TuneParams
 from stam.dnn.sweep import check_job, data_source, run_job
@@ -40,8 +41,8 @@ from stam.dnn.table import mean_std
 from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
-from stam.datasets import DATA_SOURCE
-from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+from stam.datasets import CLASSES, DATA_SOURCE
+from stam.results import (COUNT, DICT, DICT_OR_NULL, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
                           POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most)
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -265,7 +266,8 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> 
     fresh = [FINAL_SEED0 + k for k in range(seeds)]
     for algo in algos:
         rows = [r for spec, res in zip(p["jobs"], results) if spec["algo"] == algo for r in res["rows"]]
-        trials_out = [{"overrides": ov, **{k: r[k] for k in ("score", "selected_epoch", "diverged_epoch")}}
+        trials_out = [{"overrides": ov, **{k: r[k] for k in ("score", "selected_epoch", "diverged_epoch")},
+                       **{k: r[k] for k in ("score_as_trained", "sign_ever") if k in r}}
                       for ov, r in zip(p["trials"][algo], rows)]
         scored = [t for t in trials_out if t["score"] is not None and math.isfinite(t["score"])]
         best = max(scored, key=lambda t: t["score"]) if scored else None
@@ -291,7 +293,8 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> 
     for spec, rows in zip(finals, final_rows):
         final = {"seeds": spec["seeds"], "test_acc": [r["test_acc"] for r in rows],
                  "test_acc_final_epoch": [r["test_acc_final"] for r in rows],
-                 "val_acc": [r["score"] for r in rows], "selected_epoch": [r["selected_epoch"] for r in rows],
+                 "val_acc": [r["score"] for r in rows], "val_acc_as_trained": [r.get("score_as_trained") for r in rows],
+                 "sign_ever": [r.get("sign_ever") for r in rows], "selected_epoch": [r["selected_epoch"] for r in rows],
                  "diverged": sum(r["diverged_epoch"] is not None for r in rows), **summarise([r["test_acc"] for r in rows])}
         if spec["stage"] == "final":
             by_algo[spec["algo"]]["final"] = final
@@ -300,11 +303,13 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> 
             paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
     result = {
         "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
+        "bn_images": base.get("bn_images", 0),
         "data_source": data_source(task),
         "params": {"algos": list(algos), "trials": trials, "seeds": seeds, "tune_seed": tune_seed, "final_seeds": fresh, **base},
         "protocol": ("equal budget: the same number of scrambled-Sobol trials per algorithm over its declared search space; "
                      "trials chosen on validation accuracy (binary weights; float weights for Float); the chosen configuration "
-                     f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch"),
+                     f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch; every accuracy with "
+                     + catalog.bn_protocol(base.get("bn_images"))),
         "algorithms": algorithms, "paper_rows": paper_rows,
     }
     stem = result_stem(task["dataset"])
@@ -352,24 +357,35 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
 
     ci = lambda f: "-" if not f.get("ci95") else f"[{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]"  # noqa: E731
     prm = result["params"]
+    classes = CLASSES.get(result.get("dataset", "digits"))
+
+    def mean_cell(f):  # an accuracy at or below chance is a bug until shown otherwise: flagged in the cell
+        return pm(f) + (" (at chance!)" if classes and catalog.at_chance(f.get("mean"), classes) else "")
+
+    def flips(f, algo):
+        signs = [v for v in f.get("sign_ever") or [] if v is not None]
+        return f"{100 * sum(signs) / len(signs):.1f}%" if signs and algorithm(algo).binary else "-"
+
     caption = (f"{describe(result)} ({counted(prm['epochs'], 'epochs')}, batch {prm['batch_size']}): test accuracy (%) with "
                f"binary weights (Float: float weights) on {counted(prm['seeds'], 'fresh seeds')}, each at its validation-selected "
-               f"epoch; the same {counted(prm['trials'], 'Sobol trials')} per algorithm, chosen on validation accuracy")
+               f"epoch; the same {counted(prm['trials'], 'Sobol trials')} per algorithm, chosen on validation accuracy; "
+               f"{catalog.bn_protocol(prm.get('bn_images'))}; signs flipped: the binary weights whose sign ever changed")
     note = budget_note(prm)
     if note:
         caption = f"{caption} ({note})"
     header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial)", "test acc. mean \u00b1 std",
-              "95% interval", "diverged"]
+              "95% interval", "signs flipped", "diverged"]
     rows = []
     for a in result["algorithms"]:
         f = a.get("final", {})
         best = a.get("best") or {}
         rows.append([a["label"], f"tuned, {len(a['trials'])} trials", _fmt_hyper(best.get("overrides", {})) or "-",
-                     "-" if best.get("score") is None else format(best["score"], ".1f"), pm(f), ci(f),
-                     str(f.get("diverged", "-"))])
+                     "-" if best.get("score") is None else format(best["score"], ".1f"), mean_cell(f), ci(f),
+                     flips(f, a["algo"]), str(f.get("diverged", "-"))])
     for r in result["paper_rows"]:
         f = r["final"]
-        rows.append([r["label"], "paper setting (not tuned)", f"preset {r['preset']}", "-", pm(f), ci(f), str(f["diverged"])])
+        rows.append([r["label"], "paper setting (not tuned)", f"preset {r['preset']}", "-", mean_cell(f), ci(f),
+                     flips(f, r["algo"]), str(f["diverged"])])
     return caption, header, rows
 
 
@@ -392,12 +408,13 @@ def headline(result: dict) -> str:
             parts.append(f"{a['label']} -")
             continue
         iv = f" [{f['ci95'][0]:.1f}, {f['ci95'][1]:.1f}]" if f.get("ci95") else ""
-        parts.append(f"{a['label']} {f['mean']:.1f}%{iv}")
+        chance = " (at chance!)" if catalog.at_chance(f["mean"], CLASSES.get(result.get("dataset", "digits"), 10)) else ""
+        parts.append(f"{a['label']} {f['mean']:.1f}%{iv}{chance}")
     prm = result["params"]
     note = budget_note(prm)
     return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({counted(prm['trials'], 'trials')} each, chosen on "
             f"validation, {counted(prm['seeds'], 'fresh seeds')}, {counted(prm['epochs'], 'epochs')}), test accuracy with binary "
-            "weights (Float: float) and 95% interval "
+            f"weights (Float: float; BatchNorm {'re-estimated on ' + str(prm['bn_images']) + ' images' if prm.get('bn_images') else 'as trained'}) and 95% interval "
             "(none from fewer than 3 distinct values): " + ", ".join(parts))
 
 
@@ -406,20 +423,22 @@ def headline(result: dict) -> str:
 #: the fresh-seed runs of a tuned or paper setting: test accuracies in percent, their summary
 FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
                optional={"mean": PCT_OR_NULL, "std": NONNEG_OR_NULL, "ci95": LIST_OR_NULL, "n": COUNT, "seeds": LIST,
-                         "val_acc": LIST, "test_acc_final_epoch": LIST, "selected_epoch": LIST},
+                         "val_acc": LIST, "test_acc_final_epoch": LIST, "selected_epoch": LIST, "val_acc_as_trained": LIST,
+                         "sign_ever": LIST},
                items={"test_acc": PCT_OR_NULL, "ci95": PCT_OR_NULL, "val_acc": PCT_OR_NULL, "test_acc_final_epoch": PCT_OR_NULL,
-                      "selected_epoch": POSINT_OR_NULL, "seeds": COUNT},
+                      "selected_epoch": POSINT_OR_NULL, "seeds": COUNT, "val_acc_as_trained": PCT_OR_NULL,
+                      "sign_ever": FRAC_OR_NULL},
                rules=(at_most("diverged", "test_acc", "the runs"), at_most("n", "test_acc", "the runs")))
 #: one trial of a tuning: its validation score (percent), the epoch chosen on it
 TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL,
-                         "diverged_epoch": POSINT_OR_NULL})
+                         "diverged_epoch": POSINT_OR_NULL, "score_as_trained": PCT_OR_NULL, "sign_ever": FRAC_OR_NULL})
 TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
                inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
 PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
 TUNE = ResultType(
     "tune", Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
                    optional={"kind": STR, "dataset": NAME, "model": NAME, "width": POS, "data_source": DICT_OR_NULL,
-                             "protocol": STR, "provenance": DICT_OR_NULL},
+                             "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": POSINT,
                                                      "batch_size": POSINT}),

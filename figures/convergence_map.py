@@ -261,6 +261,14 @@ def _verb(data) -> str:
         f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0f}%)")
 
 
+def _bn_words(data: dict) -> str:
+    """A network map's evaluation protocol (``params.bn_images``; a map written before it was
+    recorded evaluated with the statistics as trained)."""
+    from stam.dnn.catalog import bn_protocol  # light: no torch
+
+    return bn_protocol((data.get("params") or {}).get("bn_images"))
+
+
 def map_caption(data: dict) -> str:
     """What the figure shows, with the numbers (plain text; the report escapes it)."""
     s = summary(data)
@@ -268,7 +276,8 @@ def map_caption(data: dict) -> str:
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
     colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "Colour: validation accuracy with binary weights"
+              else "Colour: validation accuracy with binary weights, "
+              + _bn_words(data)
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
     head = (f"Convergence map, {data['source']} {problem_name(data)} ({budget}, {'/'.join(map(str, seeds))} seeds; "
@@ -364,14 +373,17 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
     from stam.dnn.sweep import data_source
 
+    from stam.dnn.catalog import BN_IMAGES, bn_protocol
+
+    bn_images = (spec or {}).get("bn_images", BN_IMAGES)
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),
             "metric": "val_acc_binary",
-            "metric_label": "validation accuracy with binary weights (higher is better)",
+            "metric_label": f"validation accuracy with binary weights, {bn_protocol(bn_images)} (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
             # the training seeds are 0 .. seeds - 1, so the first is recorded as the seed
             "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=0,
-                           batch_size=batch_size, model=task["model"], width=task["width"]),
+                           batch_size=batch_size, model=task["model"], width=task["width"], bn_images=bn_images),
             "rows": rows}
 
 
@@ -442,7 +454,7 @@ def run(params) -> tuple[dict, tuple, float]:
         raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     if source == "synthetic":
-        for flag in ("epochs", "batch_size", "model", "width"):
+        for flag in ("epochs", "batch_size", "model", "width", "bn_images"):
             if getattr(params, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
         if params.scheduler is not None or params.workers != 1:

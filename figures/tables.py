@@ -266,9 +266,10 @@ def region_table(region: dict) -> Table:
                f"certifies STAM, for {cls} and for convex F; a certificate bounds min_t S_t by (δ₀ + M₀'_T)"
                "/(ρT) ≤ (δ₀ + M₀')/(ρT), so it holds for the printed theorem; 'refuted': "
                "stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T + 1 merits), which refutes a bound "
-               "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate verified in numpy; "
-               "'?': the bracket's end had a solver rate that failed the verification; '*': sought from the first "
-               "certified γ up")
+               "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate proven in exact rational "
+               "arithmetic (stam.theory.rational; a file written before that was verified in floating point only); "
+               "'?': the bracket's end had a solver rate that failed the verification or the exact proof; '*': sought "
+               "from the first certified γ up")
     return Table(caption, header, rows)
 
 

@@ -183,13 +183,15 @@ REFUTED_HEAD = "gamma (M0'_T)"
 #: the notes under the table of ``stam pep --region``: a bracket marked "?" (:func:`_fmt_bracket`), the
 #: normalisation of the refutation, the Theorem conv column (:func:`_theorem_cell`).
 REGION_NOTES = (
-    "?: at the end of the bracket the solver's optimal rate failed the verification (solver accuracy): not certified "
-    "there, nor shown to be the template's limit",
+    "?: at the end of the bracket the solver's optimal rate failed the verification or its exact proof (solver "
+    "accuracy): not certified there, nor shown to be the template's limit; every certified gamma is proven in exact "
+    "rational arithmetic",
     "*: the interval from the first certified gamma of the scan up (the rates below it were not verified; 'start' in "
     "the file)",
     "refuted: stam pep unbounded under delta0 + M0'_T <= 1 (the first T + 1 merits): no bound of Theorem conv's form "
     "with M0'_T; the printed theorem's M0' (all t) is not refuted by it. Certificates bound min_t S_t by "
-    "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T)",
+    "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T). At T = 1 the onset is exactly gamma*lambda = (1+sqrt(3))/2 = "
+    "1.366 for every beta and L1 (stam.theory.onset)",
     "Theorem conv: the paper form at 0.5 and 0.99 gamma_max with the theorem's beta = ceil(2 K2/K1), full gradient and "
     "sampled; yes (c): certified with 1/rho <= c beta (the theorem's constant is >= 2 beta)",
 )
