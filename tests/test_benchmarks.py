@@ -165,6 +165,21 @@ def test_dnn_algo_cost_times_compiled_updates_in_alternation_with_sgd():
     assert s["best_ratio_to_torch_sgd_momentum"] == pytest.approx(s["best_s"] / sgd["best_s"])
 
 
+def test_cli_start_times_the_installed_command_and_names_its_heavy_imports(tmp_path, capsys):
+    """benchmarks/cli_start.py: one launch per command; ``meets_target`` is the target applied to the measured
+    median and imports (stam --help imports none of the heavy libraries; stam plot --help finds the figure kinds,
+    which import numpy)."""
+    bench = _load("cli_start")
+    out = tmp_path / "cli.json"
+    bench.main(["--repeats", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    top = result["rows"]["stam --help"]
+    assert top["imports"] == [] and "numpy" in result["rows"]["stam plot --help"]["imports"]
+    assert result["meets_target"] == (top["median_s"] <= result["target_help_s"] == 0.15)
+    assert 0 < result["python_start_median_s"] and all(r["min_s"] <= r["median_s"] for r in result["rows"].values())
+
+
 def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
     bench = _load("bn_reestimate_cost")
     out = tmp_path / "bn.json"
