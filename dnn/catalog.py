@@ -136,8 +136,10 @@ def bn_protocol(bn_images, n_train: int | None = None) -> str:
     if not bn_images:
         return ("BatchNorm statistics as trained (those of the training's forward weights; for STAM, PSGD and BR not the "
                 "binary network's)")
-    n = int(bn_images) if not n_train else min(int(bn_images), int(n_train))
-    every = " (all)" if n_train and n == int(n_train) else ""
+    if not n_train:
+        return f"BatchNorm statistics re-estimated for the evaluated weights on {int(bn_images):,} training images (or all, if fewer)"
+    n = min(int(bn_images), int(n_train))
+    every = " (all)" if n == int(n_train) else ""
     return f"BatchNorm statistics re-estimated for the evaluated weights on {n:,} training images{every}"
 
 

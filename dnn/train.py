@@ -178,9 +178,9 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     fixed order (the random state a run starts from depends on it)."""
     preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
-    if ctx.main:
-        _speak(cfg, f"stam train: reading {cfg.dataset}" + ("" if cfg.dataset == "digits" else f" from {cfg.data_dir} "
-                    "(an image collection is decoded once, then read from the cache)"))
+    if ctx.main and cfg.dataset != "digits" and Path(cfg.data_dir).expanduser().exists():  # (else one error line, below)
+        _speak(cfg, f"stam train: reading {cfg.dataset} from {cfg.data_dir} (an image collection is decoded once, then read "
+                    "from the cache)")
     if ctx.main:  # only the main process may download; the others read what it verified
         data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums, cfg.cache_dir)
     distributed.barrier(ctx)

@@ -507,7 +507,7 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
 def region_brief(cert, refuted) -> str:
     text = ("Certified region: nothing certified" if cert is None else
             f"Certified region (any lsc F): STAM certified up to gamma*lambda = {cert:.2f}")
-    return text + (f"; the theorem's form refuted (PEP) from {refuted:.3g}" if refuted is not None else "")
+    return text + (f"; the theorem's form refuted (PEP) from {refuted:.4g}" if refuted is not None else "")
 
 
 def map_brief(data: dict) -> str:
