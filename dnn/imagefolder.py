@@ -513,21 +513,48 @@ _WORKER = ("import pickle, sys; from stam.dnn.imagefolder import _decode_chunk; 
            "items, spec = pickle.load(sys.stdin.buffer); pickle.dump(_decode_chunk(items, spec), sys.stdout.buffer, protocol=5)")
 
 
-def _start_worker(share: list, spec: tuple):
-    """A worker process (a fresh interpreter: nothing of this process is forked or re-imported)
-    decoding ``share``; None where it cannot be started."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+def _worker_argv() -> list[str]:
+    """The command line of a decoding worker: this interpreter in isolated mode (``-I``: neither
+    the working folder nor ``PYTHONPATH`` nor the user's site folder is on its ``sys.path``), given
+    the absolute entries of this process's ``sys.path`` that are not the working folder (so it
+    imports the toolkit and its libraries from where this process did, wherever that is), and
+    started in the root folder (:func:`_start_worker`).  So a ``numpy.py`` or ``pickle.py`` in the
+    user's folder runs in no worker."""
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env)
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the working folder was removed
+        here = None
+    paths = [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here]
+    return [sys.executable, "-I", "-c", f"import sys; sys.path += [p for p in {paths!r} if p not in sys.path]; " + _WORKER]
+
+
+def _reap(proc) -> None:
+    """End a worker that failed and release its pipes (a pipe already closed, or one whose flush
+    finds the worker gone, is not an error here)."""
+    with contextlib.suppress(OSError):
+        proc.kill()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()
+    with contextlib.suppress(OSError):
+        proc.wait()
+
+
+def _start_worker(share: list, spec: tuple):
+    """A worker process (a fresh, isolated interpreter, :func:`_worker_argv`: nothing of this
+    process is forked or re-imported, nothing of the working folder imported) decoding ``share``;
+    None where it cannot be started or dies before it has its share."""
+    try:
+        proc = subprocess.Popen(_worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
     except (OSError, ValueError, TypeError):  # no interpreter to start
         return None
     try:
-        with proc.stdin:
-            pickle.dump((share, spec), proc.stdin, protocol=5)
-    except OSError:  # it died at once (a broken pipe)
-        proc.kill()
-        proc.communicate()
+        pickle.dump((share, spec), proc.stdin, protocol=5)
+        proc.stdin.close()
+    except (OSError, ValueError):  # it died at once (a broken pipe)
+        _reap(proc)
         return None
     return proc
 
@@ -537,10 +564,12 @@ def _result(proc) -> tuple | None:
     if proc is None:
         return None
     try:
-        with proc.stdout:
-            out = pickle.load(proc.stdout)
+        out = pickle.load(proc.stdout)
     except Exception:  # noqa: BLE001  (a worker that died: EOFError, UnpicklingError, ...)
-        out = None
+        _reap(proc)
+        return None
+    with contextlib.suppress(OSError):
+        proc.stdout.close()
     if proc.wait() != 0 or not (isinstance(out, tuple) and len(out) == 2):
         return None
     return out

@@ -738,3 +738,40 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     assert data["source"] == "cifar10" and data["problem"] == "cifar10-vgg11-w0.0625" and len(data["rows"]) == 2
     assert data["params"]["width"] == 0.0625 and (m / "map-cifar10.png").is_file()
     assert data["format"] == 2 and all(r["metric"] is None or 0 <= r["metric"] <= 100 for r in data["rows"])  # percent
+
+
+# --------------------------------------------------------------------------- worker processes
+
+def test_workers_import_nothing_from_the_working_folder(tmp_path, cache, monkeypatch):
+    """A ``numpy.py`` and a ``pickle.py`` in the working folder (and ``PYTHONPATH`` pointing
+    there) run in no decoding worker: the workers are isolated interpreters started in a fixed
+    folder, and the result is the serial one."""
+    monkeypatch.setattr(I, "PARALLEL_MIN", 8)
+    path, expected = small(tmp_path, "tar", n_train=3, n_test=1)
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "marker"
+    for name in ("numpy", "pickle", "PIL", "stam"):
+        (work / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name} ran\\n')\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PYTHONPATH", str(work))
+    started = []
+    real = I._start_worker
+    monkeypatch.setattr(I, "_start_worker", lambda share, spec: started.append(len(share)) or real(share, spec))
+    c = I.read(path, CIFAR10, cache_dir=tmp_path / "c", workers=2)
+    assert started, "no worker was started: the test did not test the workers"
+    assert not marker.exists(), marker.read_text()
+    assert np.array_equal(c.train_x, expected["train"][0]) and np.array_equal(c.test_x, expected["test"][0])
+
+
+@pytest.mark.parametrize("worker", ["import os; os._exit(3)",  # dies before reading its share (a broken pipe)
+                                    "import sys; sys.stdin.buffer.read(); sys.stdout.write('not a pickle')",
+                                    "import sys; sys.stdin.buffer.read(); sys.exit(1)"])
+def test_a_dead_worker_is_replaced_by_decoding_its_share_here(tmp_path, cache, monkeypatch, worker):
+    """The documented fallback: a worker that dies (before reading its share, with garbage on its
+    output, with an error status) costs time, never the result ('flush of closed file' once)."""
+    monkeypatch.setattr(I, "PARALLEL_MIN", 8)
+    monkeypatch.setattr(I, "_WORKER", worker)
+    path, expected = small(tmp_path, "tar", n_train=250, n_test=1)  # a share larger than a pipe's buffer (64 KiB)
+    c = I.read(path, CIFAR10, cache_dir=tmp_path / "c", workers=2)
+    assert np.array_equal(c.train_x, expected["train"][0]) and np.array_equal(c.train_y, expected["train"][1])
