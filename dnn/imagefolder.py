@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stam.errors import UsageError
+from stam.errors import UsageError, warn
 from stam.io import atomic_path
 from stam.results import COUNT, DICT, LIST, POSINT, STR, ResultType, Schema, holds
 
@@ -792,8 +792,8 @@ def read(path: str | os.PathLike, expect: Expect = Expect(), cache_dir: str | os
             if entry is not None:
                 _write_cache(entry, sha, arrays, classes, info)
         except OSError as exc:
-            warnings.warn(f"could not write the image cache {entry} ({exc.strerror or exc}); the collection will be "
-                          "decoded again next time (set STAM_CACHE_DIR to a writable folder)", RuntimeWarning, stacklevel=2)
+            warn(f"could not write the image cache {entry} ({exc.strerror or exc}); the collection will be decoded "
+                 "again next time (set STAM_CACHE_DIR to a writable folder)")
     return Collection(*(arrays[k] for k in ARRAYS), classes, _source(src, sha, hash_of, info, expect), cached=False)
 
 

@@ -8,6 +8,8 @@ import importlib
 import warnings
 from typing import Callable
 
+from stam.errors import first_line, warn
+
 
 def compile_errors() -> tuple[type[BaseException], ...]:
     """The exceptions by which ``torch.compile`` says it cannot compile here (no C++ compiler, no
@@ -49,8 +51,7 @@ def compiled_or_eager(fn: Callable, what: str, **options) -> Callable:
         except compile_errors() as exc:
             if state["run"] is fn:
                 raise
-            warnings.warn(f"{what}: torch.compile unavailable ({type(exc).__name__}: {exc}); running eagerly",
-                          RuntimeWarning, stacklevel=2)
+            warn(f"{what}: torch.compile unavailable ({type(exc).__name__}: {first_line(exc, 200)}); running eagerly")
             state["run"] = fn
             return fn(*args)
 
@@ -121,8 +122,8 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         except (*compile_errors(), OSError, RuntimeError, NotImplementedError) as exc:
-            warnings.warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {str(exc)[:200]}); "
-                          "compiling in this process instead", RuntimeWarning, stacklevel=2)
+            warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
+                 "compiling in this process instead")
             return compiled_or_eager(fn, what, dynamic=False, options=options)
         loaded = _load_package(path, what)
         if loaded is None:
@@ -157,8 +158,8 @@ def _load_package(path, what: str):
             return _Package(loader_type(str(path), "model", False, 1, -1))
         return torch._inductor.aoti_load_package(str(path))
     except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
-        warnings.warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it "
-                      "again", RuntimeWarning, stacklevel=3)
+        warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it again",
+             stacklevel=3)
         return None
 
 

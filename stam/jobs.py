@@ -98,7 +98,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from stam.errors import UsageError, positive_int
+from stam.errors import UsageError, one_line_warnings, positive_int
 from stam.io import atomic_write_text, bar_disable, json_default, provenance
 from stam.results import ANY, DICT, DICT_OR_NULL, NONNEG_OR_NULL, STR, ResultType, Schema
 
@@ -211,7 +211,8 @@ def _execute(fn: Callable[[dict], dict], spec: dict) -> tuple[str, Any, float, d
     ``("ok", result, seconds, provenance)`` or ``("error", "<Type>: <line>", seconds, None)``."""
     start = time.perf_counter()
     try:
-        result = fn(spec)
+        with one_line_warnings():  # a worker process's fallbacks as the command line prints them
+            result = fn(spec)
     except Exception as exc:  # noqa: BLE001 - recorded for this job, the others run on
         return "error", _one_line(exc), time.perf_counter() - start, None
     return "ok", result, time.perf_counter() - start, provenance()
