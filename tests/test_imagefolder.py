@@ -264,11 +264,51 @@ DAMAGE = {
     "sidecar with another shape": _edit_meta(lambda m: m["arrays"]["train_x"].update(shape=[20, 3, 16, 64])),
     "sidecar of another format": _edit_meta(lambda m: m.update(format=99)),
     "sidecar not an object": lambda e: (e / "meta.json").write_text("[1, 2]"),
+    # issue 40: entries that are not what the toolkit wrote, whatever their name and bytes say
+    "a FIFO in place of an array": lambda e: ((e / "train_x.npy").unlink(), os.mkfifo(e / "train_x.npy")),
+    "a FIFO in place of the sidecar": lambda e: ((e / "meta.json").unlink(), os.mkfifo(e / "meta.json")),
+    "a link in place of an array": lambda e: ((e / "train_y.npy").rename(e.parent / "elsewhere.npy"),
+                                              (e / "train_y.npy").symlink_to(e.parent / "elsewhere.npy")),
+    "a Fortran-order array of the same values (the same SHA-256)":
+        lambda e: np.save(e / "train_x.npy", np.asfortranarray(np.load(e / "train_x.npy"))),
+    "a header and a sidecar claiming 10^12 images": lambda e: (_claim_images(e / "train_x.npy", 10**12),
+                                                              _edit_meta(lambda m: m["arrays"]["train_x"].update(
+                                                                  shape=[10**12, 3, 32, 32]))(e)),
 }
 
 
+def _claim_images(p: Path, n: int):
+    """Rewrite the header of the ``.npy`` file ``p`` to claim ``n`` images (the data stays)."""
+    with open(p, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f) if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0(f)
+        data = f.read()
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_2_0(buf, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": fortran,
+                                               "shape": (n, *shape[1:])})
+    p.write_bytes(buf.getvalue() + data)
+
+
+@pytest.fixture
+def no_hang():
+    """Fails a test that blocks (on a FIFO) instead of hanging the test run."""
+    import signal
+
+    def hung(*_):  # pytest.fail: not an OSError, which the loader would take for a cache miss
+        pytest.fail("blocked for 30 s (a FIFO opened for reading or writing?)")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cache, decodes, damage):
+def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cache, decodes, damage, no_hang):
     path, _ = small(tmp_path, "zip")
     first = I.read(path, CIFAR10, cache_dir=cache)
     entry = cache / "imagefolder" / first.source["sha256"]
@@ -278,6 +318,38 @@ def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cac
     for k in I.ARRAYS:
         assert np.array_equal(getattr(again, k), getattr(first, k))
     assert I.read(path, CIFAR10, cache_dir=cache).cached and len(decodes) == 4  # and the rebuilt entry holds
+
+
+def test_a_fifo_or_a_link_as_the_entrys_lock_never_blocks(tmp_path, cache, decodes, no_hang):
+    path, expected = small(tmp_path)
+    lock = cache / "imagefolder" / f"{I.sha256_file(path)}.lock"
+    lock.parent.mkdir(parents=True)
+    os.mkfifo(lock)
+    assert np.array_equal(I.read(path, CIFAR10, cache_dir=cache).train_x, expected["train"][0])
+    assert stat.S_ISREG(lock.lstat().st_mode)  # replaced by the lock file the toolkit makes
+    lock.unlink()
+    lock.symlink_to(tmp_path / "elsewhere")
+    assert I.read(path, CIFAR10, cache_dir=cache).cached and not (tmp_path / "elsewhere").exists()
+    assert len(decodes) == 2
+
+
+def test_a_killed_runs_temporaries_in_an_entry_are_removed_by_the_next_run(tmp_path, cache):
+    """What a run killed while writing the entry left (``.train_x.npy.*.npy``, up to 150 MB for
+    CIFAR) is removed by the next load, which holds the entry's lock (so no other process is
+    writing them); without the lock only temporaries older than STALE_S go."""
+    path, _ = small(tmp_path)
+    first = I.read(path, CIFAR10, cache_dir=cache)
+    entry = cache / "imagefolder" / first.source["sha256"]
+    left = [entry / ".train_x.npy.k1ll3d.npy", entry / ".meta.json.k1ll3d.tmp"]
+    for p in left:
+        p.write_bytes(b"\x93NUMPY partial")
+    assert I.read(path, CIFAR10, cache_dir=cache).cached
+    assert not any(p.exists() for p in left)
+    for p in left:
+        p.write_bytes(b"partial")
+    os.utime(left[0], (1, 1))
+    I._remove_leftovers(entry, locked=False)
+    assert not left[0].exists() and left[1].exists()  # a young one may be another process's
 
 
 def test_a_cache_entry_not_meeting_the_expectation_is_not_used(tmp_path, cache, decodes):
