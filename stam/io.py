@@ -52,23 +52,39 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             os.close(dir_fd)
 
 
+#: the age (seconds) after which a temporary of :func:`atomic_path` in a shared folder (the cache)
+#: is a killed run's leftover: a write takes seconds, so another process's write in progress is spared
+STALE_S = 3600
+
+
 def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
     """Remove what :func:`atomic_path` left next to each of ``paths`` when its process was killed
     mid-write (``.NAME.*`` beside ``NAME``), older than ``older_than`` seconds (0: all; a positive
     age spares the temporaries of another process writing right now).  Returns what was removed."""
+    removed = []
+    for path in map(Path, paths):
+        removed += remove_stale_files(path.parent, f".{path.name}.*", older_than)
+    return removed
+
+
+def remove_stale_files(folder: str | os.PathLike, pattern: str, older_than: float = STALE_S) -> list[Path]:
+    """Remove the regular files (never a link, a folder or what a link points to) matching the glob
+    ``pattern`` in ``folder`` that are older than ``older_than`` seconds.  Returns what was removed."""
+    import stat
     import time
 
     removed = []
-    for path in map(Path, paths):
-        if not path.parent.is_dir():
-            continue
-        for tmp in path.parent.glob(f".{path.name}.*"):
-            try:
-                if tmp.is_file() and not tmp.is_symlink() and time.time() - tmp.stat().st_mtime >= older_than:
-                    tmp.unlink()
-                    removed.append(tmp)
-            except OSError:
-                pass
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(pattern):
+        try:
+            st = tmp.lstat()
+            if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime >= older_than:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            pass
     return removed
 
 
