@@ -776,8 +776,14 @@ def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | No
 
 
 def _write_cache(entry: Path, sha: str, arrays: dict, classes: tuple, info: dict) -> None:
-    """The arrays, each atomically, then the sidecar (so a sidecar never describes missing arrays)."""
+    """The arrays, each atomically, then the sidecar (so a sidecar never describes missing arrays);
+    a folder where a file of the entry goes is removed first (the rename could not replace it)."""
+    import shutil
+
     recorded = {}
+    for name in (*(f"{key}.npy" for key in ARRAYS), "meta.json"):
+        if (entry / name).is_dir() and not (entry / name).is_symlink():
+            shutil.rmtree(entry / name)
     for key in ARRAYS:
         a = np.ascontiguousarray(arrays[key])
         with atomic_path(entry / f"{key}.npy", suffix=".npy") as tmp, open(tmp, "wb") as f:

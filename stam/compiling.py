@@ -132,6 +132,8 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
                 if loaded is not None:
                     return loaded
             remove_stale_stages(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
+            if path.is_dir() and not path.is_symlink():  # a folder in the package's place: the rename could not replace it
+                shutil.rmtree(path)
             free = shutil.disk_usage(path.parent).free
             if free < AOT_MIN_FREE:
                 raise OSError(f"only {free >> 20} MiB free in {path.parent}, less than the {AOT_MIN_FREE >> 20} MiB "
@@ -223,10 +225,15 @@ def package_key(path) -> str | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:  # a FIFO (opened without waiting), a folder, a device
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as f:
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
             with zipfile.ZipFile(f) as z:
                 names = z.namelist()
                 entry = f"{names[0].split('/')[0]}/{KEY_ENTRY}" if names else None

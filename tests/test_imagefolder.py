@@ -267,6 +267,7 @@ DAMAGE = {
     # issue 40: entries that are not what the toolkit wrote, whatever their name and bytes say
     "a FIFO in place of an array": lambda e: ((e / "train_x.npy").unlink(), os.mkfifo(e / "train_x.npy")),
     "a FIFO in place of the sidecar": lambda e: ((e / "meta.json").unlink(), os.mkfifo(e / "meta.json")),
+    "a folder in place of an array": lambda e: ((e / "test_y.npy").unlink(), (e / "test_y.npy").mkdir()),
     "a link in place of an array": lambda e: ((e / "train_y.npy").rename(e.parent / "elsewhere.npy"),
                                               (e / "train_y.npy").symlink_to(e.parent / "elsewhere.npy")),
     "a Fortran-order array of the same values (the same SHA-256)":
