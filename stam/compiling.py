@@ -259,11 +259,41 @@ class _Package:
         return self._unflatten(self._loader.boxed_run([t for t in self._flatten(args) if t is not None]), self._out)
 
 
+#: the prefix of the folder (in the package folder, ``.extract-<pid>-<random>``) into which torch's
+#: loader extracts a package it loads (it removes what it extracted when the loaded model is freed)
+EXTRACT_PREFIX = ".extract-"
+
+
+def remove_stale_extracts(folder) -> list:
+    """Remove the extraction folders (:data:`EXTRACT_PREFIX`) in the package folder ``folder`` whose
+    process is dead (killed while its package was loaded).  Returns what was removed."""
+    import shutil
+    from pathlib import Path
+
+    from stam.io import pid_alive
+
+    removed = []
+    for extract in Path(folder).glob(EXTRACT_PREFIX + "*"):
+        pid = extract.name[len(EXTRACT_PREFIX):].split("-")[0]
+        if extract.is_dir() and not extract.is_symlink() and not (pid.isdigit() and pid_alive(int(pid))):
+            shutil.rmtree(extract, ignore_errors=True)
+            removed.append(extract)
+    return removed
+
+
 def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
     """The callable of the AOTInductor package ``path``, or None (with a warning unless ``quiet``)
     where it is not the package of ``key`` (:func:`package_key`; not checked without a key) or
     cannot be loaded.  Loaded by torch's C++ loader itself where it has one (no import of inductor
-    or dynamo, about 1.5 s of a process's start, and a few milliseconds to load)."""
+    or dynamo, about 1.5 s of a process's start, and a few milliseconds to load).  The loader
+    extracts the package into a temporary folder: here one inside the package folder
+    (:data:`EXTRACT_PREFIX`, ``TMPDIR`` pointed there while it loads), removed at once when the
+    load fails, else by the loader when the model is freed, else (a killed process) by the next
+    load (:func:`remove_stale_extracts`); nothing is left in the system's temporary folder."""
+    import os
+    import shutil
+    import tempfile
+
     import torch
 
     if key is not None and package_key(path) != key:
@@ -271,17 +301,28 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
             warn(f"{what}: the compiled package {path.name} is not a regular file holding its key (damaged, or "
                  "another graph's); building it again", stacklevel=3)
         return None
+    remove_stale_extracts(path.parent)
+    extract = tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{os.getpid()}-", dir=path.parent)
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = extract
     try:
         loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
         if loader_type is not None:
             return _Package(loader_type(str(path), "model", False, 1, -1))
         return torch._inductor.aoti_load_package(str(path))
     except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
+        shutil.rmtree(extract, ignore_errors=True)
         if not quiet:
             warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it again",
                  stacklevel=3)
         return None
+    finally:
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
 
 
 __all__ = ["compile_errors", "compiled_or_eager", "is_compiling", "ahead_of_time", "source_digest", "package_key",
-           "remove_stale_stages", "AOT_FOLDER", "AOT_MIN_FREE", "KEY_ENTRY", "STALE_S"]
+           "remove_stale_stages", "remove_stale_extracts", "AOT_FOLDER", "AOT_MIN_FREE", "EXTRACT_PREFIX", "KEY_ENTRY",
+           "STALE_S"]

@@ -104,7 +104,8 @@ def remove_stale_files(folder: str | os.PathLike, pattern: str, older_than: floa
 STAGE_PREFIX = ".stage-"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -125,7 +126,7 @@ def remove_stale_stages(out_dir: str | os.PathLike) -> list[Path]:
         return removed
     for stage in folder.glob(STAGE_PREFIX + "*"):
         pid = stage.name[len(STAGE_PREFIX):].split("-")[0]
-        if stage.is_dir() and not stage.is_symlink() and not (pid.isdigit() and _pid_alive(int(pid))):
+        if stage.is_dir() and not stage.is_symlink() and not (pid.isdigit() and pid_alive(int(pid))):
             shutil.rmtree(stage, ignore_errors=True)
             removed.append(stage)
     return removed

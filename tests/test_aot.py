@@ -236,3 +236,41 @@ def test_a_second_build_waits_for_the_first_and_loads_its_package(built, tmp_pat
         (folder / good.name).write_bytes(good.read_bytes())  # the first build's package appears
     t.join(60)
     assert isinstance(got["fn"], compiling._Package) and calls == []
+
+
+def test_the_loader_extracts_into_the_package_folder_and_a_killed_runs_extraction_is_removed(built, tmp_path,
+                                                                                            monkeypatch):
+    """torch's loader extracts a package into a temporary folder: here inside the package folder,
+    never the system's (TMPDIR is watched), removed when the load fails, and a killed process's
+    extraction is removed by the next load."""
+    import gc
+    import shutil
+    import subprocess
+    import sys
+
+    good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    folder = tmp_path / "cache" / compiling.AOT_FOLDER
+    folder.mkdir(parents=True)
+    shutil.copy(good, folder / good.name)
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = folder / f"{compiling.EXTRACT_PREFIX}{dead.pid}-abc"
+    (killed / "aotinductor_x").mkdir(parents=True)
+    (killed / "aotinductor_x" / "model.so").write_bytes(b"x" * 1000)
+    loaded = compiling._load_package(folder / good.name, "test", good.stem)
+    assert loaded is not None and not killed.exists()
+    assert list(system_tmp.iterdir()) == [] and os.environ["TMPDIR"] == str(system_tmp)
+    mine = list(folder.glob(f"{compiling.EXTRACT_PREFIX}{os.getpid()}-*"))
+    assert len(mine) == 1 and any(mine[0].rglob("*.so"))  # extracted there, while the model lives
+    del loaded
+    gc.collect()
+    assert not any(mine[0].rglob("*.so"))  # the loader removes what it extracted
+    bad = folder / "update-bad.pt2"
+    bad.write_bytes(good.read_bytes()[:-2000])
+    with pytest.warns(RuntimeWarning, match="could not be loaded"):
+        assert compiling._load_package(bad, "test") is None
+    assert len(list(folder.glob(f"{compiling.EXTRACT_PREFIX}{os.getpid()}-*"))) == 1  # the failed load's removed
+    assert list(system_tmp.iterdir()) == []
