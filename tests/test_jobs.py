@@ -419,6 +419,11 @@ def test_two_processes_on_one_store_share_the_work(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from jobs_fns import slow_square
         from stam.jobs import run_jobs
+        import os, pathlib, time
+        ready = pathlib.Path({str(tmp_path)!r})
+        (ready / f"ready-{{os.getpid()}}").touch()
+        while len(list(ready.glob("ready-*"))) < 2:  # both started: the test is of sharing, not of start-up times
+            time.sleep(0.05)
         specs = [{{"x": x, "log": {str(log)!r}, "sleep": 0.5}} for x in range(8)]
         res = run_jobs(slow_square, specs, {str(tmp_path / "store")!r}, progress=False)
         print(json.dumps([[r["y"], r["pid"]] for r in res]))
