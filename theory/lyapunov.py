@@ -144,6 +144,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -1175,11 +1176,18 @@ def region_job(spec: dict) -> dict:
 
 def check_region_row(result: dict, spec: dict, path) -> None:
     """A stored row makes sense and is the row of its spec (:func:`stam.jobs.run_jobs`' ``check``): else it is
-    computed again."""
+    computed again.  It must be a row of the result (:data:`REGION_ROW`: every bracket ``lo <= hi``, ...; the
+    sampled one, if searched, a :data:`BRACKET` too), so that a poisoned store entry is named and recomputed
+    here, never blamed on ``region.json`` when the result is written."""
+    from stam.results import validate
+
     parts = ("general", "paper", "refuted", "theorem") + (("sampled",) if spec.get("sampling") is not None else ())
     if not isinstance(result, dict) or result.get("lam") != spec["lam"] or any(
             not isinstance(result.get(k), dict) for k in parts):
         raise UsageError(f"{path}: not the lyapunov-region row of lambda = {spec['lam']}")
+    validate(result, REGION_ROW, Path(path))
+    if spec.get("sampling") is not None:
+        validate(result["sampled"], BRACKET, Path(path), where="sampled.")
 
 
 #: changes when the search changes (the verification of issue 22): a store's rows of an older search are not reused
@@ -1240,7 +1248,6 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     class of F, the sampled gradient, the search's settings, ``workers`` and ``scheduler``); each lambda one job
     of :func:`region_specs` in ``store`` (None: a temporary folder)."""
     import tempfile
-    from pathlib import Path
 
     from stam.jobs import run_jobs
 
