@@ -390,3 +390,13 @@ def test_a_poisoned_stored_row_is_named_and_computed_again_never_blamed_on_the_r
     err = capsys.readouterr().err
     assert calls == [1] and str(job) in err and "general" in err, err
     assert json.loads(out.read_text())["rows"] == json.loads(small_region.read_text())["rows"]
+
+
+def test_a_region_with_a_store_makes_no_temporary_folder(small_region, tmp_path, monkeypatch, capsys):
+    """Issue 40: with the store beside the output file, no TemporaryDirectory is made in $TMPDIR
+    (a killed run left an empty one there)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda *a, **k: pytest.fail("a temporary folder was made"))
+    assert main(["pep", "--region", *SMALL, "--out", str(small_region), "--workers", "1"]) == 0
+    capsys.readouterr()

@@ -1247,6 +1247,7 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     """:func:`region` of the parameters ``params`` (:class:`stam.theory.params.RegionParams`: its grids, the
     class of F, the sampled gradient, the search's settings, ``workers`` and ``scheduler``); each lambda one job
     of :func:`region_specs` in ``store`` (None: a temporary folder)."""
+    import contextlib
     import tempfile
 
     from stam.jobs import run_jobs
@@ -1268,8 +1269,9 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     require(math.isfinite(params.scan_ratio) and params.scan_ratio > 1,
             f"scan_ratio={params.scan_ratio} must be a finite number > 1")
     specs = region_specs(full)
-    with tempfile.TemporaryDirectory(prefix="stam-region-") as tmp:
-        rows = run_jobs(region_job, specs, Path(store) if store is not None else Path(tmp), scheduler=params.scheduler,
+    # a temporary store only without one (a folder in $TMPDIR that a killed run would leave behind)
+    with tempfile.TemporaryDirectory(prefix="stam-region-") if store is None else contextlib.nullcontext(store) as where:
+        rows = run_jobs(region_job, specs, Path(where), scheduler=params.scheduler,
                         workers=min(full.workers, max(len(specs), 1)), progress=bar, desc="lambdas", check=check_region_row)
     failed = [(spec["lam"], row["error"]) for spec, row in zip(specs, rows) if "error" in row]
     require(not failed, f"the row of lambda = {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''}")
