@@ -28,7 +28,7 @@ folder and on ``PYTHONPATH`` of a decode with worker processes (none runs), what
 key path but its package (never loaded), and full disks (a tmpfs of 4 KiB to 512 KiB where root
 may mount one, else ``ENOSPC`` at the writes: exit 0, or 1 with one line naming a path in the
 output folder, no temporary, no half-written JSON).  The number of examples is the
-hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about two minutes on 2 shared cores);
+hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores, two when they are shared);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
 """
