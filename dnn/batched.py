@@ -28,6 +28,16 @@ Layers: the weights of every conv and linear layer are quantised (one block of Q
 bias are float and take the algorithm's plain step (STAM: ``p <- p - (g + wd p) / beta``, the
 y-step eq. (algy) with H = 0; the others: ``lr``).
 
+Evaluation measures exactly the network it names (:func:`reestimate_bn`): before the accuracy
+of any weights is taken (binary or float, every algorithm alike), BatchNorm's statistics are
+re-estimated for those weights on a fixed, seeded subset of ``bn_images`` unaugmented training
+images (train-mode forward passes, cumulative averages, no gradient, never a validation or test
+image), and the training's own running statistics are put back afterwards, so training, its
+checkpoints and an exact resume never see them.  The running statistics of a training describe
+its forward weights (STAM's W, PSGD's U, BR's relaxed weights), not the binary network it
+reports; ``bn_images = 0`` evaluates with them (labelled "as trained"), the number that a
+re-estimated run also keeps, for the binary weights on the validation split, as a diagnostic.
+
 Per epoch and run it records the training loss, the validation accuracy with binary and with
 float weights, optionally the test accuracy (``evaluate_test``: tuning trials never read the
 test set), and the sign-flip diagnostic of the binary weights (fraction whose sign changed in
@@ -59,8 +69,8 @@ from torch import Tensor
 
 from stam.algorithm import as_batch_scalar
 from stam.compiling import compiled_or_eager, is_compiling
-from stam.dnn import catalog, distributed, epochs as ep
-from stam.dnn.catalog import VAL_FRACTION
+from stam.dnn import bnstats, catalog, distributed, epochs as ep
+from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule
@@ -160,6 +170,27 @@ def accuracy(net: Net, weights: dict[str, Tensor], data: data_mod.ImageData, spl
     if ctx is not None:
         distributed.all_reduce_sum(correct, ctx)
     return 100.0 * correct.double() / len(all_x)
+
+
+@torch.no_grad()
+def reestimate_bn(net: Net, weights: dict[str, Tensor], data: data_mod.ImageData, index: Tensor, chunk: int = 1000,
+                  autocast=contextlib.nullcontext, memory_format=torch.contiguous_format) -> bool:
+    """BatchNorm's running statistics of ``net`` (every run's own channels) re-estimated, in place,
+    for the networks with ``weights`` by :func:`stam.dnn.bnstats.reestimate`: train-mode forward
+    passes over the training images ``data.train_x[index]`` (unaugmented, normalised; equal passes
+    of about ``chunk`` images, fewer for many runs; no gradient), cumulative averages.  Reads no
+    validation or test image.  Returns False (nothing changed) for a network without BatchNorm or
+    fewer than two images."""
+    R = net.wide.runs
+    parts = bnstats.even_batches(index, min(chunk, (1 << 16) // R))
+    if not parts:
+        return False
+
+    def forward(part):
+        with autocast():
+            net.wide.call_with(weights, data.normalise(data.train_x[part]).contiguous(memory_format=memory_format))
+
+    return bnstats.reestimate(net.wide, forward, parts)
 
 
 # --------------------------------------------------------------------------- the algorithms
@@ -461,14 +492,15 @@ class Trainer:
     ``bf16``: the forward and backward pass under bfloat16 autocast (weights and state stay
     float32); ``proxies``: record the rule's stationarity proxies every step (STAM's, eq.
     (algy)/(algz)); ``compile``: one of :data:`COMPILE_MODES` (``"auto"``: :func:`compile_pays` over
-    ``epochs``).  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
+    ``epochs``); ``bn_images``: the training images BatchNorm's statistics are re-estimated on for
+every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as trained).  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
     parameters' buffers (:attr:`fmom`), the BatchNorm statistics (in :attr:`net`), the
     generators and the sign-flip tracker: :meth:`state_dict` holds all of it, so a training
     restored with :meth:`load_state_dict` continues exactly."""
 
     def __init__(self, configs: list[Config], task: Task, batch_size: int, *, epochs: int = 1, device=None,
                  ctx: distributed.Context | None = None, keep_float=(), bf16: bool = False, proxies: bool = False,
-                 compile: bool | str = "auto", eval_batch_size: int = 1000):
+                 compile: bool | str = "auto", eval_batch_size: int = 1000, bn_images: int = BN_IMAGES):
         if not configs:
             raise ValueError("a Trainer needs at least one configuration")
         algos = {c.preset.algo for c in configs}
@@ -513,6 +545,11 @@ class Trainer:
         self.memory_format = torch.channels_last if device.type == "cuda" and self.data.train_x.dim() == 4 else torch.contiguous_format
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
         self.eval_batch_size = eval_batch_size
+        if not (isinstance(bn_images, int) and bn_images >= 0):
+            raise ValueError(f"bn_images must be an integer >= 0, got {bn_images!r}")
+        self.bn_images = bn_images
+        self._bn_index = (bnstats.bn_subset(len(self.data.train_x), bn_images, device)
+                          if bn_images and bnstats.batchnorms(self.net.wide) else None)
         self.net.wide.train()
 
     # ------------------------------------------------------------------ weights
@@ -534,12 +571,12 @@ class Trainer:
 
     def module(self, run: int = 0, which: str = "forward") -> torch.nn.Module:
         """Run ``run`` as a plain network of :func:`stam.dnn.models.build_model` holding its
-        ``which`` weights (:meth:`weights`) and BatchNorm statistics (in evaluation mode it
-        computes what the trainer evaluates)."""
+        ``which`` weights (:meth:`weights`) and the BatchNorm statistics of those weights
+        (:meth:`statistics`; in evaluation mode it computes what the trainer evaluates)."""
         data, task = self.data, self.task
         model = build_model(task.model, data.num_classes, data.image_shape, task.width).to(self.device)
         weights = self.weights(which)
-        with torch.no_grad():
+        with torch.no_grad(), self.statistics(which):
             for name, p in model.named_parameters():
                 p.copy_(weights[name][run])
             wide = dict(self.net.wide.body.named_buffers())
@@ -612,10 +649,35 @@ class Trainer:
             ok &= torch.isfinite(t.reshape(self.R, -1)).all(dim=1)
         return ok
 
+    @contextlib.contextmanager
+    def statistics(self, which: str = "binary"):
+        """Within the block, BatchNorm's running statistics are those of the ``which`` weights
+        (:meth:`weights`), re-estimated by :func:`reestimate_bn` on the fixed subset of
+        :attr:`bn_images` training images; on leaving, the training's own statistics are put back
+        (bit for bit), so training and checkpoints never see them.  With ``bn_images = 0`` or a
+        network without BatchNorm, the block sees the statistics as trained."""
+        if self._bn_index is None:
+            yield
+            return
+        with bnstats.kept(self.net.wide):
+            reestimate_bn(self.net, self.weights(which), self.data, self._bn_index, self.eval_batch_size, self.autocast,
+                          self.memory_format)
+            yield
+
+    def accuracies(self, splits, which: str = "binary", as_trained: bool = False) -> dict[str, Tensor]:
+        """Accuracy (percent) of every run on each of ``splits`` with its ``which`` weights and
+        BatchNorm statistics of those weights (:meth:`statistics`, estimated once for all the
+        splits): ``{split: (R,)}``.  ``as_trained``: with the training's running statistics
+        instead (a diagnostic; what ``bn_images = 0`` reports)."""
+        with (contextlib.nullcontext() if as_trained else self.statistics(which)):
+            w = self.weights(which)
+            return {split: accuracy(self.net, w, self.data, split, self.eval_batch_size, self.ctx, self.autocast,
+                                    self.memory_format) for split in splits}
+
     def accuracy(self, split: str, which: str = "binary") -> Tensor:
-        """Accuracy (percent) of every run on ``split`` with its ``which`` weights: ``(R,)``."""
-        return accuracy(self.net, self.weights(which), self.data, split, self.eval_batch_size, self.ctx, self.autocast,
-                        self.memory_format)
+        """Accuracy (percent) of every run on ``split`` with its ``which`` weights, BatchNorm
+        statistics of those weights (:meth:`accuracies`): ``(R,)``."""
+        return self.accuracies((split,), which)[split]
 
     @torch.no_grad()
     def sign_flips(self) -> dict:
@@ -687,18 +749,21 @@ def _average(grads: list[Tensor], ctx) -> list[Tensor]:
 # --------------------------------------------------------------------------- tuning and maps
 
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
-                  device="cpu", compile: bool | str = "auto", progress=None) -> list[dict]:
+                  device="cpu", compile: bool | str = "auto", progress=None, bn_images: int = BN_IMAGES) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) on ``task`` (its data set,
     model and width) for ``epochs`` epochs with one :class:`Trainer`; returns one result per
     configuration: ``{"log": [per-epoch records], "diverged_epoch": e or None, "seconds": wall
     time / R}`` with records ``{epoch, train_loss, val_acc_binary, val_acc_float, test_acc_binary,
-    test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``.
+    test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``, every
+    accuracy with BatchNorm statistics of the weights it measures (``bn_images``,
+    :meth:`Trainer.statistics`); with ``bn_images > 0`` also ``val_acc_binary_as_trained`` (the
+    binary weights with the training's statistics, a diagnostic).
     ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``."""
     if not configs:
         return []
     R = len(configs)
     t_start = time.perf_counter()
-    tr = Trainer(configs, task, batch_size, epochs=epochs, device=device, compile=compile)
+    tr = Trainer(configs, task, batch_size, epochs=epochs, device=device, compile=compile, bn_images=bn_images)
     diverged: list[int | None] = [None] * R
     logs: list[list[dict]] = [[] for _ in range(R)]
     splits = ("val",) * (task.data.val_x is not None) + ("test",) * evaluate_test
@@ -708,9 +773,11 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
         flipped = tr.sign_flips()
         rec = {"epoch": epoch, "train_loss": res.train_loss, "sign_epoch": flipped["epoch"],
                "sign_since_init": flipped["since_init"], "sign_ever": flipped["ever"]}
-        for split in splits:
-            rec[f"{split}_acc_binary"] = tr.accuracy(split, "binary")
-            rec[f"{split}_acc_float"] = tr.accuracy(split, "float")
+        for which in ("binary", "float"):
+            for split, acc in tr.accuracies(splits, which).items():
+                rec[f"{split}_acc_{which}"] = acc
+        if bn_images and task.data.val_x is not None:
+            rec["val_acc_binary_as_trained"] = tr.accuracies(("val",), "binary", as_trained=True)["val"]
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         finite = finite.tolist()
         for r in range(R):
@@ -729,4 +796,5 @@ select_epoch = ep.select_epoch
 
 
 __all__ = ["Task", "Config", "Net", "Trainer", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
+           "reestimate_bn",
            "compile_pays", "runs_per_job", "keep_freed_memory"]

@@ -18,6 +18,7 @@ tests parametrised over :data:`NAMES` then check it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from stam.algorithm import rule
@@ -35,7 +36,9 @@ class Algorithm:
     once, :mod:`stam.dnn.batched`);
     ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
     baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
-    (gamma, lambda, beta).  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
+    (gamma, lambda, beta); ``step``: the hyperparameter that is its step size and the power that
+    makes it one (``("lr", 1)``; STAM's y-step of eq. (algy) is ``1/beta``: ``("beta", -1)``), which
+    ``stam tune --schedule`` shapes.  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
     rule's (:data:`stam.algorithm.RULES`, declared beside the steps)."""
 
     name: str
@@ -46,6 +49,7 @@ class Algorithm:
     schedule_only: tuple = ()
     binary: bool = True
     theorem: bool = False
+    step: tuple = ("lr", 1)
 
     @property
     def label(self) -> str:
@@ -81,7 +85,8 @@ class Algorithm:
 
 
 ALGORITHMS = (
-    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True),
+    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True,
+              step=("beta", -1)),
     Algorithm("bc", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
     Algorithm("br", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
               "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule
@@ -114,6 +119,43 @@ CIFAR_TRAIN_IMAGES = 50_000
 #: run is judged by, tuning trials) is made: ``--val-fraction``'s default everywhere.
 VAL_FRACTION = 0.1
 
+#: The evaluation protocol of every network accuracy the toolkit reports (``--bn-images``): before
+#: any network is evaluated, BatchNorm's statistics are re-estimated for the weights evaluated, on
+#: a fixed subset of this many unaugmented training images (at most the training set; seeded by
+#: :data:`BN_SEED`, the same images for every algorithm, run and epoch); 0 = the statistics as
+#: trained, which describe the forward weights of training (STAM's W, PSGD's U, BR's relaxed
+#: weights), not the binary network.  See :meth:`stam.dnn.batched.Trainer.statistics`.
+BN_IMAGES = 5000
+BN_SEED = 12345
+
+
+def bn_protocol(bn_images, n_train: int | None = None) -> str:
+    """The evaluation protocol in words, for every caption and table: ``bn_images`` as a result
+    file records it (None: a file written before the protocol was recorded, evaluated as trained),
+    at most ``n_train`` (the training images, where known)."""
+    if not bn_images:
+        return ("BatchNorm statistics as trained (those of the training's forward weights; for STAM, PSGD and BR not the "
+                "binary network's)")
+    n = int(bn_images) if not n_train else min(int(bn_images), int(n_train))
+    every = " (all)" if n_train and n == int(n_train) else ""
+    return f"BatchNorm statistics re-estimated for the evaluated weights on {n:,} training images{every}"
+
+
+def chance_level(num_classes: int) -> float:
+    """The accuracy (percent) of guessing one class: 100 / classes."""
+    return 100.0 / num_classes
+
+
+def at_chance(acc, num_classes: int, n_images: int | None = None) -> bool:
+    """Whether an accuracy (percent) is at or below chance: not above ``100/classes`` by more
+    than three standard errors of a guessing classifier on ``n_images`` images (0 without ``n_images``).
+    Such an accuracy is a bug until shown otherwise, so every output flags it."""
+    if acc is None:
+        return False
+    p = 1.0 / num_classes
+    margin = 0.0 if not n_images else 300.0 * math.sqrt(p * (1 - p) / n_images)
+    return acc <= chance_level(num_classes) + margin
+
 #: What ``stam tune`` and ``stam map`` train on each data set unless told otherwise: the model, its
 #: channel width, the batch size and the epochs of every run.  CIFAR's defaults fit a 2-core CPU
 #: (VGG-11 at width 1/8: about 20 s per epoch and run on one core, measured); the paper's
@@ -133,4 +175,4 @@ def sweep_settings(dataset: str, given) -> dict:
 
 
 __all__ = ["sweep_settings", "Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
-           "CIFAR_TRAIN_IMAGES", "VAL_FRACTION"]
+           "CIFAR_TRAIN_IMAGES", "VAL_FRACTION", "BN_IMAGES", "BN_SEED", "bn_protocol", "chance_level", "at_chance"]

@@ -196,6 +196,8 @@ class Expected(NamedTuple):
     payload: dict
     record_keys: tuple
     newer_config: frozenset = frozenset()
+    #: record keys absent from the records of checkpoints written before they existed (read as None)
+    newer_records: frozenset = frozenset()
 
 
 def read(path: Path, expected: Expected, flag: str = "--resume") -> dict:
@@ -344,14 +346,14 @@ def _json_like(obj, path, field, flag, depth: int = 0) -> None:
         _fail(path, field, f"must hold only JSON values, not {_kind(obj)}", flag)
 
 
-def _check_log(log, epoch, record_keys: tuple, path, flag) -> None:
+def _check_log(log, epoch, record_keys: tuple, path, flag, newer: frozenset = frozenset()) -> None:
     if not isinstance(log, list):
         _fail(path, "log", f"must be a list of epoch records, not {_kind(log)}", flag)
     if len(log) != epoch:
         _fail(path, "epoch", f"is {epoch}, but the log holds {len(log)} epoch record(s)", flag)
     for i, r in enumerate(log):
         field = f"log[{i}]"
-        if not isinstance(r, dict) or set(r) != set(record_keys):
+        if not isinstance(r, dict) or not set(record_keys) - set(newer) <= set(r) <= set(record_keys):
             _fail(path, field, "must be an epoch record with the keys " + ", ".join(record_keys), flag)
         _json_like(r, path, field, flag)
         if not _int(r["epoch"]) or r["epoch"] != i + 1:
@@ -377,7 +379,7 @@ def validate(ckpt: dict, expected: Expected, path: Path, flag: str = "--resume")
     epoch = ckpt["epoch"]
     if not _int(epoch) or epoch < 0:
         _fail(path, "epoch", f"must be a non-negative integer, not {_show(epoch)}" + ("" if _int(epoch) else f" ({_kind(epoch)})"), flag)
-    _check_log(ckpt["log"], epoch, expected.record_keys, path, flag)
+    _check_log(ckpt["log"], epoch, expected.record_keys, path, flag, expected.newer_records)
     if not _number(ckpt["seconds"]) or not math.isfinite(ckpt["seconds"]) or ckpt["seconds"] < 0:
         _fail(path, "seconds", f"must be a finite number >= 0, not {_show(ckpt['seconds'])}", flag)
     _same_structure(ckpt["model"], template["model"], path, "model", flag)

@@ -1,32 +1,53 @@
 """Subcommands of this area (registered by ``stam.cli``): ``stam train``, ``stam table`` and
 ``stam tune``.  The flags of train and tune come from their parameters (:mod:`stam.dnn.params`);
-the handlers turn a parsed command line into those and call the library.  Imports nothing heavy
-at module level (torch is imported by the handlers)."""
+the handlers turn a parsed command line into those and call the library.  Imports nothing at module
+level: each command's flags are added (their parameters imported) when it is parsed or its help shown
+(``build=``, :class:`stam.cli._Parser`), torch by the handlers."""
 
 from __future__ import annotations
 
-from stam.dnn.catalog import DATASET_NAMES as DATASETS
-from stam.dnn.params import TrainConfig, TuneParams, data_dir_arg, dataset_arg, model_arg, width_arg
-from stam.params import add_arguments, add_field
 
 def register(subparsers) -> None:
     """Add this area's subcommands to ``stam``'s subparsers."""
-    p = subparsers.add_parser(
+    subparsers.add_parser(
         "train",
         help="train a binary-weight network (Section 3: STAM, BC, BR, PSGD, float)",
         description="Train VGG-11/VGG-16/ResNet-18 (or the small CNN/MLP) with binary weights on CIFAR-10/100 or "
         "digits, with the hyperparameter presets of Table para; one readable line per epoch and a closing summary on stdout "
         "(--json: the JSON records), every epoch's record in OUT/log.jsonl.",
+        build=_build_train,
     )
-    add_arguments(p, TrainConfig)
-    p.set_defaults(func=_train)
-
-    t = subparsers.add_parser(
+    subparsers.add_parser(
         "table",
         help="binary test accuracy per model x algorithm (epoch chosen on validation data), beside the paper's tables",
         description="Collect RUNS_DIR/**/summary.json and print the best binary test accuracy (float accuracy for the "
         "float baseline) per model and algorithm as Markdown, the paper's numbers beside ours where a run exists.",
+        build=_build_table,
     )
+    subparsers.add_parser(
+        "tune",
+        help="equal-budget tuning of STAM, BC, BR, PSGD and float (digits by default, or CIFAR), numbers from fresh seeds",
+        description="Every algorithm gets the same number of quasi-random (Sobol) trials over its declared search space "
+        "(presets.json: search_spaces); the best trial is chosen on validation accuracy with binary weights, then re-run "
+        "on fresh seeds; prints the table (mean +- std, 95%% interval of test accuracy), with the paper's settings as "
+        "labelled rows. Writes OUT/tune-DATASET.json and .md; finished jobs are kept in OUT/jobs, so running the same "
+        "command again resumes. Defaults per data set: digits, MLP, 60 epochs, batch 32 (about 3 min on 2 cores); "
+        "cifar10, VGG-11 at width 1/8, 10 epochs, batch 128.",
+        build=_build_tune,
+    )
+
+
+def _build_train(p) -> None:
+    from stam.dnn.params import TrainConfig
+    from stam.params import add_arguments
+
+    add_arguments(p, TrainConfig)
+    p.set_defaults(func=_train)
+
+
+def _build_table(t) -> None:
+    from stam.dnn.catalog import DATASET_NAMES as DATASETS
+
     t.add_argument("runs_dir", metavar="RUNS_DIR")
     t.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
     t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
@@ -36,16 +57,11 @@ def register(subparsers) -> None:
                    "default: the test accuracy at the epoch selected on validation data)")
     t.set_defaults(func=_table)
 
-    u = subparsers.add_parser(
-        "tune",
-        help="equal-budget tuning of STAM, BC, BR, PSGD and float (digits by default, or CIFAR), numbers from fresh seeds",
-        description="Every algorithm gets the same number of quasi-random (Sobol) trials over its declared search space "
-        "(presets.json: search_spaces); the best trial is chosen on validation accuracy with binary weights, then re-run "
-        "on fresh seeds; prints the table (mean +- std, 95%% interval of test accuracy), with the paper's settings as "
-        "labelled rows. Writes OUT/tune-DATASET.json and .md; finished jobs are kept in OUT/jobs, so running the same "
-        "command again resumes. Defaults per data set: digits, MLP, 60 epochs, batch 32 (about 3 min on 2 cores); "
-        "cifar10, VGG-11 at width 1/8, 10 epochs, batch 128.",
-    )
+
+def _build_tune(u) -> None:
+    from stam.dnn.params import TuneParams
+    from stam.params import add_arguments
+
     add_arguments(u, TuneParams)
     u.set_defaults(func=_tune)
 
@@ -53,6 +69,9 @@ def register(subparsers) -> None:
 def add_task_args(p, dataset_default: str | None = "digits") -> None:
     """What a sweep trains on: --dataset, --model, --width, --data-dir (the fields of
     :class:`stam.dnn.params.TuneParams`; defaults per data set: :data:`stam.dnn.catalog.SWEEP_DEFAULTS`)."""
+    from stam.dnn.params import data_dir_arg, dataset_arg, model_arg, width_arg
+    from stam.params import add_field
+
     if dataset_default is not None:
         add_field(p, "dataset", dataset_arg(dataset_default))
     add_field(p, "model", model_arg())
@@ -62,9 +81,12 @@ def add_task_args(p, dataset_default: str | None = "digits") -> None:
 
 def _tune(args) -> int:
     from stam.dnn import tune
+    from stam.dnn.params import TuneParams
 
     result, path = tune.run(TuneParams.from_args(args))
     print(tune.format_table(result))
+    for line in tune.difficulty_lines(result):
+        print(f"Search difficulty: {line}")
     print(f"Results: {path}")
     return 0
 
@@ -78,6 +100,7 @@ def _train(args) -> int:
         for name, entry in presets.table()["presets"].items():
             print(f"{name:14s} {entry['algo']:6s} {entry['source']}")
         return 0
+    from stam.dnn.params import TrainConfig
     from stam.dnn.train import Diverged, run
 
     try:

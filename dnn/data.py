@@ -31,6 +31,7 @@ Integrity and safety of CIFAR files:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import io
@@ -266,13 +267,22 @@ def _read_folder(folder: Path, layout: CifarLayout, checksums: dict, name: str) 
 
 
 def _download(url: str, dest: Path) -> None:
+    """``url`` into ``dest`` atomically; a failed download (offline, HTTP error, a connection cut mid-file) is one
+    line and leaves nothing behind: no partial file, and none of the folders above ``dest`` that it created (a
+    ``--data-dir`` that did not exist is not left as an empty folder)."""
+    created = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]  # deepest first
     try:
         with atomic_path(dest) as tmp, urllib.request.urlopen(url, timeout=60) as response:
             with open(tmp, "wb") as out:
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
-    except (OSError, http.client.HTTPException) as exc:  # no network, HTTP error, a connection cut mid-file
-        raise UsageError(f"could not download {url}: {exc}") from None
+    except BaseException as exc:
+        for folder in created:
+            with contextlib.suppress(OSError):  # only if still empty
+                folder.rmdir()
+        if isinstance(exc, (OSError, http.client.HTTPException)):  # no network, HTTP error, a cut connection
+            raise UsageError(f"could not download {url}: {exc}") from None
+        raise
 
 
 def _decode_split(blob: bytes, layout: CifarLayout, key: str) -> tuple[np.ndarray, np.ndarray]:

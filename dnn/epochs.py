@@ -146,7 +146,8 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL
             "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
-            "width": POS, "compile": STR_OR_NULL}
+            "width": POS, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "num_classes": POSINT_OR_NULL,
+            "test_size": COUNT_OR_NULL, "train_size": COUNT_OR_NULL, "sign_ever": FRAC_OR_NULL}
 #: ``summary.json``: what a run reached (accuracies in percent)
 RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,
                                              inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
@@ -161,6 +162,7 @@ RUN_LOG = ResultType(
     "train-log", Schema(optional={"epoch": POSINT, "paper_epoch": NONNEG_OR_NULL, "train_loss": NUM_OR_NULL,
                                   "train_acc": PCT_OR_NULL, "test_acc_binary": PCT_OR_NULL, "test_acc_float": PCT_OR_NULL,
                                   "val_acc_binary": PCT_OR_NULL, "val_acc_float": PCT_OR_NULL,
+                                  "val_acc_binary_as_trained": PCT_OR_NULL, "test_acc_binary_as_trained": PCT_OR_NULL,
                                   "hyper": DICT_OR_NULL, "proxy_grad": NUM_OR_NULL, "proxy_z": NUM_OR_NULL,
                                   "theorem": DICT_OR_NULL, "sign_flips": DICT_OR_NULL, "seconds": NONNEG_OR_NULL},
                         inner={"hyper": Schema(optional={"gamma": NONNEG_OR_NULL, "lam": NONNEG_OR_NULL,

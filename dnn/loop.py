@@ -1,6 +1,7 @@
 """A training loop of one's own with the ``torch.optim`` classes (:mod:`stam.dnn.optim`): build
 an algorithm's optimiser from a preset's hyperparameters, put each epoch's hyperparameters into
-its groups, take a step, evaluate with binary or float weights.
+its groups, take a step, evaluate with binary or float weights (:func:`evaluate`: with BatchNorm
+statistics of the weights evaluated, the rule of :mod:`stam.dnn.bnstats`).
 
 ``stam train``, ``stam tune`` and ``stam map`` train through the one batched trainer
 (:class:`stam.dnn.batched.Trainer`); these functions are the public API for a loop written by
@@ -15,6 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from stam.dnn import catalog, optim
+from stam.dnn.bnstats import bn_subset, even_batches, reestimated
+from stam.dnn.catalog import BN_IMAGES
 from stam.dnn import data as data_mod
 from stam.dnn.optim import project_layer
 from stam.errors import UsageError
@@ -90,12 +93,25 @@ def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast=contextl
 
 
 @torch.no_grad()
-def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000) -> float:
-    """Accuracy (percent) of ``model`` as it stands on ``split`` (``"test"`` or ``"val"``)."""
-    model.eval()
+def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000, bn_images: int = BN_IMAGES) -> float:
+    """Accuracy (percent) of ``model`` with the weights it holds now on ``split`` (``"test"`` or
+    ``"val"``), measured with BatchNorm statistics of those weights: re-estimated on the toolkit's
+    fixed subset of ``bn_images`` unaugmented training images (:mod:`stam.dnn.bnstats`; the rule
+    of every accuracy ``stam train``, ``stam tune`` and ``stam map`` report), and the model's own
+    statistics put back after.  So ``with opt.binary_weights(): evaluate(model, data)`` measures
+    the binary network, whatever statistics training left.  ``bn_images=0``: the statistics as
+    they stand (as trained: those of the training's forward weights)."""
     xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
-    correct = sum(int((model(data.normalise(xs[i : i + batch])).argmax(1) == ys[i : i + batch]).sum()) for i in range(0, len(xs), batch))
-    model.train()
+    with contextlib.ExitStack() as stack:
+        if bn_images:
+            idx = bn_subset(len(data.train_x), bn_images, data.train_x.device)
+            stack.enter_context(reestimated(model, [data.normalise(data.train_x[i]) for i in even_batches(idx, batch)]))
+        model.eval()
+        try:
+            correct = sum(int((model(data.normalise(xs[i : i + batch])).argmax(1) == ys[i : i + batch]).sum())
+                          for i in range(0, len(xs), batch))
+        finally:
+            model.train()
     return 100.0 * correct / len(xs)
 
 

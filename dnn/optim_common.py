@@ -225,23 +225,41 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def binary_weights(self):
+    def binary_weights(self, model=None, images=None, batch: int = 1000):
         """Within the block every quantised parameter holds its truly binary weights (in Q);
         the previous values are restored exactly on exit.  Non-quantised parameters are left as
-        they are."""
+        they are.  With ``model`` and ``images`` (training images as the model takes them,
+        unaugmented), the BatchNorm statistics of ``model`` are, within the block, those of the
+        binary network (:func:`stam.dnn.bnstats.reestimated`), and the training's are put back
+        on exit: without them BatchNorm normalises the binary network with the statistics of the
+        weights training ran on (STAM's W, PSGD's U), which measures another network.
+        :func:`stam.dnn.loop.evaluate` does this itself."""
         with torch.no_grad():
             pairs = self._binary_values()
-        with _substituted(pairs):
+        with _substituted(pairs), _statistics(model, images, batch):
             yield
 
     @contextlib.contextmanager
-    def float_weights(self):
+    def float_weights(self, model=None, images=None, batch: int = 1000):
         """Within the block every quantised parameter holds its float weights; the previous
-        values are restored exactly on exit."""
+        values are restored exactly on exit.  ``model``, ``images``: as for :meth:`binary_weights`."""
         with torch.no_grad():
             pairs = self._float_values()
-        with _substituted(pairs):
+        with _substituted(pairs), _statistics(model, images, batch):
             yield
+
+
+def _statistics(model, images, batch: int):
+    """BatchNorm statistics of ``model``'s present weights on ``images`` within the block, or
+    nothing where either is None."""
+    if model is None or images is None:
+        if (model is None) != (images is None):
+            raise ValueError("binary_weights()/float_weights(): give both model= and images= (training images) to "
+                             "re-estimate BatchNorm's statistics, or neither")
+        return contextlib.nullcontext()
+    from stam.dnn.bnstats import reestimated
+
+    return reestimated(model, images, batch)
 
 
 def _caller_level() -> int:

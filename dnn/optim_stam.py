@@ -75,7 +75,9 @@ class STAM(QuantizingOptimizer):
     """STAM, eq. (alg:stamm) (see the module docstring).
 
     Hyperparameters (per group, may change between steps): ``gamma`` (> 0), ``lam`` (> 0),
-    ``beta`` (> 0), ``weight_decay`` (>= 0, default 0; Table para uses none).  Non-quantised
+    ``beta`` (> 0), ``weight_decay`` (>= 0, default 0; Table para uses none); ``lr`` is ``1/beta``,
+    the y-step's step size, kept in step with ``beta`` (set either; a ``torch.optim.lr_scheduler``
+    sets ``lr``).  Non-quantised
     groups take the y-step alone with ``H = 0``: ``p <- p - (g + wd p) / beta``.
 
     Per-parameter state of a quantised parameter: ``U``, ``X``, ``V`` (same shape and layout as
@@ -84,7 +86,25 @@ class STAM(QuantizingOptimizer):
     def __init__(self, params, gamma: float, lam: float, beta: float, weight_decay: float = 0.0, compile: bool | str = "auto"):
         check_hyper(dict(gamma=gamma, lam=lam, beta=beta), dict(weight_decay=weight_decay))
         self._last_step: list[tuple[Tensor, Tensor]] = []  # per quantised group: grad proxy, ||dX||^2 / gamma^2
+        self._seen: dict[int, tuple[float, float]] = {}  # per group: the (lr, beta) of the last sync
         super().__init__(params, dict(gamma=gamma, lam=lam, beta=beta, weight_decay=weight_decay), compile)
+        self._sync_lr()
+
+    def _sync_lr(self) -> None:
+        """Every group's ``lr`` is the step ``1/beta`` of the y-step eq. (algy), so that
+        ``torch.optim.lr_scheduler`` drives STAM as it drives SGD: where ``lr`` changed since the
+        last step (a scheduler), ``beta = 1/lr``; where ``beta`` changed (a preset's schedule,
+        :func:`stam.dnn.loop.apply_hyper`), ``lr = 1/beta``."""
+        for i, g in enumerate(self.param_groups):
+            g.setdefault("lr", 1.0 / g["beta"])
+            lr, beta = self._seen.get(i, (g["lr"], g["beta"]))
+            if g["lr"] != lr:
+                check_hyper(dict(lr=g["lr"]), {})
+                g["beta"] = 1.0 / g["lr"]
+            elif g["beta"] != beta:
+                check_hyper(dict(beta=g["beta"]), {})
+                g["lr"] = 1.0 / g["beta"]
+            self._seen[i] = (g["lr"], g["beta"])
 
     def _float_lr(self, group: dict) -> float:
         return 1.0 / group["beta"]
@@ -110,7 +130,13 @@ class STAM(QuantizingOptimizer):
 
     def step(self, closure=None):
         self._last_step = []
+        self._sync_lr()
         return super().step(closure)
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._seen = {}
+        self._sync_lr()
 
     def stationarity_proxies(self) -> dict[str, Tensor]:
         """The last step's ``{"grad": ||grad L(W^t) + lam (W^t - U^t)||^2, "z": ||X^{t+1} - X^t|| / gamma}``

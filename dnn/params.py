@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
 from stam.dnn import presets
-from stam.dnn.catalog import MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
+from stam.dnn.catalog import BN_IMAGES, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
 from stam.datasets import DATASET_NAMES as DATASETS
 from stam.errors import batch_int, positive_int, seed_int
 from stam.jobs import scheduler_arg, workers_arg
@@ -61,6 +61,36 @@ def scale_arg(text: str):
     if not (value > 0 and value < float("inf")):
         raise argparse.ArgumentTypeError(f"{text} must be a number > 0 or 'auto'")
     return value
+
+
+def halving_int(text: str) -> int:
+    """argparse type: ``--halving``, 0 (off) or a reduction factor >= 2."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value == 1 or not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: give 0 (no halving) or a reduction factor from 2 to 1000")
+    return value
+
+
+def bn_images_int(text: str) -> int:
+    """argparse type: ``--bn-images``, an integer >= 0."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= 10**9:
+        raise argparse.ArgumentTypeError(f"{text} must be an integer from 0 to 10^9 (0 = BatchNorm statistics as trained)")
+    return value
+
+
+def bn_images_arg(default: int | None = BN_IMAGES, job: bool = False):
+    """``--bn-images N``: the evaluation protocol of every accuracy (:data:`stam.dnn.catalog.BN_IMAGES`)."""
+    return arg("--bn-images", type=bn_images_int, default=default, metavar="N", job=job,
+               help=f"evaluate every network with BatchNorm statistics re-estimated for its own weights on N fixed, "
+               f"unaugmented training images (default {BN_IMAGES}, at most the training set; 0 = the statistics as "
+               "trained, which describe the training's forward weights, not the binary network)")
 
 
 def _overrides(items: list) -> dict:
@@ -119,6 +149,7 @@ class TrainConfig(Params):
                        "$STAM_CACHE_DIR (else ~/.cache/stam), built once (tens of seconds) and loaded by every later "
                        "run with the same network, algorithm and batch layout in milliseconds")
     eval_batch_size: int = arg("--eval-batch-size", type=positive_int, default=1000)
+    bn_images: int = bn_images_arg()
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bar on stderr")
     echo: bool = arg("--quiet", action="store_false", default=True,  # one readable line per epoch and a closing summary
                      help="print nothing on stdout (the records are in OUT/log.jsonl)")
@@ -175,11 +206,28 @@ class TuneParams(Params):
     val_fraction: float = arg("--val-fraction", type=fraction_float, default=VAL_FRACTION, job=True,
                               help=f"validation share of the training set (default {VAL_FRACTION:g})")
     split_seed: int = arg("--split-seed", type=seed_int, default=0, job=True, help="seed of the validation split (default 0)")
+    bn_images: int = bn_images_arg(job=True)
     tune_seed: int = arg("--tune-seed", type=seed_int, default=0,
                          help="seed of the Sobol points and of the trials' training (default 0)")
     space_file: str | None = arg("--space-file", default=None, metavar="JSON",
                                  help="search spaces to use instead of presets.json's, e.g. "
                                  '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
+    schedule: str = arg("--schedule", choices=tuple(presets.step_schedules()), default="constant",
+                        help="the step of every algorithm (lr; STAM's y-step 1/beta) over a run: 'constant' (default, "
+                        "the sampled value throughout, as before), 'warmup-cosine' (linear warm-up over the first 5%% of "
+                        "the run, then cosine decay to 1e-3 of it; presets.json: step_schedules); the paper rows keep their "
+                        "own schedules")
+    recipe: str = arg("--recipe", choices=tuple(presets.recipes()), default="none",
+                      help="constants added to the trials, a labelled variant beyond the paper (presets.json: recipes): "
+                      "'standard' gives Float momentum 0.9 and weight decay 5e-4; default none")
+    halving: int = arg("--halving", type=halving_int, default=0, metavar="ETA",
+                       help="successive halving: train every trial for epochs/ETA^K epochs, keep the best 1/ETA on "
+                       "validation accuracy for ETA times more epochs, ..., the last rung at --epochs (default 0: every "
+                       "trial for --epochs)")
+    map: str | None = arg("--map", default=None, metavar="JSON",
+                          help="a network map of STAM (stam map --dataset) from which to state the fraction of each "
+                          "search space that trains and the chance that --trials trials find it (field "
+                          "search_difficulty of the result; always estimated from the trials too)")
     paper: bool = arg("--no-paper", action="store_false", default=True, help="leave out the paper-settings rows")
     out: str | None = out_arg(help="output folder (default tune-DATASET)")
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bars")
@@ -198,4 +246,4 @@ class TuneParams(Params):
         """What is trained on what (:func:`stam.dnn.sweep.task_spec`'s keys)."""
         return {k: getattr(self, k) for k in ("dataset", "model", "width", "data_dir")}
 
-__all__ = ["TrainConfig", "TuneParams", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]
+__all__ = ["TrainConfig", "TuneParams", "bn_images_arg", "bn_images_int", "halving_int", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]

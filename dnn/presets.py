@@ -15,6 +15,17 @@ epochs ``start, start + every, ... <= min(e, until)`` (defaults ``start = from +
 epoch alone (nothing to carry across a ``--resume``).  A value may also be
 ``{"cifar100": v, "default": w}`` (per-data-set constant, e.g. BR's switch epoch K).
 
+Warm-up and cosine (beyond the paper, :data:`STEP_SCHEDULES`).  Instead of ``decay`` a piece may
+carry ``"warmup_cosine": {"warmup": W, "until": U, "floor": f, "power": k}`` (paper epochs ``W >= 0``,
+``U > W``, counted from the piece's ``from``; ``0 <= f <= 1``; ``k`` a number != 0, ``f > 0`` when
+``k < 0``): the value at time ``t`` is ``v0 * m(t)**k`` with the multiplier ``m(t) = t/W`` for
+``t < W`` (linear warm-up) and ``f + (1 - f)(1 + cos(pi min(1, (t - W)/(U - W))))/2`` after it
+(cosine decay to ``f``).  ``t`` is real: the centre of the run epoch's interval of paper epochs
+(below), ``(e - 1/2)/s - (from - 1)``, so the same shape, scaled onto a run of ``E`` epochs, warms up
+over the first ``W/1000`` of the run and decays over the rest, at any ``E`` (epoch 1 of a short run
+is not spent at a tiny warm-up value).  ``k = 1`` shapes a step (``lr``), ``k = -1`` the inverse of
+one (STAM's ``beta``, whose y-step is ``1/beta``).
+
 Short runs.  ``schedule_scale = s`` maps the 1000-epoch schedule proportionally onto a run of
 ``1000 s`` epochs (``s = "auto"`` picks ``s = epochs / 1000``): run epoch ``e`` stands for the
 paper epochs in ``((e - 1)/s, e/s]`` and runs with the hyperparameters of the first of them,
@@ -106,8 +117,20 @@ def _per_dataset(value, dataset: str):
     return value
 
 
-def value_at(spec, epoch: int, dataset: str = "default") -> float:
-    """Value of one hyperparameter ``spec`` (see the module docstring) at 1-based ``epoch``."""
+def shape_multiplier(shape: dict, t: float) -> float:
+    """The multiplier ``m(t)`` of a ``warmup_cosine`` piece (module docstring) at ``t`` paper epochs
+    into the piece: linear warm-up over ``warmup``, then cosine decay to ``floor`` at ``until``."""
+    warmup, until, floor = float(shape.get("warmup", 0.0)), float(shape["until"]), float(shape.get("floor", 0.0))
+    if t < warmup:
+        return max(t, 0.0) / warmup
+    x = min(1.0, (t - warmup) / (until - warmup))
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * x))
+
+
+def value_at(spec, epoch: int, dataset: str = "default", time: float | None = None) -> float:
+    """Value of one hyperparameter ``spec`` (see the module docstring) at 1-based ``epoch``;
+    ``time``: the real paper time a ``warmup_cosine`` piece is read at (default ``epoch - 1/2``,
+    the centre of the epoch)."""
     spec = _per_dataset(spec, dataset)
     if isinstance(spec, (int, float)):
         return float(spec)
@@ -116,6 +139,11 @@ def value_at(spec, epoch: int, dataset: str = "default") -> float:
         raise ValueError(f"schedule {spec} has no piece for epoch {epoch}")
     piece = pieces[-1]
     value = float(piece["value"])
+    shape = piece.get("warmup_cosine")
+    if shape:
+        t = (epoch - 0.5 if time is None else time) - (piece["from"] - 1)
+        m, power = shape_multiplier(shape, t), float(shape.get("power", 1.0))
+        return math.inf if m == 0 and power < 0 else value * m**power  # m > 0 at every epoch's centre (t > 0)
     decay = piece.get("decay")
     if decay:
         start = decay.get("start", piece["from"] + 1)
@@ -155,6 +183,7 @@ def check_spec(key: str, spec) -> None:
         raise UsageError(f"{key}: schedule pieces must start at epoch 1 and increase, got {[p['from'] for p in spec]}")
     for p in spec:
         number(p["value"], "value")
+        _check_shape(key, p)
         d = p.get("decay")
         if d is not None:
             allowed = {"factor", "start", "every", "until", "min", "max"}
@@ -168,6 +197,45 @@ def check_spec(key: str, spec) -> None:
             for name in ("min", "max"):
                 if name in d:
                     number(d[name], f"decay {name!r}")
+
+
+def _check_shape(key: str, piece: dict) -> None:
+    """A piece's ``warmup_cosine`` (module docstring), one-line errors."""
+    shape = piece.get("warmup_cosine")
+    if shape is None:
+        return
+    allowed = {"warmup", "until", "floor", "power"}
+    real = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    if not isinstance(shape, dict) or "until" not in shape or set(shape) - allowed:
+        raise UsageError(f"{key}: warmup_cosine must be {{'until': U, optional 'warmup', 'floor', 'power'}}, got {shape}")
+    if "decay" in piece:
+        raise UsageError(f"{key}: a schedule piece has either 'decay' or 'warmup_cosine', not both")
+    warmup, until = shape.get("warmup", 0), shape["until"]
+    floor, power = shape.get("floor", 0), shape.get("power", 1)
+    if not (real(warmup) and real(until) and 0 <= warmup < until):
+        raise UsageError(f"{key}: warmup_cosine needs 0 <= warmup < until (paper epochs), got warmup {warmup!r}, until {until!r}")
+    if not (real(floor) and 0 <= floor <= 1):
+        raise UsageError(f"{key}: warmup_cosine floor {floor!r} must be a number in [0, 1] (a fraction of the value)")
+    if not (real(power) and power != 0):
+        raise UsageError(f"{key}: warmup_cosine power {power!r} must be a number other than 0 (1: a step, -1: its inverse)")
+    if power < 0 and floor == 0:
+        raise UsageError(f"{key}: warmup_cosine with power {power} < 0 (the inverse of a step) needs floor > 0 "
+                         "(the multiplier 0 at the end would make the value infinite)")
+
+
+#: The step-size schedules ``stam tune --schedule`` offers, one family for every algorithm
+#: (``step_schedules`` in ``presets.json``): ``None`` keeps the sampled step constant, else the
+#: ``warmup_cosine`` shape (module docstring, in paper epochs) applied to the algorithm's step
+#: (:attr:`stam.dnn.catalog.Algorithm.step`; its ``power`` given there).
+def step_schedules() -> dict:
+    """``{name: shape or None}`` of ``presets.json``'s ``step_schedules``."""
+    return {k: v for k, v in table()["step_schedules"].items() if not k.startswith("_")}
+
+
+def recipes() -> dict:
+    """``{name: {algo: {hyperparameter: constant}}}`` of ``presets.json``'s ``recipes``: fixed settings
+    added to an algorithm's trials in ``stam tune --recipe`` (labelled variants beyond the paper)."""
+    return {k: {a: h for a, h in v.items() if a in ALGO_HYPER} for k, v in table()["recipes"].items() if not k.startswith("_")}
 
 
 # --------------------------------------------------------------------------- resolved settings
@@ -195,7 +263,8 @@ class Preset:
     def at(self, epoch: int) -> dict:
         """Hyperparameters in force in run epoch ``epoch`` (1-based)."""
         p = self.paper_epoch(epoch)
-        out = {k: value_at(v, p, self.dataset) for k, v in self.hyper.items()}
+        centre = (epoch - 0.5) / self.schedule_scale  # the centre of the run epoch's paper interval (warmup_cosine)
+        out = {k: value_at(v, p, self.dataset, centre) for k, v in self.hyper.items()}
         if "switch_epoch" in out:
             out["switch_epoch"] = int(out["switch_epoch"])
             out["project"] = p > out["switch_epoch"]  # eq. (alg:BR): t >= T with t counted from 0
@@ -264,4 +333,4 @@ def paper_presets() -> dict:
     return out
 
 
-__all__ = ["PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]
+__all__ = ["step_schedules", "recipes", "shape_multiplier", "PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

@@ -16,7 +16,7 @@ import functools
 import tempfile
 
 from stam.dnn import presets
-from stam.dnn.catalog import VAL_FRACTION, algorithm
+from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, algorithm
 from stam.jobs import run_jobs
 from stam.results import FRAC_OR_NULL, LIST, NONNEG_OR_NULL, PCT_OR_NULL, POSINT_OR_NULL, ResultType, Schema
 
@@ -130,7 +130,8 @@ def run_job(spec: dict) -> dict:
                  spec["split_seed"], device)
     configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset"), what["dataset"]), seed)
                for ov, seed in zip(spec["overrides"], spec["seeds"])]
-    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"], device=device)
+    results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"], device=device,
+                                    bn_images=spec.get("bn_images", BN_IMAGES))
     key = score_key(spec["algo"])
     out = []
     for res in results:
@@ -140,6 +141,8 @@ def run_job(spec: dict) -> dict:
                "score": best and best[key], "seconds": res["seconds"],
                "val_curve": [r.get(key) for r in res["log"]],
                "sign_ever": last and last["sign_ever"]}
+        if best is not None and "val_acc_binary_as_trained" in best:  # the diagnostic: the training's own statistics
+            row["score_as_trained"] = best["val_acc_binary_as_trained"]
         if spec["test"]:
             row["test_acc"] = best and best[key.replace("val", "test")]
             row["test_acc_final"] = last and last[key.replace("val", "test")]
@@ -154,9 +157,11 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
     ``seeds`` training seeds each (0, 1, ...; common random numbers across the grid); one row per
     grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy, in
-    percent, over the seeds that did not diverge), metric_std, metric_final (mean final-epoch binary
-    validation accuracy, percent), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose sign ever
-    changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
+    percent, over the seeds that did not diverge; BatchNorm statistics of the binary weights, the
+    spec's ``bn_images``), metric_std, metric_final (mean final-epoch binary validation accuracy,
+    percent), metric_as_trained (the selected epochs' binary validation accuracy with the training's
+    statistics, a diagnostic; None with ``bn_images`` 0), diverged (seeds), sign_ever_changed (mean
+    fraction of binary weights whose sign ever changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
     (stored in ``store``, resumable; ``scheduler``: a Dask cluster).  Every job's spec is STAM's, the
     keywords' (what is trained on what, how long), ``spec`` over them (``stam map``: its parameters'
     :meth:`~stam.params.Params.spec`, every field marked ``job``), and its cell (the grid points and seeds
@@ -166,7 +171,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
     grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
     runs = [(g, l, b, s) for (g, l, b) in grid for s in range(seeds)]
     base = {"algo": "stam", "epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction,
-            "split_seed": split_seed, "test": False, **(task or task_spec()), **(spec or {})}
+            "split_seed": split_seed, "test": False, "bn_images": BN_IMAGES, **(task or task_spec()), **(spec or {})}
     specs = []
     for i in range(0, len(runs), chunk):
         part = runs[i : i + chunk]
@@ -189,8 +194,10 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
         mean, std = mean_std(scores) if scores else (None, None)
         finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
         signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
+        stale = [r["score_as_trained"] for r in ok if r.get("score_as_trained") is not None]
         rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
                      "metric_final": sum(finals) / len(finals) if finals else None,
+                     "metric_as_trained": sum(stale) / len(stale) if stale else None,
                      "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None})
     return rows
 
@@ -200,7 +207,7 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
 #: accuracies in percent; ``sign_ever`` the fraction of binary weights whose sign ever changed
 JOB_ROW = Schema(required={"score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL, "diverged_epoch": POSINT_OR_NULL},
                  optional={"seconds": NONNEG_OR_NULL, "val_curve": LIST, "sign_ever": FRAC_OR_NULL, "test_acc": PCT_OR_NULL,
-                           "test_acc_final": PCT_OR_NULL},
+                           "test_acc_final": PCT_OR_NULL, "score_as_trained": PCT_OR_NULL},
                  items={"val_curve": PCT_OR_NULL})
 NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"rows": JOB_ROW}),
                          files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)

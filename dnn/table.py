@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from stam.dnn import catalog, presets
-from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES
+from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES, at_chance, bn_protocol
+from stam.datasets import CLASSES
 from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
 from stam.dnn.epochs import RUN_SUMMARY
@@ -93,11 +94,14 @@ def mean_std(values: list[float]) -> tuple[float, float | None]:
 PAPER_EPOCHS = 1000
 
 
-def _cell(values: list[float], paper: float | None, digits: int = 2, epochs: set | None = None) -> str:
+def _cell(values: list[float], paper: float | None, digits: int = 2, epochs: set | None = None, classes: int | None = None,
+          n_test: int | None = None) -> str:
     if not values:
         return "–"
     m, sd = mean_std(values)
     notes = [f"n={len(values)}"] if sd is not None else []
+    if classes and at_chance(m, classes, n_test):  # a bug until shown otherwise: said in the cell
+        notes.append("at chance!")
     short = sorted(e for e in (epochs or ()) if e is not None and e != PAPER_EPOCHS)
     if short:
         notes.append("/".join(map(str, short)) + (" epoch" if short == [1] else " epochs"))
@@ -151,6 +155,8 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
         acc.setdefault(key, []).append(float(value))
         secs.setdefault(key, []).append(float(s["seconds"]) if s.get("seconds") is not None else float("nan"))
         epochs.setdefault(key, set()).add(s.get("epochs"))
+    sizes = [s.get("test_size") for s in summaries if s.get("dataset") == dataset and isinstance(s.get("test_size"), int)]
+    n_test = min(sizes) if sizes else None
     copies = {c[1] for _, c in acc}
     mixed = len(copies) > 1
     labels = {c[0] for _, c in acc}
@@ -169,7 +175,7 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
         for col in columns:
             key = ((m, w), col)
             ref = paper.get(m, {}).get(col[0]) if key in acc and w == 1.0 else None  # the paper's number only beside its width
-            row.append(_cell(acc.get(key, []), ref, epochs=epochs.get(key)))
+            row.append(_cell(acc.get(key, []), ref, epochs=epochs.get(key), classes=CLASSES.get(dataset), n_test=n_test))
             if with_time:
                 row.append(_cell(secs[key], None, 1) if key in secs else "–")
         rows.append(row)
@@ -181,6 +187,15 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     else:
         title = (f"Best test accuracy (%) over the epochs, the paper's metric (the epoch is selected on the test set), "
                  f"binary weights (Float: float weights) — {where}")
+    shown = [s for s in summaries if s.get("dataset") == dataset and completed(s) and best_accuracy(s, metric) is not None]
+    protocols = sorted({int(s.get("bn_images") or 0) for s in shown})
+    if len(protocols) == 1:
+        trains = [s["train_size"] for s in shown if isinstance(s.get("train_size"), int)]
+        title += f" ({bn_protocol(protocols[0], max(trains) if trains else None)})"
+    elif protocols:
+        title += (f" (runs of different evaluation protocols, BatchNorm statistics re-estimated on "
+                  f"{', '.join(str(p) for p in protocols if p)} images or as trained (0): {', '.join(map(str, protocols))}; "
+                  "compare like with like)")
     left_out = sum(1 for s in summaries if s.get("dataset") == dataset and not completed(s))
     if left_out:
         title += f" ({left_out} run(s) that did not complete left out)"

@@ -16,7 +16,12 @@ checkpoints, resume, the progress bar and the divergence stop around it.
 
 Accuracies are in percent.  "Binary" test accuracy always uses weights in Q: the update rule's
 binary weights (V for STAM, Proj_Q of the float weights for BC, BR and PSGD, and for the float
-baseline the projection of its weights onto Q); "float" uses the float weights.
+baseline the projection of its weights onto Q); "float" uses the float weights.  Every accuracy
+is measured with BatchNorm statistics of the weights it measures, re-estimated on ``--bn-images``
+fixed training images (:meth:`stam.dnn.batched.Trainer.statistics`; 0 = the statistics as
+trained); the binary accuracy with the training's own statistics is kept in each record as a
+diagnostic (``val_acc_binary_as_trained``, or ``test_acc_binary_as_trained`` without a validation
+split).  An accuracy at or below chance is flagged in the epoch line and the closing words.
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ from stam.theory.numeric import check, quadratic_coupling
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
 RUN_IDENTITY = ("model", "width", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float",
-                "bf16", "compile", "val_fraction", "split_seed")
-#: what a run written before a setting existed had (a checkpoint without ``width`` trained the paper's width)
-IDENTITY_DEFAULTS = {"width": 1.0, "compile": "auto"}
+                "bf16", "compile", "val_fraction", "split_seed", "bn_images")
+#: what a run written before a setting existed had (a checkpoint without ``width`` trained the paper's width; one
+#: without ``bn_images`` evaluated with the statistics as trained)
+IDENTITY_DEFAULTS = {"width": 1.0, "compile": "auto", "bn_images": 0}
 
 
 class Diverged(RuntimeError):
@@ -128,6 +134,10 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     if ctx.main and cfg.echo:  # every usage error is behind us: say how much work is ahead
         left = s.epochs - len(done.records)
         ep.announce_work(float(left) * len(s.data.train_x), f"--epochs {s.epochs} of {len(s.data.train_x):,} images")
+    if ctx.main:
+        _speak(cfg, f"stam train: {s.config['label']} on {DISPLAY_NAMES[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
+                    f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
+                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x))}")
     _start(s, done)
     for epoch in range(len(done.records) + 1, s.epochs + 1):
         t0 = time.perf_counter()
@@ -168,6 +178,9 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     fixed order (the random state a run starts from depends on it)."""
     preset, epochs, batch_size, out = _check_settings(cfg, ctx)
     device = ctx.device
+    if ctx.main:
+        _speak(cfg, f"stam train: reading {cfg.dataset}" + ("" if cfg.dataset == "digits" else f" from {cfg.data_dir} "
+                    "(an image collection is decoded once, then read from the cache)"))
     if ctx.main:  # only the main process may download; the others read what it verified
         data = data_mod.load(cfg.dataset, cfg.data_dir, cfg.download, device, checksums, cfg.cache_dir)
     distributed.barrier(ctx)
@@ -183,7 +196,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size,
                               epochs=epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
                               proxies=catalog.algorithm(preset.algo).theorem, eval_batch_size=cfg.eval_batch_size,
-                              compile=COMPILE_MODE[cfg.compile])
+                              compile=COMPILE_MODE[cfg.compile], bn_images=cfg.bn_images)
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
@@ -192,7 +205,8 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
         "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
-        "val_size": len(data.val_x) if cfg.val_fraction else 0,
+        "val_size": len(data.val_x) if cfg.val_fraction else 0, "bn_images": cfg.bn_images,
+        "num_classes": data.num_classes,
     }
     return Setup(cfg, ctx, preset, epochs, batch_size, out, data, trainer, config)
 
@@ -215,7 +229,9 @@ def _resume(s: Setup) -> Done:
     hash (:mod:`stam.dnn.checkpoint`) and that the run's settings are the same (only ``epochs``
     may change)."""
     path = s.out / "checkpoint.pt"
-    expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS, newer_config=frozenset({"data_source", "compile"}))  # absent from checkpoints written before it
+    expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS,  # absent from checkpoints written before them:
+                                   newer_config=frozenset({"data_source", "compile", "bn_images", "num_classes"}),
+                                   newer_records=frozenset(NEWER_RECORD_KEYS))
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
     changed = [f"{k} was {old.get(k, IDENTITY_DEFAULTS.get(k))!r}, now {s.config[k]!r}" for k in RUN_IDENTITY if old.get(k, IDENTITY_DEFAULTS.get(k)) != s.config[k]]
@@ -228,7 +244,7 @@ def _resume(s: Setup) -> Done:
     if changed:
         raise UsageError(f"--resume: {', '.join(changed)}; use the same settings (only --epochs may change)")
     s.trainer.load_state_dict({k: ckpt[k] for k in ("model", "optimizer", "rng", "signs")})
-    return Done(list(ckpt["log"]), float(ckpt["seconds"]))
+    return Done([{k: r.get(k) for k in RECORD_KEYS} for r in ckpt["log"]], float(ckpt["seconds"]))
 
 
 def _start(s: Setup, done: Done) -> None:
@@ -248,6 +264,7 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
     the weights and the state too (an update after the last loss check may have broken them).
     Raises :class:`Diverged`."""
     bar = _progress(s.cfg, s.ctx, s.trainer.steps, epoch, s.epochs)
+    t0, said = time.monotonic(), [time.monotonic()]
 
     def check(step, steps, mean_loss):
         what = ep.diverged(float(mean_loss[0]), True)
@@ -256,6 +273,10 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
             _diverged(s, done, epoch, f"{what} in epoch {epoch} (by step {step} of {steps})")
         bar.set_postfix(loss=f"{float(mean_loss[0]):.4f}", refresh=False)
         bar.update(step - bar.n)
+        if s.ctx.main and time.monotonic() - said[0] >= HEARTBEAT_S:  # no live bar to watch: a line a minute
+            said[0] = time.monotonic()
+            _speak(s.cfg, f"stam train: epoch {epoch}/{s.epochs}, step {step}/{steps}, loss {float(mean_loss[0]):.4f}, "
+                          f"{said[0] - t0:.0f} s into the epoch")
 
     result = s.trainer.train_epoch(epoch, on_check=check)
     bar.close()
@@ -266,12 +287,18 @@ def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:
 
 
 def _evaluate_epoch(s: Setup) -> tuple[dict, dict, dict | None]:
-    """Test (and validation) accuracy with the binary weights and with the float weights, and the
-    sign flips of the binary weights (per layer, named)."""
+    """Test (and validation) accuracy with the binary weights and with the float weights, each with
+    BatchNorm statistics of its weights (:meth:`stam.dnn.batched.Trainer.accuracies`), the binary
+    accuracy with the training's statistics on the selection split (``as_trained``: validation, or
+    test without one; a diagnostic, when ``--bn-images`` > 0), and the sign flips of the binary
+    weights (per layer, named)."""
     tr = s.trainer
     splits = ("test", "val") if s.cfg.val_fraction else ("test",)
-    acc_bin = {split: float(tr.accuracy(split, "binary")[0]) for split in splits}
-    acc_float = {split: float(tr.accuracy(split, "float")[0]) for split in splits}
+    acc_bin = {k: float(v[0]) for k, v in tr.accuracies(splits, "binary").items()}
+    acc_float = {k: float(v[0]) for k, v in tr.accuracies(splits, "float").items()}
+    if s.cfg.bn_images:
+        split = splits[-1]
+        acc_bin[f"{split}_as_trained"] = float(tr.accuracies((split,), "binary", as_trained=True)[split][0])
     sign_flips = None
     if tr.net.quantised:
         r = tr.sign_flips()
@@ -283,7 +310,10 @@ def _evaluate_epoch(s: Setup) -> tuple[dict, dict, dict | None]:
 
 #: the keys of an epoch's record (a line of log.jsonl)
 RECORD_KEYS = ("epoch", "paper_epoch", "train_loss", "train_acc", "test_acc_binary", "test_acc_float", "val_acc_binary",
-               "val_acc_float", "hyper", "proxy_grad", "proxy_z", "theorem", "sign_flips", "seconds")
+               "val_acc_float", "val_acc_binary_as_trained", "test_acc_binary_as_trained", "hyper", "proxy_grad", "proxy_z",
+               "theorem", "sign_flips", "seconds")
+#: the record keys added since the first checkpoints (an older checkpoint's records lack them: None)
+NEWER_RECORD_KEYS = ("val_acc_binary_as_trained", "test_acc_binary_as_trained")
 
 
 def _record(s: Setup, epoch, hyper, result: batched.Epoch, acc_bin, acc_float, sign_flips, seconds) -> dict:
@@ -292,7 +322,9 @@ def _record(s: Setup, epoch, hyper, result: batched.Epoch, acc_bin, acc_float, s
         "epoch": epoch, "paper_epoch": s.preset.paper_epoch(epoch),
         "train_loss": float(result.train_loss[0]), "train_acc": float(result.train_acc[0]),
         "test_acc_binary": acc_bin["test"], "test_acc_float": acc_float["test"],
-        "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"), "hyper": hyper,
+        "val_acc_binary": acc_bin.get("val"), "val_acc_float": acc_float.get("val"),
+        "val_acc_binary_as_trained": acc_bin.get("val_as_trained"), "test_acc_binary_as_trained": acc_bin.get("test_as_trained"),
+        "hyper": hyper,
         "proxy_grad": None if proxies is None else proxies[0], "proxy_z": None if proxies is None else proxies[1],
         "theorem": theorem_status(s.preset.algo, hyper), "sign_flips": sign_flips, "seconds": seconds,
     }
@@ -306,8 +338,20 @@ def _commit(s: Setup, done: Done, record: dict) -> None:
     if s.ctx.main:
         _save(s, done, record["epoch"])
         if s.cfg.echo:
-            print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs), flush=True)
+            print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs, s.config), flush=True)
     distributed.barrier(s.ctx)
+
+
+#: with no live progress bar (stderr not a terminal), a long run says where it is at least this often (seconds)
+HEARTBEAT_S = 60.0
+
+
+def _speak(cfg, text: str) -> None:
+    """A line on stderr where no live progress bar shows the run (stderr is not a terminal: a log
+    file, nohup, CI), so that a long run is never silent for more than :data:`HEARTBEAT_S`;
+    nothing with ``--no-progress`` or ``--quiet``."""
+    if cfg.progress and cfg.echo and not sys.stderr.isatty():
+        print(text, file=sys.stderr, flush=True)
 
 
 def _progress(cfg, ctx, steps, epoch, epochs):
@@ -336,16 +380,27 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:.1f}%"
 
 
-def epoch_text(record: dict, epochs: int) -> str:
-    """An epoch's record in one readable line: loss, accuracies (binary / float weights), the sign
-    flips of the binary weights in the epoch, the time."""
-    val = f"  val {_pct(record['val_acc_binary'])} / {_pct(record['val_acc_float'])}" if record["val_acc_binary"] is not None else ""
+def _flag(acc, config: dict | None, split: str) -> str:
+    """`` (at chance!)`` after an accuracy at or below chance (:func:`stam.dnn.catalog.at_chance`)."""
+    if not config or not config.get("num_classes"):
+        return ""
+    return " (at chance!)" if catalog.at_chance(acc, config["num_classes"], config.get(f"{split}_size")) else ""
+
+
+def epoch_text(record: dict, epochs: int, config: dict | None = None) -> str:
+    """An epoch's record in one readable line: loss, accuracies (binary / float weights; an
+    accuracy at or below chance flagged when ``config`` names the classes), the sign flips of the
+    binary weights in the epoch and ever, the time."""
+    val = ""
+    if record["val_acc_binary"] is not None:
+        val = (f"  val {_pct(record['val_acc_binary'])}{_flag(record['val_acc_binary'], config, 'val')} / "
+               f"{_pct(record['val_acc_float'])}")
     flips = record.get("sign_flips")
-    flipped = f"  signs flipped {100 * flips['epoch']:.2f}%" if flips else ""
+    flipped = f"  signs flipped {100 * flips['epoch']:.2f}% (ever {100 * flips['ever']:.1f}%)" if flips else ""
     width = len(str(epochs))
     return (f"epoch {record['epoch']:>{width}}/{epochs}  loss {record['train_loss']:.4f}  train {_pct(record['train_acc'])}{val}"
-            f"  test {_pct(record['test_acc_binary'])} / {_pct(record['test_acc_float'])} (binary / float){flipped}"
-            f"  {record['seconds']:.1f} s")
+            f"  test {_pct(record['test_acc_binary'])}{_flag(record['test_acc_binary'], config, 'test')} / "
+            f"{_pct(record['test_acc_float'])} (binary / float){flipped}  {record['seconds']:.1f} s")
 
 
 def closing_text(summary: dict, out: Path) -> str:
@@ -361,14 +416,21 @@ def closing_text(summary: dict, out: Path) -> str:
     else:
         pick = "no validation split (--no-val), so no epoch is selected"
     paper = f"best test over the epochs (the paper's metric) {_pct(summary[f'best_test_acc_{kind}'])}"
+    classes = summary.get("num_classes")
+    if classes and catalog.at_chance(summary.get(f"selected_test_acc_{kind}") if summary["selected_epoch"] is not None
+                                     else summary.get(f"best_test_acc_{kind}"), classes, summary.get("test_size")):
+        pick += f" -- AT OR BELOW CHANCE ({catalog.chance_level(classes):g}%): a bug until shown otherwise"
+    if summary.get("sign_ever") is not None and binary:
+        pick += f"; {100 * summary['sign_ever']:.1f}% of the binary signs ever flipped"
+    protocol = catalog.bn_protocol(summary.get("bn_images"), summary.get("train_size"))
     n = summary["epochs"]
     paper_epochs = presets.table()["defaults"]["epochs"]
     hint = ""
     if summary["schedule_scale"] == 1 and summary["epochs_planned"] < paper_epochs:
         hint = (f" This run followed the first {summary['epochs_planned']} of the paper's {paper_epochs} epochs of the "
                 f"schedule; --schedule-scale auto fits the whole schedule into {summary['epochs_planned']}.")
-    return (f"{summary['label']} on {summary['model_name']}, {n} epoch{'s' * (n != 1)} in {took}: {pick}; {paper}. "
-            f"Wrote {out}/ (summary.json, log.jsonl, checkpoint.pt).{hint}")
+    return (f"{summary['label']} on {summary['model_name']}, {n} epoch{'s' * (n != 1)} in {took}: {pick}; {paper} "
+            f"({protocol}). Wrote {out}/ (summary.json, log.jsonl, checkpoint.pt).{hint}")
 
 
 #: What the accuracy keys of ``summary.json`` mean (written into it).
@@ -414,7 +476,9 @@ def _summary(config, records, seconds_total, status) -> dict:
         "epochs": len(records), "epochs_planned": config["epochs"], "seconds": seconds_total,
         "batch_size": config["batch_size"], "schedule_scale": config["schedule_scale"], "overrides": config["overrides"],
         "keep_float": config["keep_float"], "device": config["device"], "world_size": config["world_size"], "params": config["params"],
-        "data_source": config.get("data_source"),
+        "data_source": config.get("data_source"), "bn_images": config.get("bn_images", 0),
+        "num_classes": config.get("num_classes"), "test_size": config.get("test_size"), "train_size": config.get("train_size"),
+        "sign_ever": (records[-1].get("sign_flips") or {}).get("ever") if records else None,
     }
 
 

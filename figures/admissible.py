@@ -219,7 +219,7 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)")
     ax.set_title("(\u03b3, \u03bb): admissible region vs the paper's settings", fontsize=10)
     ax.grid(True, which="major", alpha=0.25)
-    legend_below(ax)
+    legend_below(ax, wrap=70)  # the region's long labels would widen the column (an empty band between the panels)
 
     # -- (gamma, beta) ---------------------------------------------------------------------
     lam_values = sorted({st.lam for st in stages})
@@ -330,9 +330,12 @@ def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -
     the finite-horizon ``M0'_T`` for this class, nor for any larger one: gamma from the refuted ``hi`` on)."""
     e = region_edges(region, gamma_min, gamma_max)
     lams, cert = e["lams"], e["general"]
-    ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor=CERTIFIED_COLOR,
-                     hatch="//", linewidth=0, label="certified for some β of the grid: a Lyapunov function proves O(1/T) "
-                     f"({e['cls']}; stam pep --region)")
+    # a zone needs two lambdas to have an area (one lambda, as in stam demo --quick, draws none): named in the
+    # legend only when drawn (issue 37)
+    if np.count_nonzero(cert > gamma_min) >= 2:
+        ax.fill_betweenx(lams, gamma_min, cert, where=cert > gamma_min, facecolor="none", edgecolor=CERTIFIED_COLOR,
+                         hatch="//", linewidth=0, label="certified for some β of the grid: a Lyapunov function proves "
+                         f"O(1/T) ({e['cls']}; stam pep --region)")
     ax.plot(e["paper"], lams, color=CERTIFIED_COLOR, linewidth=1.5, marker=".",
             label="limit of the paper-form Lyapunov function V = a(G+H) + b M_t")
     if e["sampled"] is not None:
@@ -340,9 +343,10 @@ def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -
                 label=f"same with minibatches (N = {e['sampling'].get('N')}, b = {e['sampling'].get('b')}; growth and noise "
                 "floor of the theorem's shape)")
     if e["convex"] is not None:  # the convex class beside the paper's
-        ax.plot(e["convex"], lams, color=CONVEX_COLOR, linewidth=1.2, linestyle=":",
+        ax.plot(e["convex"], lams, color=CONVEX_COLOR, linewidth=1.2, linestyle=":", marker="+",
                 label="convex F: a Lyapunov function certifies up to here")
     refuted = e["refuted"]
-    ax.fill_betweenx(lams, np.where(np.isfinite(refuted), refuted, gamma_max * 10), gamma_max * 10,
-                     where=np.isfinite(refuted), facecolor="none", edgecolor=REFUTED_COLOR, hatch="\\\\", linewidth=0,
-                     label=REFUTED_LABEL)
+    if np.count_nonzero(np.isfinite(refuted)) >= 2:
+        ax.fill_betweenx(lams, np.where(np.isfinite(refuted), refuted, gamma_max * 10), gamma_max * 10,
+                         where=np.isfinite(refuted), facecolor="none", edgecolor=REFUTED_COLOR, hatch="\\\\",
+                         linewidth=0, label=REFUTED_LABEL)

@@ -1,17 +1,30 @@
 """Subcommands of this area (registered by ``stam.cli``).  Imports nothing heavy at module level:
-matplotlib and the other parts are imported by the handlers when they run."""
+each subcommand's arguments are added (and their declarations imported) when it is parsed or its help
+shown (``build=``, :class:`stam.cli._Parser`), matplotlib and the other parts by the handlers when they run."""
 
 from __future__ import annotations
 
 import argparse
 
-from stam.cliargs import add_out
 from stam.errors import positive_float, positive_int, require
-from stam.figures.kinds import FIGURES
-from stam.figures.kinds import NAMES as PLOT_KINDS
-from stam.figures.params import MapParams
-from stam.params import add_arguments
-from stam.registry import handler
+from stam.registry import Names, handler
+
+
+def _figure_kinds() -> tuple:
+    from stam.figures.kinds import figure_kinds
+
+    return figure_kinds()
+
+
+#: the names ``stam plot KIND`` takes: the figure kinds declared at their draw functions, found (their modules
+#: imported) only when ``stam plot`` parses or shows its help, so that ``stam --help`` imports none of them
+PLOT_KINDS = Names(_figure_kinds)
+
+
+def _plot_description() -> str:
+    """``stam plot --help``'s description, each figure kind's line of help (a function: ``stam.cli``'s parsers
+    call a callable description when they show the help)."""
+    return "KIND: " + "; ".join(f.help for f in _figure_kinds()) + "."
 
 def _add_theory_constants(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
@@ -57,41 +70,24 @@ def _demo(args) -> int:
 
 def register(subparsers) -> None:
     """Add ``stam demo``, ``stam report``, ``stam plot`` and ``stam map``."""
-    p = subparsers.add_parser(
+    subparsers.add_parser(
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
         "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. About 2.5 minutes on 2 CPU "
         "cores (--quick: about 30 s).",
+        build=_build_demo,
     )
-    add_out(p, default="stam-demo", help="output folder (default: stam-demo)")
-    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (about 30 s)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.set_defaults(func=_demo)
-
-    p = subparsers.add_parser(
+    subparsers.add_parser(
         "report",
         help="one self-contained HTML page with every figure and table for the results given",
         description="RESULTS are result files (JSON) or folders (searched recursively; a `stam train --out` folder "
         "is one run). Writes DIR/report.html with figures/, tables/ (Markdown and LaTeX) and data/ beside it.",
+        build=_build_report,
     )
-    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
-    add_out(p, required=True, help="output folder")
-    _add_theory_constants(p)
-    p.set_defaults(func=_report)
-
-    p = subparsers.add_parser(
-        "plot",
-        help="render one figure (PNG at 150 dpi and PDF)",
-        description="KIND: " + "; ".join(f.help for f in FIGURES) + ".",
-    )
-    p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help=f"one of {', '.join(PLOT_KINDS)}")
-    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
-    add_out(p, required=True, metavar="FILE", help="FILE.png (a FILE.pdf twin is written beside it)")
-    _add_theory_constants(p)
-    p.set_defaults(func=_plot)
-
-    p = subparsers.add_parser(
+    subparsers.add_parser("plot", help="render one figure (PNG at 150 dpi and PDF)", description=_plot_description,
+                          build=_build_plot)
+    subparsers.add_parser(
         "map",
         help="the convergence map: STAM over a log grid of (gamma, lambda) at a few betas",
         description="Runs STAM on every (gamma, lambda, beta) of a grid with several seeds: on a synthetic problem "
@@ -99,6 +95,41 @@ def register(subparsers) -> None:
         "digits (--dataset digits, the default: validation accuracy with binary weights and the fraction of weights "
         "whose sign ever changed). Writes DIR/map-NAME.json and .csv and the figure DIR/map-NAME.png and .pdf "
         "(the theorem's region, gamma*lambda = 1/sqrt(5) and the paper's settings on the same axes), and prints a table.",
+        build=_build_map,
     )
+
+
+def _build_demo(p) -> None:
+    from stam.cliargs import add_out
+
+    add_out(p, default="stam-demo", help="output folder (default: stam-demo)")
+    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (about 30 s)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_demo)
+
+
+def _build_report(p) -> None:
+    from stam.cliargs import add_out
+
+    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
+    add_out(p, required=True, help="output folder")
+    _add_theory_constants(p)
+    p.set_defaults(func=_report)
+
+
+def _build_plot(p) -> None:
+    from stam.cliargs import add_out
+
+    p.add_argument("kind", choices=PLOT_KINDS, metavar="KIND", help="one of %(choices)s")
+    p.add_argument("results", nargs="*", metavar="RESULTS", help="result files or folders")
+    add_out(p, required=True, metavar="FILE", help="FILE.png (a FILE.pdf twin is written beside it)")
+    _add_theory_constants(p)
+    p.set_defaults(func=_plot)
+
+
+def _build_map(p) -> None:
+    from stam.figures.params import MapParams
+    from stam.params import add_arguments
+
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
     p.set_defaults(func=handler("stam.figures.convergence_map:map_command"))

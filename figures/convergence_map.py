@@ -86,8 +86,9 @@ def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
 
 
 def plot_map(maps: list[dict], nc=None, regions=()):
-    """The figure of the module docstring: for each map one row of panels per quantity, one
-    column per beta; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
+    """The figure of the module docstring: for each map one panel per quantity and beta, the panels of all maps
+    in reading order on a grid of at most three columns with the fewest empty places, one legend under them
+    naming what some panel draws; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
     the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
@@ -101,18 +102,25 @@ def plot_map(maps: list[dict], nc=None, regions=()):
         paper_stages,
         region_gamma_lambda,
     )
-    from stam.figures.style import ADMISSIBLE_COLOR, OKABE_ITO, legend_below, new_figure
+    from stam.figures.style import ADMISSIBLE_COLOR, OKABE_ITO, new_figure
 
     if not maps:
         raise ValueError("no convergence-map results given (stam map writes them)")
     nc = nc or NetworkConstants()
     groups = group_stages(paper_stages())
     layout = [(data, key, label, cmap) for data in maps for key, label, cmap in _panel_rows(data)]
-    ncols = max(len(_betas(d)) for d in maps)
-    fig, axes = new_figure(ncols, len(layout), panel_size=(4.7, 5.0))
-    for a in axes.flat:
+    # the panels (one per quantity and beta) flow over a grid of at most 3 columns with the fewest empty places, so
+    # that a map of one beta beside one of two leaves no empty half (issue 37)
+    n_panels = sum(len(_betas(data)) for data, *_ in layout)
+    ncols = n_panels if n_panels <= 3 else min((3, 2), key=lambda c: (-n_panels % c, -c))
+    grid_rows = -(-n_panels // ncols)
+    fig, grid = new_figure(ncols, grid_rows, panel_size=(4.7, 5.0))
+    for a in grid.flat:
         a.set_visible(False)
+    place = iter(grid.flat)
+    drawn = {"some": False, "all": False, "theorem": False, "region": False}  # what the legend may name
     for row, (data, key, label, cmap) in enumerate(layout):
+        axes_row = [next(place) for _ in _betas(data)]
         all_rows = data["rows"]
         gam_all = sorted({r["gamma"] for r in all_rows})
         lam_all = sorted({r["lam"] for r in all_rows})
@@ -134,7 +142,7 @@ def plot_map(maps: list[dict], nc=None, regions=()):
         quad = CM.is_quadratic(data)  # the region, the curve and the paper's settings are those of H = (lam/2)||x - y||^2
         mesh = None
         for col, beta in enumerate(_betas(data)):
-            ax = axes[row, col]
+            ax = axes_row[col]
             ax.set_visible(True)
             RG, RL = np.meshgrid(rg, rl)
             if quad:
@@ -149,6 +157,9 @@ def plot_map(maps: list[dict], nc=None, regions=()):
                     if not present[i, j]:
                         continue
                     cx, cy = math.sqrt(gx[j] * gx[j + 1]), math.sqrt(lx[i] * lx[i + 1])
+                    drawn["all"] |= bool(div[i, j] >= 1)
+                    drawn["some"] |= bool(0 < div[i, j] < 1)
+                    drawn["theorem"] |= bool(adm[i, j])
                     if div[i, j] >= 1:
                         ax.add_patch(Rectangle((gx[j], lx[i]), gx[j + 1] - gx[j], lx[i + 1] - lx[i], facecolor="white",
                                                edgecolor=OKABE_ITO["vermillion"], hatch="xx", linewidth=0, zorder=3))
@@ -158,6 +169,7 @@ def plot_map(maps: list[dict], nc=None, regions=()):
                         ax.plot([cx], [cy], marker="*", color="white", markeredgecolor="black", markersize=7,
                                 mew=0.5, zorder=4)
             if quad:
+                drawn["region"] = True
                 ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
                 ax.plot(rg, GAMMA_LAMBDA_LIMIT / rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
                         label="\u03b3\u03bb = 1/\u221a5" if col == 0 and row == 0 else "_nolegend_")
@@ -178,18 +190,24 @@ def plot_map(maps: list[dict], nc=None, regions=()):
                 "accuracy" if key == "metric" else "sign changes")
             ax.set_title(f"{_safe(problem_name(data))}{'' if data['problem'].startswith(data['source']) else ' (' + data['source'] + ')'}, {what}, \u03b2 = {beta:g}", fontsize=9)
             ax.grid(True, which="major", alpha=0.25)
-            if col == 0 and row == 0:
-                ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
-                                label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)" if quad else "_nolegend_")
-                ax.plot([], [], linestyle="none", marker="*", color="white", markeredgecolor="black",
-                        label="Theorem conv's conditions hold (\u03b2 \u2265 2K2/K1 too)")
-                ax.plot([], [], linestyle="none", marker="x", color=OKABE_ITO["vermillion"], mew=2,
-                        label="some seeds diverged")
-                ax.fill_between([], [], facecolor="white", edgecolor=OKABE_ITO["vermillion"], hatch="xx",
-                                linewidth=0, label="all seeds diverged")
-                legend_below(ax)
-        fig.colorbar(mesh, ax=list(axes[row, : len(_betas(data))]), shrink=0.8, label=_safe(label)[:70])
-    for a in list(axes.flat):
+        fig.colorbar(mesh, ax=axes_row, shrink=0.8, label=_safe(label)[:70])
+    # one legend under the panels, naming only what some panel draws (issue 37)
+    first = grid.flat[0]
+    if drawn["region"]:
+        first.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.3,
+                           label="K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1 (outlined)")
+    if drawn["theorem"]:
+        first.plot([], [], linestyle="none", marker="*", color="white", markeredgecolor="black",
+                   label="Theorem conv's conditions hold (\u03b2 \u2265 2K2/K1 too)")
+    if drawn["some"]:
+        first.plot([], [], linestyle="none", marker="x", color=OKABE_ITO["vermillion"], mew=2, label="some seeds diverged")
+    if drawn["all"]:
+        first.fill_between([], [], facecolor="white", edgecolor=OKABE_ITO["vermillion"], hatch="xx", linewidth=0,
+                           label="all seeds diverged")
+    handles, labels = first.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
+    for a in list(grid.flat):
         if not a.get_visible():
             fig.delaxes(a)
     title = "Convergence map over (\u03b3, \u03bb)" + (", with the theorem's region and the paper's settings"
@@ -243,6 +261,14 @@ def _verb(data) -> str:
         f"train (validation accuracy with binary weights \u2265 {TRAINS_AT:.0f}%)")
 
 
+def _bn_words(data: dict) -> str:
+    """A network map's evaluation protocol (``params.bn_images``; a map written before it was
+    recorded evaluated with the statistics as trained)."""
+    from stam.dnn.catalog import bn_protocol  # light: no torch
+
+    return bn_protocol((data.get("params") or {}).get("bn_images"))
+
+
 def map_caption(data: dict) -> str:
     """What the figure shows, with the numbers (plain text; the report escapes it)."""
     s = summary(data)
@@ -250,7 +276,8 @@ def map_caption(data: dict) -> str:
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
     colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "Colour: validation accuracy with binary weights"
+              else "Colour: validation accuracy with binary weights, "
+              + _bn_words(data)
               + ("; second row: fraction of binary weights whose sign ever changed"
                  if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
     head = (f"Convergence map, {data['source']} {problem_name(data)} ({budget}, {'/'.join(map(str, seeds))} seeds; "
@@ -346,14 +373,17 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
     from stam.dnn.sweep import data_source
 
+    from stam.dnn.catalog import BN_IMAGES, bn_protocol
+
+    bn_images = (spec or {}).get("bn_images", BN_IMAGES)
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),
             "metric": "val_acc_binary",
-            "metric_label": "validation accuracy with binary weights (higher is better)",
+            "metric_label": f"validation accuracy with binary weights, {bn_protocol(bn_images)} (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
             # the training seeds are 0 .. seeds - 1, so the first is recorded as the seed
             "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=0,
-                           batch_size=batch_size, model=task["model"], width=task["width"]),
+                           batch_size=batch_size, model=task["model"], width=task["width"], bn_images=bn_images),
             "rows": rows}
 
 
@@ -424,7 +454,7 @@ def run(params) -> tuple[dict, tuple, float]:
         raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     if source == "synthetic":
-        for flag in ("epochs", "batch_size", "model", "width"):
+        for flag in ("epochs", "batch_size", "model", "width", "bn_images"):
             if getattr(params, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
         if params.scheduler is not None or params.workers != 1:

@@ -162,7 +162,9 @@ class Demo:
         self.cfg = DemoConfig.make(quick)
         self.stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
         self.steps: list[Step] = []
-        self.headline: dict[str, str] = {}
+        self.headline: dict[str, str] = {}  # each result in full (demo.json; the report's details)
+        self.brief: dict[str, str] = {}  # each result in one short line (printed; the report's At a glance)
+        self.facts: dict[str, float | None] = {}  # the numbers the conclusion is made of
         self.rates: dict | None = None
         self.tuned: dict | None = None
         self.region_result: dict | None = None  # the certified region (step "region"), drawn on the maps too
@@ -173,6 +175,7 @@ class Demo:
         step.outputs.append(PAPER_CHECK.write(result, self.stage / "paper-check.json"))
         items, cov = result["items"], result["coverage"]
         self.headline["audit"] = audit_headline(items, cov)
+        self.brief["audit"] = audit_brief(items)
 
     def _rates(self, **kwargs) -> dict:
         """The rate experiment of ``stam synthetic run`` (its defaults, or ``--quick``'s grid)."""
@@ -210,6 +213,9 @@ class Demo:
                 text += (f"; at Table para's {name} (outside the theorem) E S_t goes from {fmt(last.get('S_0_mean'))} "
                          f"to {fmt(last.get('S_final_mean'))} by T = {last['T']} (minimum {fmt(last['S_min_mean'])})")
         self.headline["rates"] = text
+        self.brief["rates"] = (f"Synthetic {problem}: min_t E S_t ~ T^{self.rates.get('slope'):+.2f}"
+                               + (f"; Theorem conv's bound holds, {min(r['ratio'] for r in rows):.3g}-"
+                                  f"{max(r['ratio'] for r in rows):.3g}x above it" if rows else ""))
 
     def compare(self, step: Step) -> None:
         """STAM against its baselines at an equal gradient budget (``stam synthetic compare``)."""
@@ -259,6 +265,23 @@ class Demo:
         step.outputs.append(lyapunov.REGION.write(result, self.stage / "region.json"))
         self.region_result = result
         self.headline["region"] = region_headline(result)
+        self.facts["certified"], self.facts["refuted"] = region_reach(result)
+        self.brief["region"] = region_brief(*self.facts_region())
+
+    def facts_region(self) -> tuple[float | None, float | None]:
+        """(certified, refuted) for the brief and the conclusion: the refutation quoted at the closed-form T = 1
+        onset (1 + sqrt(3))/2 of :func:`stam.theory.onset.t1_onset` where every refuted bracket of the search holds
+        it (the search only brackets it), else the search's own bracket end."""
+        from stam.theory.onset import t1_onset_value
+
+        cert, refuted = self.facts.get("certified"), self.facts.get("refuted")
+        brackets = [(r["refuted"]["lo"] or 0.0, r["refuted"]["hi"], r["lam"]) for r in self.region_result["rows"]
+                    if r["refuted"]["hi"] is not None]
+        onset = t1_onset_value()
+        if brackets and all(lo * lam <= onset <= hi * lam for lo, hi, lam in brackets):
+            refuted = onset
+        self.facts["refuted"] = refuted
+        return cert, refuted
 
     def _regions(self) -> list[dict]:
         return [self.region_result] if self.region_result is not None else []
@@ -270,6 +293,7 @@ class Demo:
                          progress=self.progress)
         step.outputs.append(write_outputs(result, self.stage / "map", f"map-{problem}", self._regions())[0])
         self.headline["map"] = "Convergence " + summary_line(result)
+        self.brief["map"] = map_brief(result)
 
     def tune(self, step: Step) -> None:
         """The equal-budget comparison (all five algorithms, the paper's settings as labelled rows)."""
@@ -281,6 +305,10 @@ class Demo:
                                           n_seeds=self.cfg.tune_seeds, epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
                                           paper=self.cfg.tune_paper, progress=self.progress))
         self.headline["tune"] = tune.headline(self.tuned)
+        self.brief["tune"] = tune_brief(self.tuned)
+        finals = {a["algo"]: (a.get("final") or {}).get("mean") for a in self.tuned["algorithms"]}
+        if finals.get("stam") is not None and finals.get("bc") is not None:
+            self.facts["stam_minus_bc"] = finals["stam"] - finals["bc"]
         step.outputs.append(out / "tune-digits.json")
 
     def digits_map(self, step: Step) -> None:
@@ -291,6 +319,9 @@ class Demo:
                           store=out / "jobs")
         step.outputs.append(write_outputs(data, out, "map-digits", self._regions())[0])
         self.headline["digits-map"] = digits_map_headline(data, region=self.region_result)
+        self.brief["digits-map"] = digits_map_brief(data)
+        trains = [r["gamma"] * r["lam"] for r in data["rows"] if r.get("metric") is not None and r["metric"] >= DIGITS_GOOD]
+        self.facts["trains_from"] = min(trains) if trains else None
 
     def training_runs(self) -> list[tuple[str, dict]]:
         """(folder, settings) of each digits run with curves: STAM and BC at the settings the tuning
@@ -315,7 +346,7 @@ class Demo:
         step.outputs.append(runs)
 
     def report(self, step: Step) -> None:
-        lines = {k: self.headline_line(k) for k in ("audit", "rates", "region", "map", "tune", "digits-map") if k in self.headline}
+        lines = {"conclusion": self.conclusion(), **{k: self.brief_line(k) for k in HEADLINE_KEYS if k in self.brief}}
         step.outputs.append(report.build_report([p for s in self.steps for p in s.outputs], self.stage, headline=lines))
 
     # -- driver ------------------------------------------------------------------------------
@@ -377,6 +408,8 @@ class Demo:
             "config": asdict(self.cfg),
             "steps": [{"name": s.name, "status": s.status, "message": s.message, "seconds": s.seconds}
                       for s in self.steps],
+            "conclusion": self.conclusion(),
+            "brief": {k: self.brief_line(k) for k in self.brief},
             "headline": {k: self.headline_line(k) for k in self.headline},
         })
         atomic_write_text(self.stage / MARKER, "written by stam demo\n")
@@ -397,20 +430,109 @@ class Demo:
         for s in self.steps:
             if s.status != "ok":
                 print(f"  {s.name}: {s.message}")
-        print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s)")
-        for key in ("audit", "rates", "region", "map", "tune", "digits-map"):
-            if key in self.headline:
-                print(f"  {self.headline_line(key)}")
+        print(self.conclusion())
+        print(f"Report: {self.out / 'report.html'}   (stam demo{' --quick' if self.quick else ''}: {total:.0f} s; "
+              f"every result in full: {self.out / 'demo.json'})")
+        for key in HEADLINE_KEYS:
+            if key in self.brief:
+                print(f"  {self.brief_line(key)}")
 
     #: the headlines whose numbers --quick computes at reduced budgets (the audit is the same)
     QUICK_REDUCED = ("rates", "region", "map", "tune", "digits-map")
 
     def headline_line(self, key: str) -> str:
-        """A headline as printed and reported: with ``--quick``, a reduced-budget line says so first."""
+        """A headline in full (demo.json): with ``--quick``, a reduced-budget line says so first."""
         text = self.headline[key]
         if self.quick and key in self.QUICK_REDUCED and not text.startswith("["):  # (a tuning's own budget note)
             return f"[--quick: smoke-test budgets, not results] {text}"
         return text
+
+    def brief_line(self, key: str) -> str:
+        """A result in one short line, as printed and at the top of the report (``--quick``: marked)."""
+        return ("[quick] " if self.quick and key in self.QUICK_REDUCED else "") + self.brief[key]
+
+    def conclusion(self) -> str:
+        """What the demo found, theory beside practice, in plain words from its own numbers: where
+        the theory certifies STAM, where the binary network trains, and how tuned STAM compares with BC."""
+        f = self.facts
+        cert, refuted, trains = f.get("certified"), f.get("refuted"), f.get("trains_from")
+        parts = []
+        if cert is not None and trains is not None:
+            meet = "do not meet" if cert < trains else "overlap"
+            parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}"
+                         + (f" (refuted from {refuted:.4g})" if refuted is not None else "")
+                         + f", the binary digits network trains from {trains:.2g}: the two regions {meet}")
+        elif cert is not None:
+            parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
+        if f.get("stam_minus_bc") is not None:
+            d = f["stam_minus_bc"]
+            parts.append(f"tuned alike on digits, STAM is {abs(d):.1f} points {'below' if d < 0 else 'above'} BC")
+        text = "; ".join(parts) if parts else "no step that the conclusion needs has run"
+        return ("Conclusion" + (" (--quick, smoke-test budgets)" if self.quick else "") + ": " + text[:1].upper() + text[1:] + ".")
+
+
+#: the order of the result lines (printed, and at the top of the report)
+HEADLINE_KEYS = ("audit", "rates", "region", "map", "tune", "digits-map")
+#: a digits cell "trains" from this binary validation accuracy on (the headline's threshold)
+DIGITS_GOOD = 80.0
+
+
+def printed_name(item: dict) -> str:
+    """An audit item by the paper's printed numbers (``Lemma 4 (35)``), its label where it has none."""
+    paper = item.get("paper") or {}
+    names = list(dict.fromkeys(v for v in paper.values() if isinstance(v, str)))
+    return " ".join(names[:2]) if names else str(item["label"]).split(" (")[0]
+
+
+def audit_brief(items: list) -> str:
+    """The audit in one line: the counts, with the false steps by the paper's numbers."""
+    n = lambda v: sum(f["verdict"] == v for f in items)  # noqa: E731
+    false = [printed_name(f) for f in items if f["verdict"] == "false"]
+    shown = ", ".join(false[:3]) + (", ..." if len(false) > 3 else "")
+    return (f"Paper audit, {len(items)} items: {n('false')} false ({shown}), {n('unproven')} unproven, "
+            f"{n('misprint')} misprints, {n('gap')} gaps")
+
+
+def region_reach(result: dict) -> tuple[float | None, float | None]:
+    """(the largest gamma*lambda that a one-step potential certifies for the paper's class at every
+    lambda of the search, the largest gamma*lambda from which the PEP refutes the theorem's form)."""
+    rows = result["rows"]
+    best = [max((v for v in vals if v is not None), default=None)
+            for vals in zip(_reach(rows, "paper"), _reach(rows, "sampled"), _reach(rows, "general"))]
+    cert = None if not best or None in best else min(best)
+    refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
+    return cert, (max(refuted) if refuted else None)
+
+
+def region_brief(cert, refuted) -> str:
+    text = ("Certified region: nothing certified" if cert is None else
+            f"Certified region (any lsc F): STAM certified up to gamma*lambda = {cert:.2f}")
+    return text + (f"; the theorem's form refuted (PEP) from {refuted:.3g}" if refuted is not None else "")
+
+
+def map_brief(data: dict) -> str:
+    from stam.figures.convergence_map import summary
+
+    s = summary(data)
+    adm = sum(bool(r["admissible"]) for r in data["rows"])
+    return (f"Synthetic map: E S_T decreases in {s['all']['good']} of {s['all']['cells']} (gamma, lambda, beta) cells; "
+            f"{adm} satisfy Theorem conv")
+
+
+def tune_brief(result: dict) -> str:
+    """Each algorithm's tuned test accuracy, one line."""
+    parts = [f"{a['label']} {(a.get('final') or {}).get('mean'):.1f}" if (a.get("final") or {}).get("mean") is not None
+             else f"{a['label']} -" for a in result["algorithms"]]
+    return f"Digits, tuned alike (binary test accuracy, %): {', '.join(parts)}"
+
+
+def digits_map_brief(data: dict, good: float = DIGITS_GOOD) -> str:
+    rows = [r for r in data["rows"] if r.get("metric") is not None]
+    trains = [r["gamma"] * r["lam"] for r in rows if r["metric"] >= good]
+    below = [r["metric"] for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA]
+    text = (f"Digits map: the binary network trains (>= {good:.0f}%) in {len(trains)} of {len(data['rows'])} cells"
+            + (f", all at gamma*lambda >= {min(trains):.2g}" if trains else ""))
+    return text + (f"; below 1/sqrt(5) at most {max(below):.0f}%" if below else "")
 
 
 def _reach(rows, part, rows_of=lambda r: r) -> list:

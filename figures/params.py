@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from stam.cliargs import ListArg, RangeArg, n_seeds_arg, out_arg
 from stam.datasets import DATASET_NAMES
-from stam.dnn.catalog import VAL_FRACTION, sweep_settings
-from stam.dnn.params import data_dir_arg, model_arg, width_arg
+from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, sweep_settings
+from stam.dnn.params import bn_images_arg, data_dir_arg, model_arg, width_arg
 from stam.errors import batch_int, positive_float, positive_int, seed_int, threads_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
@@ -88,6 +88,7 @@ class MapParams(Params):
     model: str | None = model_arg()
     width: float | None = width_arg()
     data_dir: str = data_dir_arg()
+    bn_images: int | None = bn_images_arg(default=None, job=True)
     n_seeds: int | None = n_seeds_arg(None, f"seeds per cell (default: {CM.MAP_SEEDS} synthetic, {DIGITS_SEEDS} digits)")
     seed: int | None = arg("--seed", type=seed_int, default=None,
                            help=f"synthetic: seed of the instance and of the sampling (default {SYNTHETIC_SEED})")
@@ -114,7 +115,8 @@ class MapParams(Params):
         what is trained on what, how long) and its cell (:func:`stam.dnn.sweep.map_digits`)."""
         dataset = self.dataset or "digits"
         d = sweep_settings(dataset, self)
-        return dataclasses.replace(self, dataset=dataset, **dict(d, width=float(d["width"])), data_dir=str(self.data_dir))
+        return dataclasses.replace(self, dataset=dataset, **dict(d, width=float(d["width"])), data_dir=str(self.data_dir),
+                                   bn_images=BN_IMAGES if self.bn_images is None else self.bn_images)
 
 
 __all__ = ["MapParams", "MAX_POINTS", "GRID_LIMITS", "grid_float", "POSITIVE_LIST", "MAP_RANGE", "DIGITS_SEEDS",

@@ -74,7 +74,10 @@ def rates_panel(ax, rates: dict) -> None:
     if not finite(slope):
         slope = fit_slope(T, mean)
     pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731 - log axes drop non-positive values
-    ax.fill_between(T, pos(lo), pos(hi), color=color, alpha=0.22, linewidth=0, label="spread over seeds (10%\u201390% quantiles)")
+    spread = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)  # one seed, or seeds that agree: no band, no legend entry
+    if spread.any():
+        ax.fill_between(T, pos(lo), pos(hi), color=color, alpha=0.22, linewidth=0,
+                        label="spread over seeds (10%\u201390% quantiles)")
     ax.plot(T, pos(mean), color=color, marker="o", markersize=4, label=f"{EMPIRICAL} (fitted slope {_fmt_slope(slope)})")
     final = _column(rows, "S_final_mean")
     diverged = max((int(r.get("nonfinite") or 0) for r in rows), default=0)

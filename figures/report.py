@@ -51,7 +51,8 @@ INTROS = {
            "and where a Lyapunov function certifies STAM for the paper's class (nonconvex F) and for convex F.",
     "compare": "STAM against the baselines on the same synthetic problem at an equal gradient budget.",
     "tuning": "STAM, BC, BR, PSGD and float SGD tuned with the same budget on validation data, then re-run on fresh seeds.",
-    "training": "Training curves of individual runs: loss, accuracies with binary and float weights, sign flips.",
+    "training": "Training curves of individual runs: train accuracy, test accuracy with binary and with float "
+                "weights, and where the runs logged it the share of binary weights whose sign ever flipped.",
     "practice": "The same (gamma, lambda) plane for a binary network: where it trains, and where the theorem holds.",
     "accuracy": "The best test accuracy of every training run, laid out like the paper's tables.",
     "runs": "Every result file shown on this page, with the versions and parameters that made it.",
@@ -63,7 +64,7 @@ HEADLINE_SECTIONS = {"audit": "paper-check", "rates": "rates", "region": "pep", 
 
 
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1180px;margin:2em auto;
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1240px;margin:2em auto;
 padding:0 1.2em;color:#1a1a1a;line-height:1.45}
 h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:2px solid #0072B2;padding-bottom:.2em;margin-top:2em}
 nav ol{columns:2;font-size:.95em} figure{margin:1.2em 0} figure img{max-width:100%;height:auto;border:1px solid #ddd}
@@ -76,7 +77,9 @@ th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
 table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
 td.formula math{display:block;font-size:1.05em} td.formula mtd{text-align:left;padding:0}
-td[class^="verdict-"]{white-space:nowrap} td:first-child,td.formula code{overflow-wrap:anywhere}
+td[class^="verdict-"]{white-space:nowrap} td.formula code{overflow-wrap:anywhere}
+table.audit td,table.audit th{padding:.25em .4em} table.audit td:first-child{max-width:14em;overflow-wrap:normal;hyphens:none}
+details.folded-rows>summary{font-weight:600;margin:.4em 0}
 details.as-text summary{font-size:.8em;color:#555} details.as-text code{display:block;white-space:pre-wrap;word-break:break-word}
 details summary{cursor:pointer} details pre{white-space:pre-wrap;word-break:break-word;font-size:.85em;
 max-height:24em;overflow:auto;background:#f6f6f6;padding:.4em;margin:.3em 0}

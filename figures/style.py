@@ -175,6 +175,12 @@ def log_axes(ax, x: bool = True, y: bool = True) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def legend_below(ax, ncol: int = 1, **kwargs) -> None:
-    """The legend under the axes, where it never covers data (constrained layout makes room)."""
+def legend_below(ax, ncol: int = 1, wrap: int | None = None, **kwargs) -> None:
+    """The legend under the axes, where it never covers data (constrained layout makes room); ``wrap``: labels
+    broken into lines of at most that many characters, so that a long one does not widen the panel's column."""
+    if wrap:
+        import textwrap
+
+        handles, labels = ax.get_legend_handles_labels()
+        kwargs.update(handles=handles, labels=[textwrap.fill(label, wrap) for label in labels])
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, fontsize=7, frameon=False, **kwargs)

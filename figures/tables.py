@@ -60,13 +60,17 @@ class Table:
     to longer text that the HTML rendering shows folded under the cell (``<details>``, no
     JavaScript); ``math`` maps (row, column) to the cell as MathML (sanitised by
     :func:`stam.theory.mathml.sanitize`), which the HTML rendering shows in the cell, with the
-    cell's text as a copyable fold; Markdown and LaTeX show the cell only."""
+    cell's text as a copyable fold; Markdown and LaTeX show the cell only.  ``fold``: ``(first row, summary)``:
+    the HTML rendering shows the rows from ``first row`` on folded under ``summary`` (a second table in a
+    ``<details>``; the audit's ok items), Markdown and LaTeX show every row; ``css``: the HTML table's class."""
 
     caption: str
     header: list[str]
     rows: list[list[str]]
     details: dict = field(default_factory=dict)
     math: dict = field(default_factory=dict)
+    fold: tuple | None = None
+    css: str = ""
 
     def to_markdown(self) -> str:
         return to_markdown(self.caption, self.header, self.rows)
@@ -93,10 +97,20 @@ class Table:
 
     def to_html(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(self._html_cell(i, j, c) for j, c in enumerate(r)) + "</tr>"
-                       for i, r in enumerate(self.rows))
-        return (f"<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead>"
-                f"<tbody>{body}</tbody></table>")
+        cls = f' class="{html.escape(self.css, quote=True)}"' if self.css else ""
+
+        def table(caption: str, first: int, last: int) -> str:
+            body = "".join("<tr>" + "".join(self._html_cell(i, j, c) for j, c in enumerate(self.rows[i])) + "</tr>"
+                           for i in range(first, last))
+            return (f"<table{cls}><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+                    f"<tbody>{body}</tbody></table>")
+
+        n = len(self.rows)
+        if self.fold is None or not 0 <= self.fold[0] < n:
+            return table(self.caption, 0, n)
+        first, summary = self.fold
+        return (table(self.caption, 0, first) + f'<details class="folded-rows"><summary>{html.escape(summary)}</summary>'
+                + table(f"{self.caption} ({summary})", first, n) + "</details>")
 
 
 # -- best accuracies (Tables cifar-res, cifar100-res) ---------------------------------------
@@ -126,11 +140,26 @@ def _evidence_cell(f: dict) -> str:
     return cell
 
 
+#: the audit table's order: what a reader must see first (then any other verdict that is not ok, then ok, folded)
+AUDIT_FIRST = ("false", "misprint", "unproven", "gap")
+
+
+def audit_order(findings: list[dict]) -> list[dict]:
+    """The findings with false, misprint, unproven and gap first (in that order), then any other verdict
+    that is not ok, then the ok ones; the paper's order within each verdict (a stable sort)."""
+    def rank(f: dict) -> int:
+        v = str(f.get("verdict"))
+        return AUDIT_FIRST.index(v) if v in AUDIT_FIRST else len(AUDIT_FIRST) + (v == "ok")
+    return sorted(findings, key=rank)
+
+
 def paper_check_table(findings: list[dict]) -> Table:
-    """One row per audited item; the evidence its verdict rests on (for an unproven item, the
-    search on actual runs); the counterexample cell gives what it shows (its ``meaning``), the
-    numbers fold out under it in HTML (and are in the data file)."""
+    """One row per audited item, those that are not ok first (:func:`audit_order`), the ok ones folded in
+    HTML; the evidence its verdict rests on (for an unproven item, the search on actual runs); the
+    counterexample cell gives what it shows (its ``meaning``), the numbers fold out under it in HTML (and
+    are in the data file)."""
     rows, details, formulas = [], {}, {}
+    findings = audit_order(findings)
     for i, f in enumerate(findings):
         ce = f.get("counterexample")
         if isinstance(ce, dict):
@@ -149,16 +178,26 @@ def paper_check_table(findings: list[dict]) -> Table:
             m = sanitize(m) if isinstance(m, str) else None
             if m is not None:
                 formulas[(i, j)] = m
-    return Table("The paper audit (stam paper-check): printed vs derived",
-                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details, formulas)
+    ok = [i for i, f in enumerate(findings) if str(f.get("verdict")) == "ok"]
+    fold = (ok[0], f"the {len(ok)} ok item{'s' if len(ok) != 1 else ''}") if ok else None
+    return Table("The paper audit (stam paper-check): printed vs derived, false, misprint, unproven and gap first",
+                 ["Label", "Verdict", "Evidence", "Printed", "Derived", "Counterexample"], rows, details, formulas,
+                 fold=fold, css="audit")
 
 
 def compare_table(compare: dict) -> Table:
     keys = ["method", "iterations", "grad_evals", "final_S", "objective", "quantised_objective", "wall_time"]
     header = ["Method", "iterations", "gradient evals", "final S", "objective", "quantised objective", "wall time (s)"]
     rows = [[fmt(r.get(k)) for k in keys] for r in compare.get("rows", [])]
-    return Table(f"Synthetic comparison on problem {compare.get('problem', '?')} (equal gradient budgets)",
-                 header, rows)
+    params = compare.get("params") if isinstance(compare.get("params"), dict) else {}
+    given = _given(params, ("lam", "gamma", "beta", "budget", "R"))
+    return Table(f"Synthetic comparison on problem {compare.get('problem', '?')} (equal gradient budgets"
+                 + (f"; {given}" if given else "") + ")", header, rows)
+
+
+def _slope_text(slope) -> str:
+    """A fitted slope; one that vanishes to rounding (a flat curve) said as such, not as 7.39e-17."""
+    return "0 (flat)" if finite(slope) and abs(slope) < 1e-9 else fmt(slope, 3)
 
 
 def rates_table(rates: dict) -> Table:
@@ -169,9 +208,14 @@ def rates_table(rates: dict) -> Table:
         rows.append([fmt(r.get("T")), fmt(r.get("gamma")), fmt(r.get("beta")), fmt(r.get("admissible")), s,
                      fmt(r.get("bound")), fmt(r.get("ratio"))])
     estimated = estimated_names(rates.get("constant_status"))
+    params = rates.get("params") if isinstance(rates.get("params"), dict) else {}
+    preset = f", preset {params['preset']}" if params.get("preset") else ""
+    given = _given(params, ("lam", "gamma", "R"))
+    rules = "; ".join(f"{n}: {params[k]}" for n, k in (("gamma", "gamma_rule"), ("beta", "beta_rule")) if params.get(k))
     return Table(
-        f"Problem {rates.get('problem', '?')}: min_t E S_t against the bound of Theorem conv "
-        f"(fitted slope {fmt(rates.get('slope'), 3)}, bound slope {fmt(rates.get('bound_slope'), 3)})"
+        f"Problem {rates.get('problem', '?')}{preset} ({'; '.join(filter(None, [given, rules])) or 'parameters not recorded'})"
+        f": min_t E S_t against the bound of Theorem conv "
+        f"(fitted slope {_slope_text(rates.get('slope'))}, bound slope {_slope_text(rates.get('bound_slope'))})"
         + (f"; constants ESTIMATED (not a guarantee): {', '.join(estimated)}, so the bound is not certified" if estimated else ""),
         ["T", "gamma", "beta", "admissible", "min_t E S_t (mean \u00b1 std)", "bound", "bound / empirical"], rows)
 
@@ -222,9 +266,10 @@ def region_table(region: dict) -> Table:
                f"certifies STAM, for {cls} and for convex F; a certificate bounds min_t S_t by (δ₀ + M₀'_T)"
                "/(ρT) ≤ (δ₀ + M₀')/(ρT), so it holds for the printed theorem; 'refuted': "
                "stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T + 1 merits), which refutes a bound "
-               "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate verified in numpy; "
-               "'?': the bracket's end had a solver rate that failed the verification; '*': sought from the first "
-               "certified γ up")
+               "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate proven in exact rational "
+               "arithmetic (stam.theory.rational; a file written before that was verified in floating point only); "
+               "'?': the bracket's end had a solver rate that failed the verification or the exact proof; '*': sought "
+               "from the first certified γ up")
     return Table(caption, header, rows)
 
 
@@ -241,9 +286,23 @@ def estimated_names(status: dict) -> list[str]:
     return [str(k) for k, v in (status or {}).items() if isinstance(v, dict) and v.get("status") not in (None, "certified")]
 
 
+#: how a caption writes a parameter whose key is not the paper's name
+SHOWN = {"M0": "M0'"}
+
+
+def _given(params: dict, names: tuple) -> str:
+    """``name = value`` for the ``names`` a result's parameters hold (numbers to 4 significant digits)."""
+    return ", ".join(f"{SHOWN.get(n, n)} = {fmt(params[n])}" for n in names if params.get(n) is not None)
+
+
 def stepsize_table(rec: dict, title: str = "Admissible step sizes (stam stepsize)") -> Table:
     """The recommended step sizes; with ``--problem``, every constant with its label (certified or
-    estimated) and, folded under it, its estimator and settings."""
+    estimated) and, folded under it, its estimator and settings.  The caption says for what: the problem (or
+    the constants given), eps, delta0 and M0' (issue 37: a gamma and a T_min without them say nothing)."""
+    params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
+    given = _given(params, ("eps", "delta0", "M0", "L1", "A", "C"))
+    what = f"problem {params['problem']}" if params.get("problem") else "the constants given"
+    title += f" for {what}" + (f": {given}" if given else "")
     keys = ["gamma_max", "gamma", "K1", "K2", "K3", "M", "L", "beta_min", "binding", "T_min"]
     keys += [k for k in rec if k not in keys and k not in ("kind", "provenance", "params", "constants")]
     rows = [[k, fmt(rec.get(k))] for k in keys if k in rec]
@@ -340,7 +399,10 @@ def stepsize_parts(results, nc) -> list:
 def settings_parts(results, nc) -> list:
     from stam.figures.admissible import NetworkConstants, check_stages
 
-    return [("paper-settings", settings_table(check_stages(nc or NetworkConstants())))]
+    nc = nc or NetworkConstants()
+    table = settings_table(check_stages(nc))
+    table.caption += f"; constants {nc.describe()}"
+    return [("paper-settings", table)]
 
 
 @table_kind("rates", ("synthetic-rates",), "rates")

@@ -71,8 +71,15 @@ def _sort_key(run) -> tuple:
     return (order.index(algo) if algo in order else len(order), str(s.get("preset") or ""), str(s.get("seed", "")))
 
 
+def training_columns(runs: list[dict]) -> tuple:
+    """The panels of :func:`plot_training` (``(key, label)``): :data:`COLUMNS`, and :data:`SIGN_COLUMN` where a run
+    logged it; the figure's caption names the same."""
+    return COLUMNS + ((SIGN_COLUMN,) if any(np.isfinite(_series(r["log"], SIGN_COLUMN[0])[1]).any() for r in runs) else ())
+
+
 def plot_training(runs: list[dict], title: str | None = None):
-    """Figure 3 for a list of runs (each ``{"config", "log", "summary"}``)."""
+    """Figure 3 for a list of runs (each ``{"config", "log", "summary"}``): per model, one panel per column of
+    :func:`training_columns`, three in a row or four in two rows (so that the panels stay readable on a page)."""
     from matplotlib.ticker import MaxNLocator
 
     if not runs:
@@ -82,8 +89,12 @@ def plot_training(runs: list[dict], title: str | None = None):
              for r in runs}
     datasets = sorted({str(r["summary"].get("dataset", "?")) for r in runs})
     stam_labels = sorted({label_of(r["summary"]) for r in runs if canonical_algo(r["summary"].get("algo", "")) == "stam"})
-    columns = COLUMNS + ((SIGN_COLUMN,) if any(np.isfinite(_series(r["log"], SIGN_COLUMN[0])[1]).any() for r in runs) else ())
-    fig, axes = new_figure(len(columns), len(models), panel_size=(3.7, 3.0), sharex="row")
+    columns = training_columns(runs)
+    ncols = len(columns) if len(columns) <= 3 else 2
+    per_model = -(-len(columns) // ncols)
+    fig, grid = new_figure(ncols, per_model * len(models), panel_size=(4.4, 3.3))
+    axes = np.array([[grid[i * per_model + j // ncols, j % ncols] for j in range(len(columns))] for i in range(len(models))])
+    epochs_seen: set = set()
     for i, model in enumerate(models):
         labelled: set[str] = set()
         ordered = sorted((r for r in runs if r["summary"].get("model", "?") == model), key=_sort_key)
@@ -96,6 +107,7 @@ def plot_training(runs: list[dict], title: str | None = None):
             labelled.add(label)
             for j, (key, _) in enumerate(columns):
                 epochs, acc = _series(run["log"], key)
+                epochs_seen.update(epochs[np.isfinite(acc)].tolist())
                 if np.isfinite(acc).any():
                     # earlier curves wider, markers staggered: coinciding curves stay visible
                     every = max(1, len(epochs) // 10)
@@ -105,6 +117,10 @@ def plot_training(runs: list[dict], title: str | None = None):
             ax = axes[i, j]
             ax.set_xlabel("epochs")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if len(epochs_seen) == 1:  # one epoch: its number, not a zoom on a point (0.945 ... 1.05)
+                (e,) = epochs_seen
+                ax.set_xticks([e])
+                ax.set_xlim(e - 1, e + 1)
             ax.set_ylabel(ylabel)
             ax.set_title(f"{names.get(model, model)}: {ylabel.split(' (')[0]}", fontsize=10)
             ax.grid(True, alpha=0.3)
@@ -113,9 +129,10 @@ def plot_training(runs: list[dict], title: str | None = None):
     for ax in axes.ravel():
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 7),
-               fontsize=8, frameon=False)
-    fig.suptitle(title or f"Train and test accuracy per epoch ({', '.join(datasets)})", fontsize=12)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 5),
+               fontsize=9, frameon=False)
+    flips = " and the binary weights' sign flips" if SIGN_COLUMN in columns else ""
+    fig.suptitle(title or f"Train and test accuracy{flips} per epoch ({', '.join(datasets)})", fontsize=12)
     return fig
 
 
@@ -157,22 +174,27 @@ def practice_panel(ax, run: dict) -> None:
     pos = lambda a: np.where(a > 0, a, np.nan)  # noqa: E731
     held = admissible_epochs(log)
     # each epoch's span reaches halfway (geometrically: the x axis is logarithmic) to its neighbours
+    # (the first and the last as far out as their neighbour's half; a single epoch: a factor 1.5 either side, so
+    # that a shaded epoch is seen)
     edges = np.sqrt(epochs[1:] * epochs[:-1]) if len(epochs) > 1 else np.array([])
-    lo_edges = np.concatenate([[epochs[0]], edges]) if len(epochs) else epochs
-    hi_edges = np.concatenate([edges, [epochs[-1]]]) if len(epochs) else epochs
+    first = epochs[0] ** 2 / edges[0] if len(edges) else epochs[:1] / 1.5
+    last = epochs[-1] ** 2 / edges[-1] if len(edges) else epochs[-1:] * 1.5
+    lo_edges = np.concatenate([np.atleast_1d(first), edges]) if len(epochs) else epochs
+    hi_edges = np.concatenate([edges, np.atleast_1d(last)]) if len(epochs) else epochs
     for a, b, ok in zip(lo_edges, hi_edges, held):
         if ok:
             ax.axvspan(a, b, color=ADMISSIBLE_COLOR, alpha=0.18, linewidth=0)
-    ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.18,
-                    label=f"theorem's conditions hold, where checkable ({held.sum()}/{len(held)} epochs)")
+    if held.any():  # a legend entry only for what is drawn
+        ax.fill_between([], [], color=ADMISSIBLE_COLOR, alpha=0.18,
+                        label=f"theorem's conditions hold, where checkable ({held.sum()}/{len(held)} epochs)")
     ax.plot(epochs, pos(grad), color=color, linestyle="-", marker="o", markersize=3,
             label="\u2016\u2207L(W)+\u03bb(W\u2212U)\u2016\u00b2 (epoch mean)")
     ax.plot(epochs, pos(zsq), color=color, linestyle="--", marker="s", markersize=3,
             label="(\u2016X$^t$\u2212X$^{t-1}$\u2016/\u03b3)\u00b2 (epoch mean)")
-    ax.plot(epochs, pos(running), color=OKABE_ITO["black"], linestyle="-", linewidth=2,
-            label="running min of their sum (proxy of min$_t$ S$_t$)")
     ok = np.isfinite(running) & (running > 0)
-    if ok.any():
+    if ok.sum() >= 2:  # lines of one point are not drawn: no legend entry for them either
+        ax.plot(epochs, pos(running), color=OKABE_ITO["black"], linestyle="-", linewidth=2,
+                label="running min of their sum (proxy of min$_t$ S$_t$)")
         e0, r0 = epochs[ok][0], running[ok][0]
         ax.plot(epochs, r0 * np.sqrt(e0 / epochs), color=REFERENCE_COLOR, linestyle=":", linewidth=1.5,
                 label="O(1/\u221aT) shape (Theorem conv-rate)")
@@ -180,8 +202,9 @@ def practice_panel(ax, run: dict) -> None:
     ax.set_xlabel("epochs")
     ax.set_ylabel("stationarity proxy (squared norm)")
     hyper = hyper_summary(log)
+    never = "" if held.any() else f"\nthe theorem's conditions held in no epoch (of {len(held)})"
     ax.set_title(f"{s.get('model_name') or s.get('model', '?')} on {s.get('dataset', '?')}, {label_of(s)}"
-                 + (f"\n{hyper}" if hyper else ""), fontsize=10)
+                 + (f"\n{hyper}" if hyper else "") + never, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     legend_below(ax)
 
@@ -203,10 +226,18 @@ def plot_practice(runs: list[dict]):
     return fig
 
 
+def training_caption(results) -> str:
+    """The caption of the figure kind ``training``: the panels :func:`training_columns` draws, named."""
+    columns = training_columns([r.data for r in results["train-run"]])
+    names = [label.split(" (")[0].replace("binary weights, sign ever flipped", "the share of binary weights whose sign "
+                                          "ever flipped from the start") for _, label in columns]
+    return (f"Per epoch, one panel each: {', '.join(names[:-1])} and {names[-1]} (%); one colour per algorithm, "
+            "STAM's presets in STAM's colour with their own line style and marker; several seeds of one setting: "
+            "thin lines, one legend entry.")
+
+
 @declare_figure(
-    "training", sources=("train-run",), section="training",
-    caption="Train accuracy and test accuracy (binary and float weights) per epoch; one line per algorithm, "
-    "STAM presets share STAM's colour.",
+    "training", sources=("train-run",), section="training", caption=training_caption,
     help="training (stam train folders)")
 def draw_training(results, nc=None):
     """The figure kind ``training`` (:mod:`stam.figures.kinds`)."""

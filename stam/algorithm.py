@@ -219,7 +219,8 @@ class Rule:
     legends, the ``equation`` of the paper it follows, its ``color`` (a colour of the Okabe-Ito
     palette, :data:`stam.figures.style.OKABE_ITO`) and its ``marker`` (matplotlib's).  The network
     catalog (:mod:`stam.dnn.catalog`) and the synthetic methods (:mod:`stam.synthetic.methods`)
-    both read these, so a rule looks the same wherever it is run."""
+    both read these, so a rule looks the same wherever it is run.  The colours of the rules drawn together
+    differ clearly (``tests/test_figures.py``: CIELAB distance at least 30)."""
 
     name: str
     label: str
@@ -231,7 +232,7 @@ class Rule:
 #: the steps of this module and the float baseline (SGD with momentum, ``torch.optim.SGD``)
 RULES = (
     Rule("stam", "STAM", "eq. (alg:stamm)", "blue", "o"),
-    Rule("bc", "BC", "eq. (alg:BC)", "sky_blue", "^"),
+    Rule("bc", "BC", "eq. (alg:BC)", "reddish_purple", "^"),  # not sky blue beside STAM's blue (issue 37)
     Rule("br", "BR", "eq. (alg:BR)", "bluish_green", "s"),
     Rule("psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"),  # a marker too: PSGD's float weights follow plain SGD exactly
     Rule("float", "Float", "SGD with momentum on float weights", "black", "x"),

@@ -31,13 +31,45 @@ COMMAND_MODULES = ("stam.figures.cli", "stam.theory.cli", "stam.synthetic.cli", 
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad flag gives one line (``stam: error: ...``) and status 2."""
+    """argparse, but a bad flag gives one line (``stam: error: ...``) and status 2.
+
+    Built when needed: ``add_parser(name, help=..., build=FUNCTION)`` gives a subcommand whose arguments
+    ``FUNCTION(parser)`` adds only when that subcommand is parsed or its help shown (its imports with it), and a
+    ``description`` may be a function, called when the help is shown; so ``stam --help`` builds and imports none
+    of the subcommands (no numpy), and ``stam plot --help`` alone finds the figure kinds."""
+
+    def __init__(self, *args, build=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._build = build
 
     def error(self, message: str):  # noqa: D401 - argparse API
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def complete(self) -> "_Parser":
+        """Add the arguments the ``build`` function gives (once) and compute a callable description."""
+        if self._build is not None:
+            build, self._build = self._build, None
+            build(self)
+        if callable(self.description):
+            self.description = self.description()
+        return self
 
-def build_parser() -> argparse.ArgumentParser:
+    def parse_known_args(self, args=None, namespace=None):
+        self.complete()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.complete()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.complete()
+        return super().format_help()
+
+
+def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
+    """``stam``'s parser.  ``lazy`` (what :func:`main` uses): each subcommand is built when it is parsed or its
+    help is shown; otherwise every one is built now, for code that reads the parser tree."""
     parser = _Parser(
         prog="stam",
         description="Reference toolkit for STAM: theory, synthetic experiments, binary-weight networks, figures.",
@@ -46,11 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    if not lazy:
+        _complete_all(parser)
     return parser
 
 
+def _complete_all(parser: argparse.ArgumentParser) -> None:
+    if isinstance(parser, _Parser):
+        parser.complete()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _complete_all(child)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     handler = getattr(args, "func", None)
     if handler is None:

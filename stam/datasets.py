@@ -12,6 +12,8 @@ from stam.results import INT_OR_NULL, LIST, STR, STR_OR_NULL, Schema
 #: name -> how tables call it (CIFAR from its official archives, digits from scikit-learn, offline)
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
 DATASET_NAMES = tuple(DATASETS)
+#: name -> its number of classes (chance is 100 / classes percent)
+CLASSES = {"cifar10": 10, "cifar100": 100, "digits": 10}
 
 #: where a run's images came from, as its result files record it (``data_source`` of a train run,
 #: a tuning, a network map): the official archives, scikit-learn, or a JPEG copy with its quality
@@ -19,4 +21,4 @@ DATA_SOURCE = Schema(required={"kind": STR},
                      optional={"file": STR_OR_NULL, "sha256": STR_OR_NULL, "hash_of": STR_OR_NULL, "note": STR_OR_NULL,
                                "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL})
 
-__all__ = ["DATASETS", "DATASET_NAMES", "DATA_SOURCE"]
+__all__ = ["DATASETS", "DATASET_NAMES", "CLASSES", "DATA_SOURCE"]

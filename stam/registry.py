@@ -4,7 +4,8 @@ a tuple of frozen declarations with a ``name``, looked up by :func:`lookup`."""
 from __future__ import annotations
 
 import importlib
-from typing import Sequence, TypeVar
+from collections.abc import Sequence as _Sequence
+from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -44,4 +45,27 @@ def declared(modules: Sequence[str], found: dict) -> tuple:
     return tuple(sorted(found.values(), key=lambda d: order.get(d.module, len(order))))
 
 
-__all__ = ["lookup", "load", "handler", "declared"]
+class Names(_Sequence):
+    """The names of a registry's declarations, read from ``find()`` (a function returning them) when first
+    used, not when made: a command's ``choices`` (``stam plot KIND``) that lists what is declared where it is
+    defined without importing those modules for ``stam --help``."""
+
+    def __init__(self, find: Callable[[], Sequence]):
+        self._find, self._names = find, None
+
+    def _all(self) -> tuple:
+        if self._names is None:
+            self._names = tuple(d.name for d in self._find())
+        return self._names
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __repr__(self) -> str:
+        return f"Names({', '.join(self._all())})"
+
+
+__all__ = ["lookup", "load", "handler", "declared", "Names"]

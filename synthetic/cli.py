@@ -8,10 +8,6 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
 from __future__ import annotations
 
-from stam.dnn.presets import PAPER_PRESET_NAMES
-from stam.params import add_arguments
-from stam.synthetic.params import CompareParams, RunParams, SweepParams
-
 
 def _run(args):
     """``stam synthetic run``: a paper's preset named by ``--preset`` is read here, in the command
@@ -19,6 +15,7 @@ def _run(args):
     to the synthetic run as its (lambda, gamma, beta)."""
     from stam.dnn.presets import paper_presets
     from stam.synthetic import commands
+    from stam.synthetic.params import RunParams
 
     values = paper_presets()[args.preset] if args.preset else None
     return commands.run_command(RunParams.from_args(args, preset_values=values))
@@ -26,36 +23,61 @@ def _run(args):
 
 def _compare(args):
     from stam.synthetic import commands
+    from stam.synthetic.params import CompareParams
 
     return commands.compare_command(CompareParams.from_args(args))
 
 
 def _sweep(args):
     from stam.synthetic import commands
+    from stam.synthetic.params import SweepParams
 
     return commands.sweep_command(SweepParams.from_args(args))
 
 
 def register(subparsers) -> None:
-    """Add ``stam synthetic run|compare|sweep``."""
-    top = subparsers.add_parser("synthetic", help="synthetic three-block problems: rates, baselines, sweeps",
-                                description="Synthetic problems with known constants (stam.synthetic).")
+    """Add ``stam synthetic run|compare|sweep`` (built when parsed: ``build=``)."""
+    subparsers.add_parser("synthetic", help="synthetic three-block problems: rates, baselines, sweeps",
+                          description="Synthetic problems with known constants (stam.synthetic).", build=_build)
+
+
+def _build(top) -> None:
     sub = top.add_subparsers(dest="synthetic_command", metavar="SUBCOMMAND", parser_class=type(top))
     top.set_defaults(func=lambda args: top.print_help() or 2)
 
-    run = sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
-                         description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.")
+    sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
+                   description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.",
+                   build=_build_run)
+    sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
+                   description="Baselines with equal budgets of stochastic gradient evaluations.",
+                   build=_build_compare)
+    sub.add_parser("sweep", help="problems x seeds x gamma fractions, here or on a cluster, resumable",
+                   description="Runs `synthetic run` for every combination as jobs of the toolkit's one job engine "
+                               "(stored in OUT/jobs: a rerun skips the finished ones; --workers local processes or "
+                               "a Dask --scheduler); the result files are written once every job has finished.",
+                   build=_build_sweep)
+
+
+def _build_run(run) -> None:
+    from stam.dnn.presets import PAPER_PRESET_NAMES
+    from stam.params import add_arguments
+    from stam.synthetic.params import RunParams
+
     add_arguments(run, RunParams, more={"preset": {"choices": tuple(f"paper-{n}" for n in PAPER_PRESET_NAMES)}})
     run.set_defaults(func=_run)
 
-    cmp_ = sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
-                          description="Baselines with equal budgets of stochastic gradient evaluations.")
+
+def _build_compare(cmp_) -> None:
+    from stam.params import add_arguments
+    from stam.synthetic.params import CompareParams
+
     add_arguments(cmp_, CompareParams)
     cmp_.set_defaults(func=_compare)
 
-    sw = sub.add_parser("sweep", help="problems x seeds x gamma fractions, here or on a cluster, resumable",
-                        description="Runs `synthetic run` for every combination as jobs of the toolkit's one job engine "
-                                    "(stored in OUT/jobs: a rerun skips the finished ones; --workers local processes or "
-                                    "a Dask --scheduler); the result files are written once every job has finished.")
+
+def _build_sweep(sw) -> None:
+    from stam.params import add_arguments
+    from stam.synthetic.params import SweepParams
+
     add_arguments(sw, SweepParams)
     sw.set_defaults(func=_sweep)

@@ -127,7 +127,8 @@ def coupling_constants(problem) -> "numeric.Constants":
 MAP_FORMAT = 2
 MAP_ROW = Schema(required={"gamma": POS, "lam": POS, "beta": POS, "seeds": POSINT, "diverged": COUNT, "admissible": BOOL},
                  optional={"metric": FIN_OR_NULL, "metric_std": FIN_OR_NULL, "metric_final": FIN_OR_NULL,
-                           "sign_ever_changed": FRAC_OR_NULL, "S_0": FIN_OR_NULL, "S_min": FIN_OR_NULL},
+                           "metric_as_trained": FIN_OR_NULL, "sign_ever_changed": FRAC_OR_NULL, "S_0": FIN_OR_NULL,
+                           "S_min": FIN_OR_NULL},
                  rules=(at_most("diverged", "seeds"),
                         holds("metric", lambda r: r.get("metric") is not None or not r["diverged"] < r["seeds"],
                               "is null although not every seed diverged")))
@@ -145,7 +146,7 @@ def _percent_rows(obj):
     if obj.get("source") == "synthetic":
         return None
     for i, row in enumerate(obj.get("rows") or []):
-        for key in ("metric", "metric_final"):
+        for key in ("metric", "metric_final", "metric_as_trained"):
             v = row.get(key)
             if v is not None and not 0 <= v <= 100:
                 return f"rows[{i}].{key}", f"must be a validation accuracy in percent, in [0, 100], not {_shown(v)}"

@@ -47,7 +47,7 @@ REGISTRY = (
     Method("stam", "STAM", "Algorithm 1", "stam.synthetic.baselines:run_stam", color=rule("stam").color,
            marker=rule("stam").marker),
     Method("stam-det", "STAM (deterministic)", "Algorithm 1, full gradients", "stam.synthetic.baselines:run_stam",
-           deterministic=True, color="reddish_purple", marker="P"),
+           deterministic=True, color="sky_blue", marker="P"),  # STAM's lighter blue: the same algorithm
     Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring",
            color="vermillion", marker="D"),
     _network("psgd"),

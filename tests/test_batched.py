@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -221,18 +222,195 @@ def test_select_epoch_uses_validation_and_the_earliest_tie():
 
 @pytest.mark.parametrize("algo", ["stam", "bc", "br", "psgd", "float"])
 def test_trials_fill_the_declared_space_and_contain_the_papers_setting(algo):
+    """The trials are the algorithm's own hyperparameters (what every consumer reads), and their
+    coordinates (STAM: the step 1/beta, gamma*lambda, lambda/beta) fill the declared log ranges."""
     space = tune.search_space(algo)
     trials = tune.sample_trials(algo, 16, seed=3)
     assert trials == tune.sample_trials(algo, 16, seed=3) and trials != tune.sample_trials(algo, 16, seed=4)
-    paper = presets.resolve(None, algo, "cifar10").at(1)
+    assert all(list(t) == [h for h in presets.ALGO_HYPER[algo] if h in t] for t in trials)  # its own names, in its order
+    value = lambda v: v[0]["value"] if isinstance(v, list) else v  # noqa: E731
+    paper = tune.to_coordinates(space, presets.resolve(None, algo, "cifar10").at(1))
     for key, dim in space.items():
         lo, hi = dim["log_uniform"]
-        vals = [t[key][0]["value"] if isinstance(t[key], list) else t[key] for t in trials]
-        assert all(lo * (1 - 1e-3) <= v <= hi * (1 + 1e-3) for v in vals)
+        vals = [tune.to_coordinates(space, {h: value(v) for h, v in t.items()})[key] for t in trials]
+        assert all(lo * (1 - 1e-3) <= v <= hi * (1 + 1e-3) for v in vals)  # 4 significant digits per hyperparameter
         # quasi-random: every quarter of the log range is hit
-        quarters = {min(3, int(4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo) + 1e-300))) for v in vals}
+        quarters = {min(3, max(0, int(4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo) + 1e-300)))) for v in vals}
         assert quarters == {0, 1, 2, 3} or lo == hi
         assert lo <= paper[key] <= hi
+
+
+def test_stams_space_is_its_step_its_coupling_and_its_pull():
+    """STAM with F = I_Q depends on (gamma, lam, beta) only through 1/beta, gamma*lam and lam/beta
+    (eqs. (algy), (algx)): its space samples these, the step on BC's lr range."""
+    space = tune.search_space("stam")
+    assert tune.coordinates(space) == {"step": {"beta": -1}, "gamma_lam": {"gamma": 1, "lam": 1},
+                                       "lam_over_beta": {"lam": 1, "beta": -1}}
+    assert space["step"]["log_uniform"] == tune.search_space("bc")["lr"]["log_uniform"]
+    assert space["lam_over_beta"]["log_uniform"][1] <= 1.0
+    assert space["gamma_lam"]["log_uniform"][0] <= 1.5  # the digits map's signs move from gamma*lambda = 1.5
+    t = tune.sample_trials("stam", 1, seed=0)[0]
+    assert set(t) == {"gamma", "lam", "beta"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e-4, 1.0), st.floats(1.0, 1e3), st.floats(1e-4, 1.0))
+def test_the_map_back_inverts_the_coordinates(step, gl, pull):
+    space = tune.search_space("stam")
+    h = tune.to_hyper("stam", space, {"step": step, "gamma_lam": gl, "lam_over_beta": pull})
+    assert math.isclose(1 / h["beta"], step, rel_tol=1e-9) and math.isclose(h["gamma"] * h["lam"], gl, rel_tol=1e-9)
+    assert math.isclose(h["lam"] / h["beta"], pull, rel_tol=1e-9)
+    back = tune.to_coordinates(space, h)
+    assert all(math.isclose(back[k], v, rel_tol=1e-9) for k, v in {"step": step, "gamma_lam": gl, "lam_over_beta": pull}.items())
+
+
+def _map_of(rule, gammas, lams, beta=20.0):
+    """A network map's rows: metric 90 where ``rule(gamma, lam)``, else 10."""
+    return {"rows": [{"gamma": g, "lam": l, "beta": beta, "metric": 90.0 if rule(g, l) else 10.0} for l in lams for g in gammas]}
+
+
+def test_the_working_fraction_of_a_space_from_a_map_and_the_chance_that_trials_find_it():
+    """A map working exactly where gamma*lambda >= 1.5, on a fine grid: the share of the old box
+    space (gamma in [1e-3, 30], lambda in [0.05, 30]) it gives is the share of the box above that
+    line, computed by hand (area in the logarithms); the map's beta held fixed is named."""
+    lg = [math.exp(math.log(1e-3) + i * (math.log(30) - math.log(1e-3)) / 59) for i in range(60)]
+    ll = [math.exp(math.log(0.05) + i * (math.log(30) - math.log(0.05)) / 59) for i in range(60)]
+    m = _map_of(lambda g, l: g * l >= 1.5, lg, ll)
+    old = {"stam": {"gamma": {"log_uniform": [1e-3, 30.0]}, "lam": {"log_uniform": [0.05, 30.0]}, "beta": {"log_uniform": [5.0, 5e3]}}}
+    got = tune.map_fraction(m, "stam", old, samples=4096)
+    a, b, c = math.log(30 / 1e-3), math.log(30 / 0.05), math.log(1.5 / (1e-3 * 0.05))  # x + y >= c in [0, a] x [0, b]
+    corner = max(0.0, a + b - c) ** 2 / 2  # the triangle above the line (the line cuts both far sides here)
+    assert c >= max(a, b) and math.isclose(got["fraction"], corner / (a * b), abs_tol=0.02)  # grid steps: 0.17, 0.11 in log
+    assert got["outside"] == 0 and set(got["held"]) == {"beta"} and got["cells"] == 3600
+    new = tune.map_fraction(m, "stam", samples=1024)  # gamma*lambda >= 1 in the new space: mostly at work, partly beyond
+    assert new["fraction"] > 0.9 > got["fraction"] and new["outside"] > 0 and set(new["held"]) == {"step"}
+    assert tune.map_fraction(m, "bc") is None  # the map is STAM's
+    assert tune.find_probability(0.25, 4) == 1 - 0.75**4 and tune.find_probability(None, 4) is None
+
+
+def test_the_working_fraction_from_the_trials_uses_one_bar_for_all():
+    algos = [{"algo": "stam", "trials": [{"score": 95.0}, {"score": 20.0}, {"score": None}, {"score": 86.0}]},
+             {"algo": "bc", "trials": [{"score": 50.0, "rung_scores": [90.0, 50.0]}, {"score": 85.0, "rung_scores": [85.0]}]}]
+    got = tune.trial_fraction(algos)
+    assert got["stam"]["bar"] == 0.9 * 95.0 and got["stam"]["fraction"] == 0.5  # 95 and 86 reach 85.5
+    assert got["bc"]["fraction"] == 0.5  # the first rung's scores: 90 does, 85 does not
+    d = tune.search_difficulty(algos, 4)
+    assert d["bc"]["trials"]["find"] == 1 - 0.5**4 and d["bc"]["map"] is None
+
+
+@pytest.mark.parametrize("spec, message", [
+    ([{"from": 1, "value": 0.1, "warmup_cosine": {"until": 10}, "decay": {"factor": 0.5}}], "not both"),
+    ([{"from": 1, "value": 5.0, "warmup_cosine": {"until": 10, "power": -1}}], "floor > 0"),
+    ([{"from": 1, "value": 5.0, "warmup_cosine": {"until": 10, "warmup": 10}}], "warmup < until"),
+    ([{"from": 1, "value": 5.0, "warmup_cosine": {"until": 10, "floor": 2}}], r"in \[0, 1\]"),
+    ([{"from": 1, "value": 5.0, "warmup_cosine": {"until": 10, "power": 0}}], "other than 0"),
+    ([{"from": 1, "value": 5.0, "warmup_cosine": {"until": 10, "lr": 1}}], "optional"),
+])
+def test_bad_warmup_cosine_is_a_usage_error(spec, message):
+    with pytest.raises(UsageError, match=message):
+        presets.check_spec("lr", spec)
+
+
+def test_warmup_cosine_by_hand_and_one_family_for_every_step():
+    """The shape at each epoch's centre: warm-up t/W, then f + (1-f)(1+cos(pi x))/2; scaled onto a
+    run of E epochs it warms over the first W/1000 of it.  Every algorithm's step (lr; STAM's
+    1/beta) follows the same multipliers under --schedule warmup-cosine."""
+    shape = {"warmup": 50, "until": 1000, "floor": 1e-3}
+    piece = [{"from": 1, "value": 2.0, "warmup_cosine": shape}]
+    assert presets.value_at(piece, 1, time=25.0) == 1.0  # half-way up the warm-up
+    x = (500 - 50) / 950
+    assert math.isclose(presets.value_at(piece, 500, time=500.0), 2.0 * (1e-3 + (1 - 1e-3) * 0.5 * (1 + math.cos(math.pi * x))))
+    assert math.isclose(presets.value_at(piece, 1000, time=2000.0), 2.0 * 1e-3)  # past the end: the floor
+    E = 20
+    steps = {}
+    for algo in catalog.NAMES:
+        trial = tune.sample_trials(algo, 1, 0, schedule="warmup-cosine")[0]
+        p = presets.resolve(None, algo, "digits", trial, "auto", E)
+        key, power = catalog.algorithm(algo).step
+        steps[algo] = [p.at(e)[key] ** power for e in range(1, E + 1)]
+        m = [presets.shape_multiplier(shape, (e - 0.5) * 1000 / E) for e in range(1, E + 1)]
+        assert all(math.isclose(s / steps[algo][1], mm / m[1], rel_tol=1e-9) for s, mm in zip(steps[algo], m)), algo
+    assert m[0] == 0.5 and 1 > m[1] > m[2] > m[-1] > 0  # a run of 20 epochs: epoch 1 at half the step, then the decay
+    const = tune.sample_trials("stam", 1, 0)[0]
+    assert all(isinstance(v, float) for v in const.values())  # the default keeps the sampled step constant
+
+
+def test_recipes_and_schedules_are_declared_once_and_checked():
+    assert set(presets.step_schedules()) >= {"constant", "warmup-cosine"} and presets.step_schedules()["constant"] is None
+    assert presets.recipes()["standard"] == {"float": {"momentum": 0.9, "weight_decay": 5e-4}}
+    trials = tune.sample_trials("float", 3, 0, recipe_name="standard")
+    assert all(t["momentum"] == 0.9 and t["weight_decay"] == 5e-4 for t in trials)
+    assert tune.sample_trials("bc", 3, 0, recipe_name="standard") == tune.sample_trials("bc", 3, 0)
+    with pytest.raises(UsageError, match="--schedule 'cosine'"):
+        tune.sample_trials("bc", 1, 0, schedule="cosine")
+    with pytest.raises(UsageError, match="does not sample"):
+        tune.sample_trials("stam", 1, 0, {"stam": {"gamma": {"log_uniform": [1, 2]}, "lam": {"log_uniform": [1, 2]}}},
+                           schedule="warmup-cosine")
+
+
+def test_float_with_the_standard_recipe_and_a_scheduled_step_follows_torch_optim(tmp_path):
+    """Momentum 0.9, weight decay 5e-4 and a warm-up-cosine lr through `stam train --set` (the trial's
+    overrides as they are) are the hand-written torch.optim.SGD loop, epoch for epoch; STAM with its
+    scheduled 1/beta likewise."""
+    from stam.dnn import data as data_mod
+    from stam.dnn.train import TrainConfig, run
+
+    data = data_mod.load("digits")
+    for algo in ("float", "stam"):
+        over = tune.sample_trials(algo, 1, 0, schedule="warmup-cosine", recipe_name="standard")[0]
+        out = tmp_path / algo
+        run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
+                        val_fraction=None, out=str(out), echo=False, progress=False, device="cpu"))
+        log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        _close_logs(log, _hand_loop(algo, "mlp", 1.0, data, over, 2, 64, 0), len(data.test_y))
+
+
+def test_halving_rungs_and_promotion_by_hand():
+    assert tune.halving_rungs(16, 30, 3) == [(16, 3), (6, 10), (2, 30)]  # 168 trial epochs instead of 480
+    assert tune.halving_rungs(8, 30, 3) == [(8, 10), (3, 30)]
+    assert tune.halving_rungs(2, 2, 2) == [(2, 1), (1, 2)] and tune.halving_rungs(5, 1, 2) == [(5, 1)]
+    assert tune.promote([50.0, None, 70.0, 70.0, float("nan")], 2) == [2, 3]  # ties to the earlier trial
+    assert tune.promote([None, 10.0], 2) == [0, 1]
+    with pytest.raises(UsageError, match="at least 2"):
+        tune.halving_rungs(4, 4, 1)
+
+
+def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
+    """--halving 2 with 4 trials and 2 epochs: every trial 1 epoch, the best 2 on validation 2
+    epochs; the best trial is one of the last rung; a rerun trains nothing; the search difficulty
+    is in the result and on stdout (from the trials, and from a map given with --map)."""
+    from stam.cli import main
+
+    committed = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "map_digits_default_2cores.json"
+    m = json.loads(committed.read_text())  # format 1 (fractions): as format 2
+    for r in m["rows"]:
+        r.update({k: 100 * r[k] for k in ("metric", "metric_final", "metric_std") if r.get(k) is not None})
+    m["format"] = 2
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    argv = ["tune", "--algos", "stam,bc", "--trials", "4", "--halving", "2", "--n-seeds", "2", "--epochs", "2",
+            "--batch-size", "64", "--no-paper", "--no-progress", "--schedule", "warmup-cosine", "--map", str(tmp_path / "map.json"),
+            "--out", str(tmp_path / "t")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    result = json.loads((tmp_path / "t" / "tune-digits.json").read_text())
+    assert result["halving"] == {"eta": 2, "rungs": [{"trials": 4, "epochs": 1}, {"trials": 2, "epochs": 2}], "trial_epochs": 8}
+    assert result["params"]["schedule"] == "warmup-cosine" and "successive halving by 2" in result["protocol"]
+    for a in result["algorithms"]:
+        first_rung = [t["rung_scores"][0] for t in a["trials"]]
+        promoted = [i for i, t in enumerate(a["trials"]) if t["rung"] == 1]
+        assert promoted == tune.promote(first_rung, 2)
+        assert all(t["epochs"] == (2 if t["rung"] else 1) and len(t["rung_scores"]) == t["rung"] + 1 for t in a["trials"])
+        assert a["best"]["rung"] == 1 and a["best"]["score"] == max(a["trials"][i]["score"] for i in promoted)
+    d = result["search_difficulty"]
+    assert d["bc"]["map"] is None and d["stam"]["map"]["cells"] == 64 and d["stam"]["map"]["held"] == {"step": pytest.approx(0.05)}
+    assert "Search difficulty: STAM:" in first and "the map puts" in first
+    jobs = sorted((tmp_path / "t" / "jobs").glob("*.json"))
+    assert len(jobs) == 2 + 2 + 2  # rung 0, rung 1 (one job per algorithm each), the fresh seeds
+    stamps = [p.stat().st_mtime_ns for p in jobs]
+    assert main(argv) == 0
+    assert [p.stat().st_mtime_ns for p in jobs] == stamps and capsys.readouterr().out == first
+    assert main([*argv[:-4], "--map", str(committed), "--out", str(tmp_path / "u")]) == 2
+    assert "format" in capsys.readouterr().err and not (tmp_path / "u").exists()
 
 
 def test_summarise_gives_the_t_interval():
@@ -258,6 +436,9 @@ def test_a_budget_too_small_says_so_in_its_own_line():
     ({"stam": {"gamma": {"log_uniform": [10.0, 1.0]}}}, "low <= high"),
     ({"stam": {"lr": {"log_uniform": [1.0, 2.0]}}}, "not one of its hyperparameters"),
     ({"bc": {"lr": {"log_uniform": [1.0, 2.0]}}}, "unknown algorithm 'stam'"),
+    ({"stam": {"x": {"log_uniform": [1.0, 2.0], "monomial": {"lr": 1}}}}, "monomial must map hyperparameters of stam"),
+    ({"stam": {"gl": {"log_uniform": [1.0, 2.0], "monomial": {"gamma": 1, "lam": 1}},
+               "g2l2": {"log_uniform": [1.0, 2.0], "monomial": {"gamma": 2, "lam": 2}}}}, "do not determine"),
 ])
 def test_bad_search_spaces_are_usage_errors(space, message):
     from stam.errors import UsageError

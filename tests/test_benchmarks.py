@@ -163,3 +163,142 @@ def test_dnn_algo_cost_times_compiled_updates_in_alternation_with_sgd():
     s = comp["stam"]
     assert 0 < s["best_s"] <= s["median_s"]
     assert s["best_ratio_to_torch_sgd_momentum"] == pytest.approx(s["best_s"] / sgd["best_s"])
+
+
+def test_cli_start_times_the_installed_command_and_names_its_heavy_imports(tmp_path, capsys):
+    """benchmarks/cli_start.py: one launch per command; ``meets_target`` is the target applied to the measured
+    median and imports (stam --help imports none of the heavy libraries; stam plot --help finds the figure kinds,
+    which import numpy)."""
+    bench = _load("cli_start")
+    out = tmp_path / "cli.json"
+    bench.main(["--repeats", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    top = result["rows"]["stam --help"]
+    assert top["imports"] == [] and "numpy" in result["rows"]["stam plot --help"]["imports"]
+    assert result["meets_target"] == (top["median_s"] <= result["target_help_s"] == 0.15)
+    assert 0 < result["python_start_median_s"] and all(r["min_s"] <= r["median_s"] for r in result["rows"].values())
+
+
+def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
+    bench = _load("bn_reestimate_cost")
+    out = tmp_path / "bn.json"
+    bench.main(["--n-train", "128", "--width", "0.0625", "--steps", "1", "--repeats", "1", "--bn-images", "64", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    cifar, digits = result["rows"]
+    assert (cifar["model"], digits["model"]) == ("vgg11", "mlp") and cifar["bn_images_used"] == 64
+    for r in result["rows"]:
+        assert r["reestimate_per_epoch_s"] == pytest.approx(2 * r["reestimate_s"])
+        assert r["reestimate_share_of_epoch"] == pytest.approx(2 * r["reestimate_s"] / r["epoch_s"])
+        assert r["meets_target"] == (r["reestimate_share_of_epoch"] <= 0.10)
+
+
+# --------------------------------------------------------------------------- the GPU run at width 1, dry on the CPU
+
+def _gpu_width1(tmp_path, *extra):
+    """benchmarks/gpu_width1.py on the CPU on a tiny JPEG collection of its own (10 classes, 3
+    training, 1 validation and 1 test image each): its module and the JSON it wrote."""
+    from test_imagefolder import small
+
+    archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
+    bench = _load("gpu_width1")
+    out = tmp_path / "out"
+    argv = ["--device", "cpu", "--data", str(archive), "--out", str(out), "--width", "0.0625", "--batch-size", "8",
+            "--probe-steps", "1", "--warmup-steps", "1", "--update-calls", "1", "--eval-batch-size", "16", *extra]
+    returned = bench.main(argv)
+    result = json.loads((out / "gpu_width1.json").read_text())
+    assert result == json.loads(json.dumps(returned))
+    return bench, result
+
+
+def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
+    from stam.dnn import catalog
+    from stam.dnn.models import build_model
+
+    bench, result = _gpu_width1(tmp_path, "--epochs", "2", "--seeds", "2", "--algos", "stam,bc,float")
+    printed = capsys.readouterr().out
+    assert printed.startswith("VGG-11 x0.0625 on CIFAR-10 (JPEG copy), CPU (dry run): 2 epochs (planned 2)")
+    assert set(result) == {"kind", "name", "provenance", "measured_on_gpu", "device", "data", "settings", "choices", "hyperparameters",
+                           "probe", "warm_up", "skipped", "runs", "summary", "throughput", "update", "memory", "targets", "seconds"}
+    assert result["kind"] == "benchmark" and result["name"] == "gpu_width1" and result["measured_on_gpu"] is False
+    assert set(result["device"]) == {"type", "name", "torch", "cuda", "cudnn"} and result["device"]["type"] == "cpu"
+    assert {"torch", "python", "stam"} <= set(result["provenance"]["versions"]) and result["device"]["torch"]
+    assert result["data"]["source"]["kind"] == "jpeg-copy" and (result["data"]["train"], result["data"]["val"]) == (30, 10)
+    st = result["settings"]
+    assert (st["epochs"], st["epochs_done"], st["stopped"], st["seeds"], st["algos"]) == (2, 2, None, [0, 1], ["stam", "bc", "float"])
+    assert st["compile"] is False and st["bf16"] == (result["probe"]["bf16_R1_ms"] < result["probe"]["float32_R1_ms"])
+    assert st["batch_seeds"] == (result["probe"]["wide_R2_ms"] < 2 * result["probe"]["float32_R1_ms" if not st["bf16"] else "bf16_R1_ms"])
+    # every accuracy with BatchNorm statistics of the weights evaluated (issue 34), the as-trained one beside it
+    assert st["bn_images"] == catalog.BN_IMAGES and st["bn_statistics"] == catalog.bn_protocol(catalog.BN_IMAGES, 30)
+    # every setting labelled; the hyperparameters are the study's best trials, transferred
+    assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
+    tune = json.loads(bench.TUNED.read_text())
+    best = {a["algo"]: a["best"]["overrides"] for a in tune["algorithms"]}
+    assert result["hyperparameters"]["stam"]["first_epoch"] == {k: pytest.approx(best["stam"][k]) for k in ("gamma", "lam", "beta")}
+    for algo in ("bc", "float"):
+        assert result["hyperparameters"][algo]["first_epoch"]["lr"] == pytest.approx(best[algo]["lr"])
+    assert "provisional" in result["choices"][0]["why"]
+    # per run and epoch: the accuracies; the summary reads the test accuracy at the validation-selected epoch
+    assert sorted((r["algo"], r["seed"]) for r in result["runs"]) == sorted((a, s) for a in ("stam", "bc", "float") for s in (0, 1))
+    for run in result["runs"]:
+        assert [r["epoch"] for r in run["log"]] == [1, 2] and run["diverged_epoch"] is None
+        key = catalog.algorithm(run["algo"]).score_key
+        for rec in run["log"]:
+            assert set(rec) == {"epoch", "train_loss", "train_acc", "val_acc_binary", "val_acc_float", "test_acc_binary",
+                                "test_acc_float", "val_acc_binary_as_trained"}
+            assert all(0 <= rec[k] <= 100 for k in rec if "acc" in k)
+        sel = next(r for r in run["log"] if r["epoch"] == run["selected_epoch"])
+        assert sel[key] == max(r[key] for r in run["log"]) and run["test_acc_selected"] == sel[key.replace("val", "test")]
+        row = result["summary"][run["algo"]]
+        assert row["test_acc_selected"][run["seed"]] == run["test_acc_selected"]
+        assert row["at_chance"][run["seed"]] == catalog.at_chance(run["test_acc_selected"], 10, 10)
+    # throughput: images over the training seconds of the epochs after the first
+    for algo, tp in result["throughput"].items():
+        assert tp["epochs_timed"] == [2] and tp["images_per_s"] > 0 and len(tp["train_s"]) == (1 if st["batch_seeds"] else 2) * 2
+        assert tp["run_epoch_s"] == pytest.approx(30 / tp["images_per_s"])
+    ratio = result["throughput"]["stam"]["images_per_s"] / result["throughput"]["float"]["images_per_s"]
+    assert result["targets"]["stam_over_float_images_per_s"]["value"] == pytest.approx(ratio)
+    assert result["targets"]["stam_run_epoch_s"]["value"] == result["throughput"]["stam"]["run_epoch_s"]
+    # STAM's update against torch.optim.SGD with momentum on the same parameters (every weight of the runs)
+    upd = result["update"]
+    n = sum(p.numel() for p in build_model("vgg11", 10, (3, 32, 32), 0.0625).parameters())
+    assert upd["parameters"] == upd["runs"] * n and upd["runs"] == (2 if st["batch_seeds"] else 1)
+    assert upd["stam_over_sgd"] == pytest.approx(upd["stam_ms"] / upd["torch_sgd_momentum_ms"])
+    assert result["memory"]["peak_bytes"] is None and result["seconds"]["total"] >= result["seconds"]["training"] > 0
+
+
+def test_gpu_width1_keeps_to_its_budget(tmp_path, monkeypatch, capsys):
+    """Past its deadline it starts no second round, and BR and PSGD give way when too few epochs fit with them."""
+    import time
+
+    from test_imagefolder import small
+
+    bench = _load("gpu_width1")
+    monkeypatch.setattr(bench, "T0", time.monotonic() - 10_000)  # as if 10,000 s had passed
+    archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
+    common = ["--device", "cpu", "--data", str(archive), "--width", "0.0625", "--batch-size", "8", "--probe-steps", "1",
+              "--warmup-steps", "1", "--update-calls", "1", "--seeds", "1", "--budget-s", "100"]
+    st = bench.main([*common, "--algos", "bc", "--epochs", "3", "--out", str(tmp_path / "a")])["settings"]
+    assert (st["epochs"], st["epochs_done"]) == (3, 1) and st["stopped"].startswith("budget: round 2")
+    res = bench.main([*common, "--algos", "stam,br", "--out", str(tmp_path / "b")])
+    assert res["settings"]["algos"] == ["stam"] and res["skipped"][0].startswith("br: with them")
+    assert res["settings"]["epochs"] == res["settings"]["epochs_done"] == 1
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--data", "{tmp}/none.tar.gz"], "--data {tmp}/none.tar.gz: not found"),
+    (["--settings", "{tmp}/tune.json"], "{tmp}/tune.json: "),
+    (["--device", "gpu0"], "--device 'gpu0': not a torch device"),
+    (["--algos", "stam,adam"], "--algos 'stam,adam': give distinct names of stam, bc, br, psgd, float"),
+])
+def test_gpu_width1_refuses_a_mistake_in_one_line(tmp_path, capsys, argv, says):
+    (tmp_path / "tune.json").write_text('{"kind": "tune", "params": {}}')
+    bench = _load("gpu_width1")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--device", "cpu", "--out", str(tmp_path / "out"), *argv])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("gpu_width1.py: error: " + says.replace("{tmp}", str(tmp_path))), err
+    assert not (tmp_path / "out").exists()

@@ -179,3 +179,44 @@ def test_the_old_count_spelling_still_parses_and_is_not_shown(cmd, capsys):
         parser.parse_args([cmd, "--help"])
     shown = capsys.readouterr().out
     assert "--n-seeds" in shown and "--seeds" not in shown
+
+
+def test_stam_help_builds_no_command_and_imports_no_numpy():
+    """Issue 37, point 8: ``stam --help`` (a fresh process, as the console script runs it) lists every command
+    and imports no numpy, torch, matplotlib or sympy: each command's flags are built when it is parsed or its
+    help shown (``build=``), the figure kinds only for ``stam plot``.  Its time is measured in
+    benchmarks/cli_start.py, not here."""
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, sys\n"
+            "from stam.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            "        main(['--help'])\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "assert all(c in out.getvalue() for c in ('demo', 'plot', 'stepsize', 'synthetic', 'tune', 'pep')), out.getvalue()\n"
+            "print(sorted(m for m in ('numpy', 'torch', 'matplotlib', 'sympy', 'stam.figures.kinds') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]"]
+
+
+def test_a_lazy_parser_parses_as_the_built_one(capsys):
+    """The parser :func:`stam.cli.main` uses (each command built when reached) gives the namespace of the one
+    built whole, for commands of every area, nested ones included; a bad figure kind is one line naming the
+    declared kinds."""
+    from stam.figures.kinds import NAMES
+
+    for argv in (["plot", "rates", "r.json", "-o", "f.png"], ["synthetic", "run", "--problem", "binary", "--quick"],
+                 ["stepsize", "--quadratic-coupling", "0.5"], ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "9",
+                                                                "--T", "2"], ["tune", "--algos", "stam,bc"],
+                 ["map", "--problem", "binary"], ["paper-check", "--brief"], ["table", "runs"]):
+        lazy, whole = build_parser(lazy=True).parse_args(argv), build_parser().parse_args(argv)
+        assert {k: v for k, v in vars(lazy).items() if k != "func"} == {k: v for k, v in vars(whole).items() if k != "func"}
+        assert getattr(lazy.func, "__qualname__", lazy.func) == getattr(whole.func, "__qualname__", whole.func)
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "nope", "-o", "f.png"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and all(repr(n) in err for n in NAMES)

@@ -381,3 +381,28 @@ def test_a_map_with_a_store_makes_no_temporary_folder(tmp_path, monkeypatch):
     with pytest.raises(Stop):
         S.map_digits([0.1], [0.5], [20.0], seeds=1, epochs=1, progress=False)
     assert len(seen) == 2 and os.path.basename(seen[1]).startswith("stam-map-") and not os.path.exists(seen[1])
+
+
+def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():
+    """Issue 37, point 5: panels of maps with different numbers of betas flow over one grid without empty places
+    (2 x 2 + 1 x 2 panels: three columns, two rows; one beta each: one row), and the legend, one for the figure,
+    names divergence only where a cell diverged."""
+    two = digits_fixture()
+    one = digits_fixture("digits-cnn")
+    one["rows"] = [r for r in one["rows"] if r["beta"] == 100.0]
+    one["beta_rule"] = {"kind": "fixed", "values": [100]}
+    fig = plot_map([two, one])
+    panels = [a for a in fig.axes if a.get_title()]
+    assert len(panels) == 6 and all(a.get_visible() for a in panels)
+    places = {a.get_subplotspec().get_geometry() for a in panels}  # (rows, columns, index, index)
+    assert {g[:2] for g in places} == {(2, 3)} and {g[2] for g in places} == set(range(6))
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "all seeds diverged" in texts and "some seeds diverged" not in texts  # the fixture: 2 of 2 seeds, once
+    calm = digits_fixture()
+    calm["rows"] = [r for r in calm["rows"] if not r["diverged"]]
+    fig = plot_map([calm])
+    assert not any("diverged" in t.get_text() for t in fig.legends[0].get_texts())
+    single = digits_fixture()
+    single["rows"] = [r for r in single["rows"] if r["beta"] == 100.0]
+    single["beta_rule"] = {"kind": "fixed", "values": [100]}
+    assert {a.get_subplotspec().get_geometry()[:2] for a in plot_map([single]).axes if a.get_title()} == {(1, 2)}

@@ -37,21 +37,28 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     # every part of the toolkit is wired: no step missing or failed
     assert {s["status"] for s in steps.values()} == {"ok"}, {k: s["message"] for k, s in steps.items()}
     assert f"Report: {out / 'report.html'}" in printed
-    marked = [line for line in printed.splitlines() if line.startswith("  ")]
-    assert len(marked) == 6
+    lines = printed.splitlines()
+    conclusion = next(line for line in lines if line.startswith("Conclusion"))
+    assert conclusion.startswith("Conclusion (--quick, smoke-test budgets): The theory certifies STAM up to gamma*lambda = ")
+    assert "the two regions do not meet" in conclusion and "points" in conclusion and record["conclusion"] == conclusion
+    assert lines.index(conclusion) < lines.index(next(line for line in lines if line.startswith("Report:")))
+    marked = [line for line in lines if line.startswith("  ")]
+    assert len(marked) == 6 and all(len(m) <= 162 for m in marked)  # one short line each; in full in demo.json
     # --quick: every line computed at a reduced budget says so first, the audit (the same in --quick) does not
+    assert not marked[0].lstrip().startswith("[") and all(m.lstrip().startswith("[quick] ") for m in marked[1:])
+    brief = [m.lstrip().removeprefix("[quick] ") for m in marked]
+    assert brief[0].startswith("Paper audit, 71 items: 8 false (Lemma 4 (35)") and "misprints" in brief[0]
+    assert brief[1].startswith("Synthetic binary: min_t E S_t ~ T^")
+    assert brief[2].startswith("Certified region (any lsc F): STAM certified up to gamma*lambda") and "refuted" in brief[2]
+    assert brief[3].startswith("Synthetic map: E S_T decreases in") and "of 25" in brief[3]
+    assert brief[4].startswith("Digits, tuned alike") and all(k in brief[4] for k in ("STAM", "BC", "BR", "PSGD", "Float"))
+    assert brief[5].startswith("Digits map: the binary network trains") and "of 9 cells" in brief[5]
+    assert list(record["brief"].values()) == [m.lstrip() for m in marked]
+    # every result in full in demo.json, a reduced budget said first
     quick, budget = "[--quick: smoke-test budgets, not results] ", "[smoke-test budget (1 epoch, 2 trials, 2 seeds; "
-    assert not marked[0].lstrip().startswith("[") and all(m.lstrip().startswith((quick, budget)) for m in marked[1:])
-    assert marked[4].lstrip().startswith(budget) and "these numbers compare nothing] " in marked[4]
-    assert record["headline"]["tune"] == marked[4].lstrip()
-    headline = ["  " + m.lstrip().removeprefix(quick).split("] ", 1)[-1] if m.lstrip().startswith("[") else m for m in marked]
-    assert headline[0].lstrip().startswith("Paper audit:") and "misprint" in headline[0]
-    assert headline[1].lstrip().startswith("Synthetic problem") and "slope" in headline[1]
-    assert headline[2].lstrip().startswith("Lyapunov search (1 lambda)") and "refutes" in headline[2]
-    assert headline[3].lstrip().startswith("Convergence map binary: 25 cells")
-    assert headline[4].lstrip().startswith("Digits, MLP, equal budget") and all(
-        k in headline[4] for k in ("STAM", "BC", "BR", "PSGD", "Float", "95% interval"))
-    assert headline[5].lstrip().startswith("Digits map (9 cells")
+    full = record["headline"]
+    assert full["tune"].startswith(budget) and "these numbers compare nothing] " in full["tune"] and "95% interval" in full["tune"]
+    assert full["audit"].startswith("Paper audit:") and full["region"].startswith(quick + "Lyapunov search (1 lambda)")
     page = Ids()
     page.feed((out / "report.html").read_text())
     assert all(sid in page.ids for sid, _ in SECTIONS)

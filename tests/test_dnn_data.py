@@ -163,6 +163,31 @@ def test_download_failure_is_one_line_and_leaves_nothing(cifar_server, monkeypat
     assert "\n" not in str(e.value) and not list(data_dir.iterdir())
 
 
+def test_download_offline_leaves_no_folder_behind(tmp_path, monkeypatch, capsys):
+    """Issue 37, point 7: ``stam train --dataset cifar10 --download`` offline (the download fails) is one line, exit
+    status 2, and leaves nothing: not the default ``./data`` it would have downloaded into, nor the run folder;
+    a deeper ``--data-dir`` that did not exist is removed up to the folder that did, one that did stays."""
+    import urllib.error
+
+    from stam.cli import main
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(D.urllib.request, "urlopen", offline)
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--dataset", "cifar10", "--algo", "bc", "--download", "--epochs", "1", "--out", "runs/x"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("stam")]  # (and the run's start-up line)
+    assert errors[-1].startswith("stam: error: could not download ") and "name resolution" in errors[-1]
+    assert sum(line.startswith("stam: error") for line in errors) == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(UsageError, match="could not download"):
+        D.load("cifar10", tmp_path / "kept" / "a" / "b", download=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"] and not list((tmp_path / "kept").iterdir())
+
+
 def test_a_valid_folder_stands_in_for_a_corrupt_archive(tmp_path):
     sums = write_fake_cifar(tmp_path, extract=True)
     (tmp_path / "cifar-10-python.tar.gz").write_bytes(b"not an archive")

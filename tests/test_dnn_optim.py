@@ -467,3 +467,34 @@ def test_the_python_api_is_lazy_and_warns_when_biases_would_be_binarised():
         assert [g["quantize"] for g in opt.param_groups] == [True, False]
     with pytest.raises(AttributeError, match="no attribute 'Adam'"):
         api.Adam
+
+
+@pytest.mark.parametrize("algo", ["stam", "bc", "br", "psgd"])
+def test_torch_lr_schedulers_drive_every_optimiser(algo):
+    """torch.optim.lr_scheduler works on every optimiser: STAM's ``lr`` is its y-step 1/beta, kept in
+    step with beta whichever of the two is set."""
+    from stam.dnn import loop
+    from stam.dnn.models import build_model, param_groups
+
+    torch.manual_seed(0)
+    model = build_model("mlp", 10, (1, 8, 8))
+    hyper = {"stam": dict(gamma=1.0, lam=2.0, beta=20.0), "bc": dict(lr=0.05), "br": dict(lr=0.05, lam=1.0),
+             "psgd": dict(lr=0.05)}[algo]
+    opt = loop.make_optimizer(algo, param_groups(model), {**hyper, "rho": 1.02, "weight_decay": 0.0})
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    lr0 = opt.param_groups[0]["lr"]
+    for _ in range(2):
+        model(torch.randn(8, 1, 8, 8)).square().mean().backward()
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(lr0 / 4)
+    if algo == "stam":
+        model(torch.randn(8, 1, 8, 8)).square().mean().backward()
+        opt.step()  # the step reads the scheduled lr as beta = 1/lr
+        assert opt.param_groups[0]["beta"] == pytest.approx(80.0)
+        opt.param_groups[0]["beta"] = 10.0  # a preset's schedule sets beta: lr follows
+        opt.step()
+        assert opt.param_groups[0]["lr"] == pytest.approx(0.1)
+        sd = opt.state_dict()
+        assert sd["param_groups"][0]["lr"] == pytest.approx(0.1)
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0)

@@ -477,3 +477,20 @@ def test_a_crash_between_checkpoint_and_log_is_repaired_on_resume(tmp_path):
     res = T.run(cfg(tmp_path, epochs=2, batch_size=128, resume=True))  # nothing left to train
     assert log_path.read_text() == full and res.summary["epochs"] == 2
     assert not [p for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]
+
+
+def test_a_run_without_a_live_bar_speaks_at_start_and_every_minute(tmp_path, capsys, monkeypatch):
+    """stderr not a terminal (a log file, nohup): a line before the data is read, one when training
+    starts, and one at least every HEARTBEAT_S seconds; none with --no-progress."""
+    from stam.dnn import train as T
+
+    monkeypatch.setattr(T, "HEARTBEAT_S", 0.0)
+    cfg = dict(model="mlp", dataset="digits", preset="our3", epochs=1, batch_size=64, schedule_scale="auto", device="cpu")
+    T.run(T.TrainConfig(**cfg, out=str(tmp_path / "a")))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "stam train: reading digits"
+    assert err[1].startswith("stam train: Our3 on MLP (width 1), digits, 1,294 training images; epochs 1..1 of 21 steps")
+    assert "re-estimated for the evaluated weights" in err[1]
+    assert any(line.startswith("stam train: epoch 1/1, step 21/21, loss ") for line in err)
+    T.run(T.TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("stam train:")]

@@ -42,6 +42,10 @@ how a shell example is tested; several directives may share one comment, one per
   offline machine: every command must then name cifar, and it is still parsed by ``stam``'s
   argparse parser (a renamed or removed flag fails).
 
+Every shell example writes only into folders that ``.gitignore`` ignores (or rewrites a stored result
+of the repository, e.g. ``benchmarks/results/``), so running the examples in a clone leaves ``git
+status`` clean: the files a block wrote and every shown command's ``-o/--out`` are checked.
+
 Besides the blocks: no ``$ stam`` example may hide in an indented (unfenced) code block, every
 directive must be known, and every file under docs/ must be linked from README.md.
 """
@@ -309,10 +313,73 @@ def _check(block: Block, cmd: str, rc: int, out: list[str], shown: list[str], qu
             "\n--- output:\n" + "\n".join(out)
 
 
+def _gitignore() -> list[tuple[str, bool, bool]]:
+    """The patterns of the repository's ``.gitignore``: (glob, only folders, anchored at the root)."""
+    out = []
+    for ln in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines():
+        ln = ln.strip()
+        if ln and not ln.startswith("#"):
+            assert not ln.startswith("!"), f".gitignore: negation {ln!r} is not read here"
+            out.append((ln.strip("/"), ln.endswith("/"), "/" in ln.rstrip("/")))
+    return out
+
+
+def ignored(rel: str, is_dir: bool = False) -> bool:
+    """Whether git ignores the path ``rel`` (relative to the repository; a folder when ``is_dir``): it or a folder
+    above it matches a pattern of ``.gitignore`` (git's rules for the plain patterns used there)."""
+    from fnmatch import fnmatchcase
+
+    parts = Path(rel).parts
+    assert parts and ".." not in parts and not Path(rel).is_absolute(), rel
+    for i in range(1, len(parts) + 1):
+        path, folder = "/".join(parts[:i]), i < len(parts) or is_dir
+        for glob, only_dirs, anchored in _gitignore():
+            if (folder or not only_dirs) and fnmatchcase(path if anchored else parts[i - 1], glob):
+                return True
+    return False
+
+
+def test_ignored_reads_gitignore_as_git_does():
+    assert ignored("results/map/map-digits.json") and ignored("runs/our3", is_dir=True) and ignored("stam-demo/x")
+    assert ignored("a/b/__pycache__/c.pyc") and ignored("x.egg-info", is_dir=True) and ignored("results", is_dir=True)
+    assert not ignored("README.md") and not ignored("figs/admissible.png") and not ignored("x/results/y")
+    assert not ignored("stam_toolkit.egg-info")  # a file: the pattern is for folders
+
+
+def _written_outside_ignored(tmp_path: Path, before: set[Path]) -> list[str]:
+    """The files a block wrote into its folder that a clone's ``git status`` would show: neither ignored nor a
+    file of the repository (a stored result the example regenerates, as ``benchmarks/results/...``)."""
+    bad = []
+    for f in sorted(p for p in tmp_path.rglob("*") if p.is_file() and p not in before):
+        rel = f.relative_to(tmp_path).as_posix()
+        if not ignored(rel) and not (ROOT / rel).is_file():
+            bad.append(rel)
+    return bad
+
+
+def _shown_out(argv: list[str]) -> str | None:
+    """The ``-o/--out`` a shown ``stam`` command writes to (given or its default), None when it has none or
+    does not parse (an error example)."""
+    from stam.cli import build_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            args = build_parser().parse_args(argv[1:])
+    except SystemExit:
+        return None
+    return getattr(args, "out", None)
+
+
 def _shell(block: Block, tmp_path: Path, request) -> None:
     d = block.directives
     cmds = block.commands()
     assert cmds, f"{block.id}: a shell example without commands"
+    for c in cmds:  # what a reader runs: the shown command, not its quick variant (an error example writes nothing)
+        argv = _argv(c.text)
+        out = _shown_out(argv) if argv[0] == "stam" and not any(ERROR_LINE.match(s) for s in c.shown) else None
+        if out is not None:
+            assert ignored(out, is_dir=not Path(out).suffix) or (ROOT / out).is_file(), \
+                f"{block.id}: $ {c.text}\nwrites {out}, which .gitignore does not ignore: a clone's git status shows it"
     if "no-test" in d:
         from stam.cli import build_parser
 
@@ -335,6 +402,7 @@ def _shell(block: Block, tmp_path: Path, request) -> None:
         demo_out, demo_rc, _ = request.getfixturevalue("quick_demo")
         assert demo_rc == 0
         shutil.copytree(demo_out, tmp_path / "stam-demo")
+    before = set(tmp_path.rglob("*"))
     for i, c in enumerate(cmds):
         text, argv, quick = c.text, _argv(c.text), False
         if replacements is not None:
@@ -353,6 +421,9 @@ def _shell(block: Block, tmp_path: Path, request) -> None:
             proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
             rc, out = proc.returncode, (proc.stdout + proc.stderr).splitlines()
         _check(block, text, rc, out, c.shown, quick)
+    bad = _written_outside_ignored(tmp_path, before)
+    assert not bad, f"{block.id}: the example writes files that .gitignore does not ignore (git status shows them):\n" + \
+        "\n".join(bad[:10])
 
 
 def _python(block: Block, tmp_path: Path) -> None:

@@ -380,3 +380,105 @@ def test_audit_headline_counts_each_kind_apart():
     assert text == ("Paper audit: 5/6 labels (4 displays plus 2 statements), 5 items: 1 ok, 1 false (a), "
                     "1 unproven (b), 1 misprints (c), 1 gaps")
     assert "labelled displays" not in text and "wrong" not in text
+
+
+def _cielab(hex_color: str) -> tuple[float, float, float]:
+    """sRGB (D65) to CIELAB."""
+    rgb = [int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = [sum(m * c for m, c in zip(row, lin)) for row in
+           ((0.4124, 0.3576, 0.1805), (0.2126, 0.7152, 0.0722), (0.0193, 0.1192, 0.9505))]
+    f = [t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29
+         for t in (v / r for v, r in zip(xyz, (0.95047, 1.0, 1.08883)))]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_algorithms_drawn_together_have_distinguishable_colours():
+    """Issue 37, point 5: the five network algorithms (stam.algorithm.RULES) and the synthetic comparison's methods
+    (stam.synthetic.methods.REGISTRY), each set drawn in one figure, differ pairwise by a CIELAB distance of at
+    least 30 (STAM's blue and BC's former sky blue: 26, reported as hardly distinguishable); deterministic STAM,
+    the same algorithm with full gradients, keeps a lighter blue beside STAM's (and a marker of its own)."""
+    import itertools
+    import math
+
+    from stam.algorithm import RULES
+    from stam.figures.style import ALGO_COLORS, OKABE_ITO
+    from stam.synthetic.methods import REGISTRY
+
+    assert math.dist(_cielab(OKABE_ITO["blue"]), _cielab(OKABE_ITO["sky_blue"])) < 30  # the check can fail
+    for names in ([r.name for r in RULES], [m.name for m in REGISTRY]):
+        assert len(names) >= 5
+        for a, b in itertools.combinations(names, 2):
+            if {a, b} == {"stam", "stam-det"}:
+                assert ALGO_COLORS[a] != ALGO_COLORS[b]
+                continue
+            d = math.dist(_cielab(ALGO_COLORS[a]), _cielab(ALGO_COLORS[b]))
+            assert d >= 30, (a, b, ALGO_COLORS[a], ALGO_COLORS[b], round(d, 1))
+
+
+def test_training_figure_is_laid_out_to_be_read_and_its_caption_names_its_panels():
+    """Issue 37, point 5: four panels per model in two rows of two (three: one row), a single epoch shown as its
+    number (not a zoom on a point), and the caption naming exactly the panels drawn (the sign-flip panel where
+    logged, no loss panel)."""
+    from stam.figures.results import ResultSet
+
+    log = [{"epoch": 1, "train_acc": 50.0, "test_acc_binary": 40.0, "test_acc_float": 60.0,
+            "sign_flips": {"epoch": 0.1, "since_init": 0.1, "ever": 0.2}}]
+    run = {"config": {}, "log": log, "summary": {"model": "mlp", "algo": "stam", "label": "STAM", "dataset": "digits"}}
+    fig = TR.plot_training([run])
+    boxes = sorted({(round(ax.get_position().x0, 2), round(ax.get_position().y0, 2)) for ax in fig.axes})
+    assert len(fig.axes) == 4 and len({x for x, _ in boxes}) == 2 and len({y for _, y in boxes}) == 2
+    assert all(list(ax.get_xticks()) == [1] for ax in fig.axes)
+    old = {**run, "log": [{k: v for k, v in row.items() if k != "sign_flips"} for row in log]}
+    assert len({round(ax.get_position().y0, 2) for ax in TR.plot_training([old]).axes}) == 1  # three: one row
+
+    class R_:  # a result as the report hands it to the caption
+        def __init__(self, data):
+            self.data = data
+    with_flips = TR.training_caption(ResultSet({"train-run": [R_(run)]}))
+    without = TR.training_caption(ResultSet({"train-run": [R_(old)]}))
+    assert "sign ever flipped" in with_flips and "sign" not in without and "loss" not in with_flips + without
+    assert all(label.split(" (")[0].split(",")[0] in with_flips for _, label in TR.COLUMNS)
+
+
+def test_legends_name_only_what_is_drawn(tmp_path):
+    """Issue 37, point 5: a run whose epochs never satisfied the theorem has no legend entry for the shading
+    (its title says so); a one-epoch run has none for lines of one point; a rates result without a spread over
+    seeds has no entry for the band."""
+    d = write_run(tmp_path, "stam", "our1", epochs=4)
+    rows = [json.loads(line) for line in (d / "log.jsonl").read_text().splitlines()]
+    for row in rows:
+        row["theorem"]["admissible"] = False
+    (d / "log.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    run = load_results([d])["train-run"][0].data
+    ax = TR.plot_practice([run]).axes[0]
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("theorem's conditions" in t for t in texts) and "no epoch (of 4)" in ax.get_title()
+    assert any("running min" in t for t in texts)
+    one = {**run, "log": run["log"][:1]}
+    texts = [t.get_text() for t in TR.plot_practice([one]).axes[0].get_legend().get_texts()]
+    assert not any("running min" in t or "O(1/" in t for t in texts)
+    flat = rates_fixture()
+    for r in flat["rows"]:
+        r["S_min_lo"] = r["S_min_hi"] = r["S_min_mean"]
+        r["S_min_std"] = 0.0
+    fig = R.plot_rates([flat])
+    assert not any("spread over seeds" in t.get_text() for lg in [a.get_legend() for a in fig.axes] + fig.legends
+                   if lg is not None for t in lg.get_texts())
+
+
+def test_the_admissible_figure_names_a_region_zone_only_where_it_has_an_area():
+    """Issue 37, point 5: the stored region (12 lambdas) hatches its certified and refuted zones and names them;
+    a region of one lambda (stam demo --quick's) has no area to hatch, and its legend does not name them."""
+    region = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "lyapunov_region.json")
+                        .read_text())
+
+    def legend(reg):
+        ax = ADM.plot_admissible(resolution=40, regions=[reg]).axes[0]
+        return [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]  # long labels are wrapped
+
+    full = legend(region)
+    assert any(t.startswith("certified for some") for t in full) and ADM.REFUTED_LABEL in full
+    one = legend({**region, "rows": region["rows"][:1]})
+    assert not any(t.startswith("certified for some") for t in one) and ADM.REFUTED_LABEL not in one
+    assert any(t.startswith("limit of the paper-form") for t in one)  # its one point is drawn (a marker)

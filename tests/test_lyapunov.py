@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -400,3 +401,95 @@ def test_a_region_with_a_store_makes_no_temporary_folder(small_region, tmp_path,
     monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda *a, **k: pytest.fail("a temporary folder was made"))
     assert main(["pep", "--region", *SMALL, "--out", str(small_region), "--workers", "1"]) == 0
     capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- certified means proven (issue 39)
+def _exact_step(lam, gamma, beta, template, f_class, N=1, b=1):
+    if (N, b) != (1, 1):
+        return ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b, exact=True)
+    return ly.stam_step_sdp(lam, gamma, beta, template=template, f_class=f_class, exact=True)
+
+
+PROOF_POINTS = [(1.0, 0.9, 1000.0, "paper", "lsc", 1, 1), (1.0, 0.9, 1000.0, "general", "lsc", 1, 1),
+                (0.01, 50.0, 1e4, "general", "lsc", 1, 1), (0.01, 0.12499609399412154, 161.0, "paper", "lsc", 2, 1),
+                (3.511, 0.098, 1000.0, "paper", "indicator", 1, 1), (1.0, 2.0, 50.0, "general", "convex", 1, 1),
+                (1.0, 0.5, 100.0, "paper", "lsc", 3, 2)]
+
+
+@pytest.mark.parametrize("point", PROOF_POINTS)
+def test_every_certificate_is_proven_in_exact_arithmetic(point):
+    """certify_stam's certificate is proven by ly.prove, and the proof is checked again here with sympy's rationals
+    from the exact forms: the function values' identity L x = 0, D N = 0, -D negative... definite off N (sympy's own
+    test), the multipliers and weights within their bounds; at lambda 1, gamma 0.9, beta 1000 (the point the issue
+    proved by hand, rho = 9.8355e-4 there) the proven rate is at least that."""
+    lam, gamma, beta, template, f_class, N, b = point
+    c = ly.certify_stam(lam, gamma, beta, template=template, f_class=f_class, N=N, b=b)
+    assert c.certified and c.details["proof"]["exact"] is True
+    step = _exact_step(lam, gamma, beta, template, f_class, N, b)
+    free_P, order = template == "general", (("a", "b") if template == "general" else None)
+    proof = ly.prove(step, c.point, free_P, order, step.growth[2] if step.growth else None, c.residual.get("near", ()))
+    assert proof["proven"] and proof["rho"] == c.rho
+    cols, lins, names, _, k, low = ly._forms(step, free_P)
+    x = [sp.Rational(v.numerator, v.denominator) for v in proof["x"]]
+    R = lambda m: sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in row] for row in np.atleast_2d(m)])  # noqa: E731
+    D = sum((xv * (R(cm) + R(cm).T) / 2 for xv, cm in zip(x, cols)), sp.zeros(step.basis.nb))
+    assert sum((xv * R(lv).T for xv, lv in zip(x, lins)), sp.zeros(step.basis.nv, 1)) == sp.zeros(step.basis.nv, 1)
+    Nm = sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in u] for u in proof["null"]]).T
+    if Nm.shape[1]:
+        assert D * Nm == sp.zeros(step.basis.nb, Nm.shape[1])
+        comp = Nm.T.nullspace()  # the orthogonal complement of N: x' D x = b' (comp' D comp) b there
+        Cm = sp.Matrix.hstack(*comp)
+    else:
+        Cm = sp.eye(step.basis.nb)
+    assert (-(Cm.T * D * Cm)).is_positive_definite
+    assert all(v >= 0 for v, n in zip(x, names) if n not in ("rho", "P")) and x[0] == sp.Rational(c.rho) > 0
+    assert all(v <= 1 for v, n in zip(x, names) if n not in ("rho", "P", "mu", "kappa"))
+    if low is not None:
+        Wx = sum((xv * R(w) for xv, w in zip(x, low)), sp.zeros(k))
+        Cl = sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in u] for u in proof["low_null"]]).T
+        if Cl.shape[1]:
+            assert Wx * Cl == sp.zeros(k, Cl.shape[1])
+            Wx = sp.Matrix.hstack(*Cl.T.nullspace()).T * Wx * sp.Matrix.hstack(*Cl.T.nullspace())
+        assert Wx.is_positive_definite and x[names.index("a")] >= x[names.index("b")]
+    if step.growth is not None:
+        assert x[names.index("kappa")] <= sp.Rational(step.growth[2]) * x[0] and x[names.index("a")] >= sp.Rational(1, 2)
+    if point[:4] == (1.0, 0.9, 1000.0, "paper"):
+        assert c.rho >= 983554437e-12
+
+
+@pytest.mark.parametrize("template", ["paper", "general"])
+def test_a_point_off_the_certificate_is_not_proven(template):
+    """The exact test decides: the verified point with its rate raised by 2 %, or (general template) its P scaled down
+    so that the lower bound fails, is not proven."""
+    c = ly.certify_stam(1.0, 0.5, 100.0, template=template)
+    assert c.certified
+    step = _exact_step(1.0, 0.5, 100.0, template, "lsc")
+    free_P, order = template == "general", (("a", "b") if template == "general" else None)
+    names = ly._forms(step, free_P)[2]
+    up = [c.point[0] * 1.02] + c.point[1:]
+    r = ly.prove(step, up, free_P, order)
+    assert not r["proven"] and "decrease form" in r["reason"]
+    if template == "general":
+        bent = [v - 10.0 if n == "P" and i == len(names) - 6 else v for i, (v, n) in enumerate(zip(c.point, names))]
+        assert not ly.prove(step, bent, free_P, order)["proven"]
+
+
+def test_numerical_only_is_never_certified(monkeypatch):
+    """A certificate the float verification accepts but the exact proof does not is 'numerical only': not certified,
+    counted apart in the region's statuses, and no bracket counts it."""
+    monkeypatch.setattr(ly, "prove", lambda *a, **k: {"proven": False, "rho": None, "reason": "no"})
+    c = ly.certify_stam(1.0, 0.5, 100.0, template="paper")
+    assert not c.certified and c.details["numerical_only"] and c.details["proof"] == {
+        "exact": False, "seconds": c.details["proof"]["seconds"], "reason": "no"}
+    part = ly.certified_gamma(1.0, "paper", betas=(100.0,), gamma_range=(0.4, 0.6))
+    assert part["lo"] is None and set(part["statuses"]) == {f"optimal, {ly.NUMERICAL_ONLY}"}
+
+
+def test_a_float_in_the_exact_forms_is_refused():
+    """prove never takes a rounded coefficient as exact: a float among the forms makes the proof fail."""
+    c = ly.certify_stam(1.0, 0.5, 100.0, template="paper")
+    step = _exact_step(1.0, 0.5, 100.0, "paper", "lsc")
+    assert ly.prove(step, c.point)["proven"]
+    step.S[0, 0] = float(step.S[0, 0]) + 0.0
+    r = ly.prove(step, c.point)
+    assert not r["proven"] and r["reason"] == "a float entered the exact forms"

@@ -202,3 +202,18 @@ def test_worst_case_scales_like_the_problem():
     scaled = pep.stam_pep(s * lam, gamma / s, s * beta, 2, L1=s)
     assert scaled.optimal
     assert scaled.worst_case == pytest.approx(s * worst(lam, gamma, beta, 2), rel=1e-5)
+
+
+def test_minibatch_noise_changes_the_worst_case_at_small_beta():
+    """docs/pep.md's stochastic examples: at beta = 250 (T = 2, N = 3, b = 1) the worst case is the deterministic
+    one (the y-step hardly moves; the worst instance spends its budget on M0'_T); at beta = 1 the noise costs."""
+    from stam.theory.pep import stam_pep
+
+    for beta, more in ((250.0, False), (1.0, True)):
+        sampled = stam_pep(1.0, 0.1, beta, 2, N=3, b=1)
+        full = stam_pep(1.0, 0.1, beta, 2)
+        assert sampled.status == full.status == "optimal"
+        if more:
+            assert sampled.worst_case > 1.15 * full.worst_case
+        else:
+            assert sampled.worst_case == pytest.approx(full.worst_case, rel=1e-4)

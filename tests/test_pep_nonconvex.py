@@ -268,12 +268,9 @@ def run(argv, capsys):
 
 
 def test_cli_classes_match_the_library():
-    import argparse
+    from stam.cli import build_parser
 
-    from stam.theory import pep_cli
-
-    parser = argparse.ArgumentParser()
-    pep_cli.register(parser.add_subparsers())
+    parser = build_parser()  # (stam pep's flags are built with it: register's build=, stam.cli's parsers)
     action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if "--F" in a.option_strings)
     assert tuple(action.choices) == pep.F_CLASSES and action.default == pep.DEFAULT_F_CLASS
 
@@ -423,7 +420,8 @@ def test_the_small_lambda_region_end_holds_along_binary_runs():
     row = min(json.loads((RESULTS / "lyapunov_region.json").read_text())["rows"], key=lambda r: r["lam"])
     part = row["general"]
     c = cert(row["lam"], part["lo"], part["beta"], "general", "lsc")
-    assert c.certified and c.rho == pytest.approx(part["rho"], rel=1e-6)
+    assert c.certified and same_rate(c, part["rho"]), (c.rho, c.details["solver_rho"], part["rho"])
+    assert not same_rate(c, part["rho"] * 1.005)  # the guard bites: half a percent is no share and no solver's digit
     assert _worst_ratio(c, row["lam"], part["lo"], part["beta"], "general", seeds=100) <= 1e-6
 
 
@@ -463,6 +461,27 @@ def test_an_unverified_start_is_marked(monkeypatch):
 RESULTS = __import__("pathlib").Path(__file__).parents[1] / "benchmarks" / "results"
 
 
+def solver_accuracy(value: float, solver: str = "CLARABEL") -> float:
+    """How far two solves of one SDP may report its optimum apart, from the solver's own stopping rule: Clarabel
+    stops when the duality gap of the objective is below ``tol_gap_abs`` or below ``tol_gap_rel`` times
+    ``max(1, |objective|)`` (:data:`stam.theory.pep.SOLVER_DEFAULTS`), so each reported value lies within that of
+    the optimum, and two within twice it.  A stored number is a regression guard, not a definition: the last
+    digits move with the machine (BLAS, threads), 1.4e-6 and 1.3e-5 relative on another of this kind (issue 37).
+    The objective of :func:`stam.theory.lyapunov.search` is ``rho`` itself (below 1, so the bound is absolute
+    there); of a PEP the worst case."""
+    assert solver == "CLARABEL", f"the stored numbers were solved by Clarabel, not {solver}"
+    tol = pep.SOLVER_DEFAULTS[solver]
+    return 2 * max(tol["tol_gap_abs"], tol["tol_gap_rel"] * max(1.0, abs(value)))
+
+
+def same_rate(c, stored_rho: float) -> bool:
+    """A proven rate recomputed: the certificate's is ``(1 - share)`` times the solver's optimal rate for the first
+    share of :data:`stam.theory.lyapunov.VERIFY_SHARES` at which the verification passes (which share that is can
+    move with the solver's last digits), and the solver's optimum is known to :func:`solver_accuracy`."""
+    tol = solver_accuracy(stored_rho, c.solver)
+    return any(abs((1 - s) * c.details["solver_rho"] - stored_rho) <= tol for s in ly.VERIFY_SHARES)
+
+
 @pytest.mark.parametrize("name, row", [("pep_grid_lsc.json", 16), ("pep_grid.json", 16), ("pep_grid_lsc.json", 4)])
 def test_stored_pep_grid_rows_are_recomputed(name, row):
     """docs/pep.md's tables come from these files: a row of each, recomputed, gives the stored worst case."""
@@ -471,7 +490,8 @@ def test_stored_pep_grid_rows_are_recomputed(name, row):
     data = json.loads((RESULTS / name).read_text())
     r = data["admissible"][row]
     got = worst(r["lam"], r["gamma"], r["beta"], r["T"], data.get("f_class", "convex"))  # the older file: convex F
-    assert got.status == r["status"] == "optimal" and got.worst_case == pytest.approx(r["worst_case"], rel=1e-3)
+    assert got.status == r["status"] == "optimal"
+    assert got.worst_case == pytest.approx(r["worst_case"], abs=solver_accuracy(r["worst_case"], got.solver))
 
 
 def test_stored_region_rows_are_recomputed():
@@ -483,8 +503,8 @@ def test_stored_region_rows_are_recomputed():
     row = max(data["rows"], key=lambda r: r["lam"])
     lo, hi = row["paper"]["lo"], row["paper"]["hi"]
     c = cert(row["lam"], lo, row["paper"]["beta"], "paper", data["f_class"])
-    assert c.certified and c.rho == pytest.approx(row["paper"]["rho"], rel=1e-6)
+    assert c.certified and same_rate(c, row["paper"]["rho"]), (c.rho, c.details["solver_rho"], row["paper"]["rho"])
     assert not any(cert(row["lam"], hi, beta, "paper", data["f_class"]).certified for beta in data["betas"])
     p = row["theorem"]["points"][-1]
     t = cert(row["lam"], p["gamma"], p["beta"], "paper", data["f_class"], p["N"], p["b"])
-    assert t.certified == p["certified"] is True and t.rho == pytest.approx(p["rho"], rel=1e-6)
+    assert t.certified == p["certified"] is True and same_rate(t, p["rho"]), (t.rho, t.details["solver_rho"], p["rho"])

@@ -295,3 +295,46 @@ def test_the_report_tables_the_region_of_the_papers_class(tmp_path):
     assert table.rows[-1][2].rstrip("?") == T.fmt(row["paper"]["lo"] * row["lam"], 3)
     html = build_report([region], tmp_path / "rep").read_text()
     assert "Certified region (stam pep --region" in html and "Theorem conv&#x27;s region certified" in html
+
+
+def test_the_audit_table_leads_with_what_is_wrong_and_folds_the_ok_items():
+    """Issue 37, point 5: false, misprint, unproven and gap rows first (in that order, the paper's order within
+    each), any other verdict next, the ok ones last and folded in HTML (<details>, a table of their own); the
+    Markdown keeps every row; the label column is a column of its own class (no word broken, report.CSS)."""
+    from stam.figures.report import CSS
+
+    verdicts = ["ok", "gap", "misprint", "ok", "false", "unproven", "failed to derive", "false"]
+    findings = [{"label": f"item{i}", "printed": "a", "derived": "b", "verdict": v} for i, v in enumerate(verdicts)]
+    t = T.paper_check_table(findings)
+    assert [(r[0], r[1]) for r in t.rows] == [("item4", "false"), ("item7", "false"), ("item2", "misprint"),
+                                             ("item5", "unproven"), ("item1", "gap"), ("item6", "failed to derive"),
+                                             ("item0", "ok"), ("item3", "ok")]
+    page = t.to_html()
+    lead, folded = page.split('<details class="folded-rows"><summary>the 2 ok items</summary>')
+    assert lead.count("<tr>") == 1 + 6 and folded.count("<tr>") == 1 + 2 and folded.endswith("</table></details>")
+    assert "item0" in folded and "item0" not in lead and lead.startswith('<table class="audit">')
+    assert t.to_markdown().count("| item") == 8
+    assert "table.audit td:first-child{max-width:14em;overflow-wrap:normal" in CSS  # its words unbroken: test_report_browser.py
+    assert "<details" not in T.paper_check_table(findings[1:3]).to_html()  # nothing ok: nothing folded
+
+
+def test_every_table_says_its_problem_and_parameters():
+    """Issue 37, point 5: the admissible-step table names its problem, eps, delta0 and M0' (a gamma and a T_min
+    without them say nothing); two rates tables of one problem differ by their parameters (the paper's Our1
+    preset named) and a flat fit reads as flat; the comparison names its budget and steps."""
+    rec = {"params": {"problem": "binary", "eps": 0.1, "delta0": 0.7728, "M0": 63.37, "L1": 0.05}, "gamma": 3.2e-7,
+           "T_min": 2.4e12}
+    cap = T.stepsize_table(rec).caption
+    assert "problem binary" in cap and "eps = 0.1" in cap and "delta0 = 0.7728" in cap and "M0' = 63.37" in cap
+    assert "the constants given: eps = 0.1" in T.stepsize_table({"params": {"eps": 0.1}, "gamma": 1.0}).caption
+    ours = rates_fixture()
+    ours["params"] = {"lam": 1.0, "gamma": 0.1, "gamma_rule": "0.5 * gamma_max", "R": 8}
+    our1 = rates_fixture()
+    our1["params"] = {"lam": 0.5, "gamma": 8.0, "gamma_rule": "given", "preset": "paper-our1", "R": 32}
+    our1["slope"] = 7.39e-17
+    a, b = T.rates_table(ours).caption, T.rates_table(our1).caption
+    assert a != b and "gamma = 0.1" in a and "preset paper-our1" in b and "gamma = 8" in b and "lam = 0.5" in b
+    assert "fitted slope 0 (flat)" in b and "7.39e-17" not in b
+    comp = compare_fixture()
+    comp["params"] = {"lam": 1.0, "gamma": 0.1, "beta": 528.08, "budget": 4096, "R": 8}
+    assert "budget = 4096" in T.compare_table(comp).caption and "beta = 528.1" in T.compare_table(comp).caption

@@ -29,6 +29,7 @@ KNOWN = {
     'eq101 (Lemma es-lemma A, C)': 'false',
     'G_i^inf (proof of Lemma es-lemma)': 'misprint',
     'ass2 (a1)-(a3): G + H(x, .) is L-smooth': 'ok',
+    "ass2 (a3): L5* omitted from 'there exist'": 'ok',
     'gap: H bounded below (Lemma ES-GH, Lemma conv-lemma)': 'gap',
     'Lemma ES-GH (gh-es)': 'ok',
     'k1 vs eq36 (K1)': 'ok',
@@ -404,3 +405,73 @@ def test_corrected_statements_define_their_symbols(tmp_path, capsys):
 
     nums = printed_numbers(cov.read_paper())
     assert f"{nums['conv-lemma'].text} in the paper's printed numbering" in md and f"{nums['conv'].text} in the paper" in tex
+
+
+# ----------------------------------------------------------------------------- what is true for the network (issue 39)
+def test_eq25_fails_on_runs_only_below_minus_lam_plus_one_over_two():
+    """eq25 for H = (lam/2)||x-y||^2 is (lam/2)||dx - dy||^2 + (lam + 1 + 2l) X / 2 (sympy, through the x-step): its
+    counterexample run takes l = -lam with lam > 1, and replayed with the closed form it gives the printed gap; with
+    the paper's l = L2* = lam the same run satisfies it.  The note says so."""
+    import numpy as np
+
+    from stam.theory import symbols as s
+    from stam.theory.items.chain_items import eq25_network
+
+    net = eq25_network()
+    assert net["same"] and sp.simplify(net["threshold"] + (s.lam + 1) / 2) == 0
+    r = EVALUATED["eq25"].result
+    ce = I.evidence(r)[1]
+    lam = ce["instance"]["lam"]
+    it = {key: np.array(v) for key, v in ce["iterates"].items()}
+    dx, dy = it["x^{t+1}"] - it["x^t"], it["y^{t+1}"] - it["y^t"]
+    gap = sp.lambdify((s.lam, s.l, "dx", "dy"), net["gap"].subs({sp.Symbol("dx", real=True): sp.Symbol("dx"),
+                                                                 sp.Symbol("dy", real=True): sp.Symbol("dy")}))
+    closed = lambda ell: lam / 2 * float((dx - dy) @ (dx - dy)) + (lam + 1 + 2 * ell) * float(dx @ dx) / 2  # noqa: E731
+    assert closed(-lam) == pytest.approx(ce["printed_gap"], rel=1e-4) and closed(-lam) < 0 < closed(lam)
+    assert lam > 1 and -lam < -(lam + 1) / 2
+    assert gap(lam, -lam, 1.0, 1.0) == pytest.approx(-(lam - 1) / 2)
+    assert "only when l < -(lam+1)/2" in r.note and "l = L2* = lam it holds" in r.note
+
+
+def test_l5_omission_is_an_ok_item_with_its_proof():
+    r = EVALUATED["ass2 (a3): L5* omitted from 'there exist'"].result
+    assert I.verdict(r) == "ok" and I.evidence(r)[0] == "proof" and "L5* = L4* always works" in r.note
+
+
+def test_theorem_conv_holds_for_the_network_coupling_by_exact_certificates(capsys):
+    """Theorem conv's verdict stays 'unproven' (the general H), and beside it the audit says that for H =
+    (lam/2)||x-y||^2 it holds at the points where exact certificates prove it, with 1/rho <= 2 beta."""
+    pytest.importorskip("cvxpy")
+    label = "Theorem conv (con-inequality, M from K3)"
+    r = EVALUATED[label].result
+    net = r.network_result()
+    assert EVALUATED[label].verdict == "unproven" and net.holds and net.evidence == "certificate"
+    assert len(net.points) == 4 and all(p["proven"] and 1 <= p["1/(rho beta)"] <= 2 for p in net.points)
+    f = {x.label: x for x in audit.findings()}[label]
+    assert f.network["holds"] and "network coupling: holds" in audit.brief([f]) and \
+        "network coupling: holds" in audit.table([f])
+    assert {x.label for x in audit.findings() if x.network is not None} == {label, "eq36", "eq39"}
+
+
+@pytest.mark.parametrize("label", ["eq36", "eq39"])
+def test_eq36_eq39_hold_for_the_network_coupling(label, monkeypatch):
+    """The printed eq36 and eq39 (verdict 'unproven' for the general H) are proven for H = (lam/2)||x-y||^2 at 6
+    points each by an exact one-step certificate (the u-step's inequality, multiplier 1); a much stronger print (the
+    gap less 10 X or 10 Y: at lambda 1, gamma 0.1 the prints hold with some room) is not."""
+    from stam.theory.items.chain_items import step_network, step_network_proof
+
+    r = EVALUATED[label].result
+    net = r.network_result()
+    assert EVALUATED[label].verdict == "unproven" and net.holds and net.evidence == "one-step certificate"
+    assert len(net.points) == 6 and all(p["proven"] for p in net.points)
+    real = chain.step
+
+    class Bent:
+        def __init__(self, printed):
+            self.printed = printed
+
+    for sym in (chain.X, chain.Y):
+        monkeypatch.setattr(chain, "step", lambda lab, _s=sym: Bent(real(lab).printed - 10 * _s))
+        assert not step_network_proof(label, 1.0, 0.1, 220.0)
+    monkeypatch.setattr(chain, "step", real)
+    assert step_network_proof(label, 1.0, 0.1, 220.0) and not step_network("eq25").holds

@@ -46,6 +46,7 @@ class Finding:
     math: dict = field(default_factory=dict)  # printed/derived as MathML and LaTeX (where sympy)
     evidence: str = "none"  # what the verdict rests on (stam.theory.items.EVIDENCE)
     search: dict | None = None  # the search on actual runs (Search.as_json()), where the item made one
+    network: dict | None = None  # what holds for H = (lam/2)||x - y||^2 (Network.as_json()), where the item says
     formulas: tuple = field(default=(), repr=False, compare=False)  # (printed, derived) as returned: math on demand
 
     def text(self, key: str) -> str:
@@ -60,7 +61,7 @@ class Finding:
     def as_json(self) -> dict:
         d = {"label": self.label, "printed": self.text("printed"), "derived": self.text("derived"), "verdict": self.verdict,
              "counterexample": self.counterexample, "covers": list(self.covers), "gap": self.gap,
-             "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search}
+             "elsewhere": self.elsewhere, "evidence": self.evidence, "search": self.search, "network": self.network}
         if self.error:
             d["error"] = self.error
         d.update(self.mathml())
@@ -117,6 +118,7 @@ def finding(ev) -> Finding:
     return Finding(it.label, res.printed, res.derived, ev.verdict, ce, note, it.covers, gap,
                    [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
                    evidence=kind, search=rounded(srch.as_json()) if srch is not None else None,
+                   network=rounded(net.as_json()) if (net := res.network_result()) is not None else None,
                    formulas=(res.printed, res.derived))
 
 
@@ -307,6 +309,8 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
             lines.append(f"{pad}counterexample: {_short(f.counterexample)}")
         if f.search is not None:
             lines.append(f"{pad}search: {search_text(f.search)}")
+        if f.network is not None:
+            lines.append(f"{pad}network coupling: {network_text(f.network)}")
         if f.gap is not None and f.gap.get("witness") is not None:
             lines.append(f"{pad}gap witness: {_short(f.gap['witness'])}")
     lines += ["", summary(items, cov)]
@@ -315,6 +319,16 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
     if as_printed:
         lines += ["", _as_printed_effect()]
     return "\n".join(lines)
+
+
+def network_text(net: dict, short: bool = False) -> str:
+    """What an item says of the network coupling ``H = (lam/2)||x - y||^2`` (:class:`stam.theory.items.Network`)."""
+    from stam.theory.items import NETWORK_EVIDENCE
+
+    head = f"{'holds' if net['holds'] else 'not shown'} for H = (lam/2)||x-y||^2 ({net['evidence']}"
+    if short:
+        return head + (f", {len(net['points'])} points" if net.get("points") else "") + ")"
+    return head + f": {NETWORK_EVIDENCE.get(net['evidence'], '?')}): {net['how']}"
 
 
 def brief(items, cov: dict | None = None, tex: str | None = None) -> str:
@@ -329,6 +343,8 @@ def brief(items, cov: dict | None = None, tex: str | None = None) -> str:
         note = f.note.split(" (derived by")[0]
         if f.verdict == "unproven" and f.search:
             note += (f" [no counterexample in {f.search['instances']} actual runs, {f.search['steps']} steps]")
+        if f.network is not None:
+            note += f" [network coupling: {network_text(f.network, short=True)}]"
         lines.append(f"{f.label:<{w}}  {ref:<{pw}}  {f.verdict:<{vw}}  {f.evidence:<{ew}}  {note}")
     if cov is not None:
         lines += ["", summary(items, cov)]

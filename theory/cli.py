@@ -39,10 +39,8 @@ def _stepsize(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add ``stam paper-check`` and ``stam stepsize``."""
-    from stam.cliargs import add_out
-
-    p = subparsers.add_parser(
+    """Add ``stam paper-check`` and ``stam stepsize`` (their arguments added when parsed: ``build=``)."""
+    subparsers.add_parser(
         "paper-check",
         help="re-derive the paper's constants, thresholds and inequality steps; report what is false, unproven, misprinted "
         "or missing, with counterexamples",
@@ -51,7 +49,23 @@ def register(subparsers) -> None:
         "fails, a concrete counterexample found by a seeded search (for unproven steps: the search on actual runs that "
         "found none). "
         "The toolkit computes with the corrected forms.",
+        build=_build_paper_check,
     )
+    subparsers.add_parser(
+        "stepsize",
+        help="admissible step sizes: gamma_max, recommended gamma, K1..K3, M, L, beta_min, T_min; or check a setting",
+        description="Which (gamma, beta, T) the theory admits (Lemma conv-lemma, Theorems conv and conv-rate), with the "
+        "corrected constants (see stam paper-check). Without --gamma: gamma_max and the recommended gamma (the admissible "
+        "gamma minimising T_min). With --gamma: the same at that gamma. With --gamma --beta [--T] [--eps ...]: "
+        "admissible yes/no and the violated conditions.",
+        epilog="Example (the paper's Table para, Our1): stam stepsize --quadratic-coupling 0.5 --gamma 8 --beta 1e3",
+        build=_build_stepsize,
+    )
+
+
+def _build_paper_check(p) -> None:
+    from stam.cliargs import add_out
+
     p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, "
                    "counterexample, covers, gap, elsewhere, printed_mathml, ...}")
     p.add_argument("--brief", action="store_true", help="one line per item (label, verdict, what is wrong); not with --json")
@@ -64,15 +78,8 @@ def register(subparsers) -> None:
                    "(default: the copy that comes with the toolkit)")
     p.set_defaults(func=_paper_check)
 
-    s = subparsers.add_parser(
-        "stepsize",
-        help="admissible step sizes: gamma_max, recommended gamma, K1..K3, M, L, beta_min, T_min; or check a setting",
-        description="Which (gamma, beta, T) the theory admits (Lemma conv-lemma, Theorems conv and conv-rate), with the "
-        "corrected constants (see stam paper-check). Without --gamma: gamma_max and the recommended gamma (the admissible "
-        "gamma minimising T_min). With --gamma: the same at that gamma. With --gamma --beta [--T] [--eps ...]: "
-        "admissible yes/no and the violated conditions.",
-        epilog="Example (the paper's Table para, Our1): stam stepsize --quadratic-coupling 0.5 --gamma 8 --beta 1e3",
-    )
+
+def _build_stepsize(s) -> None:
     from stam.theory.stepsize import add_arguments
 
     add_arguments(s)

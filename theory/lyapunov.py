@@ -135,6 +135,14 @@ thousand times weaker than the y-step's own ``1/beta``) is counted apart (``deta
 region's bracket ends where the rate still matters.  :func:`certified_gamma` counts both apart in its
 ``statuses`` and marks a
 bracket whose end is a rejected rate above the floor (``hi_unverified``; ``stam pep --region`` prints "?").
+
+**Certified means proven** (issue 39): the verification is floating point; :func:`certify_stam` then proves every
+certificate it reports in exact rational arithmetic (:func:`prove`, on :mod:`stam.theory.rational`): the step is
+built again with ``exact=True`` (the same code, :class:`fractions.Fraction` for floats, :func:`scaled` for the
+scalars), the verified point is rounded to the rationals its floats store, projected exactly onto the identities and
+checked for signs and definiteness exactly (``LDL^T``).  One that fails is "numerical only"
+(``details["numerical_only"]``, :data:`NUMERICAL_ONLY` in the statuses), never certified; so every bracket, figure
+and headline of the region counts proven certificates only.
 """
 
 from __future__ import annotations
@@ -144,6 +152,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -189,36 +198,81 @@ _CONCLUSIVE = ("optimal", "infeasible", "unbounded")
 
 
 # --------------------------------------------------------------------------- one step, symbolically
-class _Basis:
+class Basis:
     """Coefficient vectors: a vector of the method is a linear combination of ``nb`` basis vectors,
     a function value one of ``nv`` basis values; inner products become ``nb x nb`` matrices."""
 
-    def __init__(self, nb: int, nv: int):
-        self.nb, self.nv = nb, nv
+    def __init__(self, nb: int, nv: int, exact: bool = False):
+        self.nb, self.nv, self.exact = nb, nv, exact
+
+    def zeros(self, shape) -> np.ndarray:
+        """Zeros of floats, or (``exact``) an object array of the int 0, whose other entries are
+        :class:`fractions.Fraction` objects: then every form built from the basis is exact rational arithmetic (no float
+        enters: a float zero would turn a sum into a float; scalars are applied through :func:`scaled`, never as an
+        int divided by an int)."""
+        return np.zeros(shape, dtype=object) if self.exact else np.zeros(shape)  # exact: int 0, fast and exact
+
+    def one(self):
+        return Fraction(1) if self.exact else 1.0
 
     def vec(self, i: int) -> np.ndarray:
-        e = np.zeros(self.nb)
-        e[i] = 1.0
+        e = self.zeros(self.nb)
+        e[i] = self.one()
         return e
 
     def val(self, i: int) -> np.ndarray:
-        e = np.zeros(self.nv)
-        e[i] = 1.0
+        e = self.zeros(self.nv)
+        e[i] = self.one()
         return e
 
     def zero(self) -> np.ndarray:
-        return np.zeros(self.nb)
+        return self.zeros(self.nb)
+
+
+_HALF = Fraction(1, 2)
+
+
+def _outer_exact(a: np.ndarray, b: np.ndarray, half: bool) -> np.ndarray:
+    """``a b'`` (``half``: ``(a b' + b a')/2``) of exact vectors (object arrays of Fractions and int zeros), over their
+    nonzero entries only (the coefficient vectors are sparse, and Fraction arithmetic on zeros is what costs)."""
+    out = np.zeros((len(a), len(b)), dtype=object)
+    ia, ib = [i for i, v in enumerate(a) if v], [j for j, v in enumerate(b) if v]
+    for i in ia:
+        for j in ib:
+            if half:
+                h = a[i] * b[j] * _HALF
+                out[i, j] += h
+                out[j, i] += h
+            else:
+                out[i, j] = a[i] * b[j] * 1
+    return out
+
+
+def scaled(M: np.ndarray, c=None, div=None) -> np.ndarray:
+    """``(c * M) / div`` (either may be None): on floats exactly that expression; on exact arrays (object) entry by
+    entry over the nonzero entries only, as Fractions (an int divided by an int would be a float)."""
+    if M.dtype != object:
+        out = M if c is None else c * M
+        return out if div is None else out / div
+    out = np.zeros(M.shape, dtype=object)
+    flat, res = M.ravel(), out.ravel()
+    for i in np.flatnonzero(flat):
+        q = flat[i] if c is None else flat[i] * c
+        res[i] = (q if isinstance(q, Fraction) else Fraction(q)) / div if div is not None else q
+    return out
 
 
 def inner(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The symmetric matrix ``Q`` with ``<a, b> = e' Q e`` (``a, b`` coefficient vectors)."""
+    if a.dtype == object:
+        return _outer_exact(a, b, True)
     o = np.outer(a, b)
     return (o + o.T) / 2
 
 
 def sq(a: np.ndarray) -> np.ndarray:
     """``||a||^2`` as a matrix."""
-    return np.outer(a, a)
+    return _outer_exact(a, a, False) if a.dtype == object else np.outer(a, a)
 
 
 @dataclass
@@ -234,7 +288,7 @@ def smooth_pair(L: float, xi, gi, fi, xj, gj, fj, name: str) -> Interp:
     """``L``-smooth (not necessarily convex) interpolation, Taylor et al. 2017 Thm 3.10 (PEPit's
     ``SmoothFunction``): ``f_i - f_j >= -(L/4)||x_i - x_j||^2 + <g_i + g_j, x_i - x_j>/2 +
     ||g_i - g_j||^2 / (4L)``, written as ``<= 0``."""
-    quad = -(L / 4) * sq(xi - xj) + 0.5 * inner(gi + gj, xi - xj) + sq(gi - gj) / (4 * L)
+    quad = scaled(sq(xi - xj), -(L / 4)) + scaled(inner(gi + gj, xi - xj), div=2) + scaled(sq(gi - gj), div=4 * L)
     return Interp(name, fj - fi, quad)
 
 
@@ -249,7 +303,7 @@ def prox_pair(gamma: float, xi, si, fi, xj, sj, fj, name: str) -> Interp:
     ``F_j + ||x_j - v_j||^2/(2 gamma) <= F_i + ||x_i - v_j||^2/(2 gamma)``, i.e.
     ``F(x_i) >= F(x_j) + <s_j, x_i - x_j> - ||x_i - x_j||^2/(2 gamma)`` (issue 22; :mod:`stam.theory.pep`),
     written as ``<= 0``.  It is :func:`convex_pair` with the curvature ``1/gamma`` allowed."""
-    return Interp(name, fj - fi, inner(sj, xi - xj) - sq(xi - xj) / (2 * gamma))
+    return Interp(name, fj - fi, inner(sj, xi - xj) - scaled(sq(xi - xj), div=2 * gamma))
 
 
 def f_pair(f_class: str, gamma: float):
@@ -279,7 +333,7 @@ class OneStep:
     ``xi_t`` and ``xi_{t+1}`` (rows, for the free quadratic form), the measure ``S_t`` and, for the
     lower bound, the forms ``low[name]`` with ``V_t - (lower bound) = sum_i theta_i low_i + xi' P xi``."""
 
-    basis: _Basis
+    basis: Basis
     interp: list[Interp]
     pieces: list[Piece]
     S: np.ndarray
@@ -306,6 +360,8 @@ class Certificate:
     P: list | None = None
     residual: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
+    #: the verified point (the SDP's variable vector of :func:`_forms`, floats) that :func:`prove` rounds; not in the JSON
+    point: list | None = field(default=None, repr=False, compare=False)
 
     def as_json(self) -> dict:
         return {"certified": self.certified, "rho": self.rho, "status": self.status, "solver": self.solver,
@@ -320,14 +376,15 @@ def _finite(v) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _layout(step: OneStep, free_P: bool) -> dict:
-    """The SDP's one variable vector ``x = (rho, theta_p..., mu_k..., [kappa], [P_ij, i <= j])`` and the
-    forms as matrices over it (numpy): ``quad(x) = sum_v x_v Q[v]`` (the decrease form ``V_{t+1} - V_t +
-    rho S_t - kappa D_t - sum_k mu_k (interpolation k)``), ``lin(x) = L x`` (its function values), and the
-    lower-bound form ``low(x) = sum_v x_v W[v]``.  Written once; the solver sees it through cvxpy
-    :class:`cvxpy.Parameter` s and the verification (:func:`_verify`) evaluates it in numpy."""
-    nb, nv = step.basis.nb, step.basis.nv
-    cols, lins, names = [step.S], [np.zeros(nv)], ["rho"]
+def _forms(step: OneStep, free_P: bool):
+    """The forms of the SDP over its one variable vector ``x = (rho, theta_p..., mu_k..., [kappa], [P_ij, i <= j])``,
+    in the arithmetic of ``step`` (floats, or exact Fractions for :func:`prove`): for each variable its quadratic form
+    (the decrease form ``V_{t+1} - V_t + rho S_t - kappa D_t - sum_k mu_k (interpolation k)`` is ``sum_v x_v
+    cols[v]``, not yet symmetrised), its function values ``lins[v]`` and its lower-bound form ``low[v]`` (None
+    without a lower bound); ``names`` of the variables and the ``pairs`` ``(i, j)`` of ``P``'s entries."""
+    nv = step.basis.nv
+    zeros = step.basis.zeros
+    cols, lins, names = [step.S], [zeros(nv)], ["rho"]
     for p in step.pieces:
         cols.append(p.quad_t1 - p.quad_t)
         lins.append(p.lin_t1 - p.lin_t)
@@ -343,18 +400,29 @@ def _layout(step: OneStep, free_P: bool) -> dict:
     k = step.xi_t.shape[0] if free_P else 0
     low = []
     if step.low is not None:
-        low = [np.zeros((k, k))] + [step.low.get(p.name, np.zeros((k, k))) for p in step.pieces]
-        low += [np.zeros((k, k))] * (len(cols) - len(low))
+        low = [zeros((k, k))] + [step.low.get(p.name, zeros((k, k))) for p in step.pieces]
+        low += [zeros((k, k))] * (len(cols) - len(low))
     pairs = [(i, j) for i in range(k) for j in range(i, k)]
     for i, j in pairs:  # xi' P xi = sum_i P_ii |xi_i|^2 + sum_{i<j} 2 P_ij <xi_i, xi_j>
         form = (lambda xi: sq(xi[i]) if i == j else 2 * inner(xi[i], xi[j]))
         cols.append(form(step.xi_t1) - form(step.xi_t))
-        lins.append(np.zeros(nv))
+        lins.append(zeros(nv))
         names.append("P")
         if step.low is not None:
-            e = np.zeros((k, k))
-            e[i, j] = e[j, i] = 1.0
+            e = zeros((k, k))
+            e[i, j] = e[j, i] = step.basis.one()
             low.append(e)
+    return cols, lins, names, pairs, k, (low if step.low is not None else None)
+
+
+def _layout(step: OneStep, free_P: bool) -> dict:
+    """The SDP's one variable vector ``x = (rho, theta_p..., mu_k..., [kappa], [P_ij, i <= j])`` and the
+    forms as matrices over it (numpy, :func:`_forms`): ``quad(x) = sum_v x_v Q[v]`` (the decrease form ``V_{t+1} -
+    V_t + rho S_t - kappa D_t - sum_k mu_k (interpolation k)``), ``lin(x) = L x`` (its function values), and the
+    lower-bound form ``low(x) = sum_v x_v W[v]``.  Written once; the solver sees it through cvxpy
+    :class:`cvxpy.Parameter` s and the verification (:func:`_verify`) evaluates it in numpy."""
+    nb = step.basis.nb
+    cols, lins, names, pairs, k, low = _forms(step, free_P)
     Q = np.array(cols)
     Q = (Q + Q.transpose(0, 2, 1)) / 2
     # the basis rescaled (a congruence: definiteness is unchanged) so that every diagonal entry's largest term is 1:
@@ -364,7 +432,7 @@ def _layout(step: OneStep, free_P: bool) -> dict:
     Q = Q * T[None, :, None] * T[None, None, :]
     L = np.array(lins).T
     N = _null_space(step, Q, L, T)
-    return {"Q": Q, "L": L, "W": np.array(low) if step.low is not None else None, "names": names,
+    return {"Q": Q, "L": L, "W": np.array(low) if low is not None else None, "names": names,
             "pairs": pairs, "k": k, "nb": nb, "N": N, "T": T,
             "low_null": _low_null(step, N, T) if step.low is not None else None}
 
@@ -587,6 +655,8 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     mu = [i for i, n in enumerate(names) if n == "mu"]
     cert.details["multipliers"] = {c.name: float(vals[i]) for c, i in zip(step.interp, mu)}
     cert.certified = bool(status == "optimal" and rho is not None and rho >= rho_min)
+    if cert.certified:
+        cert.point = [float(val) for val in v]
     if status == "optimal" and solver_rho >= rho_min and not cert.certified:
         # a rate the solver calls optimal that the verification does not prove: not a certificate, and said so
         # (the region marks a bracket ended by one with "?")
@@ -674,10 +744,147 @@ def _verify(lay: dict, raw: np.ndarray, order_idx, cap: float | None, rho_min: f
         comp = np.linalg.svd(N, full_matrices=True)[0][:, N.shape[1]:]  # N's orthogonal complement
         margin_d = VERIFY_MARGIN * nb * eps * float(np.abs(v) @ norms_Q)
         top = float(np.linalg.eigvalsh(comp.T @ np.tensordot(v, Q, 1) @ comp).max()) if comp.shape[1] else -math.inf
-        residual.update(null_directions=int(N.shape[1]), decrease_max_eig=top, margin=margin_d)
+        residual.update(null_directions=int(N.shape[1]), decrease_max_eig=top, margin=margin_d, near=near)
         if ok and top <= -margin_d and (cap is None or v[names.index("kappa")] <= cap * v[0]):
             return v, float(v[0]), residual
     return None, None, residual
+
+
+# --------------------------------------------------------------------------- the proof in exact arithmetic
+#: how a status is counted (``statuses`` of :func:`certified_gamma`) when a certificate passed the floating-point
+#: verification (:func:`_verify`) but not the exact proof (:func:`prove`; ``details["numerical_only"]``)
+NUMERICAL_ONLY = "numerical only (not proven in exact arithmetic)"
+
+
+#: :func:`prove`: the exact projection onto the identities may move an entry by at most this fraction of the largest
+#: entry (the verified point holds them to rounding; a larger correction would prove some other point)
+PROJECTION_RTOL = 1e-9
+
+
+def prove(step: OneStep, point, free_P: bool = False, order: tuple | None = None, cap=None, near=()) -> dict:
+    """Prove a certificate in exact rational arithmetic (issue 39, "certified means proven"), from the floating-point
+    point ``point`` that :func:`_verify` accepted (:attr:`Certificate.point`) and ``step`` built with ``exact=True``
+    (its forms exact rationals of the parameters' stored values, :func:`_forms`):
+
+    1. round: every entry of the point is taken as the rational it stores (:func:`stam.theory.rational.fraction`);
+    2. project exactly onto the linear identities, with ``rho`` fixed: the function values' combination vanishes
+       (``L x = 0``), the decrease form ``D = sum_v x_v Q[v]`` vanishes on its null directions ``N`` (``D N = 0``:
+       the method's fixed points, the null space of ``step.fixed`` computed exactly, kept when every form vanishes
+       on it exactly; the basis vectors whose diagonal entry of ``D`` is a combination of the function values'
+       identities, decided exactly; and the basis vectors ``near`` that :func:`_verify` took as null), and the
+       lower-bound form on its own (``W C = 0`` with ``C`` the states of ``N``): the least-norm correction of the
+       free entries (those :func:`_verify` moves), solved exactly (:func:`stam.theory.rational.solve_basic`);
+    3. check exactly the sign constraints (multipliers and weights ``>= 0``, weights ``<= 1``, ``theta_order[0] >=
+       theta_order[1]``, ``kappa <= cap rho``) and the definiteness: ``-D`` restricted to a complement of ``N`` and
+       the lower-bound form restricted to a complement of ``C`` positive definite by exact ``LDL^T``
+       (:func:`stam.theory.rational.positive_definite`, Sylvester's criterion).  Since ``D N = 0``, ``x' D x =
+       b' (M' D M) b`` for ``x = N a + M b``: then ``D <= 0`` and the lower bound ``>= 0`` hold exactly, and the
+       certificate holds with the rate ``rho`` for every problem of the class.
+
+    Returns ``{"proven": bool, "rho": the rate proven (a float that is the exact rational), "reason": why not}``, and
+    for a proof its exact point ``x`` and the bases ``null`` (``N``) and ``low_null`` (``C``), for anyone to check."""
+    from stam.theory import rational as rq
+
+    F = rq.fraction
+    cols, lins, names, pairs, k, low = _forms(step, free_P)
+    nb, nvar = step.basis.nb, len(names)
+    if len(point) != nvar:
+        return {"proven": False, "rho": None, "reason": f"the point has {len(point)} entries, the forms {nvar}"}
+    try:  # the forms must be exact: a float among them (a rounded coefficient) is refused, never taken as exact
+        Q = [rq.symmetric_part(c, strict=True) for c in cols]
+        W = [rq.matrix(w, strict=True) for w in low] if low is not None else None
+        lins = [rq.matrix([li], strict=True)[0] for li in lins]
+    except TypeError:
+        return {"proven": False, "rho": None, "reason": "a float entered the exact forms"}
+    x = [F(v) for v in point]
+
+    def rows_of(forms, vecs):  # the rows of (sum_v x_v forms[v]) u = 0 over x, for each u of vecs
+        out = []
+        for u in vecs:
+            cols = [rq.matvec(f, u) for f in forms]
+            out += [list(row) for row in zip(*cols)]
+        return out
+
+    # the null directions N, exactly: D N = 0 is imposed on a spanning set (a unit vector's rows are a column of
+    # each form)
+    vecs, units, fixed = [], set(), []
+    if step.fixed is not None:
+        fixed = rq.nullspace(rq.matrix(step.fixed), nb)
+        if not all(not any(any(row) for row in rq.congruent(fixed, q)) for q in Q):  # as _null_space: every
+            fixed = []  # form vanishes on the fixed points (as a quadratic form), else they are no null directions
+        vecs += fixed
+    L = [[F(lins[v][a]) for v in range(nvar)] for a in range(step.basis.nv)]  # L x = the function values' combination
+    Lred, Lpiv = rq.rref(L)
+    for i in range(nb):
+        d = [q[i][i] for q in Q]
+        if any(d) and rq.in_row_space(Lred, Lpiv, d):
+            units.add(i)
+    units |= {int(i) for i in near}
+    unit = lambda i, n: [F(int(j == i)) for j in range(n)]  # noqa: E731
+    vecs += [unit(i, nb) for i in sorted(units)]
+    N = rq.span_basis(vecs, nb)
+    A = Lred + rows_of(Q, fixed) + [[q[a][i] for q in Q] for i in sorted(units) for a in range(nb)]
+    C = []
+    if W is not None:
+        xi_t = rq.matrix(step.xi_t)
+        C = rq.span_basis([rq.matvec(xi_t, u) for u in vecs], k)
+        A += rows_of(W, C)
+    A = list({tuple(row): row for row in A if any(row)}.values())  # the same identities, without zero or repeated rows
+    nonneg = [n not in ("rho", "P") for n in names]
+    weights = [n not in ("rho", "P", "mu", "kappa") for n in names]
+    kap = names.index("kappa") if "kappa" in names else None
+    capq = None if cap is None else F(cap)
+    for i, (nn, w) in enumerate(zip(nonneg, weights)):  # the bounds, as _verify clipped them in floating point
+        x[i] = max(x[i], F(0)) if nn else x[i]
+        x[i] = min(x[i], F(1)) if w else x[i]
+    if kap is not None:
+        x[kap] = min(x[kap], capq * x[0])
+    free = [(nn and xv > 0 and not (w and xv >= 1)) or n == "P" for nn, w, xv, n in zip(nonneg, weights, x, names)]
+    if kap is not None and x[kap] >= capq * x[0]:
+        free[kap] = False
+    x0 = list(x)
+    for _ in range(3):  # project; a free entry the correction pushed past its bound is held at the bound, and again
+        x = list(x0)
+        r = rq.matvec(A, x)
+        if not any(r):
+            break
+        idx = [i for i in range(nvar) if free[i]]
+        dx = rq.solve_basic([[row[i] for i in idx] for row in A], [-v for v in r]) if idx else None
+        if dx is None:
+            return {"proven": False, "rho": None, "reason": "the identities have no exact solution near the point"}
+        scale = max(abs(v) for v in x0)
+        if max(abs(d) for d in dx) > PROJECTION_RTOL * scale:  # a proof of the solver's point, not of another one
+            return {"proven": False, "rho": None, "reason": "the identities are off by more than rounding"}
+        for i, d in zip(idx, dx):
+            x[i] += d
+        if any(rq.matvec(A, x)):
+            return {"proven": False, "rho": None, "reason": "the identities do not hold exactly"}
+        past = [i for i in idx if (nonneg[i] and x[i] < 0) or (weights[i] and x[i] > 1)
+                or (i == kap and x[i] > capq * x[0])]
+        if not past:
+            break
+        for i in past:
+            free[i] = False
+            x0[i] = F(0) if nonneg[i] and x[i] < 0 else F(1) if weights[i] and x[i] > 1 else capq * x0[0]
+    fail = [n for n, nn, xv in zip(names, nonneg, x) if nn and xv < 0] + [
+        n for n, w, xv in zip(names, weights, x) if w and xv > 1]
+    if order is not None and x[names.index(order[0])] < x[names.index(order[1])]:
+        fail.append("order")
+    if kap is not None and x[kap] > capq * x[0]:
+        fail.append("kappa > cap rho")
+    if fail:
+        return {"proven": False, "rho": None, "reason": "signs: " + ", ".join(sorted(set(fail)))}
+    D = rq.combine(x, Q)
+    M = rq.complement(N, nb)
+    if not rq.positive_definite([[-e for e in row] for row in rq.congruent(M, D)]):
+        return {"proven": False, "rho": None, "reason": "the decrease form is not negative definite off its null directions"}
+    if W is not None:
+        Wx = rq.combine(x, W)
+        if not rq.positive_definite(rq.congruent(rq.complement(C, k), Wx)):
+            return {"proven": False, "rho": None, "reason": "the lower-bound form is not positive definite"}
+    if not x[0] > 0:
+        return {"proven": False, "rho": None, "reason": "rate not positive"}
+    return {"proven": True, "rho": float(x[0]), "reason": None, "x": x, "null": N, "low_null": C}
 
 
 # --------------------------------------------------------------------------- known answers
@@ -685,7 +892,7 @@ def gradient_descent(L: float, gamma: float, rho_min: float = RHO_MIN, solver: s
     """``x_{t+1} = x_t - gamma grad f(x_t)``, ``f`` ``L``-smooth nonconvex, ``S_t = ||grad f(x_t)||^2``;
     ``V = a f(x_t) + p ||grad f(x_t)||^2`` with ``V >= a f^inf`` (``p >= -a/(2L)``).
     Certified exactly for ``gamma < 2/L``."""
-    B = _Basis(2, 2)  # g_t, g_{t+1}; f_t, f_{t+1}
+    B = Basis(2, 2)  # g_t, g_{t+1}; f_t, f_{t+1}
     g0, g1, f0, f1 = B.vec(0), B.vec(1), B.val(0), B.val(1)
     x0 = B.zero()
     x1 = x0 - gamma * g0
@@ -707,7 +914,7 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
     (the sufficient decrease ``Phi(x_{t+1}) <= Phi(x_t) - (1/gamma - L)||x_{t+1} - x_t||^2 / 2`` of
     Attouch-Bolte-Svaiter 2013, Bolte-Sabach-Teboulle 2014, shown tight by the
     forward-backward-envelope analysis of Themelis-Stella-Patrinos 2018)."""
-    B = _Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
+    B = Basis(4, 4)  # g_t, s_t, g_{t+1}, s_{t+1}; G_t, G_{t+1}, F_t, F_{t+1}
     g0, s0, g1, s1 = (B.vec(i) for i in range(4))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
     x0 = B.zero()
@@ -730,7 +937,7 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
 
 
 # --------------------------------------------------------------------------- STAM
-class _SymbolicOps:
+class SymbolicOps:
     """The operators of :mod:`stam.algorithm` on coefficient vectors: ``H = (lam/2)||x - y||^2``
     with the x-step lambdified from the sympy derivation of eq. (algx), and a proximal step of
     ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
@@ -749,7 +956,7 @@ class _SymbolicOps:
         return self.lam * (x - y)
 
     def prox_H(self, z, y, gamma):
-        return np.asarray(self._x_step(y, z, gamma, self.lam), dtype=float)
+        return np.asarray(self._x_step(y, z, gamma, self.lam), dtype=object if z.dtype == object else float)
 
     def prox_F(self, v, gamma):
         return v - gamma * self._s.pop(0)
@@ -757,24 +964,27 @@ class _SymbolicOps:
 
 def _validate(lam, gamma, beta, L1):
     for name, value in (("lam", lam), ("gamma", gamma), ("beta", beta), ("L1", L1)):
-        require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
+        require(isinstance(value, (int, float, Fraction)) and math.isfinite(value) and value > 0,
                 f"{name}={value} must be a finite number > 0")
 
 
 def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
-                  f_class: str = DEFAULT_F_CLASS) -> OneStep:
+                  f_class: str = DEFAULT_F_CLASS, exact: bool = False) -> OneStep:
     """One step of deterministic STAM as an :class:`OneStep` (module docstring: basis, template),
-    ``F`` of ``f_class`` (:data:`stam.theory.pep.F_CLASSES`)."""
+    ``F`` of ``f_class`` (:data:`stam.theory.pep.F_CLASSES`); with ``exact`` its forms are exact rationals
+    (:class:`fractions.Fraction`, the parameters taken at the exact values of their floats) for :func:`prove`."""
     _validate(lam, gamma, beta, L1)
     require(template in TEMPLATES, f"template={template!r}; allowed: {', '.join(TEMPLATES)}")
+    if exact:
+        lam, gamma, beta, L1 = (Fraction(v) for v in (lam, gamma, beta, L1))
     pair = f_pair(f_class, gamma)
 
-    B = _Basis(5, 4)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
+    B = Basis(5, 4, exact)  # w = y^t - z^{t-1}, g_t, s_t, g_{t+1}, s_{t+1};  G_t, G_{t+1}, F_t, F_{t+1}
     w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
     G0, G1, F0, F1 = (B.val(i) for i in range(4))
     if f_class == "indicator":  # F = 0 on the set (its values are no unknowns)
-        F0 = F1 = np.zeros(4)
-    ops = _SymbolicOps(lam, [s0, s1])
+        F0 = F1 = B.zeros(4)
+    ops = SymbolicOps(lam, [s0, s1])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())  # x^t, u^t, z^t from (y^t, z^{t-1}) = (w, 0)
     st1 = stam_step(st0, g0, ops, gamma, beta)  # eq. (algy), (algx), (algu), (algz)
     interp = [smooth_pair(L1, st1.y, g1, G1, st0.y, g0, G0, "G(y^t+1) vs G(y^t)"),
@@ -786,11 +996,12 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
         return sq(g + ops.grad_y_H(st.u, st.y)) + sq(ops.grad_x_H(st.u, st.y) + s)
 
     def H(st):
-        return lam / 2 * sq(st.x - st.y)
+        return scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+        return (scaled(sq(2 * x - u - z), div=2 * gamma) - scaled(sq(x - z), div=2 * gamma)
+                - scaled(sq(u - x), div=gamma))
 
     xi_t = np.array([st0.y - B.zero(), g0, s0])  # (y^t - z^{t-1}, g_t, s_t)
     xi_t1 = np.array([st1.y - st0.z, g1, s1])
@@ -801,35 +1012,38 @@ def stam_step_sdp(lam: float, gamma: float, beta: float, L1: float = 1.0, templa
         pieces = [Piece("a", G0, H(st0), G1, H(st1)), Piece("b", F0, M_quad(st0), F1, M_quad(st1))]
         return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1,
                        note="V = a (G + H) + b M_t", fixed=fixed)
-    Z = np.zeros((5, 5))
+    Z = B.zeros((5, 5))
     pieces = [Piece("a", G0, Z, G1, Z), Piece("b", F0, Z, F1, Z)]
     # V_t - b Phi^inf - (a - b) G^inf >= xi' P xi - b m(g_t, u^t - y^t) + (a - b) ||g_t||^2 / (2 L1)
     # written over the time-t basis (w, g_t, s_t): coefficient rows of the time-t vectors
     d = (st0.u - st0.y)[:3]  # u^t - y^t over (w, g_t, s_t)
     gt = g0[:3]
-    m = lam / 2 * sq(d) - sq(gt - lam * d) / (2 * (L1 + lam))
-    low = {"a": sq(gt) / (2 * L1), "b": -m - sq(gt) / (2 * L1)}
+    m = scaled(sq(d), lam / 2) - scaled(sq(gt - lam * d), div=2 * (L1 + lam))
+    low = {"a": scaled(sq(gt), div=2 * L1), "b": -m - scaled(sq(gt), div=2 * L1)}
     # xi_t = (w, g_t, s_t) is the time-t part of the basis itself, so these forms are over xi_t
-    assert np.allclose(xi_t[:, :3], np.eye(3)) and np.allclose(xi_t[:, 3:], 0)
+    assert (xi_t[:, :3] == np.eye(3)).all() and (xi_t[:, 3:] == 0).all()
     return OneStep(B, interp, pieces, S(st0, g0, s0), xi_t=xi_t, xi_t1=xi_t1, low=low,
                    note="V = a G + b F + xi' P xi", fixed=fixed)
 
 
 def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS,
-                          N: int = 2, b: int = 1) -> OneStep:
+                          N: int = 2, b: int = 1, exact: bool = False) -> OneStep:
     """One step of STAM with b-nice minibatch gradients, paper template (module docstring, "Sampled
     gradients"): ``G = (1/N) sum_i G_i``, the ``K = C(N, b)`` branches of the step enumerated, each run
     through the project's ``stam_step``; ``E_t`` is their exact average.  Basis: ``w``, the ``N``
     gradients ``g_i^t``, ``s_t``, and per branch ``k`` the ``N`` gradients at ``y^{t+1,k}`` and
     ``s_{t+1,k}``; values: ``G_i`` at every point, ``F`` at every ``u``, and the lower bounds ``G_i^inf``.
-    With ``b = N`` (one branch, the exact gradient) there is no growth term."""
+    With ``b = N`` (one branch, the exact gradient) there is no growth term; ``exact``: as :func:`stam_step_sdp`."""
     _validate(lam, gamma, beta, L1)
+    cap = growth_cap(float(lam), float(beta), float(L1), N, b)
+    if exact:
+        lam, gamma, beta, L1 = (Fraction(v) for v in (lam, gamma, beta, L1))
     batches = minibatches(N, b)
     K = len(batches)
     pair = f_pair(f_class, gamma)
     nb = 2 + N + K * (N + 1)
     nv = N + N * K + 1 + K + N
-    B = _Basis(nb, nv)
+    B = Basis(nb, nv, exact)
     w, s0 = B.vec(0), B.vec(1 + N)
     g0 = [B.vec(1 + i) for i in range(N)]
     gk = [[B.vec(2 + N + k * (N + 1) + i) for i in range(N)] for k in range(K)]
@@ -839,10 +1053,10 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
     F0, Fk = B.val(N + N * K), [B.val(N + N * K + 1 + k) for k in range(K)]
     fstar = [B.val(N + N * K + 1 + K + i) for i in range(N)]
     if f_class == "indicator":
-        F0, Fk = np.zeros(nv), [np.zeros(nv)] * K
-    ops = _SymbolicOps(lam, [s0, *sk])
+        F0, Fk = B.zeros(nv), [B.zeros(nv)] * K
+    ops = SymbolicOps(lam, [s0, *sk])
     st0 = stam_init(w, ops, gamma, z_prev=B.zero())
-    branches = [stam_step(st0, sum(g0[i] for i in batch) / b, ops, gamma, beta) for batch in batches]
+    branches = [stam_step(st0, scaled(sum(g0[i] for i in batch), div=b), ops, gamma, beta) for batch in batches]
 
     interp = []
     for i in range(N):  # G_i: L1-smooth on every pair of its points, bounded below by G_i^inf (for the growth term:
@@ -854,7 +1068,7 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                     interp.append(smooth_pair(L1, p[0], p[1], p[2], q[0], q[1], q[2], f"G_{i}(y^{p[3]}) vs G_{i}(y^{q[3]})"))
             if K > 1:
                 interp.append(Interp(f"G_{i}^inf <= G_{i}(y^{p[3]}) - |g|^2/(2L1)", fstar[i] - p[2],
-                                     sq(p[1]) / (2 * L1)))
+                                     scaled(sq(p[1]), div=2 * L1)))
     pts = [(st0.u, s0, F0, "t")] + [(st.u, sk[k], Fk[k], f"t+1,{k}") for k, st in enumerate(branches)]
     for p in pts:
         for q in pts:
@@ -862,20 +1076,21 @@ def stam_step_sdp_sampled(lam: float, gamma: float, beta: float, L1: float = 1.0
                 interp.append(pair(p[0], p[1], p[2], q[0], q[1], q[2], f"F(u^{p[3]}) vs F(u^{q[3]})"))
 
     def H(st):
-        return lam / 2 * sq(st.x - st.y)
+        return scaled(sq(st.x - st.y), lam / 2)
 
     def M_quad(st):  # the quadratic part of M_t (eq. (eq651))
         x, u, z = st.x, st.u, st.z
-        return sq(2 * x - u - z) / (2 * gamma) - sq(x - z) / (2 * gamma) - sq(u - x) / gamma
+        return (scaled(sq(2 * x - u - z), div=2 * gamma) - scaled(sq(x - z), div=2 * gamma)
+                - scaled(sq(u - x), div=gamma))
 
-    mean = lambda items: sum(items[1:], items[0]) / len(items)  # noqa: E731
+    mean = lambda items: scaled(sum(items[1:], items[0]), div=len(items))  # noqa: E731
     Gt = mean(G0)
     pieces = [Piece("a", Gt, H(st0), mean([mean(Gk[k]) for k in range(K)]), mean([H(st) for st in branches])),
               Piece("b", F0, M_quad(st0), mean(Fk), mean([M_quad(st) for st in branches]))]
     g = mean(g0)
     S = sq(g + lam * (st0.y - st0.u)) + sq(lam * (st0.u - st0.y) + s0)
     # D_t = G(y^t) + H(x^t, y^t) - mean_i G_i^inf; kappa <= growth_cap rho
-    growth = None if K == 1 else (Gt - mean(fstar), H(st0), growth_cap(lam, beta, L1, N, b))
+    growth = None if K == 1 else (Gt - mean(fstar), H(st0), cap)
     fixed = [st0.z, g + lam * (st0.y - st0.u), lam * (st0.u - st0.y) + s0]
     for k, st in enumerate(branches):
         fixed += [st.y - st0.y, st.z - st0.z, sk[k] - s0] + [gk[k][i] - g0[i] for i in range(N)]
@@ -900,17 +1115,26 @@ def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, templat
     floor = rate_floor(beta) if rho_min is None else rho_min
     check_f_class(f_class)
     validate_sampling(N, b)
-    with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
+    def build(exact=False):
         if (N, b) != (1, 1):
             require(template == "paper", f"sampled gradients (N={N}, b={b}) are searched with the paper template only")
-            step = stam_step_sdp_sampled(lam, gamma, beta, L1, f_class, N, b)
-        else:
-            step = stam_step_sdp(lam, gamma, beta, L1, template, f_class)
-    if template == "paper":
-        cert = search(step, rho_min=floor, solver=solver, solver_options=solver_options)
-    else:
-        cert = search(step, free_P=True, order=("a", "b"), rho_min=floor, solver=solver,
-                      solver_options=solver_options)
+            return stam_step_sdp_sampled(lam, gamma, beta, L1, f_class, N, b, exact=exact)
+        return stam_step_sdp(lam, gamma, beta, L1, template, f_class, exact=exact)
+
+    with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
+        step = build()
+    free_P, order = (False, None) if template == "paper" else (True, ("a", "b"))
+    cert = search(step, free_P=free_P, order=order, rho_min=floor, solver=solver, solver_options=solver_options)
+    if cert.certified:  # certified means proven: the exact proof of the verified point (issue 39)
+        t0 = time.perf_counter()
+        exact = build(exact=True)
+        proof = prove(exact, cert.point, free_P, order, None if exact.growth is None else exact.growth[2],
+                      cert.residual.get("near", ()))
+        cert.details["proof"] = {"exact": proof["proven"], "seconds": time.perf_counter() - t0,
+                                 **({"reason": proof["reason"]} if not proof["proven"] else {})}
+        if not proof["proven"]:
+            cert.certified = False
+            cert.details["numerical_only"] = True
     cert.details.update(template=step.note, f_class=f_class, N=N, b=b, size=step.basis.nb,
                         constraints=len(step.interp), rate_floor=floor)
     solver_rho = cert.details.get("solver_rho")
@@ -1024,9 +1248,10 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
         for beta in list(order):
             c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver, f_class=f_class, N=N, b=b)
             key = (f"{c.status}, {UNVERIFIED}" if c.details.get("unverified") else
+                   f"{c.status}, {NUMERICAL_ONLY}" if c.details.get("numerical_only") else
                    f"{c.status}, {BELOW_FLOOR}" if c.details.get("below_floor") else c.status)
             statuses[key] = statuses.get(key, 0) + 1
-            if c.details.get("unverified"):
+            if c.details.get("unverified") or c.details.get("numerical_only"):
                 unverified[gamma] = max(unverified.get(gamma, 0.0), c.details["solver_rho"] * beta)
             slowest[0] = max(slowest[0], c.seconds)
             if c.certified:
@@ -1191,7 +1416,7 @@ def check_region_row(result: dict, spec: dict, path) -> None:
 
 
 #: changes when the search changes (the verification of issue 22): a store's rows of an older search are not reused
-SEARCH_VERSION = 2
+SEARCH_VERSION = 3
 
 
 def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,

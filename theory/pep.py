@@ -38,7 +38,8 @@ Performance metric: the stationarity measure of Theorem conv, ``min_{0<=t<=T-1} 
 produced by the proximal step eq. (algu): for a nonconvex ``F`` a proximal subgradient, hence a
 limiting subgradient (an element of the ``partial F(u^t)`` of Theorem conv).  The second term bounds ``dist^2(0, grad_x H(u^t, y^t) + dF(u^t))``
 from above; it is the very element of eq. (eq401) that the proof of Theorem conv bounds, so
-the theorem bounds ``S_t`` itself.
+the proof of Theorem conv bounds ``S_t``.  The theorem's own measure (with ``dist^2``) is at most ``S_t``: the PEP
+is exact for ``S_t``, the quantity of the proof, and an upper bound for the theorem's ``dist^2`` measure.
 
 Normalisation (initial condition): ``delta0 + M0'_T <= 1`` with
 
@@ -345,6 +346,15 @@ def gram_size(T: int, N: int = 1, b: int = 1, free_start: bool = False):
     return 1 + N * nodes_before_T + nodes_before_T + K**T + (1 if free_start else 0)
 
 
+def merit_of(state, Fu, gamma):
+    """``M_t`` of Lemma conv-lemma (eq. (eq651)) at a STAM state ``(y, x, u, z)`` with ``F(u^t) = Fu``:
+    ``F(u) + ||2x - u - z||^2/(2 gamma) - ||x - z||^2/(2 gamma) - ||u - x||^2/gamma``, in the arithmetic of the
+    state (PEPit points, where ``p ** 2`` is the squared norm; sympy or plain numbers in one dimension,
+    :mod:`stam.theory.onset`)."""
+    x, u, z = state.x, state.u, state.z
+    return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
+
+
 def stam_pep(
     lam: float,
     gamma: float,
@@ -395,9 +405,8 @@ def stam_pep(
     z_prev = problem.set_initial_point() if free_start else y0
     f_stars = [Expression() for _ in range(N)]  # G_i^inf (N = 1: G^inf = (G+H)^inf)
 
-    def merit(state, Fu):  # M_t of Lemma conv-lemma (eq. (eq651))
-        x, u, z = state.x, state.u, state.z
-        return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
+    def merit(state, Fu):
+        return merit_of(state, Fu, gamma)
 
     state = stam_init(y0, ops, gamma, z_prev=z_prev)
     x0 = state.x

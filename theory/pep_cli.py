@@ -10,12 +10,15 @@ import contextlib
 import math
 import sys
 
-from stam.cliargs import ListArg
-from stam.errors import UsageError, positive_float, positive_int, require
-from stam.io import check_out_file
-from stam.params import add_field, flagged
-from stam.theory.params import MAX_GRAM, REGION_ONLY, RegionParams
+from typing import TYPE_CHECKING
 
+from stam.errors import UsageError, positive_float, positive_int, require
+
+if TYPE_CHECKING:
+    from stam.theory.params import RegionParams
+
+# (the toolkit's modules below are imported where they are used: registering ``stam pep`` for ``stam --help``
+# imports none of them)
 # MAX_GRAM, the largest Gram matrix ``stam pep`` builds without ``--force``: stam.theory.params (the help of --force)
 
 #: the most work a sweep does without ``--force``, in units of the largest PEP allowed (the work
@@ -35,6 +38,8 @@ def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
 def _check_size(args) -> None:
     """Refuse, before any work, a PEP above :data:`MAX_GRAM` and a sweep above
     :data:`MAX_SWEEP_WORK` unless ``--force``; a horizon listed twice is an error."""
+    from stam.theory.params import MAX_GRAM
+
     T = args.T if args.T is not None else max(args.sweep_T)
     N, b = args.N, args.b
     size = gram_size(T, args.free_start, N, b)
@@ -120,8 +125,9 @@ def _beyond_floats(args):
 
 
 def _pep(args) -> int:
-    from stam.io import dumps
+    from stam.io import check_out_file, dumps
     from stam.theory import pep
+    from stam.theory.params import REGION_ONLY
 
     solver = None if args.solver == "auto" else args.solver
     require((args.N is None) == (args.b is None),
@@ -177,13 +183,15 @@ REFUTED_HEAD = "gamma (M0'_T)"
 #: the notes under the table of ``stam pep --region``: a bracket marked "?" (:func:`_fmt_bracket`), the
 #: normalisation of the refutation, the Theorem conv column (:func:`_theorem_cell`).
 REGION_NOTES = (
-    "?: at the end of the bracket the solver's optimal rate failed the verification (solver accuracy): not certified "
-    "there, nor shown to be the template's limit",
+    "?: at the end of the bracket the solver's optimal rate failed the verification or its exact proof (solver "
+    "accuracy): not certified there, nor shown to be the template's limit; every certified gamma is proven in exact "
+    "rational arithmetic",
     "*: the interval from the first certified gamma of the scan up (the rates below it were not verified; 'start' in "
     "the file)",
     "refuted: stam pep unbounded under delta0 + M0'_T <= 1 (the first T + 1 merits): no bound of Theorem conv's form "
     "with M0'_T; the printed theorem's M0' (all t) is not refuted by it. Certificates bound min_t S_t by "
-    "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T)",
+    "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T). At T = 1 the onset is exactly gamma*lambda = (1+sqrt(3))/2 = "
+    "1.366 for every beta and L1 (stam.theory.onset)",
     "Theorem conv: the paper form at 0.5 and 0.99 gamma_max with the theorem's beta = ceil(2 K2/K1), full gradient and "
     "sampled; yes (c): certified with 1/rho <= c beta (the theorem's constant is >= 2 beta)",
 )
@@ -230,6 +238,7 @@ def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
     :func:`region_store` of ``params.out`` (a rerun with the same parameters reuses them), refused above
     :data:`MAX_REGION_WORK_S` unless ``params.force`` and announced on stderr from :data:`REGION_SAY_S`;
     writes the ``lyapunov-region`` file ``params.out`` and returns it.  ``progress``: called with each row."""
+    from stam.io import check_out_file
     from stam.theory import lyapunov
 
     require(params.out is not None, "--region writes a result file: give --out FILE.json")
@@ -258,6 +267,7 @@ def _region(args) -> int:
     """``stam pep --region``: the flags of a single PEP refused, the parameters of the command line
     (:class:`stam.theory.params.RegionParams`), :func:`run_region`, the table on stdout."""
     from stam.io import dumps
+    from stam.theory.params import RegionParams
 
     extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
     require(not extra, f"--region searches over gamma and beta itself; drop {', '.join('--' + e.replace('_', '-') for e in extra)}"
@@ -300,8 +310,8 @@ def _handler(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add ``stam pep``."""
-    p = subparsers.add_parser(
+    """Add ``stam pep`` (its flags added when it is parsed or its help shown: ``build=``)."""
+    subparsers.add_parser(
         "pep",
         help="exact worst case of STAM (performance estimation; nonconvex or convex F, full or minibatch "
         "gradients) vs Theorem conv's bound",
@@ -312,7 +322,15 @@ def register(subparsers) -> None:
         "paper's M0'; with --N/--b, G = (1/N) sum G_i, every minibatch path enumerated, and delta0 + Delta + "
         "M0'_T <= 1), beside the theorem's bound for the same normalisation (corrected constants) and their "
         "ratio. A solver status other than optimal is printed as such.",
+        build=_build,
     )
+
+
+def _build(p) -> None:
+    from stam.cliargs import ListArg
+    from stam.params import add_field, flagged
+    from stam.theory.params import RegionParams
+
     p.add_argument("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
     p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
     p.add_argument("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")

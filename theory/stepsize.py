@@ -5,15 +5,14 @@ recommended ``gamma`` (the admissible gamma that minimises the bound on T of The
 conv-rate), ``K1 K2 K3 M L``, ``beta_min`` with the binding condition and ``T_min``; with
 ``--gamma`` alone the same at that gamma; with ``--gamma --beta [--T]`` it checks that
 configuration.  Corrected constants by default (``--as-printed``: the paper's printed forms).
-Imports numpy and :mod:`stam.theory.numeric` only.
+Imports numpy and :mod:`stam.theory.numeric` only, and only when it runs (registering ``stam stepsize`` for
+``stam --help`` imports neither).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-
-import numpy as np
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
@@ -102,6 +101,8 @@ def constants_from_problem(args):
 
 def constants_from_args(args):
     """Build :class:`stam.theory.numeric.Constants` from the flags (UsageError on conflicts)."""
+    import numpy as np
+
     from stam.theory import numeric as num
 
     if getattr(args, "problem", None):

@@ -46,7 +46,7 @@ _SEARCH = _closed({"method": STR, "classes": LIST, "instances": COUNT, "steps": 
 STORED_FINDING = _closed(
     {"label": TEXT, "printed": STR, "derived": STR, "verdict": STR, "counterexample": DICT_OR_NULL, "note": STR,
      "covers": LIST, "gap": DICT_OR_NULL, "elsewhere": LIST, "error": STR, "math": DICT, "evidence": STR,
-     "search": DICT_OR_NULL},
+     "search": DICT_OR_NULL, "network": DICT_OR_NULL},
     items={"covers": STR},
     each={"elsewhere": _closed({"where": STR, "agrees": BOOL, "printed": BOOL})},
     inner={"gap": _closed({"uses": STR, "states": STR, "closes": STR, "witness": DICT_OR_NULL}), "search": _SEARCH,

@@ -29,6 +29,11 @@ Verdicts (:func:`verdict`), each naming its evidence kind (:data:`EVIDENCE`, :fu
 - ``ok``: no counterexample and no gap (evidence ``proof``: decided by sympy, or ``sampled``: no
   counterexample in a seeded search, the item says which);
 - ``failed to derive``: the item's derivation raised (reported, never fatal; :func:`evaluate`).
+
+Beside the verdict, which is about the paper's general class of ``H``, an item may say what is true for the
+network coupling ``H = (lam/2)||x - y||^2`` of Section 3 (:class:`Network`, evidence :data:`NETWORK_EVIDENCE`): an
+``unproven`` step (or a ``false`` one) that exact certificates prove for that coupling says so there, distinct
+from its verdict (issue 39).
 """
 
 from __future__ import annotations
@@ -56,6 +61,13 @@ EVIDENCE = {
     "none": "the derivation raised",
 }
 
+#: what an item's statement about the network coupling rests on (:class:`Network`)
+NETWORK_EVIDENCE = {
+    "certificate": "Lyapunov certificates of stam.theory.lyapunov proven in exact rational arithmetic at the points named",
+    "one-step certificate": "an S-procedure certificate over one STAM step (every G, F of the class and state), "
+                            "proven in exact rational arithmetic at the points named",
+}
+
 #: the modules that declare items, in the order of the paper
 MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network", "wellposed")
 
@@ -80,6 +92,23 @@ class Gap:
     states: str
     closes: str
     witness: dict | None = None
+
+
+@dataclass(frozen=True)
+class Network:
+    """What holds of an item's statement for the network coupling ``H = (lam/2)||x - y||^2`` (Section 3): ``holds``
+    (True: proven there, at the ``points`` named when they are given), what it rests on (``evidence``, a key of
+    :data:`NETWORK_EVIDENCE`), ``how`` in words, and the ``points`` (parameters and what was proven at each)."""
+
+    holds: bool
+    evidence: str
+    how: str
+    points: tuple = ()
+
+    def as_json(self) -> dict:
+        if self.evidence not in NETWORK_EVIDENCE:
+            raise ValueError(f"network evidence {self.evidence!r} is not one of {', '.join(NETWORK_EVIDENCE)}")
+        return {"holds": bool(self.holds), "evidence": self.evidence, "how": self.how, "points": list(self.points)}
 
 
 @dataclass(frozen=True)
@@ -132,6 +161,7 @@ class Result:
     corrected: Corrected | Callable[[], Corrected] | None = None  # a callable is built only when asked for
     evidence: str = ""  # the kind of the counterexample or of the ok (EVIDENCE); "" = the default (see evidence())
     search: Search | Callable[[], Search] | None = None  # the search on actual runs (needed with evidence "premises")
+    network: Network | Callable[[], Network | None] | None = None  # what holds for H = (lam/2)||x - y||^2 (Network)
 
     def corrected_statement(self) -> Corrected | None:
         return self.corrected() if callable(self.corrected) else self.corrected
@@ -141,6 +171,11 @@ class Result:
         if callable(self.search):
             self.search = self.search()
         return self.search
+
+    def network_result(self) -> Network | None:
+        if callable(self.network):
+            self.network = self.network()
+        return self.network
 
 
 def _declared(r: Result) -> str:
@@ -267,5 +302,5 @@ PAPER_CHECK = ResultType(
     unpack=_findings, params=lambda findings: {"findings": len(findings)})
 
 
-__all__ = ["Tex", "VERDICTS", "EVIDENCE", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
+__all__ = ["Tex", "VERDICTS", "EVIDENCE", "NETWORK_EVIDENCE", "Network", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",
            "evaluate", "Evaluated", "FINDING", "PAPER_CHECK"]

@@ -12,11 +12,13 @@ from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.adversary import runs_search
 from stam.theory.items.common import SEED, rounded, chain_counterexample, premise_witness, pretty
-from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
+from stam.theory.items import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, INTEGRABLE_STEP, definitions
 
 _ORIGIN = "eq25"
+#: the unproven chain steps whose print is proven for the network coupling (:func:`step_network`)
+NETWORK_STEPS = ("eq36", "eq39")
 
 
 def _implied(printed, derived) -> bool:
@@ -40,6 +42,107 @@ def _dependents(label: str) -> list:
     return out
 
 
+def eq25_network() -> dict:
+    """eq25 for the network coupling ``H = (lam/2)||x - y||^2`` (``L4* = lam``): with the x-step eq. (algx) (derived in
+    sympy, :func:`stam.theory.items.common.derived_updates`) ``z^t - z^{t-1} = (1 + gamma lam) dx - gamma lam dy``
+    (``dx = x^{t+1} - x^t``, ``dy = y^{t+1} - y^t``), so ``P = (1 + gamma lam) X - gamma lam <dx, dy>`` and the printed
+    gap is exactly ``(lam/2)||dx - dy||^2 + (lam + 1 + 2l) X / 2``: on runs it fails only when ``l < -(lam + 1)/2``
+    (the counterexample's ``l = -lam``, the smallest admissible, with ``lam > 1``); with the paper's own ``l = L2* =
+    lam`` it holds.  (One dimension suffices: every term is an isotropic form in ``dx, dy``.)"""
+    from stam.theory.items.common import derived_updates
+
+    x_step = derived_updates()[1]
+    y0, y1, z0, zm1 = sp.symbols("y0 y1 z0 zm1", real=True)
+    dx_, dy_ = sp.symbols("dx dy", real=True)
+    dx_expr = x_step(y1, z0, s.gamma, s.lam) - x_step(y0, zm1, s.gamma, s.lam)  # x^{t+1} - x^t (eq. algx)
+    dz = sp.solve(sp.Eq(dx_expr.subs(y1, y0 + dy_), dx_), z0)[0] - zm1  # z^t - z^{t-1}
+    printed = chain.step("eq25").printed
+    net = printed.subs({s.L4: s.lam, chain.P: sp.expand(dz * dx_), chain.X: dx_**2, chain.Y: dy_**2})
+    closed = s.lam / 2 * (dx_ - dy_) ** 2 + (s.lam + 1 + 2 * s.l) * dx_**2 / 2
+    same = sp.simplify(net - closed) == 0
+    return {"same": same, "gap": closed, "threshold": -(s.lam + 1) / 2,
+            "note": ("for H = (lam/2)||x-y||^2 the printed gap is (lam/2)||dx - dy||^2 + (lam + 1 + 2l) ||dx||^2/2 "
+                     "(sympy, through the x-step): it fails on runs only when l < -(lam+1)/2 (here l = -lam, lam > 1); "
+                     "with the paper's own l = L2* = lam it holds") if same else
+                    "the network form of the printed gap was not derived"}
+
+
+#: :func:`step_network`: the lambdas and fractions of gamma_max(lambda) (with the theorem's beta) where a printed step of
+#: the chain is proven for the network coupling
+STEP_NETWORK_LAMS = (0.1, 1.0, 3.511)
+STEP_NETWORK_FRACTIONS = (0.5, 0.99)
+
+
+def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> bool:
+    """Whether the printed chain step ``label`` (a gap linear in ``X, Y, Z, dPhi``, :mod:`stam.theory.chain`) holds
+    for every STAM step of the network coupling ``H = (lam/2)||x - y||^2``, every ``L1``-smooth ``G`` and every proper
+    lsc ``F``, at these parameters (network constants of ``stam.theory.constants``: ``L2* = L4* = lam``, ``l = -lam``),
+    proven in exact rational arithmetic: one step is run by the project's ``stam_init``/``stam_step`` on the exact
+    coefficient basis of :func:`stam.theory.lyapunov.stam_step_sdp` (``y^t - z^{t-1}``, the gradients, the
+    subgradients; ``y^{t+1} - y^t`` free), the printed gap is written as a quadratic form plus ``-(F(u^{t+1}) - F(u^t))``,
+    and the u-step's inequality (eq. (eq261): ``F(u^{t+1}) + ||u^{t+1} - v^{t+1}||^2/(2 gamma) <= F(u^t) + ||u^t -
+    v^{t+1}||^2/(2 gamma)``) with multiplier 1 cancels the function values; the form that remains must be positive
+    semidefinite, decided exactly (its kernel computed exactly, an exact ``LDL^T`` on a complement)."""
+    from fractions import Fraction
+
+    from stam.algorithm import stam_init, stam_step
+    from stam.theory import lyapunov as ly
+    from stam.theory import rational as rq
+
+    lamF, gamF, betaF = Fraction(lam), Fraction(gamma), Fraction(beta)
+    B = ly.Basis(5, 4, exact=True)
+    w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
+    ops = ly.SymbolicOps(lamF, [s0, s1])
+    st0 = stam_init(w, ops, gamF, z_prev=B.zero())  # z^{t-1} = 0: y^t - z^{t-1} = w
+    st1 = stam_step(st0, g0, ops, gamF, betaF)
+
+    def H(x, y):
+        return ly.scaled(ly.sq(x - y), lamF / 2)
+
+    def M(st):  # the quadratic part of M_t (eq. (eq651)); its F(u) is the function value
+        x, u, z = st.x, st.u, st.z
+        return (ly.scaled(ly.sq(2 * x - u - z), div=2 * gamF) - ly.scaled(ly.sq(x - z), div=2 * gamF)
+                - ly.scaled(ly.sq(u - x), div=gamF))
+
+    forms = {chain.X: ly.sq(st1.x - st0.x), chain.Y: ly.sq(st1.y - st0.y), chain.Z: ly.sq(st0.z),
+             chain.dPhi: H(st1.x, st1.y) + M(st1) - H(st0.x, st1.y) - M(st0)}  # dPhi: plus F(u^{t+1}) - F(u^t)
+    R = lambda v: sp.Rational(v.numerator, v.denominator)  # noqa: E731
+    expr = chain.step(label).printed.subs({s.K1: k.K1_expr(), s.K2: k.K2_expr()})
+    expr = expr.subs({s.L2: R(lamF), s.L4: R(lamF), s.l: -R(lamF), s.gamma: R(gamF)})
+    if not expr.free_symbols <= set(forms) or sp.diff(expr, chain.dPhi) != -1:
+        return False  # not a gap linear in X, Y, Z, dPhi with -dPhi: not this certificate's shape
+    Mx = B.zeros((5, 5))
+    for sym, form in forms.items():
+        cf = sp.nsimplify(sp.diff(expr, sym))
+        if cf != 0:
+            num_, den_ = sp.fraction(cf)
+            Mx = Mx + ly.scaled(form, Fraction(int(num_), int(den_)))
+    Mx = Mx + ly.inner(s1, st0.u - st1.u) - ly.scaled(ly.sq(st0.u - st1.u), div=2 * gamF)  # eq261, multiplier 1
+    if any(isinstance(e, float) for e in Mx.flat):
+        return False
+    Mq = rq.symmetric_part(Mx)
+    return rq.positive_definite(rq.congruent(rq.complement(rq.nullspace(Mq, 5), 5), Mq))
+
+
+def step_network(label: str):
+    """The :class:`Network` statement of a printed chain step (eq36, eq39): proven for ``H = (lam/2)||x - y||^2`` at
+    :data:`STEP_NETWORK_LAMS` x :data:`STEP_NETWORK_FRACTIONS` (the theorem's beta) by :func:`step_network_proof`."""
+    import math
+
+    points = []
+    for lam in STEP_NETWORK_LAMS:
+        c = num.quadratic_coupling(lam, L1=1.0)
+        for frac in STEP_NETWORK_FRACTIONS:
+            gamma = frac * float(num.gamma_max(c))
+            beta = float(math.ceil(2 * float(num.K2(gamma, c)) / float(num.K1(gamma, c))))
+            points.append({"lam": lam, "gamma": gamma, "gamma / gamma_max": frac, "beta": beta,
+                           "proven": step_network_proof(label, lam, gamma, beta)})
+    return Network(all(p["proven"] for p in points), "one-step certificate",
+                   f"printed {label} = (quadratic form) - [F(u^(t+1)) - F(u^t)]; adding the u-step's inequality eq261 "
+                   "(multiplier 1) leaves a form proven positive semidefinite in exact arithmetic, for every L1-smooth G, "
+                   "every proper lsc F and every state, at each point (L2* = L4* = lam, l = -lam)", tuple(points))
+
+
 def _chain_item(label: str):
     def run(seed: int = SEED) -> Result:
         st = chain.step(label)
@@ -56,9 +159,12 @@ def _chain_item(label: str):
             follows = _implied(st.printed, st.printed_from_printed)
             origin = (f"follows from the printed predecessors: error propagated from {_ORIGIN}" if follows
                       else "the error enters here: (Hx-ylip) gives (L4*)^2 ||dy||^2, not L4* ||dy||^2")
+            if label == "eq25":  # before the derivation's rule, which the brief leaves out
+                origin += "; " + eq25_network()["note"]
             note = f"{origin}; printed - derived = {pretty(cmp.residual)} (derived by: {st.rule})"
+        network = (lambda: step_network(label)) if label in NETWORK_STEPS else None  # noqa: E731
         return Result(sp.Ge(st.printed, 0, evaluate=False), sp.Ge(st.derived, 0, evaluate=False), ce,
-                      tuple(elsewhere), note=note, search=srch)
+                      tuple(elsewhere), note=note, search=srch, network=network)
 
     run.__name__ = f"chain_{label}"
     return run

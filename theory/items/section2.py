@@ -150,6 +150,36 @@ def l_smooth() -> Result:
                        "at most L2*-weakly convex).")
 
 
+@item("ass2 (a3): L5* omitted from 'there exist'", covers=("lip-const", "Hy-ylip"))
+def l5_omitted() -> Result:
+    """(a3) quantifies ``L2*, L3*, L4* >= 0 and L > 0`` but then bounds ``sup_y L5(y) <= L5*``, a constant it never
+    introduces.  Harmless: ``L5* = L4*`` always works.  One line: for ``C^1`` ``H`` the mixed second difference
+    ``D = H(x+su, y+tv) - H(x, y+tv) - H(x+su, y) + H(x, y)`` is ``int_0^s <grad_x H(x+r u, y+tv) - grad_x H(x+r u, y), u> dr
+    <= s t L4* |u||v|`` by (Hx-ylip), and ``D / t -> <grad_y H(x+su, y) - grad_y H(x, y), v>`` as ``t -> 0``, so
+    ``||grad_y H(x+su, y) - grad_y H(x, y)|| <= L4* ||su||``: (Hy-ylip) holds with ``L5(y) = L4*``.  Checked in sympy:
+    on a general quadratic ``H`` (any ``2 x 2`` blocks) the two constants are the norms of ``B`` and ``B'``, equal
+    (``B'B`` and ``BB'`` have one characteristic polynomial), and the mixed difference of a general smooth ``H`` is
+    the same double integral both ways (the order of its two first differences does not matter)."""
+    b = sp.symbols("b0:4", real=True)
+    B = sp.Matrix(2, 2, b)
+    lam_ = sp.Symbol("mu")
+    same_norm = sp.expand((B.T * B).charpoly(lam_).as_expr() - (B * B.T).charpoly(lam_).as_expr()) == 0
+    x, y, s_, t_ = sp.symbols("x y s t", real=True)
+    Hf = sp.Function("H")
+    D_x_first = (Hf(x + s_, y + t_) - Hf(x, y + t_)) - (Hf(x + s_, y) - Hf(x, y))
+    D_y_first = (Hf(x + s_, y + t_) - Hf(x + s_, y)) - (Hf(x, y + t_) - Hf(x, y))
+    same_difference = sp.expand(D_x_first - D_y_first) == 0
+    net = k.quadratic_coupling()
+    ok = same_norm and same_difference and sp.simplify(net["L5"] - net["L4"]) == 0
+    return Result(Tex(r"\text{(a3): there exist } L_2^*, L_3^*, L_4^* \ge 0,\ L>0 \text{ (no } L_5^*\text{) with }"
+                      r"\sup_y L_5(y) \le L_5^*"),
+                  "L5* = L4* satisfies sup_y L5(y) <= L5* for every H of (a2), (a3)",
+                  None if ok else {"norms of B and B' equal": same_norm, "mixed differences equal": same_difference},
+                  note="harmless omission: L5* = L4* always works (the mixed second difference, bounded through "
+                       "(Hx-ylip), gives (Hy-ylip) with L5(y) = L4*); for H = (lam/2)||x-y||^2 both are lam.",
+                  evidence="proof" if ok else "instance")
+
+
 @item("gap: H bounded below (Lemma ES-GH, Lemma conv-lemma)", covers=("ES-GH", "gh-es", "ass2"))
 def gap_h_inf() -> Result:
     """Lemma ES-GH and everything after it use ``H^inf`` and ``(G+H)^inf``; Assumption ass2 bounds

@@ -1,0 +1,227 @@
+"""The evaluation rule (stam.dnn.bnstats, Trainer.statistics): every network is measured with
+BatchNorm statistics of its own weights, re-estimated on a fixed subset of training images."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from stam.dnn import batched, bnstats, catalog, loop, presets
+from stam.dnn.models import build_model
+
+OVER = {"stam": {"gamma": 1.0, "lam": 2.0, "beta": 20.0}, "bc": {"lr": 0.05}, "br": {"lr": 0.05}, "psgd": {"lr": 0.05},
+        "float": {"lr": 0.05}}
+
+
+@pytest.fixture(scope="module")
+def task():
+    torch.set_num_threads(1)
+    return batched.digits_task(val_fraction=0.1, split_seed=0)
+
+
+def _cfg(algo, epochs=2, seed=0, **over):
+    return batched.Config(presets.resolve(None, algo, "digits", {**OVER[algo], **over}, "auto", epochs), seed)
+
+
+def _trained(task, cfgs, epochs=2, **kw):
+    tr = batched.Trainer(cfgs, task, 64, epochs=epochs, compile=False, **kw)
+    for e in range(1, epochs + 1):
+        tr.train_epoch(e)
+    return tr
+
+
+def _buffers(tr):
+    return [b.clone() for m in bnstats.batchnorms(tr.net.wide) for b in m.buffers()]
+
+
+def test_the_subset_is_fixed_seeded_and_at_most_the_training_set():
+    a, b = bnstats.bn_subset(1000, 300), bnstats.bn_subset(1000, 300)
+    assert torch.equal(a, b) and len(a) == 300 and len(set(a.tolist())) == 300
+    assert sorted(bnstats.bn_subset(50, 5000).tolist()) == list(range(50))
+    assert len(bnstats.even_batches(torch.arange(1), 10)) == 0  # one image gives no batch statistics
+    sizes = [len(p) for p in bnstats.even_batches(torch.arange(2501), 1000)]
+    assert sum(sizes) == 2501 and max(sizes) - min(sizes) <= 1 and min(sizes) >= 2
+
+
+@pytest.mark.parametrize("algo", catalog.NAMES)
+def test_evaluation_leaves_the_training_statistics_bit_for_bit(task, algo):
+    """Training, checkpoints and resume never see the re-estimated statistics."""
+    tr = _trained(task, [_cfg(algo)])
+    before, sd = _buffers(tr), tr.state_dict()
+    tr.accuracies(("val", "test"), "binary")
+    tr.accuracies(("val",), "float")
+    tr.module(0, "binary")
+    assert all(torch.equal(a, b) for a, b in zip(before, _buffers(tr)))
+    assert all(torch.equal(sd["model"][k], v) for k, v in tr.state_dict()["model"].items())
+
+
+def test_the_binary_network_is_measured_with_its_own_statistics(task):
+    """Trainer.accuracy(binary) is the binary network in evaluation mode with BatchNorm statistics
+    re-estimated for the binary weights (Trainer.module), not with those of W."""
+    tr = _trained(task, [_cfg("stam", gamma=2.0, lam=2.0)], epochs=3)
+    model = tr.module(0, "binary").eval()  # binary weights, their statistics
+    data = task.data
+    with torch.no_grad():
+        own = 100.0 * float((model(data.normalise(data.val_x)).argmax(1) == data.val_y).double().mean())
+    assert abs(float(tr.accuracy("val", "binary")[0]) - own) <= 100 / len(data.val_y) + 1e-9
+    # and the re-estimated statistics are not those of training (which describe the forward weights W)
+    with tr.statistics("binary"):
+        fresh = _buffers(tr)
+    assert not all(torch.allclose(a.float(), b.float()) for a, b in zip(fresh, _buffers(tr)))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from(["bc", "float"]), st.integers(2, 600), st.integers(0, 3))
+def test_reestimating_with_the_forward_weights_is_a_fresh_train_mode_pass(task, algo, n, seed):
+    """With the forward weights and the images in one pass, the re-estimated statistics of the first
+    BatchNorm are the batch mean and unbiased variance of its input on those images."""
+    tr = batched.Trainer([_cfg(algo, seed=seed)], task, 64, epochs=1, compile=False, bn_images=n, eval_batch_size=1000)
+    tr.train_epoch(1)
+    bn = bnstats.batchnorms(tr.net.wide)[0]
+    seen = []
+    hook = bn.register_forward_pre_hook(lambda m, args: seen.append(args[0].detach().clone()))
+    try:
+        w = tr.weights("forward")
+        with torch.no_grad():
+            tr.net.wide.train()
+            idx = bnstats.bn_subset(len(task.data.train_x), n)
+            tr.net.wide.call_with(w, task.data.normalise(task.data.train_x[idx]))
+            x = seen.pop()
+            with tr.statistics("forward"):
+                mean, var = bn.running_mean.clone(), bn.running_var.clone()
+    finally:
+        hook.remove()
+    torch.testing.assert_close(mean, x.mean(dim=0), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(var, x.var(dim=0, unbiased=True), rtol=1e-4, atol=1e-6)
+
+
+def test_no_validation_or_test_image_is_read(task):
+    """Instrumented: every image the re-estimation feeds the network is a training image of the
+    fixed subset, in order, unaugmented; none is a validation or a test image."""
+    tr = _trained(task, [_cfg("psgd")], epochs=1)
+    data = task.data
+    fed = []
+    hook = tr.net.wide.body.register_forward_pre_hook(lambda m, args: fed.append(args[0].detach().clone()))
+    try:
+        with tr.statistics("binary"):
+            pass
+    finally:
+        hook.remove()
+    got = torch.cat([f.flatten(1) for f in fed])
+    idx = bnstats.bn_subset(len(data.train_x), tr.bn_images)
+    want = data.normalise(data.train_x[idx]).flatten(1)
+    assert torch.equal(got, want)
+    for split in ("val", "test"):
+        other = data.normalise(getattr(data, f"{split}_x")).flatten(1)
+        assert not (torch.cdist(got, other) < 1e-6).any()
+
+
+def test_r_batched_runs_keep_their_own_statistics(task):
+    """Three runs trained together get, each, the statistics it gets trained alone."""
+    cfgs = [_cfg("stam", gamma=0.5), _cfg("stam", lam=8.0, seed=3), _cfg("stam", beta=100.0, seed=5)]
+    together = _trained(task, cfgs)
+    with together.statistics("binary"):
+        wide = [b.clone() for b in (m.running_mean for m in bnstats.batchnorms(together.net.wide))]
+    for r, cfg in enumerate(cfgs):
+        alone = _trained(task, [cfg])
+        with alone.statistics("binary"):
+            own = [m.running_mean.clone() for m in bnstats.batchnorms(alone.net.wide)]
+        for w, o in zip(wide, own):
+            torch.testing.assert_close(w.view(len(cfgs), -1)[r], o, rtol=2e-3, atol=2e-4)
+
+
+def test_a_network_without_batchnorm_is_unchanged(task, monkeypatch):
+    """No BatchNorm: re-estimation changes nothing, the accuracies equal the as-trained ones."""
+    def no_bn(name, *a, **k):
+        net = build_model(name, *a, **k)
+        for parent in list(net.modules()):
+            for child_name, child in list(parent.named_children()):
+                if isinstance(child, nn.modules.batchnorm._BatchNorm):
+                    setattr(parent, child_name, nn.Identity())
+        return net
+
+    monkeypatch.setattr(batched, "build_model", no_bn)
+    tr = _trained(task, [_cfg("stam")], epochs=1)
+    assert bnstats.batchnorms(tr.net.wide) == []
+    assert torch.equal(tr.accuracy("val", "binary"), tr.accuracies(("val",), "binary", as_trained=True)["val"])
+    plain = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    assert bnstats.reestimate(plain, plain, [torch.randn(5, 4)]) is False
+
+
+def test_bn_images_zero_is_the_statistics_as_trained(task):
+    tr = _trained(task, [_cfg("stam")], bn_images=0)
+    assert torch.equal(tr.accuracy("val", "binary"), tr.accuracies(("val",), "binary", as_trained=True)["val"])
+    with pytest.raises(ValueError, match="bn_images"):
+        batched.Trainer([_cfg("stam")], task, 64, bn_images=-1)
+
+
+def test_the_optimisers_and_the_own_loop_helper_use_the_same_rule(task):
+    """`opt.binary_weights(model=, images=)` and `loop.evaluate` re-estimate as the trainer does, and
+    put everything back; `loop.evaluate(bn_images=0)` measures with the statistics as they stand."""
+    from stam.dnn.models import param_groups
+
+    data = task.data
+    torch.manual_seed(0)
+    net = build_model("mlp", data.num_classes, data.image_shape, 1.0)
+    opt = loop.make_optimizer("stam", param_groups(net), presets.resolve(None, "stam", "digits", OVER["stam"], "auto", 1).at(1))
+    for step in range(20):
+        idx = torch.arange(step * 32, (step + 1) * 32)
+        loop.train_step(net, opt, data.train_x[idx], data.train_y[idx], data)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    with loop.binary_weights(opt):
+        mine = loop.evaluate(net, data, "val")
+        stale = loop.evaluate(net, data, "val", bn_images=0)
+    images = data.normalise(data.train_x[bnstats.bn_subset(len(data.train_x), 5000)])
+    with opt.binary_weights(model=net, images=images):
+        net.eval()
+        with torch.no_grad():
+            again = 100.0 * float((net(data.normalise(data.val_x)).argmax(1) == data.val_y).double().mean())
+        net.train()
+    assert abs(mine - again) <= 100 / len(data.val_y) + 1e-9
+    assert all(torch.equal(v, net.state_dict()[k]) for k, v in before.items())
+    assert 0 <= stale <= 100
+    with pytest.raises(ValueError, match="both model= and images="):
+        with opt.binary_weights(model=net):
+            pass
+
+
+def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
+    from stam.dnn.train import TrainConfig, run
+
+    run(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=2, batch_size=64,
+                    schedule_scale="auto", out=str(tmp_path / "r"), echo=False, progress=False, device="cpu", bn_images=700))
+    cfg = json.loads((tmp_path / "r" / "config.json").read_text())
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
+    assert cfg["bn_images"] == summary["bn_images"] == 700 and cfg["num_classes"] == 10
+    assert all(0 <= r["val_acc_binary_as_trained"] <= 100 and r["test_acc_binary_as_trained"] is None for r in log)
+    assert 0 <= summary["sign_ever"] <= 1
+    # a run evaluated with another protocol is another run: --resume refuses the change in one line
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match="bn_images was 700, now 5000"):
+        run(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=3, batch_size=64,
+                        schedule_scale=summary["schedule_scale"], out=str(tmp_path / "r"), echo=False, progress=False,
+                        device="cpu", resume=True))
+
+
+@pytest.mark.parametrize("acc, classes, n, flagged", [(10.0, 10, None, True), (10.01, 10, None, False), (10.8, 10, 10000, True),
+                                                      (11.0, 10, 10000, False), (1.0, 100, 10000, True), (None, 10, None, False)])
+def test_chance_is_flagged(acc, classes, n, flagged):
+    assert catalog.at_chance(acc, classes, n) is flagged
+
+
+def test_the_epoch_line_flags_chance_and_shows_the_signs_ever_flipped():
+    from stam.dnn.train import epoch_text
+
+    rec = {"epoch": 1, "train_loss": 2.3, "train_acc": 11.0, "val_acc_binary": 9.0, "val_acc_float": 30.0,
+           "test_acc_binary": 10.1, "test_acc_float": 31.0, "seconds": 1.0,
+           "sign_flips": {"epoch": 0.001, "ever": 0.25}}
+    line = epoch_text(rec, 5, {"num_classes": 10, "test_size": 10000, "val_size": 5000})
+    assert line.count("(at chance!)") == 2 and "ever 25.0%" in line
+    assert "(at chance!)" not in epoch_text(rec, 5)
