@@ -1369,7 +1369,8 @@ CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "full-disks": (fuzz_full_disks, "full disks", 4),
 }
 #: tests whose strategy has only this many distinct examples (hypothesis stops there)
-DISTINCT = {"demo": 4, "cache-entries": len(CACHE_DAMAGE), "foreign-packages": len(FOREIGN_PACKAGES)}
+DISTINCT = {"demo": 4, "cache-entries": len(CACHE_DAMAGE), "foreign-packages": len(FOREIGN_PACKAGES),
+            "full-disks": len(FULL_DISK_COMMANDS) * 4}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
