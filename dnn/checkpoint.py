@@ -22,8 +22,10 @@ names the file and the field:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
+import os
 import re
 import struct
 from pathlib import Path
@@ -31,7 +33,7 @@ from typing import NamedTuple
 
 import torch
 
-from stam.errors import UsageError
+from stam.errors import UsageError, first_line
 from stam.io import atomic_path
 
 #: 1: no content hash (refused); 2: ``sha256`` over every other key, the state of a ``torch.optim``
@@ -110,10 +112,16 @@ def seal(payload: dict) -> dict:
 
 
 def write(path: Path, payload: dict) -> None:
-    """Seal ``payload`` and write it to ``path`` atomically."""
+    """Seal ``payload`` and write it to ``path`` atomically: the whole checkpoint or the old one,
+    never a part.  A write that fails (a full disk: torch's writer says so as a ``RuntimeError``)
+    is an :class:`OSError` naming ``path`` (``stam: error: ...: PATH``, exit 1)."""
     ckpt = seal(payload)
     with atomic_path(path) as tmp:
-        torch.save(ckpt, tmp)
+        try:
+            torch.save(ckpt, tmp)
+        except RuntimeError as exc:  # PytorchStreamWriter failed writing file ...: file write failed
+            raise OSError(errno.EIO, f"could not write the checkpoint ({first_line(exc, 160)}; a full disk?)",
+                          os.fspath(path)) from None
 
 
 # --------------------------------------------------------------------------- reading

@@ -25,8 +25,13 @@ Cache: the decoded arrays are written once (atomically, :mod:`stam.io`) as uncom
 files under ``CACHE/imagefolder/SHA256/``, keyed by the SHA-256 of the archive (of a folder: of
 its manifest, the sorted lines ``relative path TAB file SHA-256``), with a JSON sidecar recording
 the source hash, classes, and every array's shape, dtype and SHA-256.  A later load of the same
-source reads them back (``allow_pickle=False``) and checks all of that; an entry that is damaged or
-does not match is ignored and rebuilt, never trusted.  ``CACHE`` is the ``cache_dir`` argument,
+source reads them back (``allow_pickle=False``) and checks all of that, and first that each file
+is a regular file (opened without following a link or waiting on a FIFO) whose ``.npy`` header
+gives the recorded shape and dtype in C order and whose size is exactly that header's data (a
+header claiming 10^12 images is refused before anything is allocated); an entry that is damaged or
+does not match is ignored and rebuilt, never trusted.  The entry's lock ``SHA256.lock`` is opened
+without blocking; anything but a regular file there is replaced.  Temporaries a killed run left in
+an entry are removed by the next load (all of them under the entry's lock).  ``CACHE`` is the ``cache_dir`` argument,
 else the toolkit's cache folder (:func:`stam.io.cache_home`; with ``STAM_CACHE_DIR=off`` nothing is kept).
 """
 
@@ -37,6 +42,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import pickle
 import re
@@ -52,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stam.errors import UsageError
+from stam.errors import UsageError, warn
 from stam.io import atomic_path
 from stam.results import COUNT, DICT, LIST, POSINT, STR, ResultType, Schema, holds
 
@@ -513,21 +519,48 @@ _WORKER = ("import pickle, sys; from stam.dnn.imagefolder import _decode_chunk; 
            "items, spec = pickle.load(sys.stdin.buffer); pickle.dump(_decode_chunk(items, spec), sys.stdout.buffer, protocol=5)")
 
 
-def _start_worker(share: list, spec: tuple):
-    """A worker process (a fresh interpreter: nothing of this process is forked or re-imported)
-    decoding ``share``; None where it cannot be started."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+def _worker_argv() -> list[str]:
+    """The command line of a decoding worker: this interpreter in isolated mode (``-I``: neither
+    the working folder nor ``PYTHONPATH`` nor the user's site folder is on its ``sys.path``), given
+    the absolute entries of this process's ``sys.path`` that are not the working folder (so it
+    imports the toolkit and its libraries from where this process did, wherever that is), and
+    started in the root folder (:func:`_start_worker`).  So a ``numpy.py`` or ``pickle.py`` in the
+    user's folder runs in no worker."""
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env)
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the working folder was removed
+        here = None
+    paths = [p for p in sys.path if p and os.path.isabs(p) and os.path.realpath(p) != here]
+    return [sys.executable, "-I", "-c", f"import sys; sys.path += [p for p in {paths!r} if p not in sys.path]; " + _WORKER]
+
+
+def _reap(proc) -> None:
+    """End a worker that failed and release its pipes (a pipe already closed, or one whose flush
+    finds the worker gone, is not an error here)."""
+    with contextlib.suppress(OSError):
+        proc.kill()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()
+    with contextlib.suppress(OSError):
+        proc.wait()
+
+
+def _start_worker(share: list, spec: tuple):
+    """A worker process (a fresh, isolated interpreter, :func:`_worker_argv`: nothing of this
+    process is forked or re-imported, nothing of the working folder imported) decoding ``share``;
+    None where it cannot be started or dies before it has its share."""
+    try:
+        proc = subprocess.Popen(_worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, cwd=os.path.abspath(os.sep))
     except (OSError, ValueError, TypeError):  # no interpreter to start
         return None
     try:
-        with proc.stdin:
-            pickle.dump((share, spec), proc.stdin, protocol=5)
-    except OSError:  # it died at once (a broken pipe)
-        proc.kill()
-        proc.communicate()
+        pickle.dump((share, spec), proc.stdin, protocol=5)
+        proc.stdin.close()
+    except (OSError, ValueError):  # it died at once (a broken pipe)
+        _reap(proc)
         return None
     return proc
 
@@ -537,10 +570,12 @@ def _result(proc) -> tuple | None:
     if proc is None:
         return None
     try:
-        with proc.stdout:
-            out = pickle.load(proc.stdout)
+        out = pickle.load(proc.stdout)
     except Exception:  # noqa: BLE001  (a worker that died: EOFError, UnpicklingError, ...)
-        out = None
+        _reap(proc)
+        return None
+    with contextlib.suppress(OSError):
+        proc.stdout.close()
     if proc.wait() != 0 or not (isinstance(out, tuple) and len(out) == 2):
         return None
     return out
@@ -621,31 +656,98 @@ def _array_sha256(a: np.ndarray) -> str:
     return hashlib.sha256(memoryview(np.ascontiguousarray(a)).cast("B")).hexdigest()
 
 
+#: open flags for an entry of the cache: no link followed, no wait on a FIFO (the opened file is
+#: then checked to be a regular file)
+_NOWAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+#: the age (seconds) after which a temporary in a cache entry is a killed run's leftover, where no
+#: lock tells (another process writing the entry right now holds the entry's lock)
+STALE_S = 3600
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor of the regular file ``path`` (created if missing); something else in its place
+    (a FIFO, which would block, a link, a device) is removed and the file made anew.  OSError
+    where that cannot be done."""
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOWAIT, 0o644)
+        except OSError:
+            fd = None
+        if fd is not None:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                return fd
+            os.close(fd)
+        if not os.path.lexists(path) or (os.path.isdir(path) and not os.path.islink(path)):
+            break
+        os.unlink(path)  # a FIFO, a link, a device: not what the toolkit wrote there
+    raise OSError(f"{path} is not a regular file")
+
+
 @contextlib.contextmanager
 def _locked(path: Path):
     """An exclusive lock on ``path`` (another process building the same entry waits, then reads
-    it); none where the cache folder cannot be written or there is no ``fcntl``."""
+    it); yields whether it holds one: none where the cache folder cannot be written or there is
+    no ``fcntl``.  The lock file is opened without blocking and must be a regular file
+    (:func:`_open_lock`)."""
     try:
         import fcntl
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, "a")
+        fd = _open_lock(path)
     except (ImportError, OSError):
-        yield
+        yield False
         return
     try:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = True
         except OSError:
-            pass
-        yield
+            held = False
+        yield held
     finally:
-        f.close()
+        os.close(fd)
+
+
+def _remove_leftovers(entry: Path, locked: bool) -> None:
+    """Remove the temporaries a killed run left in the cache entry ``entry`` (``.train_x.npy.*.npy``,
+    ``.meta.json.*.tmp``): all of them while this process holds the entry's lock (no other process
+    writes the entry then), else those older than :data:`STALE_S`."""
+    from stam.io import remove_stale_temporaries
+
+    remove_stale_temporaries([entry / f"{key}.npy" for key in ARRAYS] + [entry / "meta.json"],
+                             older_than=0 if locked else STALE_S)
+
+
+def _load_npy(path: Path, recorded: dict) -> np.ndarray | None:
+    """The array of the ``.npy`` file ``path`` if it is what the toolkit wrote there: a regular
+    file (opened without following a link or waiting on a FIFO), a header of format 1 or 2 giving
+    the ``shape`` and ``dtype`` recorded in the sidecar, C order (a Fortran-order array of the same
+    values is refused: its layout changes a run's arithmetic), and a size of exactly the header
+    plus the data (a header claiming 10^12 images is refused before anything is allocated);
+    else None."""
+    fd = os.open(path, os.O_RDONLY | _NOWAIT)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            return None
+        if (fortran or dtype.hasobject or list(shape) != recorded["shape"] or str(dtype) != recorded["dtype"]
+                or f.tell() + math.prod(shape) * dtype.itemsize != st.st_size):
+            return None
+        f.seek(0)
+        return np.load(f, allow_pickle=False)
 
 
 def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | None:
     """The arrays and sidecar of the cache entry ``entry`` if every recorded fact holds (source
-    hash, format, classes, shapes, dtypes, array SHA-256s) and they meet ``expect``; else None."""
+    hash, format, classes, each array's file and header (:func:`_load_npy`), shapes, dtypes, array
+    SHA-256s) and they meet ``expect``; else None."""
     try:
         meta = CACHE_META.read(entry / "meta.json")
         if meta.get("format") != CACHE_FORMAT or meta.get("source_sha256") != sha:
@@ -655,12 +757,13 @@ def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | No
             return None
         arrays = {}
         for key in ARRAYS:
-            a = np.load(entry / f"{key}.npy", allow_pickle=False)
             r = recorded[key]
-            if list(a.shape) != r["shape"] or str(a.dtype) != r["dtype"] or _array_sha256(a) != r["sha256"]:
+            a = _load_npy(entry / f"{key}.npy", r)
+            if a is None or list(a.shape) != r["shape"] or str(a.dtype) != r["dtype"] or _array_sha256(a) != r["sha256"]:
                 return None
             arrays[key] = a
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, EOFError, UsageError):
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError, EOFError, UsageError,
+            MemoryError, OverflowError):
         return None
     x, y = arrays["train_x"], arrays["train_y"]
     ok = (x.dtype == np.uint8 and x.ndim == 4 and arrays["test_x"].shape[1:] == x.shape[1:]
@@ -673,8 +776,14 @@ def _read_cache(entry: Path, sha: str, expect: Expect) -> tuple[dict, dict] | No
 
 
 def _write_cache(entry: Path, sha: str, arrays: dict, classes: tuple, info: dict) -> None:
-    """The arrays, each atomically, then the sidecar (so a sidecar never describes missing arrays)."""
+    """The arrays, each atomically, then the sidecar (so a sidecar never describes missing arrays);
+    a folder where a file of the entry goes is removed first (the rename could not replace it)."""
+    import shutil
+
     recorded = {}
+    for name in (*(f"{key}.npy" for key in ARRAYS), "meta.json"):
+        if (entry / name).is_dir() and not (entry / name).is_symlink():
+            shutil.rmtree(entry / name)
     for key in ARRAYS:
         a = np.ascontiguousarray(arrays[key])
         with atomic_path(entry / f"{key}.npy", suffix=".npy") as tmp, open(tmp, "wb") as f:
@@ -732,7 +841,9 @@ def read(path: str | os.PathLike, expect: Expect = Expect(), cache_dir: str | os
         _fail(src, f"cannot read it ({exc.strerror or exc})")
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     entry = None if root is None else root / "imagefolder" / sha
-    with _locked(root / "imagefolder" / f"{sha}.lock") if root is not None else contextlib.nullcontext():
+    with _locked(root / "imagefolder" / f"{sha}.lock") if root is not None else contextlib.nullcontext() as locked:
+        if entry is not None:
+            _remove_leftovers(entry, bool(locked))
         hit = _read_cache(entry, sha, expect) if entry is not None else None
         if hit is not None:
             arrays, meta = hit
@@ -763,8 +874,8 @@ def read(path: str | os.PathLike, expect: Expect = Expect(), cache_dir: str | os
             if entry is not None:
                 _write_cache(entry, sha, arrays, classes, info)
         except OSError as exc:
-            warnings.warn(f"could not write the image cache {entry} ({exc.strerror or exc}); the collection will be "
-                          "decoded again next time (set STAM_CACHE_DIR to a writable folder)", RuntimeWarning, stacklevel=2)
+            warn(f"could not write the image cache {entry} ({exc.strerror or exc}); the collection will be decoded "
+                 "again next time (set STAM_CACHE_DIR to a writable folder)")
     return Collection(*(arrays[k] for k in ARRAYS), classes, _source(src, sha, hash_of, info, expect), cached=False)
 
 

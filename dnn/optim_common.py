@@ -32,6 +32,7 @@ from torch import Tensor
 
 from stam.algorithm import as_batch_scalar
 from stam.compiling import compile_errors as _compile_errors
+from stam.errors import first_line, warn
 from stam.quantize import project_Q
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
@@ -204,7 +205,8 @@ class QuantizingOptimizer(torch.optim.Optimizer):
             try:
                 return compiled(*args)
             except _compile_errors() as exc:  # no compiler/Triton here: the same kernel, eager
-                warnings.warn(f"{type(self).__name__}: torch.compile unavailable ({type(exc).__name__}: {exc}); running the update eagerly", RuntimeWarning, stacklevel=3)
+                warn(f"{type(self).__name__}: torch.compile unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
+                     "running the update eagerly", stacklevel=3)
                 self._compile = False
         return kernel(*args)
 

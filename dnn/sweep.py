@@ -11,6 +11,7 @@ spec asks for it (final runs of a tuning), the test accuracy at the selected epo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import tempfile
 
@@ -176,8 +177,9 @@ def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size
         part = runs[i : i + chunk]
         specs.append({**base, "stage": "map", "overrides": [{"gamma": g, "lam": l, "beta": b} for g, l, b, _ in part],
                       "seeds": [s for *_, s in part]})
-    with tempfile.TemporaryDirectory() as tmp:
-        results = run_jobs(run_job, specs, store or tmp, scheduler=scheduler, workers=workers, progress=progress,
+    # a temporary store only without one (a folder in $TMPDIR that a killed run would leave behind)
+    with tempfile.TemporaryDirectory(prefix="stam-map-") if store is None else contextlib.nullcontext(store) as where:
+        results = run_jobs(run_job, specs, where, scheduler=scheduler, workers=workers, progress=progress,
                            desc=f"map: {base['dataset']}", check=check_job)
     flat = []
     for spec, res in zip(specs, results):

@@ -13,8 +13,8 @@ diverged are left out of the cells and counted under the table.
 from __future__ import annotations
 
 import html
-
 import math
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -205,13 +205,23 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     return title, header, rows
 
 
+#: a ``]`` that makes a link where Markdown is rendered: an inline link or image ``[x](url)``,
+#: ``![x](url)``, a reference ``[x][r]`` or a reference's definition ``[r]: url`` (a shortcut
+#: ``[r]`` needs that definition)
+_LINK_CLOSE = re.compile(r"\](?=[(\[:])")
+
+
 def markdown_cell(text: str) -> str:
-    """``text`` (labels come from the user's ``--label``) as one cell of a Markdown table, or as a
-    title: HTML's ``&``, ``<`` and ``>`` as entities (Markdown passes raw HTML through, so a label
-    ``<img src=x onerror=...>`` would otherwise be live HTML where the file is rendered), ``\\``
-    and ``|`` escaped, line breaks as spaces, so that it cannot end its cell or its row."""
+    """``text`` (labels come from the user's ``--label``, captions and cells from result files) as
+    one cell of a Markdown table, or as a title: HTML's ``&``, ``<`` and ``>`` as entities
+    (Markdown passes raw HTML through, so a label ``<img src=x onerror=...>`` would otherwise be
+    live HTML where the file is rendered, and ``<javascript:...>`` an autolink), every ``]`` that
+    would close a link, an image or a link definition escaped (so ``[click](javascript:...)`` and
+    ``![x](...)`` are text, never a link or an image; an interval ``[96.4, 98.3]`` stays as it
+    is), ``\\`` and ``|`` escaped, line breaks as spaces, so that it cannot end its cell or its row."""
     text = html.escape(str(text), quote=False)
-    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").splitlines())
+    text = _LINK_CLOSE.sub(r"\\]", text.replace("\\", "\\\\").replace("|", "\\|"))
+    return " ".join(text.splitlines())
 
 
 def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:

@@ -9,7 +9,8 @@ A user's mistake (:class:`stam.errors.UsageError`, or a bad flag) is printed as 
 stops early (``stam ... | head -1``) ends quietly with status 141 (128 + SIGPIPE, what a shell reports
 for a command ended by a closed pipe); an operating-system failure while reading or writing (a full
 disk, a file removed under it) is one line ``stam: error: ...`` with status 1; so is running out of
-memory.  Anything else is a bug in stam: one line ``stam: internal error: ...`` with status 1 (the
+memory.  A warning (a documented fallback: :class:`stam.errors.StamWarning`) is one line
+``stam: warning: ...``.  Anything else is a bug in stam: one line ``stam: internal error: ...`` with status 1 (the
 environment variable ``STAM_TRACEBACK=1`` lets the traceback through).  None shows a traceback.
 """
 
@@ -22,7 +23,7 @@ import sys
 from typing import Sequence
 
 from stam import __version__
-from stam.errors import UsageError
+from stam.errors import UsageError, one_line_warnings
 
 #: Modules that contribute subcommands, in the order ``stam --help`` lists them.
 #: (Each registers its own commands; ``stam --help`` lists them.)
@@ -99,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        result = handler(args)
+        with one_line_warnings():
+            result = handler(args)
     except UsageError as exc:
         print(f"stam: error: {exc}", file=sys.stderr)
         return 2

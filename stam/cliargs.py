@@ -100,10 +100,18 @@ class RangeArg:
         return lo, hi, n
 
 
+def out_name(text: str) -> str:
+    """argparse type of ``-o/--out``: any path but the empty one (which would silently be the
+    working folder: give ``.`` for that)."""
+    if text == "":
+        raise argparse.ArgumentTypeError("an empty name; give a folder or a file name ('.' for the working folder)")
+    return text
+
+
 def out_arg(default: str | None = None, metavar: str = "DIR", help: str = "output folder", **kw):
     """``-o/--out``: where a command writes (a folder or a file, as ``metavar`` says), a field of
-    an experiment's parameters (:func:`stam.params.arg`)."""
-    return arg("-o", "--out", default=default, metavar=metavar, help=help, **kw)
+    an experiment's parameters (:func:`stam.params.arg`); never empty (:func:`out_name`)."""
+    return arg("-o", "--out", type=out_name, default=default, metavar=metavar, help=help, **kw)
 
 
 def add_out(parser, default: str | None = None, metavar: str = "DIR", help: str = "output folder", **kw) -> None:

@@ -8,6 +8,8 @@ import importlib
 import warnings
 from typing import Callable
 
+from stam.errors import first_line, warn
+
 
 def compile_errors() -> tuple[type[BaseException], ...]:
     """The exceptions by which ``torch.compile`` says it cannot compile here (no C++ compiler, no
@@ -49,8 +51,7 @@ def compiled_or_eager(fn: Callable, what: str, **options) -> Callable:
         except compile_errors() as exc:
             if state["run"] is fn:
                 raise
-            warnings.warn(f"{what}: torch.compile unavailable ({type(exc).__name__}: {exc}); running eagerly",
-                          RuntimeWarning, stacklevel=2)
+            warn(f"{what}: torch.compile unavailable ({type(exc).__name__}: {first_line(exc, 200)}); running eagerly")
             state["run"] = fn
             return fn(*args)
 
@@ -76,6 +77,15 @@ def source_digest(modules) -> str:
     return h.hexdigest()
 
 
+#: the least free space (bytes) of the cache's file system for building a package there: torch's
+#: package writer aborts the process (SIGABRT) when the disk fills while it writes
+AOT_MIN_FREE = 256 << 20
+#: the entry inside a package (under its top folder) holding the key it was built for
+KEY_ENTRY = "stam/key"
+#: the age (seconds) after which a ``.stage-*`` file in the package folder is a killed build's leftover
+STALE_S = 3600
+
+
 def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: dict | None = None) -> Callable:
     """``fn`` (a pure function of the tensors, tuples, NamedTuples and dicts in ``example``)
     compiled ahead of time by inductor (``torch.export`` then AOTInductor) into a package kept in
@@ -83,13 +93,19 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     (:func:`source_digest`), the shapes, dtypes and device of ``example``).  The first call with a
     key builds the package (seconds to a minute, once); any later process loads it in about 0.02 s,
     without tracing or compiling, so a short run gets the fused kernels of a compiled update for
-    free.  The package is written whole or not at all (a temporary file, then a rename); one that
-    cannot be loaded (damaged, another torch) is built again.  Where nothing can be kept
-    (``STAM_CACHE_DIR=off``), where compiling fails (:func:`compile_errors`) or where export
-    cannot trace ``fn``, a warning naming ``what`` and :func:`compiled_or_eager`'s ``torch.compile``
+    free.  The package is written whole or not at all (a temporary file, then a rename) and holds
+    its key (:data:`KEY_ENTRY`); one that cannot be loaded (damaged, another torch), one that is
+    not a regular file (a FIFO, a link) or whose key is another (a package of another graph put
+    at this name) is built again.  A second process that needs the package while the first
+    builds it waits for it (a lock on the package folder), then loads it.  A build's leftovers
+    (``.stage-*``) are removed by the next build.  Where nothing can be kept
+    (``STAM_CACHE_DIR=off``, less than :data:`AOT_MIN_FREE` free on its disk, a folder that
+    cannot be written), where compiling fails (:func:`compile_errors`) or where export cannot
+    trace ``fn``, a warning naming ``what`` and :func:`compiled_or_eager`'s ``torch.compile``
     (itself falling back to ``fn``) instead.  The result must be called with arguments of the
     structure, shapes and dtypes of ``example``.  ``options``: inductor's (as ``torch.compile``'s)."""
     import os
+    import shutil
     import tempfile
 
     import torch
@@ -100,14 +116,28 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     if home is None:
         return compiled_or_eager(fn, what, dynamic=False, options=options)
     path = home / AOT_FOLDER / f"{key}.pt2"
-    loaded = _load_package(path, what) if path.is_file() else None
-    if loaded is None:
-        class _Fn(torch.nn.Module):
-            def forward(self, *args):
-                return fn(*args)
+    loaded = _load_package(path, what, key) if os.path.lexists(path) else None
+    if loaded is not None:
+        return loaded
 
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+    class _Fn(torch.nn.Module):
+        def forward(self, *args):
+            return fn(*args)
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _folder_lock(path.parent):
+            if os.path.lexists(path):  # built meanwhile by the process that held the lock?
+                loaded = _load_package(path, what, key, quiet=True)
+                if loaded is not None:
+                    return loaded
+            remove_stale_stages(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
+            if path.is_dir() and not path.is_symlink():  # a folder in the package's place: the rename could not replace it
+                shutil.rmtree(path)
+            free = shutil.disk_usage(path.parent).free
+            if free < AOT_MIN_FREE:
+                raise OSError(f"only {free >> 20} MiB free in {path.parent}, less than the {AOT_MIN_FREE >> 20} MiB "
+                              "a build needs")
             fd, tmp = tempfile.mkstemp(prefix=".stage-", suffix=".pt2", dir=path.parent)
             os.close(fd)
             try:
@@ -116,18 +146,102 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
                     warnings.simplefilter("ignore", DeprecationWarning)
                     program = torch.export.export(_Fn(), example, strict=False)
                     torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
+                _stamp(tmp, key)
                 os.replace(tmp, path)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
-        except (*compile_errors(), OSError, RuntimeError, NotImplementedError) as exc:
-            warnings.warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {str(exc)[:200]}); "
-                          "compiling in this process instead", RuntimeWarning, stacklevel=2)
-            return compiled_or_eager(fn, what, dynamic=False, options=options)
-        loaded = _load_package(path, what)
-        if loaded is None:
-            return compiled_or_eager(fn, what, dynamic=False, options=options)
+    except (*compile_errors(), OSError, RuntimeError, NotImplementedError) as exc:
+        warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
+             "compiling in this process instead")
+        return compiled_or_eager(fn, what, dynamic=False, options=options)
+    loaded = _load_package(path, what, key)
+    if loaded is None:
+        return compiled_or_eager(fn, what, dynamic=False, options=options)
     return loaded
+
+
+def _folder_lock(folder):
+    """An exclusive lock (``flock``) on the folder ``folder`` itself (no lock file to leave behind or
+    to find replaced by a FIFO), released when the block ends; no lock where there is no ``fcntl``."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def held():
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover  (not POSIX)
+            yield
+            return
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    return held()
+
+
+def remove_stale_stages(folder, older_than: float = STALE_S) -> list:
+    """Remove the ``.stage-*`` files of killed builds in the package folder ``folder``, those older
+    than ``older_than`` seconds (default :data:`STALE_S`: a build takes a minute at most, so
+    another process's build in progress is spared; 0 under the folder's lock, which every build
+    holds).  Returns what was removed."""
+    import time
+    from pathlib import Path
+
+    removed = []
+    for stage in Path(folder).glob(".stage-*"):
+        try:
+            st = stage.lstat()
+            if time.time() - st.st_mtime >= older_than and not stage.is_dir():
+                stage.unlink()
+                removed.append(stage)
+        except OSError:
+            pass
+    return removed
+
+
+def _stamp(package, key: str) -> None:
+    """Add ``key`` to the package ``package`` (a zip archive) as :data:`KEY_ENTRY` under its top folder."""
+    import zipfile
+
+    with zipfile.ZipFile(package, "a") as z:
+        top = z.namelist()[0].split("/")[0]
+        z.writestr(f"{top}/{KEY_ENTRY}", key)
+
+
+def package_key(path) -> str | None:
+    """The key stored in the package ``path`` (:data:`KEY_ENTRY`), or None where ``path`` is not a
+    regular file (opened without following a link or waiting on a FIFO), not a zip archive, or
+    holds no key."""
+    import os
+    import stat
+    import zipfile
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:  # a FIFO (opened without waiting), a folder, a device
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            with zipfile.ZipFile(f) as z:
+                names = z.namelist()
+                entry = f"{names[0].split('/')[0]}/{KEY_ENTRY}" if names else None
+                if entry not in names or z.getinfo(entry).file_size > 1024:
+                    return None
+                return z.read(entry).decode("utf-8")
+        except (OSError, ValueError, zipfile.BadZipFile, UnicodeDecodeError, EOFError):
+            return None
 
 
 class _Package:
@@ -145,21 +259,70 @@ class _Package:
         return self._unflatten(self._loader.boxed_run([t for t in self._flatten(args) if t is not None]), self._out)
 
 
-def _load_package(path, what: str):
-    """The callable of the AOTInductor package ``path``, or None (with a warning) where it cannot
-    be loaded.  Loaded by torch's C++ loader itself where it has one (no import of inductor or
-    dynamo, about 1.5 s of a process's start, and a few milliseconds to load)."""
+#: the prefix of the folder (in the package folder, ``.extract-<pid>-<random>``) into which torch's
+#: loader extracts a package it loads (it removes what it extracted when the loaded model is freed)
+EXTRACT_PREFIX = ".extract-"
+
+
+def remove_stale_extracts(folder) -> list:
+    """Remove the extraction folders (:data:`EXTRACT_PREFIX`) in the package folder ``folder`` whose
+    process is dead (killed while its package was loaded).  Returns what was removed."""
+    import shutil
+    from pathlib import Path
+
+    from stam.io import pid_alive
+
+    removed = []
+    for extract in Path(folder).glob(EXTRACT_PREFIX + "*"):
+        pid = extract.name[len(EXTRACT_PREFIX):].split("-")[0]
+        if extract.is_dir() and not extract.is_symlink() and not (pid.isdigit() and pid_alive(int(pid))):
+            shutil.rmtree(extract, ignore_errors=True)
+            removed.append(extract)
+    return removed
+
+
+def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
+    """The callable of the AOTInductor package ``path``, or None (with a warning unless ``quiet``)
+    where it is not the package of ``key`` (:func:`package_key`; not checked without a key) or
+    cannot be loaded.  Loaded by torch's C++ loader itself where it has one (no import of inductor
+    or dynamo, about 1.5 s of a process's start, and a few milliseconds to load).  The loader
+    extracts the package into a temporary folder: here one inside the package folder
+    (:data:`EXTRACT_PREFIX`, ``TMPDIR`` pointed there while it loads), removed at once when the
+    load fails, else by the loader when the model is freed, else (a killed process) by the next
+    load (:func:`remove_stale_extracts`); nothing is left in the system's temporary folder."""
+    import os
+    import shutil
+    import tempfile
+
     import torch
 
+    if key is not None and package_key(path) != key:
+        if not quiet:
+            warn(f"{what}: the compiled package {path.name} is not a regular file holding its key (damaged, or "
+                 "another graph's); building it again", stacklevel=3)
+        return None
+    remove_stale_extracts(path.parent)
+    extract = tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{os.getpid()}-", dir=path.parent)
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = extract
     try:
         loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
         if loader_type is not None:
             return _Package(loader_type(str(path), "model", False, 1, -1))
         return torch._inductor.aoti_load_package(str(path))
     except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
-        warnings.warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it "
-                      "again", RuntimeWarning, stacklevel=3)
+        shutil.rmtree(extract, ignore_errors=True)
+        if not quiet:
+            warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it again",
+                 stacklevel=3)
         return None
+    finally:
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
 
 
-__all__ = ["compile_errors", "compiled_or_eager", "is_compiling", "ahead_of_time", "source_digest", "AOT_FOLDER"]
+__all__ = ["compile_errors", "compiled_or_eager", "is_compiling", "ahead_of_time", "source_digest", "package_key",
+           "remove_stale_stages", "remove_stale_extracts", "AOT_FOLDER", "AOT_MIN_FREE", "EXTRACT_PREFIX", "KEY_ENTRY",
+           "STALE_S"]

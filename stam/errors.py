@@ -1,9 +1,50 @@
-"""User errors: one line on stderr, exit status 2, no traceback (see ``stam.cli``)."""
+"""User errors: one line on stderr, exit status 2, no traceback (see ``stam.cli``); the
+toolkit's fallbacks: one line ``stam: warning: ...`` on stderr (:func:`warn`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import warnings
+
+
+class StamWarning(RuntimeWarning):
+    """A documented fallback of the toolkit (a cache that cannot be written, a compiled package
+    that cannot be built or loaded): the work goes on another way.  The command line prints it as
+    one line ``stam: warning: <message>`` (:func:`one_line_warnings`)."""
+
+
+def first_line(text, limit: int = 300) -> str:
+    """The first non-blank line of ``text`` (an exception's message may hold a compiler's command
+    and its output), stripped, at most ``limit`` characters."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def warn(message: str, stacklevel: int = 2) -> None:
+    """Warn of a fallback (:class:`StamWarning`) in one line (:func:`first_line` of ``message``)."""
+    warnings.warn(first_line(message, 1000), StamWarning, stacklevel=stacklevel + 1)
+
+
+def format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the command line shows it: one line ``stam: warning: <message>`` (another
+    library's warning with its category: ``stam: warning: UserWarning: ...``), never the file,
+    line and source line of Python's default format."""
+    kind = "" if issubclass(category, StamWarning) else f"{category.__name__}: "
+    return f"stam: warning: {kind}{first_line(message, 1000)}\n"
+
+
+@contextlib.contextmanager
+def one_line_warnings():
+    """Within the block, warnings that reach stderr are printed by :func:`format_warning` (what is
+    recorded, by ``warnings.catch_warnings(record=True)`` or a test, is recorded as before)."""
+    saved = warnings.formatwarning
+    warnings.formatwarning = format_warning
+    try:
+        yield
+    finally:
+        warnings.formatwarning = saved
 
 
 class UsageError(Exception):

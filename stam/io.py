@@ -23,15 +23,25 @@ def _umask() -> int:
     return mask
 
 
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path`` (the file the user knows) instead of a temporary or nothing: a full
+    disk reads ``No space left on device: PATH``."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), os.fspath(path)) if exc.errno is not None else exc
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it is flushed to disk (``fsync``), given
     the permissions a plainly created file would have, and renamed onto ``path`` (``os.replace``,
     atomic on POSIX), and the rename is flushed too; on any exception it is removed.  So ``path``
-    is the old file or the whole new one, after a crash of the process or of the machine."""
+    is the old file or the whole new one, after a crash of the process or of the machine.  An
+    operating-system error (a full disk, a read-only folder) is raised naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -40,9 +50,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             os.fsync(f.fileno())
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates it 0600
         os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             tmp_path.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, os.fspath(tmp_path)):
+            raise _naming(exc, path) from None
         raise
     with contextlib.suppress(OSError):  # the directory entry (not possible on every platform)
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -52,23 +64,39 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             os.close(dir_fd)
 
 
+#: the age (seconds) after which a temporary of :func:`atomic_path` in a shared folder (the cache)
+#: is a killed run's leftover: a write takes seconds, so another process's write in progress is spared
+STALE_S = 3600
+
+
 def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
     """Remove what :func:`atomic_path` left next to each of ``paths`` when its process was killed
     mid-write (``.NAME.*`` beside ``NAME``), older than ``older_than`` seconds (0: all; a positive
     age spares the temporaries of another process writing right now).  Returns what was removed."""
+    removed = []
+    for path in map(Path, paths):
+        removed += remove_stale_files(path.parent, f".{path.name}.*", older_than)
+    return removed
+
+
+def remove_stale_files(folder: str | os.PathLike, pattern: str, older_than: float = STALE_S) -> list[Path]:
+    """Remove the regular files (never a link, a folder or what a link points to) matching the glob
+    ``pattern`` in ``folder`` that are older than ``older_than`` seconds.  Returns what was removed."""
+    import stat
     import time
 
     removed = []
-    for path in map(Path, paths):
-        if not path.parent.is_dir():
-            continue
-        for tmp in path.parent.glob(f".{path.name}.*"):
-            try:
-                if tmp.is_file() and not tmp.is_symlink() and time.time() - tmp.stat().st_mtime >= older_than:
-                    tmp.unlink()
-                    removed.append(tmp)
-            except OSError:
-                pass
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(pattern):
+        try:
+            st = tmp.lstat()
+            if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime >= older_than:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            pass
     return removed
 
 
@@ -76,7 +104,8 @@ def remove_stale_temporaries(paths, older_than: float = 0.0) -> list[Path]:
 STAGE_PREFIX = ".stage-"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -97,7 +126,7 @@ def remove_stale_stages(out_dir: str | os.PathLike) -> list[Path]:
         return removed
     for stage in folder.glob(STAGE_PREFIX + "*"):
         pid = stage.name[len(STAGE_PREFIX):].split("-")[0]
-        if stage.is_dir() and not stage.is_symlink() and not (pid.isdigit() and _pid_alive(int(pid))):
+        if stage.is_dir() and not stage.is_symlink() and not (pid.isdigit() and pid_alive(int(pid))):
             shutil.rmtree(stage, ignore_errors=True)
             removed.append(stage)
     return removed
@@ -119,7 +148,13 @@ def staged(out_dir: str | os.PathLike, last: tuple[str, ...] = ()) -> Iterator[P
     remove_stale_stages(out)
     stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-", dir=out))
     try:
-        yield stage
+        try:
+            yield stage
+        except OSError as exc:  # a full disk while writing: name the file in out_dir, not in the stage
+            inside = exc.filename is not None and Path(os.fspath(exc.filename)).is_relative_to(stage)
+            if inside:
+                raise _naming(exc, out / Path(os.fspath(exc.filename)).relative_to(stage)) from None
+            raise
         entries = sorted(stage.iterdir(), key=lambda p: (p.name in last, last.index(p.name) if p.name in last else 0, p.name))
         remove_stale_temporaries([out / p.name for p in entries])
         old = stage / ".old"

@@ -34,12 +34,13 @@ Resuming
     resumed run return the same thing.
 
 Sharing a store
-    Here (no scheduler), a job is claimed before it runs: ``STORE/<key>.claim``, created
-    exclusively (``O_EXCL``), holding the claiming process's host and pid, removed when the job's
-    result is stored or the run stops.  A second process on the same store skips the jobs the
-    first has claimed, runs the others, and then waits for the claimed ones' results; a claim whose
-    process is dead (same host, no such pid; a killed run) is taken over.  So two runs on one
-    folder share the work instead of doing it twice, and return the same results.
+    Here (no scheduler), a job is claimed as it is started (one at a time, or as many as
+    ``workers`` run at once, never all up front): ``STORE/<key>.claim``, created exclusively
+    (``O_EXCL``), holding the claiming process's host and pid, removed when the job's result is
+    stored or the run stops.  A second process on the same store skips the jobs the first has
+    claimed, runs the others, and then waits for the claimed ones' results; a claim whose process
+    is dead (same host, no such pid; a killed run) is taken over.  So two runs on one folder share
+    the pending jobs instead of doing them twice, and return the same results.
 
 Where the jobs run
     ``scheduler=None`` (the default): here.  ``workers=1`` runs the jobs in this process, in the
@@ -98,7 +99,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from stam.errors import UsageError, positive_int
+from stam.errors import UsageError, one_line_warnings, positive_int
 from stam.io import atomic_write_text, bar_disable, json_default, provenance
 from stam.results import ANY, DICT, DICT_OR_NULL, NONNEG_OR_NULL, STR, ResultType, Schema
 
@@ -211,7 +212,8 @@ def _execute(fn: Callable[[dict], dict], spec: dict) -> tuple[str, Any, float, d
     ``("ok", result, seconds, provenance)`` or ``("error", "<Type>: <line>", seconds, None)``."""
     start = time.perf_counter()
     try:
-        result = fn(spec)
+        with one_line_warnings():  # a worker process's fallbacks as the command line prints them
+            result = fn(spec)
     except Exception as exc:  # noqa: BLE001 - recorded for this job, the others run on
         return "error", _one_line(exc), time.perf_counter() - start, None
     return "ok", result, time.perf_counter() - start, provenance()
@@ -489,15 +491,19 @@ def _claim(store: Path, key: str) -> bool:
 
 
 def _run_local(fn, specs, unique, todo, store, finish, found, workers, check=None) -> None:
-    """Run ``todo`` here, claiming each job first (module docstring, "Sharing a store"): the jobs
-    claimed by this process run (in order, or in ``workers`` joblib processes); the others are
-    looked at again every :data:`CLAIM_POLL_S` seconds until their result appears (``found``) or
-    their claim is taken over."""
+    """Run ``todo`` here, claiming jobs as they are started (module docstring, "Sharing a store"):
+    one at a time with ``workers=1``, at most ``workers`` at a time in joblib processes otherwise,
+    so that another process on the store finds the rest unclaimed and runs them too; the jobs
+    another process holds are looked at again (its result, ``found``, or its claim taken over)
+    after the free ones, every :data:`CLAIM_POLL_S` seconds when nothing else is left."""
     pending, mine = list(todo), []
     try:
         while pending:
             ours, waiting = [], []
             for key in pending:
+                if len(ours) >= workers:  # enough for this round: the rest stay free for another process
+                    waiting.append(key)
+                    continue
                 stored = _load(store / f"{key}.json", canonical_json(specs[unique[key]]), check)
                 if stored is not None:
                     found(key, stored)

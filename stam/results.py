@@ -451,16 +451,20 @@ class ResultType:
 
     def write(self, obj, path) -> Path:
         """Write ``obj`` to ``path`` atomically (:func:`stam.io.atomic_write_text`), checked first;
-        a type with a CSV twin writes ``path`` with ``.csv`` beside it, the CSV first and both made
-        before either is written (so a JSON always has its CSV).  Returns ``path``."""
-        from stam.io import atomic_write_text
+        a type with a CSV twin writes ``path`` with ``.csv`` beside it: both made and written to
+        temporaries before either is renamed into place, the CSV first (so a JSON always has its
+        CSV, and a write that fails, a full disk, leaves both as they were).  Returns ``path``."""
+        from stam.io import atomic_path, atomic_write_text
 
         path = Path(path)
         text = self.text(obj, path.name)
-        if self.csv:
-            table = rows_csv(obj["rows"], self.csv)
-            atomic_write_text(path.with_suffix(".csv"), table)
-        return atomic_write_text(path, text)
+        if not self.csv:
+            return atomic_write_text(path, text)
+        table = rows_csv(obj["rows"], self.csv)
+        with atomic_path(path) as tmp_json, atomic_path(path.with_suffix(".csv")) as tmp_csv:
+            tmp_json.write_text(text, encoding="utf-8")
+            tmp_csv.write_text(table, encoding="utf-8")
+        return path
 
 
 def result_types() -> tuple:

@@ -118,3 +118,159 @@ def test_a_run_resumes_only_with_the_same_update_mode(tmp_path, monkeypatch, cap
         main([*args, "--epochs", "2", "--compile", "fast"])
     assert e.value.code == 2
     assert "--compile: invalid choice: 'fast'" in capsys.readouterr().err
+
+
+# -- issue 40: entries that are not what the toolkit wrote, leftovers, full disks, a second build --------
+
+def _no_export(monkeypatch, calls):
+    """Building fails at once (export cannot trace) and the in-process fallback is recorded, so a
+    test sees whether a build was tried without spending a minute on one."""
+    def no_export(*a, **k):
+        calls.append("export")
+        raise RuntimeError("export cannot trace this")
+
+    monkeypatch.setattr(torch.export, "export", no_export)
+    monkeypatch.setattr(compiling, "compiled_or_eager", lambda fn, what, **kw: calls.append("fallback") or fn)
+
+
+def test_the_package_holds_its_key(built):
+    cache = built[0]
+    good = next((cache / compiling.AOT_FOLDER).glob("*.pt2"))
+    assert compiling.package_key(good) == good.stem
+    assert compiling._load_package(good, "test", good.stem) is not None
+
+
+def test_a_package_of_another_graph_at_the_key_path_is_never_loaded_but_rebuilt(built, tmp_path, monkeypatch):
+    """A package the toolkit built for another key, copied to this key's name (a valid package
+    that would be loaded and called with the wrong arguments), is detected by the key inside it."""
+    good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    folder = tmp_path / compiling.AOT_FOLDER
+    folder.mkdir()
+    (folder / "update-other.pt2").write_bytes(good.read_bytes())
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    calls = []
+    _no_export(monkeypatch, calls)
+    fn = lambda x: x + 1  # noqa: E731
+    with pytest.warns(RuntimeWarning) as caught:
+        assert compiling.ahead_of_time(fn, (torch.zeros(2),), "update-other", "foreign") is fn
+    messages = [str(w.message) for w in caught]
+    assert any("update-other.pt2 is not a regular file holding its key" in m for m in messages), messages
+    assert calls == ["export", "fallback"]  # a build was tried: the package is not trusted by its name
+
+
+def test_a_fifo_or_a_link_at_the_key_path_never_blocks_and_is_never_loaded(built, tmp_path, monkeypatch):
+    import signal
+
+    folder = tmp_path / compiling.AOT_FOLDER
+    folder.mkdir()
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    os.mkfifo(folder / "fifo.pt2")
+    (folder / "link.pt2").symlink_to(good)
+    calls = []
+    _no_export(monkeypatch, calls)
+    old = signal.signal(signal.SIGALRM, lambda *a: pytest.fail("blocked on a FIFO"))
+    signal.alarm(60)
+    try:
+        for name in ("fifo", "link"):
+            with pytest.warns(RuntimeWarning) as caught:
+                compiling.ahead_of_time(lambda x: x, (torch.zeros(2),), name, name)
+            assert f"{name}.pt2 is not a regular file holding its key" in str(caught[0].message)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert calls == ["export", "fallback"] * 2
+
+
+def test_a_killed_builds_stage_is_removed_by_the_next_build(tmp_path, monkeypatch):
+    folder = tmp_path / compiling.AOT_FOLDER
+    folder.mkdir()
+    stale = folder / ".stage-abc123.pt2"
+    stale.write_bytes(b"x" * 1000)
+    os.utime(stale, (1, 1))
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    calls = []
+    _no_export(monkeypatch, calls)
+    with pytest.warns(RuntimeWarning, match="export cannot trace"):
+        compiling.ahead_of_time(lambda x: x, (torch.zeros(2),), "k", "stage-test")
+    assert not list(folder.glob(".stage-*"))
+    young = folder / ".stage-young.pt2"
+    young.write_bytes(b"")
+    assert compiling.remove_stale_stages(folder) == [] and young.exists()  # outside the lock: only old ones
+
+
+def test_a_full_disk_is_a_warning_before_the_package_writer_could_abort(tmp_path, monkeypatch):
+    """torch's package writer aborts the process (SIGABRT) when the disk fills under it: the build
+    is not started with less than AOT_MIN_FREE free, and nothing is left in the folder."""
+    import collections
+    import shutil
+
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(1 << 30, (1 << 30) - (1 << 20), 1 << 20))
+    calls = []
+    _no_export(monkeypatch, calls)
+    with pytest.warns(RuntimeWarning, match="only 1 MiB free in .*aot, less than the 256 MiB a build needs"):
+        compiling.ahead_of_time(lambda x: x, (torch.zeros(2),), "k", "full")
+    assert calls == ["fallback"] and list((tmp_path / compiling.AOT_FOLDER).iterdir()) == []
+
+
+def test_a_second_build_waits_for_the_first_and_loads_its_package(built, tmp_path, monkeypatch):
+    """While one process builds (it holds the folder's lock), another needing the same package
+    waits, then loads what the first built instead of building it again."""
+    import threading
+
+    good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    folder = tmp_path / compiling.AOT_FOLDER
+    folder.mkdir()
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    calls = []
+    _no_export(monkeypatch, calls)
+    got = {}
+    with compiling._folder_lock(folder):  # "the first build"
+        t = threading.Thread(target=lambda: got.setdefault("fn", compiling.ahead_of_time(
+            lambda x: x, (torch.zeros(2),), good.stem, "second")))
+        t.start()
+        t.join(1.0)
+        assert t.is_alive()  # waiting for the lock
+        (folder / good.name).write_bytes(good.read_bytes())  # the first build's package appears
+    t.join(60)
+    assert isinstance(got["fn"], compiling._Package) and calls == []
+
+
+def test_the_loader_extracts_into_the_package_folder_and_a_killed_runs_extraction_is_removed(built, tmp_path,
+                                                                                            monkeypatch):
+    """torch's loader extracts a package into a temporary folder: here inside the package folder,
+    never the system's (TMPDIR is watched), removed when the load fails, and a killed process's
+    extraction is removed by the next load."""
+    import gc
+    import shutil
+    import subprocess
+    import sys
+
+    good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    folder = tmp_path / "cache" / compiling.AOT_FOLDER
+    folder.mkdir(parents=True)
+    shutil.copy(good, folder / good.name)
+    system_tmp = tmp_path / "tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = folder / f"{compiling.EXTRACT_PREFIX}{dead.pid}-abc"
+    (killed / "aotinductor_x").mkdir(parents=True)
+    (killed / "aotinductor_x" / "model.so").write_bytes(b"x" * 1000)
+    loaded = compiling._load_package(folder / good.name, "test", good.stem)
+    assert loaded is not None and not killed.exists()
+    assert list(system_tmp.iterdir()) == [] and os.environ["TMPDIR"] == str(system_tmp)
+    mine = list(folder.glob(f"{compiling.EXTRACT_PREFIX}{os.getpid()}-*"))
+    assert len(mine) == 1 and any(mine[0].rglob("*.so"))  # extracted there, while the model lives
+    del loaded
+    gc.collect()
+    assert not any(mine[0].rglob("*.so"))  # the loader removes what it extracted
+    bad = folder / "update-bad.pt2"
+    bad.write_bytes(good.read_bytes()[:-2000])
+    with pytest.warns(RuntimeWarning, match="could not be loaded"):
+        assert compiling._load_package(bad, "test") is None
+    assert len(list(folder.glob(f"{compiling.EXTRACT_PREFIX}{os.getpid()}-*"))) == 1  # the failed load's removed
+    assert list(system_tmp.iterdir()) == []

@@ -59,6 +59,20 @@ def test_every_command_that_writes_has_o_out(cmd):
             assert action.option_strings == ["-o", "--out"] and action.dest == "out"
 
 
+@pytest.mark.parametrize("cmd", sorted(set(COMMANDS) - PRINT_ONLY), ids=" ".join)
+def test_an_empty_out_is_refused_by_every_command(cmd, capsys, tmp_path, monkeypatch):
+    """Issue 40: ``--out ''`` (which a path would read as the working folder) is one line, exit 2,
+    before anything runs or is written, in every command that writes."""
+    monkeypatch.chdir(tmp_path)
+    for spelling in (["--out", ""], ["-o", ""], ["--out="]):
+        with pytest.raises(SystemExit) as e:
+            main([*cmd, *spelling])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.count("\n") == 1, err
+        assert "argument -o/--out: an empty name; give a folder or a file name" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_seeds_is_a_list_and_a_count_is_n_seeds():
     seen = {"list": 0, "count": 0}
     for cmd, action in OPTIONS:

@@ -8,6 +8,7 @@ import copy
 import importlib.machinery
 import json
 import math
+import os
 import sys
 import types
 from html.parser import HTMLParser
@@ -352,6 +353,34 @@ def test_the_map_draws_the_region_of_the_papers_class_beside_convex(tiny_map, tm
     assert main([*argv[:-1], str(tmp_path / "n"), "--region", str(out / "map-binary.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "expected one lyapunov-region file" in err and not (tmp_path / "n").exists()
+
+
+def test_a_map_with_a_store_makes_no_temporary_folder(tmp_path, monkeypatch):
+    """Issue 40: with a job store (``stam map`` keeps OUT/jobs), no TemporaryDirectory is made in
+    $TMPDIR (a killed run left an empty one there); without one, the temporary store is used."""
+    import tempfile
+
+    from stam.dnn import sweep as S
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def run_jobs(fn, specs, where, **kw):
+        seen.append(where)
+        raise Stop
+
+    monkeypatch.setattr(S, "run_jobs", run_jobs)
+    real = tempfile.TemporaryDirectory
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda *a, **k: pytest.fail("a temporary folder was made"))
+    with pytest.raises(Stop):
+        S.map_digits([0.1], [0.5], [20.0], seeds=1, epochs=1, store=tmp_path / "jobs", progress=False)
+    assert seen == [tmp_path / "jobs"]
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", real)
+    with pytest.raises(Stop):
+        S.map_digits([0.1], [0.5], [20.0], seeds=1, epochs=1, progress=False)
+    assert len(seen) == 2 and os.path.basename(seen[1]).startswith("stam-map-") and not os.path.exists(seen[1])
 
 
 def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():

@@ -162,8 +162,40 @@ def test_markdown_cells_cannot_break_the_table(label):
     cell = table.markdown_cell(label)
     assert cell.replace("\\\\", "").replace("\\|", "") .count("|") == 0 and "\n" not in cell and "\r" not in cell
     assert "<" not in cell and ">" not in cell  # no live HTML where the Markdown is rendered
-    if not any(c in label for c in "\\|&<>") and not any(c in label for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
+    assert not live_brackets(cell)  # no link, no image
+    if not any(c in label for c in "\\|&<>") and not live_brackets(label + ".") and not any(c in label for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         assert cell == label  # ordinary labels are unchanged
+
+
+def live_brackets(text: str) -> list[int]:
+    """Where ``text`` has a ``]`` that Markdown reads as one (not escaped by an odd run of
+    backslashes) followed by ``(``, ``[`` or ``:``: what a link ``[x](url)``, an image
+    ``![x](url)``, a reference ``[x][r]`` or a definition ``[r]: url`` needs."""
+    return [i for i, ch in enumerate(text[:-1]) if ch == "]" and text[i + 1] in "([:"
+            and (len(text[:i]) - len(text[:i].rstrip("\\"))) % 2 == 0]
+
+
+LINKS = ("[click](javascript:alert(1))", "![x](javascript:alert(2))", "[a][r]\n[r]: javascript:alert(3)",
+         "\\[b](javascript:alert(4))")
+
+
+@pytest.mark.parametrize("label", LINKS)
+def test_a_link_or_an_image_in_a_label_is_text_in_every_markdown_table(tmp_path, capsys, label):
+    """Issue 40: brackets are escaped in stam table's Markdown and the report's tables/*.md, so a
+    label ``[click](javascript:...)`` or ``![x](...)`` is shown as typed, never a live link or image."""
+    assert live_brackets(label)  # the label itself would be one
+    (tmp_path / "runs").mkdir()
+    write(tmp_path / "runs", [summary("digits", "mlp", "bc", "bc", label, 80.0, 81.0)])
+    assert main(["table", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "javascript" in line)
+    assert not live_brackets(out) and "\\]" in row
+    assert main(["report", str(tmp_path / "runs"), "-o", str(tmp_path / "report")]) == 0
+    capsys.readouterr()
+    tables = list((tmp_path / "report" / "tables").glob("*.md"))
+    assert tables and any("javascript" in p.read_text() for p in tables)
+    for p in tables:
+        assert not live_brackets(p.read_text()), p
 
 
 def test_html_in_a_label_is_text_in_every_markdown_table(tmp_path, capsys):

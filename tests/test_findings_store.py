@@ -345,3 +345,20 @@ def test_random_edits_never_crash_and_never_change_the_output(case, mode):
             assert fstore.read_store(path, key) is not None  # replaced by a valid store
         elif data == valid_store()[1] or json.loads(data) == valid_obj():
             assert out == off(mode)
+
+
+def test_a_killed_runs_temporaries_beside_the_store_are_removed_when_an_hour_old(tmp_path, derived):
+    """Issue 40: ``.paper-check-*.json.*.tmp`` that a run killed mid-write left beside the store are
+    removed by the next run once an hour old (a young one may be another process writing now)."""
+    place(tmp_path)
+    old = [tmp_path / f".{valid_store()[0]}.k1ll3d.tmp", tmp_path / ".paper-check-0123abcd.json.x.tmp"]
+    young = tmp_path / f".{valid_store()[0]}.wr1t1ng.tmp"
+    for p in (*old, young):
+        p.write_text("{partial")
+    for p in old:
+        os.utime(p, (1, 1))
+    (tmp_path / ".paper-check-link.json.x.tmp").symlink_to(tmp_path / "target")
+    (tmp_path / "target").write_text("kept")
+    os.utime(tmp_path / "target", (1, 1))
+    assert run(tmp_path, "brief") == (0, off("brief"), "")
+    assert not any(p.exists() for p in old) and young.exists() and (tmp_path / "target").read_text() == "kept"

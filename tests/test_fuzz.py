@@ -20,8 +20,15 @@ byte, a truncation; half of the edits re-sealed with a fresh content hash), ``ta
 ``summary.json``/``log.jsonl`` files beside a good run, ``paper-check`` its store (``STAM_CACHE_DIR``)
 mutated the same way, half re-sealed with a fresh digest, or a link, a folder, a pipe or a huge file
 in its place: the output must be the one with the store off, unless the store is still one the
-toolkit reads (re-sealed and of its type).  The number of examples is the
-hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores);
+toolkit reads (re-sealed and of its type).  Issue 40's classes: Markdown links and images in labels
+(``stam table``, the report's ``tables/*.md``: no live link), image-cache entries changed after a
+load (FIFOs, links, a folder, Fortran order, headers claiming 10^12 images, a killed run's
+temporaries: never a wait, never trusted, rebuilt, nothing left), modules planted in the working
+folder and on ``PYTHONPATH`` of a decode with worker processes (none runs), whatever is at the AOT
+key path but its package (never loaded), and full disks (a tmpfs of 4 KiB to 512 KiB where root
+may mount one, else ``ENOSPC`` at the writes: exit 0, or 1 with one line naming a path in the
+output folder, no temporary, no half-written JSON).  The number of examples is the
+hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores, two when they are shared);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
 """
@@ -999,6 +1006,340 @@ def fuzz_concurrent_runs(command):
             finding("concurrent runs", "rates-binary.md" in {p.name for p in (out / "tables").iterdir()}, "tables")
 
 
+# -- issue 40: the classes of its outside battery ------------------------------------------------------------
+#
+# Markdown links and images in labels; cache entries that are not what the toolkit wrote (FIFOs,
+# links, Fortran order, headers claiming 10^12 images, temporaries of killed runs); modules planted
+# in the working folder of an image decode; packages of another graph or no package at the AOT key
+# path; full disks (a small tmpfs where root may mount one, else ENOSPC raised at the writes).
+
+def _count(name: str) -> None:
+    PROBES[name] = PROBES.get(name, 0) + 1
+
+
+LINK_LABELS = ["[click](javascript:alert(1))", "![x](javascript:alert(2))", "[a][r] [r]: javascript:alert(3)",
+               "\\[b](javascript:alert(4))", "[c]\n(javascript:alert(5))", "<javascript:alert(6)>", "[d]:javascript:7"]
+
+
+def _live_link(text: str) -> bool:
+    """Whether Markdown would read a ``]`` of ``text`` as closing a link, an image, a reference or
+    a definition (an unescaped ``]`` before ``(``, ``[`` or ``:``), or an autolink ``<...:...>``."""
+    for i, ch in enumerate(text[:-1]):
+        if ch == "]" and text[i + 1] in "([:" and (len(text[:i]) - len(text[:i].rstrip("\\"))) % 2 == 0:
+            return True
+    return "<javascript" in text
+
+
+_MARKDOWN_SEEN: list = []
+
+
+@examples(8)
+@given(st.one_of(st.sampled_from(LINK_LABELS), st.tuples(TEXT, TEXT).map(lambda t: f"[{t[0]}]({t[1]})"),
+                 st.tuples(TEXT, TEXT).map(lambda t: f"![{t[0]}]({t[1]})")))
+def fuzz_markdown_links(label):
+    """A label that is a link or an image is text in ``stam table``'s Markdown and (a quarter of
+    the probes: a report draws its figures, seconds each) in the report's ``tables/*.md``."""
+    with sandbox() as root:
+        run = root / "in" / "run"
+        run.mkdir()
+        (run / "summary.json").write_text(json.dumps({**valid_files()["run/summary.json"], "label": label,
+                                                      "selected_test_acc_binary": 60.0, "selected_test_acc_float": 62.0}))
+        rc, out, err = probe(["table", "in"], root, "markdown links")
+        from stam.dnn.table import markdown_cell
+
+        finding("markdown links", rc == 0 and markdown_cell(label) in out, (label, "not in the table", out))  # tested
+        finding("markdown links", not _live_link(out), (label, out))
+        _MARKDOWN_SEEN.append(label)
+        if len(_MARKDOWN_SEEN) % 4 != 1:
+            return
+        rc, _, err = probe(["report", "in", "-o", str(root / "out" / "report")], root, "markdown links")
+        tables = list((root / "out" / "report" / "tables").glob("*.md")) if rc == 0 else []
+        finding("markdown links", not any(_live_link(t.read_text()) for t in tables), (label, [t.name for t in tables]))
+
+
+def _small_collection(root: Path, n_train: int = 2) -> Path:
+    """A small CIFAR-10-shaped PNG collection as a tar archive under ``root/in``."""
+    import tarfile
+
+    import numpy as np
+    from PIL import Image
+
+    from stam.dnn.data import CIFAR10_CLASSES
+
+    path = root / "in" / "cifar10-jpeg.tar"
+    with tarfile.open(path, "w") as tar:
+        for split, n in (("train", n_train), ("test", 1)):
+            for label, cls in enumerate(CIFAR10_CLASSES):
+                for i in range(n):
+                    buf = io.BytesIO()
+                    Image.fromarray(np.full((32, 32, 3), (label * 20 + i * 3) % 256, np.uint8)).save(buf, format="PNG")
+                    info = tarfile.TarInfo(f"{split}/{cls}/{i:04d}.png")
+                    info.size = len(buf.getvalue())
+                    tar.addfile(info, io.BytesIO(buf.getvalue()))
+    return path
+
+
+def _npy_header(p: Path, n: int) -> None:
+    import numpy as np
+
+    with open(p, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read(f)
+        data = f.read()
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_2_0(buf, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": fortran,
+                                               "shape": (n, *shape[1:])})
+    p.write_bytes(buf.getvalue() + data)
+
+
+def _sidecar(entry: Path, key: str, n: int) -> None:
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["arrays"][key]["shape"][0] = n
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+CACHE_DAMAGE = {
+    "fifo array": lambda e, lock: ((e / "train_x.npy").unlink(), os.mkfifo(e / "train_x.npy")),
+    "fifo lock": lambda e, lock: (lock.unlink(), os.mkfifo(lock)),
+    "fifo sidecar": lambda e, lock: ((e / "meta.json").unlink(), os.mkfifo(e / "meta.json")),
+    "link array": lambda e, lock: ((e / "test_x.npy").rename(e.parent / "moved.npy"),
+                                   (e / "test_x.npy").symlink_to(e.parent / "moved.npy")),
+    "link lock": lambda e, lock: (lock.unlink(), lock.symlink_to(e.parent / "elsewhere")),
+    "fortran order": lambda e, lock: __import__("numpy").save(
+        e / "train_x.npy", __import__("numpy").asfortranarray(__import__("numpy").load(e / "train_x.npy"))),
+    "header of 10^12 images": lambda e, lock: (_npy_header(e / "train_x.npy", 10**12), _sidecar(e, "train_x", 10**12)),
+    "header of 10^12 labels": lambda e, lock: _npy_header(e / "train_y.npy", 10**12),
+    "a folder as an array": lambda e, lock: ((e / "test_y.npy").unlink(), (e / "test_y.npy").mkdir()),
+    "killed run's temporaries": lambda e, lock: [(e / n).write_bytes(b"\x93NUMPY partial")
+                                                 for n in (".train_x.npy.k1ll3d.npy", ".meta.json.k1ll3d.tmp")],
+}
+
+
+@examples(10)
+@given(st.sampled_from(sorted(CACHE_DAMAGE)))
+def fuzz_cache_entries(damage):
+    """An image-cache entry changed after a load: the next load never blocks, never trusts it (the
+    arrays are the decoded ones), rebuilds it (the load after is from the cache) and leaves no
+    temporary in the entry."""
+    import signal
+
+    import numpy as np
+
+    from stam.dnn import data as D
+    from stam.dnn import imagefolder as I
+
+    with sandbox() as root:
+        path = _small_collection(root)
+        cache = root / "out" / "cache"
+        first = I.read(path, D.CIFAR_LAYOUTS["cifar10"].expect, cache_dir=cache)
+        entry = cache / "imagefolder" / first.source["sha256"]
+        CACHE_DAMAGE[damage](entry, cache / "imagefolder" / f"{first.source['sha256']}.lock")
+
+        def hung(*_):
+            pytest.fail(f"{damage}: the load blocked")
+
+        old = signal.signal(signal.SIGALRM, hung)
+        signal.alarm(60)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                again = I.read(path, D.CIFAR_LAYOUTS["cifar10"].expect, cache_dir=cache)
+                third = I.read(path, D.CIFAR_LAYOUTS["cifar10"].expect, cache_dir=cache)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        _count("cache entries")
+        same = all(np.array_equal(getattr(again, k), getattr(first, k)) for k in I.ARRAYS)
+        layout = again.train_x.flags.c_contiguous
+        entry_ok = damage in ("fifo lock", "link lock", "killed run's temporaries")  # the arrays are still right
+        finding("cache entries", same and layout and again.cached == entry_ok and third.cached and not caught,
+                (damage, same, layout, again.cached, third.cached, [str(w.message) for w in caught]))
+        leftovers = [p.name for p in entry.glob(".*")] if entry.is_dir() else []
+        finding("cache entries", not leftovers, (damage, leftovers))
+
+
+PLANTED = ("numpy", "pickle", "PIL", "stam", "sitecustomize", "usercustomize", "encodings", "io")
+
+
+@examples(3)
+@given(st.sets(st.sampled_from(PLANTED), min_size=1, max_size=4))
+def fuzz_planted_modules(names):
+    """Modules planted in the working folder (and on ``PYTHONPATH``) of an image decode large
+    enough for worker processes run in none of them; the result is the serial decode's."""
+    import numpy as np
+
+    from stam.dnn import data as D
+    from stam.dnn import imagefolder as I
+
+    with sandbox() as root:
+        path = _small_collection(root, n_train=3)
+        marker = root / "out" / "marker"
+        for name in names:
+            (root / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
+        serial = I.read(path, D.CIFAR_LAYOUTS["cifar10"].expect, cache_dir=None, workers=1)
+        saved, old_path = I.PARALLEL_MIN, os.environ.get("PYTHONPATH")
+        I.PARALLEL_MIN, os.environ["PYTHONPATH"] = 8, str(root)
+        try:
+            parallel = I.read(path, D.CIFAR_LAYOUTS["cifar10"].expect, cache_dir=root / "out" / "c", workers=2)
+        finally:
+            I.PARALLEL_MIN = saved
+            if old_path is None:
+                os.environ.pop("PYTHONPATH")
+            else:
+                os.environ["PYTHONPATH"] = old_path
+        _count("planted modules")
+        finding("planted modules", not marker.exists(), (names, marker.exists() and marker.read_text()))
+        finding("planted modules", np.array_equal(parallel.train_x, serial.train_x), names)
+
+
+def _zip(entries: dict) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+FOREIGN_PACKAGES = {
+    "another key": lambda p: p.write_bytes(_zip({"pkg/data/version": "1", "pkg/stam/key": "update-another"})),
+    "no key": lambda p: p.write_bytes(_zip({"pkg/data/version": "1"})),
+    "a huge key": lambda p: p.write_bytes(_zip({"pkg/stam/key": "k" * 100_000})),
+    "empty": lambda p: p.write_bytes(b""),
+    "not a zip": lambda p: p.write_bytes(b"\x7fELF not a package"),
+    "fifo": lambda p: os.mkfifo(p),
+    "link": lambda p: p.symlink_to(p.parent / "missing.pt2"),
+    "folder": lambda p: p.mkdir(),
+}
+
+
+@examples(8)
+@given(st.sampled_from(sorted(FOREIGN_PACKAGES)))
+def fuzz_foreign_packages(kind):
+    """Whatever is at the AOT key path but the package of that key is never loaded: the build is
+    tried (here failing at once, so that no compiler runs) and the in-process fallback taken, with
+    one warning each, never an exception or a wait."""
+    import signal
+
+    import torch
+
+    from stam import compiling
+
+    with sandbox() as root:
+        folder = root / "out" / "cache" / compiling.AOT_FOLDER
+        folder.mkdir(parents=True)
+        FOREIGN_PACKAGES[kind](folder / "update-this.pt2")
+        calls, real = [], (torch.export.export, compiling.compiled_or_eager, os.environ.get("STAM_CACHE_DIR"))
+
+        def no_export(*a, **k):
+            calls.append("build")
+            raise RuntimeError("no compiler in the fuzzer")
+
+        torch.export.export = no_export
+        compiling.compiled_or_eager = lambda fn, what, **kw: calls.append("fallback") or fn
+        os.environ["STAM_CACHE_DIR"] = str(root / "out" / "cache")
+        old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail(f"{kind}: blocked"))
+        signal.alarm(60)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn = lambda x: x  # noqa: E731
+                got = compiling.ahead_of_time(fn, (torch.zeros(2),), "update-this", "fuzz")
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+            torch.export.export, compiling.compiled_or_eager = real[0], real[1]
+            os.environ["STAM_CACHE_DIR"] = real[2] if real[2] is not None else "off"
+        _count("foreign packages")
+        finding("foreign packages", got is fn and calls == ["build", "fallback"], (kind, calls))
+        finding("foreign packages", all("\n" not in str(w.message) for w in caught) and caught, (kind, caught))
+
+
+@contextlib.contextmanager
+def _full_disk(folder: Path, size_kb: int):
+    """``folder`` on a tmpfs of ``size_kb`` KiB where this process may mount one (root in a
+    container that allows it), else with ``ENOSPC`` raised by every write of a file below it
+    beyond ``size_kb`` KiB in all (``Path.write_text``/``write_bytes``; what tmpfs says)."""
+    import errno
+    import pathlib
+    import subprocess
+
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs",
+                                                        str(folder)], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):  # no mount command
+        mounted = False
+    if mounted:
+        try:
+            yield "tmpfs"
+        finally:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+        return
+    used = [0]
+    real = {name: getattr(pathlib.Path, name) for name in ("write_text", "write_bytes")}
+
+    def limited(name):
+        def write(self, data, *a, **k):
+            if Path(self).absolute().is_relative_to(folder.absolute()):
+                used[0] += len(data)
+                if used[0] > size_kb * 1024:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+            return real[name](self, data, *a, **k)
+        return write
+
+    for name in real:
+        setattr(pathlib.Path, name, limited(name))
+    try:
+        yield "ENOSPC"
+    finally:
+        for name, f in real.items():
+            setattr(pathlib.Path, name, f)
+
+
+FULL_DISK_COMMANDS = {
+    "synthetic run": lambda out: ["synthetic", "run", "--problem", "binary", "--quick", "--no-progress", "--out", out],
+    "report": lambda out: ["report", "in", "-o", out],
+    "paper-check": lambda out: ["paper-check", "--brief", "--out", f"{out}/check.json"],
+}
+
+
+@examples(4)
+@given(st.sampled_from(sorted(FULL_DISK_COMMANDS)), st.sampled_from([4, 16, 64, 512]))
+def fuzz_full_disks(command, size_kb):
+    """A command writing onto a full disk: exit 0 (it fitted) or 1 with one line ``stam: error:``
+    naming a path in the output folder, no traceback, no temporary left, and the output folder
+    holding whole files only (nothing half-written: every JSON there parses)."""
+    with sandbox() as root:
+        _write_inputs(root, "", b"")
+        out = root / "out" / "full"
+        with _full_disk(out, size_kb) as how:
+            stdout, stderr = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    rc = main(FULL_DISK_COMMANDS[command](str(out)))
+                except SystemExit as exc:
+                    rc = exc.code
+            err = [line for line in stderr.getvalue().splitlines() if line.strip()]
+            files = [p for p in out.rglob("*") if p.is_file()]
+            leftovers = [str(p.relative_to(out)) for p in out.rglob(".*")]
+            halves = [str(p.relative_to(out)) for p in files if p.suffix == ".json" and not _parses(p)]
+        _count("full disks")
+        OUTCOMES[("full disks", rc)] = OUTCOMES.get(("full disks", rc), 0) + 1
+        ok = rc == 0 or (rc == 1 and len(err) == 1 and err[0].startswith("stam: error: ") and str(out) in err[0])
+        finding("full disks", ok and not leftovers and not halves, (command, size_kb, how, rc, err[-3:], leftovers, halves))
+
+
+def _parses(p: Path) -> bool:
+    try:
+        json.loads(p.read_text())
+        return True
+    except ValueError:
+        return False
+
+
 CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "stepsize": (fuzz_stepsize, "stepsize", 60),
     "paper-check": (fuzz_paper_check, "paper-check", 4),
@@ -1021,9 +1362,15 @@ CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "ignored-flags": (fuzz_ignored_flags, "ignored flags", 6),
     "failing-reruns": (fuzz_failing_rerun_into_a_used_folder, "failing reruns into a used folder", 4),
     "concurrent-runs": (fuzz_concurrent_runs, "concurrent runs", 2),
+    "markdown-links": (fuzz_markdown_links, "markdown links", 8),
+    "cache-entries": (fuzz_cache_entries, "cache entries", 10),
+    "planted-modules": (fuzz_planted_modules, "planted modules", 3),
+    "foreign-packages": (fuzz_foreign_packages, "foreign packages", 8),
+    "full-disks": (fuzz_full_disks, "full disks", 4),
 }
 #: tests whose strategy has only this many distinct examples (hypothesis stops there)
-DISTINCT = {"demo": 4}
+DISTINCT = {"demo": 4, "cache-entries": len(CACHE_DAMAGE), "foreign-packages": len(FOREIGN_PACKAGES),
+            "full-disks": len(FULL_DISK_COMMANDS) * 4}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

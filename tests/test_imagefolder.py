@@ -264,11 +264,52 @@ DAMAGE = {
     "sidecar with another shape": _edit_meta(lambda m: m["arrays"]["train_x"].update(shape=[20, 3, 16, 64])),
     "sidecar of another format": _edit_meta(lambda m: m.update(format=99)),
     "sidecar not an object": lambda e: (e / "meta.json").write_text("[1, 2]"),
+    # issue 40: entries that are not what the toolkit wrote, whatever their name and bytes say
+    "a FIFO in place of an array": lambda e: ((e / "train_x.npy").unlink(), os.mkfifo(e / "train_x.npy")),
+    "a FIFO in place of the sidecar": lambda e: ((e / "meta.json").unlink(), os.mkfifo(e / "meta.json")),
+    "a folder in place of an array": lambda e: ((e / "test_y.npy").unlink(), (e / "test_y.npy").mkdir()),
+    "a link in place of an array": lambda e: ((e / "train_y.npy").rename(e.parent / "elsewhere.npy"),
+                                              (e / "train_y.npy").symlink_to(e.parent / "elsewhere.npy")),
+    "a Fortran-order array of the same values (the same SHA-256)":
+        lambda e: np.save(e / "train_x.npy", np.asfortranarray(np.load(e / "train_x.npy"))),
+    "a header and a sidecar claiming 10^12 images": lambda e: (_claim_images(e / "train_x.npy", 10**12),
+                                                              _edit_meta(lambda m: m["arrays"]["train_x"].update(
+                                                                  shape=[10**12, 3, 32, 32]))(e)),
 }
 
 
+def _claim_images(p: Path, n: int):
+    """Rewrite the header of the ``.npy`` file ``p`` to claim ``n`` images (the data stays)."""
+    with open(p, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f) if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0(f)
+        data = f.read()
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_2_0(buf, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": fortran,
+                                               "shape": (n, *shape[1:])})
+    p.write_bytes(buf.getvalue() + data)
+
+
+@pytest.fixture
+def no_hang():
+    """Fails a test that blocks (on a FIFO) instead of hanging the test run."""
+    import signal
+
+    def hung(*_):  # pytest.fail: not an OSError, which the loader would take for a cache miss
+        pytest.fail("blocked for 30 s (a FIFO opened for reading or writing?)")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cache, decodes, damage):
+def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cache, decodes, damage, no_hang):
     path, _ = small(tmp_path, "zip")
     first = I.read(path, CIFAR10, cache_dir=cache)
     entry = cache / "imagefolder" / first.source["sha256"]
@@ -278,6 +319,38 @@ def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cac
     for k in I.ARRAYS:
         assert np.array_equal(getattr(again, k), getattr(first, k))
     assert I.read(path, CIFAR10, cache_dir=cache).cached and len(decodes) == 4  # and the rebuilt entry holds
+
+
+def test_a_fifo_or_a_link_as_the_entrys_lock_never_blocks(tmp_path, cache, decodes, no_hang):
+    path, expected = small(tmp_path)
+    lock = cache / "imagefolder" / f"{I.sha256_file(path)}.lock"
+    lock.parent.mkdir(parents=True)
+    os.mkfifo(lock)
+    assert np.array_equal(I.read(path, CIFAR10, cache_dir=cache).train_x, expected["train"][0])
+    assert stat.S_ISREG(lock.lstat().st_mode)  # replaced by the lock file the toolkit makes
+    lock.unlink()
+    lock.symlink_to(tmp_path / "elsewhere")
+    assert I.read(path, CIFAR10, cache_dir=cache).cached and not (tmp_path / "elsewhere").exists()
+    assert len(decodes) == 2
+
+
+def test_a_killed_runs_temporaries_in_an_entry_are_removed_by_the_next_run(tmp_path, cache):
+    """What a run killed while writing the entry left (``.train_x.npy.*.npy``, up to 150 MB for
+    CIFAR) is removed by the next load, which holds the entry's lock (so no other process is
+    writing them); without the lock only temporaries older than STALE_S go."""
+    path, _ = small(tmp_path)
+    first = I.read(path, CIFAR10, cache_dir=cache)
+    entry = cache / "imagefolder" / first.source["sha256"]
+    left = [entry / ".train_x.npy.k1ll3d.npy", entry / ".meta.json.k1ll3d.tmp"]
+    for p in left:
+        p.write_bytes(b"\x93NUMPY partial")
+    assert I.read(path, CIFAR10, cache_dir=cache).cached
+    assert not any(p.exists() for p in left)
+    for p in left:
+        p.write_bytes(b"partial")
+    os.utime(left[0], (1, 1))
+    I._remove_leftovers(entry, locked=False)
+    assert not left[0].exists() and left[1].exists()  # a young one may be another process's
 
 
 def test_a_cache_entry_not_meeting_the_expectation_is_not_used(tmp_path, cache, decodes):
@@ -738,3 +811,40 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     assert data["source"] == "cifar10" and data["problem"] == "cifar10-vgg11-w0.0625" and len(data["rows"]) == 2
     assert data["params"]["width"] == 0.0625 and (m / "map-cifar10.png").is_file()
     assert data["format"] == 2 and all(r["metric"] is None or 0 <= r["metric"] <= 100 for r in data["rows"])  # percent
+
+
+# --------------------------------------------------------------------------- worker processes
+
+def test_workers_import_nothing_from_the_working_folder(tmp_path, cache, monkeypatch):
+    """A ``numpy.py`` and a ``pickle.py`` in the working folder (and ``PYTHONPATH`` pointing
+    there) run in no decoding worker: the workers are isolated interpreters started in a fixed
+    folder, and the result is the serial one."""
+    monkeypatch.setattr(I, "PARALLEL_MIN", 8)
+    path, expected = small(tmp_path, "tar", n_train=3, n_test=1)
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "marker"
+    for name in ("numpy", "pickle", "PIL", "stam"):
+        (work / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name} ran\\n')\n")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PYTHONPATH", str(work))
+    started = []
+    real = I._start_worker
+    monkeypatch.setattr(I, "_start_worker", lambda share, spec: started.append(len(share)) or real(share, spec))
+    c = I.read(path, CIFAR10, cache_dir=tmp_path / "c", workers=2)
+    assert started, "no worker was started: the test did not test the workers"
+    assert not marker.exists(), marker.read_text()
+    assert np.array_equal(c.train_x, expected["train"][0]) and np.array_equal(c.test_x, expected["test"][0])
+
+
+@pytest.mark.parametrize("worker", ["import os; os._exit(3)",  # dies before reading its share (a broken pipe)
+                                    "import sys; sys.stdin.buffer.read(); sys.stdout.write('not a pickle')",
+                                    "import sys; sys.stdin.buffer.read(); sys.exit(1)"])
+def test_a_dead_worker_is_replaced_by_decoding_its_share_here(tmp_path, cache, monkeypatch, worker):
+    """The documented fallback: a worker that dies (before reading its share, with garbage on its
+    output, with an error status) costs time, never the result ('flush of closed file' once)."""
+    monkeypatch.setattr(I, "PARALLEL_MIN", 8)
+    monkeypatch.setattr(I, "_WORKER", worker)
+    path, expected = small(tmp_path, "tar", n_train=250, n_test=1)  # a share larger than a pipe's buffer (64 KiB)
+    c = I.read(path, CIFAR10, cache_dir=tmp_path / "c", workers=2)
+    assert np.array_equal(c.train_x, expected["train"][0]) and np.array_equal(c.train_y, expected["train"][1])

@@ -419,15 +419,23 @@ def test_two_processes_on_one_store_share_the_work(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from jobs_fns import slow_square
         from stam.jobs import run_jobs
-        specs = [{{"x": x, "log": {str(log)!r}, "sleep": 0.3}} for x in range(8)]
+        import os, pathlib, time
+        ready = pathlib.Path({str(tmp_path)!r})
+        (ready / f"ready-{{os.getpid()}}").touch()
+        while len(list(ready.glob("ready-*"))) < 2:  # both started: the test is of sharing, not of start-up times
+            time.sleep(0.05)
+        specs = [{{"x": x, "log": {str(log)!r}, "sleep": 0.5}} for x in range(8)]
         res = run_jobs(slow_square, specs, {str(tmp_path / "store")!r}, progress=False)
-        print(json.dumps([r["y"] for r in res]))
+        print(json.dumps([[r["y"], r["pid"]] for r in res]))
     """))
     procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
-    assert [json.loads(o) for o in outs] == [[x * x for x in range(8)]] * 2
+    assert outs[0] == outs[1] and [y for y, _ in outs[0]] == [x * x for x in range(8)]
     assert sorted(computed(log)) == list(range(8))  # each job once, shared between the two
+    # issue 40: jobs are claimed one at a time, so the second process computes some (not 0 of 8 while
+    # the first holds claims on all of them up front)
+    assert {pid for _, pid in outs[0]} == {p.pid for p in procs}, outs
     assert not list((tmp_path / "store").glob("*.claim"))
 
 

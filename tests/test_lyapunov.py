@@ -367,6 +367,42 @@ def test_region_in_two_processes_is_the_same_region(capsys):
     assert code == 2 and "--workers: only with --region" in capsys.readouterr().err
 
 
+def test_a_poisoned_stored_row_is_named_and_computed_again_never_blamed_on_the_result(small_region, tmp_path,
+                                                                                       monkeypatch, capsys):
+    """Issue 40: a stored row with a bracket lo > hi (a poisoned job file) is refused by the row's own
+    type when the store is read: one line naming the job file, the row computed again, the result
+    written; before, region.json was blamed and every later run failed the same way."""
+    import shutil
+
+    from stam.theory.pep_cli import region_store
+
+    out = tmp_path / "region.json"
+    shutil.copytree(region_store(small_region), region_store(out))
+    job = next(region_store(out).glob("*.json"))
+    stored = json.loads(job.read_text())
+    good_row = json.loads(json.dumps(stored["result"]))
+    lo, hi = stored["result"]["general"]["lo"], stored["result"]["general"]["hi"]
+    stored["result"]["general"].update(lo=hi * 2, hi=lo)
+    job.write_text(json.dumps(stored))
+    calls = []
+    monkeypatch.setattr(ly, "region_row", lambda *a, **k: calls.append(1) or good_row)
+    capsys.readouterr()
+    assert main(["pep", "--region", *SMALL, "--out", str(out), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert calls == [1] and str(job) in err and "general" in err, err
+    assert json.loads(out.read_text())["rows"] == json.loads(small_region.read_text())["rows"]
+
+
+def test_a_region_with_a_store_makes_no_temporary_folder(small_region, tmp_path, monkeypatch, capsys):
+    """Issue 40: with the store beside the output file, no TemporaryDirectory is made in $TMPDIR
+    (a killed run left an empty one there)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda *a, **k: pytest.fail("a temporary folder was made"))
+    assert main(["pep", "--region", *SMALL, "--out", str(small_region), "--workers", "1"]) == 0
+    capsys.readouterr()
+
+
 # ----------------------------------------------------------------------------- certified means proven (issue 39)
 def _exact_step(lam, gamma, beta, template, f_class, N=1, b=1):
     if (N, b) != (1, 1):

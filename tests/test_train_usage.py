@@ -36,7 +36,7 @@ def test_unusable_out_is_one_line_before_any_work(tmp_path, capsys, monkeypatch,
            "deep-under-file": tmp_path / "a-file" / "x" / "y", "empty": "", "not-writable": tmp_path / "ro" / "run",
            "resume-file": tmp_path / "a-file"}[kind]
     needle = {"file": "is a file", "under-file": "is a file, so no folder can be made under it",
-              "deep-under-file": "is a file, so no folder can be made under it", "empty": "--out is empty",
+              "deep-under-file": "is a file, so no folder can be made under it", "empty": "an empty name; give a folder",
               "not-writable": "is not writable", "resume-file": "is a file"}[kind]
     if kind == "not-writable":  # tests run as root, where chmod cannot make a folder read-only: the probe says no
         import stam.io
@@ -47,7 +47,8 @@ def test_unusable_out_is_one_line_before_any_work(tmp_path, capsys, monkeypatch,
     argv = [*ARGV, "--out", str(out)] + (["--resume"] if kind == "resume-file" else [])
     assert _rc(argv) == 2
     captured = capsys.readouterr()
-    assert captured.err.count("\n") == 1 and captured.err.startswith("stam: error: --out") and needle in captured.err, captured.err
+    start = "stam train: error: argument -o/--out" if kind == "empty" else "stam: error: --out"  # empty: refused by its type
+    assert captured.err.count("\n") == 1 and captured.err.startswith(start) and needle in captured.err, captured.err
     assert captured.out == "" and _tree(tmp_path) == before
 
 

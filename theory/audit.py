@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from stam.io import dumps, provenance
+from stam.io import dumps, provenance, remove_stale_files
 from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.items.common import SEED, pretty, rounded
@@ -180,7 +180,8 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     other sources (never when an item failed to derive).  Only a store
     :func:`stam.theory.store.read_store` accepts is read back; any other (damaged, edited, a link, a
     folder, unreadable, huge) is derived anew and replaced, and a store that cannot be written is
-    skipped: the output is the same as with no store."""
+    skipped: the output is the same as with no store.  Temporaries of a killed run's write beside
+    the store (``.paper-check-*.json.*``, older than :data:`stam.io.STALE_S`) are removed."""
     import contextlib
 
     from stam.errors import UsageError
@@ -188,6 +189,7 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     path = cache_file()
     key = path.stem.removeprefix("paper-check-") if path is not None else ""
     if path is not None:
+        remove_stale_files(path.parent, ".paper-check-*.json.*")  # a killed run's temporaries (an hour old)
         store = read_store(path, key)
         if store is not None and (store["with_math"] or not with_math):
             return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])

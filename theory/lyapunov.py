@@ -153,6 +153,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
@@ -1400,11 +1401,18 @@ def region_job(spec: dict) -> dict:
 
 def check_region_row(result: dict, spec: dict, path) -> None:
     """A stored row makes sense and is the row of its spec (:func:`stam.jobs.run_jobs`' ``check``): else it is
-    computed again."""
+    computed again.  It must be a row of the result (:data:`REGION_ROW`: every bracket ``lo <= hi``, ...; the
+    sampled one, if searched, a :data:`BRACKET` too), so that a poisoned store entry is named and recomputed
+    here, never blamed on ``region.json`` when the result is written."""
+    from stam.results import validate
+
     parts = ("general", "paper", "refuted", "theorem") + (("sampled",) if spec.get("sampling") is not None else ())
     if not isinstance(result, dict) or result.get("lam") != spec["lam"] or any(
             not isinstance(result.get(k), dict) for k in parts):
         raise UsageError(f"{path}: not the lyapunov-region row of lambda = {spec['lam']}")
+    validate(result, REGION_ROW, Path(path))
+    if spec.get("sampling") is not None:
+        validate(result["sampled"], BRACKET, Path(path), where="sampled.")
 
 
 #: changes when the search changes (the verification of issue 22): a store's rows of an older search are not reused
@@ -1464,8 +1472,8 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     """:func:`region` of the parameters ``params`` (:class:`stam.theory.params.RegionParams`: its grids, the
     class of F, the sampled gradient, the search's settings, ``workers`` and ``scheduler``); each lambda one job
     of :func:`region_specs` in ``store`` (None: a temporary folder)."""
+    import contextlib
     import tempfile
-    from pathlib import Path
 
     from stam.jobs import run_jobs
 
@@ -1486,8 +1494,9 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     require(math.isfinite(params.scan_ratio) and params.scan_ratio > 1,
             f"scan_ratio={params.scan_ratio} must be a finite number > 1")
     specs = region_specs(full)
-    with tempfile.TemporaryDirectory(prefix="stam-region-") as tmp:
-        rows = run_jobs(region_job, specs, Path(store) if store is not None else Path(tmp), scheduler=params.scheduler,
+    # a temporary store only without one (a folder in $TMPDIR that a killed run would leave behind)
+    with tempfile.TemporaryDirectory(prefix="stam-region-") if store is None else contextlib.nullcontext(store) as where:
+        rows = run_jobs(region_job, specs, Path(where), scheduler=params.scheduler,
                         workers=min(full.workers, max(len(specs), 1)), progress=bar, desc="lambdas", check=check_region_row)
     failed = [(spec["lam"], row["error"]) for spec, row in zip(specs, rows) if "error" in row]
     require(not failed, f"the row of lambda = {failed[0][0] if failed else ''} failed: {failed[0][1] if failed else ''}")
