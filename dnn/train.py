@@ -139,12 +139,18 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
                     f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
                     f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x))}")
     _start(s, done)
-    for epoch in range(len(done.records) + 1, s.epochs + 1):
-        t0 = time.perf_counter()
-        hyper = s.preset.at(epoch)
-        result = _train_epoch(s, done, epoch)
-        acc_bin, acc_float, sign_flips = _evaluate_epoch(s)
-        _commit(s, done, _record(s, epoch, hyper, result, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
+    try:
+        for epoch in range(len(done.records) + 1, s.epochs + 1):
+            t0 = time.perf_counter()
+            hyper = s.preset.at(epoch)
+            result = _train_epoch(s, done, epoch)
+            acc_bin, acc_float, sign_flips = _evaluate_epoch(s)
+            _commit(s, done, _record(s, epoch, hyper, result, acc_bin, acc_float, sign_flips, time.perf_counter() - t0))
+    except Diverged:
+        raise
+    except BaseException:
+        _unstart(s)
+        raise
     summary = _summary(s.config, done.records, done.seconds, "completed")
     if ctx.main:
         ep.RUN_SUMMARY.write(summary, s.out / "summary.json")
@@ -256,6 +262,23 @@ def _start(s: Setup, done: Done) -> None:
     if s.cfg.resume:
         _write_log(s.out, done.records)
         remove_stale_temporaries([s.out / n for n in ("checkpoint.pt", "log.jsonl", "summary.json", "config.json")])
+
+
+def _unstart(s: Setup) -> None:
+    """A new run that stopped before its first checkpoint (a full disk, an interrupt, an error) leaves
+    nothing: the ``config.json`` and ``log.jsonl`` it wrote are removed, and its folder if it is empty
+    then; a resumed run or one with a checkpoint keeps everything (its checkpoint is the commit point)."""
+    if not s.ctx.main or s.cfg.resume or (s.out / "checkpoint.pt").exists():
+        return
+    for name in ("config.json", "log.jsonl"):
+        try:
+            (s.out / name).unlink()
+        except OSError:
+            pass
+    try:
+        s.out.rmdir()  # only if empty
+    except OSError:
+        pass
 
 
 def _train_epoch(s: Setup, done: Done, epoch: int) -> batched.Epoch:

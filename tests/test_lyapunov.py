@@ -322,6 +322,16 @@ def test_figure_draws_the_two_zones(small_region):
 
     fig = make_figure("admissible", load_results([small_region]))
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # one lambda: the limits as points, no zone (a zone needs two lambdas to have an area; issue 37)
+    assert any(t.startswith("limit of the paper-form") for t in labels)
+    assert not any(t.startswith(("certified", "refuted")) for t in labels)
+    # two lambdas: both zones drawn and named
+    data = json.loads(small_region.read_text())
+    data["rows"] = [data["rows"][0], {**data["rows"][0], "lam": 2 * data["rows"][0]["lam"]}]
+    two = small_region.with_name("two.json")
+    two.write_text(json.dumps(data))
+    fig = make_figure("admissible", load_results([two]))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(t.startswith("certified") for t in labels) and any(t.startswith("refuted") for t in labels)
 
 
