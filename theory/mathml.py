@@ -24,7 +24,7 @@ MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 
 #: a formula whose text is longer than this many characters is laid out on several lines, broken
 #: between its top-level terms (MathML has no automatic line breaking in browsers)
-LINE_CHARS = 40
+LINE_CHARS = 30
 
 
 def mathml(expr) -> str:
@@ -46,7 +46,7 @@ _REL = {"==": "=", ">=": "\u2265", "<=": "\u2264", "!=": "\u2260", "<": "<", ">"
 def _tokens(expr) -> list[tuple[str | None, object]]:
     """``(operator before it, term)`` of every top-level term: the terms of a sum, or of each side of
     a relation with the relation's symbol before the right side's first term."""
-    from sympy import Add
+    from sympy import Add, And
     from sympy.core.relational import Relational
 
     def terms(e, first_op):
@@ -62,6 +62,12 @@ def _tokens(expr) -> list[tuple[str | None, object]]:
                 out.append(("+", t))
         return out
 
+    if isinstance(expr, And) and all(isinstance(a, Relational) and a.rel_op in _REL for a in expr.args):
+        out = []
+        for a in expr.args:  # each relation's terms, the next relation after a "and" sign
+            toks = _tokens(a)
+            out += [("\u2227" if out and k == 0 else op, t) for k, (op, t) in enumerate(toks)]
+        return out
     if isinstance(expr, Relational) and expr.rel_op in _REL:
         return terms(expr.lhs, None) + terms(expr.rhs, _REL[expr.rel_op])
     if isinstance(expr, Add):
@@ -243,10 +249,13 @@ def _printer():
                                   scripts)
 
         def _scripted(self, base, scripts):
-            """``base`` with its sub- and superscripts (primes are superscripts), as ``msub``,
-            ``msup`` or ``msubsup``."""
+            """``base`` with its sub- and superscripts (primes after the base), as ``msub``, ``msup``
+            or ``msubsup``."""
+            primes = [s for k_, s in scripts if k_ == "'"]
+            if primes:  # a prime at text size beside its base (M'_0 as M-prime with subscript 0)
+                base = self._row([base, self._token("mo", "".join(primes), lspace="0", rspace="0")])
             subs = [self.index(s) for k_, s in scripts if k_ == "_"]
-            sups = [self.index(s) if k_ == "^" else self._token("mo", s) for k_, s in scripts if k_ != "_"]
+            sups = [self.index(s) for k_, s in scripts if k_ == "^"]
             sub, sup = (self._row(subs) if subs else None), (self._row(sups) if sups else None)
             if sub is not None and sup is not None:
                 return self._node("msubsup", base, sub, sup)
@@ -255,6 +264,32 @@ def _printer():
             if sup is not None:
                 return self._node("msup", base, sup)
             return base
+
+        def _print_Mul(self, expr):
+            """A product over a short denominator whose numerator is longer than a line
+            (:data:`LINE_CHARS`) as a short fraction times the numerator's other factors,
+            ``(2 beta (M0' + delta0) / T) (...)^T`` rather than one fraction as wide as the whole
+            numerator (a fraction cannot be broken between lines)."""
+            from sympy import Mul, S
+            from sympy.printing.precedence import PRECEDENCE
+            from sympy.simplify import fraction
+
+            numer, denom = fraction(expr)
+            if denom is S.One or len(str(numer)) <= LINE_CHARS or len(str(denom)) > LINE_CHARS // 2 \
+                    or not isinstance(numer, Mul) or expr.could_extract_minus_sign():
+                return super()._print_Mul(expr)
+            factors, head = list(numer.as_ordered_factors()), []
+            while factors and (not head or len(str(Mul(*head, factors[0]))) <= LINE_CHARS // 2):
+                head.append(factors.pop(0))
+            if not factors:
+                return super()._print_Mul(expr)
+            mrow = self.dom.createElement("mrow")
+            frac = self._node("mfrac", self._print(Mul(*head)), self._print(denom))
+            mrow.appendChild(frac)
+            for f in factors:
+                mrow.appendChild(self._token("mo", "\u2062"))  # invisible times
+                mrow.appendChild(self.parenthesize(f, PRECEDENCE["Mul"]))
+            return mrow
 
         def _print_Symbol(self, sym, style="plain"):
             if style == "plain" and (_NOTATION & set(sym.name) or _LIMITS.match(sym.name) or _accented(sym.name)):
@@ -267,7 +302,8 @@ def _printer():
             rows, row, used = [], [], 0
             for op, term in tokens:
                 n = len(str(term)) + (2 if op else 0)
-                if row and used + n > width:
+                # each relation of a conjunction on its own line; a line not left with a lone short name
+                if row and ((used + n > width and used > width // 4) or op == "\u2227"):
                     rows.append(row)
                     row, used = [], 0
                 row.append((op, term))
