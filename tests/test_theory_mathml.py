@@ -170,3 +170,11 @@ def test_any_name_of_this_grammar_is_well_structured(base, accent, prime, sub, s
     for tag, n in ARITY.items():
         assert all(len(el) == n for el in root.iter(NS + tag))
     assert "~" not in latex(expr)
+
+
+def test_sympy_sums_take_their_limits_under_and_over_the_sign():
+    i, n = sp.symbols("i N", integer=True)
+    m = mathml(sp.Sum(sp.IndexedBase("x")[i] ** 2, (i, 1, n)))
+    assert structure_errors(m) == []
+    (uo,) = ET.fromstring(m).iter(NS + "munderover")
+    assert [_text(c) for c in uo] == ["\u2211", "i=1", "N"]
