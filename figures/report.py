@@ -76,7 +76,8 @@ th{background:#eef4fa} tr:nth-child(even) td{background:#fafafa}
 .note{color:#555;font-style:italic} .intro{color:#333;margin-top:-.4em} .verdict-misprint,.verdict-false{color:#D55E00;font-weight:600} .verdict-unproven{color:#E69F00;font-weight:600}
 code{background:#f3f3f3;padding:0 .2em} .small{font-size:.85em;color:#555}
 table.provenance td:nth-child(4),table.provenance td:nth-child(5){font-size:.85em;color:#333}
-td.formula math{display:block;font-size:1.05em} td.formula mtd{text-align:left;padding:0}
+math{font-size:1.1em} td.formula math{display:block;font-size:1.1rem;math-style:normal;max-width:21em;overflow:auto hidden;padding:.4em 0}
+td.formula mtable,td.formula mfrac>*{math-style:normal} td.formula mtd{text-align:left;padding:0}
 td[class^="verdict-"]{white-space:nowrap} td.formula code{overflow-wrap:anywhere}
 table.audit td,table.audit th{padding:.25em .4em} table.audit td:first-child{max-width:14em;overflow-wrap:normal;hyphens:none}
 details.folded-rows>summary{font-weight:600;margin:.4em 0}

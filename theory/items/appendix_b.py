@@ -237,8 +237,8 @@ def theorem_conv(seed: int = SEED) -> Result:
                  "meaning": "the printed bound (M = 2 K3 printed) is below the one the proof gives; eq39, which "
                             "defines K3, is not implied by its premises"})
     k3_conv_lemma = k.K3_printed_is_derived()
-    return Result(sp.Le(sp.Symbol("min_t S_t"), printed_rhs.subs(s.M, 2 * k.K3_printed_expr(False)), evaluate=False),
-                  sp.Le(sp.Symbol("min_t S_t"), rhs.subs(s.M, 2 * k.K3_expr(False)), evaluate=False), ce,
+    return Result(sp.Le(sp.Symbol("min_{0<=t<=T-1} S_t"), printed_rhs.subs(s.M, 2 * k.K3_printed_expr(False)), evaluate=False),
+                  sp.Le(sp.Symbol("min_{0<=t<=T-1} S_t"), rhs.subs(s.M, 2 * k.K3_expr(False)), evaluate=False), ce,
                   (Occurrence("M of Lemma conv-lemma", k3_conv_lemma),), evidence="premises",
                   search=lambda: statement_search_result("conv", seed), network=conv_network,
                   note=f"the form 2 (1+q)^T beta (delta0+M0')/T + (L+M)C/beta is derived ({'same' if same_form else 'differs'}); "
