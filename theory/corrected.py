@@ -91,7 +91,7 @@ def statements(evaluated) -> list[tuple[Corrected, list[str]]]:
 
 
 def paper_number(c: Corrected, tex: str | None = None) -> str:
-    """``"Lemma 6"``: how the printed paper numbers the statement ``c`` (its name ends in its source
+    """``"Lemma 6*"``: how the printed paper numbers the statement ``c`` (its name ends in its source
     label, e.g. ``Lemma conv-lemma``), computed from the LaTeX source; "" if the label is unknown."""
     from stam.theory.items.coverage import read_paper
     from stam.theory.items.numbering import printed_numbers
