@@ -25,8 +25,8 @@ from typing import Callable
 from stam.registry import declared, lookup
 
 #: the modules that declare figure kinds, in the order of the report
-MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.tuning",
-           "stam.figures.training")
+MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.band",
+           "stam.figures.tuning", "stam.figures.training")
 
 
 @dataclass(frozen=True)

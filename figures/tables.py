@@ -428,6 +428,34 @@ def region_parts(results, nc) -> list:
     return parts
 
 
+def band_table(band: dict) -> Table:
+    """A ``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, ``benchmarks/pep_band.py``) per (beta, T): up to
+    where a one-step potential certifies STAM, the open band, and from where the PEP of that horizon is
+    unbounded (the zones of :func:`stam.theory.onset.band_segments`, which the figure ``pep-band`` draws)."""
+    from stam.theory.onset import band_segments
+
+    def zone(seg):
+        return "\u2013" if seg is None else f"[{fmt(seg[0], 5)}, {fmt(seg[1], 5)})"
+
+    rows = []
+    for s in band_segments(band):
+        refuted = "none up to " + fmt(band["gamma_lam_range"][1], 3) if s["refuted"] is None else \
+            f"from {fmt(s['refuted'][0], 5)}" + (f" (onset in [{fmt(s['bracket'][0], 5)}, {fmt(s['bracket'][1], 5)}))"
+                                                   if s["bracket"] is not None else " (the range's start)")
+        rows.append([fmt(s["beta"], 4), str(s["T"]), zone(s["certified"]), zone(s["open"]), refuted])
+    caption = (f"Certified, open and refuted \u03b3\u03bb per horizon T (stam pep, any proper lsc F, \u03bb = "
+               f"{fmt(band['lam'], 3)}, L1 = {fmt(band['L1'], 3)}, \u03b4\u2080 + M\u2080'_T \u2264 1; searched on "
+               f"[{fmt(band['gamma_lam_range'][0], 3)}, {fmt(band['gamma_lam_range'][1], 3)}]): certified by a one-step "
+               f"potential{' (' + band['certified_from'] + ')' if band.get('certified_from') else ''}; refuted: "
+               "the PEP of horizon T unbounded, no bound of Theorem conv's form with M\u2080'_T")
+    return Table(caption, ["\u03b2", "T", "certified", "open", "refuted"], rows)
+
+
+@table_kind("pep-band", ("pep-band",), "pep")
+def band_parts(results, nc) -> list:
+    return [(f"pep-band-{i}", band_table(r.data)) for i, r in enumerate(results)]
+
+
 @table_kind("compare", ("synthetic-compare",), "compare")
 def compare_parts(results, nc) -> list:
     return [(f"compare-{r.data.get('problem', r.path.stem)}", compare_table(r.data)) for r in results]

@@ -31,7 +31,8 @@ from stam.registry import declared
 #: (one place; a test finds every ``ResultType(...)`` of the tree and checks its module is here)
 MODULES = ("stam.theory.items", "stam.theory.numeric", "stam.synthetic.rates", "stam.synthetic.methods",
            "stam.theory.pep", "stam.dnn.epochs", "stam.synthetic.convergence_map", "stam.dnn.tune",
-           "stam.theory.lyapunov", "stam.dnn.sweep", "stam.dnn.imagefolder", "stam.jobs", "stam.theory.store")
+           "stam.theory.lyapunov", "stam.theory.onset", "stam.dnn.sweep", "stam.dnn.imagefolder", "stam.jobs",
+           "stam.theory.store")
 
 # A type is a tuple of names of :data:`_IS`; each name says the JSON type AND the sense of the value
 # (finite, in range), so that a field is declared once, with its type, where the file's schema is.

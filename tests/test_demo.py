@@ -48,7 +48,7 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     # --quick: every line computed at a reduced budget says so first, the audit (the same in --quick) does not
     assert not marked[0].lstrip().startswith("[") and all(m.lstrip().startswith("[quick] ") for m in marked[1:])
     brief = [m.lstrip().removeprefix("[quick] ") for m in marked]
-    assert re.match(r"Paper audit, \d+ items: \d+ false \(Lemma 4 \(35\), ", brief[0]) and "misprints" in brief[0]
+    assert re.match(r"Paper audit, \d+ items: \d+ false \(Lemma 4\* \(35\), ", brief[0]) and "misprints" in brief[0]
     assert brief[1].startswith("Synthetic binary: min_t E S_t ~ T^")
     assert brief[2].startswith("Certified region (any lsc F): STAM certified up to gamma*lambda") and "refuted" in brief[2]
     assert brief[3].startswith("Synthetic map: E S_T decreases in") and "of 25" in brief[3]

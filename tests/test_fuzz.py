@@ -475,6 +475,9 @@ def valid_files() -> dict[str, object]:
                         "rows": [{"lam": lam, "gamma_theorem": 0.2, "general": {"lo": 10.0, "hi": 12.0, "beta": 100.0},
                                   "paper": {"lo": 1.0 / lam, "hi": 1.1 / lam, "beta": 100.0},
                                   "refuted": {"lo": 1.3 / lam, "hi": 1.4 / lam}} for lam in (0.5, 2.0)]},
+        "band.json": {"kind": "pep-band", "lam": 1.0, "L1": 1.0, "gamma_lam_range": [0.9, 1.6], "certified": 0.99,
+                      "rows": [{"T": 1, "beta": 10.0, "lo": 1.365, "hi": 1.367}, {"T": 5, "beta": 10.0, "lo": 1.6,
+                                                                                "hi": None}]},
         "run/log.jsonl": [{"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "test_acc_binary": 50.0 + e,
                            "test_acc_float": 55.0, "hyper": {"gamma": 0.1, "lam": 1.0, "beta": 100.0},
                            "proxy_grad": 1.0 / e, "proxy_z": 0.5 / e, "theorem": {"admissible": True},
@@ -486,7 +489,7 @@ def valid_files() -> dict[str, object]:
 PLOT_KIND = {"rates.json": "rates", "pep.json": "rates", "map.json": "map", "tune.json": "admissible",
              "region.json": "admissible", "run/summary.json": "training", "run/config.json": "training",
              "run/log.jsonl": "practice", "compare.json": "admissible", "paper-check.json": "admissible",
-             "stepsize.json": "admissible"}
+             "stepsize.json": "admissible", "band.json": "pep-band"}
 WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.sampled_from(HOSTILE),
                   st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "T"]), st.integers(), max_size=2))
 

@@ -404,7 +404,13 @@ def test_corrected_statements_define_their_symbols(tmp_path, capsys):
     from stam.theory.items.numbering import printed_numbers
 
     nums = printed_numbers(cov.read_paper())
-    assert f"{nums['conv-lemma'].text} in the paper's printed numbering" in md and f"{nums['conv'].text} in the paper" in tex
+    from stam.theory.corrected import md_text, tex_text
+
+    assert md_text(f"{nums['conv-lemma'].text} in the paper's printed numbering") in md
+    assert tex_text(f"{nums['conv'].text} in the paper") in tex
+    # Lemma conv-lemma's number rests on the undeclared assumption counter: the other numbering beside it
+    assert nums["conv-lemma"].alternative_text == "Lemma 8"
+    assert md_text("(*: Lemma 8 if the paper's undeclared assumption environment shares the theorem counter)") in md
 
 
 # ----------------------------------------------------------------------------- what is true for the network (issue 39)

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.theory.items import coverage as cov
-from stam.theory.items.numbering import CLASS_THEOREMS, printed_numbers, printed_text, theorem_environments
+from stam.theory.items.numbering import (CLASS_THEOREMS, UNDECLARED_COUNTERS, dependence_note, printed_numbers,
+                                         printed_text, theorem_environments, undeclared_environments)
 
 PAPER = cov.read_paper()
 NUMS = printed_numbers(PAPER)
@@ -41,6 +42,11 @@ def test_rules_on_a_small_source():
                  "tab": "Table 1", "tab2": "Table 2", "A": "Assumption 1*", "app": "Appendix A", "e9": "(6)",
                  "appq": "Appendix B"}
     assert not printed_numbers(tex)["A"].declared and printed_numbers(tex)["L1"].declared
+    # on the theorem counter the assumption, after Lemma 1, Remark 2, Theorem 3, is Assumption 4; nothing
+    # of that counter comes after it, so no other number rests on the choice
+    assert printed_numbers(tex)["A"].alternative_text == "Assumption 4"
+    assert {k: v.text for k, v in printed_numbers(tex, "theorem").items()} == {**n, "A": "Assumption 4*"}
+    assert [k for k, v in printed_numbers(tex).items() if not v.declared] == ["A"]
 
 
 def test_newtheorem_in_the_preamble_overrides_the_style():
@@ -102,7 +108,10 @@ def test_paper_statements_tables_and_appendices_against_crude_counts():
     shared = "lemma|theorem|remark|definition|proposition|corollary"
     for m in re.finditer(rf"\\begin\{{({shared})\}}(?:\[[^]]*\])?\s*\\label\{{([^}}]*)\}}", body):
         n = len(re.findall(rf"\\begin\{{(?:{shared})\}}", body[:m.start()])) + 1
-        assert NUMS[m.group(2)].text == f"{m.group(1).capitalize()} {n}", m.group(2)
+        assert (NUMS[m.group(2)].name, NUMS[m.group(2)].number) == (m.group(1).capitalize(), str(n)), m.group(2)
+        # with the assumptions on the same counter (--assumption-counter theorem) they count too
+        n_shared = len(re.findall(rf"\\begin\{{(?:{shared}|assumption)\}}", body[:m.start()])) + 1
+        assert printed_numbers(PAPER, "theorem")[m.group(2)].number == str(n_shared), m.group(2)
     tables = re.findall(r"\\label\{([^}]*)\}\s*\\end\{table\}", body)
     assert [NUMS[t].text for t in tables] == [f"Table {i}" for i in range(1, len(tables) + 1)] and len(tables) == 3
     app = body.index(r"\begin{appendices}")
@@ -118,3 +127,94 @@ def test_paper_statements_tables_and_appendices_against_crude_counts():
 def test_printed_text_names_the_kind(label, kind):
     assert NUMS[label].name == kind
     assert printed_text([label, "no-such-label"], PAPER).endswith(", no-such-label")
+
+
+def test_numbers_after_an_undeclared_environment_are_starred_with_the_other_numbering():
+    """An undeclared ``assumption`` before a lemma: the lemma is Lemma 1 on its own counter, Lemma 2 on
+    the shared one, so it is starred both ways, with the other number; the example (its own counter),
+    the equations and the sections do not move and are not starred."""
+    tex = doc(r"""\section{S}\label{s}\begin{assumption}\label{a}\end{assumption}\begin{lemma}\label{l}\end{lemma}
+\begin{example}\label{x}\end{example}\begin{equation}\label{e}\end{equation}\begin{assumption}\label{b}\end{assumption}""")
+    own, shared = printed_numbers(tex), printed_numbers(tex, "theorem")
+    assert undeclared_environments(tex) == ["assumption"]
+    assert {k: v.text for k, v in own.items()} == {"s": "Section 1", "a": "Assumption 1*", "l": "Lemma 1*",
+                                                   "x": "Example 1", "e": "(1)", "b": "Assumption 2*"}
+    assert {k: v.text for k, v in shared.items()} == {"s": "Section 1", "a": "Assumption 1*", "l": "Lemma 2*",
+                                                      "x": "Example 1", "e": "(1)", "b": "Assumption 3*"}
+    assert (own["l"].alternative_text, shared["l"].alternative_text) == ("Lemma 2", "Lemma 1")
+    assert own["a"].alternative == "" and not own["a"].declared  # the same number either way, still undeclared
+    assert own["x"].declared and own["e"].declared and own["s"].declared
+    note = dependence_note(["l", "a", "b", "e"], tex)
+    assert "assumption" in note and "Lemma 1 -> 2" in note and "Assumption 2 -> 3" in note and "--assumption-counter theorem" in note
+    assert dependence_note(["e", "x"], tex) == ""
+    with pytest.raises(ValueError, match="give one of own, theorem"):
+        printed_numbers(tex, "shared")
+
+
+def test_a_declared_assumption_moves_nothing():
+    """With \\newtheorem{assumption}[theorem]{Assumption} in the preamble nothing is undeclared: both
+    countings give the same numbers, none starred."""
+    tex = doc(r"\begin{assumption}\label{a}\end{assumption}\begin{lemma}\label{l}\end{lemma}",
+              r"\newtheorem{assumption}[theorem]{Assumption}")
+    assert undeclared_environments(tex) == []
+    for how in UNDECLARED_COUNTERS:
+        assert {k: (v.text, v.alternative) for k, v in printed_numbers(tex, how).items()} == {
+            "a": ("Assumption 1", ""), "l": ("Lemma 2", "")}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["lemma", "theorem", "remark", "assumption", "example", "equation"]), max_size=12))
+def test_starred_exactly_where_the_two_countings_differ(envs):
+    """On the theorem counter every statement of the shared counter and every assumption take one
+    number in order; on their own counter assumptions are 1, 2, ...  A number is starred exactly when it
+    is an assumption's or the two numbers differ (every shared statement after the first assumption)."""
+    body = "".join(rf"\begin{{{e}}}\label{{l{k}}}\end{{{e}}}" for k, e in enumerate(envs))
+    own, shared = printed_numbers(doc(body)), printed_numbers(doc(body), "theorem")
+    first = envs.index("assumption") if "assumption" in envs else len(envs)
+    k_shared = k_own = 0
+    for k, e in enumerate(envs):
+        lab = f"l{k}"
+        if e in ("lemma", "theorem", "remark", "assumption"):
+            k_shared += 1
+            k_own += e != "assumption"
+            mine = envs[:k + 1].count("assumption") if e == "assumption" else k_own
+            assert (own[lab].number, shared[lab].number) == (str(mine), str(k_shared))
+        starred = e == "assumption" or (e in ("lemma", "theorem", "remark") and k > first)
+        assert not own[lab].declared == starred == (not shared[lab].declared), (lab, e)
+        assert own[lab].alternative == ("" if own[lab].number == shared[lab].number else shared[lab].number)
+
+
+def test_the_papers_numbers_that_rest_on_the_assumption_counter():
+    """Issue 39: with the assumptions on the theorem counter Lemma conv-lemma would be Lemma 8, not 6, and
+    Theorem conv 10, not 8; every statement from Assumption ass3 on is starred, the equations never."""
+    shared = printed_numbers(PAPER, "theorem")
+    assert (NUMS["conv-lemma"].text, NUMS["conv-lemma"].alternative_text) == ("Lemma 6*", "Lemma 8")
+    assert (shared["conv-lemma"].text, shared["conv-lemma"].alternative_text) == ("Lemma 8*", "Lemma 6")
+    assert (NUMS["conv"].text, shared["conv"].text, NUMS["ass2"].text, shared["ass2"].text) == (
+        "Theorem 8*", "Theorem 10*", "Assumption 2*", "Assumption 6*")
+    assert all(v.declared for v in NUMS.values() if v.kind != "statement")
+    body = re.sub(r"(?<!\\)%.*", "", PAPER)
+    first = body.index(r"\begin{assumption}")
+    stmts = re.finditer(r"\\begin\{(lemma|theorem|remark|definition|assumption)\}(?:\[[^]]*\])?\s*\\label\{([^}]*)\}", body)
+    for m in stmts:
+        assert NUMS[m.group(2)].declared == (m.start() < first), m.group(2)
+    note = dependence_note(list(NUMS), PAPER)
+    assert "Lemma 6 -> 8" in note and "Theorem 8 -> 10" in note and "Assumption 2 -> 6" in note
+
+
+def test_paper_check_prints_either_numbering(capsys):
+    """``stam paper-check --json --assumption-counter theorem``: ``paper`` in the shared numbering,
+    ``paper_alternative`` the default's; a counter that is not one of the two is one error line."""
+    import json
+
+    from stam.cli import main
+
+    assert main(["paper-check", "--json", "--assumption-counter", "theorem"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    row = next(r for r in rows if "conv-lemma" in r.get("covers", []))
+    assert row["paper"]["conv-lemma"] == "Lemma 8*" and row["paper_alternative"]["conv-lemma"] == "Lemma 6"
+    assert all(lab not in r["paper_alternative"] for r in rows for lab in r["paper"] if not r["paper"][lab].endswith("*"))
+    with pytest.raises(SystemExit) as exc:
+        main(["paper-check", "--assumption-counter", "shared"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "shared" in err and "own" in err and "theorem" in err and "Traceback" not in err

@@ -23,7 +23,7 @@ from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.items.common import SEED, pretty, rounded
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
-from stam.theory.items.numbering import printed_numbers, printed_text
+from stam.theory.items.numbering import dependence_note, printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml
 from stam.theory.store import STORED_FINDING, read_store, write_store
 
@@ -275,24 +275,22 @@ def summary(items, cov: dict | None = None) -> str:
     return text
 
 
-def paper_refs(f, tex: str | None = None) -> str:
-    """The printed numbers (Lemma 6, (17), ...) of the labels item ``f`` covers, computed from the
-    paper's source (:func:`stam.theory.items.numbering.printed_text`); ``-`` where it covers none."""
+def paper_refs(f, tex: str | None = None, counter: str = "own") -> str:
+    """The printed numbers (Lemma 6*, (17), ...) of the labels item ``f`` covers, computed from the
+    paper's source (:func:`stam.theory.items.numbering.printed_text`, the undeclared ``assumption``
+    counted as ``counter`` says); ``-`` where it covers none."""
     if not f.covers:
         return "-"
-    return printed_text(f.covers, tex if tex is not None else read_paper())
+    return printed_text(f.covers, tex if tex is not None else read_paper(), counter)
 
 
-def _assumed_note(items, tex: str | None) -> str:
-    nums = printed_numbers(tex if tex is not None else read_paper())
-    assumed = sorted({n.name for f in items for lab in f.covers if (n := nums.get(lab)) and not n.declared})
-    if not assumed:
-        return ""
-    return (f"Paper numbers computed from the LaTeX source (jmlr2e.sty, article); * {', '.join(assumed)}: the source "
-            "declares no such environment, numbered here by its own counter (\\newtheorem{assumption}{Assumption}).")
+def _assumed_note(items, tex: str | None, counter: str = "own") -> str:
+    """What the ``*`` of a printed number means, with every starred number under the other counting."""
+    note = dependence_note([lab for f in items for lab in f.covers], tex if tex is not None else read_paper(), counter)
+    return f"Paper numbers computed from the LaTeX source (jmlr2e.sty, article); {note}" if note else ""
 
 
-def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | None = None) -> str:
+def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | None = None, counter: str = "own") -> str:
     lines = []
     w, vw = max(len(f.label) for f in items), _vw(items)
     lines.append(f"{'label':<{w}}  {'verdict':<{vw}}  printed  ->  derived")
@@ -301,7 +299,7 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
     for f in items:
         lines.append(f"{f.label:<{w}}  {f.verdict:<{vw}}  printed: {f.text('printed')}")
         lines.append(f"{pad}derived: {f.text('derived')}")
-        lines.append(f"{pad}paper:   {paper_refs(f, tex)}")
+        lines.append(f"{pad}paper:   {paper_refs(f, tex, counter)}")
         if f.note:
             lines.append(f"{pad}note:    {f.note}")
         lines.append(f"{pad}evidence: {f.evidence} ({EVIDENCE.get(f.evidence, '?')})")
@@ -314,7 +312,7 @@ def table(items, as_printed: bool = False, cov: dict | None = None, tex: str | N
         if f.gap is not None and f.gap.get("witness") is not None:
             lines.append(f"{pad}gap witness: {_short(f.gap['witness'])}")
     lines += ["", summary(items, cov)]
-    note = _assumed_note(items, tex)
+    note = _assumed_note(items, tex, counter)
     lines += [note] if note else []
     if as_printed:
         lines += ["", _as_printed_effect()]
@@ -331,11 +329,11 @@ def network_text(net: dict, short: bool = False) -> str:
     return head + f": {NETWORK_EVIDENCE.get(net['evidence'], '?')}): {net['how']}"
 
 
-def brief(items, cov: dict | None = None, tex: str | None = None) -> str:
+def brief(items, cov: dict | None = None, tex: str | None = None, counter: str = "own") -> str:
     """One line per item: label, the paper's printed numbers of what it covers, verdict, its
     evidence kind and what is wrong (the note's first clause; for an unproven item, what the search
     on actual runs tried)."""
-    refs = [paper_refs(f, tex) for f in items]
+    refs = [paper_refs(f, tex, counter) for f in items]
     w, vw, pw = max(len(f.label) for f in items), _vw(items), max([5] + [len(r) for r in refs])
     ew = max([8] + [len(f.evidence) for f in items])
     lines = [f"{'label':<{w}}  {'paper':<{pw}}  {'verdict':<{vw}}  {'evidence':<{ew}}  note"]
@@ -348,7 +346,7 @@ def brief(items, cov: dict | None = None, tex: str | None = None) -> str:
         lines.append(f"{f.label:<{w}}  {ref:<{pw}}  {f.verdict:<{vw}}  {f.evidence:<{ew}}  {note}")
     if cov is not None:
         lines += ["", summary(items, cov)]
-    note = _assumed_note(items, tex)
+    note = _assumed_note(items, tex, counter)
     return "\n".join(lines + ([note] if note else []))
 
 
@@ -363,23 +361,27 @@ def _as_printed_effect() -> str:
     return "\n".join(rows)
 
 
-def rows(items, tex: str | None = None) -> list:
-    """The JSON rows of ``items``, each with ``paper``: the printed numbering of the labels it covers."""
-    nums = printed_numbers(tex if tex is not None else read_paper())
+def rows(items, tex: str | None = None, counter: str = "own") -> list:
+    """The JSON rows of ``items``, each with ``paper``: the printed numbering of the labels it covers
+    (the undeclared ``assumption`` counted as ``counter`` says, a number that rests on it starred), and
+    ``paper_alternative``: those starred numbers under the other counting (label -> text)."""
+    nums = printed_numbers(tex if tex is not None else read_paper(), counter)
     out = []
     for f in items:
         row = f.as_json()
         row["paper"] = {lab: nums[lab].text for lab in f.covers if lab in nums}
+        row["paper_alternative"] = {lab: nums[lab].alternative_text for lab in f.covers
+                                    if lab in nums and nums[lab].alternative}
         out.append(row)
     return out
 
 
-def result(items, cov: dict | None = None, tex: str | None = None) -> dict:
+def result(items, cov: dict | None = None, tex: str | None = None, counter: str = "own") -> dict:
     """The ``paper-check`` result (what ``stam paper-check --out`` writes) of the findings ``items``,
     with the coverage of the paper's labelled displays (computed from the bundled paper if not given)."""
     tex = tex if tex is not None else read_paper()
     cov = cov if cov is not None else coverage(registry(), tex)
-    return {"kind": "paper-check", "provenance": provenance(), "items": rows(items, tex), "coverage": cov}
+    return {"kind": "paper-check", "provenance": provenance(), "items": rows(items, tex, counter), "coverage": cov}
 
 
 def run(args) -> int:
@@ -389,6 +391,7 @@ def run(args) -> int:
         from stam.theory.items.coverage import read_paper
 
         tex = read_paper()
+    counter = getattr(args, "assumption_counter", None) or "own"
     items = stored_findings(with_math=bool(args.json or getattr(args, "out", None)))
     cov = coverage(items, tex)  # every registered item has its finding
     if getattr(args, "corrected", None):
@@ -396,13 +399,13 @@ def run(args) -> int:
 
         corrected.write(args.corrected, evaluated())
     if getattr(args, "out", None):
-        PAPER_CHECK.write(result(items, cov, tex), args.out)
+        PAPER_CHECK.write(result(items, cov, tex, counter), args.out)
     if args.json:
-        print(dumps(rows(items, tex)))
+        print(dumps(rows(items, tex, counter)))
     elif getattr(args, "brief", False):
-        print(brief(items, cov, tex) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
+        print(brief(items, cov, tex, counter) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
     else:
-        print(table(items, as_printed=args.as_printed, cov=cov, tex=tex))
+        print(table(items, as_printed=args.as_printed, cov=cov, tex=tex, counter=counter))
     if getattr(args, "corrected", None) and not args.json:
         print(f"Corrected statements: {args.corrected}/corrected.tex, {args.corrected}/corrected.md")
     return 0

@@ -65,6 +65,7 @@ def register(subparsers) -> None:
 
 def _build_paper_check(p) -> None:
     from stam.cliargs import add_out
+    from stam.theory.items.numbering import UNDECLARED_COUNTERS
 
     p.add_argument("--json", action="store_true", help="print a JSON list of {label, printed, derived, verdict, "
                    "counterexample, covers, gap, elsewhere, printed_mathml, ...}")
@@ -74,6 +75,10 @@ def _build_paper_check(p) -> None:
     add_out(p, metavar="FILE", help="also write the JSON result (kind paper-check, with provenance and coverage) to FILE")
     p.add_argument("--corrected", metavar="DIR", help="also write the corrected lemmas and theorems (hypotheses, "
                    "constants) to DIR/corrected.tex and DIR/corrected.md")
+    p.add_argument("--assumption-counter", choices=tuple(UNDECLARED_COUNTERS), default="own",
+                   help="how the paper's undeclared assumption environment is counted in the printed numbers: own "
+                   "(its own counter, the default) or theorem (shared with the lemmas and theorems: Lemma conv-lemma is "
+                   "then Lemma 8, not 6); either way a number that depends on it is starred")
     p.add_argument("--paper", metavar="FILE", help="the paper's LaTeX source whose labels the coverage counts "
                    "(default: the copy that comes with the toolkit)")
     p.set_defaults(func=_paper_check)

@@ -91,7 +91,7 @@ def statements(evaluated) -> list[tuple[Corrected, list[str]]]:
 
 
 def paper_number(c: Corrected, tex: str | None = None) -> str:
-    """``"Lemma 6"``: how the printed paper numbers the statement ``c`` (its name ends in its source
+    """``"Lemma 6*"``: how the printed paper numbers the statement ``c`` (its name ends in its source
     label, e.g. ``Lemma conv-lemma``), computed from the LaTeX source; "" if the label is unknown."""
     from stam.theory.items.coverage import read_paper
     from stam.theory.items.numbering import printed_numbers
@@ -101,6 +101,21 @@ def paper_number(c: Corrected, tex: str | None = None) -> str:
     return n.text if n is not None else ""
 
 
+def paper_number_sentence(c: Corrected, tex: str | None = None) -> str:
+    """``"Lemma 6* in the paper's printed numbering (*: Lemma 8 if ...)."``: :func:`paper_number` as a
+    sentence, with the other numbering where the number rests on the undeclared ``assumption``
+    environment (:mod:`stam.theory.items.numbering`); "" if the label is unknown."""
+    from stam.theory.items.coverage import read_paper
+    from stam.theory.items.numbering import printed_numbers
+
+    n = printed_numbers(tex if tex is not None else read_paper()).get(c.name.split()[-1])
+    if n is None:
+        return ""
+    alt = (f" (*: {n.alternative_text} if the paper's undeclared assumption environment shares the theorem counter)"
+           if n.alternative else "")
+    return f"{n.text} in the paper's printed numbering{alt}."
+
+
 def latex_document(stmts) -> str:
     lines = [r"\documentclass{article}", r"\usepackage{amsmath,amssymb,amsthm}", r"\newtheorem*{stmt}{Statement}",
              r"\begin{document}", r"\section*{Corrected statements (stam paper-check)}",
@@ -108,9 +123,9 @@ def latex_document(stmts) -> str:
                       "quantized deep neural networks: the lemmas and theorems of Section 2 as the toolkit checks them."),
              ""]
     for c, labels in stmts:
-        num = paper_number(c)
+        num = paper_number_sentence(c)
         lines += [rf"\subsection*{{{tex_text(c.name)} (corrected)}}"]
-        lines += [tex_text(f"{num} in the paper's printed numbering.") + r"\par"] if num else []
+        lines += [tex_text(num) + r"\par"] if num else []
         lines += [r"\textbf{Hypotheses.}", r"\begin{enumerate}"]
         lines += [rf"  \item {_tex(h)}" for h in c.hypotheses]
         lines += [r"\end{enumerate}", r"\textbf{Conclusion.} " + _display_tex(c.conclusion)]
@@ -134,9 +149,9 @@ def markdown_document(stmts) -> str:
                      "quantized deep neural networks: the lemmas and theorems of Section 2 as the toolkit checks them."),
              ""]
     for c, labels in stmts:
-        num = paper_number(c)
+        num = paper_number_sentence(c)
         lines += [f"## {md_text(c.name)} (corrected)", ""]
-        lines += [md_text(f"{num} in the paper's printed numbering."), ""] if num else []
+        lines += [md_text(num), ""] if num else []
         lines += ["**Hypotheses.**", ""]
         lines += [f"{i}. {_md(h)}" for i, h in enumerate(c.hypotheses, 1)]
         lines += ["", "**Conclusion.** " + _display_md(c.conclusion), ""]

@@ -36,7 +36,11 @@ worst case at ``T = 2, 3`` stays finite just above ``c*`` (the y-block moves eno
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
+
+from stam.results import (DICT_OR_NULL, LIST, NONEMPTY_LIST, NONNEG, POS, POS_OR_NULL, POSINT, PROVENANCE, STR,
+                          ResultType, Schema, holds, ordered)
 
 
 class _Ops1D:
@@ -152,4 +156,84 @@ def decay(cs, Ts, beta: float, lam: float = 1.0, L1: float = 1.0, solver: str | 
             r = stam_pep(lam, c / lam, beta, T, L1=L1, solver=solver)
             row["T_W"].append(None if r.status == "unbounded" or r.worst_case is None else T * r.worst_case)
         out.append(row)
+    return out
+
+
+def _in_range(obj) -> bool:
+    rng = obj.get("gamma_lam_range")
+    if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, (int, float)) for v in rng)
+            and rng[0] < rng[1]):
+        return True  # the range's own rule names it
+    return all(not isinstance(r, dict) or all(r.get(k) is None or rng[0] <= r[k] <= rng[1] for k in ("lo", "hi"))
+               for r in obj.get("rows") or [])
+
+
+def _unique_rows(obj) -> bool:
+    keys = [(r.get("beta"), r.get("T")) for r in obj.get("rows") or [] if isinstance(r, dict)]
+    return len(keys) == len(set(keys))
+
+
+#: one horizon of :func:`onset_by_horizon`: ``[lo, hi)`` brackets the onset of unboundedness in ``gamma*lam``;
+#: ``hi`` None: bounded up to ``lo`` (the range's end), ``lo`` None: unbounded from ``hi`` (the range's start) on
+BAND_ROW = Schema(required={"T": POSINT, "beta": POS, "lo": POS_OR_NULL, "hi": POS_OR_NULL},
+                  rules=(ordered("lo", "hi"),
+                         holds("hi", lambda r: r.get("lo") is not None or r.get("hi") is not None,
+                               "lo and hi are both null: a row brackets the onset, or says bounded (hi null) or "
+                               "unbounded (lo null) over the whole range")))
+
+#: :func:`band`: certified / open / refuted against ``gamma*lam`` for each horizon (issue 39, point 1)
+PEP_BAND = ResultType(
+    "pep-band", Schema(required={"rows": NONEMPTY_LIST, "gamma_lam_range": LIST, "certified": POS_OR_NULL,
+                                 "lam": POS, "L1": POS},
+                       optional={"kind": STR, "tol": POS, "certified_from": STR, "seconds": NONNEG,
+                                 "provenance": DICT_OR_NULL},
+                       each={"rows": BAND_ROW}, inner={"provenance": PROVENANCE}, items={"gamma_lam_range": POS},
+                       rules=(holds("gamma_lam_range", lambda o: len(o["gamma_lam_range"]) == 2
+                                    and o["gamma_lam_range"][0] < o["gamma_lam_range"][1],
+                                    "must be [lo, hi] with lo < hi"),
+                              holds("rows", _in_range, "a row's lo or hi lies outside gamma_lam_range"),
+                              holds("rows", _unique_rows, "two rows have the same beta and T"))),
+    files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
+
+
+def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, lo: float = 0.9, hi: float = 1.6,
+         tol: float = 1e-3, solver: str | None = None, certified_from: str = "") -> dict:
+    """The ``pep-band`` result (:data:`PEP_BAND`) of issue 39, point 1: for each ``beta`` of ``betas`` and horizon
+    ``T`` of ``Ts``, the onset of unboundedness of :func:`stam.theory.pep.stam_pep` (any proper lsc ``F``, the
+    normalisation ``delta0 + M0'_T <= 1``; :func:`onset_by_horizon`): refuted from there on for a bound of Theorem
+    conv's form (eq. (con-inequality)) with ``M0'_T``; ``certified`` the largest ``gamma*lam`` a potential certifies
+    (e.g. the region of ``stam pep --region``, what ``certified_from`` names); in between: open."""
+    import time
+
+    from stam.io import provenance
+
+    if certified is not None and not (isinstance(certified, (int, float)) and math.isfinite(certified) and certified > 0):
+        raise ValueError(f"certified={certified!r}: give a finite gamma*lambda > 0 or None")
+    t0 = time.perf_counter()
+    rows = [r for beta in betas for r in onset_by_horizon(Ts, beta, lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver)]
+    return {"kind": "pep-band", "lam": lam, "L1": L1, "gamma_lam_range": [lo, hi], "tol": tol, "certified": certified,
+            "certified_from": certified_from, "rows": rows, "seconds": round(time.perf_counter() - t0, 1),
+            "provenance": provenance()}
+
+
+def band_segments(result: dict) -> list[dict]:
+    """Per row of a ``pep-band`` result, its zones along ``gamma*lam`` (what the figure ``pep-band`` draws):
+    ``certified`` ``[0, certified)``, ``open`` up to the bracket, ``bracket`` the bisection's ``[lo, hi)``,
+    ``refuted`` ``[hi, range end]``, ``unknown`` beyond the range (not searched; ``end`` None); each zone
+    ``(start, end)`` or None."""
+    r0, r1 = result["gamma_lam_range"]
+    cert = result.get("certified")
+    out = []
+    for row in result["rows"]:
+        lo, hi = row["lo"], row["hi"]
+        start_open = cert if cert is not None else 0.0
+        open_end = lo if hi is not None and lo is not None else (r1 if hi is None else r0)
+        out.append({
+            "T": row["T"], "beta": row["beta"],
+            "certified": (0.0, cert) if cert is not None else None,
+            "open": (start_open, open_end) if open_end > start_open else None,
+            "bracket": (lo, hi) if lo is not None and hi is not None else None,
+            "refuted": (hi, r1) if hi is not None else None,
+            "unknown": (r1, None),
+        })
     return out

@@ -22,8 +22,13 @@ The rules are those of the paper's class and style, declared once here:
   the last counter stepped in the enclosing groups), else the current section.
 
 An environment the source uses but neither its preamble nor the style declares (the paper's
-``assumption``) gets a counter of its own, the usual ``\\newtheorem{assumption}{Assumption}``, and
-its numbers are marked ``declared=False``: the printed paper may number it otherwise.
+``assumption``) is counted by one of :data:`UNDECLARED_COUNTERS`: by default a counter of its own,
+the usual ``\\newtheorem{assumption}{Assumption}``; with ``"theorem"`` it shares the ``theorem``
+counter (``\\newtheorem{assumption}[theorem]{Assumption}``, as jmlr2e's own statements do).  The
+printed paper may have been built either way, so every number that differs between the two (the
+undeclared statements themselves and every statement of the shared counter after the first of
+them: in the paper, Lemma conv-lemma is Lemma 6 one way and Lemma 8 the other) is marked
+``declared=False`` (printed with a ``*``) and carries the other numbering in ``alternative``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ _LAYOUT = frozenset({"document", "abstract", "keywords", "itemize", "enumerate",
                      "tabular", "aligned", "split", "cases", "array", "matrix", "pmatrix", "bmatrix", "algorithmic",
                      "subequations", "appendices", "minipage", "small", "footnotesize", "flushleft", "flushright"})
 
+#: how an environment the source uses but never declares is counted (``printed_numbers(..., undeclared=)``):
+#: the \\newtheorem line assumed for it
+UNDECLARED_COUNTERS = {"own": r"\newtheorem{ENV}{Name}", "theorem": r"\newtheorem{ENV}[theorem]{Name}"}
+
 _NEWTHEOREM = re.compile(r"\\newtheorem\{([^}]*)\}(?:\[([^]]*)\])?\{([^}]*)\}(?:\[([^]]*)\])?")
 _TOKEN = re.compile(r"\\(begin|end)\{([^}]*)\}|\\label\{([^}]*)\}|\\(section|subsection)(\*?)\s*[\[{]|\\appendix\b"
                     r"|\\caption\b|\\\\|\\nonumber\b|\\notag\b|\\tag\{([^}]*)\}")
@@ -60,13 +69,20 @@ class Printed:
     """How the printed paper refers to a label: its ``kind`` (``equation``, ``statement``,
     ``section``, ``table``, ``figure``, ``algorithm``), its ``name`` (``Lemma``, ``Table``, ...; ``eq.``
     for an equation) and ``number`` (``25``, ``1a``, ``A``); ``declared``: False where the numbering
-    rests on an assumed declaration (see the module docstring)."""
+    rests on an assumed declaration (see the module docstring), ``alternative`` then the number
+    under the other counting of :data:`UNDECLARED_COUNTERS` ("" where it is the same)."""
 
     label: str
     kind: str
     name: str
     number: str
     declared: bool = True
+    alternative: str = ""
+
+    @property
+    def alternative_text(self) -> str:
+        """``"Lemma 8"``: the printed text under the other counting ("" where none differs)."""
+        return f"{self.name} {self.alternative}" if self.alternative else ""
 
     @property
     def text(self) -> str:
@@ -93,9 +109,36 @@ def theorem_environments(tex: str) -> dict:
     return envs
 
 
-@lru_cache(maxsize=8)
-def printed_numbers(tex: str) -> dict:
-    """label -> :class:`Printed` for every ``\\label`` of the document body."""
+def undeclared_environments(tex: str) -> list:
+    """The environments the document body begins that are numbered statements although neither
+    the preamble nor the style declares them (the paper's ``assumption``), in order of first use."""
+    tex = _strip_comments(tex)
+    start = tex.find(r"\begin{document}")
+    envs = theorem_environments(tex[:max(start, 0)])
+    body = tex[start:] if start >= 0 else tex
+    used = re.findall(r"\\begin\{([^}]*)\}", body)
+    skip = set(envs) | set(DISPLAYS) | UNNUMBERED | set(FLOATS) | _LAYOUT
+    return list(dict.fromkeys(e for e in used if e not in skip))
+
+
+@lru_cache(maxsize=16)
+def printed_numbers(tex: str, undeclared: str = "own") -> dict:
+    """label -> :class:`Printed` for every ``\\label`` of the document body, an undeclared
+    environment counted as ``undeclared`` says (a key of :data:`UNDECLARED_COUNTERS`); a number that
+    the other counting changes is marked ``declared=False`` with that number as ``alternative``."""
+    if undeclared not in UNDECLARED_COUNTERS:
+        raise ValueError(f"undeclared={undeclared!r}: give one of {', '.join(UNDECLARED_COUNTERS)}")
+    this = _numbers(tex, undeclared)
+    other = _numbers(tex, next(k for k in UNDECLARED_COUNTERS if k != undeclared))
+    out = {}
+    for lab, p in this.items():
+        q = other.get(lab)
+        alt = q.number if q is not None and q.number != p.number else ""
+        out[lab] = Printed(p.label, p.kind, p.name, p.number, p.declared and not alt, alt)
+    return out
+
+
+def _numbers(tex: str, undeclared: str) -> dict:
     tex = _strip_comments(tex)
     start = tex.find(r"\begin{document}")
     envs = theorem_environments(tex[:max(start, 0)])
@@ -162,7 +205,8 @@ def printed_numbers(tex: str) -> dict:
                 counter, name = envs[env]
                 frame[1] = ("statement", name, str(step(counter)), True)
             elif env not in UNNUMBERED and env not in FLOATS and env not in _LAYOUT:
-                frame[1] = ("statement", env.capitalize(), str(step(env)), False)
+                counter = "theorem" if undeclared == "theorem" else env
+                frame[1] = ("statement", env.capitalize(), str(step(counter)), False)
             stack.append(frame)
         elif kind == "end":
             if env in [fr[0] for fr in stack]:
@@ -205,10 +249,36 @@ def printed_numbers(tex: str) -> dict:
     return out
 
 
-def printed_text(labels, tex: str) -> str:
-    """``"Lemma 3, (12)"``: the printed numbers of ``labels`` (a label the source lacks stays as it is)."""
-    nums = printed_numbers(tex)
+def printed_text(labels, tex: str, undeclared: str = "own") -> str:
+    """``"Lemma 3, (12)"``: the printed numbers of ``labels`` (a label the source lacks stays as it is),
+    an undeclared environment counted as ``undeclared`` says (:func:`printed_numbers`)."""
+    nums = printed_numbers(tex, undeclared)
     return ", ".join(nums[lab].text if lab in nums else lab for lab in labels)
 
 
-__all__ = ["Printed", "printed_numbers", "printed_text", "theorem_environments", "CLASS_THEOREMS"]
+def dependence_note(labels, tex: str, undeclared: str = "own") -> str:
+    """The note that explains the ``*`` of the numbers of ``labels`` (:func:`printed_numbers`): which
+    environments are undeclared, how they are counted here, and each starred number under the other
+    counting; "" where none of ``labels`` is starred."""
+    nums = printed_numbers(tex, undeclared)
+    starred = [nums[lab] for lab in dict.fromkeys(labels) if lab in nums and not nums[lab].declared]
+    if not starred:
+        return ""
+    envs = undeclared_environments(tex)
+    names = ", ".join(envs) or "none"
+    how = {"own": "each by a counter of its own", "theorem": "on the theorem counter, shared with the lemmas"}
+    other = next(k for k in UNDECLARED_COUNTERS if k != undeclared)
+    order = sorted(starred, key=lambda p: (p.name, _key(p.number)))
+    pairs = ", ".join(dict.fromkeys(f"{p.name} {p.number} -> {p.alternative}" for p in order if p.alternative))
+    return (f"* the source never declares the environment(s) {names}; numbered here {how[undeclared]} "
+            f"(--assumption-counter {undeclared}); {how[other]} (--assumption-counter {other}) "
+            f"the starred numbers would be: {pairs}.")
+
+
+def _key(number: str):
+    m = re.match(r"(\d+)(.*)", number)
+    return (int(m.group(1)), m.group(2)) if m else (10**9, number)
+
+
+__all__ = ["Printed", "printed_numbers", "printed_text", "theorem_environments", "undeclared_environments",
+           "dependence_note", "CLASS_THEOREMS", "UNDECLARED_COUNTERS"]

@@ -1,0 +1,149 @@
+"""The band between certified and refuted (issue 39, point 1): the ``pep-band`` result
+(stam.theory.onset.PEP_BAND, band, band_segments), the figure ``stam plot pep-band`` drawn from a stored
+result, and the committed result of benchmarks/pep_band.py against the closed-form T = 1 onset."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from stam.cli import main  # noqa: E402
+from stam.errors import UsageError  # noqa: E402
+from stam.figures.results import load_results  # noqa: E402
+from stam.theory.onset import PEP_BAND, band, band_segments  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+C_STAR = (1 + math.sqrt(3)) / 2
+
+SMALL = {"kind": "pep-band", "lam": 1.0, "L1": 1.0, "gamma_lam_range": [0.9, 1.6], "tol": 1e-3, "certified": 0.99,
+         "certified_from": "a test",
+         "rows": [{"T": 1, "beta": 10.0, "lo": 1.3655, "hi": 1.3662},  # a bracket
+                  {"T": 5, "beta": 10.0, "lo": 1.6, "hi": None},  # bounded to the range's end
+                  {"T": 1, "beta": 1.0, "lo": None, "hi": 0.9}]}  # unbounded from the range's start
+
+
+def test_segments_of_a_small_result():
+    """Certified up to 0.99, open to the bracket, the bracket, refuted to the range's end, then not searched."""
+    segs = band_segments(SMALL)
+    assert segs[0] == {"T": 1, "beta": 10.0, "certified": (0.0, 0.99), "open": (0.99, 1.3655),
+                       "bracket": (1.3655, 1.3662), "refuted": (1.3662, 1.6), "unknown": (1.6, None)}
+    assert segs[1]["open"] == (0.99, 1.6) and segs[1]["bracket"] is None and segs[1]["refuted"] is None
+    assert segs[2]["open"] is None and segs[2]["refuted"] == (0.9, 1.6)  # nothing open below the first solve
+    assert band_segments({**SMALL, "certified": None})[0]["certified"] is None
+
+
+def test_the_figure_draws_from_a_stored_small_result(tmp_path, capsys):
+    """``stam plot pep-band FILE`` reads the file through the result type and draws one bar per (beta, T), its
+    zones where band_segments puts them (bar widths checked on the figure itself)."""
+    from stam.figures.band import draw
+    from stam.figures.kinds import figure_kind
+
+    path = tmp_path / "band.json"
+    PEP_BAND.write(SMALL, path)
+    assert main(["plot", "pep-band", str(path), "-o", str(tmp_path / "fig" / "band")]) == 0
+    assert (tmp_path / "fig" / "band.png").stat().st_size > 5000 and (tmp_path / "fig" / "band.pdf").exists()
+    results = load_results([path])
+    fig = draw(results)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["\u03b2 = 10, T = 1", "\u03b2 = 10, T = 5", "\u03b2 = 1, T = 1"]
+    spans = sorted((round(p.get_y() + p.get_height() / 2), round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6))
+                   for p in ax.patches)
+    x_lo, x_hi = ax.get_xlim()
+    assert (0, round(x_lo, 6), 0.99) in spans and (0, 0.99, 1.3655) in spans and (0, 1.3662, 1.6) in spans
+    assert (1, 0.99, 1.6) in spans and (1, 1.6, round(x_hi, 6)) in spans
+    assert not any(y == 2 and a < 0.9 - 1e-9 and b > 0.99 for y, a, b in spans)  # no open zone on the third bar
+    assert any(abs(line.get_xdata()[0] - C_STAR) < 1e-12 for line in ax.lines)
+    caption = figure_kind("pep-band").caption_for(results, None)
+    assert "0.99" in caption and "a test" in caption
+    with pytest.raises(ValueError, match="no pep-band result"):
+        draw(load_results([]))
+
+
+def _bad(edit):
+    obj = copy.deepcopy(SMALL)
+    edit(obj)
+    return obj
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda o: o["rows"][0].update(lo=1.4, hi=1.3), "rows[0].hi must be >= lo"),
+    (lambda o: o["rows"][1].update(lo=None), "lo and hi are both null"),
+    (lambda o: o["rows"][0].update(T=0), "rows[0].T"),
+    (lambda o: o["rows"][0].update(beta=-1.0), "rows[0].beta"),
+    (lambda o: o.update(rows=[]), "field rows"),
+    (lambda o: o.pop("gamma_lam_range"), "gamma_lam_range"),
+    (lambda o: o.update(gamma_lam_range=[1.6, 0.9]), "must be [lo, hi] with lo < hi"),
+    (lambda o: o.update(gamma_lam_range=[0.9, 1.6, 2.0]), "must be [lo, hi] with lo < hi"),
+    (lambda o: o["rows"][0].update(hi=1.7), "outside gamma_lam_range"),
+    (lambda o: o["rows"].append(dict(o["rows"][0])), "same beta and T"),
+    (lambda o: o.update(certified=float("nan")), "certified"),
+    (lambda o: o.update(certified="0.99"), "certified"),
+])
+def test_the_result_type_refuses_a_malformed_file(tmp_path, edit, needle):
+    """A malformed file is one UsageError naming the field, on reading and before writing (nothing written)."""
+    bad = _bad(edit)
+    path = tmp_path / "band.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(UsageError) as exc:
+        PEP_BAND.read(path)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(UsageError):
+        PEP_BAND.write(bad, tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_plot_refuses_a_malformed_band_file_in_one_line(tmp_path, capsys):
+    path = tmp_path / "band.json"
+    path.write_text(json.dumps(_bad(lambda o: o["rows"][0].update(lo=1.4, hi=1.3))))
+    assert main(["plot", "pep-band", str(path), "-o", str(tmp_path / "fig")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stam: error: ") and err.count("\n") == 1 and "rows[0].hi" in err
+    assert not list(tmp_path.glob("fig*"))
+
+
+def test_band_brackets_the_closed_form_onset_at_T1():
+    """A small band computed now (T = 1, beta = 1000, bisection to 0.02): the bracket holds (1 + sqrt 3)/2, the
+    result is of its type, and a certified value that is no positive number is refused."""
+    res = band([1], [1000.0], 0.99, tol=0.02)
+    PEP_BAND.validate(res, "band")
+    (row,) = res["rows"]
+    assert row["lo"] <= C_STAR < row["hi"] and row["hi"] - row["lo"] <= 0.02
+    with pytest.raises(ValueError, match="certified"):
+        band([1], [1000.0], -1.0)
+
+
+def test_the_committed_result_is_the_table_of_docs_pep():
+    """benchmarks/results/pep_band.json (benchmarks/pep_band.py): of its type; every beta = 1000 horizon and the
+    T = 1 row of each beta bracket the closed-form onset within the bisection's tolerance; the certified value is
+    what the stored region gives (stam demo's region_reach)."""
+    from stam.figures.demo import region_reach
+    from stam.theory.lyapunov import REGION
+
+    data = PEP_BAND.read(ROOT / "benchmarks" / "results" / "pep_band.json")
+    tol = data["tol"]
+    for row in data["rows"]:
+        if row["beta"] >= 1000 or row["T"] == 1:
+            assert row["lo"] <= C_STAR <= row["hi"] and row["hi"] - row["lo"] <= tol, row
+        if row["hi"] is not None:
+            assert row["lo"] >= C_STAR - tol  # no horizon refutes below c*
+    assert data["certified"] == region_reach(REGION.read(ROOT / "benchmarks" / "results" / "lyapunov_region.json"))[0]
+
+
+def test_the_report_table_of_a_small_result():
+    """The report's table of a pep-band result (figures.tables.band_table): one row per (beta, T), the zones the
+    figure draws, the bracket beside the refuted onset."""
+    from stam.figures.tables import band_table
+
+    t = band_table(SMALL)
+    assert t.header == ["\u03b2", "T", "certified", "open", "refuted"]
+    assert t.rows == [["10", "1", "[0, 0.99)", "[0.99, 1.3655)", "from 1.3662 (onset in [1.3655, 1.3662))"],
+                      ["10", "5", "[0, 0.99)", "[0.99, 1.6)", "none up to 1.6"],
+                      ["1", "1", "[0, 0.99)", "\u2013", "from 0.9 (the range's start)"]]
+    assert "a test" in t.caption
