@@ -1,7 +1,7 @@
 """The cost of measuring the network one reports: BatchNorm statistics re-estimated for the
 evaluated weights (:meth:`stam.dnn.batched.Trainer.statistics`, ``--bn-images``) against a
 training epoch, per epoch of ``stam train`` (issue 34, point 3; target: at most 10% of an
-epoch at the default, 5000 images).
+epoch at the default, :data:`stam.dnn.catalog.BN_IMAGES` images).
 
 An epoch of ``stam train`` evaluates twice with re-estimated statistics (the binary and the float
 weights, each re-estimated once for both splits), so the cost per epoch is two re-estimations; the

@@ -53,7 +53,7 @@ Settings, each labelled in the JSON (``choices``):
   the evaluation batch, the seeds.
 
 Every accuracy is measured with BatchNorm statistics re-estimated for the weights evaluated (issue
-34: the trainer's ``bn_images``, ``--bn-images``, default 5,000 training images); the binary
+34: the trainer's ``bn_images``, ``--bn-images``, default 2,500 training images); the binary
 validation accuracy with the statistics as trained is kept beside it as a diagnostic
 (``val_acc_binary_as_trained``); ``settings.bn_statistics`` says the protocol in words.
 

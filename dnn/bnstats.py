@@ -96,7 +96,7 @@ def reestimated(model: nn.Module, images, batch: int = 1000):
     never validation or test images); on leaving, the statistics the block found are put back.
     For a loop of one's own::
 
-        with opt.binary_weights(), reestimated(model, train_images[:5000]):
+        with opt.binary_weights(), reestimated(model, train_images[:2500]):
             accuracy = evaluate(model, test_loader)
     """
     batches = even_batches(images, batch) if isinstance(images, Tensor) else images

@@ -204,7 +204,7 @@ def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
     # a run evaluated with another protocol is another run: --resume refuses the change in one line
     from stam.errors import UsageError
 
-    with pytest.raises(UsageError, match="bn_images was 700, now 5000"):
+    with pytest.raises(UsageError, match="bn_images was 700, now 2500"):
         run(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=3, batch_size=64,
                         schedule_scale=summary["schedule_scale"], out=str(tmp_path / "r"), echo=False, progress=False,
                         device="cpu", resume=True))
