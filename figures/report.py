@@ -221,8 +221,11 @@ def _figures(sections: dict, page: _Page, results: ResultSet, nc) -> None:
 def _headline(headline: dict | None, sections: dict) -> str:
     """The message first: each headline line (``stam demo``'s, by key) linked to its section, then
     the first figure of the page, so that the first screen shows a result."""
-    items = []
+    items, lead_text = [], ""
     for key, text in (headline or {}).items():
+        if key == "conclusion":  # what the run found, in words: first, as a sentence, not a list item
+            lead_text = f'<p class="conclusion"><strong>{html.escape(str(text))}</strong></p>'
+            continue
         target = HEADLINE_SECTIONS.get(key)
         link = f' <a href="#{target}">(details)</a>' if target in sections else ""
         items.append(f"<li>{html.escape(str(text))}{link}</li>")
@@ -230,7 +233,7 @@ def _headline(headline: dict | None, sections: dict) -> str:
     first = first.replace('<figure id="', '<figure data-copy-of="', 1)  # one id per page: the section keeps it
     lead = (f"<ul>{''.join(items)}</ul>" if items else
             '<p class="note">No headline was given (stam demo writes one); the sections below hold every result.</p>')
-    return lead + first
+    return lead_text + lead + first
 
 
 #: the folders of a report beside report.html; each is replaced whole by the next report into the folder

@@ -60,8 +60,13 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     full = record["headline"]
     assert full["tune"].startswith(budget) and "these numbers compare nothing] " in full["tune"] and "95% interval" in full["tune"]
     assert full["audit"].startswith("Paper audit:") and full["region"].startswith(quick + "Lyapunov search (1 lambda)")
+    import html as _html
+
+    text = (out / "report.html").read_text()
+    glance = text[text.index('id="headline"'):]
+    assert glance.index('<p class="conclusion"><strong>' + _html.escape(conclusion)) < glance.index("<ul>")  # the conclusion first
     page = Ids()
-    page.feed((out / "report.html").read_text())
+    page.feed(text)
     assert all(sid in page.ids for sid, _ in SECTIONS)
     assert page.imgs >= 5 and "fig-map" in page.ids  # admissible, rates, map, training, practice
     assert "tuning" in page.ids and "Equal-budget" in (out / "report.html").read_text()
