@@ -41,23 +41,28 @@ def select_epoch(records: list[dict], key: str = "val_acc_binary") -> dict | Non
 
 def announce_work(images: float, what: str) -> None:
     """From :data:`ANNOUNCE_IMAGES` image passes on, say the amount of work on stderr (before it starts)."""
-    if images >= ANNOUNCE_IMAGES:
+    if images >= ANNOUNCE_IMAGES:  # (weighted image passes where a network costs more than the paper's VGG-11)
         import sys
 
         print(f"{what}: about {images:.3g} image passes in all ({images / PAPER_IMAGE_PASSES:.2g} of the paper's 1000-epoch "
               "CIFAR run)", file=sys.stderr, flush=True)
 
 
-def check_work(images: float, what: str, force: bool, announce: bool = True) -> None:
+def check_work(images: float, what: str, force: bool, announce: bool = True, cost: float = 1.0) -> None:
     """Refuse, before any work, a command that would train on more than :data:`WORK_LIMIT_IMAGES`
-    image passes in all, unless ``force`` (``--force``): one line saying how much and why; from
+    image passes in all, each weighted by ``cost`` (one image pass of the network in units of the
+    paper's VGG-11 at width 1, at least 1: :func:`stam.dnn.sweep.work_cost`, so ``--width`` counts),
+    unless ``force`` (``--force``): one line saying how much and why; from
     :data:`ANNOUNCE_IMAGES` on, say the amount (stderr) before the work starts, unless not
     ``announce`` (a caller with checks still to make says it itself, :func:`announce_work`)."""
+    cost = max(1.0, float(cost))
+    images = float(images) * cost
     if not force and images > WORK_LIMIT_IMAGES:
         from stam.errors import UsageError
 
-        raise UsageError(f"{what}: {images:.3g} image passes in all, above the limit of {WORK_LIMIT_IMAGES:.3g} (10 times the "
-                         "paper's 1000-epoch CIFAR run); lower it or add --force")
+        weighted = f" (each weighted by the network's cost, {cost:.3g} times the paper's VGG-11 at width 1: --width)" if cost > 1 else ""
+        raise UsageError(f"{what}: {images:.3g} image passes in all{weighted}, above the limit of {WORK_LIMIT_IMAGES:.3g} "
+                         "(10 times the paper's 1000-epoch CIFAR run); lower it or add --force")
     if announce:  # long work is said before it starts
         announce_work(images, what)
 

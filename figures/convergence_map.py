@@ -510,11 +510,13 @@ def run(params) -> tuple[dict, tuple, float]:
         from stam.dnn import epochs as ep
 
         cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or DIGITS_SEEDS)
+        chunk = batched.runs_per_job(net.model, sweep.job_device())
+        sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)
         ep.check_work(float(cells) * net.epochs * sweep.train_size(task),
-                      f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force)
+                      f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force, cost=sweep.work_cost(task))
         result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, net.epochs,
                             progress=params.progress, store=out / "jobs", scheduler=params.scheduler, workers=params.workers,
-                            batch_size=net.batch_size, task=task, chunk=batched.runs_per_job(net.model, sweep.job_device()),
+                            batch_size=net.batch_size, task=task, chunk=chunk,
                             spec=net.spec())
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)
