@@ -56,9 +56,13 @@ _SHAPES: dict = {}
 
 
 def _shape(task: dict) -> tuple:
+    """The classes and image shape of the task's data set: what :func:`check_task` found, or the loader's."""
     key = (task["dataset"], str(task["data_dir"]))
     if key not in _SHAPES:
-        check_task(task)
+        from stam.dnn import data as data_mod
+
+        data = data_mod.load(*key)
+        _SHAPES[key] = (data.num_classes, tuple(data.image_shape))
     return _SHAPES[key]
 
 

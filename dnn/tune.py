@@ -42,8 +42,8 @@ from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import CLASSES, DATA_SOURCE
-from stam.results import (COUNT, DICT, DICT_OR_NULL, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
-                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most)
+from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, holds)
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
 FINAL_SEED0 = 1000
@@ -768,7 +768,10 @@ FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
                items={"test_acc": PCT_OR_NULL, "ci95": PCT_OR_NULL, "val_acc": PCT_OR_NULL, "test_acc_final_epoch": PCT_OR_NULL,
                       "selected_epoch": POSINT_OR_NULL, "seeds": COUNT, "val_acc_as_trained": PCT_OR_NULL,
                       "sign_ever": FRAC_OR_NULL},
-               rules=(at_most("diverged", "test_acc", "the runs"), at_most("n", "test_acc", "the runs")))
+               rules=(at_most("diverged", "test_acc", "the runs"), at_most("n", "test_acc", "the runs"),
+                      holds("ci95", lambda r: r.get("ci95") is None or (len(r["ci95"]) == 2 and (
+                          None in r["ci95"] or r["ci95"][0] <= r["ci95"][1])),
+                            "must be two bounds [lo, hi] with lo <= hi (a 95% confidence interval, summarise)")))
 #: one trial of a tuning: its validation score (percent), the epoch chosen on it
 #: (with ``--halving``: ``rung``, the last rung it reached, from 0; ``epochs``, its score's; ``rung_scores``, one per rung)
 TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL,
@@ -780,13 +783,13 @@ TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={
 PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
 TUNE = ResultType(
     "tune", Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
-                   optional={"kind": STR, "dataset": NAME, "model": NAME, "width": POS, "data_source": DICT_OR_NULL,
+                   optional={"kind": STR, "dataset": NAME, "model": NAME, "width": WIDTH, "data_source": DICT_OR_NULL,
                              "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT,
                              # search_difficulty: {algo: {"trials": {fraction, level, bar, find}, "map": {...} or null}},
                              # search_difficulty(); halving: {eta, rungs: [{trials, epochs}], trial_epochs}
                              "search_difficulty": DICT, "halving": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
-                   inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": POSINT,
+                   inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
                                                      "batch_size": POSINT}),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
     files="tune-*.json", writer="stam tune")

@@ -628,9 +628,9 @@ def test_tune_refuses_a_split_that_leaves_no_training_images_before_any_job(tmp_
 
 
 @pytest.mark.parametrize("argv, what", [
-    (["train", "--model", "mlp", "--dataset", "digits", "--algo", "bc", "--epochs", "99999999999999999999"], "--epochs 99999999999999999999 of"),
-    (["tune", "--epochs", "100000000"], "5 algorithms x (16 trials + 5 seeds) x 100000000 epochs"),
-    (["map", "--dataset", "digits", "--epochs", "99999999999"], "192 trainings (grid x seeds) x 99999999999 epochs"),
+    (["train", "--model", "mlp", "--dataset", "digits", "--algo", "bc", "--epochs", "1000000"], "--epochs 1000000 of"),
+    (["tune", "--epochs", "1000000"], "5 algorithms x (16 trials + 5 seeds) x 1000000 epochs"),
+    (["map", "--dataset", "digits", "--epochs", "1000000"], "192 trainings (grid x seeds) x 1000000 epochs"),
 ])
 def test_work_above_the_limit_is_refused_before_any_work_unless_forced(tmp_path, capsys, argv, what):
     from stam.cli import main
@@ -698,6 +698,19 @@ def test_width_counts_in_the_work_and_memory_limits(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("stam: error: --width 16 --batch-size 1000000: cnn training") and "GB" in err and "--force" in err
     assert err.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("command", [["train", "--model", "mlp", "--dataset", "digits"], ["tune"], ["map", "--dataset", "digits"]])
+def test_epochs_beyond_the_flags_bound_are_refused_by_the_flag(tmp_path, capsys, command):
+    """10^30 epochs passed the flag (and, with --force, the work limit) and the result types (issue 40
+    item 6): --epochs and the files' epochs are bounded by one constant, stam.errors.MAX_EPOCHS."""
+    from stam.cli import main
+    from stam.errors import MAX_EPOCHS
+
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--epochs", str(10**30), "--force", "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"at most {MAX_EPOCHS:,} epochs" in err and not (tmp_path / "o").exists()
 
 
 def test_a_synthetic_map_above_its_work_limit_is_refused_unless_forced(capsys, tmp_path, monkeypatch):
