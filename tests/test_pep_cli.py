@@ -178,3 +178,15 @@ def test_the_region_estimate_counts_lambdas_betas_and_gammas_and_matches_a_measu
     cpu = time.process_time() - start
     estimate = pep_cli.region_work_s(2, 1, (2, 1))
     assert estimate / 3 < cpu < 3 * estimate, (cpu, estimate)
+
+
+def test_an_admissible_beta_whose_bound_overflows_says_why_there_is_no_bound(capsys):
+    """beta = 1e308 printed bound "none" beside "admissible: yes" (issue 40 item 6): the bound grows
+    with beta and passes floating point; the line now says so, and a finite bound prints as before."""
+    code, out, _ = run(["pep", "--lam", "1", "--gamma", "0.01", "--beta", "1e308", "--T", "2"], capsys)
+    line = next(x for x in out.splitlines() if "paper bound" in x)
+    assert code == 0 and "beyond floating point" in line and line.endswith("admissible: yes")
+    assert "none" not in line and "the bound is beyond floating point" in out
+    code, out, _ = run(["pep", "--lam", "1", "--gamma", "0.01", "--beta", "2000", "--T", "2"], capsys)
+    line = next(x for x in out.splitlines() if "paper bound" in x)
+    assert code == 0 and "beyond" not in line and line.endswith("admissible: yes")

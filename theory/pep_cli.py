@@ -91,15 +91,26 @@ def _method_text(f_class: str, N: int, b: int) -> str:
     return f"STAM ({grad}; {F_CLASS_TEXT[f_class]})"
 
 
+def _bound_text(row: dict) -> str:
+    """The bound of Theorem conv as the text prints it: a number, or, where the hypotheses hold but it
+    is not a finite number (``beta = 1e308``: ``2 q^T beta (delta0 + M0') / T`` overflows), why there
+    is none, so that "none" never stands beside "admissible: yes" unexplained (issue 40 item 6)."""
+    if row["bound"] is not None:
+        return _fmt(row["bound"])
+    return "beyond floating point (the bound grows with beta)" if row["admissible"] else "none"
+
+
 def _print_row(args, row: dict) -> None:
     print(f"{_method_text(args.f_class, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
           f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
     metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
     print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
     norm = "delta0 + M0'_T = 1" if (args.N, args.b) == (1, 1) else "delta0 + Delta + M0'_T = 1"
-    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for {norm}; admissible: "
+    print(f"  paper bound (Theorem conv)    : {_bound_text(row)}   for {norm}; admissible: "
           f"{_admissible_note(row)}")
     note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
+    if row["ratio"] is None and row["bound"] is None and row["admissible"]:
+        note = "   (no ratio: the bound is beyond floating point)"
     print(f"  ratio worst case / bound      : {_fmt(row['ratio'], 4)}{note}")
 
 
