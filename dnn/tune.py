@@ -479,6 +479,7 @@ def run(params: TuneParams) -> tuple[dict, Path]:
     task = params.task()
     chunk = batched.runs_per_job(params.model, job_device())
     plan(params, chunk, spaces)  # every usage error before any work
+    check_memory(task, params.batch_size, chunk, job_device(), params.force)  # before a model is built
     check_task(task, params.val_fraction, params.split_seed)  # the data set, the model, the split: one line before any work
     n_train = train_size(task)
     rungs = halving_rungs(params.trials, params.epochs, params.halving) if params.halving else [(params.trials, params.epochs)]
@@ -486,7 +487,6 @@ def run(params: TuneParams) -> tuple[dict, Path]:
     runs = len(params.algos) * (trial_epochs / params.epochs + params.n_seeds * 2)  # trials, fresh seeds, the paper rows at most
     what = (f"{params.trials} trials" if not params.halving else
             f"{params.trials} trials halved by {params.halving} ({trial_epochs} trial epochs)")
-    check_memory(task, params.batch_size, chunk, job_device(), params.force)
     ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({what} + "
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
     result = tune(params, chunk=chunk, spaces=spaces)

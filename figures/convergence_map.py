@@ -508,12 +508,12 @@ def run(params) -> tuple[dict, tuple, float]:
 
         net = params.network()  # the data set's sweep defaults filled in: what every job trains, its spec()
         task = sweep.task_spec(net.dataset, net.model, net.width, net.data_dir)
+        chunk = batched.runs_per_job(net.model, sweep.job_device())
+        sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)  # before a model is built
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         from stam.dnn import epochs as ep
 
         cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or DIGITS_SEEDS)
-        chunk = batched.runs_per_job(net.model, sweep.job_device())
-        sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)
         ep.check_work(float(cells) * net.epochs * sweep.train_size(task),
                       f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force, cost=sweep.work_cost(task))
         result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, net.epochs,

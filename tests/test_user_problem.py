@@ -369,8 +369,8 @@ def test_the_documented_example_is_the_example_file():
 
 
 @pytest.mark.parametrize("text, field", [
-    ('{"kind": "synthetic-rates", "rows": [], "constant_status": "estimated"}', "field constant_status must be an object"),
-    ('{"kind": "synthetic-rates", "rows": [], "constant_status": {"L1": {"how": "x"}}}', "field constant_status.L1.status is missing"),
+    ('{"kind": "synthetic-rates", "rows": [{"T": 10, "S_min_mean": 0.1}], "constant_status": "estimated"}', "field constant_status must be an object"),
+    ('{"kind": "synthetic-rates", "rows": [{"T": 10, "S_min_mean": 0.1}], "constant_status": {"L1": {"how": "x"}}}', "field constant_status.L1.status is missing"),
     ('{"kind": "stepsize", "gamma_max": 0.2, "beta_min": 1.0, "binding": "x", "constants": {"L1": {"value": "<b>", '
      '"status": "certified"}}}', "field constants.L1.value must be a number or null"),
 ])
