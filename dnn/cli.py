@@ -83,6 +83,9 @@ def _tune(args) -> int:
     from stam.dnn import tune
     from stam.dnn.params import TuneParams
 
+    from stam.dnn.params import refuse_data_dir
+
+    refuse_data_dir(args, args.dataset)
     result, path = tune.run(TuneParams.from_args(args))
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
@@ -100,8 +103,10 @@ def _train(args) -> int:
         for name, entry in presets.table()["presets"].items():
             print(f"{name:14s} {entry['algo']:6s} {entry['source']}")
         return 0
-    from stam.dnn.params import TrainConfig
+    from stam.dnn.params import TrainConfig, refuse_data_dir
     from stam.dnn.train import Diverged, run
+
+    refuse_data_dir(args, args.dataset)
 
     try:
         run(TrainConfig.from_args(args))

@@ -12,7 +12,7 @@ import math
 from stam.datasets import DATA_SOURCE
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.dnn.presets import paper_epochs
-from stam.results import (BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
+from stam.results import (BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
                           NUM_OR_NULL, PCT_OR_NULL, POS, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
                           Schema, increasing)
 
@@ -41,23 +41,28 @@ def select_epoch(records: list[dict], key: str = "val_acc_binary") -> dict | Non
 
 def announce_work(images: float, what: str) -> None:
     """From :data:`ANNOUNCE_IMAGES` image passes on, say the amount of work on stderr (before it starts)."""
-    if images >= ANNOUNCE_IMAGES:
+    if images >= ANNOUNCE_IMAGES:  # (weighted image passes where a network costs more than the paper's VGG-11)
         import sys
 
         print(f"{what}: about {images:.3g} image passes in all ({images / PAPER_IMAGE_PASSES:.2g} of the paper's 1000-epoch "
               "CIFAR run)", file=sys.stderr, flush=True)
 
 
-def check_work(images: float, what: str, force: bool, announce: bool = True) -> None:
+def check_work(images: float, what: str, force: bool, announce: bool = True, cost: float = 1.0) -> None:
     """Refuse, before any work, a command that would train on more than :data:`WORK_LIMIT_IMAGES`
-    image passes in all, unless ``force`` (``--force``): one line saying how much and why; from
+    image passes in all, each weighted by ``cost`` (one image pass of the network in units of the
+    paper's VGG-11 at width 1, at least 1: :func:`stam.dnn.sweep.work_cost`, so ``--width`` counts),
+    unless ``force`` (``--force``): one line saying how much and why; from
     :data:`ANNOUNCE_IMAGES` on, say the amount (stderr) before the work starts, unless not
     ``announce`` (a caller with checks still to make says it itself, :func:`announce_work`)."""
+    cost = max(1.0, float(cost))
+    images = float(images) * cost
     if not force and images > WORK_LIMIT_IMAGES:
         from stam.errors import UsageError
 
-        raise UsageError(f"{what}: {images:.3g} image passes in all, above the limit of {WORK_LIMIT_IMAGES:.3g} (10 times the "
-                         "paper's 1000-epoch CIFAR run); lower it or add --force")
+        weighted = f" (each weighted by the network's cost, {cost:.3g} times the paper's VGG-11 at width 1: --width)" if cost > 1 else ""
+        raise UsageError(f"{what}: {images:.3g} image passes in all{weighted}, above the limit of {WORK_LIMIT_IMAGES:.3g} "
+                         "(10 times the paper's 1000-epoch CIFAR run); lower it or add --force")
     if announce:  # long work is said before it starts
         announce_work(images, what)
 
@@ -141,19 +146,19 @@ class SignFlips:
 #: where a run's data came from (stam.dnn.data.ImageData.source): kind official, jpeg-copy, image-folder, scikit-learn
 RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL, "dataset": NAME, "algo": NAME,
             "preset": STR_OR_NULL, "label": STR_OR_NULL, "seed": COUNT_OR_NULL, "epochs": COUNT_OR_NULL,
-            "epochs_planned": COUNT_OR_NULL, "seconds": NONNEG_OR_NULL, "best_test_acc_binary": PCT_OR_NULL,
+            "epochs_planned": EPOCHS_OR_NULL, "seconds": NONNEG_OR_NULL, "best_test_acc_binary": PCT_OR_NULL,
             "best_test_acc_float": PCT_OR_NULL, "best_epoch_binary": POSINT_OR_NULL, "best_epoch_float": POSINT_OR_NULL,
             "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
-            "width": POS, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "num_classes": POSINT_OR_NULL,
+            "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "num_classes": POSINT_OR_NULL,
             "test_size": COUNT_OR_NULL, "train_size": COUNT_OR_NULL, "sign_ever": FRAC_OR_NULL}
 #: ``summary.json``: what a run reached (accuracies in percent)
 RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,
                                              inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
                          files="summary.json", writer="stam train --out DIR")
 #: ``config.json``: what the run was asked to do (found with its folder, not on its own)
-RUN_CONFIG = ResultType("train-config", Schema(optional=dict(RUN_KEYS, epochs=POSINT),
+RUN_CONFIG = ResultType("train-config", Schema(optional=dict(RUN_KEYS, epochs=EPOCHS),
                                                inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
                         files="config.json", writer="stam train --out DIR", found=False)
 #: ``log.jsonl``: one line per epoch, numbered from 1, each once and in order; accuracies in percent,

@@ -138,7 +138,83 @@ MODEL_NAMES, DISPLAY_NAMES = _catalog.MODEL_NAMES, _catalog.MODELS
 def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32), width: float = 1.0) -> nn.Module:
     """The network ``name`` (one of :data:`MODEL_NAMES`) for images of shape ``(C, H, W)``, every
     layer's channels (hidden units for the MLP) scaled by ``width`` (1: the paper's networks;
-    ``round(c * width)``, at least 1; the input and the classes are not scaled)."""
+    ``round(c * width)``, at least 1; the input and the classes are not scaled).  A network whose
+    parameters alone (4 bytes each) exceed the machine's memory (:func:`memory_bytes`) is a one-line
+    :class:`~stam.errors.UsageError` naming ``--width`` before anything is allocated (it was an
+    allocator error after up to a minute)."""
+    if name in MODEL_NAMES and not _on_meta():
+        n = model_cost(name, num_classes, image_shape, width)["params"]
+        if 4.0 * n > memory_bytes("cpu"):
+            from stam.errors import UsageError
+
+            raise UsageError(f"--width {width:g}: {name} has {n:.3g} parameters ({4e-9 * n:.3g} GB), more than this "
+                             f"machine's {memory_bytes('cpu') / 1e9:.3g} GB of memory; give a smaller --width")
+    return _build(name, num_classes, image_shape, width)
+
+
+def _on_meta() -> bool:
+    return torch.empty(0).device.type == "meta"
+
+
+def memory_bytes(device: str = "cpu") -> float:
+    """The memory of ``device``: the GPU's (device 0) for ``cuda``, else the machine's physical memory."""
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return float(torch.cuda.get_device_properties(0).total_memory)
+    import os
+
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # not POSIX: no bound from here
+        return float("inf")
+
+
+_COSTS: dict = {}
+
+
+def model_cost(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32), width: float = 1.0) -> dict:
+    """What the network ``name`` costs, counted without allocating it (built on torch's ``meta``
+    device, one forward pass of one image): ``params`` (its parameters), ``macs`` (multiply-adds of
+    the convolutions and linear layers for one image's forward pass) and ``activations`` (numbers
+    every layer outputs for one image, what a backward pass keeps; a network that cannot take the
+    images is counted up to the layer that refuses them)."""
+    key = (name, int(num_classes), tuple(int(d) for d in image_shape), float(width))
+    if key not in _COSTS:
+        counts = {"macs": 0, "activations": 0}
+
+        def hook(module, inputs, output):
+            counts["activations"] += output[0].numel()
+            if isinstance(module, nn.Conv2d):
+                k = module.kernel_size[0] * module.kernel_size[1]
+                counts["macs"] += output[0].numel() * module.in_channels // module.groups * k
+            elif isinstance(module, nn.Linear):
+                counts["macs"] += module.in_features * module.out_features
+
+        with torch.device("meta"):
+            model = _build(name, num_classes, image_shape, width)
+            for m in model.modules():
+                if not list(m.children()):
+                    m.register_forward_hook(hook)
+            model.eval()
+            try:
+                model(torch.empty(1, *key[2]))
+            except RuntimeError:  # a network that cannot take these images: counted up to where it failed
+                pass  # (stam.dnn.data.check_fits says it in one line)
+        _COSTS[key] = {"params": sum(p.numel() for p in model.parameters()), **counts}
+    return dict(_COSTS[key])
+
+
+#: the network the work limits are counted in: the paper's VGG-11 at width 1 on CIFAR's 3x32x32 images
+REFERENCE_NETWORK = ("vgg11", 10, (3, 32, 32), 1.0)
+
+
+def relative_cost(name: str, num_classes: int, image_shape: Sequence[int], width: float) -> float:
+    """One image pass of ``name`` at ``width`` in units of one of the paper's VGG-11 at width 1
+    (:data:`REFERENCE_NETWORK`), by multiply-adds, at least 1: a smaller network counts as one image
+    pass, a wider one as many (a VGG-11 at width 2 about 4, at width 64 about 4,000)."""
+    return max(1.0, model_cost(name, num_classes, image_shape, width)["macs"] / model_cost(*REFERENCE_NETWORK)["macs"])
+
+
+def _build(name: str, num_classes: int, image_shape: Sequence[int], width: float) -> nn.Module:
     channels = int(image_shape[0])
     if name in VGG_PLANS:
         return VGG(VGG_PLANS[name], num_classes, channels, width)
@@ -185,4 +261,4 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["scaled", "check_width", "VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]
+__all__ = ["scaled", "check_width", "VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "model_cost", "relative_cost", "memory_bytes", "REFERENCE_NETWORK", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]

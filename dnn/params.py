@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
 from stam.dnn import presets
 from stam.dnn.catalog import BN_IMAGES, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
-from stam.datasets import DATASET_NAMES as DATASETS
-from stam.errors import batch_int, positive_int, seed_int
+from stam.datasets import BUNDLED, DATASET_NAMES as DATASETS
+from stam.errors import MAX_WIDTH, batch_int, epochs_int, positive_int, seed_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
 
@@ -28,14 +28,25 @@ COMPILE_MODE = {"auto": "auto", "on": True, "off": False, "aot": "aot"}
 COMPILE_CHOICES = tuple(COMPILE_MODE)
 
 
+#: where CIFAR is looked for when ``--data-dir`` is not given
+DEFAULT_DATA_DIR = "data"
+
+
+def _data_dir(value):
+    """``--data-dir``: the parser keeps None where the flag is not given (so that a mode that reads no
+    folder can refuse it, :func:`refuse_data_dir`); the field gets :data:`DEFAULT_DATA_DIR`."""
+    return DEFAULT_DATA_DIR if value is None else value
+
+
 def width_float(text: str) -> float:
-    """argparse type: a network's channel-width multiplier, in (0, 64]."""
+    """argparse type: a network's channel-width multiplier, in (0, :data:`stam.errors.MAX_WIDTH`]."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 64:
-        raise argparse.ArgumentTypeError(f"{text}: the channel-width multiplier must be in (0, 64] (1 = the paper's networks)")
+    if not 0 < value <= MAX_WIDTH:
+        raise argparse.ArgumentTypeError(f"{text}: the channel-width multiplier must be in (0, {MAX_WIDTH:g}] (1 = the paper's "
+                                         "networks)")
     return value
 
 
@@ -111,7 +122,7 @@ class TrainConfig(Params):
                              help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
     list_presets: bool = arg("--list-presets", action="store_true", default=False,
                              help="print the presets and their sources, then exit")
-    epochs: int | None = arg("--epochs", type=positive_int, default=None, help="default 1000 (the paper)")
+    epochs: int | None = arg("--epochs", type=epochs_int, default=None, help="default 1000 (the paper)")
     batch_size: int | None = arg("--batch-size", type=batch_int, default=None,
                                  help="global batch size, default 128 (the paper)")
     seed: int = arg("--seed", type=seed_int, default=0)
@@ -124,7 +135,7 @@ class TrainConfig(Params):
     keep_float: tuple = arg("--keep-float", type=KEEP_FLOAT_LIST, default=(), metavar="first,last",
                             help="keep the first conv and/or last linear layer float (default: quantise every conv and "
                             "linear weight)")
-    data_dir: str = arg("--data-dir", default="data",
+    data_dir: str = arg("--data-dir", default=DEFAULT_DATA_DIR, cli_default=None, convert=_data_dir,
                         help="folder with cifar-10-python.tar.gz (or its extracted folder), else an image copy "
                         "cifar10-jpeg.tar.gz, .tgz, .tar, .zip or folder cifar10-jpeg/ (cifar100-jpeg for CIFAR-100); or "
                         "such an image archive or folder itself (default ./data)")
@@ -181,9 +192,27 @@ def width_arg():
                help="channel-width multiplier of the network (default: 1 on digits, 0.125 on CIFAR; 1 = the paper's)")
 
 
+def refuse_data_dir(args, dataset: str | None, synthetic: bool = False) -> None:
+    """A one-line :class:`UsageError` where ``--data-dir`` was given to a mode that reads no folder:
+    a data set that comes with its package (:data:`stam.datasets.BUNDLED`, digits from scikit-learn)
+    or a synthetic map (``stam map --problem``); it was accepted and ignored (issue 40 item 6)."""
+    given = getattr(args, "data_dir", None)
+    if given is None:
+        return
+    from stam.errors import UsageError
+
+    if synthetic:
+        raise UsageError(f"--data-dir {given} is for a network map on CIFAR (--dataset); the synthetic map (--problem) "
+                         "reads no data: drop --data-dir")
+    if dataset in BUNDLED:
+        raise UsageError(f"--data-dir {given} is for CIFAR (its archive or an image copy); --dataset {dataset} comes "
+                         "with scikit-learn and reads no folder: drop --data-dir")
+
+
 def data_dir_arg():
-    return arg("--data-dir", default="data", job=True, help="CIFAR: folder with the official archive or an image copy, "
-               "or the image archive/folder itself (default ./data)")
+    return arg("--data-dir", default=DEFAULT_DATA_DIR, cli_default=None, convert=_data_dir, job=True,
+               help="CIFAR: folder with the official archive or an image copy, or the image archive/folder itself "
+               "(default ./data)")
 
 
 @dataclass(frozen=True)
@@ -200,7 +229,7 @@ class TuneParams(Params):
     model: str | None = model_arg()
     width: float | None = width_arg()
     data_dir: str = data_dir_arg()
-    epochs: int | None = arg("--epochs", type=positive_int, default=None, job=True,
+    epochs: int | None = arg("--epochs", type=epochs_int, default=None, job=True,
                              help="epochs of every run (default: 60 digits, 10 CIFAR)")
     batch_size: int | None = arg("--batch-size", type=batch_int, default=None, job=True, help="default: 32 digits, 128 CIFAR")
     val_fraction: float = arg("--val-fraction", type=fraction_float, default=VAL_FRACTION, job=True,
@@ -246,4 +275,4 @@ class TuneParams(Params):
         """What is trained on what (:func:`stam.dnn.sweep.task_spec`'s keys)."""
         return {k: getattr(self, k) for k in ("dataset", "model", "width", "data_dir")}
 
-__all__ = ["TrainConfig", "TuneParams", "bn_images_arg", "bn_images_int", "halving_int", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]
+__all__ = ["TrainConfig", "TuneParams", "bn_images_arg", "bn_images_int", "halving_int", "dataset_arg", "model_arg", "width_arg", "data_dir_arg", "refuse_data_dir", "DEFAULT_DATA_DIR", "ALGOS_LIST", "KEEP_FLOAT_LIST", "width_float", "fraction_float", "scale_arg"]

@@ -43,6 +43,7 @@ def check_task(task: dict, val_fraction: float | None = None, split_seed: int = 
     if val_fraction:
         data_mod.split_validation(data, val_fraction, split_seed)
     _SIZES[task["dataset"], str(task["data_dir"])] = len(data.train_x)
+    _SHAPES[task["dataset"], str(task["data_dir"])] = (data.num_classes, tuple(data.image_shape))
     source = getattr(data, "source", None)
     _SOURCES[task["dataset"], str(task["data_dir"])] = source
     return source
@@ -51,6 +52,58 @@ def check_task(task: dict, val_fraction: float | None = None, split_seed: int = 
 #: the data source and the training images of each (data set, folder) a check has loaded in this process
 _SOURCES: dict = {}
 _SIZES: dict = {}
+_SHAPES: dict = {}
+
+
+def _shape(task: dict) -> tuple:
+    """The classes and image shape of the task's data set: what :func:`check_task` found, or the loader's."""
+    key = (task["dataset"], str(task["data_dir"]))
+    if key not in _SHAPES:
+        from stam.dnn import data as data_mod
+
+        data = data_mod.load(*key)
+        _SHAPES[key] = (data.num_classes, tuple(data.image_shape))
+    return _SHAPES[key]
+
+
+def work_cost(task: dict) -> float:
+    """One image pass of the task's network in units of the paper's VGG-11 at width 1, at least 1
+    (:func:`stam.dnn.models.relative_cost`): what the work limit (:func:`stam.dnn.epochs.check_work`)
+    multiplies the image passes by, so that ``--width`` counts."""
+    from stam.dnn.models import relative_cost
+
+    classes, shape = _shape(task)
+    return relative_cost(task["model"], classes, shape, task["width"])
+
+
+#: copies of the parameters a training holds (weights, gradients, the quantised and float copies and
+#: the optimiser's states of eq. (alg:stamm)); an estimate, on the high side
+PARAM_COPIES = 8
+
+
+def memory_need(task: dict, batch_size: int, runs: int = 1) -> float:
+    """Bytes a batched training of ``runs`` runs of the task's network at ``batch_size`` needs, about:
+    :data:`PARAM_COPIES` float32 copies of the parameters and twice the activations of a batch
+    (the forward pass's and their gradients), for each run (:func:`stam.dnn.models.model_cost`)."""
+    from stam.dnn.models import model_cost
+
+    classes, shape = _shape(task)
+    cost = model_cost(task["model"], classes, shape, task["width"])
+    return 4.0 * runs * (PARAM_COPIES * cost["params"] + 2 * cost["activations"] * batch_size)
+
+
+def check_memory(task: dict, batch_size: int, runs: int, device: str, force: bool) -> None:
+    """A one-line :class:`UsageError` naming ``--width`` and ``--batch-size``, before any work, where
+    :func:`memory_need` exceeds the memory of ``device`` (:func:`stam.dnn.models.memory_bytes`),
+    unless ``force`` (the estimate is rough: ``--force`` runs it anyway)."""
+    from stam.dnn.models import memory_bytes
+    from stam.errors import UsageError
+
+    need, have = memory_need(task, batch_size, runs), memory_bytes(device)
+    if need > have and not force:
+        raise UsageError(f"--width {task['width']:g} --batch-size {batch_size}: {task['model']} training {runs} run(s) at once "
+                         f"needs about {need / 1e9:.3g} GB, more than the {have / 1e9:.3g} GB of the {device}; give a smaller "
+                         "--width or --batch-size, or add --force")
 
 
 def train_size(task: dict) -> int:
@@ -213,4 +266,4 @@ NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"r
                          files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)
 
 
-__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "TASK_DEFAULTS"]
+__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "work_cost", "memory_need", "check_memory", "PARAM_COPIES", "TASK_DEFAULTS"]

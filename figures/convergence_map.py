@@ -433,8 +433,10 @@ def _user_builder(spec: str, seed: int):
 
 def map_command(args) -> int:
     """``stam map``: the parameters of the command line, :func:`run`, the table on stdout."""
+    from stam.dnn.params import refuse_data_dir
     from stam.figures.params import MapParams
 
+    refuse_data_dir(args, args.dataset or "digits", synthetic=args.problem is not None)
     result, paths, elapsed = run(MapParams.from_args(args))
     print(format_map(result))
     print(summary_line(result) + f"; {elapsed:.1f} s")
@@ -506,15 +508,17 @@ def run(params) -> tuple[dict, tuple, float]:
 
         net = params.network()  # the data set's sweep defaults filled in: what every job trains, its spec()
         task = sweep.task_spec(net.dataset, net.model, net.width, net.data_dir)
+        chunk = batched.runs_per_job(net.model, sweep.job_device())
+        sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)  # before a model is built
         sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
         from stam.dnn import epochs as ep
 
         cells = len(gammas) * len(lams) * len(betas) * (params.n_seeds or DIGITS_SEEDS)
         ep.check_work(float(cells) * net.epochs * sweep.train_size(task),
-                      f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force)
+                      f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force, cost=sweep.work_cost(task))
         result = digits_map(gammas, lams, betas, params.n_seeds or DIGITS_SEEDS, net.epochs,
                             progress=params.progress, store=out / "jobs", scheduler=params.scheduler, workers=params.workers,
-                            batch_size=net.batch_size, task=task, chunk=batched.runs_per_job(net.model, sweep.job_device()),
+                            batch_size=net.batch_size, task=task, chunk=chunk,
                             spec=net.spec())
     elapsed = time.perf_counter() - start
     result["params"]["seconds"] = round(elapsed, 2)

@@ -15,7 +15,7 @@ from stam.cliargs import ListArg, RangeArg, n_seeds_arg, out_arg
 from stam.datasets import DATASET_NAMES
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, sweep_settings
 from stam.dnn.params import bn_images_arg, data_dir_arg, model_arg, width_arg
-from stam.errors import batch_int, positive_float, positive_int, seed_int, threads_int
+from stam.errors import batch_int, epochs_int, positive_float, positive_int, seed_int, threads_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
 from stam.synthetic import families as CM  # the synthetic map's defaults (light)
@@ -78,7 +78,7 @@ class MapParams(Params):
                              f"digits {','.join(f'{b:g}' for b in DIGITS_BETAS)})")
     iterations: int | None = arg("--iterations", type=positive_int, default=None,
                                  help=f"synthetic: STAM iterations T (default {CM.MAP_ITERATIONS})")
-    epochs: int | None = arg("--epochs", type=positive_int, default=None, job=True,
+    epochs: int | None = arg("--epochs", type=epochs_int, default=None, job=True,
                              help="network: training epochs (default 60 digits, 10 CIFAR)")
     force: bool = arg("--force", action="store_true", default=False,
                       help="work above the limit: network, 10 times the paper's run in image passes; synthetic, "

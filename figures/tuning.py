@@ -43,7 +43,7 @@ def draw(results, nc=None):
         labels = {a["label"]: a["algo"] for a in result["algorithms"]}
         for i, (label, curve) in enumerate(tuning_curves(result).items()):
             ks = range(1, len(curve) + 1)
-            ax.plot(ks, curve, _STYLES[i % len(_STYLES)], marker="o", ms=3, color=algo_color(canonical_algo(labels[label])),
+            ax.plot(ks, curve, _STYLES[i % len(_STYLES)], marker="o", ms=3, markevery=max(1, len(curve) // 50), color=algo_color(canonical_algo(labels[label])),
                     label=label)
         ax.set_xlabel("trials (budget per algorithm)")
         ax.set_ylabel("expected best validation accuracy (%)")

@@ -7,18 +7,27 @@ convergence map's file format, whose ``source`` is a synthetic problem or one of
 its entry here and its sweep defaults in ``SWEEP_DEFAULTS`` of :mod:`stam.dnn.catalog`.
 """
 
-from stam.results import INT_OR_NULL, LIST, STR, STR_OR_NULL, Schema
+from stam.results import INT_OR_NULL, LIST, STR, STR_OR_NULL, Schema, one_of
 
 #: name -> how tables call it (CIFAR from its official archives, digits from scikit-learn, offline)
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "digits": "digits (scikit-learn, 8x8)"}
 DATASET_NAMES = tuple(DATASETS)
+#: the data sets that come with a package (scikit-learn's digits): they read no folder, so
+#: ``--data-dir`` is refused with them
+BUNDLED = ("digits",)
 #: name -> its number of classes (chance is 100 / classes percent)
 CLASSES = {"cifar10": 10, "cifar100": 100, "digits": 10}
 
 #: where a run's images came from, as its result files record it (``data_source`` of a train run,
 #: a tuning, a network map): the official archives, scikit-learn, or a JPEG copy with its quality
+#: the kinds of copy a loader records (``official``: CIFAR's archives checked against their
+#: checksums, :func:`stam.dnn.data.load`; ``scikit-learn``: digits; ``image-folder`` and ``jpeg-copy``:
+#: an image collection, lossless or JPEG, :mod:`stam.dnn.imagefolder`); a file with another kind is
+#: refused by its type (it was read as the official images, and a JPEG copy pooled with them)
+DATA_SOURCE_KINDS = ("official", "scikit-learn", "image-folder", "jpeg-copy")
 DATA_SOURCE = Schema(required={"kind": STR},
                      optional={"file": STR_OR_NULL, "sha256": STR_OR_NULL, "hash_of": STR_OR_NULL, "note": STR_OR_NULL,
-                               "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL})
+                               "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL},
+                     rules=(one_of("kind", DATA_SOURCE_KINDS),))
 
-__all__ = ["DATASETS", "DATASET_NAMES", "CLASSES", "DATA_SOURCE"]
+__all__ = ["DATASETS", "DATASET_NAMES", "BUNDLED", "CLASSES", "DATA_SOURCE", "DATA_SOURCE_KINDS"]

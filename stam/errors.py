@@ -83,6 +83,21 @@ def nonneg_float(text: str) -> float:
     return value
 
 
+#: the widest network a flag takes (``--width``, a channel-width multiplier; 1 = the paper's) and the
+#: most epochs (``--epochs``; the paper trains 1000): the bounds of the flags and of the result files'
+#: fields (``stam.results``: ``WIDTH``, ``EPOCHS``), declared once here, in the core
+MAX_WIDTH = 64.0
+MAX_EPOCHS = 10**6
+
+
+def epochs_int(text: str) -> int:
+    """argparse type: a number of epochs, an integer in [1, :data:`MAX_EPOCHS`]."""
+    value = positive_int(text)
+    if value > MAX_EPOCHS:
+        raise argparse.ArgumentTypeError(f"{text}: at most {MAX_EPOCHS:,} epochs (the paper trains 1000)")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     try:

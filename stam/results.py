@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from stam.errors import UsageError
+from stam.errors import MAX_EPOCHS, MAX_WIDTH, UsageError
 from stam.registry import declared
 
 #: the modules that declare result types, in the order the report lists results of each type
@@ -58,6 +58,10 @@ POSINT_OR_NULL = ("posint", "null")
 STR = ("string",)
 STR_OR_NULL = ("string", "null")
 TEXT = ("text",)  # a string that is not empty
+WIDTH = ("width",)  # a channel-width multiplier, as ``--width`` takes it: in (0, MAX_WIDTH]
+WIDTH_OR_NULL = ("width", "null")
+EPOCHS = ("epochs",)  # a number of epochs, as ``--epochs`` takes it: an integer in [1, MAX_EPOCHS]
+EPOCHS_OR_NULL = ("epochs", "null")
 NAME = ("name",)  # a data set, model or algorithm name: safe in a file name (stam.io.slug leaves it as it is)
 NAME_OR_NULL = ("name", "null")
 BOOL = ("boolean",)
@@ -95,6 +99,8 @@ _IS = {
     "integer": _int,
     "count": lambda v: _int(v) and v >= 0,
     "posint": lambda v: _int(v) and v >= 1,
+    "width": lambda v: _fin(v) and 0 < v <= MAX_WIDTH,
+    "epochs": lambda v: _int(v) and 1 <= v <= MAX_EPOCHS,
     "string": lambda v: isinstance(v, str),
     "text": lambda v: isinstance(v, str) and v != "",
     "nonempty_list": lambda v: isinstance(v, list) and len(v) > 0,
@@ -108,7 +114,8 @@ _IS = {
 _A = {"number": "a number", "real": "a number (not nan)", "finite": "a finite number", "positive": "a finite number > 0",
       "nonneg": "a finite number >= 0", "nonneg_inf": "a number >= 0", "unsigned": "a number that is not negative",
       "percent": "a percentage in [0, 100]", "fraction": "a fraction in [0, 1]", "integer": "an integer",
-      "count": "an integer >= 0", "posint": "an integer >= 1", "string": "a string", "text": "a non-empty string",
+      "count": "an integer >= 0", "width": f"a channel-width multiplier in (0, {MAX_WIDTH:g}]",
+      "epochs": f"a number of epochs, an integer in [1, {MAX_EPOCHS:,}]", "posint": "an integer >= 1", "string": "a string", "text": "a non-empty string",
       "nonempty_list": "a non-empty list",
       "name": "a name of lower-case letters, digits, - and _ (a data set, model or algorithm)", "boolean": "a boolean",
       "object": "an object", "list": "a list", "null": "null"}
@@ -488,5 +495,5 @@ def classify(obj) -> ResultType | None:
         next((t for t in found if t.recognise is not None and t.recognise(obj)), None)
 
 
-__all__ = ["ResultType", "Schema", "PROVENANCE", "MODULES", "result_types", "result_type", "classify", "validate", "read_json",
+__all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "MODULES", "result_types", "result_type", "classify", "validate", "read_json",
            "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]

@@ -344,6 +344,23 @@ def _sweep_problem(spec: str, seed: int):
     return problem
 
 
+def _one_instance_per_seed(spec: str, seeds) -> None:
+    """A sweep's seeds name problem instances (``rates-NAME-seedS``): a user's ``FILE.py:NAME`` given
+    several seeds must be a function taking ``seed=`` (:func:`stam.userfile.build` offers it), else one
+    instance would run under several seed names (issue 40 item 6): one line, before any job."""
+    from stam.synthetic.api import PROBLEM_METHODS
+    from stam.userfile import accepts, load_object
+
+    if len(seeds) < 2:
+        return
+    name, obj = load_object(spec, "--problems")
+    builds = callable(obj) and not all(hasattr(obj, m) for m in PROBLEM_METHODS)
+    if not (builds and accepts(obj, "seed")):
+        what = f"{name} takes no seed=" if builds else f"{name} is one problem object, not a function of seed="
+        raise UsageError(f"--problems {spec!r}: {what}, so --seeds {','.join(map(str, seeds))} would run one problem "
+                         f"instance under {len(seeds)} seed names; give one seed, or let {name} take seed=")
+
+
 def sweep_job(spec: dict) -> dict:
     """One job of a sweep (:func:`sweep_specs`), on whichever process or cluster worker
     :func:`stam.jobs.run_jobs` sends it to: the rate experiment's result."""
@@ -385,6 +402,7 @@ def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
         stem_name = split_spec(spec, "--problems")[1]
         with _guarded(spec, "--problems"), _user_limits(f"the problem {spec}"):
             _sweep_problem(spec, seeds[0])
+            _one_instance_per_seed(spec, seeds)
         names[spec] = stem_name
     clash = [v for v in names.values() if v in NAMES or list(names.values()).count(v) > 1]
     require(not clash, f"--problems: two problems would share the file names rates-{clash[0] if clash else ''}-*; rename one")

@@ -53,8 +53,8 @@ import numpy as np
 
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.io import bar_disable
-from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
-                          POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, increasing, ordered)
+from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONEMPTY_LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
+                          POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, holds, increasing, ordered)
 from stam.theory import numeric
 from stam.theory.numeric import LABELLED
 from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
@@ -236,12 +236,16 @@ ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_mi
             "S_min_se", "t_star", "S_0_mean", "S_final_mean", "nonfinite")
 
 
+#: the largest horizon T a rates file holds: 2^53, the largest integer a float holds exactly (every
+#: horizon is read as a float for the slopes; 10^400 was an internal error)
+MAX_HORIZON = 2**53
 RATES_ROW = Schema(
     required={"T": POSINT, "S_min_mean": NONNEG_OR_NULL},
     optional={"gamma": POS, "beta": POS, "admissible": BOOL, "S_min_std": NONNEG_OR_NULL, "S_min_lo": NONNEG_OR_NULL,
               "S_min_hi": NONNEG_OR_NULL, "S_min_se": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL,
               "t_star": COUNT_OR_NULL, "S_0_mean": NONNEG_OR_NULL, "S_final_mean": NONNEG_OR_NULL, "nonfinite": COUNT_OR_NULL},
-    rules=(ordered("S_min_lo", "S_min_hi"), below("t_star", "T")),
+    rules=(ordered("S_min_lo", "S_min_hi"), below("t_star", "T"),
+           holds("T", lambda r: r["T"] <= MAX_HORIZON, f"must be at most {MAX_HORIZON} (2^53: a horizon a float holds exactly)")),
 )
 RATES_PARAMS = Schema(optional={"R": POSINT, "seeds": ANY, "preset": STR_OR_NULL, "lam": POS_OR_NULL,
                                 "gamma_rule": STR_OR_NULL, "beta_rule": STR_OR_NULL, "problem": STR})
@@ -255,7 +259,7 @@ def _rates_title(d: dict, path) -> str:
 #: the result of :func:`run_rates` (``stam synthetic run``: ``rates-P.json`` with ``rates-P.csv`` of its rows)
 RATES = ResultType(
     "synthetic-rates", Schema(
-        required={"rows": LIST},
+        required={"rows": NONEMPTY_LIST},
         optional={"kind": STR, "problem": STR, "params": DICT, "constants": DICT, "slope": FIN_OR_NULL,
                   "bound_slope": FIN_OR_NULL, "slope_tail": FIN_OR_NULL, "bound_slope_tail": FIN_OR_NULL,
                   "details": LIST, "pep": DICT_OR_NULL, "provenance": DICT_OR_NULL, "constant_status": DICT},
@@ -268,4 +272,4 @@ RATES = ResultType(
 
 
 __all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "InadmissibleError", "ROW_KEYS", "RATES",
-           "RATES_ROW"]
+           "RATES_ROW", "MAX_HORIZON"]

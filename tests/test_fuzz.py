@@ -847,6 +847,9 @@ EXTREMES = [
     ["pep", "--lam", "1", "--gamma", "0.1", "--beta", "250", "--T", "1", "--L1", "1e308"],
     ["stepsize", "--quadratic-coupling", "0.5", "--L1", "1", "--Lmax", "1e308", "--N", "10", "--b", "2",
      "--delta-inf", "0", "--delta0", "1", "--M0", "0", "--eps", "0.1"],
+    # issue 40: the widest network, the most epochs a flag takes
+    [*TUNE_SMALL[:-1], "--model", "vgg11", "--width", "64", "--no-progress", "--out", ("<out>", "new")],
+    [*TUNE_SMALL[:-1], "--model", "cnn", "--width", "64", "--epochs", "1000000", "--no-progress", "--out", ("<out>", "new")],
 ]
 
 
@@ -917,6 +920,8 @@ IGNORED = [  # (argv, the flag the one line must name): a flag the mode does not
     ([*DIGITS_MAP, "--threads", "2"], "--threads"), ([*DIGITS_MAP, "--iterations", "5"], "--iterations"),
     (["synthetic", "run", "--problem", "binary", "--quick", "--T-max", "20"], "--T-max"),
     ([*TUNE_SMALL, "--space-file", "in/bool.json"], "log_uniform"),
+    ([*TUNE_SMALL, "--data-dir", "in"], "--data-dir"), ([*SYN_MAP, "--data-dir", "in"], "--data-dir"),  # issue 40
+    ([*DIGITS_MAP, "--data-dir", "in"], "--data-dir"),
 ]
 
 

@@ -153,7 +153,7 @@ def test_synthetic_problem_too_large_for_memory_is_refused_before_allocating(tmp
 
 
 @pytest.mark.parametrize("content, needle", [
-    (b'{"kind":"synthetic-rates","rows":"x"}', "field rows must be a list, not a string"),
+    (b'{"kind":"synthetic-rates","rows":"x"}', "field rows must be a non-empty list, not a string"),
     (b'{"kind":"synthetic-rates"}', "field rows is missing"),
     (b'{"kind":"pep-sweep"}', "field rows is missing"),
     (b'{"kind":"stepsize"}', "field gamma_max is missing"),

@@ -128,6 +128,8 @@ def _map_cells(params, monkeypatch):
 
     monkeypatch.setattr(sweep, "check_task", lambda task: None)
     monkeypatch.setattr(sweep, "train_size", lambda task: 100)
+    monkeypatch.setattr(sweep, "work_cost", lambda task: 1.0)  # (these two read the data set's image shape)
+    monkeypatch.setattr(sweep, "check_memory", lambda *a: None)
     monkeypatch.setattr(sweep, "run_jobs", _capture)
     with pytest.raises(_Captured) as got:
         run(params)
@@ -207,3 +209,25 @@ def test_the_regions_flags_come_from_its_parameters():
                                                     "--F", "convex", "--lams", "1,2", "--workers", "1"]))
     assert (got.sampling, got.solver, got.f_class, got.lams, got.workers) == ((3, 2), "scs", "convex", [1.0, 2.0], 1)
     assert tuple(actions["f_class"].choices) == F_CLASSES  # --F offers the PEP's classes
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["tune", "--dataset", "digits"], "--dataset digits comes with scikit-learn"),
+    (["tune"], "--dataset digits comes with scikit-learn"),
+    (["train", "--dataset", "digits", "--model", "mlp"], "--dataset digits comes with scikit-learn"),
+    (["map"], "--dataset digits comes with scikit-learn"),
+    (["map", "--problem", "binary"], "the synthetic map (--problem) reads no data"),
+])
+def test_data_dir_given_where_no_folder_is_read_is_refused(tmp_path, capsys, argv, why):
+    """--data-dir with digits or a synthetic map was accepted and ignored (issue 40 item 6): one line, nothing written;
+    not given, the field is still the library's default (the jobs' specs unchanged)."""
+    from stam.cli import main
+    from stam.dnn.params import DEFAULT_DATA_DIR, TuneParams
+
+    out = tmp_path / "o"
+    assert main([*argv, "--data-dir", str(tmp_path / "cifar"), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"stam: error: --data-dir {tmp_path / 'cifar'} is for ") and why in err and err.count("\n") == 1
+    assert not out.exists()
+    parser = build_parser()
+    assert TuneParams.from_args(parser.parse_args(["tune"])).data_dir == DEFAULT_DATA_DIR == TuneParams().data_dir

@@ -141,3 +141,61 @@ def test_an_old_network_map_is_refused_by_its_format_and_a_synthetic_one_read(tm
     synthetic = dict(old, source="synthetic", metric="S_final")
     assert rt.validate(synthetic, tmp_path / "m.json") is synthetic
     assert json.loads(rt.text(synthetic))["format"] == 2
+
+
+def _set(obj, path, value):
+    obj = copy.deepcopy(obj)
+    parent = obj
+    for p in path[:-1]:
+        parent = parent[p]
+    parent[path[-1]] = value
+    return obj
+
+
+_OFFICIAL = {"kind": "official", "file": "cifar-10-python.tar.gz", "sha256": "0" * 64}
+
+
+@pytest.mark.parametrize("name, path, value, field", [
+    ("map.json", ("params", "width"), float("nan"), "params.width"),
+    ("map.json", ("params", "width"), "<script>alert(1)</script>", "params.width"),
+    ("map.json", ("params", "width"), 1e308, "params.width"),
+    ("map.json", ("params", "epochs"), 10**30, "params.epochs"),
+    ("map.json", ("data_source",), dict(_OFFICIAL, kind="jpeg-cpy"), "data_source.kind"),
+    ("tune.json", ("width",), 1e308, "width"),
+    ("tune.json", ("params", "epochs"), 10**30, "params.epochs"),
+    ("tune.json", ("data_source",), dict(_OFFICIAL, kind="photocopy"), "data_source.kind"),
+    ("tune.json", ("algorithms", 0, "final", "ci95"), [90.0], "algorithms[0].final.ci95"),
+    ("tune.json", ("algorithms", 0, "final", "ci95"), [91.0, 90.0], "algorithms[0].final.ci95"),
+    ("run/summary.json", ("width",), 1e308, "width"),
+    ("run/config.json", ("epochs",), 10**30, "epochs"),
+    ("region.json", ("sampling",), [2, 1], "sampling"),
+    ("region.json", ("sampling",), {"N": 2, "b": 3}, "sampling.b"),
+    ("region.json", ("f_class",), "weakly-convex", "f_class"),
+    ("rates.json", ("rows",), [], "rows"),
+    ("rates.json", ("rows", 1, "T"), 10**400, "rows[1].T"),
+])
+def test_values_the_types_let_through_are_refused_naming_the_file_and_field(tmp_path, name, path, value, field):
+    """Issue 40 item 6: a map's width NaN, a string or 1e308, 10^30 epochs, an unknown data-source
+    kind (read as the official images), a region's sampling as a list or an unknown class of F, a
+    rates file with no rows or T = 10^400, a ci95 of one bound: each one line naming file and field."""
+    good = valid_files()[name]
+    rt = _type_of(name, good)
+    rt.validate(good, tmp_path / "f.json")
+    if path[0] in ("data_source", "sampling", "f_class"):  # the good values of these fields pass
+        ok = {"data_source": _OFFICIAL, "sampling": {"N": 2, "b": 1, "growth_per_rate": 1.0}, "f_class": "lsc"}[path[0]]
+        rt.validate(_set(good, path, ok), tmp_path / "f.json")
+    bad = _set(good, path, value)
+    target = tmp_path / Path(name).name
+    target.write_text(json.dumps(bad))
+    with pytest.raises(UsageError) as err:
+        rt.read(target)
+    msg = str(err.value)
+    assert str(target) in msg and f"field {field} " in msg and "\n" not in msg, msg
+
+
+def test_mathml_nested_3000_deep_is_shown_as_text_not_a_recursion_error():
+    from stam.theory.mathml import MAX_DEPTH, sanitize
+
+    deep = lambda n: "<math>" + "<mrow>" * n + "<mi>x</mi>" + "</mrow>" * n + "</math>"  # noqa: E731
+    assert sanitize(deep(3000)) is None  # (the caller shows it as text)
+    assert sanitize(deep(MAX_DEPTH - 2)).count("<mrow>") == MAX_DEPTH - 2

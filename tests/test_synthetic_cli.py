@@ -123,7 +123,7 @@ def test_interrupted_run_leaves_no_file(tmp_path, capsys, monkeypatch):
 
 
 def test_write_is_atomic_when_serialisation_fails(tmp_path):
-    bad = {"kind": "synthetic-rates", "rows": [], "unserialisable": object()}
+    bad = {"kind": "synthetic-rates", "rows": [{"T": 10, "S_min_mean": 0.1}], "unserialisable": object()}
     with pytest.raises(TypeError):
         commands.write_rates(bad, tmp_path, "rates-x")
     assert not list(tmp_path.iterdir())

@@ -369,8 +369,8 @@ def test_the_documented_example_is_the_example_file():
 
 
 @pytest.mark.parametrize("text, field", [
-    ('{"kind": "synthetic-rates", "rows": [], "constant_status": "estimated"}', "field constant_status must be an object"),
-    ('{"kind": "synthetic-rates", "rows": [], "constant_status": {"L1": {"how": "x"}}}', "field constant_status.L1.status is missing"),
+    ('{"kind": "synthetic-rates", "rows": [{"T": 10, "S_min_mean": 0.1}], "constant_status": "estimated"}', "field constant_status must be an object"),
+    ('{"kind": "synthetic-rates", "rows": [{"T": 10, "S_min_mean": 0.1}], "constant_status": {"L1": {"how": "x"}}}', "field constant_status.L1.status is missing"),
     ('{"kind": "stepsize", "gamma_max": 0.2, "beta_min": 1.0, "binding": "x", "constants": {"L1": {"value": "<b>", '
      '"status": "certified"}}}', "field constants.L1.value must be a number or null"),
 ])
@@ -381,3 +381,24 @@ def test_labelled_constants_in_a_damaged_file_are_one_line(tmp_path, capsys, tex
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0], err
     assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("source, what", [
+    ("def build(lam=1.0):\n    return _b(lam=lam)\n", "build takes no seed="),
+    ("build = _b()\n", "build is one problem object, not a function of seed="),
+])
+def test_a_sweep_of_a_problem_that_takes_no_seed_refuses_several_seeds(tmp_path, capsys, source, what):
+    """A user's sweep builder without seed= ran one instance under two seed names (issue 40 item 6):
+    several seeds are refused in one line before any job; one seed runs."""
+    user = tmp_path / "noseed.py"
+    user.write_text(f"import importlib.util\nspec = importlib.util.spec_from_file_location('ex', {str(EXAMPLE)!r})\n"
+                    "ex = importlib.util.module_from_spec(spec); spec.loader.exec_module(ex)\n_b = ex.build\n" + source)
+    out = tmp_path / "s"
+    argv = ["synthetic", "sweep", "--problems", f"{user}:build", "--seeds", "0,1", "--gamma-fractions", "0.5",
+            "--R", "2", "--T-max", "20", "--T-points", "2", "--workers", "1", "--no-progress", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"stam: error: --problems '{user}:build': {what}") and "2 seed names" in err
+    assert err.count("\n") == 1 and not list(out.glob("**/*.json"))
+    argv[argv.index("--seeds") + 1] = "0"
+    assert main(argv) == 0 and [p.name for p in out.glob("*.json")] == ["rates-build-seed0-gf0.5.json"]

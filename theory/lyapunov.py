@@ -166,7 +166,7 @@ from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REG
 from stam.theory.pep import (DEFAULT_F_CLASS, F_CLASSES, SOLVER_DEFAULTS, check_solver, validate_sampling,
                              check_f_class, minibatches, stam_pep)
 from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
-                          STR, ResultType, Schema, ordered)
+                          STR, ResultType, Schema, at_most, one_of, ordered)
 
 #: the templates of the module docstring.
 TEMPLATES = ("paper", "general")
@@ -1536,8 +1536,14 @@ REGION_ROW = Schema(required={"lam": POS, "gamma_theorem": NONNEG, "general": DI
 REGION = ResultType(
     "lyapunov-region", Schema(required={"rows": LIST, "L1": POS},
                               optional={"kind": STR, "betas": LIST, "gamma_range": LIST, "rtol": POS, "refute_Ts": LIST,
-                                        "refute_betas": LIST, "seconds": NONNEG, "provenance": DICT_OR_NULL},
-                              each={"rows": REGION_ROW}, inner={"provenance": PROVENANCE},
+                                        "refute_betas": LIST, "seconds": NONNEG, "provenance": DICT_OR_NULL,
+                                        "f_class": STR, "sampling": DICT_OR_NULL},
+                              rules=(one_of("f_class", F_CLASSES),),
+                              each={"rows": REGION_ROW},
+                              inner={"provenance": PROVENANCE,
+                                     # the sampled gradient's N and b (b-nice sampling, 1 <= b <= N)
+                                     "sampling": Schema(required={"N": POSINT, "b": POSINT}, optional={"growth_per_rate": POS},
+                                                        rules=(at_most("b", "N", "N"),))},
                               items={"betas": POS, "gamma_range": POS, "refute_Ts": POSINT, "refute_betas": POS}),
     files="region.json", writer="stam pep --region --out FILE")
 

@@ -489,16 +489,34 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
+#: the deepest nesting of elements :func:`sanitize` re-emits (it recurses once per level; 3,000 levels
+#: were an internal RecursionError in ``stam report``/``stam table``).  The toolkit's own formulas
+#: nest far less: every audit formula at most 20 deep (measured; tests/test_theory_mathml.py holds
+#: each to :func:`sanitize`).
+MAX_DEPTH = 100
+
+
+def _depth(root) -> int:
+    """How deep the elements under ``root`` nest (``root`` alone: 1), without recursion."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        el, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in el)
+    return deepest
+
+
 def sanitize(text: str, max_len: int = 200_000) -> str | None:
     """Re-emit MathML keeping only :data:`ELEMENTS` and :data:`ATTRIBUTES`, all text escaped;
-    None if ``text`` is not well-formed MathML with a ``<math>`` root (the caller shows text)."""
+    None if ``text`` is not well-formed MathML with a ``<math>`` root nested at most
+    :data:`MAX_DEPTH` deep (the caller shows text)."""
     if not isinstance(text, str) or len(text) > max_len or "<!" in text or "<?" in text:
         return None  # no DTDs, entities or processing instructions
     try:
         root = ET.fromstring(_numeric_entities(text))
     except ET.ParseError:
         return None
-    if _local(root.tag) != "math":
+    if _local(root.tag) != "math" or _depth(root) > MAX_DEPTH:
         return None
 
     def emit(el) -> str:
@@ -516,4 +534,4 @@ def sanitize(text: str, max_len: int = 200_000) -> str | None:
 
 
 __all__ = ["mathml", "latex", "latex_name", "sanitize", "structure_errors", "broken_names", "ELEMENTS",
-           "ATTRIBUTES", "ARITY", "ACCENTS"]
+           "ATTRIBUTES", "ARITY", "ACCENTS", "MAX_DEPTH"]

@@ -91,15 +91,26 @@ def _method_text(f_class: str, N: int, b: int) -> str:
     return f"STAM ({grad}; {F_CLASS_TEXT[f_class]})"
 
 
+def _bound_text(row: dict) -> str:
+    """The bound of Theorem conv as the text prints it: a number, or, where the hypotheses hold but it
+    is not a finite number (``beta = 1e308``: ``2 q^T beta (delta0 + M0') / T`` overflows), why there
+    is none, so that "none" never stands beside "admissible: yes" unexplained (issue 40 item 6)."""
+    if row["bound"] is not None:
+        return _fmt(row["bound"])
+    return "beyond floating point (the bound grows with beta)" if row["admissible"] else "none"
+
+
 def _print_row(args, row: dict) -> None:
     print(f"{_method_text(args.f_class, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
           f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
     metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
     print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
     norm = "delta0 + M0'_T = 1" if (args.N, args.b) == (1, 1) else "delta0 + Delta + M0'_T = 1"
-    print(f"  paper bound (Theorem conv)    : {_fmt(row['bound'])}   for {norm}; admissible: "
+    print(f"  paper bound (Theorem conv)    : {_bound_text(row)}   for {norm}; admissible: "
           f"{_admissible_note(row)}")
     note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
+    if row["ratio"] is None and row["bound"] is None and row["admissible"]:
+        note = "   (no ratio: the bound is beyond floating point)"
     print(f"  ratio worst case / bound      : {_fmt(row['ratio'], 4)}{note}")
 
 
@@ -205,22 +216,40 @@ def _theorem_cell(theorem: dict) -> str:
     return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
 
 
-#: CPU seconds of one lambda of the default region (13 betas, N = 2, b = 1, both classes of F),
-#: measured on the 2-core CPU sandbox: the default region's 12 lambdas took 58-70 s of CPU (issue 22: one
-#: cvxpy problem per shape; it was 190-197 s)
-REGION_S_PER_LAMBDA = 6.0
+#: CPU seconds of ``stam pep --region`` per lambda whatever the betas (the refutation at T = 1, 2, the
+#: theorem's region, the setup) and per (lambda, beta) pair (the gamma scan and bisection of each class
+#: of F) at the default scan (factors of 1.2) and N = 2, b = 1: fitted (least squares) to four runs
+#: measured as CPU time of the process (``time.process_time``, ``--workers 1``) on the 2-core CPU
+#: sandbox: 6 lambdas (0.01 to 31.6) x 1 beta 8.3 s, 2 lambdas x 5 betas (1 to 1e6) 6.1 s, 3 lambdas x
+#: 3 betas (1, 100, 1e4) 9.9 s, and the default region's 12 x 13 58-70 s (issue 22).  The fit's error
+#: on these runs: -32% to +17% (the time of a beta depends on where its gamma interval ends).  The
+#: estimate was 6 s per lambda times (betas / 13): 100 lambdas at one beta said 0.8 min for 2.7 min.
+REGION_S_PER_LAMBDA = 1.3
+REGION_S_PER_BETA = 0.31
 #: from this many estimated CPU seconds on, ``stam pep --region`` says the estimate before it starts
 REGION_SAY_S = 30.0
 #: the most CPU work ``stam pep --region`` does without ``--force`` (seconds)
 MAX_REGION_WORK_S = 1800.0
 
 
-def region_work_s(n_lams: int, n_betas: int, sampling) -> float:
-    """A rough estimate of the CPU seconds of ``stam pep --region``: :data:`REGION_S_PER_LAMBDA` per
-    lambda, in proportion to the betas, and the cube of the sampled branches C(N, b) against the
-    default's 2 (an SDP's time grows about so with its size; docs/benchmarks.md's table of sizes)."""
+def region_work_s(n_lams: int, n_betas: int, sampling, gamma_range=None) -> float:
+    """An estimate of the CPU seconds of ``stam pep --region`` (calibration and error:
+    :data:`REGION_S_PER_LAMBDA`): per lambda :data:`REGION_S_PER_LAMBDA` plus :data:`REGION_S_PER_BETA`
+    per beta, the betas' part in proportion to the gammas the scan steps through (a ``--gamma-range
+    LO:HI:N`` finer than the default factor 1.2: ``log 1.2 / log ratio`` times as many,
+    :func:`stam.theory.lyapunov.gamma_scan_ratio`), all of it times the cube of the sampled branches
+    C(N, b) against the default's 2 (an SDP's time grows about so with its size; docs/benchmarks.md's
+    table of sizes)."""
+    from stam.theory.lyapunov import gamma_scan_ratio
+    from stam.theory.params import SCAN_RATIO
+
     branches = math.comb(int(sampling[0]), int(sampling[1]))
-    return REGION_S_PER_LAMBDA * n_lams * (n_betas / 13) * max(1.0, (branches / 2) ** 3)
+    scan = 1.0
+    if gamma_range is not None:
+        ratio = gamma_scan_ratio(gamma_range)
+        scan = max(1.0, math.log(SCAN_RATIO) / math.log(ratio)) if ratio > 1 else 1.0
+    per_lambda = REGION_S_PER_LAMBDA + REGION_S_PER_BETA * n_betas * scan
+    return n_lams * per_lambda * max(1.0, (branches / 2) ** 3)
 
 
 def region_store(out) -> "Path":
@@ -245,7 +274,7 @@ def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
     check_out_file(params.out, "--out")
     full = lyapunov.resolved(params)  # the default grids filled in
     lams, betas, sampling = full.lams, full.betas, full.sampling
-    seconds = region_work_s(len(lams), len(betas), sampling)
+    seconds = region_work_s(len(lams), len(betas), sampling, full.gamma_range)
     require(params.force or seconds <= MAX_REGION_WORK_S,
             f"--region with {len(lams)} lambdas, {len(betas)} betas and N = {sampling[0]}, b = {sampling[1]} is about "
             f"{seconds / 60:.0f} min of CPU, above the limit of {MAX_REGION_WORK_S / 60:.0f} min; give fewer --lams/--betas "
