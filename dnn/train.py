@@ -39,7 +39,7 @@ import torch
 from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
-from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups
+from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups, relative_cost
 from stam.dnn.params import COMPILE_MODE, TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
@@ -195,7 +195,8 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     if cfg.val_fraction:
         data = data_mod.split_validation(data, cfg.val_fraction, cfg.split_seed)
     ep.check_work(float(epochs) * len(data.train_x), f"--epochs {epochs} of {len(data.train_x):,} images", cfg.force,
-                  announce=False)  # said once the run is set up (_run)
+                  announce=False,  # said once the run is set up (_run)
+                  cost=relative_cost(cfg.model, data.num_classes, data.image_shape, cfg.width))  # --width counts
     model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width)  # to check the settings (no random state used)
     data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)

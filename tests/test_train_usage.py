@@ -75,3 +75,15 @@ def test_schedules_far_beyond_the_paper_epochs_stay_numbers():
     assert presets.value_at([{**grow, "decay": {"factor": 0.5}}], 10**9) == 0.0
     preset = presets.resolve(None, "br", "digits", schedule_scale=1e-300, epochs=2)
     assert preset.paper_epoch(2) > 10**299 and preset.at(2)["lr"] >= 0
+
+
+def test_stam_train_counts_the_width_in_its_work_limit(tmp_path, capsys):
+    """The work limit weighs each image pass by the network's cost (issue 40): a wide network's run is
+    refused in one line before any work, where the same epochs of a narrow one would not be."""
+    from stam.cli import main
+
+    rc = main(["train", "--model", "cnn", "--dataset", "digits", "--algo", "bc", "--width", "64", "--epochs", "100000",
+               "--out", str(tmp_path / "w")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "weighted by the network's cost" in err[0] and "--force" in err[0]
+    assert not (tmp_path / "w").exists()
