@@ -143,13 +143,23 @@ def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32
     :class:`~stam.errors.UsageError` naming ``--width`` before anything is allocated (it was an
     allocator error after up to a minute)."""
     if name in MODEL_NAMES and not _on_meta():
-        n = model_cost(name, num_classes, image_shape, width)["params"]
+        n = count_params_meta(name, num_classes, image_shape, width)
         if 4.0 * n > memory_bytes("cpu"):
             from stam.errors import UsageError
 
             raise UsageError(f"--width {width:g}: {name} has {n:.3g} parameters ({4e-9 * n:.3g} GB), more than this "
                              f"machine's {memory_bytes('cpu') / 1e9:.3g} GB of memory; give a smaller --width")
     return _build(name, num_classes, image_shape, width)
+
+
+def count_params_meta(name: str, num_classes: int, image_shape: Sequence[int], width: float) -> int:
+    """The parameters of the network, counted on torch's ``meta`` device (nothing allocated, and no
+    forward pass: a meta forward pass imports sympy, a second of every start)."""
+    key = (name, int(num_classes), tuple(int(d) for d in image_shape), float(width))
+    if key in _COSTS:
+        return _COSTS[key]["params"]
+    with torch.device("meta"):
+        return sum(p.numel() for p in _build(name, num_classes, image_shape, width).parameters())
 
 
 def _on_meta() -> bool:

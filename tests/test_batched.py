@@ -382,10 +382,11 @@ def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
     from stam.cli import main
 
     committed = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "map_digits_default_2cores.json"
-    m = json.loads(committed.read_text())  # format 1 (fractions): as format 2
-    for r in m["rows"]:
-        r.update({k: 100 * r[k] for k in ("metric", "metric_final", "metric_std") if r.get(k) is not None})
-    m["format"] = 2
+    m = json.loads(committed.read_text())
+    if m.get("format", 1) == 1:  # fractions: as format 2 (percent)
+        for r in m["rows"]:
+            r.update({k: 100 * r[k] for k in ("metric", "metric_final", "metric_std") if r.get(k) is not None})
+        m["format"] = 2
     (tmp_path / "map.json").write_text(json.dumps(m))
     argv = ["tune", "--algos", "stam,bc", "--trials", "4", "--halving", "2", "--n-seeds", "2", "--epochs", "2",
             "--batch-size", "64", "--no-paper", "--no-progress", "--schedule", "warmup-cosine", "--map", str(tmp_path / "map.json"),
@@ -409,7 +410,10 @@ def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
     stamps = [p.stat().st_mtime_ns for p in jobs]
     assert main(argv) == 0
     assert [p.stat().st_mtime_ns for p in jobs] == stamps and capsys.readouterr().out == first
-    assert main([*argv[:-4], "--map", str(committed), "--out", str(tmp_path / "u")]) == 2
+    old = dict(m, format=1, rows=[{**r, **{k: r[k] / 100 for k in ("metric", "metric_final", "metric_std", "metric_as_trained")
+                                          if r.get(k) is not None}} for r in m["rows"]])  # a format-1 map (fractions)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main([*argv[:-4], "--map", str(tmp_path / "old.json"), "--out", str(tmp_path / "u")]) == 2
     assert "format" in capsys.readouterr().err and not (tmp_path / "u").exists()
 
 

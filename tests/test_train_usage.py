@@ -87,3 +87,15 @@ def test_stam_train_counts_the_width_in_its_work_limit(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "weighted by the network's cost" in err[0] and "--force" in err[0]
     assert not (tmp_path / "w").exists()
+
+
+def test_the_cost_bound_of_stam_train_bounds_every_model():
+    """stam train counts a network's cost only where MAX_COST_AT_WIDTH_1 * max(1, width)^2 says it could decide:
+    the bound must hold for every model, data shape and width."""
+    from stam.dnn.models import relative_cost
+    from stam.dnn.train import MAX_COST_AT_WIDTH_1
+
+    for model in ("mlp", "cnn", "vgg11", "vgg16", "resnet18"):
+        for shape, classes in (((3, 32, 32), 100), ((1, 8, 8), 10)):
+            for width in (0.25, 1.0, 2.0):
+                assert relative_cost(model, classes, shape, width) <= MAX_COST_AT_WIDTH_1 * max(1.0, width) ** 2
