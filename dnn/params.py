@@ -14,7 +14,7 @@ from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
 from stam.dnn import presets
 from stam.dnn.catalog import BN_IMAGES, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
 from stam.datasets import BUNDLED, DATASET_NAMES as DATASETS
-from stam.errors import MAX_WIDTH, batch_int, epochs_int, positive_int, seed_int
+from stam.errors import MAX_WIDTH, batch_int, epochs_int, integer, positive_int, seed_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
 
@@ -76,10 +76,7 @@ def scale_arg(text: str):
 
 def halving_int(text: str) -> int:
     """argparse type: ``--halving``, 0 (off) or a reduction factor >= 2."""
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = integer(text)
     if value == 1 or not 0 <= value <= 1000:
         raise argparse.ArgumentTypeError(f"{text}: give 0 (no halving) or a reduction factor from 2 to 1000")
     return value
@@ -87,10 +84,7 @@ def halving_int(text: str) -> int:
 
 def bn_images_int(text: str) -> int:
     """argparse type: ``--bn-images``, an integer >= 0."""
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = integer(text)
     if not 0 <= value <= 10**9:
         raise argparse.ArgumentTypeError(f"{text} must be an integer from 0 to 10^9 (0 = BatchNorm statistics as trained)")
     return value

@@ -62,6 +62,15 @@ def _number(text: str, name: str = "value") -> float:
     return value
 
 
+def integer(text: str) -> int:
+    """``text`` as an integer, or argparse's one-line error saying it is not one (the start of every
+    integer type of the command lines)."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
 def finite_float(text: str) -> float:
     """argparse type: any finite real number."""
     return _number(text)
@@ -100,10 +109,7 @@ def epochs_int(text: str) -> int:
 
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be an integer >= 1")
     return value
@@ -132,10 +138,7 @@ def threads_int(text: str) -> int:
 
 def seed_int(text: str) -> int:
     """argparse type: a random seed, an integer in [0, 2**63)."""
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = integer(text)
     if not 0 <= value < 2**63:
         raise argparse.ArgumentTypeError(f"{text} must be an integer in [0, 2**63)")
     return value

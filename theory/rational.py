@@ -45,20 +45,22 @@ def symmetric_part(M, strict: bool = False) -> list[list[Fraction]]:
     return m
 
 
-def rref(rows) -> tuple[list[list[Fraction]], list[int]]:
-    """The reduced row echelon form of ``rows`` (exact Gauss-Jordan elimination) and its pivot columns; the zero
-    rows are dropped, so the result's rows are a basis of the row space."""
-    m = matrix(rows)
-    ncol = len(m[0]) if m else 0
+def _eliminate(m: list[list[Fraction]], ncol: int, largest: bool = False) -> list[int]:
+    """Exact Gauss-Jordan elimination of the rows ``m``, in place, over their first ``ncol`` columns (further
+    columns, a right-hand side, are carried along); returns the pivot columns (the first ``len(pivots)`` rows are
+    then the reduced rows).  The pivot of a column is its first nonzero entry, or with ``largest`` the entry of
+    largest magnitude."""
     pivots: list[int] = []
     r = 0
     for c in range(ncol):
-        p = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
-        if p is None:
+        rows = range(r, len(m))
+        p = (max(rows, key=lambda i: abs(m[i][c]), default=None) if largest
+             else next((i for i in rows if m[i][c] != 0), None))
+        if p is None or m[p][c] == 0:
             continue
         m[r], m[p] = m[p], m[r]
         inv = Fraction(1) / m[r][c]
-        m[r] = [v * inv for v in m[r]]
+        m[r] = [v * inv if v else v for v in m[r]]
         for i in range(len(m)):
             if i != r and m[i][c] != 0:
                 f = m[i][c]
@@ -67,7 +69,15 @@ def rref(rows) -> tuple[list[list[Fraction]], list[int]]:
         r += 1
         if r == len(m):
             break
-    return m[:r], pivots
+    return pivots
+
+
+def rref(rows) -> tuple[list[list[Fraction]], list[int]]:
+    """The reduced row echelon form of ``rows`` (exact Gauss-Jordan elimination) and its pivot columns; the zero
+    rows are dropped, so the result's rows are a basis of the row space."""
+    m = matrix(rows)
+    pivots = _eliminate(m, len(m[0]) if m else 0)
+    return m[:len(pivots)], pivots
 
 
 def nullspace(rows, ncol: int | None = None) -> list[list[Fraction]]:
@@ -160,23 +170,8 @@ def solve_basic(A, r) -> list[Fraction] | None:
     system has no solution.  One elimination (:func:`solve_min_norm` takes two and a Gram matrix)."""
     n = len(A[0]) if A else 0
     m = [list(row) + [fraction(v)] for row, v in zip(matrix(A), r)]
-    pivots: list[int] = []
-    rank = 0
-    for c in range(n):
-        p = max(range(rank, len(m)), key=lambda i: abs(m[i][c]), default=None)
-        if p is None or m[p][c] == 0:
-            continue
-        m[rank], m[p] = m[p], m[rank]
-        inv = Fraction(1) / m[rank][c]
-        m[rank] = [v * inv if v else v for v in m[rank]]
-        for i in range(len(m)):
-            if i != rank and m[i][c] != 0:
-                f = m[i][c]
-                m[i] = [a - f * b if b else a for a, b in zip(m[i], m[rank])]
-        pivots.append(c)
-        rank += 1
-        if rank == len(m):
-            break
+    pivots = _eliminate(m, n, largest=True)
+    rank = len(pivots)
     if any(row[n] != 0 for row in m[rank:]):
         return None
     x = [Fraction(0)] * n
