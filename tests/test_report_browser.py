@@ -125,21 +125,7 @@ def _browser() -> str | None:
 def test_no_table_of_the_report_is_wider_than_the_page_in_chromium(report, tmp_path, width):
     """At a desktop width no table scrolls sideways; at a phone's (390 px) a wide table scrolls inside its own box
     but the page does not; at every width no word of the audit's label column is broken (issue 37, point 5)."""
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no Chromium here (make test installs Debian's chromium where it can: root and apt-get); "
-                    "the layout check needs a browser")
-    page = tmp_path / "measure.html"
-    html = (report / "out" / "report.html").read_text()
-    page.write_text(html.replace("</body>", MEASURE + "</body>"))
-    for sub in ("figures", "tables", "data"):
-        (tmp_path / sub).symlink_to(report / "out" / sub)
-    run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000",
-                          "--virtual-time-budget=5000", "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120)
-    start = run.stdout.find('<pre id="layout">')
-    assert start >= 0, run.stderr[-2000:]
-    layout = json.loads(run.stdout[start + len('<pre id="layout">'):].split("</pre>", 1)[0].replace("&quot;", '"'))
+    layout = _layout(report, tmp_path, MEASURE, width)
     assert layout["formulas"] >= 40  # the browser saw the MathML cells
     if width >= 1280:
         assert layout["tables"] == [], layout["tables"]  # [caption, content width, box width] of any too wide
