@@ -575,8 +575,7 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         (:meth:`statistics`; in evaluation mode it computes what the trainer evaluates)."""
         data, task = self.data, self.task
         model = build_model(task.model, data.num_classes, data.image_shape, task.width).to(self.device)
-        weights = self.weights(which)
-        with torch.no_grad(), self.statistics(which):
+        with torch.no_grad(), self.statistics(which) as weights:
             for name, p in model.named_parameters():
                 p.copy_(weights[name][run])
             wide = dict(self.net.wide.body.named_buffers())
@@ -655,22 +654,23 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         (:meth:`weights`), re-estimated by :func:`reestimate_bn` on the fixed subset of
         :attr:`bn_images` training images; on leaving, the training's own statistics are put back
         (bit for bit), so training and checkpoints never see them.  With ``bn_images = 0`` or a
-        network without BatchNorm, the block sees the statistics as trained."""
+        network without BatchNorm, the block sees the statistics as trained.  Yields the weights
+        (:meth:`weights`), computed once."""
+        weights = self.weights(which)
         if self._bn_index is None:
-            yield
+            yield weights
             return
         with bnstats.kept(self.net.wide):
-            reestimate_bn(self.net, self.weights(which), self.data, self._bn_index, self.eval_batch_size, self.autocast,
+            reestimate_bn(self.net, weights, self.data, self._bn_index, self.eval_batch_size, self.autocast,
                           self.memory_format)
-            yield
+            yield weights
 
     def accuracies(self, splits, which: str = "binary", as_trained: bool = False) -> dict[str, Tensor]:
         """Accuracy (percent) of every run on each of ``splits`` with its ``which`` weights and
         BatchNorm statistics of those weights (:meth:`statistics`, estimated once for all the
         splits): ``{split: (R,)}``.  ``as_trained``: with the training's running statistics
         instead (a diagnostic; what ``bn_images = 0`` reports)."""
-        with (contextlib.nullcontext() if as_trained else self.statistics(which)):
-            w = self.weights(which)
+        with (contextlib.nullcontext(self.weights(which)) if as_trained else self.statistics(which)) as w:
             return {split: accuracy(self.net, w, self.data, split, self.eval_batch_size, self.ctx, self.autocast,
                                     self.memory_format) for split in splits}
 

@@ -42,7 +42,7 @@ from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import CLASSES, DATA_SOURCE
-from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
                           POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, holds)
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -291,7 +291,7 @@ def difficulty_lines(result: dict) -> list[str]:
         t = d["trials"]
         part = [f"{a['label']}: " + ("no scored trial" if t.get("fraction") is None else
                 f"{100 * t['fraction']:.0f}% of its trials reach {100 * t['level']:.0f}% of the best trial's score "
-                f"({counted(n, 'trials')} find that region with probability {100 * t['find']:.0f}%)")]
+                f"({counted(n, 'trials')} {'finds' if n == 1 else 'find'} that region with probability {100 * t['find']:.0f}%)")]
         m = d.get("map")
         if m:
             part.append(f"the map puts {100 * m['fraction']:.0f}% of its space in the working region "
@@ -782,7 +782,7 @@ TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={
                inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
 PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
 TUNE = ResultType(
-    "tune", Schema(required={"params": DICT, "algorithms": LIST, "paper_rows": LIST},
+    "tune", Schema(required={"params": DICT, "algorithms": NONEMPTY_LIST, "paper_rows": LIST},
                    optional={"kind": STR, "dataset": NAME, "model": NAME, "width": WIDTH, "data_source": DICT_OR_NULL,
                              "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT,
                              # search_difficulty: {algo: {"trials": {fraction, level, bar, find}, "map": {...} or null}},
@@ -790,7 +790,7 @@ TUNE = ResultType(
                              "search_difficulty": DICT, "halving": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
-                                                     "batch_size": POSINT}),
+                                                     "batch_size": POSINT}, optional={"bn_images": COUNT}),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
     files="tune-*.json", writer="stam tune")
 

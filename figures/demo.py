@@ -497,8 +497,7 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
     """(the largest gamma*lambda that a one-step potential certifies for the paper's class at every
     lambda of the search, the largest gamma*lambda from which the PEP refutes the theorem's form)."""
     rows = result["rows"]
-    best = [max((v for v in vals if v is not None), default=None)
-            for vals in zip(_reach(rows, "paper"), _reach(rows, "sampled"), _reach(rows, "general"))]
+    best = _best_reach(rows)
     cert = None if not best or None in best else min(best)
     refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
     return cert, (max(refuted) if refuted else None)
@@ -535,6 +534,13 @@ def digits_map_brief(data: dict, good: float = DIGITS_GOOD) -> str:
     return text + (f"; below 1/sqrt(5) at most {max(below):.0f}%" if below else "")
 
 
+def _best_reach(rows) -> list:
+    """Per lambda, the largest gamma*lambda any one-step potential certifies for the paper's class (paper form,
+    minibatches, general template; None: none)."""
+    return [max((v for v in vals if v is not None), default=None)
+            for vals in zip(_reach(rows, "paper"), _reach(rows, "sampled"), _reach(rows, "general"))]
+
+
 def _reach(rows, part, rows_of=lambda r: r) -> list:
     """The certified gamma*lambda of every row of a ``lyapunov-region`` result (None: nothing certified)."""
     return [rows_of(r)[part]["lo"] * r["lam"] if rows_of(r)[part]["lo"] is not None else None for r in rows]
@@ -548,7 +554,7 @@ def region_headline(result: dict) -> str:
     region is certified, and convex F beside."""
     rows = result["rows"]
     paper, sampled = _reach(rows, "paper"), _reach(rows, "sampled")
-    best = [max((v for v in vals if v is not None), default=None) for vals in zip(paper, sampled, _reach(rows, "general"))]
+    best = _best_reach(rows)
     convex = _reach(rows, "general", lambda r: r["convex"])
     refuted = [r["refuted"]["hi"] * r["lam"] for r in rows if r["refuted"]["hi"] is not None]
     unverified = sum(bool(r[k].get("hi_unverified")) for r in rows for k in ("general", "paper", "sampled"))
