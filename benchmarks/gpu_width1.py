@@ -91,8 +91,9 @@ from stam.errors import UsageError  # noqa: E402
 from stam.io import atomic_write_json, check_out_dir, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: where the tuned settings come from (the CPU study's tuning, the best trial of each algorithm)
-TUNED = ROOT / "benchmarks" / "results" / "cifar10_study" / "tune-cifar10.json"
+#: where the tuned settings come from: the job store of the CPU study re-measured under the
+#: BatchNorm rule (issue 34; each algorithm's final-stage setting, else its best trial)
+TUNED = ROOT / "benchmarks" / "results" / "cifar10_study_bn" / "tune" / "jobs"
 #: the JPEG copy, copied beside the code into a folder git ignores (.gitignore)
 DATA = ROOT / ".gpu-data" / "cifar10-jpeg.tar.gz"
 RESULT = "gpu_width1.json"
@@ -138,9 +139,15 @@ def per_call_ms(fn, device, calls: int, rounds: int = 3) -> float:
 # --------------------------------------------------------------------------- settings
 
 def transferred_settings(path: Path, algos) -> dict:
-    """Each algorithm's tuned overrides, the best trial of the CPU study's ``stam tune`` result
-    (``path``, read through its result type), what the study trained, and whether its trials were
-    scored with BatchNorm statistics of the weights evaluated (issue 34; else the settings are provisional)."""
+    """Each algorithm's tuned overrides, what the study trained, and whether its trials were scored
+    with BatchNorm statistics of the weights evaluated (issue 34; else the settings are provisional).
+
+    ``path`` is a ``stam tune`` result (read through its result type: each algorithm's best trial)
+    or the job store of a tuning still under way (a folder of ``job-result`` files, read through
+    their result type): there each algorithm's setting is the one its final-stage jobs train (the
+    tuner's choice on validation accuracy), else its trial with the best validation score."""
+    if path.is_dir():
+        return _from_job_store(path, algos)
     tune = TUNE.read(path)
     best = {a["algo"]: a["best"]["overrides"] for a in tune["algorithms"] if a.get("best")}
     missing = [a for a in algos if a not in best]
@@ -148,8 +155,49 @@ def transferred_settings(path: Path, algos) -> dict:
         raise UsageError(f"--settings {path}: no tuned setting for {', '.join(missing)}; it has {', '.join(best) or 'none'}")
     study = {k: tune["params"].get(k, tune.get(k)) for k in ("model", "width", "epochs", "batch_size", "trials", "seeds")}
     bn = tune.get("bn_images") or 0
-    return {"file": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path), "study": study,
-            "overrides": {a: best[a] for a in algos}, "provisional": not bn,
+    return {"file": _shown(path), "study": study, "overrides": {a: best[a] for a in algos}, "provisional": not bn,
+            "scored": catalog.bn_protocol(bn, None)}
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+
+
+def _from_job_store(store: Path, algos) -> dict:
+    """:func:`transferred_settings` from a tuning's job store (its ``jobs`` folder, or a folder
+    holding ``tune/jobs``)."""
+    from stam.jobs import JOB_RECORD
+
+    if (store / "tune" / "jobs").is_dir():
+        store = store / "tune" / "jobs"
+    finals, trials, specs = {}, {}, []
+    for f in sorted(store.glob("*.json")):
+        try:
+            rec = JOB_RECORD.read(f)
+        except UsageError:
+            continue  # not a job this toolkit wrote: never trusted
+        spec, rows = rec["spec"], rec["result"].get("rows") or []
+        if not isinstance(spec, dict) or spec.get("algo") not in algos or not rows:
+            continue
+        specs.append(spec)
+        over = spec.get("overrides") or [{}]
+        if spec.get("stage") == "final":
+            finals.setdefault(spec["algo"], over[0])
+        elif spec.get("stage") == "trial":
+            score = rows[0].get("score")
+            if isinstance(score, (int, float)) and score > trials.get(spec["algo"], (-1.0, None))[0]:
+                trials[spec["algo"]] = (float(score), over[0])
+    best = {a: finals[a] if a in finals else trials[a][1] for a in algos if a in finals or a in trials}
+    missing = [a for a in algos if a not in best]
+    if missing:
+        raise UsageError(f"--settings {store}: no tuned setting for {', '.join(missing)}; it has {', '.join(best) or 'none'}")
+    first = specs[0]
+    study = {k: first.get(k) for k in ("model", "width", "epochs", "batch_size")}
+    study["trials"] = {a: sum(s.get("stage") == "trial" and s.get("algo") == a for s in specs) for a in algos}
+    study["chosen_by"] = {a: "its final-stage jobs (the tuner's choice)" if a in finals else "its best trial's validation score"
+                          for a in algos}
+    bn = first.get("bn_images") or 0
+    return {"file": _shown(store), "study": study, "overrides": best, "provisional": not bn,
             "scored": catalog.bn_protocol(bn, None)}
 
 
