@@ -39,6 +39,7 @@ def main(argv=None) -> int:
                     help="N b T [T ...]: the minibatch PEP's horizons (repeatable; default 2 1 1 2 3 and 3 1 1 2; "
                          "given empty: none)")
     ap.add_argument("--no-history", action="store_true", help="leave out the potentials with history")
+    ap.add_argument("--workers", type=int, default=1, help="processes for the bisections (default 1)")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--region", type=Path, default=REGION, help="the lyapunov-region file whose certified "
                     "gamma*lambda is drawn (default: benchmarks/results/lyapunov_region.json)")
@@ -53,8 +54,8 @@ def main(argv=None) -> int:
     sampled = [(g[0], g[1], g[2:]) for g in groups]
     cert = certified_from_region(args.region)
     history = None if args.no_history else history_rows(
-        betas=args.betas, tol=args.tol, lo=0.05, sampled=sorted({(N, b) for N, b, _ in sampled}))
-    result = band(args.Ts, args.betas, cert, tol=args.tol, sampled=sampled, history=history,
+        betas=args.betas, tol=args.tol, lo=0.05, sampled=sorted({(N, b) for N, b, _ in sampled}), workers=args.workers)
+    result = band(args.Ts, args.betas, cert, tol=args.tol, sampled=sampled, history=history, workers=args.workers,
                   certified_from=f"stam pep --region ({args.region.name}, any proper lsc F)")
     if args.out is not None:
         PEP_BAND.write(result, args.out)

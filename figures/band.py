@@ -1,9 +1,11 @@
 """The band between certified and refuted (issue 39, point 1): for each horizon ``T`` (and ``beta``) of a
 ``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, written by ``benchmarks/pep_band.py``), the values of
-``gamma*lambda`` where a potential certifies STAM (one-step Lyapunov functions, any proper lsc F), where the
-PEP at that horizon is unbounded under ``delta0 + M0'_T <= 1`` (a bound of Theorem conv's form, eq.
-(con-inequality), with ``M0'_T`` refuted), and the open band between them, with the T = 1 onset
-``(1 + sqrt 3)/2`` in closed form (:func:`stam.theory.onset.t1_onset`)."""
+``gamma*lambda`` where a potential certifies STAM (any proper lsc F; per beta the best potential with history of
+:mod:`stam.theory.history` where the result has them), where no ``O(1/T)`` bound holds (the 2-periodic run of
+:func:`stam.theory.onset.two_cycle`, from ``c_beta``), where the PEP at that horizon is unbounded under ``delta0 +
+M0'_T <= 1`` (a bound of Theorem conv's form, eq. (con-inequality), with ``M0'_T`` refuted), and what is left open
+between them; the full gradient, each minibatch sampling and the potentials with history side by side, with the
+T = 1 onset ``(1 + sqrt 3)/2`` in closed form (:func:`stam.theory.onset.t1_onset`)."""
 
 from __future__ import annotations
 

@@ -142,6 +142,33 @@ def test_the_committed_result_is_the_table_of_docs_pep():
     assert data["certified"] == region_reach(REGION.read(ROOT / "benchmarks" / "results" / "lyapunov_region.json"))[0]
 
 
+def test_the_committed_result_closes_the_band():
+    """The committed result's additions (issue 39, point 1): minibatch horizons whose T = 1 onset is (1 + sqrt 3)/2;
+    at every beta the 2-cycle's threshold c_beta (exact, stam.theory.onset.cycle_threshold) with no potential
+    certified at or above it, and the general template certified to within two bisection steps of it."""
+    from fractions import Fraction
+
+    from stam.theory.onset import cycle_threshold, sampling
+
+    data = PEP_BAND.read(ROOT / "benchmarks" / "results" / "pep_band.json")
+    tol = data["tol"]
+    sampled = [r for r in data["rows"] if sampling(r) != (1, 1)]
+    assert {sampling(r) for r in sampled} >= {(2, 1)}
+    for r in sampled:
+        if r["T"] == 1:
+            assert r["lo"] <= C_STAR <= r["hi"], r
+    cycles = {c["beta"]: c for c in data["cycles"]}
+    assert set(cycles) == {r["beta"] for r in data["rows"]}
+    for beta, c in cycles.items():
+        assert Fraction(c["exact"]) == cycle_threshold(beta, data["lam"], data["L1"])
+        assert c["threshold"] == float(Fraction(c["exact"]))
+    for h in data["history"]:
+        cb = cycles[h["beta"]]["threshold"]
+        assert h["certified"] is None or h["certified"] < cb, h
+        if h["template"] == "general":
+            assert cb - h["certified"] <= 2 * tol, h
+
+
 def test_the_report_table_of_a_small_result():
     """The report's table of a pep-band result (figures.tables.band_table): one row per (beta, T), the zones the
     figure draws, the bracket beside the refuted onset."""

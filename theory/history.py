@@ -219,19 +219,27 @@ HISTORY_CASES = (("paper", 1, 0), ("paper", 2, 0), ("paper", 3, 0), ("paper", 4,
                  ("general", 1, 2))
 
 
+def _reach_task(task) -> dict:
+    (template, k, h, N, b, beta), kw = task
+    t0 = time.perf_counter()
+    r = history_reach(k, h, template, beta, N=N, b=b, **kw)
+    return {**r, "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def history_rows(cases=HISTORY_CASES, betas=(10.0, 1000.0), lam: float = 1.0, L1: float = 1.0, lo: float = 0.5,
-                 hi: float = 1.6, tol: float = 1e-3, solver: str | None = None, sampled=()) -> list[dict]:
+                 hi: float = 1.6, tol: float = 1e-3, solver: str | None = None, sampled=(), workers: int = 1) -> list[dict]:
     """:func:`history_reach` for every ``(template, k, h)`` of ``cases`` and ``beta`` of ``betas``, and the one-step
     minibatch template for each ``(N, b)`` of ``sampled``: the rows of the ``pep-band`` result's ``history``
-    (:data:`stam.theory.onset.HISTORY_ROW`)."""
-    rows = []
+    (:data:`stam.theory.onset.HISTORY_ROW`); ``workers``: in that many processes (the rows in the same order)."""
     todo = [(t, k, h, 1, 1) for t, k, h in cases] + [("paper", 1, 0, N, b) for N, b in sampled]
-    for beta in betas:
-        for template, k, h, N, b in todo:
-            t0 = time.perf_counter()
-            r = history_reach(k, h, template, beta, lam, L1, lo, hi, tol, solver, N=N, b=b)
-            rows.append({**r, "seconds": round(time.perf_counter() - t0, 2)})
-    return rows
+    kw = dict(lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver)
+    tasks = [((*case, beta), kw) for beta in betas for case in todo]
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_reach_task, tasks))
+    return [_reach_task(t) for t in tasks]
 
 
 __all__ = ["HISTORY_TEMPLATES", "HISTORY_CASES", "MAX_WINDOW", "stam_window_sdp", "certify_history", "history_reach",

@@ -32,6 +32,12 @@ The region's "refuted from" column (``stam pep --region``, a 2 % bracket) and th
 (1.36602) agree with ``c*``.  At ``T >= 2`` the onset does depend on ``beta``: with ``beta <= 10`` (``L1 = 1``) the
 worst case at ``T = 2, 3`` stays finite just above ``c*`` (the y-block moves enough for ``S_1`` to matter),
 :func:`stam.theory.pep.stam_pep` shows it; for ``beta >= 10^3`` ``T = 2, 3`` are unbounded from ``c*`` too.
+
+Below ``c*`` every horizon's worst case is finite, but the ``O(1/T)`` decay ends earlier: from ``gamma lam >= c_beta =
+(2 beta - L1 - lam) / (2 beta - L1)`` STAM has a 2-periodic run with ``S_t`` and ``M_t`` constant (:func:`two_cycle`,
+exact), so no bound ``C (delta0 + M0'_T) / T`` holds; the potentials of :mod:`stam.theory.history` certify up to
+``c_beta`` (issue 39, point 1: the band is closed).  :func:`band` stores the onsets per horizon (full gradient and
+minibatches), the potentials and ``c_beta`` as a ``pep-band`` result.
 """
 
 from __future__ import annotations
@@ -336,9 +342,14 @@ PEP_BAND = ResultType(
     files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
 
 
+def _onset_task(task) -> list[dict]:
+    (Ts, beta, N, b), kw = task
+    return onset_by_horizon(list(Ts), beta, N=N, b=b, **kw)
+
+
 def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, lo: float = 0.9, hi: float = 1.6,
          tol: float = 1e-3, solver: str | None = None, certified_from: str = "", sampled=(),
-         history: list | None = None) -> dict:
+         history: list | None = None, workers: int = 1) -> dict:
     """The ``pep-band`` result (:data:`PEP_BAND`) of issue 39, point 1: for each ``beta`` of ``betas`` and horizon
     ``T`` of ``Ts``, the onset of unboundedness of :func:`stam.theory.pep.stam_pep` (any proper lsc ``F``, the
     normalisation ``delta0 + M0'_T <= 1``; :func:`onset_by_horizon`): refuted from there on for a bound of Theorem
@@ -346,26 +357,35 @@ def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, 
     (e.g. the region of ``stam pep --region``, what ``certified_from`` names); in between: open.  ``sampled``:
     ``(N, b, Ts)`` triples, the same for the stochastic PEP with b-nice minibatches; ``history``: rows of
     :func:`stam.theory.history.history_rows` (stored as they are); ``cycles``: :func:`cycle_threshold` at each beta,
-    with the 2-cycle's ``S`` and ``delta0`` there (:func:`two_cycle`, checked exactly)."""
+    with the 2-cycle's ``S`` and ``delta0`` there (:func:`two_cycle`, checked exactly).  ``workers``: the
+    horizons' bisections of each (beta, sampling) in that many processes (the rows in the same order)."""
     import time
+    from fractions import Fraction
 
     from stam.io import provenance
 
     if certified is not None and not (isinstance(certified, (int, float)) and math.isfinite(certified) and certified > 0):
         raise ValueError(f"certified={certified!r}: give a finite gamma*lambda > 0 or None")
     t0 = time.perf_counter()
-    rows = [r for beta in betas for r in onset_by_horizon(Ts, beta, lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver)]
-    for N, b, Ts_s in sampled:
-        rows += [r for beta in betas
-                 for r in onset_by_horizon(Ts_s, beta, lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver, N=N, b=b)]
     cycles = []
     for beta in betas:
         cb = cycle_threshold(beta, lam, L1)
         if cb is not None:
-            run = two_cycle(lam, cb / lam, beta, L1)
+            run = two_cycle(lam, cb / Fraction(lam), beta, L1)  # gamma = c_beta / lam exactly
             assert run is not None and run["holds"], run  # the exact checks of the 2-cycle at its threshold
             cycles.append({"beta": beta, "threshold": float(cb), "S": float(run["S"]), "delta0": float(run["delta0"]),
                            "exact": str(cb)})
+    tasks = [(tuple(Ts), beta, 1, 1) for beta in betas] + [(tuple(Ts_s), beta, N, b) for N, b, Ts_s in sampled
+                                                          for beta in betas]
+    kw = dict(lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver)
+    if workers > 1:  # PEPit keeps class-level counters: one PEP at a time per process, so processes
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(_onset_task, [(t, kw) for t in tasks]))
+    else:
+        parts = [_onset_task((t, kw)) for t in tasks]
+    rows = [r for part in parts for r in part]
     out = {"kind": "pep-band", "lam": lam, "L1": L1, "gamma_lam_range": [lo, hi], "tol": tol, "certified": certified,
            "certified_from": certified_from, "rows": rows, "cycles": cycles}
     if history is not None:
