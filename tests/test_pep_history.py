@@ -111,3 +111,13 @@ def test_the_threshold_is_where_certificates_end(lam, L1, beta):
     above = certify_history(lam, 1.005 * cb / lam, beta, 2, 0, L1=L1, template="general")
     assert not above.certified and abs(above.details["solver_rho"]) < 1e-6
     assert two_cycle(lam, 1.005 * cb / lam, beta, L1)["holds"]
+
+
+@pytest.mark.parametrize("beta", [100.0, 1000.0])
+def test_the_band_is_closed_to_1e5(beta):
+    """At c_beta - 1e-5 the one-step general template is certified at the default rate floor and proven exactly, while
+    at c_beta the 2-cycle is a run: the band between proven and refuted is narrower than 1e-5."""
+    cb = cycle_threshold(beta)
+    cert = certify_history(1.0, float(cb) - 1e-5, beta, 1, 0, template="general")
+    assert cert.certified and cert.details["proof"]["exact"] and cert.rho * beta >= 1e-3
+    assert two_cycle(1, cb, beta)["holds"]

@@ -226,10 +226,12 @@ def two_cycle(lam, gamma, beta, L1=1, periods: int = 2) -> dict | None:
     lam)``, eq. (algx) ``z = c y - (1 + c) x``, eq. (algz) with ``u^{t+1} = -1`` ``z = (1 - x)/2``; so ``x = -1/D``,
     ``D = 1 + 2 c (1 + kappa)``, and the proximal step eq. (algu) returns ``-1`` at ``v^{t+1} = 3/(2D) - 1/2`` exactly
     when ``v^{t+1} <= 0``, i.e. ``D >= 3``, i.e. ``c >= 1/(1 + kappa) = c_beta``.  Along the run ``S_t`` (Theorem conv's
-    measure, :func:`stam.theory.pep.merit_of`'s companion) is a constant ``S > 0`` and ``M_t`` a constant, so from the
+    measure, as in :mod:`stam.theory.pep`) is a constant ``S > 0`` and ``M_t`` (:func:`stam.theory.pep.merit_of`) a
+    constant, so from the
     start ``(y^0, z^{-1})`` of the orbit (a free start: Algorithm 1 chooses its initial point) ``delta0 + M0'_T =
     delta0`` and ``min_{t<T} S_t = S`` for every ``T``: the worst case of ``stam pep --free-start`` is at least ``S /
-    delta0`` at every horizon, and ``T W(T) -> infinity``.
+    delta0`` at every horizon, and ``T W(T) -> infinity``.  With ``G_i = G`` for every ``i`` the minibatch gradient is
+    ``grad G`` and ``Delta = 0``: the same run refutes the stochastic PEP's ``O(1/T)`` bounds too.
 
     The run is checked, not assumed: ``periods`` periods of the project's one update (:func:`stam.algorithm.stam_init`,
     :func:`stam.algorithm.stam_step`) on Fractions from that start must return to it exactly, with ``S_t`` and ``M_t``
