@@ -1,7 +1,7 @@
 """An adversarial search for counterexamples to the printed steps eq. (eq36) and eq. (eq39) (and so
 to K3, eq. (eq38), Lemmas par2 and conv-lemma, Theorem conv, which rest on them) on *actual* runs of
 Algorithm 1 (:func:`stam.algorithm.stam_step`), beyond the quadratic instances of
-:func:`stam.theory.items.common.iterate_search`.  The classes are the product of
+:func:`stam.theory.stamruns.iterate_search`.  The classes are the product of
 
 - the coupling H: quadratic ``(lam/2)||x - y||^2`` and two smooth non-quadratic ones,
   ``(lam/2)||x - y||^2 + kappa sum_i phi(alpha x_i + b y_i)`` with ``phi`` log-cosh or softplus
@@ -45,9 +45,28 @@ import sympy as sp
 
 from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
-from stam.theory.items import Search
-from stam.theory.items.common import (SEED, DerivedCoupling, chain_counterexample, dot, gap_functions, iterate_search,
-                                      relative_scale, rounded, scaled_binary_projection)
+from stam.theory.stamruns import (SEED, DerivedCoupling, chain_counterexample, dot, gap_functions, iterate_search,
+                                  relative_scale, rounded, scaled_binary_projection)
+
+
+@dataclass(frozen=True)
+class Search:
+    """An adversarial search for a counterexample on actual STAM runs: the ``classes`` of problems
+    tried, how many ``instances`` (runs) and ``steps`` were checked, the ``method`` (random,
+    optimised, exact...), the counterexample ``found`` (a replayable run) or None, and the
+    ``closest`` the print came to failing (its smallest relative gap, with where)."""
+
+    method: str
+    classes: tuple
+    instances: int
+    steps: int
+    found: dict | None = None
+    closest: dict | None = None
+
+    def as_json(self) -> dict:
+        return {"method": self.method, "classes": list(self.classes), "instances": self.instances,
+                "steps": self.steps, "found": self.found, "closest": self.closest}
+
 
 SETS = {
     "binary {-1,1}^n": lambda v: np.where(v >= 0, 1.0, -1.0),
@@ -406,7 +425,7 @@ def search(label: str, seed: int = SEED) -> dict:
 @lru_cache(maxsize=None)
 def runs_search(label: str, seed: int = SEED) -> Search:
     """The printed chain step ``label`` evaluated at every step of actual STAM runs: the seeded
-    quadratic runs of :func:`stam.theory.items.common.iterate_search`, then :func:`search` (three
+    quadratic runs of :func:`stam.theory.stamruns.iterate_search`, then :func:`search` (three
     couplings, three sets Q, two G, deterministic and stochastic gradients, a batched local
     refinement); what was tried, the counterexample found on a run (or None) and the smallest
     margin (:func:`margin`: how close the print came to failing)."""

@@ -14,7 +14,7 @@ translation, so one step of the method is described by the five vectors
 and the four values ``G(y^t), G(y^{t+1}), F(u^t), F(u^{t+1})``.  The iterates are *computed* from
 these by the project's one STAM update (:func:`stam.algorithm.stam_init`, :func:`stam_step`)
 run on coefficient vectors, with the x-step derived in sympy from eq. (algx)
-(:func:`stam.theory.items.common.derived_updates`) -- no second copy of the algorithm, and no torch.
+(:func:`stam.theory.stamruns.derived_updates`) -- no second copy of the algorithm, and no torch.
 
 A potential is ``V_t = (nonnegative combination of function values at the iterates) + (a
 quadratic form in xi_t = (y^t - z^{t-1}, g_t, s_t))``, and the condition
@@ -169,7 +169,7 @@ class SymbolicOps:
     ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
 
     def __init__(self, lam: float, subgradients: list):
-        from stam.theory.items.common import derived_updates
+        from stam.theory.stamruns import derived_updates
 
         self.lam = lam
         self._x_step = derived_updates()[1]
