@@ -6,15 +6,15 @@ certified or refuted.  This module asks whether potentials that see more than on
 1``.  The class is the paper's (``G`` ``L1``-smooth nonconvex, ``F`` any proper lsc function reached through its
 proximal step eq. (algu), ``H = (lam/2)||x - y||^2``), the method deterministic STAM (Algorithm 1, eq. (algalg1),
 the full gradient), run by the project's one update (:func:`stam.algorithm.stam_init`, :func:`stam.algorithm.stam_step`)
-on coefficient vectors, as in :func:`stam.theory.lyapunov.stam_step_sdp`.
+on coefficient vectors, as in :func:`stam.theory.templates.stam_step_sdp`.
 
 **The window.**  ``h + k + 1`` consecutive iterates ``t - h, ..., t + k`` are described by ``w = y^{t-h} -
 z^{t-h-1}`` and, at every one of them, ``g_j = grad G(y^j)`` and ``s_j = g_F(u^j)`` (the subgradient the proximal
 step produces), with the values ``G(y^j)``, ``F(u^j)``.  Every pair of points of ``G`` (and of ``F``) in the window
 enters through its interpolation inequality (``L1``-smooth: Taylor-Hendrickx-Glineur 2017, Thm 3.10; proper lsc
-``F`` through its proximal steps: :func:`stam.theory.lyapunov.prox_pair`), so the condition is imposed for every
-problem of the class by the S-procedure; one small SDP, solved and verified by :func:`stam.theory.lyapunov.search`
-and proven in exact rational arithmetic by :func:`stam.theory.lyapunov.prove` (:mod:`stam.theory.rational`).
+``F`` through its proximal steps: :func:`stam.theory.sdpstep.prox_pair`), so the condition is imposed for every
+problem of the class by the S-procedure; one small SDP, solved and verified by :func:`stam.theory.sdp.search`
+and proven in exact rational arithmetic by :func:`stam.theory.sdpproof.prove` (:mod:`stam.theory.rational`).
 
 **The k-step decrease condition** with ``S_t`` the stationarity measure of Theorem conv (as in
 :mod:`stam.theory.pep`):
@@ -32,7 +32,7 @@ Two templates (``k = 1``, ``h = 0`` is the one-step search of :mod:`stam.theory.
   matrix over the state *with history* ``xi_t = (y^{t-h} - z^{t-h-1}, g_{t-h}, s_{t-h}, ..., g_t, s_t)`` (a
   quadratic form over the last ``h + 1`` iterates chosen by the SDP: a Lyapunov template with history), and the
   lower bound ``V_t >= b Phi^inf + (a - b) G^inf`` imposed for every ``xi_t`` (as
-  :func:`stam.theory.lyapunov.stam_step_sdp` imposes it, the history entering through ``P`` only; ``Phi`` the
+  :func:`stam.theory.templates.stam_step_sdp` imposes it, the history entering through ``P`` only; ``Phi`` the
   objective of (model)).  A certificate proves ``min_{h<=t<T} S_t <= (V_h - b Phi^inf - (a - b) G^inf) /
   (rho (T - h - k + 1))``: an ``O(1/T)`` rate whose numerator is a potential of the first ``h + 1`` iterates.
 
@@ -51,8 +51,11 @@ import numpy as np
 
 from stam.algorithm import stam_init, stam_step
 from stam.errors import require
-from stam.theory.lyapunov import (Basis, OneStep, Piece, SymbolicOps, certify_stam, f_pair, prove, rate_floor, scaled,
-                                  search, smooth_pair, sq)
+from stam.theory.lyapunov import certify_stam, rate_floor
+from stam.theory.sdp import search
+from stam.theory.sdpproof import prove
+from stam.theory.sdpstep import Basis, OneStep, Piece, f_pair, scaled, smooth_pair, sq
+from stam.theory.templates import SymbolicOps
 
 #: the templates of the module docstring
 HISTORY_TEMPLATES = ("paper", "general")
@@ -72,9 +75,9 @@ def _check(k, h, template):
 def stam_window_sdp(lam, gamma, beta, k: int, h: int = 0, L1=1.0, template: str = "paper",
                     f_class: str = "lsc", exact: bool = False) -> OneStep:
     """The k-step decrease condition of the module docstring for deterministic STAM as a
-    :class:`stam.theory.lyapunov.OneStep` (its "t + 1" is ``t + k``), for :func:`stam.theory.lyapunov.search` and,
+    :class:`stam.theory.sdpstep.OneStep` (its "t + 1" is ``t + k``), for :func:`stam.theory.sdp.search` and,
     built with ``exact`` (the parameters taken at the exact rationals their floats store), for
-    :func:`stam.theory.lyapunov.prove`.  Basis: ``w``, then ``g_j, s_j`` for ``j = 0 .. h + k`` (iterate ``t - h +
+    :func:`stam.theory.sdpproof.prove`.  Basis: ``w``, then ``g_j, s_j`` for ``j = 0 .. h + k`` (iterate ``t - h +
     j``), so that the state with history ``xi_t`` is the first ``2 h + 3`` basis vectors; values ``G(y^j)``,
     ``F(u^j)``."""
     _check(k, h, template)
@@ -148,10 +151,10 @@ def certify_history(lam: float, gamma: float, beta: float, k: int, h: int = 0, L
                     template: str = "paper", rho_min: float | None = None, solver: str | None = None,
                     f_class: str = "lsc"):
     """The best certificate of the k-step condition (module docstring) at ``(lam, gamma, beta)``, as
-    :func:`stam.theory.lyapunov.certify_stam` does for one step: the SDP (:func:`stam.theory.lyapunov.search`, its
+    :func:`stam.theory.lyapunov.certify_stam` does for one step: the SDP (:func:`stam.theory.sdp.search`, its
     point verified in floating point, a rate of at least ``rho_min``, default
     :func:`stam.theory.lyapunov.rate_floor`), then the exact proof of the verified point
-    (:func:`stam.theory.lyapunov.prove`); one that fails it is "numerical only" (``details["numerical_only"]``), never
+    (:func:`stam.theory.sdpproof.prove`); one that fails it is "numerical only" (``details["numerical_only"]``), never
     certified.  ``rho`` is the rate of the summed condition (``k`` measures per decrease)."""
     floor = rate_floor(beta) if rho_min is None else rho_min
     free_P, order = (False, None) if template == "paper" else (True, ("a", "b"))

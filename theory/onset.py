@@ -273,10 +273,10 @@ def two_cycle(lam, gamma, beta, L1=1, periods: int = 2) -> dict | None:
 
 def _x_step_matches(lam, gamma, y, z, x) -> bool:
     """The closed-form x-step of :class:`_CycleOps` is the sympy derivation of eq. (algx)
-    (:func:`stam.theory.items.common.derived_updates`) at these Fractions."""
+    (:func:`stam.theory.stamruns.derived_updates`) at these Fractions."""
     import sympy as sp
 
-    from stam.theory.items.common import derived_updates
+    from stam.theory.stamruns import derived_updates
 
     q = [sp.Rational(v.numerator, v.denominator) for v in (y, z, gamma, lam, x)]
     return sp.simplify(derived_updates()[1](*q[:4]) - q[4]) == 0
