@@ -214,7 +214,7 @@ def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_a
     ops = Composite(QuadraticCoupling(lams), IndicatorQ(None))
     assert ops.y_step is not None
     torch.testing.assert_close(y_step(ops, x, y, g, b), y - (g + lams * (y - x)) / b, rtol=1e-12, atol=1e-12)
-    from stam.algorithm import _reflect
+    from stam.steps import _reflect
 
     torch.testing.assert_close(_reflect(x, y), 2 * x - y, rtol=1e-12, atol=1e-12)  # eq. (algu)'s point, one pass
     plain = Composite(QuadraticCoupling(lam), None)
