@@ -230,7 +230,7 @@ def test_in_place_passes_are_the_formulas_bit_for_bit_and_leave_inputs_alone(siz
     ``z + (u1 - x1)`` and ``p.lerp(u, t)``, with every input untouched; the projection of every path
     of ``project_Q`` shares no memory with its input (what ``PROX_IS_NEW`` declares); a prox that
     returns its input is not overwritten."""
-    from stam.algorithm import QuantizedState, _z_step, br_relax, br_step
+    from stam.steps import QuantizedState, _z_step, br_relax, br_step
 
     gen = torch.Generator().manual_seed(seed)
     n = sum(sizes)

@@ -61,6 +61,9 @@ class UpdateRule:
     step_size: tuple = ("lr", 1)
     #: its place in the paper's order of the algorithms (``--algo``'s choices; ties by name)
     order: int = 100
+    #: its place in Section 3.1 of the paper (the order of the equations): the order of the
+    #: synthetic comparison's methods
+    paper_order: int = 100
 
     # ------------------------------------------------------------------ the torch.optim form
     #: the class name of its optimiser (``stam.dnn.optim.STAM``); ``torch_optimizer``: an optimiser
@@ -110,6 +113,19 @@ class UpdateRule:
         (weight decay included): ``(R,)`` squared norms over all quantised layers; None for a
         rule without them."""
         return None
+
+    # ------------------------------------------------------------------ the synthetic comparison
+    def synthetic_start(self, U, F, lr):
+        """The state at the start of a run of ``stam synthetic compare`` on ``min G(W) + I_Q(W)``
+        (eq. (eq02), ``F = I_Q``) from the float weights ``U`` ``(R, n)`` with lr ``lr``; None for a
+        rule that is no method there (:func:`stam.synthetic.baselines.run_rule`)."""
+        return None
+
+    def synthetic_step(self, state, grad, F, lr, t: int, iters: int, epoch: float):
+        """Iteration ``t`` of ``iters`` of that run (``epoch``: iterations per epoch, ``N/b``), the
+        gradient taken at :meth:`forward_weights`: the rule's pure step with float
+        hyperparameters (its schedule over the run, where it has one)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ the optimiser's checks
     def check(self, values: dict) -> None:

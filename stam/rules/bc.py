@@ -24,6 +24,7 @@ class BCRule(UpdateRule):
     name, label, equation, color, marker = "bc", "BC", "eq. (alg:BC)", "reddish_purple", "^"  # not sky blue beside STAM's blue (issue 37)
     hyper = ("lr", "weight_decay")
     order = 1
+    paper_order = 1
     optimizer_name = "BinaryConnect"
     arguments = ("lr", ("weight_decay", 0.0))
     positive = ("lr",)
@@ -33,6 +34,12 @@ class BCRule(UpdateRule):
 
     def step(self, state, grad, hyper, q):
         return bc_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
+
+    def synthetic_start(self, U, F, lr):
+        return QuantizedState(U, F.prox_F(U, lr))
+
+    def synthetic_step(self, state, grad, F, lr, t, iters, epoch):
+        return bc_step(state, grad, F, lr)
 
 
 RULE = BCRule()

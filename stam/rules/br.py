@@ -24,7 +24,7 @@ resuming as for BinaryConnect (:mod:`stam.rules.bc`; ``W~^0`` relaxed with ``lam
 from __future__ import annotations
 
 from stam.rules.base import UpdateRule
-from stam.steps import QuantizedState, as_batch_scalar, br_step
+from stam.steps import BR_RHO, QuantizedState, as_batch_scalar, br_step
 
 
 class BRRule(UpdateRule):
@@ -36,6 +36,7 @@ class BRRule(UpdateRule):
     schedule_only = ("switch_epoch",)
     fixed = {"rho": 1.0}  # lam's growth: the schedule
     order = 2
+    paper_order = 2
     optimizer_name = "BinaryRelax"
     arguments = ("lr", "lam", "rho", ("weight_decay", 0.0))
     positive = ("lr", "lam")
@@ -54,6 +55,15 @@ class BRRule(UpdateRule):
     def step(self, state, grad, hyper, q):
         r = lambda k: as_batch_scalar(hyper[k], state.u)  # noqa: E731
         return br_step(state, grad, q, r("lr"), r("lam"), self._relaxed(hyper, state.u))
+
+    def synthetic_start(self, U, F, lr):
+        return QuantizedState(U, F.prox_F(U, lr))
+
+    def synthetic_step(self, state, grad, F, lr, t, iters, epoch):
+        """Relaxed with ``lam_t = rho^(t / epoch)`` (``rho`` = :data:`stam.steps.BR_RHO` per epoch)
+        for the first quarter of the iterations, then projected (BC)."""
+        switch = iters // 4
+        return br_step(state, grad, F, lr, BR_RHO ** (min(t, switch) / epoch), relaxed=t < switch)
 
     def check(self, values):
         super().check(values)

@@ -23,6 +23,7 @@ class PSGDRule(UpdateRule):
     name, label, equation, color, marker = "psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"  # PSGD's U follows plain SGD: a marker too
     hyper = ("lr", "weight_decay")
     order = 3
+    paper_order = 0
     optimizer_name = "PSGD"
     arguments = ("lr", ("weight_decay", 0.0))
     positive = ("lr",)
@@ -33,6 +34,12 @@ class PSGDRule(UpdateRule):
 
     def step(self, state, grad, hyper, q):
         return psgd_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
+
+    def synthetic_start(self, U, F, lr):
+        return QuantizedState(U, U)
+
+    def synthetic_step(self, state, grad, F, lr, t, iters, epoch):
+        return psgd_step(state, grad, F, lr)
 
 
 RULE = PSGDRule()

@@ -45,6 +45,7 @@ class STAMRule(UpdateRule):
     theorem = True
     step_size = ("beta", -1)
     order = 0
+    paper_order = 3
     optimizer_name = "STAM"
     arguments = ("gamma", "lam", "beta", ("weight_decay", 0.0))
     positive = ("gamma", "lam", "beta")
