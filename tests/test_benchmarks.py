@@ -234,12 +234,15 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     # every setting labelled; the hyperparameters are the study's best trials, transferred
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
     # (the re-measured study's job store: the settings its final-stage jobs train, else the best trial)
+    # (the re-measured study's job store: the final-stage setting whose trial scored best, else the best trial)
     jobs = [json.loads(f.read_text()) for f in sorted(bench.TUNED.glob("*.json"))]
-    best = {j["spec"]["algo"]: j["spec"]["overrides"][0] for j in jobs if j["spec"]["stage"] == "final"}
-    for j in sorted((j for j in jobs if j["spec"]["stage"] == "trial"), key=lambda j: j["result"]["rows"][0]["score"]):
-        best.setdefault(j["spec"]["algo"] + "-trials", {})
-        best[j["spec"]["algo"] + "-trials"] = j["spec"]["overrides"][0]
-    best.setdefault("float", best["float-trials"])
+    trials = sorted(((j["result"]["rows"][0]["score"], j["spec"]["algo"], j["spec"]["overrides"][0]) for j in jobs
+                     if j["spec"]["stage"] == "trial"), key=lambda t: t[0])
+    finals = [(j["spec"]["algo"], j["spec"]["overrides"][0]) for j in jobs if j["spec"]["stage"] == "final"]
+    best = {}
+    for score, algo, over in trials:  # ascending: the last, best, wins
+        if (algo, over) in finals or not any(a == algo for a, _ in finals):
+            best[algo] = over
     assert result["hyperparameters"]["stam"]["first_epoch"] == {k: pytest.approx(best["stam"][k]) for k in ("gamma", "lam", "beta")}
     for algo in ("bc", "float"):
         assert result["hyperparameters"][algo]["first_epoch"]["lr"] == pytest.approx(best[algo]["lr"])
