@@ -62,8 +62,8 @@ WITH_PARAMS = {cmd: p for cmd, p in _commands().items() if p.get_default("params
 
 
 def test_the_experiment_commands_declare_their_parameters():
-    assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep")} \
-        <= set(WITH_PARAMS)
+    assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep"),
+            ("paper-check",), ("stepsize",)} <= set(WITH_PARAMS)
 
 
 @pytest.mark.parametrize("cmd", sorted(WITH_PARAMS), ids=" ".join)
