@@ -50,7 +50,7 @@ from pathlib import Path
 from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.figures import report
-from stam.figures.convergence_map import digits_map, summary_line, write_outputs
+from stam.figures.map_experiment import digits_map, summary_line, write_outputs
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
@@ -510,7 +510,7 @@ def region_brief(cert, refuted) -> str:
 
 
 def map_brief(data: dict) -> str:
-    from stam.figures.convergence_map import summary
+    from stam.figures.map_experiment import summary
 
     s = summary(data)
     adm = sum(bool(r["admissible"]) for r in data["rows"])
