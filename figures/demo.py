@@ -1,8 +1,8 @@
 """``stam demo``: the whole toolkit end to end on built-in defaults (the README's main job).
 
-A pipeline of library calls: each step calls the toolkit's functions, gets their results as
-values and writes them with the same writers the commands use (so every file it leaves is the
-file the command would write):
+A pipeline of library calls: each step calls the toolkit's functions (an experiment with typed
+parameters through its parameters object and its run), gets their results as values and writes them
+with the same writers the commands use (so every file it leaves is the file the command would write):
 
 1. the paper audit (:func:`stam.theory.audit.findings`, the file of ``stam paper-check --out``),
 2. a synthetic rate experiment on the default problem at admissible parameters and (full demo
@@ -15,13 +15,13 @@ file the command would write):
    (:func:`stam.theory.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
    (:func:`stam.theory.numeric.admissible_parameters`), and the certified region by automated
    Lyapunov search for that class, full and minibatch gradients, with convex F beside it
-   (:func:`stam.theory.lyapunov.region`),
-5. the convergence map of the synthetic problem over (gamma, lambda)
-   (:func:`stam.synthetic.convergence_map.run_map`),
+   (:func:`stam.theory.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
+5. the convergence map of the synthetic problem over (gamma, lambda) (``stam map --problem``:
+   :func:`stam.figures.map_experiment.run` of a :class:`~stam.figures.map_experiment.MapParams`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
    for STAM, BC, BR, PSGD and float, chosen on validation data, numbers from fresh seeds, the
    paper's settings as labelled rows,
-7. the convergence map on digits (:func:`stam.figures.convergence_map.digits_map`),
+7. the convergence map on digits (``stam map --dataset digits``, the same run),
 8. training curves (:func:`stam.dnn.train.run`) of STAM and BC at their tuned settings and of
    STAM at a theorem-admissible setting, with the sign flips of their binary weights,
 9. the report (:func:`stam.figures.report.build_report`): ``OUT/report.html``.
@@ -50,12 +50,13 @@ from pathlib import Path
 from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.figures import report
-from stam.figures.map_experiment import digits_map, summary_line, write_outputs
+from stam.figures.map_experiment import MapParams, summary_line
+from stam.figures.map_experiment import run as map_run
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
-from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid, run_map
+from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid
 from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
 from stam.synthetic.methods import COMPARE
@@ -259,9 +260,12 @@ class Demo:
         """Where a Lyapunov function certifies STAM for the paper's class (any proper lsc F, the full
         gradient and minibatches of N = 2, b = 1) and for convex F beside it, and where the PEP refutes
         the theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        # convex F beside without its refutation (the headline and the figures use the paper class's)
-        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
-                                 scan_ratio=self.cfg.region_scan, refute_beside=False)
+        from stam.theory.params import RegionParams
+
+        # convex F beside without its refutation (the headline and the figures use the paper class's); one process
+        params = RegionParams(lams=self.cfg.region_lams, betas=self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
+                              scan_ratio=self.cfg.region_scan, refute_beside=False, workers=1)
+        result = lyapunov.compute_region(params)
         step.outputs.append(lyapunov.REGION.write(result, self.stage / "region.json"))
         self.region_result = result
         self.headline["region"] = region_headline(result)
@@ -283,15 +287,17 @@ class Demo:
         self.facts["refuted"] = refuted
         return cert, refuted
 
-    def _regions(self) -> list[dict]:
-        return [self.region_result] if self.region_result is not None else []
+    def _region_file(self) -> str | None:
+        """The certified region's file (step "region"), whose lines the maps draw (``stam map --region``)."""
+        return str(self.stage / "region.json") if self.region_result is not None else None
 
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``), with the region's lines."""
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
-        result = run_map(problem, log_grid(*g), log_grid(*l), betas, iterations=self.cfg.map_iterations, seeds=seeds,
-                         progress=self.progress)
-        step.outputs.append(write_outputs(result, self.stage / "map", f"map-{problem}", self._regions())[0])
+        result, paths, _ = map_run(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+                                             iterations=self.cfg.map_iterations, n_seeds=seeds, progress=self.progress,
+                                             out=str(self.stage / "map"), region=self._region_file()))
+        step.outputs.append(paths[0])
         self.headline["map"] = "Convergence " + summary_line(result)
         self.brief["map"] = map_brief(result)
 
@@ -314,10 +320,11 @@ class Demo:
     def digits_map(self, step: Step) -> None:
         """Where STAM's binary network trains on digits, beside the theorem (``stam map --dataset digits``)."""
         g, l, betas, seeds = self.cfg.digits_map_grid
-        out = self.stage / "map-digits"
-        data = digits_map(log_grid(*g), log_grid(*l), list(betas), seeds, self.cfg.epochs, progress=self.progress,
-                          store=out / "jobs")
-        step.outputs.append(write_outputs(data, out, "map-digits", self._regions())[0])
+        # the data set's sweep defaults (the MLP, batch size 32: MapParams.network), as stam map --dataset digits
+        data, paths, _ = map_run(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+                                           n_seeds=seeds, epochs=self.cfg.epochs, progress=self.progress,
+                                           out=str(self.stage / "map-digits"), region=self._region_file()))
+        step.outputs.append(paths[0])
         self.headline["digits-map"] = digits_map_headline(data, region=self.region_result)
         self.brief["digits-map"] = digits_map_brief(data)
         trains = [r["gamma"] * r["lam"] for r in data["rows"] if r.get("metric") is not None and r["metric"] >= DIGITS_GOOD]

@@ -431,8 +431,8 @@ def plan(params: MapParams) -> _Plan:
     regions = [read_region(params.region)] if params.region is not None else []
     name = split_spec(params.problem)[1] if user else params.problem
     stem = f"map-{name}" if source == "synthetic" else f"map-{source}"
-    build = _user_builder(params.problem, seed) if user else None  # the user's file loaded and its problem checked
-    return _Plan(source, user, name, gammas, lams, betas, out, stem, regions, seed, growth, threads, build)
+    make = _user_builder(params.problem, seed) if user else None  # the user's file loaded and its problem checked
+    return _Plan(source, user, name, gammas, lams, betas, out, stem, regions, seed, growth, threads, make)
 
 
 def _synthetic_map(params: MapParams, p: _Plan) -> dict:
