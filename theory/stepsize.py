@@ -282,22 +282,28 @@ def _check_text(rep: dict, c, params: StepsizeParams, report: dict | None) -> st
     return "\n".join(head)
 
 
-def run(params: StepsizeParams) -> int:
-    """``stam stepsize`` as a library call: the constants of ``params``, then the check of its setting
-    (``gamma``, ``beta``, ``T``) or the recommendation, printed (``json``: one JSON object); 0."""
+def is_check(params: StepsizeParams) -> bool:
+    """Whether ``params`` check a setting (``--beta``/``--T`` given) rather than ask for a recommendation."""
+    return params.beta is not None or params.T is not None
+
+
+def _check(params: StepsizeParams, c) -> dict:
+    """Theorem conv's conditions at the setting of ``params`` (:func:`stam.theory.numeric.check`)."""
     from stam.theory import numeric as num
 
-    c, report = constants_of(params)
-    if params.beta is not None or params.T is not None:
-        require(params.gamma is not None, "--beta/--T need --gamma: give --gamma G --beta B [--T T] to check a setting")
-        require(params.beta is not None, f"--gamma={params.gamma} with --T needs --beta as well")
-        rep = num.check(params.gamma, params.beta, c, T=params.T, eps=params.eps, delta0=params.delta0, M0=params.M0,
-                        as_printed=params.as_printed)
-        _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
-        if report:
-            rep = dict(rep, constants=report)
-        print(dumps(rep) if params.json else _check_text(rep, c, params, report))
-        return 0
+    require(params.gamma is not None, "--beta/--T need --gamma: give --gamma G --beta B [--T T] to check a setting")
+    require(params.beta is not None, f"--gamma={params.gamma} with --T needs --beta as well")
+    rep = num.check(params.gamma, params.beta, c, T=params.T, eps=params.eps, delta0=params.delta0, M0=params.M0,
+                    as_printed=params.as_printed)
+    _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
+    return rep
+
+
+def _recommend(params: StepsizeParams, c) -> dict:
+    """The recommendation (:func:`stam.theory.numeric.recommend`) at the constants ``c``, at ``params.gamma``
+    where given; one line naming what is missing or out of range otherwise."""
+    from stam.theory import numeric as num
+
     for name in ("L1", "A", "C"):
         require(getattr(c, name) is not None,
                 f"a bound on T needs --L1 and the ES constants (--A --C, --A0 --B0 --C0 or --Lmax --N --b "
@@ -320,9 +326,27 @@ def run(params: StepsizeParams) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _refuse_nan({k: float(v) for k, v in r.items() if isinstance(v, (int, float))})
-    if report:
-        r = dict(r, constants=report)
-    print(dumps(r) if params.json else _recommend_text(r, c, params, report))
+    return r
+
+
+def evaluate(params: StepsizeParams):
+    """``stam stepsize``'s answer as values: ``(answer, constants, report)``, the answer the check of the
+    setting (:func:`is_check`) or the recommendation, with the problem's ``constants`` report where
+    ``--problem`` gave them (``report``: that report, else None)."""
+    c, report = constants_of(params)
+    answer = _check(params, c) if is_check(params) else _recommend(params, c)
+    return (dict(answer, constants=report) if report else answer), c, report
+
+
+def run(params: StepsizeParams) -> int:
+    """``stam stepsize`` as a library call: :func:`evaluate`, printed (``json``: one JSON object); 0."""
+    answer, c, report = evaluate(params)
+    if params.json:
+        print(dumps(answer))
+    elif is_check(params):
+        print(_check_text(answer, c, params, report))
+    else:
+        print(_recommend_text(answer, c, params, report))
     return 0
 
 
