@@ -128,8 +128,8 @@ def _build_plot(p) -> None:
 
 
 def _build_map(p) -> None:
-    from stam.figures.params import MapParams
+    from stam.figures.map_experiment import MapParams
     from stam.params import add_arguments
 
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
-    p.set_defaults(func=handler("stam.figures.convergence_map:map_command"))
+    p.set_defaults(func=handler("stam.figures.map_experiment:map_command"))
