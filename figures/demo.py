@@ -464,7 +464,7 @@ class Demo:
         if cert is not None and trains is not None:
             meet = "do not meet" if cert < trains else "overlap"
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}"
-                         + (f" (refuted from {refuted:.4g})" if refuted is not None else "")
+                         + " (every O(1/T) bound refuted from 1 - lambda/(2 beta - L1) by a 2-periodic run)"
                          + f", the binary digits network trains from {trains:.2g}: the two regions {meet}")
         elif cert is not None:
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
@@ -510,7 +510,9 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
 def region_brief(cert, refuted) -> str:
     text = ("Certified region: nothing certified" if cert is None else
             f"Certified region (any lsc F): STAM certified up to gamma*lambda = {cert:.2f}")
-    return text + (f"; the theorem's form refuted (PEP) from {refuted:.4g}" if refuted is not None else "")
+    # the 2-periodic run of stam.theory.onset.two_cycle refutes every O(1/T) bound from c_beta < 1 (exactly)
+    return text + ("; O(1/T) refuted from 1 - lambda/(2 beta - L1)" + (f", PEP at T = 1 from {refuted:.4g}"
+                                                                       if refuted is not None else ""))
 
 
 def map_brief(data: dict) -> str:
