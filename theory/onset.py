@@ -40,7 +40,7 @@ import math
 from functools import lru_cache
 
 from stam.results import (DICT_OR_NULL, LIST, NONEMPTY_LIST, NONNEG, POS, POS_OR_NULL, POSINT, PROVENANCE, STR,
-                          ResultType, Schema, holds, ordered)
+                          ResultType, Schema, distinct, holds, ordered)
 
 
 class _Ops1D:
@@ -168,11 +168,6 @@ def _in_range(obj) -> bool:
                for r in obj.get("rows") or [])
 
 
-def _unique_rows(obj) -> bool:
-    keys = [(r.get("beta"), r.get("T")) for r in obj.get("rows") or [] if isinstance(r, dict)]
-    return len(keys) == len(set(keys))
-
-
 #: one horizon of :func:`onset_by_horizon`: ``[lo, hi)`` brackets the onset of unboundedness in ``gamma*lam``;
 #: ``hi`` None: bounded up to ``lo`` (the range's end), ``lo`` None: unbounded from ``hi`` (the range's start) on
 BAND_ROW = Schema(required={"T": POSINT, "beta": POS, "lo": POS_OR_NULL, "hi": POS_OR_NULL},
@@ -192,7 +187,7 @@ PEP_BAND = ResultType(
                                     and o["gamma_lam_range"][0] < o["gamma_lam_range"][1],
                                     "must be [lo, hi] with lo < hi"),
                               holds("rows", _in_range, "a row's lo or hi lies outside gamma_lam_range"),
-                              holds("rows", _unique_rows, "two rows have the same beta and T"))),
+                              distinct("rows", "beta", "T"))),
     files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
 
 
