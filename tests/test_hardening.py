@@ -775,3 +775,26 @@ def test_a_space_files_bad_decay_factor_is_one_line_before_any_job(factor, needl
                       "--space-file", "spaces.json", "--out", "t", "--no-progress"], capsys)
     one_line_error(rc, err, needle)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spaces.json"]
+
+
+def test_a_map_of_many_cells_is_drawn_with_one_artist_per_kind_and_panel():
+    """Issue 40 item 4 (rows): each cell's marker was its own artist (10,000 cells: 154 s of report,
+    measured); now each kind (stars, crosses, hatching) is one artist per panel, so the figure's
+    cost grows with the cells only through the mesh."""
+    import matplotlib.pyplot as plt
+
+    from stam.figures.convergence_map import plot_map
+
+    obj = _valid_files()["map.json"]
+    row = obj["rows"][0]
+    grid = [(10 ** (-3 + 4 * i / 29), 10 ** (-1 + 2 * j / 19)) for i in range(30) for j in range(20)]
+    obj["rows"] = [dict(row, gamma=g, lam=lam, admissible=True, diverged=int(k % 3 != 0), seeds=1 + (k % 3 == 1),
+                        metric=None if k % 3 == 2 else 50.0) for k, (g, lam) in enumerate(grid)]
+    fig = plot_map([obj])
+    try:
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            assert len(ax.lines) <= 20 and len(ax.patches) + len(ax.collections) <= 20, (len(ax.lines), len(ax.patches))  # 600 cells
+    finally:
+        plt.close(fig)
