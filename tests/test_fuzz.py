@@ -27,7 +27,10 @@ temporaries: never a wait, never trusted, rebuilt, nothing left), modules plante
 folder and on ``PYTHONPATH`` of a decode with worker processes (none runs), whatever is at the AOT
 key path but its package (never loaded), and full disks (a tmpfs of 4 KiB to 512 KiB where root
 may mount one, else ``ENOSPC`` at the writes: exit 0, or 1 with one line naming a path in the
-output folder, no temporary, no half-written JSON).  The number of examples is the
+output folder, no temporary, no half-written JSON); repeated rows (up to 100,000 copies of a map's
+cell, trials beyond a tuning's budget), overrides that are not a number or a schedule, and
+``--space-file`` decay factors that are neither a number > 0 nor a constant ``presets.json`` names
+(each one line naming the file or the flag).  The number of examples is the
 hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores, two when they are shared);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
