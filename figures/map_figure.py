@@ -54,8 +54,9 @@ def cell_grid(rows: list[dict], beta: float, key: str):
     div = np.zeros_like(vals)
     adm = np.zeros(vals.shape, dtype=bool)
     present = np.zeros(vals.shape, dtype=bool)
+    row_of, col_of = {v: i for i, v in enumerate(lams)}, {v: j for j, v in enumerate(gammas)}
     for r in sel:
-        i, j = lams.index(r["lam"]), gammas.index(r["gamma"])
+        i, j = row_of[r["lam"]], col_of[r["gamma"]]
         v = r.get(key)
         vals[i, j] = np.nan if v is None else float(v)
         div[i, j] = r["diverged"] / r["seeds"]
@@ -92,6 +93,7 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     in reading order on a grid of at most three columns with the fewest empty places, one legend under them
     naming what some panel draws; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
     the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
+    from matplotlib.collections import PatchCollection
     from matplotlib.colors import Normalize
     from matplotlib.patches import Rectangle
 
@@ -154,22 +156,26 @@ def plot_map(maps: list[dict], nc=None, regions=()):
             shown = np.ma.masked_invalid(transform(vals))
             mesh = ax.pcolormesh(gx, lx, shown, cmap=cmap, norm=norm, shading="flat", edgecolors="white",
                                  linewidth=0.3, zorder=2)
-            for i in range(len(lams)):
-                for j in range(len(gammas)):
-                    if not present[i, j]:
-                        continue
-                    cx, cy = math.sqrt(gx[j] * gx[j + 1]), math.sqrt(lx[i] * lx[i + 1])
-                    drawn["all"] |= bool(div[i, j] >= 1)
-                    drawn["some"] |= bool(0 < div[i, j] < 1)
-                    drawn["theorem"] |= bool(adm[i, j])
-                    if div[i, j] >= 1:
-                        ax.add_patch(Rectangle((gx[j], lx[i]), gx[j + 1] - gx[j], lx[i + 1] - lx[i], facecolor="white",
-                                               edgecolor=OKABE_ITO["vermillion"], hatch="xx", linewidth=0, zorder=3))
-                    elif div[i, j] > 0:
-                        ax.plot([cx], [cy], marker="x", color=OKABE_ITO["vermillion"], markersize=7, mew=2, zorder=4)
-                    if adm[i, j]:
-                        ax.plot([cx], [cy], marker="*", color="white", markeredgecolor="black", markersize=7,
-                                mew=0.5, zorder=4)
+            hatched, some, stars = [], [], []  # each kind drawn once per panel (a map of many cells in seconds)
+            for i, j in zip(*np.nonzero(present)):
+                cx, cy = math.sqrt(gx[j] * gx[j + 1]), math.sqrt(lx[i] * lx[i + 1])
+                if div[i, j] >= 1:
+                    hatched.append(Rectangle((gx[j], lx[i]), gx[j + 1] - gx[j], lx[i + 1] - lx[i]))
+                elif div[i, j] > 0:
+                    some.append((cx, cy))
+                if adm[i, j]:
+                    stars.append((cx, cy))
+            drawn["all"] |= bool(hatched)
+            drawn["some"] |= bool(some)
+            drawn["theorem"] |= bool(stars)
+            if hatched:
+                ax.add_collection(PatchCollection(hatched, facecolor="white", edgecolor=OKABE_ITO["vermillion"], hatch="xx",
+                                                  linewidth=0, zorder=3))
+            if some:
+                ax.plot(*zip(*some), linestyle="none", marker="x", color=OKABE_ITO["vermillion"], markersize=7, mew=2, zorder=4)
+            if stars:
+                ax.plot(*zip(*stars), linestyle="none", marker="*", color="white", markeredgecolor="black", markersize=7,
+                        mew=0.5, zorder=4)
             if quad:
                 drawn["region"] = True
                 ax.contour(RG, RL, region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)

@@ -82,7 +82,7 @@ def _bad(edit):
     (lambda o: o.update(gamma_lam_range=[1.6, 0.9]), "must be [lo, hi] with lo < hi"),
     (lambda o: o.update(gamma_lam_range=[0.9, 1.6, 2.0]), "must be [lo, hi] with lo < hi"),
     (lambda o: o["rows"][0].update(hi=1.7), "outside gamma_lam_range"),
-    (lambda o: o["rows"].append(dict(o["rows"][0])), "same beta and T"),
+    (lambda o: o["rows"].append(dict(o["rows"][0])), "repeats the row of rows[0] (beta = 10.0, T = 1)"),
     (lambda o: o.update(certified=float("nan")), "certified"),
     (lambda o: o.update(certified="0.99"), "certified"),
     (lambda o: o["rows"][0].update(N=2, b=3), "must be <= N"),

@@ -340,7 +340,7 @@ PEP_BAND = ResultType(
                                     and o["gamma_lam_range"][0] < o["gamma_lam_range"][1],
                                     "must be [lo, hi] with lo < hi"),
                               holds("rows", _in_range, "a row's lo or hi lies outside gamma_lam_range"),
-                              holds("rows", _unique_rows, "two rows have the same beta and T"))),
+                              holds("rows", _unique_rows, "two rows have the same beta, T and sampling (N, b)"))),
     files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
 
 
