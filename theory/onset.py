@@ -46,7 +46,7 @@ import math
 from functools import lru_cache
 
 from stam.results import (COUNT, DICT_OR_NULL, LIST, NONEMPTY_LIST, NONNEG, POS, POS_OR_NULL, POSINT, PROVENANCE, STR,
-                          ResultType, Schema, holds, one_of, ordered)
+                          ResultType, Schema, distinct, holds, one_of, ordered)
 
 
 class _Ops1D:
@@ -296,11 +296,6 @@ def sampling(row: dict) -> tuple:
     return (row.get("N", 1), row.get("b", 1))
 
 
-def _unique_rows(obj) -> bool:
-    keys = [(r.get("beta"), r.get("T"), sampling(r)) for r in obj.get("rows") or [] if isinstance(r, dict)]
-    return len(keys) == len(set(keys))
-
-
 def _sampling_ok(row) -> bool:
     N, b = sampling(row)
     return not (isinstance(N, int) and isinstance(b, int)) or b <= N
@@ -340,7 +335,7 @@ PEP_BAND = ResultType(
                                     and o["gamma_lam_range"][0] < o["gamma_lam_range"][1],
                                     "must be [lo, hi] with lo < hi"),
                               holds("rows", _in_range, "a row's lo or hi lies outside gamma_lam_range"),
-                              holds("rows", _unique_rows, "two rows have the same beta, T and sampling (N, b)"))),
+                              distinct("rows", "beta", "T", "N", "b"))),
     files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
 
 
