@@ -84,9 +84,10 @@ def _tune(args) -> int:
     from stam.dnn.params import TuneParams
 
     from stam.dnn.params import refuse_data_dir
+    from stam.synthetic.convergence_map import MAP
 
     refuse_data_dir(args, args.dataset)
-    result, path = tune.run(TuneParams.from_args(args))
+    result, path = tune.run(TuneParams.from_args(args), map_type=MAP)  # --map: the convergence map's type, from above
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
         print(f"Search difficulty: {line}")

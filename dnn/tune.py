@@ -301,17 +301,22 @@ def difficulty_lines(result: dict) -> list[str]:
     return lines
 
 
-def read_map(path: str | None) -> dict | None:
-    """``--map FILE``: a network map (``stam map --dataset``), read through its result type."""
+def read_map(path: str | None, map_type=None) -> dict | None:
+    """``--map FILE``: a network map (``stam map --dataset``), read through its result type ``map_type``
+    (``convergence-map``, declared by the synthetic map, a peer of this package: the caller above both gives
+    it, the command line :mod:`stam.dnn.cli`)."""
     if path is None:
         return None
-    from stam.results import read_json, result_type
+    from stam.results import read_json
 
+    if map_type is None:
+        raise ValueError("a --map is read through its result type: give map_type (the convergence map's, "
+                         "as the command line does)")
     kind = read_json(Path(path))
     kind = kind.get("kind") if isinstance(kind, dict) else None
-    if kind != "convergence-map":
-        raise UsageError(f"--map {path}: not a map of stam map (its kind is {kind!r}, not 'convergence-map')")
-    obj = result_type("convergence-map").read(Path(path))
+    if kind != map_type.name:
+        raise UsageError(f"--map {path}: not a map of stam map (its kind is {kind!r}, not {map_type.name!r})")
+    obj = map_type.read(Path(path))
     if not str(obj.get("metric", "")).startswith("val_acc"):
         raise UsageError(f"--map {path}: a map of STAM on a network (stam map --dataset) is needed; this one's metric is "
                          f"{obj.get('metric')!r}")
@@ -463,17 +468,18 @@ def read_spaces(space_file: str | None) -> dict | None:
     return spaces
 
 
-def run(params: TuneParams) -> tuple[dict, Path]:
+def run(params: TuneParams, *, map_type=None) -> tuple[dict, Path]:
     """``stam tune`` as a library call: every usage error (the search spaces, the plan, the data
     set, the model, the split, the work limit) before any work, then :func:`tune`; returns the
-    result and the path of its JSON file."""
+    result and the path of its JSON file.  ``map_type``: the result type of ``params.map``
+    (:func:`read_map`), needed when a map is given."""
     from stam.dnn import batched
     from stam.dnn import epochs as ep
     from stam.dnn.sweep import check_memory, check_task, job_device, train_size, work_cost
     from stam.io import check_out_dir
 
     spaces = read_spaces(params.space_file)
-    read_map(params.map)  # a bad --map is a usage error before any work
+    read_map(params.map, map_type)  # a bad --map is a usage error before any work
     out = out_path(params)
     check_out_dir(out, "--out")
     task = params.task()
@@ -489,7 +495,7 @@ def run(params: TuneParams) -> tuple[dict, Path]:
             f"{params.trials} trials halved by {params.halving} ({trial_epochs} trial epochs)")
     ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({what} + "
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
-    result = tune(params, chunk=chunk, spaces=spaces)
+    result = tune(params, chunk=chunk, spaces=spaces, map_type=map_type)
     return result, out / (result_stem(params.dataset) + ".json")
 
 
@@ -566,7 +572,7 @@ def _trial_stage(params: TuneParams, p: dict, chunk: int, store: Path) -> dict[s
     return rows
 
 
-def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> dict:
+def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map_type=None) -> dict:
     """Run the protocol of the module docstring with ``params`` (what is trained on what: its
     ``task()``, default digits and the MLP); returns (and writes ``OUT/tune-DATASET.json`` and
     ``.md``) the result.  ``chunk``: the most runs one job trains at once; ``spaces``: search
@@ -578,7 +584,7 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> 
     task = params.task()
     p = plan(params, chunk, spaces)
     base = p["base"]
-    map_result = read_map(params.map)
+    map_result = read_map(params.map, map_type)
     trial_rows = _trial_stage(params, p, chunk, store)
     algorithms = []
     finals = []

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from stam.errors import UsageError
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.io import check_out_dir
 from stam.synthetic import convergence_map as CM
 from stam.synthetic.convergence_map import log_grid, write_map

@@ -45,7 +45,7 @@ import sympy as sp
 
 from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
-from stam.theory.items import Search
+from stam.theory.items.declare import Search
 from stam.theory.items.common import (SEED, DerivedCoupling, chain_counterexample, dot, gap_functions, iterate_search,
                                       relative_scale, rounded, scaled_binary_projection)
 
