@@ -84,10 +84,12 @@ def _tune(args) -> int:
     from stam.dnn.params import TuneParams
 
     from stam.dnn.params import refuse_data_dir
-    from stam.synthetic.convergence_map import MAP
 
     refuse_data_dir(args, args.dataset)
-    result, path = tune.run(TuneParams.from_args(args), map_type=MAP)  # --map: the convergence map's type, from above
+    map_type = None
+    if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
+        from stam.synthetic.convergence_map import MAP as map_type
+    result, path = tune.run(TuneParams.from_args(args), map_type=map_type)
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
         print(f"Search difficulty: {line}")

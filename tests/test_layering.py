@@ -144,15 +144,20 @@ def test_the_graph_reader_sees_the_imports_it_must():
     assert "stam.synthetic.problems" in g["stam.synthetic.convergence_map"]  # function-local
 
 
-def test_the_string_reader_sees_string_imports(tmp_path, monkeypatch):
-    src = {"stam.a": "X = 1\n", "stam.b": "", "stam.c": "import importlib\nR = 'stam.a:X'\nM = ('stam.b', 'not stam.a')\n"
-           "def f():\n    return importlib.import_module('.a', __package__), importlib.import_module(f'stam.{R}')\n"}
+def _tree(tmp_path, monkeypatch, src: dict[str, str]) -> None:
+    """Make the modules ``src`` (name -> source) the tree the readers read."""
     mods = {}
     for name, text in src.items():
         path = tmp_path / (name.replace(".", "_") + ".py")
         path.write_text(text)
         mods[name] = path
     monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+
+
+def test_the_string_reader_sees_string_imports(tmp_path, monkeypatch):
+    _tree(tmp_path, monkeypatch, {
+        "stam.a": "X = 1\n", "stam.b": "", "stam.c": "import importlib\nR = 'stam.a:X'\nM = ('stam.b', 'not stam.a')\n"
+        "def f():\n    return importlib.import_module('.a', __package__), importlib.import_module(f'stam.{R}')\n"})
     assert string_graph() == {"stam.a": set(), "stam.b": set(), "stam.c": {"stam.a", "stam.b"}}
     assert dynamic_imports() == {"stam.c": [5]}
 
@@ -347,14 +352,9 @@ PRIVATE_ALLOWED = {
 
 
 def test_the_private_import_finder_finds_them(tmp_path, monkeypatch):
-    src = {"stam.a": "X = 1\n_y = 2\n", "stam.b": "from stam.a import _y\nimport stam.a as A\n\ndef f():\n"
-           "    from stam import a\n    return A._y + a._y + A.X\nS = 'stam.a:_y'\nOK = 'stam.a:X'\n"}
-    mods = {}
-    for name, text in src.items():
-        p = tmp_path / (name.replace(".", "_") + ".py")
-        p.write_text(text)
-        mods[name] = p
-    monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+    _tree(tmp_path, monkeypatch, {
+        "stam.a": "X = 1\n_y = 2\n", "stam.b": "from stam.a import _y\nimport stam.a as A\n\ndef f():\n"
+        "    from stam import a\n    return A._y + a._y + A.X\nS = 'stam.a:_y'\nOK = 'stam.a:X'\n"})
     assert private_imports() == {"stam.b": ["stam.a._y", "stam.a:_y"]}
 
 
