@@ -60,7 +60,7 @@ def graph() -> dict[str, set[str]]:
 
 
 #: a string that names a toolkit module as an import would: ``"stam.dnn.sweep"``, ``"stam.dnn.sweep:run_job"``
-STRING_IMPORT = re.compile(r"(stam(?:\.\w+)*)(?::(\w+))?")
+STRING_IMPORT = re.compile(r"(stam(?:\.\w+)+)(?::(\w+))?")  # "stam" alone is the command or the rule
 
 
 def _string_targets(node, here: str) -> list[str]:
@@ -156,9 +156,9 @@ def _tree(tmp_path, monkeypatch, src: dict[str, str]) -> None:
 
 def test_the_string_reader_sees_string_imports(tmp_path, monkeypatch):
     _tree(tmp_path, monkeypatch, {
-        "stam.a": "X = 1\n", "stam.b": "", "stam.c": "import importlib\nR = 'stam.a:X'\nM = ('stam.b', 'not stam.a')\n"
+        "stam": "", "stam.a": "X = 1\n", "stam.b": "", "stam.c": "import importlib\nR = 'stam.a:X'\nM = ('stam.b', 'not stam.a', 'stam')\n"
         "def f():\n    return importlib.import_module('.a', __package__), importlib.import_module(f'stam.{R}')\n"})
-    assert string_graph() == {"stam.a": set(), "stam.b": set(), "stam.c": {"stam.a", "stam.b"}}
+    assert string_graph() == {"stam": set(), "stam.a": set(), "stam.b": set(), "stam.c": {"stam.a", "stam.b"}}
     assert dynamic_imports() == {"stam.c": [5]}
 
 
