@@ -89,7 +89,7 @@ def _tune(args) -> int:
     map_type = None
     if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
         from stam.synthetic.convergence_map import MAP as map_type
-    result, path = tune.run(TuneParams.from_args(args), map_type=map_type)
+    result, path = tune.run_tune(TuneParams.from_args(args), map_type=map_type)
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
         print(f"Search difficulty: {line}")

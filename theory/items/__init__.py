@@ -40,11 +40,15 @@ from its verdict (issue 39).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from stam.errors import UsageError
 from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most
 from stam.theory.items.declare import (EVIDENCE, NETWORK_EVIDENCE, REGISTRY, VERDICTS, Corrected, Evaluated, Gap, Item,
-                                       Network, Occurrence, Result, Search, Tex, evaluate, evidence, item, verdict)
+                                       Network, Occurrence, Result, Tex, evaluate, evidence, item, verdict)
+
+if TYPE_CHECKING:  # declared with the search; read lazily below (module __getattr__)
+    from stam.theory.adversary import Search
 
 
 def _modules() -> tuple:
@@ -52,14 +56,6 @@ def _modules() -> tuple:
     from stam.theory.items import appendix_a, appendix_b, chain_items, network, section2, wellposed
 
     return (section2, appendix_a, chain_items, appendix_b, network, wellposed)
-
-
-def __getattr__(attr: str):
-    """:data:`MODULES`: the names (within this package) of the modules that declare items, in the order of the
-    paper (imported when first read)."""
-    if attr == "MODULES":
-        return tuple(m.__name__.rsplit(".", 1)[1] for m in _modules())
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 @lru_cache(maxsize=None)
@@ -98,6 +94,20 @@ PAPER_CHECK = ResultType(
     recognise=lambda obj: (isinstance(obj, dict) and isinstance(obj.get("items", obj.get("findings")), list)) or (
         isinstance(obj, list) and bool(obj) and all(isinstance(x, dict) and {"label", "verdict"} <= x.keys() for x in obj)),
     unpack=_findings, params=lambda findings: {"findings": len(findings)})
+
+
+def __getattr__(name: str):
+    """``Search``, the record of an adversarial search, is declared with the search (:mod:`stam.theory.adversary`)
+    and importable from here too; imported when asked for, so that finding the result types stays light.
+    :data:`MODULES`: the names (within this package) of the modules that declare items, in the order of the
+    paper (imported when first read)."""
+    if name == "Search":
+        from stam.theory.adversary import Search
+
+        return Search
+    if name == "MODULES":
+        return tuple(m.__name__.rsplit(".", 1)[1] for m in _modules())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Tex", "VERDICTS", "EVIDENCE", "NETWORK_EVIDENCE", "Network", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",

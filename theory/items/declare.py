@@ -1,6 +1,6 @@
 """How an audit item is declared and judged: what an item returns (:class:`Result`, with its
-:class:`Occurrence`, :class:`Gap`, :class:`Search`, :class:`Network`, :class:`Corrected`), the ONE rule
-from a result to its verdict (:func:`verdict`, :func:`evidence`), the decorator :func:`item` and
+:class:`Occurrence`, :class:`Gap`, :class:`Network`, :class:`Corrected`; its :class:`stam.theory.adversary.Search`),
+the ONE rule from a result to its verdict (:func:`verdict`, :func:`evidence`), the decorator :func:`item` and
 :func:`evaluate`.  The modules of items import this module; the package :mod:`stam.theory.items`
 finds them (:func:`stam.theory.items.registry` imports them) and re-exports every name here, so
 neither names the other back (no import cycle, string imports included)."""
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # declared with the search (stam.theory.adversary)
+    from stam.theory.adversary import Search
 
 
 #: the verdicts, in the order the summary lists them
@@ -70,25 +73,6 @@ class Network:
         if self.evidence not in NETWORK_EVIDENCE:
             raise ValueError(f"network evidence {self.evidence!r} is not one of {', '.join(NETWORK_EVIDENCE)}")
         return {"holds": bool(self.holds), "evidence": self.evidence, "how": self.how, "points": list(self.points)}
-
-
-@dataclass(frozen=True)
-class Search:
-    """An adversarial search for a counterexample on actual STAM runs: the ``classes`` of problems
-    tried, how many ``instances`` (runs) and ``steps`` were checked, the ``method`` (random,
-    optimised, exact...), the counterexample ``found`` (a replayable run) or None, and the
-    ``closest`` the print came to failing (its smallest relative gap, with where)."""
-
-    method: str
-    classes: tuple
-    instances: int
-    steps: int
-    found: dict | None = None
-    closest: dict | None = None
-
-    def as_json(self) -> dict:
-        return {"method": self.method, "classes": list(self.classes), "instances": self.instances,
-                "steps": self.steps, "found": self.found, "closest": self.closest}
 
 
 class Tex(str):
@@ -222,5 +206,5 @@ def evaluate(it: Item) -> Evaluated:
                          f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
 
 
-__all__ = ["Tex", "VERDICTS", "EVIDENCE", "NETWORK_EVIDENCE", "Network", "Search", "evidence", "Occurrence", "Gap",
+__all__ = ["Tex", "VERDICTS", "EVIDENCE", "NETWORK_EVIDENCE", "Network", "evidence", "Occurrence", "Gap",
            "Corrected", "Result", "verdict", "item", "Item", "evaluate", "Evaluated", "REGISTRY"]
