@@ -21,8 +21,8 @@ the target (the code a reader must know to follow the run; a module's top level,
 not count); ``imported``, every toolkit module loaded (``sys.modules``) at that moment, module-level and
 function-local imports alike.
 
-- ``stam train`` -> the weight update: the first call of ``stam_step`` (eq. (alg:stamm)) in ``stam.algorithm``,
-  training STAM on digits with the MLP for one epoch;
+- ``stam train`` -> the weight update: the first call of ``stam_step`` (eq. (alg:stamm)), in whichever toolkit
+  module defines it (``stam.algorithm``, later ``stam.steps``), training STAM on digits with the MLP for one epoch;
 - ``stam tune`` -> its result file: the first ``ResultType.write`` of the ``tune`` type (one trial of STAM,
   one epoch, two fresh seeds, on digits);
 - ``stam paper-check`` -> a verdict: the first call of ``verdict`` in ``stam.theory.items``;
@@ -57,7 +57,7 @@ PATHS = {
     "stam train -> the weight update": (
         ["train", "--dataset", "digits", "--model", "mlp", "--algo", "stam", "--epochs", "1", "--no-progress", "--quiet",
          "--compile", "off", "-o", "{tmp}/train"],
-        ("stam_step",), "stam.algorithm", None),
+        ("stam_step",), "stam.", None),
     "stam tune -> its result file": (
         ["tune", "--dataset", "digits", "--model", "mlp", "--algos", "stam", "--trials", "1", "--n-seeds", "2",
          "--epochs", "1", "--no-paper", "--no-progress", "--workers", "1", "-o", "{tmp}/tune"],
