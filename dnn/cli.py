@@ -86,7 +86,10 @@ def _tune(args) -> int:
     from stam.dnn.params import refuse_data_dir
 
     refuse_data_dir(args, args.dataset)
-    result, path = tune.run_tune(TuneParams.from_args(args))
+    map_type = None
+    if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
+        from stam.synthetic.convergence_map import MAP as map_type
+    result, path = tune.run_tune(TuneParams.from_args(args), map_type=map_type)
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
         print(f"Search difficulty: {line}")

@@ -74,17 +74,18 @@ def out_path(params: TuneParams) -> Path:
     return Path(params.out if params.out is not None else result_stem(params.dataset))
 
 
-def run_tune(params: TuneParams) -> tuple[dict, Path]:
+def run_tune(params: TuneParams, *, map_type=None) -> tuple[dict, Path]:
     """``stam tune`` as a library call: every usage error (the search spaces, the plan, the data
     set, the model, the split, the work limit) before any work, then :func:`tune`; returns the
-    result and the path of its JSON file."""
+    result and the path of its JSON file.  ``map_type``: the result type of ``params.map``
+    (:func:`stam.dnn.tunestats.read_map`), needed when a map is given."""
     from stam.dnn import batched
     from stam.dnn import epochs as ep
     from stam.dnn.sweep import check_memory, check_task, job_device, train_size, work_cost
     from stam.io import check_out_dir
 
     spaces = read_spaces(params.space_file)
-    read_map(params.map)  # a bad --map is a usage error before any work
+    read_map(params.map, map_type)  # a bad --map is a usage error before any work
     out = out_path(params)
     check_out_dir(out, "--out")
     task = params.task()
@@ -100,7 +101,7 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
             f"{params.trials} trials halved by {params.halving} ({trial_epochs} trial epochs)")
     ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({what} + "
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
-    result = tune(params, chunk=chunk, spaces=spaces)
+    result = tune(params, chunk=chunk, spaces=spaces, map_type=map_type)
     return result, out / (result_stem(params.dataset) + ".json")
 
 
@@ -177,14 +178,14 @@ def _trial_stage(params: TuneParams, p: dict, chunk: int, store: Path) -> dict[s
     return rows
 
 
-def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None) -> dict:
+def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map_type=None) -> dict:
     """Run the protocol of the module docstring with ``params`` (what is trained on what: its
     ``task()``, default digits and the MLP); returns (and writes ``OUT/tune-DATASET.json`` and
     ``.md``) the result.  ``chunk``: the most runs one job trains at once; ``spaces``: search
     spaces instead of ``presets.json``'s."""
     task = params.task()
     p = plan(params, chunk, spaces)
-    map_result = read_map(params.map)
+    map_result = read_map(params.map, map_type)
     trial_rows = _trial_stage(params, p, chunk, _store(params))
     fresh = [FINAL_SEED0 + k for k in range(params.n_seeds)]
     algorithms = [_tuned(algo, p["trials"][algo], trial_rows[algo], spaces) for algo in params.algos]

@@ -115,17 +115,22 @@ def difficulty_lines(result: dict) -> list[str]:
     return lines
 
 
-def read_map(path: str | None) -> dict | None:
-    """``--map FILE``: a network map (``stam map --dataset``), read through its result type."""
+def read_map(path: str | None, map_type=None) -> dict | None:
+    """``--map FILE``: a network map (``stam map --dataset``), read through its result type ``map_type``
+    (``convergence-map``, declared by the synthetic map, a peer of this package: the caller above both gives
+    it, the command line :mod:`stam.dnn.cli`)."""
     if path is None:
         return None
-    from stam.results import read_json, result_type
+    from stam.results import read_json
 
+    if map_type is None:
+        raise ValueError("a --map is read through its result type: give map_type (the convergence map's, "
+                         "as the command line does)")
     kind = read_json(Path(path))
     kind = kind.get("kind") if isinstance(kind, dict) else None
-    if kind != "convergence-map":
-        raise UsageError(f"--map {path}: not a map of stam map (its kind is {kind!r}, not 'convergence-map')")
-    obj = result_type("convergence-map").read(Path(path))
+    if kind != map_type.name:
+        raise UsageError(f"--map {path}: not a map of stam map (its kind is {kind!r}, not {map_type.name!r})")
+    obj = map_type.read(Path(path))
     if not str(obj.get("metric", "")).startswith("val_acc"):
         raise UsageError(f"--map {path}: a map of STAM on a network (stam map --dataset) is needed; this one's metric is "
                          f"{obj.get('metric')!r}")

@@ -26,7 +26,7 @@ import numpy as np
 
 from stam.dnn import presets as P
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
 from stam.theory import numeric
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from stam.figures.admissible import CERTIFIED_COLOR, REFUTED_COLOR
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.style import GREY, legend_below, new_figure
 
 #: the closed-form T = 1 onset (1 + sqrt 3)/2 (stam.theory.onset.t1_onset, derived in sympy; its float here

@@ -9,7 +9,7 @@ held here before (``run``, ``map_command``, ``digits_map``, ``write_outputs``, `
 
 from __future__ import annotations
 
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.map_experiment import (TRAINS_AT, MapRun, digits_map, format_map, map_caption, map_command, read_region,
                                          run, summary, summary_line, write_outputs)
 from stam.figures.map_figure import (CMAP_FRACTION, CMAP_HIGHER_BETTER, CMAP_LOWER_BETTER, cell_edges, plot_map,

@@ -1,10 +1,10 @@
 """The registry of figure kinds.  Each figure is declared where it is drawn: its draw function
 ``(results, nc) -> matplotlib Figure`` carries :func:`declare_figure` with the figure's name, the
 result kinds it is drawn from, the report section it belongs to, its caption (a text, or a
-function of the results defined beside it) and one line of help.  :func:`figure_kinds` (and the
-views :data:`FIGURES`, :data:`NAMES`) finds them by importing the modules of :data:`MODULES`, in
-that order, then in the order of their declarations; that is the order of ``stam plot --help``
-and of the report.  ``stam plot`` (its choices and help) and ``stam report`` (which figure goes
+function of the results defined beside it) and one line of help (:mod:`stam.figures.declare`).
+:func:`figure_kinds` (and the views :data:`FIGURES`, :data:`NAMES`) finds them by importing the
+modules of :data:`MODULES` (which import the declaration, never this module), in that order, then
+in the order of their declarations; that is the order of ``stam plot --help`` and of the report.  ``stam plot`` (its choices and help) and ``stam report`` (which figure goes
 where, and which data files it links) read them from here.
 
 The figure modules import matplotlib only inside the functions that draw
@@ -13,73 +13,25 @@ import no matplotlib; this module imports none of them until a figure kind is as
 
 To add a figure: write ``draw(results, nc) -> matplotlib Figure`` in a module of :data:`MODULES`
 (raise ``ValueError`` when the results hold nothing to draw) and put
-``@declare_figure(name, sources=..., section=..., caption=..., help=...)`` on it; a new module is
-added to :data:`MODULES` once.
+``@declare_figure(name, sources=..., section=..., caption=..., help=...)``
+(from :mod:`stam.figures.declare`) on it; a new module is added to :data:`MODULES` once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
+from stam.figures.declare import DECLARED, FigureKind, declare_figure
 from stam.registry import declared, lookup
 
-#: the modules that declare figure kinds, in the order of the report
+#: the modules that declare figure kinds, in the order of the report (they import
+#: :mod:`stam.figures.declare`, never this module: no cycle, string imports counted)
 MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.band",
            "stam.figures.tuning", "stam.figures.training")
-
-
-@dataclass(frozen=True)
-class FigureKind:
-    """A figure: ``sources`` are the result kinds (:data:`stam.figures.results.SCHEMAS`) it reads,
-    ``section`` the report section (:data:`stam.figures.report.SECTIONS`) it is shown in,
-    ``caption`` its caption (``{nc}`` is replaced by the constants it assumes) or a function
-    computing it from the results, ``draw`` the function that draws it, ``help`` one line for
-    ``stam plot --help``, ``module`` the module that declares it."""
-
-    name: str
-    sources: tuple
-    section: str
-    draw: Callable
-    caption: str | Callable
-    help: str
-    module: str = field(default="", compare=False)
-
-    def figure(self, results, nc=None):
-        """The matplotlib figure for ``results`` (a :class:`stam.figures.results.ResultSet`)."""
-        return self.draw(results, nc)
-
-    def caption_for(self, results, nc) -> str:
-        if callable(self.caption):
-            return self.caption(results)
-        return self.caption.replace("{nc}", nc.describe() if nc is not None else "")
-
-    def source_results(self, results) -> list:
-        return [r for kind in self.sources for r in results[kind]]
-
-
-_DECLARED: dict[str, FigureKind] = {}
-
-
-def declare_figure(name: str, *, sources: tuple, section: str, caption, help: str):
-    """Declare the decorated function ``(results, nc) -> matplotlib Figure`` as the
-    :class:`FigureKind` ``name`` (returned unchanged); a name declared twice is an error."""
-
-    def register(draw):
-        module = draw.__module__
-        known = _DECLARED.get(name)
-        if known is not None and known.module != module:
-            raise ValueError(f"figure kind {name!r} is declared twice: in {known.module} and in {module}")
-        _DECLARED[name] = FigureKind(name, tuple(sources), section, draw, caption, help, module)
-        return draw
-
-    return register
 
 
 def figure_kinds() -> tuple:
     """Every declared figure kind (their modules, :data:`MODULES`, imported now), in the order of
     their modules in :data:`MODULES`, then of their declarations."""
-    return declared(MODULES, _DECLARED)
+    return declared(MODULES, DECLARED)
 
 
 def figure_kind(name: str) -> FigureKind:

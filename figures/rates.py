@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.results import finite
 from stam.figures.style import (
     BOUND_COLOR,

@@ -2,7 +2,9 @@
 (searched recursively, e.g. a ``stam demo`` output folder) and sorts what it finds by result type.
 
 Every file is read through its type (:mod:`stam.results`: each declared in the module that
-produces it, found by :func:`stam.results.result_types`); a ``stam train --out DIR`` folder
+produces it); the types are found here, in the layer that reads them: :func:`result_types` imports
+the modules that produce them (:data:`MODULES`, in the order the report lists their results), so
+the core names none of them.  A ``stam train --out DIR`` folder
 (config.json, log.jsonl, summary.json) is one ``train-run`` result.  This module holds no format of
 its own: a file that breaks its type is one line naming the file and the field.
 """
@@ -14,8 +16,47 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stam import results as _types
 from stam.errors import UsageError
-from stam.results import classify, read_json, result_type, result_types
+from stam.results import ResultType, read_json
+
+
+def _producers() -> tuple:
+    """The modules that declare result types, in the order the report lists results of each type (imported
+    now; each is light: no torch, sympy or matplotlib at module level).  A module that declares a new type
+    is added here once (a test finds every ``ResultType(...)`` of the tree and checks its module is here)."""
+    from stam import jobs
+    from stam.dnn import epochs, imagefolder, sweep, tune
+    from stam.synthetic import convergence_map, methods, rates
+    from stam.theory import items, lyapunov, numeric, onset, pep, store
+
+    return (items, numeric, rates, methods, pep, epochs, convergence_map, tune, lyapunov, onset, sweep, imagefolder,
+            jobs, store)
+
+
+def __getattr__(attr: str):
+    """:data:`MODULES`: the names of the modules that declare result types, in the report's order (found, and
+    imported, when first read)."""
+    if attr == "MODULES":
+        return tuple(m.__name__ for m in _producers())
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+def result_types() -> tuple:
+    """Every declared result type (their modules, :data:`MODULES`, imported now), in the order of
+    their modules in :data:`MODULES`, then of their declarations."""
+    order = {m.__name__: i for i, m in enumerate(_producers())}
+    return tuple(sorted(_types.result_types(), key=lambda t: order.get(t.module, len(order))))
+
+
+def result_type(name: str) -> ResultType:
+    """The result type called ``name``; ``KeyError`` naming the known ones."""
+    return _types.result_type(name, result_types())
+
+
+def classify(obj) -> ResultType | None:
+    """The type of a parsed result file that readers find on their own, or None."""
+    return _types.classify(obj, result_types())
 
 
 def kinds() -> tuple:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from stam.dnn import presets
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.results import finite
 from stam.figures.style import (
     ADMISSIBLE_COLOR,

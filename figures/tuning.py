@@ -6,7 +6,7 @@ figure or its caption is made, so that finding the figure kinds stays cheap."""
 
 from __future__ import annotations
 
-from stam.figures.kinds import declare_figure
+from stam.figures.declare import declare_figure
 from stam.figures.style import algo_color, canonical_algo, legend_below, new_figure
 
 #: line styles by position, so that algorithms sharing a colour stay apart

@@ -3,12 +3,13 @@
 A :class:`ResultType` says what one kind of result file holds: its name (the file's ``"kind"``),
 the file names it is written under, every field with a type that says its sense (finite, positive,
 a percentage, a count, a name ...), the rules between fields, its format version and, where it has
-one, its CSV twin.  Each type is declared in the module that produces the result (``pep-sweep`` in
-:mod:`stam.theory.pep`, ``convergence-map`` in :mod:`stam.synthetic.convergence_map` ...) and
-registered as it is defined; :func:`result_types` finds them by importing the modules of
-:data:`MODULES`.  The producer writes through its type (:meth:`ResultType.write`: validated, then
-atomic), every reader reads through it (:meth:`ResultType.read`, :meth:`ResultType.validate`), so a
-file that breaks its type is one line naming the file and the field, never a traceback.
+one, its CSV twin.  Each type is declared in the module that produces it (the theory's, the
+synthetic experiments', the networks') and registered as it is defined.  This module is the
+machinery only and names none of those modules: the layer that reads results finds them (the
+report imports the producers of what it draws, in its order); :func:`result_types` here gives the types declared so far, in the order of their declarations.  The
+producer writes through its type (:meth:`ResultType.write`: validated, then atomic), every reader
+reads through it (:meth:`ResultType.read`, :meth:`ResultType.validate`), so a file that breaks its
+type is one line naming the file and the field, never a traceback.
 
 This module is core: it imports no subpackage, no numpy, no torch.  Accuracies are percentages in
 every result file (``PCT``), the unit of the paper's tables.
@@ -25,14 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from stam.errors import MAX_EPOCHS, MAX_WIDTH, UsageError
-from stam.registry import declared
-
-#: the modules that declare result types, in the order the report lists results of each type
-#: (one place; a test finds every ``ResultType(...)`` of the tree and checks its module is here)
-MODULES = ("stam.theory.items", "stam.theory.numeric", "stam.synthetic.rates", "stam.synthetic.methods",
-           "stam.theory.pep", "stam.dnn.epochs", "stam.synthetic.convergence_map", "stam.dnn.tune",
-           "stam.theory.lyapunov", "stam.theory.onset", "stam.dnn.sweep", "stam.dnn.imagefolder", "stam.jobs",
-           "stam.theory.store")
+from stam.registry import lookup
 
 # A type is a tuple of names of :data:`_IS`; each name says the JSON type AND the sense of the value
 # (finite, in range), so that a field is declared once, with its type, where the file's schema is.
@@ -391,7 +385,7 @@ class ResultType:
     ``older(obj, path, version)``, which converts it or raises one line naming the old format); ``csv``
     the columns of the CSV twin of its ``rows`` (same stem, written with it); ``aliases`` older
     spellings of its kind and ``recognise(obj)`` a file without a kind that is one; ``found``:
-    whether :func:`stam.figures.results.load_results` picks such files up on their own (False for a
+    whether the report's reader picks such files up on their own (False for a
     part of another result or a job file); ``unpack(obj, path) -> (data, meta)`` what readers get (default
     the object itself); ``title(data, path)`` and ``params(data)`` the short name and the
     parameters the report's header shows."""
@@ -500,24 +494,25 @@ class ResultType:
 
 
 def result_types() -> tuple:
-    """Every declared result type (their modules, :data:`MODULES`, imported now), in the order of
-    their modules in :data:`MODULES`, then of their declarations."""
-    return declared(MODULES, _REGISTRY)
+    """Every result type declared so far (the modules declaring them imported), in the order of their
+    declarations.  The reading layer (the report's reader) imports every producer first and orders
+    them as the report does."""
+    return tuple(_REGISTRY.values())
 
 
-def result_type(name: str) -> ResultType:
-    """The result type called ``name``; ``KeyError`` naming the known ones."""
-    from stam.registry import lookup
+def result_type(name: str, types: tuple | None = None) -> ResultType:
+    """The result type called ``name`` among ``types`` (default :func:`result_types`: those declared
+    so far); ``KeyError`` naming the known ones."""
+    return lookup(result_types() if types is None else types, name, "result type")
 
-    return lookup(result_types(), name, "result type")
 
-
-def classify(obj) -> ResultType | None:
-    """The type of a parsed result file that readers find on their own, or None."""
-    found = [t for t in result_types() if t.found]
+def classify(obj, types: tuple | None = None) -> ResultType | None:
+    """The type among ``types`` (default :func:`result_types`) of a parsed result file that readers find
+    on their own (``found``), or None."""
+    found = [t for t in (result_types() if types is None else types) if t.found]
     return next((t for t in found if isinstance(obj, dict) and obj.get("kind") in (t.name, *t.aliases)), None) or \
         next((t for t in found if t.recognise is not None and t.recognise(obj)), None)
 
 
-__all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "MODULES", "result_types", "result_type", "classify", "validate", "read_json",
+__all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "result_types", "result_type", "classify", "validate", "read_json",
            "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "distinct", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]

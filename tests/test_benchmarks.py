@@ -342,3 +342,25 @@ def test_memory_estimate_bench_measures_a_training_in_a_fresh_process(tmp_path, 
     (row,) = result["rows"]
     assert row["measured"] == row["peak"] - row["rss_before"] > 0 and row["ratio"] == pytest.approx(row["estimate"] / row["measured"])
     assert result["fit"] is None
+
+
+def test_structure_scan_counts_long_functions_parameters_and_string_imports(tmp_path):
+    """The static part of benchmarks/structure_scan.py on a tree of its own: a function of 61 lines counts,
+    one of 60 does not; ``self`` is no parameter; a ``"module:attr"`` literal is one string-import edge and the
+    cycle it closes is found."""
+    bench = _load("structure_scan")
+    (tmp_path / "stam").mkdir()
+    body = "".join("    x = 1\n" for _ in range(59))
+    (tmp_path / "stam" / "__init__.py").write_text("")
+    (tmp_path / "stam" / "a.py").write_text(
+        "import stam.b\n\ndef long():\n" + body + "    return x\n\ndef short():\n" + body[10:] + "    return x\n\n"
+        "class C:\n    def many(self, a, b, c, d, e, f, g, h, *, i):\n        return a\n\n"
+        "def eight(a, b, c, d, e, f, g, h):\n    return a\n")
+    (tmp_path / "stam" / "b.py").write_text("REF = 'stam.a:long'\nTEXT = 'see stam.a:long'\n")
+    scan = bench.static_scan(tmp_path)
+    assert scan["modules"] == 3 and scan["lines"] == sum(len(p.read_text().splitlines()) for p in (tmp_path / "stam").glob("*.py"))
+    assert [f["function"] for f in scan["functions_over_60_lines_list"]] == ["stam.a.long"]
+    assert scan["functions_over_60_lines_list"][0]["lines"] == 61
+    assert scan["functions_over_8_parameters_list"] == [{"function": "stam.a.many", "line": 127, "parameters": 9}]
+    assert scan["string_import_edges"] == 1 and scan["string_import_edges_by_module"] == {"stam.b": ["stam.a"]}
+    assert [c["members"] for c in scan["cycles_counting_strings"]] == [["stam.a", "stam.b"]]

@@ -123,7 +123,7 @@ def find(ax, prefix: str):
 
 
 def test_readers_classify_every_result_format(tmp_path):
-    from stam.results import classify
+    from stam.figures.results import classify
 
     assert classify(paper_check_fixture()).name == "paper-check"  # what `stam paper-check --json` prints
     assert classify({"kind": "paper-check", "items": []}).name == "paper-check"

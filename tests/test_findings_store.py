@@ -116,7 +116,7 @@ def test_a_valid_store_is_read_back_and_nothing_is_derived(tmp_path, monkeypatch
 
 
 def test_the_store_is_its_result_type_and_is_written_through_it(tmp_path):
-    from stam.results import result_type
+    from stam.figures.results import result_type
 
     rt = result_type("paper-check-store")
     assert rt is fstore.FINDINGS_STORE and not rt.found and rt.module == "stam.theory.store"

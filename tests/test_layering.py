@@ -1,6 +1,7 @@
 """The import graph of the toolkit, read from the source (module-level and function-local imports
-alike, every folder of the tree, ``theory/items/`` included): the core ``stam`` imports no
-subpackage, ``stam.theory`` imports no torch and none of the practice half, no two modules import
+alike, every folder of the tree, ``theory/items/`` included; string imports too: a ``"pkg.mod"`` or
+``"pkg.mod:attr"`` literal naming a toolkit module, an ``importlib.import_module`` call): the core
+``stam`` imports and names no subpackage, ``stam.theory`` imports no torch and none of the practice half, no two modules import
 each other, directly or through others, no module imports a module of a higher layer or of a peer
 (the layers below), and no module imports a ``_private`` name of another (``from m import _x``,
 ``import m._x``, ``m._x`` on an imported module, ``"module:_attr"`` strings)."""
@@ -21,10 +22,11 @@ PACKAGES = {"stam": "stam", "stam.rules": "stam/rules", "stam.theory": "theory",
 SUBPACKAGES = tuple(p for p in PACKAGES if p not in ("stam", "stam.rules"))  # the update rules are core
 
 
-def _modules() -> dict[str, Path]:
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    """module name -> its file, for every module of the tree under ``root``."""
     mods = {}
     for pkg, folder in PACKAGES.items():
-        for path in sorted((ROOT / folder).glob("*.py")):
+        for path in sorted((root / folder).glob("*.py")):
             mods[pkg if path.stem == "__init__" else f"{pkg}.{path.stem}"] = path
     return mods
 
@@ -48,11 +50,59 @@ def _targets(node, here: str) -> list[str]:
 
 
 def graph() -> dict[str, set[str]]:
+    """module -> the toolkit modules its import statements name."""
     out = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         out[name] = {t for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                      for t in _targets(node, name) if t != name}
+    return out
+
+
+#: a string that names a toolkit module as an import would: ``"stam.dnn.sweep"``, ``"stam.dnn.sweep:run_job"``
+STRING_IMPORT = re.compile(r"(stam(?:\.\w+)+)(?::(\w+))?")  # "stam" alone is the command or the rule
+
+
+def _string_targets(node, here: str) -> list[str]:
+    """The toolkit modules a string constant names (``"pkg.mod"``, ``"pkg.mod:attr"``, a module
+    that ``importlib.resources`` opens), or a relative ``importlib.import_module(".mod", __name__)`` call."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        m = STRING_IMPORT.fullmatch(node.value)
+        return [m.group(1)] if m and m.group(1) in MODULES else []
+    if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith(".")):
+        package = here if MODULES[here].name == "__init__.py" else here.rsplit(".", 1)[0]
+        target = f"{package}{node.args[0].value}"
+        return [target] if target in MODULES else []
+    return []
+
+
+def string_graph() -> dict[str, set[str]]:
+    """module -> the toolkit modules it names only by string (imported by ``importlib``, ``stam.registry.load``)."""
+    out = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out[name] = {t for node in ast.walk(tree) for t in _string_targets(node, name) if t != name}
+    return out
+
+
+def full_graph() -> dict[str, set[str]]:
+    """Every edge: the import statements' and the strings'."""
+    strings = string_graph()
+    return {m: targets | strings[m] for m, targets in graph().items()}
+
+
+def dynamic_imports() -> dict[str, list[str]]:
+    """module -> the lines of its ``importlib.import_module`` calls whose module is not a literal the graph
+    reads (a name computed at run time): only the generic machinery may have them."""
+    out = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        lines = sorted(node.lineno for node in ast.walk(tree)
+                       if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                       and not (node.args and isinstance(node.args[0], ast.Constant)))
+        if lines:
+            out[name] = lines
     return out
 
 
@@ -94,18 +144,85 @@ def test_the_graph_reader_sees_the_imports_it_must():
     assert "stam.synthetic.problems" in g["stam.synthetic.convergence_map"]  # function-local
 
 
+def _tree(tmp_path, monkeypatch, src: dict[str, str]) -> None:
+    """Make the modules ``src`` (name -> source) the tree the readers read."""
+    mods = {}
+    for name, text in src.items():
+        path = tmp_path / (name.replace(".", "_") + ".py")
+        path.write_text(text)
+        mods[name] = path
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+
+
+def test_the_string_reader_sees_string_imports(tmp_path, monkeypatch):
+    _tree(tmp_path, monkeypatch, {
+        "stam": "", "stam.a": "X = 1\n", "stam.b": "", "stam.c": "import importlib\nR = 'stam.a:X'\nM = ('stam.b', 'not stam.a', 'stam')\n"
+        "def f():\n    return importlib.import_module('.a', __package__), importlib.import_module(f'stam.{R}')\n"})
+    assert string_graph() == {"stam": set(), "stam.a": set(), "stam.b": set(), "stam.c": {"stam.a", "stam.b"}}
+    assert dynamic_imports() == {"stam.c": [5]}
+
+
 def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+#: cycles that exist only through strings, inside one package, left to the agents who own those areas (issue 38,
+#: points 1 and 2: an update rule and a synthetic method as one unit): a family naming its builder, a method its
+#: runner, the network catalog its optimiser factory (which names the adapter) as ``"module:attr"``, to import
+#: torch only when they run.  Listed so
+#: that no new one can appear; a cycle through an import statement, or across packages, is never allowed.
+STRING_CYCLES_ALLOWED = [
+    ["stam.dnn.bnstats", "stam.dnn.catalog", "stam.dnn.optim", "stam.dnn.optim_common"],
+    ["stam.synthetic.families", "stam.synthetic.problems"],
+    ["stam.synthetic.baselines", "stam.synthetic.methods"],
+]
 
 
 def test_no_import_cycles():
     assert _cycles(graph()) == []
 
 
+def test_no_import_cycles_counting_string_imports():
+    assert [c for c in _cycles(full_graph()) if c not in STRING_CYCLES_ALLOWED] == []
+
+
+#: the modules that may call ``importlib.import_module`` with a name computed at run time, each importing names
+#: that are literals the string reader sees elsewhere (or no toolkit module at all)
+DYNAMIC_ALLOWED = {
+    "stam.registry": "load(ref): a \"module:attr\" literal of its caller",
+    "stam.cli": "the literal COMMAND_MODULES",
+    "stam.dnn": "the literal _EXPORTS, imported on first access",
+    "stam.compiling": "torch's exception modules, not the toolkit's",
+    "stam.rules": "the modules of its own folder, listed (pkgutil); each imports stam.rules.base, never the package",
+}
+
+
+def test_only_the_generic_machinery_imports_a_module_named_at_run_time():
+    """``importlib.import_module(name)`` with a computed name could hide an edge from the reader: only
+    the modules of :data:`DYNAMIC_ALLOWED` have one."""
+    assert set(dynamic_imports()) <= set(DYNAMIC_ALLOWED)
+
+
+def _core() -> list[str]:
+    """The modules of layer 0 (docs/contributing.md, "layers"): ``stam/*`` but the command line on top."""
+    return [m for m in MODULES if layer(m) == (0, "stam")]
+
+
 def test_the_core_imports_no_subpackage():
     core = [m for m in MODULES if not m.startswith(SUBPACKAGES)]
-    bad = {m: sorted(t for t in graph()[m] if t.startswith(SUBPACKAGES)) for m in core}
+    g = graph()
+    bad = {m: sorted(t for t in g[m] if t.startswith(SUBPACKAGES)) for m in core}
+    assert {m: t for m, t in bad.items() if t} == {}
+
+
+def test_the_core_names_no_module_above_it_not_even_by_string():
+    """No module of the core holds a module name of theory, synthetic, dnn or figures, as an import or as a
+    string: discovery happens in the layer that reads (the report imports the result types and figure
+    modules it draws, the command line the areas it lists)."""
+    g = full_graph()
+    assert _core() and "stam.results" in _core() and "stam.cli" not in _core()
+    bad = {m: sorted(t for t in g[m] if t.startswith(SUBPACKAGES)) for m in _core()}
     assert {m: t for m, t in bad.items() if t} == {}
 
 
@@ -224,6 +341,11 @@ def test_no_module_imports_a_higher_layer_or_a_peer():
     assert layer_violations(graph()) == LAYER_ALLOWED
 
 
+def test_no_module_names_a_higher_layer_or_a_peer_by_string():
+    """A ``"module:attr"`` reference, a list of module names, an ``importlib`` call: the same layers."""
+    assert layer_violations(full_graph()) == LAYER_ALLOWED
+
+
 #: private names imported across modules OUTSIDE stam.theory, left to the agents who own those areas
 #: (issue 25, point 5): listed so that no new one can appear; stam.theory has none and may get none.
 PRIVATE_ALLOWED = {
@@ -231,14 +353,9 @@ PRIVATE_ALLOWED = {
 
 
 def test_the_private_import_finder_finds_them(tmp_path, monkeypatch):
-    src = {"stam.a": "X = 1\n_y = 2\n", "stam.b": "from stam.a import _y\nimport stam.a as A\n\ndef f():\n"
-           "    from stam import a\n    return A._y + a._y + A.X\nS = 'stam.a:_y'\nOK = 'stam.a:X'\n"}
-    mods = {}
-    for name, text in src.items():
-        p = tmp_path / (name.replace(".", "_") + ".py")
-        p.write_text(text)
-        mods[name] = p
-    monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+    _tree(tmp_path, monkeypatch, {
+        "stam.a": "X = 1\n_y = 2\n", "stam.b": "from stam.a import _y\nimport stam.a as A\n\ndef f():\n"
+        "    from stam import a\n    return A._y + a._y + A.X\nS = 'stam.a:_y'\nOK = 'stam.a:X'\n"})
     assert private_imports() == {"stam.b": ["stam.a._y", "stam.a:_y"]}
 
 

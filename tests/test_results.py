@@ -1,5 +1,6 @@
 """Result types (:mod:`stam.results`): each declared once, in the module that produces it, found by
-importing the modules of ``stam.results.MODULES`` (and nowhere else: no list of names kept in step);
+the layer that reads them, importing the modules of ``stam.figures.results.MODULES`` (and nowhere else:
+no list of names kept in step; the core names none of them);
 written and read through its type; every type the report reads is drawn by a table or a figure
 declared with it, and fed malformed to the fuzzer."""
 
@@ -18,7 +19,8 @@ from hypothesis import strategies as st
 from test_fuzz import valid_files
 
 from stam.errors import UsageError
-from stam.results import MODULES, ResultType, Schema, classify, result_type, result_types
+from stam.figures.results import MODULES, classify, result_type, result_types
+from stam.results import ResultType, Schema
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"stam": "stam", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
@@ -57,7 +59,7 @@ def test_the_types_are_declared_once_each_where_their_producer_is():
 
 
 def test_finding_the_types_imports_no_torch_sympy_or_matplotlib():
-    code = ("import sys; from stam.results import result_types; result_types(); "
+    code = ("import sys; from stam.figures.results import result_types; result_types(); "
             "print(sorted(m for m in ('torch', 'sympy', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr

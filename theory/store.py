@@ -7,7 +7,7 @@ only if it is exactly what this toolkit wrote: every field of the type the outpu
 registered item of the audit once and in order, sealed by the SHA-256 of its content.  Anything else
 (damaged, edited, a link, a folder, unreadable, huge) is not read (:func:`read_store` gives None),
 so the audit is derived anew and the output is the same as with no store.  No sympy here: finding
-the result types (:func:`stam.results.result_types`) imports this module.
+the result types (the report's reader) imports this module.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 what is derived (sympy, from the defining conditions) and a counterexample or ``None``
 (:class:`Result`); the verdict follows from those by ONE rule, :func:`verdict`, never typed in.
 
-Items are declared where they are defined, with the :func:`item` decorator, in the modules of
-this package (:data:`MODULES`, imported by :func:`registry`).  Each names the labels of the
+Items are declared where they are defined, with the :func:`item` decorator
+(:mod:`stam.theory.items.declare`, the machinery, re-exported here), in the modules of this package
+(:data:`MODULES`, imported by :func:`registry`).  Each names the labels of the
 paper it covers (``covers``: equation, lemma and theorem labels of Section 2 and Appendices A-B),
 so that :func:`stam.theory.items.coverage.coverage` can count what is audited against the labels
 found by parsing the paper's source.
@@ -38,221 +39,30 @@ from its verdict (issue 39).
 
 from __future__ import annotations
 
-import importlib
-import traceback
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
 from stam.errors import UsageError
 from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most
+from stam.theory.items.declare import (EVIDENCE, NETWORK_EVIDENCE, REGISTRY, VERDICTS, Corrected, Evaluated, Gap, Item,
+                                       Network, Occurrence, Result, Tex, evaluate, evidence, item, verdict)
 
 if TYPE_CHECKING:  # declared with the search; read lazily below (module __getattr__)
     from stam.theory.adversary import Search
 
-#: the verdicts, in the order the summary lists them
-VERDICTS = ("ok", "misprint", "false", "unproven", "gap", "failed to derive")
 
-#: what a verdict rests on (:func:`evidence`)
-EVIDENCE = {
-    "proof": "decided exactly (sympy derivation or identity)",
-    "sampled": "no counterexample in a seeded search (the item's note says which)",
-    "instance": "a counterexample that is an instance of the stated class",
-    "run": "a counterexample on an actual run of STAM (Algorithm 1)",
-    "premises": "a witness satisfying every premise the proof step uses, not shown reachable by STAM",
-    "witness": "a witness that the stated hypotheses do not give what the proof uses",
-    "none": "the derivation raised",
-}
+def _modules() -> tuple:
+    """The modules that declare items, in the order of the paper (imported now)."""
+    from stam.theory.items import appendix_a, appendix_b, chain_items, network, section2, wellposed
 
-#: what an item's statement about the network coupling rests on (:class:`Network`)
-NETWORK_EVIDENCE = {
-    "certificate": "Lyapunov certificates of stam.theory.lyapunov proven in exact rational arithmetic at the points named",
-    "one-step certificate": "an S-procedure certificate over one STAM step (every G, F of the class and state), "
-                            "proven in exact rational arithmetic at the points named",
-}
-
-#: the modules that declare items, in the order of the paper
-MODULES = ("section2", "appendix_a", "chain_items", "appendix_b", "network", "wellposed")
-
-
-@dataclass(frozen=True)
-class Occurrence:
-    """The same quantity or step printed elsewhere in the paper (``where``), and whether that
-    print agrees with the derivation (``agrees``, computed by the item)."""
-
-    where: str
-    agrees: bool
-    printed: bool = True  # False: a form the paper implies (its proof's needs, a recipe), printed nowhere
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A proof step that uses something not stated: what it ``uses``, what the paper ``states``
-    instead, what would ``close`` it, and a ``witness`` (numbers or a derivation) that the stated
-    hypotheses do not give what is used."""
-
-    uses: str
-    states: str
-    closes: str
-    witness: dict | None = None
-
-
-@dataclass(frozen=True)
-class Network:
-    """What holds of an item's statement for the network coupling ``H = (lam/2)||x - y||^2`` (Section 3): ``holds``
-    (True: proven there, at the ``points`` named when they are given), what it rests on (``evidence``, a key of
-    :data:`NETWORK_EVIDENCE`), ``how`` in words, and the ``points`` (parameters and what was proven at each)."""
-
-    holds: bool
-    evidence: str
-    how: str
-    points: tuple = ()
-
-    def as_json(self) -> dict:
-        if self.evidence not in NETWORK_EVIDENCE:
-            raise ValueError(f"network evidence {self.evidence!r} is not one of {', '.join(NETWORK_EVIDENCE)}")
-        return {"holds": bool(self.holds), "evidence": self.evidence, "how": self.how, "points": list(self.points)}
-
-
-class Tex(str):
-    """Text that is already LaTeX (math mode): written as is into the LaTeX export, between ``$``
-    in the Markdown one, and shown as it is in the terminal."""
-
-
-@dataclass
-class Corrected:
-    """A lemma or theorem as corrected: its ``hypotheses`` (sympy relations or text), its
-    ``conclusion`` and its ``constants`` (name -> sympy expression), all as the toolkit checks them."""
-
-    name: str
-    hypotheses: list
-    conclusion: Any
-    constants: dict = field(default_factory=dict)
-    changes: str = ""
-
-
-@dataclass
-class Result:
-    """What an item returns.  ``printed`` and ``derived`` are sympy expressions/relations or text;
-    ``counterexample`` is a replayable dict of numbers where the printed form fails, else None."""
-
-    printed: Any
-    derived: Any
-    counterexample: dict | None
-    elsewhere: tuple = ()
-    gap: Gap | None = None
-    note: str = ""
-    corrected: Corrected | Callable[[], Corrected] | None = None  # a callable is built only when asked for
-    evidence: str = ""  # the kind of the counterexample or of the ok (EVIDENCE); "" = the default (see evidence())
-    search: Search | Callable[[], Search] | None = None  # the search on actual runs (needed with evidence "premises")
-    network: Network | Callable[[], Network | None] | None = None  # what holds for H = (lam/2)||x - y||^2 (Network)
-
-    def corrected_statement(self) -> Corrected | None:
-        return self.corrected() if callable(self.corrected) else self.corrected
-
-
-    def search_result(self) -> Search | None:
-        if callable(self.search):
-            self.search = self.search()
-        return self.search
-
-    def network_result(self) -> Network | None:
-        if callable(self.network):
-            self.network = self.network()
-        return self.network
-
-
-def _declared(r: Result) -> str:
-    ev = r.evidence
-    if not ev and isinstance(r.counterexample, dict):
-        ev = r.counterexample.get("evidence", "")
-    if not ev:
-        ev = "instance" if r.counterexample is not None else "witness" if r.gap is not None else "proof"
-    if ev not in EVIDENCE or ev == "none":
-        raise ValueError(f"evidence {ev!r} is not one of {', '.join(k for k in EVIDENCE if k != 'none')}")
-    return ev
-
-
-def evidence(r: Result) -> tuple[str, dict | None]:
-    """The evidence the verdict rests on and its counterexample: the item's own, or the actual run
-    its search found (which replaces a premise witness)."""
-    ev = _declared(r)
-    srch = r.search_result()
-    if ev == "premises" and srch is not None and srch.found is not None:
-        return "run", srch.found
-    return ev, r.counterexample
-
-
-def verdict(r: Result) -> str:
-    """THE rule (see the module docstring)."""
-    ev, ce = evidence(r)
-    if ce is not None:
-        if ev == "premises":
-            if r.search_result() is None:
-                raise ValueError("a premise witness without a search on actual runs: say what was searched")
-            return "unproven"
-        if ev not in ("instance", "run"):
-            raise ValueError(f"a counterexample with evidence {ev!r}")
-        return "misprint" if any(o.agrees and o.printed for o in r.elsewhere) else "false"
-    if ev in ("instance", "run", "premises"):
-        raise ValueError(f"evidence {ev!r} without a counterexample")
-    return "gap" if r.gap is not None else "ok"
-
-
-@dataclass(frozen=True)
-class Item:
-    label: str
-    covers: tuple
-    func: Callable[[], Result]
-    module: str
-    order: int
-
-
-_REGISTRY: list[Item] = []
-
-
-def item(label: str, covers: tuple | list | str = ()):
-    """Declare an item: ``@item("eq24", covers=("eq24",))`` on a function returning :class:`Result`."""
-    cov = (covers,) if isinstance(covers, str) else tuple(covers)
-
-    def deco(func):
-        if any(it.label == label for it in _REGISTRY):
-            raise ValueError(f"two audit items are labelled {label!r}")
-        _REGISTRY.append(Item(label, cov, func, func.__module__, len(_REGISTRY)))
-        return func
-
-    return deco
+    return (section2, appendix_a, chain_items, appendix_b, network, wellposed)
 
 
 @lru_cache(maxsize=None)
 def registry() -> tuple[Item, ...]:
     """Every item, in the order of :data:`MODULES` and, within a module, of definition."""
-    for name in MODULES:
-        importlib.import_module(f"{__name__}.{name}")
-    rank = {f"{__name__}.{m}": i for i, m in enumerate(MODULES)}
-    return tuple(sorted(_REGISTRY, key=lambda it: (rank.get(it.module, len(MODULES)), it.order)))
-
-
-@dataclass
-class Evaluated:
-    item: Item
-    result: Result | None
-    verdict: str
-    error: str = ""
-
-
-def evaluate(it: Item) -> Evaluated:
-    """Run one item; a derivation that raises gives ``failed to derive`` with the error, never a crash."""
-    try:
-        res = it.func()
-        if not isinstance(res, Result):
-            raise TypeError(f"item {it.label} returned {type(res).__name__}, not Result")
-        return Evaluated(it, res, verdict(res))
-    except Exception as exc:  # noqa: BLE001 - one wrong derivation must not stop the audit
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return Evaluated(it, None, "failed to derive",
-                         f"{type(exc).__name__}: {exc} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
-
+    rank = {m.__name__: i for i, m in enumerate(_modules())}
+    return tuple(sorted(REGISTRY, key=lambda it: (rank.get(it.module, len(rank)), it.order)))
 
 
 # -- the result of the audit (``stam paper-check --out FILE``; :func:`stam.theory.audit.result`) --
@@ -286,14 +96,17 @@ PAPER_CHECK = ResultType(
     unpack=_findings, params=lambda findings: {"findings": len(findings)})
 
 
-
 def __getattr__(name: str):
     """``Search``, the record of an adversarial search, is declared with the search (:mod:`stam.theory.adversary`)
-    and importable from here too; imported when asked for, so that finding the result types stays light."""
+    and importable from here too; imported when asked for, so that finding the result types stays light.
+    :data:`MODULES`: the names (within this package) of the modules that declare items, in the order of the
+    paper (imported when first read)."""
     if name == "Search":
         from stam.theory.adversary import Search
 
         return Search
+    if name == "MODULES":
+        return tuple(m.__name__.rsplit(".", 1)[1] for m in _modules())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

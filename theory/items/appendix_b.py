@@ -13,7 +13,7 @@ from stam.theory import symbols as s
 from stam.theory.adversary import runs_search, statement_search_result
 from stam.theory.items.common import (SEED, iterate_search, premise_witness, pretty, rounded, run_counterexample, run_stam,
                                       stationarity_terms)
-from stam.theory.items import Corrected, Gap, Network, Occurrence, Result, Tex, item
+from stam.theory.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, constants_K
 

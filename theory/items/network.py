@@ -7,7 +7,7 @@ import sympy as sp
 
 from stam.theory import constants as k
 from stam.theory.items.common import rounded, pretty
-from stam.theory.items import Occurrence, Result, item
+from stam.theory.items.declare import Occurrence, Result, item
 
 
 @item("alg:stamm vs Algorithm 1", covers=())

@@ -13,7 +13,7 @@ from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.adversary import runs_search, statement_search_result
 from stam.theory.items.common import SEED, rounded, chain_counterexample, es_lemma_instance, premise_witness, pretty
-from stam.theory.items import Corrected, Gap, Occurrence, Result, Tex, item
+from stam.theory.items.declare import Corrected, Gap, Occurrence, Result, Tex, item
 
 
 @item("ass1, stochastic G (b-nice sampling is unbiased)", covers=("ass1", "ass-unbiased", "stochastic G"))

@@ -8,7 +8,7 @@ import sympy as sp
 
 from stam.theory import chain
 from stam.theory.items.common import SEED, rounded
-from stam.theory.items import Gap, Occurrence, Result, item
+from stam.theory.items.declare import Gap, Occurrence, Result, item
 
 
 def step_result(printed, derived, rule: str, elsewhere=(), gap: Gap | None = None, seed: int = SEED,

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from stam.algorithm import stam_init
-from stam.theory.items import Gap, Result, item
+from stam.theory.items.declare import Gap, Result, item
 from stam.theory.items.common import DerivedCoupling, rounded, scaled_binary_projection
 
 
