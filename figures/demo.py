@@ -66,7 +66,7 @@ MARKER = ".stam-demo"
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo: the full one (about 2.5 min on 2 cores) and ``--quick`` (about 30 s).  Grids are
+    """Sizes of the demo: the full one (13 min on 2 cores at load 7-14) and ``--quick`` (45 s at load 8).  Grids are
     ``(lo, hi, n)``: n values from lo to hi, geometrically spaced."""
 
     synthetic_problem: str = "binary"
