@@ -40,13 +40,14 @@ bytes), ``targets`` (the issue's, with the values measured) and ``seconds``.
 
 Settings, each labelled in the JSON (``choices``):
 
-- *transferred*: the hyperparameters of each algorithm, the best trial of the CPU study
-  (``benchmarks/results/cifar10_study/tune-cifar10.json``: VGG-11 at width 1/8, 5 epochs, batch
-  128, its schedules mapped onto this run's epochs as the study mapped them, ``schedule_scale``
-  ``auto``), the batch size 128 (the paper's and the study's), every conv and linear layer
-  quantised.  **Provisional**: the study chose them on binary accuracies measured with the
-  BatchNorm statistics of the forward weights (issue 34), so they may not be the best settings even
-  at width 1/8;
+- *transferred*: the hyperparameters of each algorithm, from the CPU study re-measured under the
+  BatchNorm rule (its job store ``benchmarks/results/cifar10_study_bn/tune/jobs``: VGG-11 at width
+  1/8, 5 epochs, batch 128, 4 trials, trials scored with BatchNorm statistics re-estimated on 5,000
+  training images): the setting its final-stage jobs train (the tuner's choice on validation
+  accuracy), else the trial with the best validation score; ``--settings`` also takes a finished
+  ``stam tune`` result.  Its schedules are mapped onto this run's epochs as the study mapped them
+  (``schedule_scale`` ``auto``); the batch size 128 (the paper's and the study's), every conv and
+  linear layer quantised;
 - *chosen because*: bf16 and batching (measured by the probe), the update compiled on a GPU (on
   one H100 STAM's compiled step took 1.5 ms against 4.5 ms eager, for about 17 s of compilation
   once: ``dnn_optim_speed_h100.json``), cuDNN's autotuner and TF32 matrix products (fixed shapes),

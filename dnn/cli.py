@@ -86,7 +86,7 @@ def _tune(args) -> int:
     from stam.dnn.params import refuse_data_dir
 
     refuse_data_dir(args, args.dataset)
-    result, path = tune.run(TuneParams.from_args(args))
+    result, path = tune.run_tune(TuneParams.from_args(args))
     print(tune.format_table(result))
     for line in tune.difficulty_lines(result):
         print(f"Search difficulty: {line}")

@@ -10,7 +10,7 @@ the stated class, for iterates on an actual STAM run, and the right form is prin
 stated search over actual runs found no counterexample), ``gap`` (the proof uses something the
 paper does not state) or ``failed to derive``; each names its evidence kind.
 This module holds the command's output; the machinery the items share (tiny STAM runs, seeded
-searches, rounding, display) is :mod:`stam.theory.items.common`.
+searches, rounding, display) is :mod:`stam.theory.stamruns`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from functools import lru_cache
 from stam.io import dumps, provenance, remove_stale_files
 from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
-from stam.theory.items.common import SEED, pretty, rounded
+from stam.theory.stamruns import SEED, pretty, rounded
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
 from stam.theory.items.numbering import dependence_note, printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml

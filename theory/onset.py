@@ -49,7 +49,7 @@ class _Ops1D:
     recording the point it was asked for (``v^t``)."""
 
     def __init__(self, lam, points):
-        from stam.theory.items.common import derived_updates
+        from stam.theory.stamruns import derived_updates
 
         self.lam = lam
         self._x_step = derived_updates()[1]

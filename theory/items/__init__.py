@@ -42,10 +42,13 @@ import importlib
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from stam.errors import UsageError
 from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most
+
+if TYPE_CHECKING:  # declared with the search; read lazily below (module __getattr__)
+    from stam.theory.adversary import Search
 
 #: the verdicts, in the order the summary lists them
 VERDICTS = ("ok", "misprint", "false", "unproven", "gap", "failed to derive")
@@ -109,25 +112,6 @@ class Network:
         if self.evidence not in NETWORK_EVIDENCE:
             raise ValueError(f"network evidence {self.evidence!r} is not one of {', '.join(NETWORK_EVIDENCE)}")
         return {"holds": bool(self.holds), "evidence": self.evidence, "how": self.how, "points": list(self.points)}
-
-
-@dataclass(frozen=True)
-class Search:
-    """An adversarial search for a counterexample on actual STAM runs: the ``classes`` of problems
-    tried, how many ``instances`` (runs) and ``steps`` were checked, the ``method`` (random,
-    optimised, exact...), the counterexample ``found`` (a replayable run) or None, and the
-    ``closest`` the print came to failing (its smallest relative gap, with where)."""
-
-    method: str
-    classes: tuple
-    instances: int
-    steps: int
-    found: dict | None = None
-    closest: dict | None = None
-
-    def as_json(self) -> dict:
-        return {"method": self.method, "classes": list(self.classes), "instances": self.instances,
-                "steps": self.steps, "found": self.found, "closest": self.closest}
 
 
 class Tex(str):
@@ -300,6 +284,17 @@ PAPER_CHECK = ResultType(
     recognise=lambda obj: (isinstance(obj, dict) and isinstance(obj.get("items", obj.get("findings")), list)) or (
         isinstance(obj, list) and bool(obj) and all(isinstance(x, dict) and {"label", "verdict"} <= x.keys() for x in obj)),
     unpack=_findings, params=lambda findings: {"findings": len(findings)})
+
+
+
+def __getattr__(name: str):
+    """``Search``, the record of an adversarial search, is declared with the search (:mod:`stam.theory.adversary`)
+    and importable from here too; imported when asked for, so that finding the result types stays light."""
+    if name == "Search":
+        from stam.theory.adversary import Search
+
+        return Search
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Tex", "VERDICTS", "EVIDENCE", "NETWORK_EVIDENCE", "Network", "Search", "evidence", "Occurrence", "Gap", "Corrected", "Result", "verdict", "item", "registry", "Item",

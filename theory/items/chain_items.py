@@ -44,7 +44,7 @@ def _dependents(label: str) -> list:
 
 def eq25_network() -> dict:
     """eq25 for the network coupling ``H = (lam/2)||x - y||^2`` (``L4* = lam``): with the x-step eq. (algx) (derived in
-    sympy, :func:`stam.theory.items.common.derived_updates`) ``z^t - z^{t-1} = (1 + gamma lam) dx - gamma lam dy``
+    sympy, :func:`stam.theory.stamruns.derived_updates`) ``z^t - z^{t-1} = (1 + gamma lam) dx - gamma lam dy``
     (``dx = x^{t+1} - x^t``, ``dy = y^{t+1} - y^t``), so ``P = (1 + gamma lam) X - gamma lam <dx, dy>`` and the printed
     gap is exactly ``(lam/2)||dx - dy||^2 + (lam + 1 + 2l) X / 2``: on runs it fails only when ``l < -(lam + 1)/2``
     (the counterexample's ``l = -lam``, the smallest admissible, with ``lam > 1``); with the paper's own ``l = L2* =
