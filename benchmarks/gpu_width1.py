@@ -43,8 +43,9 @@ Settings, each labelled in the JSON (``choices``):
 - *transferred*: the hyperparameters of each algorithm, from the CPU study re-measured under the
   BatchNorm rule (its job store ``benchmarks/results/cifar10_study_bn/tune/jobs``: VGG-11 at width
   1/8, 5 epochs, batch 128, 4 trials, trials scored with BatchNorm statistics re-estimated on 5,000
-  training images): the setting its final-stage jobs train (the tuner's choice on validation
-  accuracy), else the trial with the best validation score; ``--settings`` also takes a finished
+  training images): the final-stage setting whose trial scored best on validation (the tuner's
+  choice; a store may hold the finals of two search spaces), else the trial with the best
+  validation score; ``--settings`` also takes a finished
   ``stam tune`` result.  Its schedules are mapped onto this run's epochs as the study mapped them
   (``schedule_scale`` ``auto``); the batch size 128 (the paper's and the study's), every conv and
   linear layer quantised;
@@ -171,7 +172,7 @@ def _from_job_store(store: Path, algos) -> dict:
 
     if (store / "tune" / "jobs").is_dir():
         store = store / "tune" / "jobs"
-    finals, trials, specs = {}, {}, []
+    finals, trials, scores, specs = {}, {}, {}, []
     for f in sorted(store.glob("*.json")):
         try:
             rec = JOB_RECORD.read(f)
@@ -183,19 +184,29 @@ def _from_job_store(store: Path, algos) -> dict:
         specs.append(spec)
         over = spec.get("overrides") or [{}]
         if spec.get("stage") == "final":
-            finals.setdefault(spec["algo"], over[0])
+            finals.setdefault(spec["algo"], []).append(over[0])
         elif spec.get("stage") == "trial":
             score = rows[0].get("score")
-            if isinstance(score, (int, float)) and score > trials.get(spec["algo"], (-1.0, None))[0]:
-                trials[spec["algo"]] = (float(score), over[0])
-    best = {a: finals[a] if a in finals else trials[a][1] for a in algos if a in finals or a in trials}
+            if isinstance(score, (int, float)):
+                scores[(spec["algo"], json.dumps(over[0], sort_keys=True))] = float(score)
+                if score > trials.get(spec["algo"], (-1.0, None))[0]:
+                    trials[spec["algo"]] = (float(score), over[0])
+
+    def trial_score(algo, over):
+        return scores.get((algo, json.dumps(over, sort_keys=True)), float("-inf"))
+
+    # a store may hold the finals of several tunings (a search space changed between them): the
+    # final-stage setting whose trial scored best on validation
+    best = {a: max(finals[a], key=lambda o: trial_score(a, o)) if a in finals else trials[a][1]
+            for a in algos if a in finals or a in trials}
     missing = [a for a in algos if a not in best]
     if missing:
         raise UsageError(f"--settings {store}: no tuned setting for {', '.join(missing)}; it has {', '.join(best) or 'none'}")
     first = specs[0]
     study = {k: first.get(k) for k in ("model", "width", "epochs", "batch_size")}
     study["trials"] = {a: sum(s.get("stage") == "trial" and s.get("algo") == a for s in specs) for a in algos}
-    study["chosen_by"] = {a: "its final-stage jobs (the tuner's choice)" if a in finals else "its best trial's validation score"
+    study["chosen_by"] = {a: "the final-stage setting whose trial scored best on validation" if a in finals else
+                          "its best trial's validation score"
                           for a in algos}
     bn = first.get("bn_images") or 0
     return {"file": _shown(store), "study": study, "overrides": best, "provisional": not bn,

@@ -13,10 +13,10 @@ so ``import stam.dnn`` (and the command line) imports no torch.
 
 #: public name -> (module, attribute), imported on first access
 _EXPORTS = {
-    "STAM": ("stam.dnn.optim_stam", "STAM"),
-    "BinaryConnect": ("stam.dnn.optim_bc", "BinaryConnect"),
-    "BinaryRelax": ("stam.dnn.optim_br", "BinaryRelax"),
-    "PSGD": ("stam.dnn.optim_psgd", "PSGD"),
+    "STAM": ("stam.dnn.optim", "STAM"),
+    "BinaryConnect": ("stam.dnn.optim", "BinaryConnect"),
+    "BinaryRelax": ("stam.dnn.optim", "BinaryRelax"),
+    "PSGD": ("stam.dnn.optim", "PSGD"),
     "param_groups": ("stam.dnn.models", "param_groups"),
     "build_model": ("stam.dnn.models", "build_model"),
 }

@@ -10,9 +10,9 @@ is an ``(R,)``-shaped tensor, which is exactly what the shared updates accept
 (:func:`stam.algorithm.stam_step`, :func:`~stam.algorithm.bc_step`,
 :func:`~stam.algorithm.br_step`, :func:`~stam.algorithm.psgd_step`; per-run scalars are
 broadcast by :func:`stam.algorithm.as_batch_scalar`).  Nothing of an update is written here
-again, nor is any algorithm named: each algorithm's :class:`stam.dnn.optim_common.BatchedRule`
-(declared beside its optimiser, found through :mod:`stam.dnn.catalog`) calls the same functions
-that serve the network optimisers of :mod:`stam.dnn.optim` and the synthetic problems.
+again, nor is any algorithm named: each algorithm's update rule (:class:`stam.rules.UpdateRule`, one
+module of :mod:`stam.rules` each, found through :mod:`stam.dnn.catalog`) calls the same functions
+that serve the synthetic problems.
 
 Run ``r`` is one configuration (an algorithm's resolved :class:`stam.dnn.presets.Preset`, so its
 schedules are evaluated as in ``stam train``) and one seed.  The seed fixes, as in ``stam train``,
@@ -50,8 +50,8 @@ Over ``torchrun`` processes (:mod:`stam.dnn.distributed`) every process draws th
 gradients are averaged over the processes before the update (what DistributedDataParallel
 does); BatchNorm's running statistics are averaged at the end of every epoch.
 
-The ``torch.optim`` classes of :mod:`stam.dnn.optim` remain the API for a loop of one's own;
-tests check that this trainer follows them step for step.
+The ``torch.optim`` classes of :mod:`stam.dnn.optim` (the same rules, R = 1) remain the API for a
+loop of one's own; tests check that this trainer follows them step for step.
 """
 
 from __future__ import annotations
@@ -195,8 +195,8 @@ def reestimate_bn(net: Net, weights: dict[str, Tensor], data: data_mod.ImageData
 
 # --------------------------------------------------------------------------- the algorithms
 #
-# Each algorithm's batched update is its :class:`stam.dnn.optim_common.BatchedRule`, declared
-# beside its optimiser and named by :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
+# Each algorithm's batched update is its update rule (:class:`stam.rules.UpdateRule`, one module of
+# :mod:`stam.rules`), found through :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
 
 def rule(name: str) -> BatchedRule:
     """The batched rule of algorithm ``name`` (``KeyError`` naming the known ones)."""
@@ -211,7 +211,7 @@ def update(rule: BatchedRule, states: list, floats: Tensor, fmom: Tensor, grads_
     ``qs`` their F = I_Q, one block per layer; ``floats`` and ``fmom`` every float parameter and its
     buffer.  Weight decay, where the hyperparameters have it, is added to the gradient at the float
     weights (quantised layers) or at the parameter (float ones).  ``proxies``: the rule's
-    stationarity proxies (:meth:`stam.dnn.optim_common.BatchedRule.proxies`), ``(R,)`` tensors
+    stationarity proxies (:meth:`stam.rules.UpdateRule.proxies`), ``(R,)`` tensors
     summed over the chunks; None when not asked for or when the rule has none."""
     wd = hyper.get("weight_decay")
     decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
@@ -306,8 +306,8 @@ def _aot_package(rule_: BatchedRule, name: str, proxies: bool, states, floats, f
     import hashlib
     import sys
 
-    from stam import algorithm, compiling, operators, quantize
-    from stam.dnn import optim_common
+    from stam import compiling, operators, quantize, steps
+    from stam.rules import base
 
     likes = list(states)
 
@@ -323,7 +323,7 @@ def _aot_package(rule_: BatchedRule, name: str, proxies: bool, states, floats, f
     for q in qs:  # F = I_Q's blocks are constants of the graph
         b = q.blocks
         h.update(b"none" if b is None else repr((b.sizes, b.num_blocks)).encode() + b.ids.cpu().numpy().tobytes())
-    h.update(compiling.source_digest([algorithm, operators, quantize, compiling, optim_common, sys.modules[__name__],
+    h.update(compiling.source_digest([steps, operators, quantize, compiling, base, sys.modules[__name__],
                                       sys.modules[type(rule_).__module__]]).encode())
     return compiling.ahead_of_time(plain, example, f"update-{name}-{h.hexdigest()[:32]}", f"batched {name} update", COMPILE_OPTIONS)
 

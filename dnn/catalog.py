@@ -1,78 +1,61 @@
 """What ``stam train`` trains, declared once: the algorithms (Section 3.1 of the paper), the
 models and the data sets.
 
-Each algorithm declares here its name, hyperparameters and optimiser (its label, equation, colour
-and marker are its update rule's, :data:`stam.algorithm.RULES`); ``stam train``/``stam tune`` (their
-choices), the presets (which keys a preset of it must set), the trainer (which optimiser to build
-and which hyperparameters to put into its groups each epoch), the tuner (its label, the metric it
-is chosen on) and the tables read them from here.  Imports no torch.
+The algorithms are the update rules of :mod:`stam.rules` (one module each: its name, label,
+equation, colour, marker, hyperparameters, batched form), seen here as :class:`Algorithm`:
+``stam train``/``stam tune`` (their choices), the presets (which keys a preset of it must set), the
+trainer (which rule to run and which hyperparameters to put into its groups each epoch), the tuner
+(its label, the metric it is chosen on) and the tables read them from here.  Imports no torch.
 
-To add an algorithm: write its pure step beside :func:`stam.algorithm.stam_step` (as
-``psgd_step``, ``bc_step``, ``br_step`` are) and its :class:`stam.algorithm.Rule` (label,
-equation, colour, marker) in ``RULES`` there, its ``torch.optim`` class in a module
-``stam.dnn.optim_NAME`` calling that step, its batched form ``BATCHED`` there (a
-:class:`stam.dnn.optim_common.BatchedRule`, for maps and tuning), one :class:`Algorithm` here, its paper preset in
-``presets.json`` (``hyper`` = exactly the keys declared here) and its search space there; the
-tests parametrised over :data:`NAMES` then check it.
+To add an algorithm: one module ``stam/rules/NAME.py`` (docs/contributing.md, "An optimiser") and
+its paper preset and search space in ``presets.json``; the tests parametrised over :data:`NAMES`
+then check it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from stam.algorithm import rule
+from stam import rules
 from stam.datasets import DATASET_NAMES, DATASETS
 from stam.registry import load, lookup
 
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A training algorithm.  ``hyper``: the hyperparameters its optimiser takes from the schedule
-    (every preset of it sets exactly these); ``optimizer``: ``"module:Class"`` of its
-    ``torch.optim.Optimizer`` (``fixed`` are constructor arguments it always gets; ``schedule_only``
-    the keys of ``hyper`` that steer the schedule but are not constructor arguments);
-    ``batched``: ``"module:NAME"`` of its :class:`stam.dnn.optim_common.BatchedRule` (R runs at
-    once, :mod:`stam.dnn.batched`);
-    ``binary``: it trains binary weights (selected and reported on binary-weight accuracy; the float
-    baseline is selected on float weights); ``theorem``: Theorem conv's conditions apply to its
-    (gamma, lambda, beta); ``step``: the hyperparameter that is its step size and the power that
-    makes it one (``("lr", 1)``; STAM's y-step of eq. (algy) is ``1/beta``: ``("beta", -1)``), which
-    ``stam tune --schedule`` shapes.  Its ``label``, ``equation``, ``color`` and ``marker`` are its update
-    rule's (:data:`stam.algorithm.RULES`, declared beside the steps)."""
+    """A training algorithm: its update rule (:class:`stam.rules.UpdateRule`) as the network
+    half reads it.  ``hyper``: the hyperparameters its optimiser takes from the schedule (every
+    preset of it sets exactly these); ``fixed``: constructor arguments it always gets;
+    ``schedule_only``: the keys of ``hyper`` that steer the schedule but are not constructor
+    arguments; ``binary``: it trains binary weights (selected and reported on binary-weight
+    accuracy; the float baseline is selected on float weights); ``theorem``: Theorem conv's
+    conditions apply to its (gamma, lambda, beta); ``step``: the hyperparameter that is its step
+    size and the power that makes it one (``("lr", 1)``; STAM's y-step of eq. (algy) is
+    ``1/beta``: ``("beta", -1)``), which ``stam tune --schedule`` shapes.  Its ``label``,
+    ``equation``, ``color`` and ``marker`` are its rule's."""
 
-    name: str
-    hyper: tuple
-    optimizer: str
-    batched: str
-    fixed: dict = field(default_factory=dict)
-    schedule_only: tuple = ()
-    binary: bool = True
-    theorem: bool = False
-    step: tuple = ("lr", 1)
+    rule: rules.UpdateRule
+
+    def __getattr__(self, key):  # name, label, equation, color, marker, hyper, fixed, schedule_only, binary, theorem
+        if key.startswith("__") or key == "rule":
+            raise AttributeError(key)
+        return getattr(self.rule, key)
 
     @property
-    def label(self) -> str:
-        return rule(self.name).label
-
-    @property
-    def equation(self) -> str:
-        return rule(self.name).equation
-
-    @property
-    def color(self) -> str:
-        return rule(self.name).color
-
-    @property
-    def marker(self) -> str:
-        return rule(self.name).marker
+    def step(self) -> tuple:
+        return self.rule.step_size
 
     def optimizer_class(self):
-        return load(self.optimizer)
+        """Its ``torch.optim.Optimizer`` (imports torch): the generic optimiser built from its rule
+        (:func:`stam.dnn.optim_common.optimizer_class`), or the torch optimiser it names.  Found by
+        name when asked, as the handlers of commands are: the optimiser's module reaches this
+        catalog (through :mod:`stam.dnn.bnstats`)."""
+        return load("stam.dnn.optim_common:optimizer_class")(self.rule)
 
-    def batched_rule(self):
-        """Its :class:`stam.dnn.optim_common.BatchedRule` (imports torch)."""
-        return load(self.batched)
+    def batched_rule(self) -> rules.UpdateRule:
+        """Its batched form: the rule itself."""
+        return self.rule
 
     def constructor_args(self, hyper: dict) -> dict:
         """The optimiser's keyword arguments from the hyperparameters of the first epoch."""
@@ -84,23 +67,20 @@ class Algorithm:
         return "val_acc_binary" if self.binary else "val_acc_float"
 
 
-ALGORITHMS = (
-    Algorithm("stam", ("gamma", "lam", "beta"), "stam.dnn.optim_stam:STAM", "stam.dnn.optim_stam:BATCHED", theorem=True,
-              step=("beta", -1)),
-    Algorithm("bc", ("lr", "weight_decay"), "stam.dnn.optim_bc:BinaryConnect", "stam.dnn.optim_bc:BATCHED"),
-    Algorithm("br", ("lr", "lam", "weight_decay", "switch_epoch"), "stam.dnn.optim_br:BinaryRelax",
-              "stam.dnn.optim_br:BATCHED", fixed={"rho": 1.0}, schedule_only=("switch_epoch",)),  # lam's growth: the schedule
-    Algorithm("psgd", ("lr", "weight_decay"), "stam.dnn.optim_psgd:PSGD", "stam.dnn.optim_psgd:BATCHED"),
-    Algorithm("float", ("lr", "momentum", "weight_decay"), "torch.optim:SGD", "stam.dnn.optim_float:BATCHED", binary=False),
-)
+def algorithms() -> tuple:
+    """Every algorithm, one per update rule (:data:`stam.rules.RULES`, a rule registered later
+    included), in the paper's order."""
+    return tuple(Algorithm(r) for r in rules.RULES)
 
-#: the names ``--algo`` takes, in the order of the paper's tables
+
+#: the algorithms of the rules of :mod:`stam.rules`, and the names ``--algo`` takes, in the order of the paper's tables
+ALGORITHMS = algorithms()
 NAMES = tuple(a.name for a in ALGORITHMS)
 
 
 def algorithm(name: str) -> Algorithm:
-    """The algorithm called ``name``; ``KeyError`` naming the known ones."""
-    return lookup(ALGORITHMS, name, "algorithm")
+    """The algorithm called ``name`` (any registered rule's); ``KeyError`` naming the known ones."""
+    return lookup(algorithms(), name, "algorithm")
 
 
 #: The networks (built by :func:`stam.dnn.models.build_model`) with the names tables give them.
@@ -180,5 +160,5 @@ def sweep_settings(dataset: str, given) -> dict:
     return {k: d[k] if getattr(given, k, None) is None else getattr(given, k) for k in ("model", "width", "batch_size", "epochs")}
 
 
-__all__ = ["sweep_settings", "Algorithm", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
+__all__ = ["sweep_settings", "Algorithm", "algorithms", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
            "CIFAR_TRAIN_IMAGES", "VAL_FRACTION", "BN_IMAGES", "BN_SEED", "bn_protocol", "chance_level", "at_chance"]

@@ -1,9 +1,11 @@
 """Optimisers for binary-weight networks (Section 3.1 of the paper): STAM, BinaryConnect,
-BinaryRelax and PSGD as ``torch.optim.Optimizer`` subclasses.  Float SGD is ``torch.optim.SGD``.
+BinaryRelax and PSGD as ``torch.optim.Optimizer`` classes, each the one generic optimiser
+(:class:`stam.dnn.optim_common.RuleOptimizer`) built from its update rule (:mod:`stam.rules`):
+``R = 1`` of the batched step the trainer runs.  Float SGD is ``torch.optim.SGD``.
 
-Contract (with ``stam.dnn.train``)
-----------------------------------
-Constructors::
+Contract (with ``stam.dnn.loop``)
+---------------------------------
+Constructors (the rule's ``arguments``)::
 
     STAM(params, gamma, lam, beta, weight_decay=0, compile="auto")        # eq. (alg:stamm)
     BinaryConnect(params, lr, weight_decay=0, compile="auto")             # eq. (alg:BC)
@@ -24,36 +26,41 @@ Constructors::
   otherwise ``Proj_Q(U)``) and ``float_weights()`` (STAM ``W``, otherwise ``U``) substitute the
   truly binary / the float weights and restore the previous values exactly.
 - ``STAM.stationarity_proxies()``: the last step's ``{"grad": ||grad L(W) + lam (W - U)||^2,
-  "z": ||X^t - X^{t-1}|| / gamma}`` over all quantised parameters (0-d tensors, no host sync).
+  "z": ||X^t - X^{t-1}|| / gamma}`` over all quantised parameters (0-d tensors, no host sync),
+  the formula of the batched trainer (:meth:`stam.rules.stam.STAMRule.proxies`).
 - BR: lam grows by ``rho`` once per epoch through ``grow_lambda()`` (or a schedule setting
   ``group["lam"]`` with ``rho = 1``); ``switch_to_projection()`` (or ``group["phase"] = 2``)
   starts the pure-projection phase.
 - BC and BR replace the parameters by ``W~^0`` when built; to resume, build the optimiser, then
   load the model's and the optimiser's state dicts.
 - Speed: the update of a quantised group is one ``torch.compile``-d kernel (inductor; CPU and
-  CUDA) calling the shared code (:func:`stam.algorithm.stam_step` for STAM), with an eager
-  fallback; ``compile=False`` disables it, ``"auto"`` compiles groups of >= 2^20 entries.
+  CUDA) calling the rule's step, with an eager fallback; ``compile=False`` disables it,
+  ``"auto"`` compiles groups of >= 2^20 entries.
 """
 
 from __future__ import annotations
 
-from stam.dnn.catalog import ALGORITHMS
-from stam.dnn.optim_bc import BinaryConnect
-from stam.dnn.optim_br import BinaryRelax
-from stam.dnn.optim_common import QuantizingOptimizer, project_layer
-from stam.dnn.optim_psgd import PSGD
-from stam.dnn.optim_stam import STAM
+from stam import rules
+from stam.dnn.optim_common import QuantizingOptimizer, RuleOptimizer, optimizer_class, project_layer
 
-#: Algorithm name (as in ``stam train --algo``) -> quantising optimiser class, from the registry
-#: :mod:`stam.dnn.catalog` (float SGD is torch.optim.SGD).
-OPTIMIZERS = {a.name: a.optimizer_class() for a in ALGORITHMS if a.binary}
+#: Algorithm name (as in ``stam train --algo``) -> quantising optimiser class, one per binary
+#: update rule of :mod:`stam.rules` (float SGD is torch.optim.SGD).
+OPTIMIZERS = {r.name: optimizer_class(r) for r in rules.RULES if r.binary}
 
-
-def make(algo: str, params, **hyper) -> QuantizingOptimizer:
-    """``OPTIMIZERS[algo](params, **hyper)`` with a clear error for an unknown name."""
-    if algo not in OPTIMIZERS:
-        raise ValueError(f"unknown quantising optimiser {algo!r}; choose one of {', '.join(OPTIMIZERS)}")
-    return OPTIMIZERS[algo](params, **hyper)
+STAM = OPTIMIZERS["stam"]
+BinaryConnect = OPTIMIZERS["bc"]
+BinaryRelax = OPTIMIZERS["br"]
+PSGD = OPTIMIZERS["psgd"]
 
 
-__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "QuantizingOptimizer", "OPTIMIZERS", "make", "project_layer"]
+def make(algo: str, params, **hyper) -> RuleOptimizer:
+    """The optimiser of the binary update rule ``algo`` (a rule registered after this module was
+    imported included), with a clear error for an unknown name."""
+    known = {r.name: r for r in rules.RULES if r.binary}
+    if algo not in known:
+        raise ValueError(f"unknown quantising optimiser {algo!r}; choose one of {', '.join(known)}")
+    return optimizer_class(known[algo])(params, **hyper)
+
+
+__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "QuantizingOptimizer", "RuleOptimizer", "OPTIMIZERS", "make",
+           "optimizer_class", "project_layer"]

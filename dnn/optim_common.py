@@ -1,39 +1,47 @@
-"""Machinery shared by the binary-weight optimisers of :mod:`stam.dnn.optim` (STAM, BC, BR, PSGD).
+"""The one ``torch.optim`` form of every update rule of :mod:`stam.rules` (STAM, BC, BR, PSGD and
+any rule added there): :func:`optimizer_class` builds it from the rule's batched form, ``R = 1`` of
+the same step the batched trainer (:mod:`stam.dnn.batched`) runs, the stationarity proxies from the
+same formula (:meth:`stam.rules.UpdateRule.proxies`).
 
 - Parameter groups carry ``quantize`` (default ``True``).  In a quantised group every parameter
-  tensor is one block of Q (eq. (eq01)): one layer's weight, projected by
-  :func:`project_layer` = :func:`stam.quantize.project_Q` with ``block_ids=None`` (scale
-  ``s = mean |U|``, sign(0) = +1, ``s >= 0``).  Non-quantised groups (biases, BatchNorm,
-  ``--keep-float`` layers) get a plain SGD update ``p <- p - lr (g + wd p)`` with the group's
-  step size (:meth:`QuantizingOptimizer._float_lr`).
-- The update of a quantised group is a *kernel*: a pure module-level function of lists of
-  tensors and 0-d hyperparameter tensors that writes its results into the parameters and the
-  optimiser state in place.  The Python loop over the layers inside a kernel is unrolled by
+  tensor is one block of Q (eq. (eq01)): one layer's weight, one run of the rule's step with
+  F = I_Q of one block (:func:`project_layer` = :func:`stam.quantize.project_Q` with
+  ``block_ids=None``: scale ``s = mean |U|``, sign(0) = +1, ``s >= 0``).  The parameter holds the
+  rule's forward weights; its other state fields are the optimiser state under the rule's
+  ``state_keys``.  Non-quantised groups (biases, BatchNorm, ``--keep-float`` layers) take the
+  rule's float step (``p <- p - lr (g + wd p)``; STAM: ``lr = 1/beta``).
+- The update of a quantised group is one *kernel* per rule (:func:`kernel`): a function of lists
+  of tensors and a dict of hyperparameter tensors that writes the new state into the parameters
+  and the optimiser state in place.  Its Python loop over the layers is unrolled by
   ``torch.compile`` (inductor: one fused C++/OpenMP loop per layer and pass on the CPU, Triton
   kernels on CUDA), so the hot path is one compiled call per group.  Hyperparameters enter as
-  0-d float64 tensors, so schedules that change them between steps cause no recompilation.
+  float64 tensors, so schedules that change them between steps cause no recompilation.
   ``compile="auto"`` (default) compiles groups of at least :data:`AUTO_COMPILE_MIN_NUMEL`
   quantised entries (compilation costs seconds once; it pays off for CIFAR networks, not for
   the tiny test models); ``True``/``False`` force it.  Where compilation is unavailable (no C++
   compiler, no Triton) the optimiser warns once and runs the same kernel eagerly.
-- :meth:`~QuantizingOptimizer.binary_weights` / :meth:`~QuantizingOptimizer.float_weights`
-  temporarily put the truly binary (in Q) / the float weights into the parameters and restore
-  the previous values bit for bit on exit.
+- :meth:`~RuleOptimizer.binary_weights` / :meth:`~RuleOptimizer.float_weights` temporarily put
+  the truly binary (in Q) / the float weights into the parameters and restore the previous
+  values bit for bit on exit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import warnings
 from typing import Callable, Iterator
 
 import torch
 from torch import Tensor
 
-from stam.algorithm import as_batch_scalar
 from stam.compiling import compile_errors as _compile_errors
 from stam.errors import first_line, warn
+from stam.operators import IndicatorQ
 from stam.quantize import project_Q
+from stam.registry import load
+from stam.rules import UpdateRule
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
 AUTO_COMPILE_MIN_NUMEL = 1 << 20
@@ -71,63 +79,66 @@ def check_hyper(positive: dict[str, float], nonneg: dict[str, float]) -> None:
             raise ValueError(f"{name} must be >= 0, got {v}")
 
 
-class BatchedRule:
-    """An algorithm's update for ``R`` runs at once, as the one trainer runs it
-    (:class:`stam.dnn.batched.Trainer`: ``stam train``, tuning, maps): pure functions of a state
-    whose tensors are ``(R, n)``, every quantised weight of a network in one flat buffer per run,
-    with hyperparameters as ``(R,)`` tensors (broadcast by :func:`stam.algorithm.as_batch_scalar`).
-    ``q`` is F = I_Q over that layout (:class:`stam.operators.IndicatorQ` with one block per layer,
-    eq. (eq01)), so each step is one call of the shared step over all layers.
+#: the older name of a rule's batched form (every :class:`stam.rules.UpdateRule` is one)
+BatchedRule = UpdateRule
 
-    Each algorithm declares one in the module of its optimiser (``BATCHED``), and its
-    :class:`stam.dnn.catalog.Algorithm` names it, so the batched trainer never dispatches on an
-    algorithm's name.  The defaults fit a :class:`stam.algorithm.QuantizedState` ``(u, w)``:
-    the forward pass at ``w``, the binary weights ``Proj_Q(u)``, the float weights ``u``, and
-    SGD with ``lr`` on the float (non-quantised) parameters.  Weight decay, where the
-    hyperparameters have it, is added by the trainer to the gradient at :meth:`float_weights`."""
-
-    def init(self, w: Tensor, hyper: dict[str, Tensor], q):
-        """The state at the start, from the initial weights ``w``."""
-        raise NotImplementedError
-
-    def step(self, state, grad: Tensor, hyper: dict[str, Tensor], q):
-        """One step, pure: the new state (``grad`` taken at :meth:`forward_weights`)."""
-        raise NotImplementedError
-
-    def forward_weights(self, state) -> Tensor:
-        """The weights of the forward pass (where the stochastic gradient is taken)."""
-        return state.w
-
-    def binary_weights(self, state, q) -> Tensor:
-        """The weights in Q the binary-weight accuracy is measured with."""
-        return q.prox_F(state.u, 1.0)
-
-    def float_weights(self, state) -> Tensor:
-        """The float weights (the float-weight accuracy; weight decay acts on them)."""
-        return state.u
-
-    def float_step(self, p: Tensor, grad: Tensor, buf: Tensor, hyper: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-        """The step of a float parameter (BatchNorm, the last bias) and its buffer: SGD with ``lr``."""
-        return p - as_batch_scalar(hyper["lr"], p) * grad, buf
-
-    def proxies(self, state, new, grad: Tensor, hyper: dict[str, Tensor]) -> tuple[Tensor, Tensor] | None:
-        """Stationarity proxies of the step from ``state`` to ``new`` with gradient ``grad``
-        (weight decay included): ``(R,)`` squared norms over all quantised layers; None for an
-        algorithm without them."""
-        return None
+#: F = I_Q of one layer (one run, one block): the optimiser steps each parameter as one run
+LAYER_Q = IndicatorQ(None)
 
 
-class QuantizingOptimizer(torch.optim.Optimizer):
-    """Base class: quantised / float groups, compiled kernels, binary/float weight views.
+@functools.lru_cache(maxsize=None)
+def kernel(rule: UpdateRule) -> Callable:
+    """The in-place step of ``rule`` on every layer of a group: ``run(params, grads, layers,
+    hyper, weight_decay) -> proxies or None``.  ``layers[i]`` are the state fields of parameter
+    ``i`` (the parameter itself where the rule's ``state_keys`` say None); each layer is one run
+    (``R = 1``) of ``rule.step``, weight decay (``None`` for none) added to the gradient at the
+    rule's float weights, as the batched trainer does; the new forward weights are written into
+    the parameter and the other fields into the state.  Returns the rule's proxies summed over
+    the layers (``(1,)`` float64 tensors), None for a rule without them."""
+    keys = rule.state_keys
 
-    Subclasses implement :meth:`_quantized_step`, :meth:`_float_lr`, :meth:`_binary_values` and
-    :meth:`_float_values`."""
+    def run(params: list[Tensor], grads: list[Tensor], layers: list[list[Tensor]], hyper: dict[str, Tensor],
+            weight_decay: Tensor | None):
+        prox = None
+        for P, G, fields in zip(params, grads, layers):
+            state = rule.state_type(*(f.unsqueeze(0) for f in fields))
+            g = G.unsqueeze(0)
+            if weight_decay is not None:
+                g = g + weight_decay * rule.float_weights(state)
+            new = rule.step(state, g, hyper, LAYER_Q)
+            part = rule.proxies(state, new, g, hyper)
+            if part is not None:
+                prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
+            for f, key, t in zip(fields, keys, new):
+                if key is not None:
+                    f.copy_(t.squeeze(0))
+            P.copy_(rule.forward_weights(new).squeeze(0))
+        return prox
 
-    def __init__(self, params, defaults: dict, compile: bool | str = "auto"):
+    run.__name__ = f"{rule.name}_kernel"
+    return run
+
+
+class RuleOptimizer(torch.optim.Optimizer):
+    """The ``torch.optim`` form of an update rule (module docstring); :func:`optimizer_class`
+    makes one class per rule (``stam.dnn.optim.STAM``, ...), with the rule's constructor
+    arguments.  Every hyperparameter lives in ``param_groups`` and may change between steps;
+    ``state_dict()`` / ``load_state_dict()`` round-trip exactly.  A rule whose step size is not
+    ``lr`` (STAM: ``1/beta``) has ``lr`` kept in step with it, so a ``torch.optim.lr_scheduler``
+    drives it as it drives SGD.  A rule that has stationarity proxies gets ``stationarity_proxies()``,
+    the last step's."""
+
+    rule: UpdateRule
+
+    def __init__(self, params, compile: bool | str = "auto", **hyper):
+        self.rule.check(hyper)
         if compile not in (True, False, "auto"):
             raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
         self._compile = compile
-        super().__init__(params, {**defaults, "quantize": True})
+        self._last_step: list[tuple[Tensor, Tensor]] = []  # per quantised group: the rule's proxies
+        self._seen: dict[int, tuple[float, float]] = {}  # per group: the (lr, step hyperparameter) of the last sync
+        super().__init__(params, {**hyper, **self.rule.group_defaults, "quantize": True})
+        self._sync_lr()
 
     # ------------------------------------------------------------------ groups and state
     def add_param_group(self, param_group: dict) -> None:
@@ -145,13 +156,60 @@ class QuantizingOptimizer(torch.optim.Optimizer):
                 if not p.is_floating_point():
                     raise ValueError(f"a quantised parameter must be floating point, got {p.dtype}")
             with torch.no_grad():
-                self._init_quantized_group(group)
-
-    def _init_quantized_group(self, group: dict) -> None:
-        """Hook: state that must exist before the first forward pass (BC, BR)."""
+                self._init_state(group, start=True)
 
     def _quantized_groups(self) -> Iterator[dict]:
         return (g for g in self.param_groups if g["quantize"])
+
+    def _hyper(self, group: dict, like: Tensor) -> dict[str, Tensor]:
+        """The group's hyperparameters as the batched step takes them: ``(1,)`` tensors (float64;
+        bool for a flag) on ``like``'s device, the rule's :meth:`~stam.rules.UpdateRule.group_hyper` added."""
+        values = {k: v for k, v in group.items() if k not in ("params", "quantize", "weight_decay")
+                  and isinstance(v, (int, float))}
+        values.update(self.rule.group_hyper(group))
+        return {k: torch.tensor([v], dtype=torch.bool if isinstance(v, bool) else torch.float64, device=like.device)
+                for k, v in values.items()}
+
+    def _init_state(self, group: dict, start: bool = False) -> None:
+        """The rule's start (:meth:`~stam.rules.UpdateRule.init`) for every parameter without state
+        (all of them at the ``start``, when the group is added; later those whose state was not
+        loaded): its forward weights into the parameter (BC: ``W~^0 = Proj_Q(U^0)``), its other
+        fields into the state.  A rule whose state is the parameter alone (PSGD) keeps none."""
+        keys = self.rule.state_keys
+        if not (start or any(k is not None for k in keys)):
+            return
+        todo = [p for p in group["params"] if not self.state.get(p)]
+        if not todo:
+            return
+        hyper = self._hyper(group, todo[0])
+        for p in todo:
+            new = self.rule.init(p.detach().unsqueeze(0), hyper, LAYER_Q)
+            for key, t in zip(keys, new):
+                if key is not None:
+                    self.state[p][key] = t.squeeze(0).clone(memory_format=torch.preserve_format)
+            p.copy_(self.rule.forward_weights(new).squeeze(0))
+
+    def _layers(self, params: list[Tensor]) -> list[list[Tensor]]:
+        """Each parameter's state fields (:func:`kernel`)."""
+        return [[p.detach() if key is None else self.state[p][key] for key in self.rule.state_keys] for p in params]
+
+    def _sync_lr(self) -> None:
+        """For a rule whose step size is ``k ** power`` (STAM: ``1/beta``), every group's ``lr`` is
+        that step: where ``lr`` changed since the last step (a scheduler), ``k`` follows; where
+        ``k`` changed (a preset's schedule, :func:`stam.dnn.loop.apply_hyper`), ``lr`` follows."""
+        key, power = self.rule.step_size
+        if key == "lr":
+            return
+        for i, g in enumerate(self.param_groups):
+            g.setdefault("lr", g[key] ** power)
+            lr, k = self._seen.get(i, (g["lr"], g[key]))
+            if g["lr"] != lr:
+                check_hyper(dict(lr=g["lr"]), {})
+                g[key] = g["lr"] ** (1 / power)
+            elif g[key] != k:
+                check_hyper({key: g[key]}, {})
+                g["lr"] = g[key] ** power
+            self._seen[i] = (g["lr"], g[key])
 
     # ------------------------------------------------------------------ the step
     @torch.no_grad()
@@ -160,6 +218,8 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        self._last_step = []
+        self._sync_lr()
         for group in self.param_groups:
             if group["quantize"]:
                 if group["params"]:
@@ -169,31 +229,33 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         return loss
 
     def _quantized_step(self, group: dict) -> None:
-        raise NotImplementedError
-
-    def _float_lr(self, group: dict) -> float:
-        """Step size of the plain SGD update of a non-quantised group."""
-        raise NotImplementedError
+        params = group["params"]
+        hyper = self._hyper(group, params[0])
+        self._init_state(group)
+        wd = hyper_tensor(group["weight_decay"], params[0]) if group.get("weight_decay") else None
+        prox = self._run(kernel(self.rule), group, [p.detach() for p in params], self._grads(params), self._layers(params),
+                         hyper, wd)
+        if prox is not None:
+            self._last_step.append(prox)
 
     def _float_step(self, group: dict) -> None:
-        """``p <- p - lr (g + wd p)`` over the parameters that have a gradient (foreach)."""
+        """The rule's float step, ``p <- p - lr (g + wd p)`` (STAM: ``lr = 1/beta``), over the
+        parameters that have a gradient."""
         params = [p for p in group["params"] if p.grad is not None]
         if not params:
             return
-        grads = [p.grad for p in params]
-        if group["weight_decay"]:
-            grads = torch._foreach_add(grads, params, alpha=group["weight_decay"])
-        lr = self._float_lr(group)
-        if lr <= torch.finfo(params[0].dtype).max:  # one fused pass
-            torch._foreach_add_(params, grads, alpha=-lr)
-        else:  # an ``alpha`` beyond the parameters' range is a conversion error; this gives inf weights,
-            # which stam train reports as divergence
-            torch._foreach_sub_(params, torch._foreach_mul(grads, hyper_tensor(lr, params[0])))
+        hyper = self._hyper(group, params[0])
+        wd = group.get("weight_decay")
+        for p in params:
+            g = p.grad if not wd else p.grad + wd * p
+            new, _ = self.rule.float_step(p.detach().unsqueeze(0), g.unsqueeze(0), None, hyper)
+            p.copy_(new.squeeze(0))
 
     @staticmethod
     def _grads(params: list[Tensor]) -> list[Tensor]:
         """Gradients of a quantised group; a parameter without one has gradient zero (the loss
-        does not depend on it, but the coupling/projection still acts on it)."""
+        does not depend on it, but the coupling/projection still acts on it), as in the batched
+        trainer."""
         return [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
 
     def _run(self, kernel: Callable, group: dict, *args):
@@ -215,14 +277,24 @@ class QuantizingOptimizer(torch.optim.Optimizer):
             return sum(p.numel() for p in group["params"]) >= AUTO_COMPILE_MIN_NUMEL
         return bool(self._compile)
 
-    # ------------------------------------------------------------------ binary / float weights
-    def _binary_values(self) -> list[tuple[Tensor, Tensor]]:
-        """(parameter, its weights in Q) for every quantised parameter."""
-        raise NotImplementedError
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._seen = {}
+        self._sync_lr()
 
-    def _float_values(self) -> list[tuple[Tensor, Tensor]]:
-        """(parameter, its float weights) where the parameter holds something else."""
-        raise NotImplementedError
+    # ------------------------------------------------------------------ binary / float weights
+    def _views(self, which: str) -> list[tuple[Tensor, Tensor]]:
+        """(parameter, its ``which`` weights) for every quantised parameter that does not hold them."""
+        pairs = []
+        for group in self._quantized_groups():
+            self._init_state(group)
+            for p, fields in zip(group["params"], self._layers(group["params"])):
+                state = self.rule.state_type(*(f.unsqueeze(0) for f in fields))
+                v = self.rule.binary_weights(state, LAYER_Q) if which == "binary" else self.rule.float_weights(state)
+                v = v.squeeze(0)
+                if v.data_ptr() != p.data_ptr():
+                    pairs.append((p, v))
+        return pairs
 
     @contextlib.contextmanager
     def binary_weights(self, model=None, images=None, batch: int = 1000):
@@ -235,7 +307,7 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         weights training ran on (STAM's W, PSGD's U), which measures another network.
         :func:`stam.dnn.loop.evaluate` does this itself."""
         with torch.no_grad():
-            pairs = self._binary_values()
+            pairs = self._views("binary")
         with _substituted(pairs), _statistics(model, images, batch):
             yield
 
@@ -244,9 +316,68 @@ class QuantizingOptimizer(torch.optim.Optimizer):
         """Within the block every quantised parameter holds its float weights; the previous
         values are restored exactly on exit.  ``model``, ``images``: as for :meth:`binary_weights`."""
         with torch.no_grad():
-            pairs = self._float_values()
+            pairs = self._views("float")
         with _substituted(pairs), _statistics(model, images, batch):
             yield
+
+
+#: the older name of the optimisers' base class
+QuantizingOptimizer = RuleOptimizer
+
+
+def _stationarity_proxies(self) -> dict[str, Tensor]:
+    """The last step's proxies of the rule (:meth:`stam.rules.UpdateRule.proxies`; STAM's
+    ``{"grad": ||grad L(W^t) + lam (W^t - U^t)||^2, "z": ||X^{t+1} - X^t|| / gamma}``) over all
+    quantised parameters together (``z`` combines groups as the norm of the stacked
+    differences).  0-d float64 tensors on the parameters' device, computed within the step, so
+    reading them costs no host synchronisation; ``float()`` them to read."""
+    if not self._last_step:
+        raise RuntimeError("stationarity_proxies(): no step has been taken yet")
+    grad_sq, z_sq = (sum(v).reshape(()) for v in zip(*self._last_step))
+    return {"grad": grad_sq, "z": z_sq.sqrt()}
+
+
+def _group_method(name: str):
+    def method(self):
+        getattr(self.rule, name)(self.param_groups)
+
+    return method
+
+
+@functools.lru_cache(maxsize=None)
+def optimizer_class(rule: UpdateRule) -> type:
+    """The ``torch.optim.Optimizer`` of ``rule``: the torch optimiser it names
+    (``torch_optimizer``, the float baseline's SGD), else a :class:`RuleOptimizer` subclass called
+    ``rule.optimizer_name`` whose constructor takes ``(params, <rule.arguments>, compile="auto")``
+    and which has the rule's ``group_methods`` (BR's ``grow_lambda()``, ``switch_to_projection()``)."""
+    if rule.torch_optimizer:
+        return load(rule.torch_optimizer)
+    args = [a if isinstance(a, tuple) else (a, inspect.Parameter.empty) for a in rule.arguments]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    sig = inspect.Signature([inspect.Parameter("self", kind), inspect.Parameter("params", kind),
+                             *(inspect.Parameter(n, kind, default=d) for n, d in args),
+                             inspect.Parameter("compile", kind, default="auto")])
+
+    def __init__(self, *a, **kw):
+        bound = sig.bind(self, *a, **kw)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        del values["self"]
+        params, compile = values.pop("params"), values.pop("compile")
+        RuleOptimizer.__init__(self, params, compile, **values)
+
+    __init__.__signature__ = sig
+    name = rule.optimizer_name or f"{rule.label or rule.name}Optimizer"
+    body = {"rule": rule, "__init__": __init__, "__module__": "stam.dnn.optim",
+            "__doc__": f"{rule.label}, {rule.equation}: :class:`stam.dnn.optim_common.RuleOptimizer` of the update rule "
+                       f"{type(rule).__module__}.RULE ({type(rule).__doc__ or ''})".strip()}
+    if type(rule).proxies is not UpdateRule.proxies:  # a rule with stationarity proxies (STAM)
+        body["stationarity_proxies"] = _stationarity_proxies
+    for m in rule.group_methods:
+        body[m] = _group_method(m)
+        body[m].__name__ = m
+        body[m].__doc__ = getattr(type(rule), m).__doc__
+    return type(name, (RuleOptimizer,), body)
 
 
 def _statistics(model, images, batch: int):
@@ -291,4 +422,5 @@ def _substituted(pairs: list[tuple[Tensor, Tensor]]):
                 p.copy_(s)
 
 
-__all__ = ["QuantizingOptimizer", "project_layer", "hyper_tensor", "check_hyper", "AUTO_COMPILE_MIN_NUMEL"]
+__all__ = ["RuleOptimizer", "QuantizingOptimizer", "optimizer_class", "kernel", "BatchedRule", "LAYER_Q", "project_layer", "hyper_tensor",
+           "check_hyper", "AUTO_COMPILE_MIN_NUMEL", "COMPILE_OPTIONS"]

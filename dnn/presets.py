@@ -63,16 +63,44 @@ POSITIVE = {"gamma", "lam", "beta", "lr", "switch_epoch"}
 INTEGER = {"switch_epoch"}
 
 
+def _named(obj, resolve):
+    """``obj`` with every decay ``factor`` that is a string replaced by ``resolve(string)``."""
+    if isinstance(obj, dict):
+        return {k: resolve(v) if k == "factor" and isinstance(v, str) else _named(v, resolve) for k, v in obj.items()}
+    return [_named(v, resolve) for v in obj] if isinstance(obj, list) else obj
+
+
+#: the constants of the paper ``presets.json`` names (``"module:NAME"`` -> value), filled by :func:`table`
+_NAMED: dict = {}
+
+
 @lru_cache(maxsize=1)
 def table() -> dict:
     """The parsed ``presets.json``, a decay ``factor`` given as ``"module:NAME"`` (a constant of the
     paper, e.g. ``"stam.algorithm:BR_RHO"``) replaced by its value."""
-    def named(obj):
-        if isinstance(obj, dict):
-            return {k: load(v) if k == "factor" and isinstance(v, str) else named(v) for k, v in obj.items()}
-        return [named(v) for v in obj] if isinstance(obj, list) else obj
+    def resolve(ref):
+        return _NAMED.setdefault(ref, load(ref))
 
-    return named(json.loads(resources.files("stam.dnn").joinpath("presets.json").read_text(encoding="utf-8")))
+    return _named(json.loads(resources.files("stam.dnn").joinpath("presets.json").read_text(encoding="utf-8")), resolve)
+
+
+def named_constants(obj, where: str):
+    """``obj`` (a user's schedule or search spaces) with each decay ``factor`` given as ``"module:NAME"``
+    replaced by its value as :func:`table` replaces those of ``presets.json`` (so a copy of its
+    ``"stam.algorithm:BR_RHO"`` means what it means there); only the constants ``presets.json`` names,
+    nothing else is imported: another string is a one-line :class:`UsageError` naming ``where``."""
+    table()
+
+    def resolve(ref):
+        if ref not in _NAMED:
+            raise UsageError(f"{where}: decay factor {ref!r} must be a number or a constant of the paper that presets.json "
+                             f"names ({', '.join(map(repr, _NAMED))})")
+        return _NAMED[ref]
+
+    try:
+        return _named(obj, resolve)
+    except RecursionError:
+        raise UsageError(f"{where}: nested too deeply to read") from None
 
 
 def names() -> list[str]:
@@ -189,7 +217,8 @@ def check_spec(key: str, spec) -> None:
             allowed = {"factor", "start", "every", "until", "min", "max"}
             if not isinstance(d, dict) or "factor" not in d or set(d) - allowed:
                 raise UsageError(f"{key}: decay must be {{'factor': f, optional {sorted(allowed - {'factor'})}}}, got {d}")
-            if not (isinstance(d["factor"], (int, float)) and d["factor"] > 0 and math.isfinite(d["factor"])):
+            if isinstance(d["factor"], bool) or not (isinstance(d["factor"], (int, float)) and d["factor"] > 0
+                                                      and math.isfinite(d["factor"])):
                 raise UsageError(f"{key}: decay factor {d['factor']!r} must be a finite number > 0")
             for name in ("start", "every", "until"):
                 if name in d and (isinstance(d[name], bool) or not isinstance(d[name], int) or d[name] < 1):
@@ -279,10 +308,10 @@ def parse_override(text: str) -> tuple[str, object]:
         raise UsageError(f"--set {text!r}: expected KEY=VALUE, e.g. --set gamma=0.1")
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise UsageError(f"--set {text!r}: VALUE must be a number or a JSON schedule such as "
                          '[{"from": 1, "value": 8}, {"from": 81, "value": 15}]') from None
-    return key, value
+    return key, named_constants(value, f"--set {key}")
 
 
 def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | None = None,
@@ -333,4 +362,4 @@ def paper_presets() -> dict:
     return out
 
 
-__all__ = ["step_schedules", "recipes", "shape_multiplier", "PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]
+__all__ = ["step_schedules", "recipes", "shape_multiplier", "PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "named_constants", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

@@ -79,17 +79,31 @@ def work_cost(task: dict) -> float:
 #: copies of the parameters a training holds (weights, gradients, the quantised and float copies and
 #: the optimiser's states of eq. (alg:stamm)); an estimate, on the high side
 PARAM_COPIES = 8
+#: copies of a batch's activations a training holds (the forward pass's outputs, their gradients and what
+#: the backward pass keeps beside them) and what a training process holds beyond its networks (the
+#: allocator's pools, a batch's augmented copy, the evaluation's buffers): fitted by least squares in the
+#: relative error to the peak memory of 12 trainings of VGG-11 (widths 1/16 to 1/4, batch 64 and 128, R = 1
+#: and 4; 2.23 and 50.5 MiB), ``benchmarks/memory_estimate.py`` (docs/benchmarks.md: the error)
+ACTIVATION_COPIES = 2.25
+TRAINING_FIXED_BYTES = 50 * 2**20
 
 
 def memory_need(task: dict, batch_size: int, runs: int = 1) -> float:
-    """Bytes a batched training of ``runs`` runs of the task's network at ``batch_size`` needs, about:
-    :data:`PARAM_COPIES` float32 copies of the parameters and twice the activations of a batch
-    (the forward pass's and their gradients), for each run (:func:`stam.dnn.models.model_cost`)."""
+    """Bytes a batched training of ``runs`` runs of the task's network at ``batch_size`` needs, about
+    (:func:`memory_bytes_needed` of its data set's classes and image shape)."""
+    classes, shape = _shape(task)
+    return memory_bytes_needed(task["model"], classes, shape, task["width"], batch_size, runs)
+
+
+def memory_bytes_needed(model: str, classes: int, shape, width: float, batch_size: int, runs: int = 1) -> float:
+    """Bytes a batched training of ``runs`` runs of ``model`` at ``batch_size`` needs, about:
+    :data:`PARAM_COPIES` float32 copies of the parameters and :data:`ACTIVATION_COPIES` of the
+    activations of a batch for each run (:func:`stam.dnn.models.model_cost`), and
+    :data:`TRAINING_FIXED_BYTES` (calibrated: ``benchmarks/memory_estimate.py``)."""
     from stam.dnn.models import model_cost
 
-    classes, shape = _shape(task)
-    cost = model_cost(task["model"], classes, shape, task["width"])
-    return 4.0 * runs * (PARAM_COPIES * cost["params"] + 2 * cost["activations"] * batch_size)
+    cost = model_cost(model, classes, shape, width)
+    return TRAINING_FIXED_BYTES + 4.0 * runs * (PARAM_COPIES * cost["params"] + ACTIVATION_COPIES * cost["activations"] * batch_size)
 
 
 def check_memory(task: dict, batch_size: int, runs: int, device: str, force: bool) -> None:
@@ -266,4 +280,5 @@ NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"r
                          files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)
 
 
-__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "work_cost", "memory_need", "check_memory", "PARAM_COPIES", "TASK_DEFAULTS"]
+__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "work_cost", "memory_need", "memory_bytes_needed", "check_memory", "PARAM_COPIES", "ACTIVATION_COPIES",
+           "TRAINING_FIXED_BYTES", "TASK_DEFAULTS"]

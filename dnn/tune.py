@@ -43,7 +43,7 @@ from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import DATA_SOURCE
 from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
-                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, holds)
+                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown as _shown)
 # the public names of the search, its numbers and its text, importable from here as when they lived here
 from stam.dnn.tunespace import coordinates, recipe, step_schedule, to_coordinates, to_hyper  # noqa: F401
 from stam.dnn.tunestats import (CURVE_TAIL, MIN_BUDGET, WORKING_LEVEL, budget_note, difficulty_lines,  # noqa: F401
@@ -298,12 +298,36 @@ FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
                       holds("ci95", lambda r: r.get("ci95") is None or (len(r["ci95"]) == 2 and (
                           None in r["ci95"] or r["ci95"][0] <= r["ci95"][1])),
                             "must be two bounds [lo, hi] with lo <= hi (a 95% confidence interval, summarise)")))
+def _schedules(obj):
+    """A trial's ``overrides``: each a hyperparameter's number or schedule (:func:`sample_trials` writes a
+    number, or a list of pieces starting at the sampled value), valid in the schedule language
+    (:func:`stam.dnn.presets.check_spec`: finite, > 0 where it must be); a string or an object is
+    refused here, not formatted as a number in the table."""
+    for key, spec in (obj.get("overrides") or {}).items():
+        if isinstance(spec, bool) or not isinstance(spec, (int, float, list)):
+            return f"overrides.{key}", f"must be a number or a schedule (a list of pieces), not {_shown(spec)}"
+        try:
+            presets.check_spec(key, spec)
+        except UsageError as exc:
+            return f"overrides.{key}", str(exc).removeprefix(f"{key}: ")
+    return None
+
+
+def _trials_at_most(obj):
+    """Each algorithm's trials at most ``params.trials`` (the budget; :data:`MAX_TRIALS` at most)."""
+    n = (obj.get("params") or {}).get("trials")
+    for i, a in enumerate(obj.get("algorithms") or []):
+        if isinstance(n, int) and isinstance(a, dict) and len(a.get("trials") or []) > n:
+            return f"algorithms[{i}].trials", f"holds {len(a['trials'])} trials, more than params.trials ({n})"
+    return None
+
+
 #: one trial of a tuning: its validation score (percent), the epoch chosen on it
 #: (with ``--halving``: ``rung``, the last rung it reached, from 0; ``epochs``, its score's; ``rung_scores``, one per rung)
 TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL,
                          "diverged_epoch": POSINT_OR_NULL, "score_as_trained": PCT_OR_NULL, "sign_ever": FRAC_OR_NULL,
                          "rung": COUNT, "epochs": POSINT, "rung_scores": LIST},
-               items={"rung_scores": PCT_OR_NULL})
+               items={"rung_scores": PCT_OR_NULL}, rules=(_schedules,))
 TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
                inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
 PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
@@ -315,8 +339,12 @@ TUNE = ResultType(
                              # search_difficulty(); halving: {eta, rungs: [{trials, epochs}], trial_epochs}
                              "search_difficulty": DICT, "halving": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
+                   rules=(distinct("algorithms", "algo", what="the algorithm"),
+                          distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most),
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
-                                                     "batch_size": POSINT}, optional={"bn_images": COUNT}),
+                                                     "batch_size": POSINT}, optional={"bn_images": COUNT},
+                                           rules=(holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
+                                                        f"is above {MAX_TRIALS}, the most trials stam tune draws"),)),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
     files="tune-*.json", writer="stam tune")
 

@@ -44,6 +44,12 @@ def search_space(algo: str, spaces: dict | None = None) -> dict:
         lo, hi = bounds if isinstance(bounds, (list, tuple)) and len(bounds) == 2 else (None, None)
         if not (number(lo) and number(hi) and 0 < lo <= hi < math.inf):
             raise UsageError(f"search space of {algo}: {key} needs 'log_uniform': [low, high] with 0 < low <= high, got {dim}")
+        if dim.get("decay") is not None:  # the schedule each trial gets (sample_trials): checked before any job runs
+            hyper = next(iter(coordinates({key: dim})[key]))
+            try:
+                presets.check_spec(hyper, [{"from": 1, "value": lo, "decay": dim["decay"]}])
+            except UsageError as exc:
+                raise UsageError(f"search space of {algo}: {key}'s decay: {str(exc).removeprefix(hyper + ': ')}") from None
     _inverse(algo, space)  # the coordinates determine the hyperparameters
     return space
 
@@ -174,7 +180,7 @@ def read_spaces(space_file: str | None) -> dict | None:
         raise UsageError(f"--space-file {space_file}: not a readable JSON file ({type(exc).__name__})") from None
     if not isinstance(spaces, dict):
         raise UsageError(f"--space-file {space_file}: expected an object algorithm -> search space")
-    return spaces
+    return presets.named_constants(spaces, f"--space-file {space_file}")  # "stam.algorithm:BR_RHO" as presets.json reads it
 
 
 # --------------------------------------------------------------------------- successive halving

@@ -18,7 +18,7 @@ into one ``nn.Module`` whose layers hold the R runs side by side:
 So the forward pass of run ``r`` is the forward pass of its own model, and a gradient with respect
 to the wide weights is the R runs' gradients side by side.  :attr:`WideNet.views` maps each
 parameter of the original model to its ``(R, *shape)`` view of the wide parameter, which is what
-the batched update rules (:class:`stam.dnn.optim_common.BatchedRule`) read and write.
+the batched update rules (:class:`stam.rules.UpdateRule`) read and write.
 
 Layouts: images enter as ``(B, C, H, W)`` (shared by every run) or ``(B, R C, H, W)`` (run ``r``'s
 images in channels ``r C .. (r+1) C - 1``; :func:`stack_runs` builds it from ``(R, B, C, H, W)``);

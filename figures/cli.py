@@ -74,8 +74,8 @@ def register(subparsers) -> None:
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
-        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 13 minutes on 2 CPU cores at "
-        "load 7-14 (--quick: 45 s at load 8, 2.5 minutes at load 14).",
+        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 2 minutes on 2 CPU cores at "
+        "load 4, 13 at load 14 (--quick: 32 s at load 4, 2.5 minutes at load 14).",
         build=_build_demo,
     )
     subparsers.add_parser(
@@ -103,7 +103,7 @@ def _build_demo(p) -> None:
     from stam.cliargs import add_out
 
     add_out(p, default="stam-demo", help="output folder (default: stam-demo)")
-    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (45 s on 2 cores at load 8)")
+    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (32 s on 2 cores at load 4)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_demo)
 
@@ -128,8 +128,8 @@ def _build_plot(p) -> None:
 
 
 def _build_map(p) -> None:
-    from stam.figures.params import MapParams
+    from stam.figures.map_experiment import MapParams
     from stam.params import add_arguments
 
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
-    p.set_defaults(func=handler("stam.figures.convergence_map:map_command"))
+    p.set_defaults(func=handler("stam.figures.map_experiment:map_command"))

@@ -1,27 +1,27 @@
 """``stam demo``: the whole toolkit end to end on built-in defaults (the README's main job).
 
-A pipeline of library calls: each step calls the toolkit's functions, gets their results as
-values and writes them with the same writers the commands use (so every file it leaves is the
-file the command would write):
+A pipeline of library calls: each step calls the toolkit's functions (an experiment with typed
+parameters through its parameters object and its run), gets their results as values and writes them
+with the same writers the commands use (so every file it leaves is the file the command would write):
 
 1. the paper audit (:func:`stam.theory.audit.findings`, the file of ``stam paper-check --out``),
 2. a synthetic rate experiment on the default problem at admissible parameters and (full demo
-   only) at the paper's Our1 parameters (:func:`stam.synthetic.rates.run_rates`, as ``stam
-   synthetic run``), and the baselines at an equal gradient budget
-   (:func:`stam.synthetic.baselines.compare`),
+   only) at the paper's Our1 parameters (``stam synthetic run``: :func:`stam.synthetic.commands.rates_experiment`
+   of a :class:`~stam.synthetic.params.RunParams`), and the baselines at an equal gradient budget
+   (``stam synthetic compare``: :func:`~stam.synthetic.commands.compare_experiment`),
 3. admissible step sizes for that problem, from the constants the experiment recorded
    (:func:`stam.theory.numeric.recommend`, as ``stam stepsize``),
 4. the exact worst case of deterministic STAM for the paper's class (any proper lsc F) for a few T
    (:func:`stam.theory.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
    (:func:`stam.theory.numeric.admissible_parameters`), and the certified region by automated
    Lyapunov search for that class, full and minibatch gradients, with convex F beside it
-   (:func:`stam.theory.lyapunov.region`),
-5. the convergence map of the synthetic problem over (gamma, lambda)
-   (:func:`stam.synthetic.convergence_map.run_map`),
+   (:func:`stam.theory.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
+5. the convergence map of the synthetic problem over (gamma, lambda) (``stam map --problem``:
+   :func:`stam.figures.map_experiment.run` of a :class:`~stam.figures.map_experiment.MapParams`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
    for STAM, BC, BR, PSGD and float, chosen on validation data, numbers from fresh seeds, the
    paper's settings as labelled rows,
-7. the convergence map on digits (:func:`stam.figures.convergence_map.digits_map`),
+7. the convergence map on digits (``stam map --dataset digits``, the same run),
 8. training curves (:func:`stam.dnn.train.run`) of STAM and BC at their tuned settings and of
    STAM at a theorem-admissible setting, with the sign flips of their binary weights,
 9. the report (:func:`stam.figures.report.build_report`): ``OUT/report.html``.
@@ -50,15 +50,15 @@ from pathlib import Path
 from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.figures import report
-from stam.figures.convergence_map import digits_map, summary_line, write_outputs
+from stam.figures.map_experiment import MapParams, summary_line
+from stam.figures.map_experiment import run as map_run
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
-from stam.synthetic.commands import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, write_rates
+from stam.synthetic.commands import COMPARE_DEFAULTS
 from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
-from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid, run_map
+from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid
 from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
-from stam.synthetic.methods import COMPARE
 from stam.theory.items import PAPER_CHECK, VERDICTS
 
 MARKER = ".stam-demo"
@@ -66,7 +66,7 @@ MARKER = ".stam-demo"
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo: the full one (13 min on 2 cores at load 7-14) and ``--quick`` (45 s at load 8).  Grids are
+    """Sizes of the demo: the full one (2 min on 2 cores at load 4, 13 at load 14) and ``--quick`` (32 s at load 4).  Grids are
     ``(lo, hi, n)``: n values from lo to hi, geometrically spaced."""
 
     synthetic_problem: str = "binary"
@@ -177,22 +177,22 @@ class Demo:
         self.headline["audit"] = audit_headline(items, cov)
         self.brief["audit"] = audit_brief(items)
 
-    def _rates(self, **kwargs) -> dict:
-        """The rate experiment of ``stam synthetic run`` (its defaults, or ``--quick``'s grid)."""
-        from stam.synthetic.problems import make_problem
-        from stam.synthetic.rates import geometric_grid, run_rates
+    def _rates(self, out: str, preset: str | None = None) -> dict:
+        """The rate experiment of ``stam synthetic run`` (its defaults, or ``--quick``'s grid; with ``preset``,
+        ``--preset``'s Table para setting on ``--quick``'s grid) written into ``out``: its result."""
+        from stam.synthetic.commands import rates_experiment
+        from stam.synthetic.params import RunParams
 
-        grid = QUICK if self.cfg.synthetic_quick or "gamma" in kwargs else RUN_DEFAULTS
-        lam = kwargs.pop("lam", None)
-        problem = make_problem(self.cfg.synthetic_problem, **({"lam": lam} if lam is not None else {}))
-        return run_rates(problem, geometric_grid(grid["T_min"], grid["T_max"], grid["T_points"]), R=grid["R"],
-                         progress=self.progress, **kwargs)
+        values = paper_presets()[preset] if preset else None
+        params = RunParams(problem=self.cfg.synthetic_problem, quick=self.cfg.synthetic_quick or preset is not None,
+                           preset=preset, preset_values=values, progress=self.progress, out=str(self.stage / out))
+        return rates_experiment(params).result
 
     def synthetic(self, step: Step) -> None:
         """The rate experiment at admissible parameters and (full demo) at Table para's Our1."""
         problem = self.cfg.synthetic_problem
-        self.rates = self._rates()
-        step.outputs.append(write_rates(self.rates, self.stage / "synthetic", f"rates-{problem}")[0])
+        self.rates = self._rates("synthetic")
+        step.outputs.append(self.stage / "synthetic" / f"rates-{problem}.json")
         rows = [r for r in self.rates["rows"] if r.get("admissible") and r.get("ratio") is not None]
         text = (f"Synthetic problem {problem}: min_t E S_t falls with slope {self.rates.get('slope'):+.2f} in T "
                 "(log-log)")
@@ -200,10 +200,9 @@ class Demo:
             text += (f"; Theorem conv's bound holds, {min(r['ratio'] for r in rows):.3g} to "
                      f"{max(r['ratio'] for r in rows):.3g} times the measured value (gamma = {rows[0]['gamma']:.3g})")
         if self.cfg.paper_preset:
-            lam, gamma, beta = paper_presets()[self.cfg.paper_preset]
-            p = self._rates(lam=lam, gamma=gamma, beta=beta, allow_inadmissible=True)
-            p["params"]["preset"] = self.cfg.paper_preset
-            step.outputs.append(write_rates(p, self.stage / f"synthetic-{self.cfg.paper_preset}", f"rates-{problem}")[0])
+            out = f"synthetic-{self.cfg.paper_preset}"
+            p = self._rates(out, self.cfg.paper_preset)
+            step.outputs.append(self.stage / out / f"rates-{problem}.json")
             last = p["rows"][-1]
             name = self.cfg.paper_preset[6:].capitalize()
             if last.get("nonfinite"):
@@ -219,17 +218,17 @@ class Demo:
 
     def compare(self, step: Step) -> None:
         """STAM against its baselines at an equal gradient budget (``stam synthetic compare``)."""
-        from stam.synthetic.baselines import compare
-        from stam.synthetic.problems import make_problem
+        from stam.synthetic.commands import compare_experiment
+        from stam.synthetic.params import CompareParams
 
-        problem = self.cfg.synthetic_problem
-        result = compare(make_problem(problem), self.cfg.compare_budget or COMPARE_DEFAULTS["budget"],
-                         R=COMPARE_DEFAULTS["R"], progress=self.progress)
-        step.outputs.append(COMPARE.write(dict(result, provenance=provenance()),
-                                          self.stage / "synthetic" / f"compare-{problem}.json"))
+        params = CompareParams(problem=self.cfg.synthetic_problem, budget=self.cfg.compare_budget or COMPARE_DEFAULTS["budget"],
+                               progress=self.progress, out=str(self.stage / "synthetic"))
+        step.outputs.append(compare_experiment(params)[2])
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
+        from stam.theory.stepsize import StepsizeParams, evaluate
+
         if self.rates is None:
             step.status = "missing"
             step.message = "skipped: it takes the problem's constants from the synthetic rate experiment, which did not run"
@@ -239,8 +238,7 @@ class Demo:
         flags = {"L1": c["L1"], "L2": c["L2"], "L3": c["L3"], "L4": c["L4"], "L5": c["L5"], "l": c["l"],
                  "A": c["A"], "C": c["C"], "delta0": max(d0["delta0"], 0.0), "M0": max(d0["M0_prime"], 0.0),
                  "eps": self.cfg.eps}
-        constants = numeric.Constants(**{k: flags[k] for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C")})
-        rec = numeric.recommend(constants, flags["delta0"], flags["M0"], flags["eps"])
+        rec = evaluate(StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
         step.outputs.append(numeric.STEPSIZE.write({
             "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec},
             self.stage / "stepsize.json"))
@@ -259,9 +257,12 @@ class Demo:
         """Where a Lyapunov function certifies STAM for the paper's class (any proper lsc F, the full
         gradient and minibatches of N = 2, b = 1) and for convex F beside it, and where the PEP refutes
         the theorem's form (``stam pep --region``, on a small grid of lambdas)."""
-        # convex F beside without its refutation (the headline and the figures use the paper class's)
-        result = lyapunov.region(self.cfg.region_lams, self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
-                                 scan_ratio=self.cfg.region_scan, refute_beside=False)
+        from stam.theory.params import RegionParams
+
+        # convex F beside without its refutation (the headline and the figures use the paper class's); one process
+        params = RegionParams(lams=self.cfg.region_lams, betas=self.cfg.region_betas, gamma_range=self.cfg.region_gammas,
+                              scan_ratio=self.cfg.region_scan, refute_beside=False, workers=1)
+        result = lyapunov.compute_region(params)
         step.outputs.append(lyapunov.REGION.write(result, self.stage / "region.json"))
         self.region_result = result
         self.headline["region"] = region_headline(result)
@@ -283,15 +284,17 @@ class Demo:
         self.facts["refuted"] = refuted
         return cert, refuted
 
-    def _regions(self) -> list[dict]:
-        return [self.region_result] if self.region_result is not None else []
+    def _region_file(self) -> str | None:
+        """The certified region's file (step "region"), whose lines the maps draw (``stam map --region``)."""
+        return str(self.stage / "region.json") if self.region_result is not None else None
 
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``), with the region's lines."""
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
-        result = run_map(problem, log_grid(*g), log_grid(*l), betas, iterations=self.cfg.map_iterations, seeds=seeds,
-                         progress=self.progress)
-        step.outputs.append(write_outputs(result, self.stage / "map", f"map-{problem}", self._regions())[0])
+        result, paths, _ = map_run(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+                                             iterations=self.cfg.map_iterations, n_seeds=seeds, progress=self.progress,
+                                             out=str(self.stage / "map"), region=self._region_file()))
+        step.outputs.append(paths[0])
         self.headline["map"] = "Convergence " + summary_line(result)
         self.brief["map"] = map_brief(result)
 
@@ -315,10 +318,11 @@ class Demo:
     def digits_map(self, step: Step) -> None:
         """Where STAM's binary network trains on digits, beside the theorem (``stam map --dataset digits``)."""
         g, l, betas, seeds = self.cfg.digits_map_grid
-        out = self.stage / "map-digits"
-        data = digits_map(log_grid(*g), log_grid(*l), list(betas), seeds, self.cfg.epochs, progress=self.progress,
-                          store=out / "jobs")
-        step.outputs.append(write_outputs(data, out, "map-digits", self._regions())[0])
+        # the data set's sweep defaults (the MLP, batch size 32: MapParams.network), as stam map --dataset digits
+        data, paths, _ = map_run(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+                                           n_seeds=seeds, epochs=self.cfg.epochs, progress=self.progress,
+                                           out=str(self.stage / "map-digits"), region=self._region_file()))
+        step.outputs.append(paths[0])
         self.headline["digits-map"] = digits_map_headline(data, region=self.region_result)
         self.brief["digits-map"] = digits_map_brief(data)
         trains = [r["gamma"] * r["lam"] for r in data["rows"] if r.get("metric") is not None and r["metric"] >= DIGITS_GOOD]
@@ -462,7 +466,7 @@ class Demo:
         if cert is not None and trains is not None:
             meet = "do not meet" if cert < trains else "overlap"
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}"
-                         + (f" (refuted from {refuted:.4g})" if refuted is not None else "")
+                         + " (every O(1/T) bound refuted from 1 - lambda/(2 beta - L1) by a 2-periodic run)"
                          + f", the binary digits network trains from {trains:.2g}: the two regions {meet}")
         elif cert is not None:
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
@@ -508,11 +512,13 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
 def region_brief(cert, refuted) -> str:
     text = ("Certified region: nothing certified" if cert is None else
             f"Certified region (any lsc F): STAM certified up to gamma*lambda = {cert:.2f}")
-    return text + (f"; the theorem's form refuted (PEP) from {refuted:.4g}" if refuted is not None else "")
+    # the 2-periodic run of stam.theory.onset.two_cycle refutes every O(1/T) bound from c_beta < 1 (exactly)
+    return text + ("; O(1/T) refuted from 1 - lambda/(2 beta - L1)" + (f", PEP at T = 1 from {refuted:.4g}"
+                                                                       if refuted is not None else ""))
 
 
 def map_brief(data: dict) -> str:
-    from stam.figures.convergence_map import summary
+    from stam.figures.map_experiment import summary
 
     s = summary(data)
     adm = sum(bool(r["admissible"]) for r in data["rows"])

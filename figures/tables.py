@@ -429,9 +429,10 @@ def region_parts(results, nc) -> list:
 
 
 def band_table(band: dict) -> Table:
-    """A ``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, ``benchmarks/pep_band.py``) per (beta, T): up to
-    where a one-step potential certifies STAM, the open band, and from where the PEP of that horizon is
-    unbounded (the zones of :func:`stam.theory.onset.band_segments`, which the figure ``pep-band`` draws)."""
+    """A ``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, ``benchmarks/pep_band.py``) per (sampling, beta, T):
+    up to where a potential certifies STAM, the open band, from where no ``O(1/T)`` bound holds (the 2-cycle of
+    :func:`stam.theory.onset.two_cycle`) and from where the PEP of that horizon is unbounded (the zones of
+    :func:`stam.theory.onset.band_segments`, which the figure ``pep-band`` draws)."""
     from stam.theory.onset import band_segments
 
     def zone(seg):
@@ -442,18 +443,47 @@ def band_table(band: dict) -> Table:
         refuted = "none up to " + fmt(band["gamma_lam_range"][1], 3) if s["refuted"] is None else \
             f"from {fmt(s['refuted'][0], 5)}" + (f" (onset in [{fmt(s['bracket'][0], 5)}, {fmt(s['bracket'][1], 5)}))"
                                                    if s["bracket"] is not None else " (the range's start)")
-        rows.append([fmt(s["beta"], 4), str(s["T"]), zone(s["certified"]), zone(s["open"]), refuted])
+        sampling = "full" if (s["N"], s["b"]) == (1, 1) else f"N = {s['N']}, b = {s['b']}"
+        rows.append([sampling, fmt(s["beta"], 4), str(s["T"]), zone(s["certified"]), zone(s["open"]),
+                     "\u2013" if s["no_decay"] is None else f"from {fmt(s['no_decay'][0], 6)}", refuted])
     caption = (f"Certified, open and refuted \u03b3\u03bb per horizon T (stam pep, any proper lsc F, \u03bb = "
                f"{fmt(band['lam'], 3)}, L1 = {fmt(band['L1'], 3)}, \u03b4\u2080 + M\u2080'_T \u2264 1; searched on "
-               f"[{fmt(band['gamma_lam_range'][0], 3)}, {fmt(band['gamma_lam_range'][1], 3)}]): certified by a one-step "
-               f"potential{' (' + band['certified_from'] + ')' if band.get('certified_from') else ''}; refuted: "
+               f"[{fmt(band['gamma_lam_range'][0], 3)}, {fmt(band['gamma_lam_range'][1], 3)}]): certified by a potential"
+               + (" (per \u03b2, the best proven in the table of potentials with history)" if band.get("history") else
+                  f"{' (' + band['certified_from'] + ')' if band.get('certified_from') else ''}")
+               + "; no O(1/T): a 2-periodic run with S_t constant (stam.theory.onset.two_cycle, exact); refuted: "
                "the PEP of horizon T unbounded, no bound of Theorem conv's form with M\u2080'_T")
-    return Table(caption, ["\u03b2", "T", "certified", "open", "refuted"], rows)
+    return Table(caption, ["sampling", "\u03b2", "T", "certified", "open", "no O(1/T) bound", "refuted"], rows)
+
+
+def history_table(band: dict) -> Table:
+    """The ``history`` rows of a ``pep-band`` result (:mod:`stam.theory.history`): per potential and beta, the
+    largest ``gamma*lam`` certified and proven, the first point not, and the 2-cycle's threshold there."""
+    from stam.theory.onset import sampling
+
+    cyc = {c["beta"]: c["threshold"] for c in band.get("cycles") or []}
+    rows = []
+    for h in band.get("history") or []:
+        N, b = sampling(h)
+        what = (f"{h['template']}, k = {h['k']}, h = {h['h']}" if (N, b) == (1, 1)
+                else f"{h['template']}, one step, N = {N}, b = {b}")
+        rows.append([what, fmt(h["beta"], 4), "\u2013" if h["certified"] is None else fmt(h["certified"], 6),
+                     "\u2013" if h["fails"] is None else fmt(h["fails"], 6),
+                     "\u2013" if h["beta"] not in cyc else fmt(cyc[h["beta"]], 6)])
+    return Table("Potentials with history (stam.theory.history; k-step decrease conditions, a quadratic form over the "
+                 "last h + 1 iterates in the general template): the largest \u03b3\u03bb certified and proven in "
+                 "exact arithmetic, the first not certified, and the threshold from which STAM has a 2-periodic run "
+                 "(no O(1/T) bound)", ["potential", "\u03b2", "certified to", "not certified at", "2-cycle from"], rows)
 
 
 @table_kind("pep-band", ("pep-band",), "pep")
 def band_parts(results, nc) -> list:
-    return [(f"pep-band-{i}", band_table(r.data)) for i, r in enumerate(results)]
+    parts = []
+    for i, r in enumerate(results):
+        parts.append((f"pep-band-{i}", band_table(r.data)))
+        if r.data.get("history"):
+            parts.append((f"pep-band-history-{i}", history_table(r.data)))
+    return parts
 
 
 @table_kind("compare", ("synthetic-compare",), "compare")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from stam.algorithm import Scalar
+from stam.steps import Scalar
 
 if TYPE_CHECKING:  # annotations only
     from torch import Tensor

@@ -25,7 +25,7 @@ _NO = dataclasses.MISSING
 
 def arg(*flags: str, default=_NO, default_factory=_NO, help: str | None = None, job: bool = False,
         convert: Callable[[Any], Any] | None = None, cli_default=_NO, old: tuple = (), exclusive: str | None = None,
-        **argparse_kw):
+        group: str | None = None, **argparse_kw):
     """A dataclass field with its command-line flag.
 
     ``flags``: its spellings (none: a library-only parameter); ``help``, ``type``, ``metavar``,
@@ -34,9 +34,10 @@ def arg(*flags: str, default=_NO, default_factory=_NO, help: str | None = None, 
     ``job``: part of :meth:`Params.spec`; ``convert``: turns the parsed value into the field's
     (e.g. ``--set K=V`` strings into a dict); ``cli_default``: the flag's default where it differs
     from the field's (before ``convert``); ``old``: earlier spellings kept hidden for one release;
-    ``exclusive``: the name of a mutually exclusive group of flags (at most one of them given)."""
+    ``exclusive``: the name of a mutually exclusive group of flags (at most one of them given); ``group``:
+    the title of the group of the help the flag is listed under."""
     meta = {"flags": flags, "help": help, "job": job, "convert": convert, "cli_default": cli_default, "old": old,
-            "exclusive": exclusive, "argparse": argparse_kw}
+            "exclusive": exclusive, "group": group, "argparse": argparse_kw}
     if default_factory is not _NO:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -62,11 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser, cls, more: dict | None = None
     ``more``: field name -> argparse keywords that only the command line knows (e.g. the
     ``choices`` of a flag read from a higher layer)."""
     groups: dict = {}
+    titled: dict = {}
     for f in flagged(cls):
+        title = f.metadata.get("group")
+        if title is not None and title not in titled:
+            titled[title] = parser.add_argument_group(title)
+        where = titled[title] if title is not None else parser
         group = f.metadata.get("exclusive")
         if group is not None and group not in groups:
-            groups[group] = parser.add_mutually_exclusive_group()
-        add_field(groups[group] if group is not None else parser, f.name, f, (more or {}).get(f.name))
+            groups[group] = where.add_mutually_exclusive_group()
+        add_field(groups[group] if group is not None else where, f.name, f, (more or {}).get(f.name))
     parser.set_defaults(params_class=cls)  # the command's parameters, found from its parser (tests, handlers)
     return parser
 

@@ -138,6 +138,30 @@ def increasing(list_key: str, key: str):
     return rule
 
 
+def distinct(list_key: str, *keys: str, what: str = ""):
+    """No two elements of ``obj[list_key]`` with the same values of ``keys`` (a map's cell, an
+    algorithm): a producer writes each once, so a repeat is a damaged file (and a reader would count
+    it twice, or draw the last one only).  Linear in the rows."""
+    def rule(obj):
+        seen = {}
+        for i, row in enumerate(obj.get(list_key) or []):
+            if not isinstance(row, dict):
+                continue
+            cell = tuple(_key(row.get(k)) for k in keys)
+            if cell in seen:
+                at = ", ".join(f"{k} = {_shown(row.get(k))}" for k in keys)
+                return (f"{list_key}[{i}]", f"repeats {what or 'the row'} of {list_key}[{seen[cell]}] ({at}): "
+                        "each is written once")
+            seen[cell] = i
+        return None
+    return rule
+
+
+def _key(value):
+    """A hashable stand-in for a JSON value (lists and objects by their JSON text)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+
+
 def ordered(lo: str, hi: str):
     """``obj[lo] <= obj[hi]`` where both are numbers (an interval, a bracket: hi >= lo)."""
     def rule(obj):
@@ -496,4 +520,4 @@ def classify(obj) -> ResultType | None:
 
 
 __all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "MODULES", "result_types", "result_type", "classify", "validate", "read_json",
-           "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]
+           "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "distinct", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]

@@ -17,6 +17,8 @@ minibatch of ``b`` costs ``b``, a full gradient costs ``N``.  For a budget ``E``
   with ``lam_{t+1} = rho lam_t`` for the first quarter of the iterations (the paper switches at
   epoch 250 of 1000), then ``W+ = Proj_Q(U+)``; ``lam_0 = 1``, ``rho`` =
   :data:`stam.algorithm.BR_RHO` (Table para's 1.02) per epoch of ``N/b`` iterations.
+  Each is its update rule's synthetic form (:mod:`stam.rules`, :func:`run_rule`): every rule
+  that declares one is a method.
 
 All y-steps (and the lr of PSGD/BC/BR) use the same step ``1/beta``: given (``--beta``), or by
 default the beta that Theorem conv-rate prescribes to STAM at its iteration count
@@ -37,7 +39,8 @@ import time
 import torch
 from tqdm import tqdm
 
-from stam.algorithm import BR_RHO, QuantizedState, bc_step, br_step, psgd_step, stam_step
+from stam import algorithm
+from stam.algorithm import stam_step
 from stam.io import bar_disable
 from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
 from stam.synthetic.problems import ThreeBlockProblem
@@ -82,34 +85,19 @@ def run_spring(problem, iters, R, gamma, beta, gen):
     return x, y
 
 
-def _quantisation(step, project_start: bool):
-    """A runner of a quantisation method on ``min G(W) + I_Q(W)`` with lr ``1/beta``: ``step(state,
-    grad, F, lr, t, iters, epoch)`` is its shared step of :mod:`stam.algorithm` (the gradient
-    taken at ``state.w``), from ``U^0 = y^0`` and ``W^0 = Proj_Q(U^0)`` (``project_start``) or
-    ``U^0``; its output is ``(Proj_Q(W^T), U^T)``."""
-
-    def run(problem, iters, R, gamma, beta, gen):
-        F, lr = problem.F, 1 / beta
-        U = problem.y0.expand(R, -1).clone()
-        state = QuantizedState(U, F.prox_F(U, lr) if project_start else U)
-        epoch = problem.sampling.N / problem.sampling.b
-        for t in range(iters):
-            state = step(state, problem.stochastic_grad(state.w, gen), F, lr, t, iters, epoch)
-        return F.prox_F(state.w, lr), state.u
-
-    return run
-
-
-def _br(state, grad, F, lr, t, iters, epoch):
-    """eq. (alg:BR): relaxed with ``lam_t = rho^(t / epoch)`` (``rho`` = :data:`BR_RHO` per epoch) for
-    the first quarter of the iterations, then projected (BC)."""
-    switch = iters // 4
-    return br_step(state, grad, F, lr, BR_RHO ** (min(t, switch) / epoch), relaxed=t < switch)
-
-
-run_psgd = _quantisation(lambda s, g, F, lr, *_: psgd_step(s, g, F, lr), False)
-run_bc = _quantisation(lambda s, g, F, lr, *_: bc_step(s, g, F, lr), True)
-run_br = _quantisation(_br, True)
+def run_rule(problem, iters, R, gamma, beta, gen, rule: str):
+    """A quantisation method on ``min G(W) + I_Q(W)`` with lr ``1/beta``: the update rule ``rule``
+    of :mod:`stam.rules` in a loop, from its :meth:`~stam.rules.UpdateRule.synthetic_start` at
+    ``U^0 = y^0`` and by its :meth:`~stam.rules.UpdateRule.synthetic_step` (its shared step of
+    :mod:`stam.steps`, the gradient taken at its forward weights ``W``); its output is
+    ``(Proj_Q(W^T), U^T)``."""
+    r = algorithm.rule(rule)
+    F, lr = problem.F, 1 / beta
+    state = r.synthetic_start(problem.y0.expand(R, -1).clone(), F, lr)
+    epoch = problem.sampling.N / problem.sampling.b
+    for t in range(iters):
+        state = r.synthetic_step(state, problem.stochastic_grad(r.forward_weights(state), gen), F, lr, t, iters, epoch)
+    return F.prox_F(r.forward_weights(state), lr), r.float_weights(state)
 
 
 def run_method(problem: ThreeBlockProblem, name: str, budget: int, R: int, gamma: float, beta: float | None,

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from stam.errors import UsageError, require
 from stam.io import check_out_dir, check_out_file, provenance
@@ -194,8 +195,18 @@ def write_rates(result: dict, out_dir, stem: str) -> tuple[Path, Path]:
     return path, path.with_suffix(".csv")
 
 
-def run_command(params) -> int:
-    """``stam synthetic run`` with its parameters (:class:`stam.synthetic.params.RunParams`)."""
+class RatesRun(NamedTuple):
+    """What :func:`rates_experiment` returns: the ``synthetic-rates`` result (as written), the problem it
+    ran on and the two files written (``.json``, ``.csv``)."""
+
+    result: dict
+    problem: object
+    paths: tuple
+
+
+def rates_experiment(params) -> RatesRun:
+    """``stam synthetic run`` as a library call (its parameters: :class:`stam.synthetic.params.RunParams`):
+    every flag checked, the rate experiment run and written; nothing printed (:func:`run_command` prints)."""
     import dataclasses
 
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
@@ -252,9 +263,16 @@ def run_command(params) -> int:
         result["params"]["preset"] = args.preset
     report = problem.constants_report()
     result["constant_status"] = {k: {key: v[key] for key in ("status", "how", "settings") if key in v} for k, v in report.items()}
-    json_path, csv_path = write_rates(result, out, stem)
+    return RatesRun(result, problem, write_rates(result, out, stem))
+
+
+def run_command(params) -> int:
+    """``stam synthetic run`` with its parameters (:class:`stam.synthetic.params.RunParams`):
+    :func:`rates_experiment`, then the problem, the step sizes and the table on stdout."""
+    result, problem, (json_path, csv_path) = rates_experiment(params)
     print(problem.describe())
-    estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
+    status = result["constant_status"]
+    estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if status[k]["status"] != "certified"]
     if estimated:
         print(f"constants ESTIMATED (not a guarantee): {', '.join(estimated)}; the bound and the admissibility rest on "
               "them (stam stepsize --problem shows each with its estimator)")
@@ -264,28 +282,38 @@ def run_command(params) -> int:
     return 0
 
 
-def compare_command(args) -> int:
-    """``stam synthetic compare`` with its parameters (:class:`stam.synthetic.params.CompareParams`)."""
-    from stam.synthetic.baselines import compare, format_table
+def compare_experiment(params) -> tuple[dict, object, Path]:
+    """``stam synthetic compare`` as a library call (its parameters: :class:`stam.synthetic.params.CompareParams`):
+    checked, run and written; returns the ``synthetic-compare`` result, the problem and the file written."""
+    from stam.synthetic.baselines import compare
     from stam.synthetic.methods import COMPARE
 
-    stem = f"compare-{_stem_name(args)}"
-    out = check_out_dir(args.out)
+    stem = f"compare-{_stem_name(params)}"
+    out = check_out_dir(params.out)
     check_out_file(out / f"{stem}.json")
-    R = args.R if args.R is not None else args.default_R
-    times = float(args.budget) * R * args.n / (COMPARE_DEFAULTS["budget"] * COMPARE_DEFAULTS["R"] * 32)
-    require(times <= WORK_LIMIT, f"--budget {args.budget} sample gradients for --R {R} runs at --n {args.n} are about "
+    R = params.R if params.R is not None else params.default_R
+    times = float(params.budget) * R * params.n / (COMPARE_DEFAULTS["budget"] * COMPARE_DEFAULTS["R"] * 32)
+    require(times <= WORK_LIMIT, f"--budget {params.budget} sample gradients for --R {R} runs at --n {params.n} are about "
             f"{times:.3g} times the default comparison's work, above the limit of {WORK_LIMIT}; lower them")
-    with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
-        problem = _problem(args)
-    _say_work(times, f"stam synthetic compare: --budget {args.budget} for --R {R} runs")
+    with _guarded(params.problem), _user_limits(f"the problem at n = {params.n}, N = {params.N}"):
+        problem = _problem(params)
+    _say_work(times, f"stam synthetic compare: --budget {params.budget} for --R {R} runs")
     try:
-        with _guarded(args.problem), _user_limits(f"--R {R} runs at n = {args.n}"):
-            result = compare(problem, args.budget, R=R, gamma=args.gamma, beta=args.beta, seed=args.seed,
-                             progress=args.progress)
+        with _guarded(params.problem), _user_limits(f"--R {R} runs at n = {params.n}"):
+            result = compare(problem, params.budget, R=R, gamma=params.gamma, beta=params.beta, seed=params.seed,
+                             progress=params.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    path = COMPARE.write(dict(result, provenance=provenance()), out / f"{stem}.json")
+    result = dict(result, provenance=provenance())
+    return result, problem, COMPARE.write(result, out / f"{stem}.json")
+
+
+def compare_command(params) -> int:
+    """``stam synthetic compare`` with its parameters (:class:`stam.synthetic.params.CompareParams`):
+    :func:`compare_experiment`, then the problem, the settings and the table on stdout."""
+    from stam.synthetic.baselines import format_table
+
+    result, problem, path = compare_experiment(params)
     print(problem.describe())
     p = result["params"]
     print(f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "

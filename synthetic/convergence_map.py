@@ -67,7 +67,7 @@ from stam.algorithm import as_batch_scalar, stam_step
 from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
 from stam.io import bar_disable, provenance
 from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST, POS, POSINT,
-                          PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file, holds, one_of, shown as _shown)
+                          PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file, distinct, holds, one_of, shown as _shown)
 from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
 from stam.theory import numeric
 
@@ -174,7 +174,8 @@ MAP = ResultType(
                         "data_source": DATA_SOURCE, "provenance": PROVENANCE,
                         # a network map's network (a synthetic map has no width or epochs)
                         "params": Schema(optional={"width": WIDTH_OR_NULL, "epochs": EPOCHS_OR_NULL})},
-                 each={"rows": MAP_ROW}, rules=(one_of("source", SOURCES), _metric_of_source, _percent_rows)),
+                 each={"rows": MAP_ROW}, rules=(one_of("source", SOURCES), _metric_of_source, _percent_rows,
+                                                 distinct("rows", "gamma", "lam", "beta", what="the cell"))),
     files="map-*.json", writer="stam map", format=MAP_FORMAT, csv=ROW_KEYS, older=_older,
     title=lambda d, path: f"convergence map: {d.get('source')} {d.get('problem', path.stem)}")
 

@@ -2,27 +2,29 @@
 
 Each :class:`Method` names its runner (``"module:function"``, in :mod:`stam.synthetic.baselines`:
 a loop over a shared step of :mod:`stam.algorithm`), so the comparison, the figure labels and the
-tests read the same declaration.  STAM, PSGD, BC and BR take their labels, equations, colours and
-markers from their update rules (:data:`stam.algorithm.RULES`), as the networks' do: the same
-methods, PSGD, BC and BR on ``min G(W) + I_Q(W)``.
+tests read the same declaration.  Every update rule of :mod:`stam.rules` with a synthetic form
+(PSGD, BC, BR on ``min G(W) + I_Q(W)``) is a method, with its label, equation, colour and marker,
+as the networks' are; STAM takes its colour and marker from its rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stam.algorithm import rule
+from stam.algorithm import RULES, rule
 from stam.registry import load, lookup
+from stam.rules import UpdateRule
 from stam.results import (COUNT_OR_NULL, DICT, DICT_OR_NULL, LIST, NONNEG_OR_NULL, NUM_OR_NULL, PROVENANCE, STR,
                           UNSIGNED_OR_NULL, ResultType, Schema)
 
 
 @dataclass(frozen=True)
 class Method:
-    """``runner(problem, iters, R, gamma, beta, gen) -> (u, y)`` (its final point);
+    """``runner(problem, iters, R, gamma, beta, gen) -> (u, y)`` (its final point; a method of an
+    update rule: :func:`stam.synthetic.baselines.run_rule` with its ``rule``);
     ``deterministic``: it takes full gradients (``iters = budget // N`` on the problem with full
     sampling, and its own theory beta); ``quantised``: it needs ``F = I_Q``; ``color`` and
-    ``marker``: how figures draw it (as :class:`stam.algorithm.Rule`'s)."""
+    ``marker``: how figures draw it (as :class:`stam.rules.UpdateRule`'s)."""
 
     name: str
     label: str
@@ -32,15 +34,22 @@ class Method:
     quantised: bool = False
     color: str = "black"
     marker: str = "x"
+    rule: str | None = None
 
     def run(self, *args):
+        if self.rule is not None:
+            return load(self.runner)(*args, rule=self.rule)
         return load(self.runner)(*args)
 
 
-def _network(name: str) -> Method:
-    r = rule(name)
-    return Method(name, r.label, r.equation, f"stam.synthetic.baselines:run_{name}", quantised=True, color=r.color,
-                  marker=r.marker)
+def _network(r) -> Method:
+    """The method of an update rule with a synthetic form (:meth:`stam.rules.UpdateRule.synthetic_start`)."""
+    return Method(r.name, r.label, r.equation, "stam.synthetic.baselines:run_rule", quantised=True, color=r.color,
+                  marker=r.marker, rule=r.name)
+
+
+def _has_synthetic_form(r) -> bool:
+    return type(r).synthetic_start is not UpdateRule.synthetic_start
 
 
 REGISTRY = (
@@ -50,9 +59,8 @@ REGISTRY = (
            deterministic=True, color="sky_blue", marker="P"),  # STAM's lighter blue: the same algorithm
     Method("spring-sgd", "SPRING-SGD (stochastic PALM)", "stochastic PALM", "stam.synthetic.baselines:run_spring",
            color="vermillion", marker="D"),
-    _network("psgd"),
-    _network("bc"),
-    _network("br"),
+    # every update rule with a synthetic form, in the order of Section 3.1 (PSGD, BC, BR)
+    *(_network(r) for r in sorted(RULES, key=lambda r: r.paper_order) if _has_synthetic_form(r)),
 )
 METHODS = tuple(m.name for m in REGISTRY)
 QUANTISATION_METHODS = tuple(m.name for m in REGISTRY if m.quantised)

@@ -234,12 +234,15 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     # every setting labelled; the hyperparameters are the study's best trials, transferred
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
     # (the re-measured study's job store: the settings its final-stage jobs train, else the best trial)
+    # (the re-measured study's job store: the final-stage setting whose trial scored best, else the best trial)
     jobs = [json.loads(f.read_text()) for f in sorted(bench.TUNED.glob("*.json"))]
-    best = {j["spec"]["algo"]: j["spec"]["overrides"][0] for j in jobs if j["spec"]["stage"] == "final"}
-    for j in sorted((j for j in jobs if j["spec"]["stage"] == "trial"), key=lambda j: j["result"]["rows"][0]["score"]):
-        best.setdefault(j["spec"]["algo"] + "-trials", {})
-        best[j["spec"]["algo"] + "-trials"] = j["spec"]["overrides"][0]
-    best.setdefault("float", best["float-trials"])
+    trials = sorted(((j["result"]["rows"][0]["score"], j["spec"]["algo"], j["spec"]["overrides"][0]) for j in jobs
+                     if j["spec"]["stage"] == "trial"), key=lambda t: t[0])
+    finals = [(j["spec"]["algo"], j["spec"]["overrides"][0]) for j in jobs if j["spec"]["stage"] == "final"]
+    best = {}
+    for score, algo, over in trials:  # ascending: the last, best, wins
+        if (algo, over) in finals or not any(a == algo for a, _ in finals):
+            best[algo] = over
     assert result["hyperparameters"]["stam"]["first_epoch"] == {k: pytest.approx(best["stam"][k]) for k in ("gamma", "lam", "beta")}
     for algo in ("bc", "float"):
         assert result["hyperparameters"][algo]["first_epoch"]["lr"] == pytest.approx(best[algo]["lr"])
@@ -307,3 +310,35 @@ def test_gpu_width1_refuses_a_mistake_in_one_line(tmp_path, capsys, argv, says):
     assert exc.value.code == 2 and len(err.splitlines()) == 1, err
     assert err.startswith("gpu_width1.py: error: " + says.replace("{tmp}", str(tmp_path))), err
     assert not (tmp_path / "out").exists()
+
+
+#: the error of the memory estimate docs/benchmarks.md states (estimate / measured peak, benchmarks/memory_estimate.py)
+MEMORY_RATIO = (0.7, 1.3)
+
+
+def test_the_memory_estimate_is_within_its_stated_error_of_the_measured_peaks():
+    """stam tune and stam map refuse a sweep whose estimate (dnn.sweep.memory_bytes_needed) exceeds the
+    device's memory; the estimate, as the code computes it now, against the committed measurements
+    (12 trainings of VGG-11 on the CPU): within the error docs/benchmarks.md states (it was 0.2 to 0.96
+    of the measured peak before it was calibrated)."""
+    from stam.dnn.sweep import memory_bytes_needed
+
+    result = json.loads((BENCH / "results" / "memory_estimate_cpu.json").read_text())
+    assert len(result["rows"]) == 12
+    for r in result["rows"]:
+        est = memory_bytes_needed("vgg11", 10, (3, 32, 32), r["width"], r["batch_size"], r["R"])
+        assert est == pytest.approx(r["estimate"])  # the committed result is of this code's estimate
+        assert MEMORY_RATIO[0] <= est / r["measured"] <= MEMORY_RATIO[1], r
+    assert result["ratio_min"] == min(r["ratio"] for r in result["rows"])
+    docs = (BENCH.parent / "docs" / "benchmarks.md").read_text()
+    assert f"{result['ratio_min']:.2f} to {result['ratio_max']:.2f}" in docs
+
+
+def test_memory_estimate_bench_measures_a_training_in_a_fresh_process(tmp_path, capsys):
+    bench = _load("memory_estimate")
+    out = tmp_path / "m.json"
+    bench.main(["--widths", "0.0625", "--batches", "16", "--runs", "1", "--repeats", "1", "--steps", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    (row,) = result["rows"]
+    assert row["measured"] == row["peak"] - row["rss_before"] > 0 and row["ratio"] == pytest.approx(row["estimate"] / row["measured"])
+    assert result["fit"] is None

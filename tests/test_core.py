@@ -214,7 +214,7 @@ def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_a
     ops = Composite(QuadraticCoupling(lams), IndicatorQ(None))
     assert ops.y_step is not None
     torch.testing.assert_close(y_step(ops, x, y, g, b), y - (g + lams * (y - x)) / b, rtol=1e-12, atol=1e-12)
-    from stam.algorithm import _reflect
+    from stam.steps import _reflect
 
     torch.testing.assert_close(_reflect(x, y), 2 * x - y, rtol=1e-12, atol=1e-12)  # eq. (algu)'s point, one pass
     plain = Composite(QuadraticCoupling(lam), None)
@@ -230,7 +230,7 @@ def test_in_place_passes_are_the_formulas_bit_for_bit_and_leave_inputs_alone(siz
     ``z + (u1 - x1)`` and ``p.lerp(u, t)``, with every input untouched; the projection of every path
     of ``project_Q`` shares no memory with its input (what ``PROX_IS_NEW`` declares); a prox that
     returns its input is not overwritten."""
-    from stam.algorithm import QuantizedState, _z_step, br_relax, br_step
+    from stam.steps import QuantizedState, _z_step, br_relax, br_step
 
     gen = torch.Generator().manual_seed(seed)
     n = sum(sizes)

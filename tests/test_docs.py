@@ -40,7 +40,7 @@ how a shell example is tested; several directives may share one comment, one per
   where the numbers come from; the quick variant is still run and checked by shape.
 - ``<!-- test-needs: stam-demo -->``: the block's folder first receives ``stam-demo``, the output
   of ``stam demo --quick`` (run once per test session and shared between xdist workers, as the
-  demo takes 45 s at load 8, 2.5 minutes at load 14); a command ``stam demo --quick`` in a block is served from that same run.
+  demo takes 32 s at load 4, 2.5 minutes at load 14); a command ``stam demo --quick`` in a block is served from that same run.
 - ``<!-- test-files: PATH ... -->`` (paths relative to the repository, blank-separated): those
   files are copied into the block's folder first (a user's problem file that ``--problem
   FILE.py:NAME`` or a python example imports); for shell and python examples.

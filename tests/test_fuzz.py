@@ -27,7 +27,10 @@ temporaries: never a wait, never trusted, rebuilt, nothing left), modules plante
 folder and on ``PYTHONPATH`` of a decode with worker processes (none runs), whatever is at the AOT
 key path but its package (never loaded), and full disks (a tmpfs of 4 KiB to 512 KiB where root
 may mount one, else ``ENOSPC`` at the writes: exit 0, or 1 with one line naming a path in the
-output folder, no temporary, no half-written JSON).  The number of examples is the
+output folder, no temporary, no half-written JSON); repeated rows (up to 100,000 copies of a map's
+cell, trials beyond a tuning's budget), overrides that are not a number or a schedule, and
+``--space-file`` decay factors that are neither a number > 0 nor a constant ``presets.json`` names
+(each one line naming the file or the flag).  The number of examples is the
 hypothesis profile ``stam-fuzz`` (small, for CI: the whole file takes about a minute on 2 cores, two when they are shared);
 ``STAM_FUZZ_EXAMPLES=2000`` selects the profile ``stam-fuzz-long`` with that many examples per
 test.  Each test asserts how many probes it ran and prints the count (``pytest -s``).
@@ -912,6 +915,64 @@ def fuzz_impossible_file_values(case, command):
         finding("impossible file values", rc == 2 and Path(name).name in err, (name, path, value, rc, err[-300:]))
 
 
+def _repeat_rows(name: str, n: int):
+    """The file ``name``'s first row (a map's cell, a tuning's algorithm or trial) repeated ``n`` times."""
+    def edit(obj):
+        if name == "map.json":
+            obj["rows"] = [dict(obj["rows"][0]) for _ in range(n)]
+        elif n > 1:  # an algorithm twice, or more trials than the budget (params.trials)
+            what = obj["algorithms"] if n == 2 else obj["algorithms"][0]["trials"]
+            what[:] = [json.loads(json.dumps(what[0])) for _ in range(n)]
+        return obj
+    return edit
+
+
+#: issue 40: repeated rows (up to 100,000 copies of a map's cell), trials beyond the budget, overrides that are
+#: not a number or a schedule (a string reached the table's :.3g): (file, edit)
+REPEATED = [("map.json", _repeat_rows("map.json", n)) for n in (2, 1000, 100_000)] + \
+    [("tune.json", _repeat_rows("tune.json", n)) for n in (2, 3, 100_000)] + \
+    [("tune.json", lambda o, v=v: set_at(o, ["algorithms", 0, "best", "overrides", "lr"], v) or o)
+     for v in ("abc", "", {"default": 0.1}, [{"from": 1, "value": "x"}], [], True, -1.0, [{"from": 1, "value": 1, "decay": {"factor": "os:system"}}])]
+
+
+@examples(8)
+@given(st.sampled_from(range(len(REPEATED))), st.sampled_from(["report", "plot"]))
+def fuzz_repeated_rows_and_overrides(i, command):
+    """A file of repeated rows or an override the table cannot print: exit 2 and one line naming the file
+    (its type refuses it), in seconds, never an internal error or a figure of 100,000 copies of one cell."""
+    name, edit = REPEATED[i]
+    obj = edit(valid_files()[name])
+    with sandbox() as root:
+        target = root / "in" / name
+        target.write_bytes(_dump(name, obj))
+        argv = (["plot", "map" if name == "map.json" else "tuning-curves", str(target), "-o", str(root / "out" / "fig.png")]
+                if command == "plot" else ["report", str(target), "-o", str(root / "out" / "report")])
+        rc, _, err = probe(argv, root, "repeated rows and overrides")
+        finding("repeated rows and overrides", rc == 2 and name in err, (name, i, rc, err[-300:]))
+
+
+#: issue 40: a --space-file whose decay factor is not a number > 0 nor a constant presets.json names
+FACTORS = ["os:system", "stam.__main__:main", "stam.algorithm:RULES", "stam.algorithm:", ":", *HOSTILE[:6], -2, 0, True,
+           None, [1.02], {"x": 1}, 1e309]
+
+
+@examples(6)
+@given(st.sampled_from(FACTORS))
+def fuzz_space_file_factors(factor):
+    """Refused in one line before any job (nothing imported: a user's file names no code), never failing
+    inside the first job."""
+    from stam.dnn import presets
+
+    spaces = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
+    spaces["br"]["lam"]["decay"]["factor"] = factor
+    with sandbox() as root:
+        (root / "in" / "spaces.json").write_text(json.dumps(spaces))
+        argv = ["tune", "--algos", "br", "--trials", "1", "--n-seeds", "2", "--epochs", "1", "--no-paper", "--no-progress",
+                "--space-file", str(root / "in" / "spaces.json"), "--out", ("<out>", "new")]
+        rc, _, err = probe(argv, root, "space-file factors")
+        finding("space-file factors", rc == 2 and ("decay" in err or "--space-file" in err), (factor, rc, err[-300:]))
+
+
 IGNORED = [  # (argv, the flag the one line must name): a flag the mode does not use (issue 27 item 4)
     ([*SYN_MAP, "--scheduler", "tcp://127.0.0.1:1"], "--scheduler"), ([*SYN_MAP, "--workers", "2"], "--workers"),
     ([*SYN_MAP, "--epochs", "1"], "--epochs"),
@@ -1375,6 +1436,8 @@ CASES = {  # test -> (the hypothesis test, its probe name, the CI examples)
     "planted-modules": (fuzz_planted_modules, "planted modules", 3),
     "foreign-packages": (fuzz_foreign_packages, "foreign packages", 8),
     "full-disks": (fuzz_full_disks, "full disks", 4),
+    "repeated-rows": (fuzz_repeated_rows_and_overrides, "repeated rows and overrides", 8),
+    "space-file-factors": (fuzz_space_file_factors, "space-file factors", 6),
 }
 #: tests whose strategy has only this many distinct examples (hypothesis stops there)
 DISTINCT = {"demo": 4, "cache-entries": len(CACHE_DAMAGE), "foreign-packages": len(FOREIGN_PACKAGES),

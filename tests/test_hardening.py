@@ -681,3 +681,120 @@ def test_a_sweep_with_more_processes_than_jobs_runs_them(tmp_path, capsys):
                         "--T-points", "1", "--R", "2", "--no-progress", "--out", tmp_path], capsys)
     assert rc == 0, err
     assert len(list(tmp_path.glob("rates-*.json"))) == out.count("wrote ") >= 1
+
+
+# -- issue 40, the points left: repeated rows, string overrides, a space file's named constant --------------
+
+
+def _repeat_map_rows(obj):
+    obj["rows"] = [dict(obj["rows"][0]) for _ in range(100_000)]
+
+
+def _repeat_algorithm(obj):
+    obj["algorithms"].append(json.loads(json.dumps(obj["algorithms"][0])))
+
+
+def _too_many_trials(obj):
+    obj["algorithms"][0]["trials"] = [dict(obj["algorithms"][0]["trials"][0]) for _ in range(100_000)]
+
+
+@pytest.mark.parametrize("name, edit, needle", [
+    ("map.json", _repeat_map_rows, "field rows[1] repeats the cell of rows[0] (gamma = 0.1, lam = 1.0, beta = 20.0)"),
+    ("tune.json", _repeat_algorithm, "field algorithms[1] repeats the algorithm of algorithms[0] (algo = a string 'bc')"),
+    ("tune.json", _too_many_trials, "field algorithms[0].trials holds 100000 trials, more than params.trials (1)"),
+    ("tune.json", lambda o: set_at(o, ["params", "trials"], 2**16 + 1), "field params.trials is above 65536"),
+])
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_repeated_rows_are_one_line_naming_file_and_field(name, edit, needle, command, tmp_path, capsys):
+    """100,000 copies of one map cell were drawn as one cell and counted as 100,000 in the report's
+    words; a tuning with more trials than its budget (or an algorithm twice) was summarised as if
+    run.  Each is refused by its result type (a producer writes each cell, algorithm and trial once)."""
+    obj = _valid_files()[name]
+    edit(obj)
+    target = tmp_path / name
+    target.write_text(json.dumps(obj))
+    argv = (["report", target, "-o", tmp_path / "out"] if command == "report" else
+            ["plot", "map" if name == "map.json" else "tuning-curves", target, "-o", tmp_path / "out" / "f.png"])
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, name, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("abc", "field algorithms[0].best.overrides.lr must be a number or a schedule (a list of pieces), not a string 'abc'"),
+    ({"default": 0.1}, "field algorithms[0].best.overrides.lr must be a number or a schedule"),
+    ([{"from": 1, "value": "x"}], "field algorithms[0].best.overrides.lr value 'x' must be a finite number > 0"),
+    (-1.0, "field algorithms[0].best.overrides.lr value -1.0 must be a finite number > 0"),
+])
+def test_an_override_that_is_not_a_number_or_schedule_is_refused_by_the_tune_type(value, needle, tmp_path, capsys):
+    """A string override reached the table's ``:.3g`` (an internal error: "Unknown format code 'g'");
+    now the tune type checks each override in the schedule language before anything is drawn."""
+    obj = _valid_files()["tune.json"]
+    set_at(obj, ["algorithms", 0, "best", "overrides", "lr"], value)  # what the table formats
+    target = tmp_path / "tune.json"
+    target.write_text(json.dumps(obj))
+    rc, _, err = run(["report", target, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "tune.json", needle)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_path):
+    """presets.json's BR space names its decay factor ``"stam.algorithm:BR_RHO"``; a --space-file copying
+    it failed inside the first job.  It is resolved as presets.json resolves it: the same trials (so
+    the same jobs) as the default spaces."""
+    from stam.algorithm import BR_RHO
+    from stam.dnn import presets, tune
+
+    raw = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
+    assert raw["br"]["lam"]["decay"]["factor"] == "stam.algorithm:BR_RHO"  # the form the file must take
+    path = tmp_path / "spaces.json"
+    path.write_text(json.dumps(raw))
+    spaces = tune.read_spaces(str(path))
+    assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
+    assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
+    key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.algorithm:BR_RHO"}}]')
+    assert value[0]["decay"]["factor"] == BR_RHO
+
+
+@pytest.mark.parametrize("factor, needle", [
+    ("os:system", "--space-file"), ("stam.__main__:main", "must be a number or a constant of the paper that presets.json names"),
+    (-2, "search space of br: lam's decay: decay factor -2 must be a finite number > 0"),
+    (True, "decay factor True must be a finite number > 0"),
+])
+def test_a_space_files_bad_decay_factor_is_one_line_before_any_job(factor, needle, tmp_path, capsys, monkeypatch):
+    """Another reference is never imported (a user's file names no code to run), a factor that is not
+    a number > 0 is refused with the space, before the data set is loaded or any job runs."""
+    from stam.dnn import presets, sweep
+
+    raw = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
+    raw["br"]["lam"]["decay"]["factor"] = factor
+    (tmp_path / "spaces.json").write_text(json.dumps(raw))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sweep, "check_task", lambda *a: pytest.fail("the data set was loaded"))
+    rc, _, err = run(["tune", "--algos", "br", "--trials", "1", "--n-seeds", "2", "--epochs", "1", "--no-paper",
+                      "--space-file", "spaces.json", "--out", "t", "--no-progress"], capsys)
+    one_line_error(rc, err, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spaces.json"]
+
+
+def test_a_map_of_many_cells_is_drawn_with_one_artist_per_kind_and_panel():
+    """Issue 40 item 4 (rows): each cell's marker was its own artist (10,000 cells: 154 s of report,
+    measured); now each kind (stars, crosses, hatching) is one artist per panel, so the figure's
+    cost grows with the cells only through the mesh."""
+    import matplotlib.pyplot as plt
+
+    from stam.figures.convergence_map import plot_map
+
+    obj = _valid_files()["map.json"]
+    row = obj["rows"][0]
+    grid = [(10 ** (-3 + 4 * i / 29), 10 ** (-1 + 2 * j / 19)) for i in range(30) for j in range(20)]
+    obj["rows"] = [dict(row, gamma=g, lam=lam, admissible=True, diverged=int(k % 3 != 0), seeds=1 + (k % 3 == 1),
+                        metric=None if k % 3 == 2 else 50.0) for k, (g, lam) in enumerate(grid)]
+    fig = plot_map([obj])
+    try:
+        for ax in fig.axes:
+            if ax.get_label() == "<colorbar>":
+                continue
+            assert len(ax.lines) <= 20 and len(ax.patches) + len(ax.collections) <= 20, (len(ax.lines), len(ax.patches))  # 600 cells
+    finally:
+        plt.close(fig)

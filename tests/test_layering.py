@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"stam": "stam", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
+PACKAGES = {"stam": "stam", "stam.rules": "stam/rules", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
             "stam.dnn": "dnn", "stam.figures": "figures"}
-SUBPACKAGES = tuple(p for p in PACKAGES if p != "stam")
+SUBPACKAGES = tuple(p for p in PACKAGES if p not in ("stam", "stam.rules"))  # the update rules are core
 
 
 def _modules() -> dict[str, Path]:

@@ -47,6 +47,21 @@ def test_the_job_specification_is_the_fields_marked_job():
     assert Toy.from_args(_parser().parse_args([]), library_only=9).library_only == 9
 
 
+@dataclasses.dataclass(frozen=True)
+class Grouped(Params):
+    first: int | None = arg("--first", type=positive_int, default=None, group="the first group", help="one")
+    second: int | None = arg("--second", type=positive_int, default=None, group="the first group", help="two")
+    alone: bool = arg("--alone", action="store_true", default=False, help="ungrouped")
+
+
+def test_a_fields_group_lists_its_flag_under_the_groups_title():
+    p = _parser(Grouped)
+    titled = {g.title: [a.dest for a in g._group_actions] for g in p._action_groups}
+    assert titled["the first group"] == ["first", "second"] and "alone" not in titled["the first group"]
+    assert "the first group:" in p.format_help()
+    assert Grouped.from_args(p.parse_args(["--second", "2", "--alone"])) == Grouped(second=2, alone=True)
+
+
 def _commands(parser=None, path=()):
     parser = parser or build_parser()
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -62,8 +77,8 @@ WITH_PARAMS = {cmd: p for cmd, p in _commands().items() if p.get_default("params
 
 
 def test_the_experiment_commands_declare_their_parameters():
-    assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep")} \
-        <= set(WITH_PARAMS)
+    assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep"),
+            ("paper-check",), ("stepsize",)} <= set(WITH_PARAMS)
 
 
 @pytest.mark.parametrize("cmd", sorted(WITH_PARAMS), ids=" ".join)

@@ -32,8 +32,8 @@ SMALL = {"kind": "pep-band", "lam": 1.0, "L1": 1.0, "gamma_lam_range": [0.9, 1.6
 def test_segments_of_a_small_result():
     """Certified up to 0.99, open to the bracket, the bracket, refuted to the range's end, then not searched."""
     segs = band_segments(SMALL)
-    assert segs[0] == {"T": 1, "beta": 10.0, "certified": (0.0, 0.99), "open": (0.99, 1.3655),
-                       "bracket": (1.3655, 1.3662), "refuted": (1.3662, 1.6), "unknown": (1.6, None)}
+    assert segs[0] == {"T": 1, "beta": 10.0, "N": 1, "b": 1, "certified": (0.0, 0.99), "open": (0.99, 1.3655),
+                       "no_decay": None, "bracket": (1.3655, 1.3662), "refuted": (1.3662, 1.6), "unknown": (1.6, None)}
     assert segs[1]["open"] == (0.99, 1.6) and segs[1]["bracket"] is None and segs[1]["refuted"] is None
     assert segs[2]["open"] is None and segs[2]["refuted"] == (0.9, 1.6)  # nothing open below the first solve
     assert band_segments({**SMALL, "certified": None})[0]["certified"] is None
@@ -82,9 +82,15 @@ def _bad(edit):
     (lambda o: o.update(gamma_lam_range=[1.6, 0.9]), "must be [lo, hi] with lo < hi"),
     (lambda o: o.update(gamma_lam_range=[0.9, 1.6, 2.0]), "must be [lo, hi] with lo < hi"),
     (lambda o: o["rows"][0].update(hi=1.7), "outside gamma_lam_range"),
-    (lambda o: o["rows"].append(dict(o["rows"][0])), "same beta and T"),
+    (lambda o: o["rows"].append(dict(o["rows"][0])), "repeats the row of rows[0] (beta = 10.0, T = 1, "),
     (lambda o: o.update(certified=float("nan")), "certified"),
     (lambda o: o.update(certified="0.99"), "certified"),
+    (lambda o: o["rows"][0].update(N=2, b=3), "must be <= N"),
+    (lambda o: o["rows"].append({**o["rows"][0], "N": 2, "b": 1}) or o["rows"].append({**o["rows"][0], "N": 2, "b": 1}),
+     "repeats the row of rows["),
+    (lambda o: o.update(history=[{**WIDE["history"][0], "certified": 0.95}]), "history[0].fails must be >="),
+    (lambda o: o.update(history=[{**WIDE["history"][0], "template": "other"}]), "history[0].template"),
+    (lambda o: o.update(cycles=[{"beta": 10.0, "threshold": -1.0}]), "cycles[0].threshold"),
 ])
 def test_the_result_type_refuses_a_malformed_file(tmp_path, edit, needle):
     """A malformed file is one UsageError naming the field, on reading and before writing (nothing written)."""
@@ -136,14 +142,77 @@ def test_the_committed_result_is_the_table_of_docs_pep():
     assert data["certified"] == region_reach(REGION.read(ROOT / "benchmarks" / "results" / "lyapunov_region.json"))[0]
 
 
+def test_the_committed_result_closes_the_band():
+    """The committed result's additions (issue 39, point 1): minibatch horizons whose T = 1 onset is (1 + sqrt 3)/2;
+    at every beta the 2-cycle's threshold c_beta (exact, stam.theory.onset.cycle_threshold) with no potential
+    certified at or above it, and the general template certified to within two bisection steps of it."""
+    from fractions import Fraction
+
+    from stam.theory.onset import cycle_threshold, sampling
+
+    data = PEP_BAND.read(ROOT / "benchmarks" / "results" / "pep_band.json")
+    tol = data["tol"]
+    sampled = [r for r in data["rows"] if sampling(r) != (1, 1)]
+    assert {sampling(r) for r in sampled} >= {(2, 1)}
+    for r in sampled:
+        if r["T"] == 1:
+            assert r["lo"] <= C_STAR <= r["hi"], r
+    cycles = {c["beta"]: c for c in data["cycles"]}
+    assert set(cycles) == {r["beta"] for r in data["rows"]}
+    for beta, c in cycles.items():
+        assert Fraction(c["exact"]) == cycle_threshold(beta, data["lam"], data["L1"])
+        assert c["threshold"] == float(Fraction(c["exact"]))
+    for h in data["history"]:
+        cb = cycles[h["beta"]]["threshold"]
+        assert h["certified"] is None or h["certified"] < cb, h
+        if h["template"] == "general":
+            assert cb - h["certified"] <= 2 * tol, h
+
+
 def test_the_report_table_of_a_small_result():
     """The report's table of a pep-band result (figures.tables.band_table): one row per (beta, T), the zones the
     figure draws, the bracket beside the refuted onset."""
     from stam.figures.tables import band_table
 
     t = band_table(SMALL)
-    assert t.header == ["\u03b2", "T", "certified", "open", "refuted"]
-    assert t.rows == [["10", "1", "[0, 0.99)", "[0.99, 1.3655)", "from 1.3662 (onset in [1.3655, 1.3662))"],
-                      ["10", "5", "[0, 0.99)", "[0.99, 1.6)", "none up to 1.6"],
-                      ["1", "1", "[0, 0.99)", "\u2013", "from 0.9 (the range's start)"]]
+    assert t.header == ["sampling", "\u03b2", "T", "certified", "open", "no O(1/T) bound", "refuted"]
+    assert t.rows == [["full", "10", "1", "[0, 0.99)", "[0.99, 1.3655)", "\u2013",
+                       "from 1.3662 (onset in [1.3655, 1.3662))"],
+                      ["full", "10", "5", "[0, 0.99)", "[0.99, 1.6)", "\u2013", "none up to 1.6"],
+                      ["full", "1", "1", "[0, 0.99)", "\u2013", "\u2013", "from 0.9 (the range's start)"]]
     assert "a test" in t.caption
+
+
+#: SMALL with what issue 39's closing adds (optional fields: SMALL, a file of before, stays readable): a minibatch
+#: row, potentials with history at beta = 10 and the 2-cycle's threshold there
+WIDE = {**SMALL, "rows": SMALL["rows"] + [{"T": 1, "beta": 10.0, "lo": 1.3655, "hi": 1.3662, "N": 2, "b": 1}],
+        "history": [{"template": "general", "k": 2, "h": 1, "beta": 10.0, "certified": 0.9468, "fails": 0.9474},
+                    {"template": "paper", "k": 1, "h": 0, "beta": 10.0, "certified": 0.93, "fails": 0.9305},
+                    {"template": "paper", "k": 1, "h": 0, "beta": 10.0, "N": 2, "b": 1, "certified": None,
+                     "fails": 0.05}],
+        "cycles": [{"beta": 10.0, "threshold": 18 / 19, "S": 0.93, "delta0": 0.062, "exact": "18/19"}]}
+
+
+def test_segments_and_tables_with_history_minibatches_and_the_cycle(tmp_path):
+    """Per beta the best proven potential of ``history`` is the certified end (0.9468 for the full gradient at beta
+    = 10, none for N = 2, b = 1 there, the region's 0.99 at beta = 1 where no potential was searched); from the
+    2-cycle's threshold 18/19 to the bracket no O(1/T) bound holds; the figure draws three panels side by side."""
+    from stam.figures.band import draw
+    from stam.figures.tables import band_parts
+    from stam.theory.onset import history_segments
+
+    PEP_BAND.write(WIDE, tmp_path / "wide.json")
+    segs = band_segments(PEP_BAND.read(tmp_path / "wide.json"))
+    assert segs[0]["certified"] == (0.0, 0.9468) and segs[0]["open"] == (0.9468, 18 / 19)
+    assert segs[0]["no_decay"] == (18 / 19, 1.3655) and segs[0]["bracket"] == (1.3655, 1.3662)
+    assert segs[2]["certified"] == (0.0, 0.99) and segs[2]["no_decay"] is None  # beta = 1: no cycle row
+    assert (segs[3]["N"], segs[3]["b"]) == (2, 1) and segs[3]["certified"] is None
+    assert segs[3]["open"] == (0.0, 18 / 19)
+    hist = history_segments(WIDE)
+    assert hist[0]["open"] == (0.9468, 18 / 19) and hist[0]["no_decay"] == (18 / 19, 1.6)
+    parts = dict(band_parts([type("R", (), {"data": WIDE})()], None))
+    assert parts["pep-band-history-0"].rows[0] == ["general, k = 2, h = 1", "10", "0.9468", "0.9474", "0.947368"]
+    assert parts["pep-band-0"].rows[3][0] == "N = 2, b = 1"
+    fig = draw(load_results([tmp_path / "wide.json"]))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["full gradient", "minibatches N = 2, b = 1", "potentials with history"]

@@ -143,7 +143,7 @@ _FIELDS = tuple(STORED_FINDING.required)
 
 def source_key() -> str:
     """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
-    (items included), :mod:`stam.algorithm`, the bundled paper, the seed and the versions of Python,
+    (items included), :mod:`stam.algorithm` and :mod:`stam.steps`, the bundled paper, the seed and the versions of Python,
     numpy, sympy and mpmath.  Any change to them gives another key, so a stored result is never stale."""
     import hashlib
     import sys
@@ -152,14 +152,15 @@ def source_key() -> str:
     import numpy
     import sympy
 
-    from stam import algorithm
+    from stam import algorithm, steps
 
     root = Path(__file__).resolve().parent
     from importlib.metadata import version
 
     h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} mpmath {version('mpmath')} "
                        f"seed {SEED}".encode())
-    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve()]:
+    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve(),
+                                                                  Path(steps.__file__).resolve()]:
         name = f.relative_to(root).as_posix() if root in f.parents else f.name
         h.update(name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:24]
@@ -384,28 +385,53 @@ def result(items, cov: dict | None = None, tex: str | None = None, counter: str 
     return {"kind": "paper-check", "provenance": provenance(), "items": rows(items, tex, counter), "coverage": cov}
 
 
-def run(args) -> int:
-    """Handler of ``stam paper-check`` (output locations are checked by :mod:`stam.theory.cli`)."""
-    tex = args.paper_text if getattr(args, "paper_text", None) is not None else None
-    if tex is None:
-        from stam.theory.items.coverage import read_paper
+def paper_text(path) -> str:
+    """``--paper FILE``: the text of a LaTeX source (one line naming the file otherwise)."""
+    from stam.errors import require
+    from stam.io import read_input_text
 
-        tex = read_paper()
-    counter = getattr(args, "assumption_counter", None) or "own"
-    items = stored_findings(with_math=bool(args.json or getattr(args, "out", None)))
+    text = read_input_text(path, f"--paper {path}", max_bytes=20_000_000)
+    require("\x00" not in text and any(mark in text for mark in ("\\documentclass", "\\begin{", "\\section", "\\label{")),
+            f"--paper {path}: not a LaTeX source (no \\documentclass, \\begin, \\section or \\label in it); "
+            "give the paper's .tex file")
+    return text
+
+
+def check_outputs(params) -> None:
+    """The formats asked for and the files to be written, checked before any work (one line each)."""
+    from stam.errors import require
+    from stam.io import check_out_dir, check_out_file
+
+    require(not (params.json and params.brief), "--json and --brief are two formats of the same findings; give one")
+    if params.out is not None:
+        check_out_file(params.out, "--out")
+    if params.corrected is not None:
+        out = check_out_dir(params.corrected, "--corrected")
+        for name in ("corrected.tex", "corrected.md"):
+            check_out_file(out / name, "--corrected")
+
+
+def run(params) -> int:
+    """``stam paper-check`` as a library call (its parameters: :class:`stam.theory.params.PaperCheckParams`):
+    the outputs checked, the findings printed in the format asked for, the result and the corrected
+    statements written where asked; 0."""
+    check_outputs(params)
+    tex = paper_text(params.paper) if params.paper is not None else read_paper()
+    counter = params.assumption_counter or "own"
+    items = stored_findings(with_math=bool(params.json or params.out))
     cov = coverage(items, tex)  # every registered item has its finding
-    if getattr(args, "corrected", None):
+    if params.corrected:
         from stam.theory import corrected
 
-        corrected.write(args.corrected, evaluated())
-    if getattr(args, "out", None):
-        PAPER_CHECK.write(result(items, cov, tex, counter), args.out)
-    if args.json:
+        corrected.write(params.corrected, evaluated())
+    if params.out:
+        PAPER_CHECK.write(result(items, cov, tex, counter), params.out)
+    if params.json:
         print(dumps(rows(items, tex, counter)))
-    elif getattr(args, "brief", False):
-        print(brief(items, cov, tex, counter) + ("\n\n" + _as_printed_effect() if args.as_printed else ""))
+    elif params.brief:
+        print(brief(items, cov, tex, counter) + ("\n\n" + _as_printed_effect() if params.as_printed else ""))
     else:
-        print(table(items, as_printed=args.as_printed, cov=cov, tex=tex, counter=counter))
-    if getattr(args, "corrected", None) and not args.json:
-        print(f"Corrected statements: {args.corrected}/corrected.tex, {args.corrected}/corrected.md")
+        print(table(items, as_printed=params.as_printed, cov=cov, tex=tex, counter=counter))
+    if params.corrected and not params.json:
+        print(f"Corrected statements: {params.corrected}/corrected.tex, {params.corrected}/corrected.md")
     return 0

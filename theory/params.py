@@ -5,7 +5,8 @@ object) and the search (:func:`stam.theory.lyapunov.compute_region`) read it, an
 lambda is ``{**params.spec(), "lam": lam}`` (with the job's kind and the search's version).
 Imports nothing heavy (no numpy: ``stam pep --help`` stays fast); the two grids computed with numpy,
 :data:`stam.theory.lyapunov.REGION_LAMS` and ``REGION_BETAS``, are the defaults of ``lams`` and
-``betas`` given as None.
+``betas`` given as None.  ``stam paper-check``'s parameters, :class:`PaperCheckParams`, are here too
+(the audit's module imports sympy; its flags are added without it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from stam.cliargs import ListArg, RangeArg, out_arg
 from stam.errors import positive_float, positive_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
+from stam.theory.items.numbering import UNDECLARED_COUNTERS  # light: the choices of --assumption-counter
 
 #: defaults of the search (:func:`stam.theory.lyapunov.region`): gamma searched on [1e-4, 1e4] (log
 #: bisection to a ratio of 1 + REGION_RTOL), the refutation at T = 1, 2 with its betas, the sampled
@@ -93,10 +95,38 @@ class RegionParams(Params):
             object.__setattr__(self, "sampling", (self.N, self.b))
 
 
+@dataclass(frozen=True)
+class PaperCheckParams(Params):
+    """``stam paper-check``'s parameters: the output format (``json``, ``brief``, ``as_printed``), the
+    files it writes beside (``out``, ``corrected``) and the paper whose labels are counted (``paper``, a
+    LaTeX file; None: the bundled copy).  The run is :func:`stam.theory.audit.run`."""
+
+    json: bool = arg("--json", action="store_true", default=False,
+                     help="print a JSON list of {label, printed, derived, verdict, counterexample, covers, gap, elsewhere, "
+                     "printed_mathml, ...}")
+    brief: bool = arg("--brief", action="store_true", default=False,
+                      help="one line per item (label, verdict, what is wrong); not with --json")
+    as_printed: bool = arg("--as-printed", action="store_true", default=False,
+                           help="also evaluate the printed forms on the counterexamples and show the numbers they give")
+    out: str | None = out_arg(metavar="FILE",
+                              help="also write the JSON result (kind paper-check, with provenance and coverage) to FILE")
+    corrected: str | None = arg("--corrected", default=None, metavar="DIR",
+                                help="also write the corrected lemmas and theorems (hypotheses, constants) to "
+                                "DIR/corrected.tex and DIR/corrected.md")
+    assumption_counter: str = arg("--assumption-counter", choices=tuple(UNDECLARED_COUNTERS), default="own",
+                                  help="how the paper's undeclared assumption environment is counted in the printed "
+                                  "numbers: own (its own counter, the default) or theorem (shared with the lemmas and "
+                                  "theorems: Lemma conv-lemma is then Lemma 8, not 6); either way a number that depends on "
+                                  "it is starred")
+    paper: str | None = arg("--paper", default=None, metavar="FILE",
+                            help="the paper's LaTeX source whose labels the coverage counts (default: the copy that comes "
+                            "with the toolkit)")
+
+
 #: the fields of :class:`RegionParams` whose flags only ``--region`` takes (the rest, --L1 --F --N --b
 #: --solver --force -o/--out, a single PEP reads too)
 REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
 
-__all__ = ["RegionParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
+__all__ = ["RegionParams", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
            "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASSES", "DEFAULT_F_CLASS", "POSITIVE_LIST",
            "MAX_GRAM"]

@@ -5,17 +5,22 @@ recommended ``gamma`` (the admissible gamma that minimises the bound on T of The
 conv-rate), ``K1 K2 K3 M L``, ``beta_min`` with the binding condition and ``T_min``; with
 ``--gamma`` alone the same at that gamma; with ``--gamma --beta [--T]`` it checks that
 configuration.  Corrected constants by default (``--as-printed``: the paper's printed forms).
-Imports numpy and :mod:`stam.theory.numeric` only, and only when it runs (registering ``stam stepsize`` for
-``stam --help`` imports neither).
+One unit: its parameters (:class:`StepsizeParams`, the command's flags), its run (:func:`run`, a
+library call taking them) and its text output; the result (``stam demo``'s ``stepsize.json``) is
+:data:`stam.theory.numeric.STEPSIZE`.  Imports numpy and :mod:`stam.theory.numeric` only, and only
+when it runs (registering ``stam stepsize`` for ``stam --help`` imports neither).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
+from stam.params import Params, arg
+from stam.params import add_arguments as add_params
 from stam.userfile import call, load
 
 COUPLING_FLAGS = ("L2", "L3", "L4", "L5", "l")
@@ -32,123 +37,156 @@ CONSTANT_FLAGS = ("L1", "L2", "L3", "L4", "L5", "l", "quadratic_coupling", "A", 
                   "N", "b", "delta_inf")
 
 
+ASS2 = "Assumption ass2 (or --quadratic-coupling)"
+ES = "ES constants: one of --A --C | --A0 --B0 --C0 [--gap] | --Lmax --N --b --delta-inf"
+RATE = "Theorem conv-rate"
+SETTING = "a given configuration"
+
+
+@dataclass(frozen=True)
+class StepsizeParams(Params):
+    """``stam stepsize``'s parameters (:mod:`stam.params`): the constants (a problem file, or
+    Assumption ass2 and one group of ES constants), those of Theorem conv-rate, and a setting to check.
+    Every field is None (not given) by default: which of them are given decides what :func:`run` does."""
+
+    problem: str | None = arg("--problem", default=None, metavar="FILE.py:NAME",
+                              help="take every constant from a problem object (stam.synthetic.api.compose, or a function "
+                              "returning one) defined in a Python file; each is reported certified or estimated")
+    L1: float | None = arg("--L1", type=nonneg_float, default=None, group=ASS2, help="Lipschitz constant of grad G, (a1)")
+    L2: float | None = arg("--L2", type=nonneg_float, default=None, group=ASS2, help="L2* of (a3)")
+    L3: float | None = arg("--L3", type=nonneg_float, default=None, group=ASS2, help="L3* of (a3)")
+    L4: float | None = arg("--L4", type=nonneg_float, default=None, group=ASS2, help="L4* of (a3)")
+    L5: float | None = arg("--L5", type=nonneg_float, default=None, group=ASS2, help="L5* of (a3)")
+    l: float | None = arg("--l", type=finite_float, default=None, group=ASS2,  # noqa: E741 (the paper's l)
+                          help="weak-convexity constant: H(., y) + (l/2)||.||^2 convex; l >= -L2")
+    quadratic_coupling: float | None = arg("--quadratic-coupling", type=positive_float, default=None, metavar="LAMBDA",
+                                           group=ASS2,
+                                           help="H = (LAMBDA/2)||x-y||^2: fills L2..L5 = LAMBDA, l = -LAMBDA (not with "
+                                           "--L2..--l)")
+    A: float | None = arg("--A", type=nonneg_float, default=None, group=ES, help="A of the ES inequality of G + H")
+    C: float | None = arg("--C", type=nonneg_float, default=None, group=ES, help="C of the ES inequality of G + H")
+    A0: float | None = arg("--A0", type=nonneg_float, default=None, group=ES,
+                           help="A0 of eq. (422) for the gradient estimator of G (Lemma ES-GH)")
+    B0: float | None = arg("--B0", type=nonneg_float, default=None, group=ES, help="B0 of eq. (422)")
+    C0: float | None = arg("--C0", type=nonneg_float, default=None, group=ES, help="C0 of eq. (422)")
+    gap: float | None = arg("--gap", type=nonneg_float, default=None, group=ES,
+                            help="(G+H)^inf - G^inf - H^inf for Lemma ES-GH (default 0: G and H share a minimiser)")
+    Lmax: float | None = arg("--Lmax", type=nonneg_float, default=None, group=ES,
+                             help="max_i L_1^i of G = (1/N) sum G_i (Lemma es-lemma)")
+    N: int | None = arg("--N", type=positive_int, default=None, group=ES, help="number of samples N")
+    b: int | None = arg("--b", type=positive_int, default=None, group=ES,
+                        help="minibatch size b (b-nice sampling without replacement)")
+    delta_inf: float | None = arg("--delta-inf", type=nonneg_float, default=None, group=ES,
+                                  help="Delta^inf of Lemma es-lemma")
+    replacement: bool = arg("--replacement", action="store_true", default=False, group=ES,
+                            help="b samples with replacement (E v_i^2 = (N+b-1)/b)")
+    delta0: float | None = arg("--delta0", type=nonneg_float, default=None, group=RATE,
+                               help="delta_0 = E[G(y0) + H(x0, y0)] - (G+H)^inf")
+    M0: float | None = arg("--M0", type=nonneg_float, default=None, group=RATE, help="M_0' = E[M_0 - inf_t M_t]")
+    eps: float | None = arg("--eps", type=positive_float, default=None, group=RATE, help="target accuracy epsilon > 0")
+    gamma: float | None = arg("--gamma", type=positive_float, default=None, group=SETTING,
+                              help="step size gamma (alone: constants and T_min at this gamma)")
+    beta: float | None = arg("--beta", type=positive_float, default=None, group=SETTING,
+                             help="beta (with --gamma: check the configuration)")
+    T: int | None = arg("--T", type=positive_int, default=None, group=SETTING,
+                        help="number of iterations T (with --gamma --beta)")
+    as_printed: bool = arg("--as-printed", action="store_true", default=False,
+                           help="use the paper's printed K3, threshold, es-lemma A, min{}")
+    json: bool = arg("--json", action="store_true", default=False, help="print one JSON object")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--problem", metavar="FILE.py:NAME",
-                   help="take every constant from a problem object (stam.synthetic.api.compose, or a function "
-                   "returning one) defined in a Python file; each is reported certified or estimated")
-    h = p.add_argument_group("Assumption ass2 (or --quadratic-coupling)")
-    h.add_argument("--L1", type=nonneg_float, help="Lipschitz constant of grad G, (a1)")
-    for k in ("L2", "L3", "L4", "L5"):
-        h.add_argument(f"--{k}", type=nonneg_float, help=f"{k}* of (a3)")
-    h.add_argument("--l", type=finite_float, help="weak-convexity constant: H(., y) + (l/2)||.||^2 convex; l >= -L2")
-    h.add_argument("--quadratic-coupling", type=positive_float, metavar="LAMBDA",
-                   help="H = (LAMBDA/2)||x-y||^2: fills L2..L5 = LAMBDA, l = -LAMBDA (not with --L2..--l)")
-    e = p.add_argument_group("ES constants: one of --A --C | --A0 --B0 --C0 [--gap] | --Lmax --N --b --delta-inf")
-    e.add_argument("--A", type=nonneg_float, help="A of the ES inequality of G + H")
-    e.add_argument("--C", type=nonneg_float, help="C of the ES inequality of G + H")
-    e.add_argument("--A0", type=nonneg_float, help="A0 of eq. (422) for the gradient estimator of G (Lemma ES-GH)")
-    e.add_argument("--B0", type=nonneg_float, help="B0 of eq. (422)")
-    e.add_argument("--C0", type=nonneg_float, help="C0 of eq. (422)")
-    e.add_argument("--gap", type=nonneg_float, default=None,
-                   help="(G+H)^inf - G^inf - H^inf for Lemma ES-GH (default 0: G and H share a minimiser)")
-    e.add_argument("--Lmax", type=nonneg_float, help="max_i L_1^i of G = (1/N) sum G_i (Lemma es-lemma)")
-    e.add_argument("--N", type=positive_int, help="number of samples N")
-    e.add_argument("--b", type=positive_int, help="minibatch size b (b-nice sampling without replacement)")
-    e.add_argument("--delta-inf", dest="delta_inf", type=nonneg_float, help="Delta^inf of Lemma es-lemma")
-    e.add_argument("--replacement", action="store_true", help="b samples with replacement (E v_i^2 = (N+b-1)/b)")
-    r = p.add_argument_group("Theorem conv-rate")
-    r.add_argument("--delta0", type=nonneg_float, help="delta_0 = E[G(y0) + H(x0, y0)] - (G+H)^inf")
-    r.add_argument("--M0", type=nonneg_float, help="M_0' = E[M_0 - inf_t M_t]")
-    r.add_argument("--eps", type=positive_float, help="target accuracy epsilon > 0")
-    c = p.add_argument_group("a given configuration")
-    c.add_argument("--gamma", type=positive_float, help="step size gamma (alone: constants and T_min at this gamma)")
-    c.add_argument("--beta", type=positive_float, help="beta (with --gamma: check the configuration)")
-    c.add_argument("--T", type=positive_int, help="number of iterations T (with --gamma --beta)")
-    p.add_argument("--as-printed", action="store_true", help="use the paper's printed K3, threshold, es-lemma A, min{}")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    """``stam stepsize``'s flags, from :class:`StepsizeParams`."""
+    add_params(p, StepsizeParams)
 
 
-def _given(args, names) -> list[str]:
-    return [n for n in names if getattr(args, n) is not None]
+def _given(params, names) -> list[str]:
+    return [n for n in names if getattr(params, n) is not None]
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def constants_from_problem(args):
-    """The constants of ``--problem FILE.py:NAME`` (its ``theory_constants()``), with the labels of
-    its ``constants_report()`` kept in ``args.report``."""
+def constants_from_problem(params: StepsizeParams):
+    """The constants of ``--problem FILE.py:NAME`` (its ``theory_constants()``) and the labels of
+    its ``constants_report()``: ``(Constants, report)``."""
     from stam.theory import numeric as num
 
-    given = [n for n in CONSTANT_FLAGS if getattr(args, n) not in (None, False)] + (["replacement"] if args.replacement else [])
+    given = [n for n in CONSTANT_FLAGS if getattr(params, n) not in (None, False)] + (["replacement"] if params.replacement else [])
     require(not given, f"{_flag(given[0]) if given else ''} contradicts --problem, which gives every constant; "
             "give one or the other")
-    require(not args.as_printed, "--as-printed is for constants typed as flags, not with --problem")
-    _, problem = load(args.problem, PROBLEM_NEEDS)
-    where = f"--problem {args.problem!r}"
+    require(not params.as_printed, "--as-printed is for constants typed as flags, not with --problem")
+    _, problem = load(params.problem, PROBLEM_NEEDS)
+    where = f"--problem {params.problem!r}"
     c = call(where, problem, "theory_constants")  # the same lines as every command loading a problem (userfile.call)
-    args.report = call(where, problem, "constants_report")
+    report = call(where, problem, "constants_report")
     try:
-        if not isinstance(args.report, dict):
-            raise UsageError(f"{where}: constants_report() returned {type(args.report).__name__}, not a dict")
-        return num.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
+        if not isinstance(report, dict):
+            raise UsageError(f"{where}: constants_report() returned {type(report).__name__}, not a dict")
+        return num.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C), report
     except AttributeError:
         raise UsageError(f"{where}: theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants") from None
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise UsageError(f"{where}: its constants: {exc}") from None
 
 
-def constants_from_args(args):
+def constants_of(params: StepsizeParams):
+    """``(Constants, report)``: the constants of ``--problem`` with its report
+    (:func:`constants_from_problem`), else those of the flags (:func:`constants_from_flags`) and None."""
+    if params.problem:
+        return constants_from_problem(params)
+    return constants_from_flags(params), None
+
+
+def constants_from_flags(params: StepsizeParams):
     """Build :class:`stam.theory.numeric.Constants` from the flags (UsageError on conflicts)."""
     import numpy as np
 
     from stam.theory import numeric as num
 
-    if getattr(args, "problem", None):
-        return constants_from_problem(args)
-    if args.quadratic_coupling is not None:
-        clash = _given(args, COUPLING_FLAGS)
+    if params.quadratic_coupling is not None:
+        clash = _given(params, COUPLING_FLAGS)
         if clash:
-            raise UsageError(f"{_flag(clash[0])}={getattr(args, clash[0])} contradicts --quadratic-coupling, "
+            raise UsageError(f"{_flag(clash[0])}={getattr(params, clash[0])} contradicts --quadratic-coupling, "
                              "which fills L2..L5 and l; give one or the other")
-        lam = args.quadratic_coupling
+        lam = params.quadratic_coupling
         L2 = L3 = L4 = L5 = lam
         l = -lam
     else:
-        missing = [n for n in COUPLING_FLAGS if getattr(args, n) is None]
+        missing = [n for n in COUPLING_FLAGS if getattr(params, n) is None]
         require(not missing, f"missing {', '.join(_flag(m) for m in missing)}: give --L2 --L3 --L4 --L5 --l, "
                 "or --quadratic-coupling LAMBDA")
-        L2, L3, L4, L5, l = (getattr(args, n) for n in COUPLING_FLAGS)
+        L2, L3, L4, L5, l = (getattr(params, n) for n in COUPLING_FLAGS)
 
-    groups = {g: _given(args, names) for g, names in ES_GROUPS.items()}
+    groups = {g: _given(params, names) for g, names in ES_GROUPS.items()}
     used = [g for g, given in groups.items() if given]
     if len(used) > 1:
         raise UsageError(f"{used[0]} and {used[1]} both given; the ES constants come from one group only")
-    if args.gap is not None:
-        require(used == ["--A0/--B0/--C0"], f"--gap={args.gap} belongs to --A0 --B0 --C0 (Lemma ES-GH)")
-    if args.replacement:
+    if params.gap is not None:
+        require(used == ["--A0/--B0/--C0"], f"--gap={params.gap} belongs to --A0 --B0 --C0 (Lemma ES-GH)")
+    if params.replacement:
         require(used == ["--Lmax/--N/--b/--delta-inf"], "--replacement belongs to --Lmax --N --b --delta-inf")
     A = C = None
     if used:
         group = used[0]
-        missing = [n for n in ES_GROUPS[group] if getattr(args, n) is None]
+        missing = [n for n in ES_GROUPS[group] if getattr(params, n) is None]
         require(not missing, f"{group} needs {', '.join(_flag(m) for m in missing)} as well")
         if group == "--A/--C":
-            A, C = args.A, args.C
+            A, C = params.A, params.C
         elif group == "--A0/--B0/--C0":
-            require(args.L1 is not None, "--A0 --B0 --C0 need --L1 (Lemma ES-GH: A = max(2A0 + 2B0 L1, 2 L3*))")
+            require(params.L1 is not None, "--A0 --B0 --C0 need --L1 (Lemma ES-GH: A = max(2A0 + 2B0 L1, 2 L3*))")
             with np.errstate(over="ignore", invalid="ignore"):  # beyond floating point: checked just below
-                A, C = num.es_gh(args.L1, L3, args.A0, args.B0, args.C0, args.gap or 0.0)
+                A, C = num.es_gh(params.L1, L3, params.A0, params.B0, params.C0, params.gap or 0.0)
         else:
-            require(args.b <= args.N, f"--b={args.b} is not allowed with --N={args.N}: the batch must be <= N")
+            require(params.b <= params.N, f"--b={params.b} is not allowed with --N={params.N}: the batch must be <= N")
             with np.errstate(over="ignore", invalid="ignore"):
-                A, C = num.finite_sum(args.Lmax, args.N, args.b, L3, args.delta_inf, args.replacement, args.as_printed)
+                A, C = num.finite_sum(params.Lmax, params.N, params.b, L3, params.delta_inf, params.replacement, params.as_printed)
         bad = [name for name, v in (("A", A), ("C", C)) if v is not None and not math.isfinite(float(v))]
-        require(not bad, f"{', '.join(_flag(n) for n in ES_GROUPS[group] if getattr(args, n) is not None)}: the ES constant "
+        require(not bad, f"{', '.join(_flag(n) for n in ES_GROUPS[group] if getattr(params, n) is not None)}: the ES constant "
                 f"{bad[0] if bad else ''} they give is beyond floating point; give values of ordinary size")
     try:
-        return num.Constants(L1=args.L1, L2=L2, L3=L3, L4=L4, L5=L5, l=l,
+        return num.Constants(L1=params.L1, L2=L2, L3=L3, L4=L4, L5=L5, l=l,
                              A=None if A is None else float(A), C=None if C is None else float(C))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -190,15 +228,15 @@ def _labels(report: dict) -> str:
     return "\n".join(lines + notes)
 
 
-def _describe(c, args) -> str:
-    if getattr(args, "report", None):
-        est = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if args.report[k]["status"] != "certified"]
+def _describe(c, params: StepsizeParams, report: dict | None) -> str:
+    if report:
+        est = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
         verdict = ("all certified" if not est else f"ESTIMATED (not a guarantee): {', '.join(est)}; "
                    "step sizes from them are not certified")
-        return f"--problem {args.problem}: constants {verdict}\n" + _labels(args.report)
-    src = (f"H = ({args.quadratic_coupling}/2)||x-y||^2" if args.quadratic_coupling is not None else "Assumption ass2")
+        return f"--problem {params.problem}: constants {verdict}\n" + _labels(report)
+    src = (f"H = ({params.quadratic_coupling}/2)||x-y||^2" if params.quadratic_coupling is not None else "Assumption ass2")
     return (f"{src}: L1={_fmt(c.L1)} L2*={_fmt(c.L2)} L3*={_fmt(c.L3)} L4*={_fmt(c.L4)} L5*={_fmt(c.L5)} "
-            f"l={_fmt(c.l)}; ES: A={_fmt(c.A)} C={_fmt(c.C)}" + ("   [printed forms]" if args.as_printed else ""))
+            f"l={_fmt(c.l)}; ES: A={_fmt(c.A)} C={_fmt(c.C)}" + ("   [printed forms]" if params.as_printed else ""))
 
 
 def _gamma_limits(c, as_printed: bool) -> str:
@@ -212,12 +250,11 @@ def _gamma_limits(c, as_printed: bool) -> str:
             f"{binds} binds")
 
 
-def _recommend_text(r: dict, c, args, at_gamma: bool) -> str:
-
-    lines = [_describe(c, args),
-             f"delta0 + M0' = {_fmt(args.delta0 + args.M0)}, eps = {_fmt(args.eps)}",
-             f"  gamma_max = {_fmt(r['gamma_max'])}   ({_gamma_limits(c, args.as_printed)})"]
-    if at_gamma:
+def _recommend_text(r: dict, c, params: StepsizeParams, report: dict | None) -> str:
+    lines = [_describe(c, params, report),
+             f"delta0 + M0' = {_fmt(params.delta0 + params.M0)}, eps = {_fmt(params.eps)}",
+             f"  gamma_max = {_fmt(r['gamma_max'])}   ({_gamma_limits(c, params.as_printed)})"]
+    if params.gamma is not None:
         lines.append(f"  gamma     = {_fmt(r['gamma'])}   (given)")
     else:
         lines.append(f"  gamma     = {_fmt(r['gamma'])}   (recommended: the admissible gamma that minimises T_min)")
@@ -230,13 +267,13 @@ def _recommend_text(r: dict, c, args, at_gamma: bool) -> str:
     return "\n".join(lines)
 
 
-def _check_text(rep: dict, c, args) -> str:
+def _check_text(rep: dict, c, params: StepsizeParams, report: dict | None) -> str:
     from stam.theory import numeric as num
 
-    head = [_describe(c, args),
-            f"gamma = {_fmt(args.gamma)}, beta = {_fmt(args.beta)}" + (f", T = {args.T}" if args.T else "")
-            + (f", eps = {_fmt(args.eps)}" if args.eps else ""),
-            f"gamma_max = {_fmt(num.gamma_max(c, args.as_printed))} ({_gamma_limits(c, args.as_printed)})",
+    head = [_describe(c, params, report),
+            f"gamma = {_fmt(params.gamma)}, beta = {_fmt(params.beta)}" + (f", T = {params.T}" if params.T else "")
+            + (f", eps = {_fmt(params.eps)}" if params.eps else ""),
+            f"gamma_max = {_fmt(num.gamma_max(c, params.as_printed))} ({_gamma_limits(c, params.as_printed)})",
             f"admissible: {'yes' if rep['admissible'] else 'NO'}"]
     for v in rep["violations"]:
         head.append(f"  violated: {v['condition']}: value {_fmt(v['value'])}, limit {_fmt(v['limit'])}")
@@ -245,44 +282,73 @@ def _check_text(rep: dict, c, args) -> str:
     return "\n".join(head)
 
 
-def run(args) -> int:
-    """Handler of ``stam stepsize``."""
+def is_check(params: StepsizeParams) -> bool:
+    """Whether ``params`` check a setting (``--beta``/``--T`` given) rather than ask for a recommendation."""
+    return params.beta is not None or params.T is not None
+
+
+def _check(params: StepsizeParams, c) -> dict:
+    """Theorem conv's conditions at the setting of ``params`` (:func:`stam.theory.numeric.check`)."""
     from stam.theory import numeric as num
 
-    c = constants_from_args(args)
-    if args.beta is not None or args.T is not None:
-        require(args.gamma is not None, "--beta/--T need --gamma: give --gamma G --beta B [--T T] to check a setting")
-        require(args.beta is not None, f"--gamma={args.gamma} with --T needs --beta as well")
-        rep = num.check(args.gamma, args.beta, c, T=args.T, eps=args.eps, delta0=args.delta0, M0=args.M0,
-                        as_printed=args.as_printed)
-        _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
-        if getattr(args, "report", None):
-            rep = dict(rep, constants=args.report)
-        print(dumps(rep) if args.json else _check_text(rep, c, args))
-        return 0
+    require(params.gamma is not None, "--beta/--T need --gamma: give --gamma G --beta B [--T T] to check a setting")
+    require(params.beta is not None, f"--gamma={params.gamma} with --T needs --beta as well")
+    rep = num.check(params.gamma, params.beta, c, T=params.T, eps=params.eps, delta0=params.delta0, M0=params.M0,
+                    as_printed=params.as_printed)
+    _refuse_nan([(v["condition"], float(x)) for v in rep["violations"] for x in (v["value"], v["limit"])])
+    return rep
+
+
+def _recommend(params: StepsizeParams, c) -> dict:
+    """The recommendation (:func:`stam.theory.numeric.recommend`) at the constants ``c``, at ``params.gamma``
+    where given; one line naming what is missing or out of range otherwise."""
+    from stam.theory import numeric as num
+
     for name in ("L1", "A", "C"):
         require(getattr(c, name) is not None,
                 f"a bound on T needs --L1 and the ES constants (--A --C, --A0 --B0 --C0 or --Lmax --N --b "
                 f"--delta-inf); {'--L1' if name == 'L1' else 'the ES constants'} missing")
     for name in ("delta0", "M0", "eps"):
-        require(getattr(args, name) is not None, f"a bound on T needs --{name} as well")
-    if args.gamma is not None:
-        _refuse_nan({"K1": float(num.K1(args.gamma, c)), "K2": float(num.K2(args.gamma, c))})
-        k1 = float(num.K1(args.gamma, c))
-        thr = float(num.gamma_threshold(c, args.as_printed))
-        require(k1 > 0, f"--gamma={args.gamma} gives K1={k1:.6g} <= 0; allowed: 0 < gamma < {thr:.6g} (eq. k1)")
-        sc = float(num.second_condition(args.gamma, c))
-        gm = num.gamma_max(c, args.as_printed)
-        require(args.gamma <= gm, f"--gamma={args.gamma} violates [(L2*)^2+(L5*)^2] gamma^2 <= 1 "
+        require(getattr(params, name) is not None, f"a bound on T needs --{name} as well")
+    if params.gamma is not None:
+        _refuse_nan({"K1": float(num.K1(params.gamma, c)), "K2": float(num.K2(params.gamma, c))})
+        k1 = float(num.K1(params.gamma, c))
+        thr = float(num.gamma_threshold(c, params.as_printed))
+        require(k1 > 0, f"--gamma={params.gamma} gives K1={k1:.6g} <= 0; allowed: 0 < gamma < {thr:.6g} (eq. k1)")
+        sc = float(num.second_condition(params.gamma, c))
+        gm = num.gamma_max(c, params.as_printed)
+        require(params.gamma <= gm, f"--gamma={params.gamma} violates [(L2*)^2+(L5*)^2] gamma^2 <= 1 "
                 f"(value {sc:.6g}); allowed: 0 < gamma <= {gm:.6g}")
-    if not args.as_printed:  # the printed threshold is undefined (nan) at L2* = 0: recommend() says so
+    if not params.as_printed:  # the printed threshold is undefined (nan) at L2* = 0: recommend() says so
         _refuse_nan({"gamma_max": float(num.gamma_max(c))})
     try:
-        r = num.recommend(c, args.delta0, args.M0, args.eps, as_printed=args.as_printed, gamma=args.gamma)
+        r = num.recommend(c, params.delta0, params.M0, params.eps, as_printed=params.as_printed, gamma=params.gamma)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _refuse_nan({k: float(v) for k, v in r.items() if isinstance(v, (int, float))})
-    if getattr(args, "report", None):
-        r = dict(r, constants=args.report)
-    print(dumps(r) if args.json else _recommend_text(r, c, args, args.gamma is not None))
+    return r
+
+
+def evaluate(params: StepsizeParams):
+    """``stam stepsize``'s answer as values: ``(answer, constants, report)``, the answer the check of the
+    setting (:func:`is_check`) or the recommendation, with the problem's ``constants`` report where
+    ``--problem`` gave them (``report``: that report, else None)."""
+    c, report = constants_of(params)
+    answer = _check(params, c) if is_check(params) else _recommend(params, c)
+    return (dict(answer, constants=report) if report else answer), c, report
+
+
+def run(params: StepsizeParams) -> int:
+    """``stam stepsize`` as a library call: :func:`evaluate`, printed (``json``: one JSON object); 0."""
+    answer, c, report = evaluate(params)
+    if params.json:
+        print(dumps(answer))
+    elif is_check(params):
+        print(_check_text(answer, c, params, report))
+    else:
+        print(_recommend_text(answer, c, params, report))
     return 0
+
+
+#: the earlier name (it took the parsed command line; now the parameters)
+constants_from_args = constants_from_flags

@@ -1,0 +1,88 @@
+"""STAM for binary-weight networks, eq. (alg:stamm) as derived from Algorithm 1 (eq. (algalg1)).
+
+Model eq. (stam): ``min_{W, W~} L(W) + (lam/2)||W - W~||^2 + I_Q(W~)``, i.e. problem (model) with
+``y = W`` (the network's float weights, the parameters), ``G = L``, ``H(x, y) = (lam/2)||x - y||^2``
+(:class:`stam.operators.QuadraticCoupling`) and ``F = I_Q`` (:class:`stam.operators.IndicatorQ`,
+one block per layer).  The step is THE shared update :func:`stam.steps.stam_step` with the
+paper's names ``x = U``, ``u = V``, ``z = X``::
+
+    W^{t+1} = ((beta - lam) W^t + lam U^t - grad L(W^t)) / beta      # eq. (algy); U^t, not W~^t
+    U^{t+1} = (gamma lam W^{t+1} + X^t) / (gamma lam + 1)            # eq. (algx)
+    V^{t+1} = Proj_Q(2 U^{t+1} - X^t)                                # eq. (algu)
+    X^{t+1} = X^t + V^{t+1} - U^{t+1}                                # eq. (algz)
+
+(The printed eq. (alg:stamm) has ``lam W~^t`` and ``grad L(W^T)`` in the first line; Algorithm 1
+gives ``lam U^t`` = ``lam x^t`` and ``grad L(W^t)``, see ``stam paper-check``.)  The binary weights
+are ``V`` (in Q); the float weights are ``W``, which the parameters hold.  Float parameters take
+the y-step with H = 0: ``p <- p - (g + wd p) / beta``.
+
+Start rule (:func:`stam.steps.stam_init`, ``z^{-1} = W^0``): ``U^0 = W^0``, ``V^0 = Proj_Q(W^0)``,
+``X^0 = V^0``.  Optimiser (:class:`stam.dnn.optim.STAM`): state ``U``, ``V``, ``X`` per quantised
+parameter; its ``lr`` is ``1/beta``, kept in step with ``beta`` (a ``torch.optim.lr_scheduler``
+sets ``lr``); ``stationarity_proxies()`` gives the last step's :meth:`STAMRule.proxies`.
+"""
+
+from __future__ import annotations
+
+from stam.operators import Composite, IndicatorQ, QuadraticCoupling
+from stam.rules.base import UpdateRule
+from stam.steps import STAMState, as_batch_scalar, stam_init, stam_step
+
+
+def _ops(lam, q=None) -> Composite:
+    """The operators of eq. (stam): H = (lam/2)||x - y||^2, F = I_Q (``q``; default: one block,
+    one layer)."""
+    return Composite(QuadraticCoupling(lam), q if q is not None else IndicatorQ(None))
+
+
+class STAMRule(UpdateRule):
+    """eq. (alg:stamm) for R runs: one :func:`stam.steps.stam_step` over all layers with ``lam``,
+    ``gamma``, ``beta`` per run, started by :func:`stam.steps.stam_init`.  Forward pass and float
+    weights ``W`` (= ``y``), binary weights ``V`` (= ``u``)."""
+
+    name, label, equation, color, marker = "stam", "STAM", "eq. (alg:stamm)", "blue", "o"
+    hyper = ("gamma", "lam", "beta")
+    theorem = True
+    step_size = ("beta", -1)
+    order = 0
+    paper_order = 3
+    optimizer_name = "STAM"
+    arguments = ("gamma", "lam", "beta", ("weight_decay", 0.0))
+    positive = ("gamma", "lam", "beta")
+    state_type = STAMState
+    state_keys = (None, "U", "V", "X")  # y = W is the parameter
+
+    def init(self, w, hyper, q):
+        return stam_init(w, _ops(as_batch_scalar(hyper["lam"], w), q), as_batch_scalar(hyper["gamma"], w))
+
+    def step(self, state, grad, hyper, q):
+        r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
+        return stam_step(state, grad, _ops(r("lam"), q), r("gamma"), r("beta"))
+
+    def forward_weights(self, state):
+        return state.y
+
+    def binary_weights(self, state, q):
+        return state.u
+
+    def float_weights(self, state):
+        return state.y
+
+    def float_step(self, p, grad, buf, hyper):
+        return p - grad / as_batch_scalar(hyper["beta"], p), buf
+
+    def proxies(self, state, new, grad, hyper):
+        """``||grad L(W^t) + lam (W^t - U^t)||^2`` (the stochastic y-gradient of eq. (algy)) and
+        ``||X^{t+1} - X^t||^2 / gamma^2`` (eq. (algz)), per run, in float64."""
+        import torch
+
+        dims = tuple(range(1, grad.dim()))
+        norm = lambda t: torch.linalg.vector_norm(t, dim=dims).double()  # noqa: E731  (one pass each)
+        # eq. (algy): grad + lam (y^t - x^t) = beta (y^t - y^{t+1}), so one difference gives it
+        beta, gamma = hyper["beta"].double(), hyper["gamma"].double()
+        return (beta * norm(state.y - new.y)) ** 2, (norm(new.z - state.z) / gamma) ** 2
+
+
+RULE = STAMRule()
+
+__all__ = ["STAMRule", "RULE"]
