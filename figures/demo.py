@@ -66,7 +66,7 @@ MARKER = ".stam-demo"
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo: the full one (about 2.5 min on 2 cores) and ``--quick`` (about 30 s).  Grids are
+    """Sizes of the demo: the full one (2 min on 2 cores at load 4, 13 at load 14) and ``--quick`` (32 s at load 4).  Grids are
     ``(lo, hi, n)``: n values from lo to hi, geometrically spaced."""
 
     synthetic_problem: str = "binary"
@@ -310,8 +310,9 @@ class Demo:
         self.headline["tune"] = tune.headline(self.tuned)
         self.brief["tune"] = tune_brief(self.tuned)
         finals = {a["algo"]: (a.get("final") or {}).get("mean") for a in self.tuned["algorithms"]}
-        if finals.get("stam") is not None and finals.get("bc") is not None:
-            self.facts["stam_minus_bc"] = finals["stam"] - finals["bc"]
+        if finals.get("stam") is not None and finals.get("bc") is not None:  # of the numbers as printed (one decimal)
+            self.facts["stam_minus_bc"] = round(finals["stam"], 1) - round(finals["bc"], 1)
+            self.facts["tune_budget"] = tune_budget(self.tuned)
         step.outputs.append(out / "tune-digits.json")
 
     def digits_map(self, step: Step) -> None:
@@ -334,10 +335,11 @@ class Demo:
         chosen = numeric.admissible_parameters(numeric.quadratic_coupling(lam), 1)
         runs = [("stam-admissible", {"algo": "stam", "overrides": {"gamma": chosen.gamma, "lam": lam, "beta": chosen.beta},
                                      "label": "STAM (admissible)"})]
+        seed = (self.tuned or {}).get("params", {}).get("tune_seed", 0)  # the trials' seed: the best trial, now with curves
         for a in (self.tuned or {}).get("algorithms", []):
             if a["algo"] in ("stam", "bc") and a.get("best"):
-                runs.append((f"{a['algo']}-tuned", {"algo": a["algo"], "overrides": dict(a["best"]["overrides"]),
-                                                    "label": f"{catalog.algorithm(a['algo']).label} (tuned)"}))
+                runs.append((f"{a['algo']}-tuned", {"algo": a["algo"], "overrides": dict(a["best"]["overrides"]), "seed": seed,
+                                                    "label": f"{catalog.algorithm(a['algo']).label} (tuned setting, seed {seed})"}))
         return runs
 
     def train(self, step: Step) -> None:
@@ -470,7 +472,7 @@ class Demo:
             parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
         if f.get("stam_minus_bc") is not None:
             d = f["stam_minus_bc"]
-            parts.append(f"tuned alike on digits, STAM is {abs(d):.1f} points {'below' if d < 0 else 'above'} BC")
+            parts.append(f"tuned alike on digits ({f['tune_budget']}), STAM is {abs(d):.1f} points {'below' if d < 0 else 'above'} BC")
         text = "; ".join(parts) if parts else "no step that the conclusion needs has run"
         return ("Conclusion" + (" (--quick, smoke-test budgets)" if self.quick else "") + ": " + text[:1].upper() + text[1:] + ".")
 
@@ -524,11 +526,18 @@ def map_brief(data: dict) -> str:
             f"{adm} satisfy Theorem conv")
 
 
+def tune_budget(result: dict) -> str:
+    """``8 trials, 12 epochs``: the budget of a tuning, which its numbers are not comparable without."""
+    from stam.dnn.tune import counted
+
+    return f"{counted(result['params']['trials'], 'trials')}, {counted(result['params']['epochs'], 'epochs')}"
+
+
 def tune_brief(result: dict) -> str:
-    """Each algorithm's tuned test accuracy, one line."""
+    """Each algorithm's tuned test accuracy (mean over the fresh seeds), one line, with the tuning's budget."""
     parts = [f"{a['label']} {(a.get('final') or {}).get('mean'):.1f}" if (a.get("final") or {}).get("mean") is not None
              else f"{a['label']} -" for a in result["algorithms"]]
-    return f"Digits, tuned alike (binary test accuracy, %): {', '.join(parts)}"
+    return f"Digits, tuned alike ({tune_budget(result)}; binary test accuracy, %): {', '.join(parts)}"
 
 
 def digits_map_brief(data: dict, good: float = DIGITS_GOOD) -> str:

@@ -26,10 +26,20 @@ class Ids(HTMLParser):
         self.imgs += tag == "img"
 
 
-def test_quick_demo_end_to_end(tmp_path, capsys):
-    out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
-    printed = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    """One ``stam demo --quick`` for the tests of this module: (its folder, what it printed)."""
+    import contextlib
+    import io
+
+    out, buf = tmp_path_factory.mktemp("quick") / "demo", io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
+    return out, buf.getvalue()
+
+
+def test_quick_demo_end_to_end(quick_demo):
+    out, printed = quick_demo
     record = json.loads((out / "demo.json").read_text())
     steps = {s["name"]: s for s in record["steps"]}
     assert list(steps) == ["paper audit", "synthetic rate experiment", "synthetic baselines", "admissible step sizes",
@@ -75,7 +85,93 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
                  "map-digits/map-digits.json"):
         assert (out / name).is_file(), name
     assert len(list((out / "runs").glob("*/summary.json"))) == 3  # STAM admissible, STAM and BC tuned
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # staging folder gone
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # staging folder gone
+
+
+class Tables(HTMLParser):
+    """The page's tables (caption, rows of cell texts) and its paragraphs and list items (texts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.texts, self._text, self._cell = [], [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append({"caption": "", "rows": []})
+        elif tag == "tr":
+            self.tables[-1]["rows"].append([])
+        elif tag in ("td", "th", "caption"):
+            self._cell = []
+        elif tag in ("li", "p"):
+            self._text = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1]["rows"][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "caption" and self._cell is not None:
+            self.tables[-1]["caption"], self._cell = " ".join("".join(self._cell).split()), None
+        elif tag in ("li", "p") and self._text is not None:
+            self.texts.append(" ".join("".join(self._text).split()))
+            self._text = None
+
+    def handle_data(self, data):
+        for part in (self._cell, self._text):
+            if part is not None:
+                part.append(data)
+
+
+def accuracy_numbers(page: str, printed: str = "") -> dict:
+    """Every test accuracy a report page (and the demo's printed lines) shows, by (algorithm, protocol):
+    the equal-budget table's means (protocol: its protocol column without the trial count), the best-accuracy
+    tables' cells (protocol: the column's parenthesis), and the one-line summary of the tuning (the tuning
+    table's protocol, which it links to). Values: (number, where) pairs."""
+    parsed = Tables()
+    parsed.feed(page)
+    found: dict = {}
+
+    def add(algo, protocol, value, where):
+        protocol = re.sub(r",? *\d+ trials?$", "", protocol.strip()).strip().lower()
+        found.setdefault((algo.strip(), protocol), []).append((float(value), where))
+
+    for t in parsed.tables:
+        head, *rows = t["rows"] or [[]]
+        if {"algorithm", "protocol", "test acc. mean ± std"} <= set(head):
+            a, p, v = head.index("algorithm"), head.index("protocol"), head.index("test acc. mean ± std")
+            for r in rows:
+                if re.match(r"[\d.]+", r[v]):
+                    add(r[a], r[p], re.match(r"[\d.]+", r[v]).group(), "tuning table")
+        elif t["caption"].startswith("Test accuracy (%)"):
+            for r in rows:
+                for label, cell in zip(head[1:], r[1:]):
+                    m, v = re.fullmatch(r"(.*?)(?: \((.*)\))?", label), re.match(r"[\d.]+", cell)
+                    if v:
+                        add(m.group(1), m.group(2) or "", v.group(), f"best-accuracy table, {r[0]}")
+    for where, text in [("At a glance", t) for t in parsed.texts] + [("printed", ln) for ln in printed.splitlines()]:
+        m = re.search(r"Digits, tuned alike \([^)]*\): (.*)$", text)
+        for name, value in re.findall(r"([\w ]+?) (\d+\.\d)\b", m.group(1) if m else ""):
+            add(name, "tuned", value, where)
+    return found
+
+
+def test_one_number_per_algorithm_and_protocol(quick_demo, tmp_path):
+    """Issue 37: the demo's report, `stam report` of the demo's folder and the demo's printed lines never show
+    two numbers for one algorithm under one protocol (BC's tuned 97.5 ± 2.2 stood beside a 'BC (tuned)' 98.33, a
+    single run at the tuned setting); the conclusion's difference is the one of the numbers shown."""
+    out, printed = quick_demo
+    assert main(["report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    for page, lines in ((out / "report.html", printed), (tmp_path / "rep" / "report.html", "")):
+        found = accuracy_numbers(page.read_text(encoding="utf-8"), lines)
+        assert ("BC", "tuned") in found and any(k[1] != "tuned" for k in found), found  # both kinds of table were read
+        for (algo, protocol), values in found.items():
+            numbers = [v for v, _ in values]
+            # the same number at one or two decimals: within half a unit of the coarser one
+            assert max(numbers) - min(numbers) <= 0.05 + 1e-9, f"{page.name}: {algo} ({protocol}) shown as {values}"
+    glance = accuracy_numbers((out / "report.html").read_text(encoding="utf-8"), printed)
+    assert {w for _, w in glance[("BC", "tuned")]} == {"tuning table", "At a glance", "printed"}
+    stam, bc = glance[("STAM", "tuned")][0][0], glance[("BC", "tuned")][0][0]
+    said = re.search(r"STAM is (\d+\.\d) points (below|above) BC", printed)
+    assert said and float(said.group(1)) == pytest.approx(abs(round(stam, 1) - round(bc, 1)), abs=1e-9)
 
 
 @pytest.fixture

@@ -25,16 +25,22 @@ how a shell example is tested; several directives may share one comment, one per
 - ``<!-- test-match: numbers -->``: numbers in the shown output match any number and runs of
   blanks any run of blanks (for outputs with wall times); every other character must match.
   ``<!-- test-match: numbers 1% -->``: the same, and every number must lie within that relative
-  tolerance of the shown one (for estimates that may move with a library's version).
+  tolerance of the shown one (for estimates that may move with a library's version, or a solver's
+  last digits), except a duration (a number followed by `` s``: a wall time), which matches any number.
 - ``<!-- test: CMD -->`` (one ``stam ...`` command per line, as many as the block has commands):
   the quick variant of a long example (a full training, a full synthetic run, the demo); the
   i-th command replaces the block's i-th command.  ``<!-- test-args: ARGS -->`` instead appends
   ARGS to every ``stam`` command of the block.  A quick variant prints other numbers and rows, so
   its output is checked by shape: for every shown line, the text before its first digit or colon
   (when not blank) must begin some output line.
+- ``<!-- test-output: PATH -->`` (one path per command of the block, ``-`` for none): for a long example run
+  here as a quick variant, the shown output of the full command is what a committed file of
+  ``benchmarks/results/`` recorded when it was run (its stdout), line by line and exactly (``...`` as
+  above), and the document names that file in the 15 lines before the block, so a reader knows
+  where the numbers come from; the quick variant is still run and checked by shape.
 - ``<!-- test-needs: stam-demo -->``: the block's folder first receives ``stam-demo``, the output
   of ``stam demo --quick`` (run once per test session and shared between xdist workers, as the
-  demo takes 15-30 s); a command ``stam demo --quick`` in a block is served from that same run.
+  demo takes 32 s at load 4, 2.5 minutes at load 14); a command ``stam demo --quick`` in a block is served from that same run.
 - ``<!-- test-files: PATH ... -->`` (paths relative to the repository, blank-separated): those
   files are copied into the block's folder first (a user's problem file that ``--problem
   FILE.py:NAME`` or a python example imports); for shell and python examples.
@@ -68,7 +74,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "test-files", "no-test")
+DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "test-files", "test-output", "no-test")
 ERROR_LINE = re.compile(r"^stam( [\w-]+)*: error: ")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 DEMO_ARGV = ["demo", "--quick"]
@@ -194,15 +200,19 @@ def _close(shown: str, got: str, tol: float) -> bool:
     return abs(a - b) <= tol * max(abs(a), abs(b), 1e-300)
 
 
+#: after a number, the unit of a duration (``0.05 s``, ``(149 s)``): a wall time, which no tolerance bounds
+DURATION = re.compile(r" ?s\b")
+
+
 def _line_matcher(line: str, numbers: bool, tol: float | None):
     pat = _line_pattern(line, numbers)
     if not numbers or tol is None:
         return pat.match
-    want = NUMBER.findall(line)
+    want = [None if DURATION.match(line, m.end()) else m.group() for m in NUMBER.finditer(line)]
 
     def match(text: str) -> bool:
         m = pat.match(text)
-        return bool(m) and all(_close(w, g, tol) for w, g in zip(want, m.groups()))
+        return bool(m) and all(w is None or _close(w, g, tol) for w, g in zip(want, m.groups()))
     return match
 
 
@@ -252,6 +262,8 @@ def test_matcher():
     assert not matches(["a 1", "...", "c 4"], out) and not matches(["b 2", "..."], out)
     assert matches(["a 9", "b  22", "..."], out, numbers=True) and not matches(["a x", "..."], out, numbers=True)
     assert matches(["a 1.005", "b 2", "c 3"], out, numbers=True, tol=0.01) and not matches(["a 1.1", "b 2", "c 3"], out, True, 0.01)
+    assert matches(["x 1.0 (9 s)"], ["x 1.0 (0.5 s)"], True, 0.01) and not matches(["x 2.0 (9 s)"], ["x 1.0 (0.5 s)"], True, 0.01)
+    assert not matches(["9 steps"], ["5 steps"], True, 0.01)  # a count is no duration
     assert shape_matches(["Report: x", "T 10", "    10  2"], ["Report: y", "T 20"]) == []
     assert shape_matches(["Other: x"], ["Report: y"]) == ["Other: x"]
     assert shape_matches(["  Digits, MLP 9"], ["  [--quick: smoke-test budgets] [smoke-test budget (1 epoch)] Digits, MLP 1"]) == []
@@ -393,6 +405,8 @@ def _shell(block: Block, tmp_path: Path, request) -> None:
                 pytest.fail(f"{block.id}: {c.text!r} does not parse (exit status {exc.code})")
             assert getattr(args, "func", None) is not None
         return
+    if "test-output" in d:
+        _check_recorded(block, cmds, d["test-output"].split())
     replacements = None
     if "test" in d:
         replacements = [ln.strip() for ln in d["test"].splitlines() if ln.strip()]
@@ -424,6 +438,23 @@ def _shell(block: Block, tmp_path: Path, request) -> None:
     bad = _written_outside_ignored(tmp_path, before)
     assert not bad, f"{block.id}: the example writes files that .gitignore does not ignore (git status shows them):\n" + \
         "\n".join(bad[:10])
+
+
+def _check_recorded(block: Block, cmds: list[Command], paths: list[str]) -> None:
+    """``test-output``: each command's shown output is the stdout a committed file recorded, and the
+    15 lines before the block name that file."""
+    assert "test" in block.directives, f"{block.id}: test-output is for a long example run here as a quick variant ('test:')"
+    assert len(paths) == len(cmds), f"{block.id}: 'test-output:' needs one path (or -) per command of the block"
+    before = "\n".join(block.path.read_text(encoding="utf-8").splitlines()[max(0, block.line - 16):block.line - 1])
+    for c, rel in zip(cmds, paths):
+        if rel == "-":
+            continue
+        src = ROOT / rel
+        assert rel.startswith("benchmarks/results/") and src.is_file(), f"{block.id}: test-output: no file {rel} in benchmarks/results/"
+        assert rel in before, f"{block.id}: the 15 lines before the block do not name {rel}, where its numbers come from"
+        recorded = src.read_text(encoding="utf-8").splitlines()
+        assert matches(c.shown, recorded), f"{block.id}: $ {c.text}\n--- shown:\n" + "\n".join(c.shown) + \
+            f"\n--- recorded in {rel}:\n" + "\n".join(recorded)
 
 
 def _python(block: Block, tmp_path: Path) -> None:
@@ -514,3 +545,17 @@ def test_readme_is_the_front_door():
     for page in pages:
         for link in re.findall(r"\]\(([\w./-]+\.md)(?:#[\w-]+)?\)", page.read_text(encoding="utf-8")):
             assert (page.parent / link).resolve().is_file(), f"{page.name}: broken link {link}"
+
+
+def test_the_demo_time_is_the_recorded_one():
+    """README, docs/figures.md and ``stam demo --help`` give the full demo's time of the run recorded in
+    ``benchmarks/results/demo_2cores.json`` (issue 37: the README said 135 s, --help 'about 2.5 minutes')."""
+    import json
+
+    from stam.cli import build_parser
+
+    seconds = json.loads((ROOT / "benchmarks/results/demo_2cores.json").read_text(encoding="utf-8"))["seconds"]
+    for page in ("README.md", "docs/figures.md"):
+        assert f"{seconds:.0f} s" in (ROOT / page).read_text(encoding="utf-8"), page
+    demo = next(a for a in build_parser()._subparsers._group_actions).choices["demo"]
+    assert f"{seconds / 60:.0f} minutes on 2 CPU cores" in " ".join(demo.description.split())
