@@ -85,7 +85,7 @@ def _tune(args) -> int:
 
     from stam.dnn.params import refuse_data_dir
 
-    refuse_data_dir(args, args.dataset)
+    refuse_data_dir(args.data_dir, args.dataset)
     map_type = None
     if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
         from stam.synthetic.convergence_map import MAP as map_type
@@ -109,7 +109,7 @@ def _train(args) -> int:
     from stam.dnn.params import TrainConfig, refuse_data_dir
     from stam.dnn.train import Diverged, run
 
-    refuse_data_dir(args, args.dataset)
+    refuse_data_dir(args.data_dir, args.dataset)
 
     try:
         run(TrainConfig.from_args(args))

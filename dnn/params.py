@@ -186,11 +186,11 @@ def width_arg():
                help="channel-width multiplier of the network (default: 1 on digits, 0.125 on CIFAR; 1 = the paper's)")
 
 
-def refuse_data_dir(args, dataset: str | None, synthetic: bool = False) -> None:
-    """A one-line :class:`UsageError` where ``--data-dir`` was given to a mode that reads no folder:
-    a data set that comes with its package (:data:`stam.datasets.BUNDLED`, digits from scikit-learn)
-    or a synthetic map (``stam map --problem``); it was accepted and ignored (issue 40 item 6)."""
-    given = getattr(args, "data_dir", None)
+def refuse_data_dir(given: str | None, dataset: str | None, synthetic: bool = False) -> None:
+    """A one-line :class:`UsageError` where ``--data-dir`` was given (``given``: the flag's value as typed,
+    None where it was not) to a mode that reads no folder: a data set that comes with its package
+    (:data:`stam.datasets.BUNDLED`, digits from scikit-learn) or a synthetic map (``stam map --problem``,
+    ``synthetic``); it was accepted and ignored (issue 40 item 6)."""
     if given is None:
         return
     from stam.errors import UsageError

@@ -495,7 +495,7 @@ def map_command(args) -> int:
     """``stam map``: the parameters of the command line, :func:`run`, the table on stdout."""
     from stam.dnn.params import refuse_data_dir
 
-    refuse_data_dir(args, args.dataset or "digits", synthetic=args.problem is not None)
+    refuse_data_dir(args.data_dir, args.dataset or "digits", synthetic=args.problem is not None)
     result, paths, elapsed = run(MapParams.from_args(args))
     print(format_map(result))
     print(summary_line(result) + f"; {elapsed:.1f} s")

@@ -78,7 +78,7 @@ WITH_PARAMS = {cmd: p for cmd, p in _commands().items() if p.get_default("params
 
 def test_the_experiment_commands_declare_their_parameters():
     assert {("train",), ("tune",), ("map",), ("synthetic", "run"), ("synthetic", "compare"), ("synthetic", "sweep"),
-            ("paper-check",), ("stepsize",)} <= set(WITH_PARAMS)
+            ("paper-check",), ("stepsize",), ("pep",)} <= set(WITH_PARAMS)
 
 
 @pytest.mark.parametrize("cmd", sorted(WITH_PARAMS), ids=" ".join)
@@ -86,6 +86,9 @@ def test_a_commands_flags_are_its_parameters_and_agree_on_defaults(cmd):
     parser = WITH_PARAMS[cmd]
     cls = parser.get_default("params_class")
     names = {f.name for f in dataclasses.fields(cls)}
+    # a flag that runs another experiment of the command (``stam pep --region``) and that experiment's parameters
+    for mode, other in (parser.get_default("params_modes") or {}).items():
+        names |= {mode} | {f.name for f in dataclasses.fields(other)}
     flags = {a.dest for a in parser._actions if a.option_strings and a.dest != "help"}
     assert flags <= names, f"stam {' '.join(cmd)}: flags outside {cls.__name__}: {sorted(flags - names)}"
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen

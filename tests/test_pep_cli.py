@@ -71,6 +71,25 @@ def test_json_single_run_matches_theorem(capsys):
     assert row["details"]["delta0"] + row["details"]["M0_prime"] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_single_pep_is_a_library_call_on_its_parameters(capsys):
+    """`stam pep` builds its parameters (stam.theory.params.PepParams) and calls run_pep: the library call on the
+    same object gives the row the command prints, and refuses what the command refuses (no argparse inside)."""
+    from stam.errors import UsageError
+    from stam.theory.params import PepParams
+    from stam.theory.pep_cli import run_pep
+
+    code, out, _ = run(["pep", *ADMISSIBLE, "--T", "2", "--json"], capsys)
+    row = run_pep(PepParams(lam=1.0, gamma=0.1, beta=250.0, T=2))
+    assert code == 0 and json.loads(out)["worst_case"] == pytest.approx(row["worst_case"], rel=1e-6)
+    assert (row["lam"], row["gamma"], row["beta"], row["T"]) == (1.0, 0.1, 250.0, 2)
+    with pytest.raises(UsageError, match="--beta required"):
+        run_pep(PepParams(lam=1.0, gamma=0.1, T=2))
+    with pytest.raises(UsageError, match="give --out FILE.json"):
+        run_pep(PepParams(lam=1.0, gamma=0.1, beta=250.0, sweep_T=[1, 2]))
+    with pytest.raises(UsageError, match="--b 3 must be at most --N 2"):
+        run_pep(PepParams(lam=1.0, gamma=0.1, beta=250.0, T=1, N=2, b=3))
+
+
 @pytest.mark.parametrize("params", [("1", "0.1", "250"), ("2", "0.05", "330")])
 def test_worst_case_never_exceeds_bound_when_admissible(params):
     lam, gamma, beta = map(float, params)

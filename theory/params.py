@@ -45,6 +45,78 @@ POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
 MAX_GRAM = 50
 
 
+# -- the flags a single PEP (:class:`PepParams`) and ``--region`` (:class:`RegionParams`) share: one
+# declaration each, a field factory as :func:`stam.cliargs.out_arg`
+def L1_arg():
+    return arg("--L1", type=positive_float, default=1.0, job=True, help="Lipschitz constant of grad G (default 1)")
+
+
+def f_class_arg():
+    return arg("--F", choices=F_CLASSES, default=DEFAULT_F_CLASS, job=True,
+               help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
+               "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
+               "convex = closed proper convex")
+
+
+def N_arg():
+    return arg("--N", type=positive_int, default=None,
+               help="sampled gradient: G = (1/N) sum_i G_i, each G_i L1-smooth (with --b; default: the full "
+               "gradient; --region: N=2)")
+
+
+def b_arg():
+    return arg("--b", type=positive_int, default=None,
+               help="minibatch size of the b-nice sampling (1 <= b <= N; every C(N, b) minibatch of every step "
+               "is enumerated; --region default 1)")
+
+
+def solver_arg():
+    return arg("--solver", choices=("auto", "clarabel", "scs"), default=None, cli_default="auto", job=True,
+               convert=lambda name: None if name == "auto" else name,
+               help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
+
+
+def force_arg():
+    return arg("--force", action="store_true", default=False,
+               help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
+
+
+def pep_out_arg():
+    return out_arg(metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+
+
+@dataclass(frozen=True)
+class PepParams(Params):
+    """``stam pep``'s parameters for a single PEP (without ``--region``): STAM's ``lam``, ``gamma``, ``beta``,
+    one horizon ``T`` or several ``sweep_T`` (then a ``pep-sweep`` file ``out``), ``z^{-1}`` free or not, the
+    class of F and the gradient (``L1``, ``f_class``, ``N``/``b``: None, the full gradient), the solver, and
+    whether the text is JSON.  Every field is its flag; ``lam``, ``gamma``, ``beta`` and one of ``T``,
+    ``sweep_T`` are required (None here so that the command line names what is missing).  The run is
+    :func:`stam.theory.pep_cli.run_pep` (the PEP of :func:`stam.theory.pep.stam_pep` beside Theorem conv)."""
+
+    lam: float | None = arg("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
+    gamma: float | None = arg("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
+    beta: float | None = arg("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
+    T: int | None = arg("--T", type=positive_int, default=None, help="iterations (>= 1)")
+    sweep_T: list | None = arg("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None,
+                               metavar="N1,N2,...", help="several horizons; writes a pep-sweep result file (--out)")
+    L1: float = L1_arg()
+    f_class: str = f_class_arg()
+    N: int | None = N_arg()
+    b: int | None = b_arg()
+    free_start: bool = arg("--free-start", action="store_true", default=False,
+                           help="z^{-1} is a free point (default: z^{-1} = y^0, as stam_init)")
+    solver: str | None = solver_arg()
+    json: bool = arg("--json", action="store_true", default=False, help="print JSON instead of text")
+    force: bool = force_arg()
+    out: str | None = pep_out_arg()
+
+    @property
+    def sampling(self) -> tuple[int, int]:
+        """``(N, b)`` of the gradient, ``(1, 1)`` (the full gradient) where not given."""
+        return (self.N or 1, self.b or 1)
+
+
 @dataclass(frozen=True)
 class RegionParams(Params):
     """``stam pep --region``'s parameters: the class of F and the gradient (``L1``, ``f_class``,
@@ -52,23 +124,13 @@ class RegionParams(Params):
     the defaults of :mod:`stam.theory.lyapunov`), its library-only settings, where it writes and how it
     runs.  The fields marked ``job`` decide a lambda's row (:meth:`spec`); ``lams`` are the cells."""
 
-    L1: float = arg("--L1", type=positive_float, default=1.0, job=True, help="Lipschitz constant of grad G (default 1)")
-    f_class: str = arg("--F", choices=F_CLASSES, default=DEFAULT_F_CLASS, job=True,
-                       help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
-                       "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
-                       "convex = closed proper convex")
-    N: int | None = arg("--N", type=positive_int, default=None,
-                        help="sampled gradient: G = (1/N) sum_i G_i, each G_i L1-smooth (with --b; default: the full "
-                        "gradient; --region: N=2)")
-    b: int | None = arg("--b", type=positive_int, default=None,
-                        help="minibatch size of the b-nice sampling (1 <= b <= N; every C(N, b) minibatch of every step "
-                        "is enumerated; --region default 1)")
-    solver: str | None = arg("--solver", choices=("auto", "clarabel", "scs"), default=None, cli_default="auto", job=True,
-                             convert=lambda name: None if name == "auto" else name,
-                             help="SDP solver (default auto: Clarabel, then SCS if Clarabel is not optimal)")
-    force: bool = arg("--force", action="store_true", default=False,
-                      help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
-    out: str | None = out_arg(metavar="FILE", help="result file for --sweep-T and --region (JSON)")
+    L1: float = L1_arg()
+    f_class: str = f_class_arg()
+    N: int | None = N_arg()
+    b: int | None = b_arg()
+    solver: str | None = solver_arg()
+    force: bool = force_arg()
+    out: str | None = pep_out_arg()
     lams: list | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
                              help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
     betas: list | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...", job=True,
@@ -127,6 +189,6 @@ class PaperCheckParams(Params):
 #: --solver --force -o/--out, a single PEP reads too)
 REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
 
-__all__ = ["RegionParams", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
+__all__ = ["PepParams", "RegionParams", "L1_arg", "f_class_arg", "N_arg", "b_arg", "solver_arg", "force_arg", "pep_out_arg", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
            "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASSES", "DEFAULT_F_CLASS", "POSITIVE_LIST",
            "MAX_GRAM"]

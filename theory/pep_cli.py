@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from stam.errors import UsageError, positive_float, positive_int, require
 
 if TYPE_CHECKING:
-    from stam.theory.params import RegionParams
+    from stam.theory.params import PepParams, RegionParams
 
 # (the toolkit's modules below are imported where they are used: registering ``stam pep`` for ``stam --help``
 # imports none of them)
@@ -35,27 +35,27 @@ def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
     return size(T, N=N, b=b, free_start=free_start)
 
 
-def _check_size(args) -> None:
+def _check_size(params: PepParams) -> None:
     """Refuse, before any work, a PEP above :data:`MAX_GRAM` and a sweep above
-    :data:`MAX_SWEEP_WORK` unless ``--force``; a horizon listed twice is an error."""
+    :data:`MAX_SWEEP_WORK` unless ``force``; a horizon listed twice is an error."""
     from stam.theory.params import MAX_GRAM
 
-    T = args.T if args.T is not None else max(args.sweep_T)
-    N, b = args.N, args.b
-    size = gram_size(T, args.free_start, N, b)
-    Tmax = max([t for t in range(1, 25) if gram_size(t, args.free_start, N, b) <= MAX_GRAM], default=0)
+    T = params.T if params.T is not None else max(params.sweep_T)
+    (N, b), free_start, sweep_T = params.sampling, params.free_start, params.sweep_T
+    size = gram_size(T, free_start, N, b)
+    Tmax = max([t for t in range(1, 25) if gram_size(t, free_start, N, b) <= MAX_GRAM], default=0)
     shown = "more than 2^64" if size == math.inf else f"{size} x {size}"
     sampled = "" if (N, b) == (1, 1) else f" with --N {N} --b {b}"
-    require(args.force or size <= MAX_GRAM,
+    require(params.force or size <= MAX_GRAM,
             f"--T {T}{sampled} gives a PEP with a Gram matrix of size {shown}, above the limit {MAX_GRAM} "
             f"(T <= {Tmax}; the solve grows like T^4 or faster); "
             "add --force to run it anyway")
-    if args.sweep_T is not None:
-        twice = sorted({t for t in args.sweep_T if args.sweep_T.count(t) > 1})
+    if sweep_T is not None:
+        twice = sorted({t for t in sweep_T if sweep_T.count(t) > 1})
         require(not twice, f"--sweep-T lists {', '.join(map(str, twice))} more than once; give each horizon once")
-        work = sum((gram_size(t, args.free_start, N, b) / MAX_GRAM) ** 4 for t in args.sweep_T)
-        require(args.force or work <= MAX_SWEEP_WORK,
-                f"--sweep-T with {len(args.sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
+        work = sum((gram_size(t, free_start, N, b) / MAX_GRAM) ** 4 for t in sweep_T)
+        require(params.force or work <= MAX_SWEEP_WORK,
+                f"--sweep-T with {len(sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
                 f"PEP allowed, above the limit {MAX_SWEEP_WORK:g}; give fewer or smaller horizons, or add --force")
 
 
@@ -100,12 +100,13 @@ def _bound_text(row: dict) -> str:
     return "beyond floating point (the bound grows with beta)" if row["admissible"] else "none"
 
 
-def _print_row(args, row: dict) -> None:
-    print(f"{_method_text(args.f_class, args.N, args.b)}, lam={args.lam:g} gamma={args.gamma:g} beta={args.beta:g} "
-          f"L1={args.L1:g} T={row['T']}" + (" (free z^-1)" if args.free_start else ""))
-    metric = "min_t S_t" if (args.N, args.b) == (1, 1) else "min_t E S_t"
+def _print_row(params: PepParams, row: dict) -> None:
+    full = params.sampling == (1, 1)
+    print(f"{_method_text(params.f_class, *params.sampling)}, lam={params.lam:g} gamma={params.gamma:g} "
+          f"beta={params.beta:g} L1={params.L1:g} T={row['T']}" + (" (free z^-1)" if params.free_start else ""))
+    metric = "min_t S_t" if full else "min_t E S_t"
     print(f"  worst case of {metric} (PEP) : {_fmt(row['worst_case'])}   status: {_status_note(row)}")
-    norm = "delta0 + M0'_T = 1" if (args.N, args.b) == (1, 1) else "delta0 + Delta + M0'_T = 1"
+    norm = "delta0 + M0'_T = 1" if full else "delta0 + Delta + M0'_T = 1"
     print(f"  paper bound (Theorem conv)    : {_bound_text(row)}   for {norm}; admissible: "
           f"{_admissible_note(row)}")
     note = "" if row["ratio"] is None or row["admissible"] else "   (hypotheses fail: the bound is not guaranteed)"
@@ -121,7 +122,7 @@ def _print_sweep(sweep: dict) -> None:
 
 
 @contextlib.contextmanager
-def _beyond_floats(args):
+def _beyond_floats(lam: float, gamma: float, beta: float, L1: float):
     """Parameters whose PEP has coefficients beyond floating point (cvxpy refuses data with inf or
     nan; an overflow in building it) as a one-line usage error."""
     try:
@@ -130,56 +131,75 @@ def _beyond_floats(args):
         text = str(exc)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in text and "=inf is not allowed" not in text:
             raise
-        raise UsageError(f"--lam {args.lam:g} --gamma {args.gamma:g} --beta {args.beta:g} --L1 {args.L1:g}: the PEP's "
+        raise UsageError(f"--lam {lam:g} --gamma {gamma:g} --beta {beta:g} --L1 {L1:g}: the PEP's "
                          f"coefficients (products and ratios of these) are beyond floating point "
                          f"({text.splitlines()[0] if text else type(exc).__name__}); give values of ordinary size") from None
 
 
-def _pep(args) -> int:
-    from stam.io import check_out_file, dumps
-    from stam.theory import pep
-    from stam.theory.params import REGION_ONLY
-
-    solver = None if args.solver == "auto" else args.solver
-    require((args.N is None) == (args.b is None),
+def check_sampling(N: int | None, b: int | None) -> None:
+    """``--N`` and ``--b`` (a single PEP's and ``--region``'s): both or neither, ``b <= N <= MAX_N``."""
+    require((N is None) == (b is None),
             "give --N and --b together (the sampled gradient: G = (1/N) sum G_i, minibatches of b)")
-    if args.N is not None:
+    if N is not None:
         from stam.theory.pep import MAX_N
 
-        require(args.N <= MAX_N, f"--N {args.N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
-        require(args.b <= args.N, f"--b {args.b} must be at most --N {args.N}")
+        require(N <= MAX_N, f"--N {N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
+        require(b <= N, f"--b {b} must be at most --N {N}")
+
+
+def run_pep(params: PepParams) -> dict:
+    """``stam pep`` (a single PEP) as a library call: the worst case of :func:`stam.theory.pep.compare` at
+    ``params.T`` (the row, with ``lam``, ``gamma``, ``beta``, ``L1`` in front), or of each horizon of
+    ``params.sweep_T`` (:func:`stam.theory.pep.pep_sweep`: the ``pep-sweep`` result, written to ``params.out``).
+    Refused before any work: a missing ``lam``/``gamma``/``beta``, both or neither of ``T`` and ``sweep_T``, a
+    PEP or a sweep above the size limits without ``force`` (:func:`_check_size`), ``out`` with a single horizon
+    or missing with a sweep."""
+    from stam.io import check_out_file
+    from stam.theory import pep
+
+    check_sampling(params.N, params.b)
+    (N, b), solver = params.sampling, params.solver
+    lam, gamma, beta, L1 = params.lam, params.gamma, params.beta, params.L1
+    missing = [name for name in ("lam", "gamma", "beta") if getattr(params, name) is None]
+    require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
+    require((params.T is None) != (params.sweep_T is None), "give exactly one of --T N and --sweep-T N1,N2,...")
+    if params.out is not None:
+        check_out_file(params.out, "--out")
+    _check_size(params)
+    if params.sweep_T is None:
+        require(params.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
+        with _beyond_floats(lam, gamma, beta, L1):
+            row = pep.compare(lam, gamma, beta, params.T, L1=L1, free_start=params.free_start, solver=solver,
+                              f_class=params.f_class, N=N, b=b)
+        return {"lam": lam, "gamma": gamma, "beta": beta, "L1": L1, **row}
+    require(params.out is not None, "--sweep-T writes a result file: give --out FILE.json")
+    with _beyond_floats(lam, gamma, beta, L1):
+        sweep = pep.pep_sweep(lam, gamma, beta, params.sweep_T, L1=L1, free_start=params.free_start, solver=solver,
+                              f_class=params.f_class, N=N, b=b)
+    pep.PEP_SWEEP.write(sweep, params.out)
+    return sweep
+
+
+def _pep(args) -> int:
+    """``stam pep``: ``--region`` (:func:`_region`), or the flags of ``--region`` refused, the parameters of the
+    command line (:class:`stam.theory.params.PepParams`), :func:`run_pep`, the row or the sweep on stdout."""
+    from stam.io import dumps
+    from stam.theory.params import REGION_ONLY, PepParams
+
+    check_sampling(args.N, args.b)
     if args.region:
         return _region(args)
-    args.N, args.b = (args.N or 1), (args.b or 1)
     stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
-    missing = [flag for flag in ("lam", "gamma", "beta") if getattr(args, flag) is None]
-    require(not missing, f"{', '.join('--' + m for m in missing)} required (all three, except with --region)")
-    require((args.T is None) != (args.sweep_T is None), "give exactly one of --T N and --sweep-T N1,N2,...")
-    if args.out is not None:
-        check_out_file(args.out, "--out")
-    _check_size(args)
-    if args.sweep_T is None:
-        require(args.out is None, "--out is for --sweep-T (a single run prints; use --json for scripts)")
-        with _beyond_floats(args):
-            row = pep.compare(args.lam, args.gamma, args.beta, args.T, L1=args.L1, free_start=args.free_start,
-                              solver=solver, f_class=args.f_class, N=args.N, b=args.b)
-        row = {"lam": args.lam, "gamma": args.gamma, "beta": args.beta, "L1": args.L1, **row}
-        if args.json:
-            print(dumps(row))
-        else:
-            _print_row(args, row)
-        return 0
-    require(args.out is not None, "--sweep-T writes a result file: give --out FILE.json")
-    with _beyond_floats(args):
-        sweep = pep.pep_sweep(args.lam, args.gamma, args.beta, args.sweep_T, L1=args.L1, free_start=args.free_start,
-                              solver=solver, f_class=args.f_class, N=args.N, b=args.b)
-    pep.PEP_SWEEP.write(sweep, args.out)
-    if args.json:
-        print(dumps(sweep))
+    params = PepParams.from_args(args)
+    result = run_pep(params)
+    if params.json:
+        print(dumps(result))
+    elif params.sweep_T is None:
+        _print_row(params, result)
     else:
-        _print_sweep(sweep)
-        print(f"wrote {args.out}")
+        _print_sweep(result)
+        print(f"wrote {params.out}")
     return 0
 
 
@@ -356,30 +376,16 @@ def register(subparsers) -> None:
 
 
 def _build(p) -> None:
-    from stam.cliargs import ListArg
-    from stam.params import add_field, flagged
-    from stam.theory.params import RegionParams
+    from stam.params import add_arguments, add_field, flagged
+    from stam.theory.params import REGION_ONLY, PepParams, RegionParams
 
-    p.add_argument("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
-    p.add_argument("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
-    p.add_argument("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
-    p.add_argument("--T", type=positive_int, default=None, help="iterations (>= 1)")
-    p.add_argument("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None, metavar="N1,N2,...",
-                   help="several horizons; writes a pep-sweep result file (--out)")
-    fields = {f.name: f for f in flagged(RegionParams)}  # the region's flags, and those a single PEP shares
-    for name in ("L1", "f_class", "N", "b"):
-        add_field(p, name, fields.pop(name))
-    p.add_argument("--free-start", action="store_true",
-                   help="z^{-1} is a free point (default: z^{-1} = y^0, as stam_init)")
-    add_field(p, "solver", fields.pop("solver"))
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    for name in ("force", "out"):
-        add_field(p, name, fields.pop(name))
+    add_arguments(p, PepParams)  # a single PEP's flags, the ones --region shares among them (the same factories)
     g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
                              "(stam.theory.lyapunov) and where this PEP is unbounded")
     g.add_argument("--region", action="store_true",
                    help="for each lambda, the largest gamma with a Lyapunov certificate (best beta of a grid; bisection "
                    "bracket) and the smallest gamma where the PEP is unbounded; writes a lyapunov-region file (--out)")
-    for name, f in fields.items():  # REGION_ONLY, in the order of the fields
-        add_field(g, name, f)
-    p.set_defaults(func=_handler)
+    for f in flagged(RegionParams):  # REGION_ONLY, in the order of the fields
+        if f.name in REGION_ONLY:
+            add_field(g, f.name, f)
+    p.set_defaults(func=_handler, params_modes={"region": RegionParams})  # --region: the other experiment
