@@ -279,20 +279,22 @@ def _values(params, name: str, default) -> list[float]:
     return log_grid(*(ranged if ranged is not None else default))
 
 
-def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progress: bool = True,
-               store=None, scheduler: str | None = None, workers: int = 1, batch_size: int = 32, task: dict | None = None,
-               chunk: int = 64, spec: dict | None = None) -> dict:
-    """The network map as a ``convergence-map`` result: STAM on ``task``
-    (:func:`stam.dnn.sweep.task_spec`; default digits and the MLP) over the grid
-    (:func:`stam.dnn.sweep.map_digits`: batched trainings as resumable jobs in ``store``), each
-    cell flagged with Theorem conv's verdict; ``spec``: what every job shares (``stam map``: the
-    parameters' :meth:`~stam.params.Params.spec`, :meth:`MapParams.network`)."""
+def digits_map(params: MapParams, gammas, lams, betas, *, store=None, task: dict | None = None, chunk: int = 64) -> dict:
+    """The network map of ``params`` (:class:`MapParams`; its data set, model, width, batch size and epochs as
+    :meth:`MapParams.network` resolves them, its seeds, its ``progress``, ``scheduler`` and ``workers``) on the grid
+    ``gammas`` x ``lams`` x ``betas`` as a ``convergence-map`` result: STAM on ``task``
+    (:func:`stam.dnn.sweep.task_spec`; default: the one of the parameters) over the grid
+    (:func:`stam.dnn.sweep.map_digits`: batched trainings, ``chunk`` runs a job, as resumable jobs in ``store``),
+    each cell flagged with Theorem conv's verdict; every job shares the parameters'
+    :meth:`~stam.params.Params.spec`."""
     from stam.dnn.sweep import map_digits, task_spec  # late: tests put a stand-in into sys.modules
     from stam.synthetic import convergence_map as CM
 
-    task = task or task_spec()
-    rows = map_digits(gammas, lams, betas, seeds, epochs, batch_size, store=store, scheduler=scheduler, workers=workers,
-                      progress=progress, task=task, chunk=chunk, spec=spec)
+    net = params.network()
+    seeds, epochs, batch_size, spec = params.n_seeds or DIGITS_SEEDS, net.epochs, net.batch_size, net.spec()
+    task = task or task_spec(net.dataset, net.model, net.width, net.data_dir)
+    rows = map_digits(gammas, lams, betas, seeds, epochs, batch_size, store=store, scheduler=params.scheduler,
+                      workers=params.workers, progress=params.progress, task=task, chunk=chunk, spec=spec)
     flags = CM.admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
     for r, ok in zip(rows, flags):
         r["admissible"] = ok
@@ -302,7 +304,7 @@ def digits_map(gammas, lams, betas, seeds: int = 3, epochs: int = 60, *, progres
 
     from stam.dnn.catalog import BN_IMAGES, bn_protocol
 
-    bn_images = (spec or {}).get("bn_images", BN_IMAGES)
+    bn_images = spec.get("bn_images", BN_IMAGES)
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),
             "metric": "val_acc_binary",
@@ -471,9 +473,7 @@ def _network_map(params: MapParams, p: _Plan) -> dict:
     cells = len(p.gammas) * len(p.lams) * len(p.betas) * (params.n_seeds or DIGITS_SEEDS)
     ep.check_work(float(cells) * net.epochs * sweep.train_size(task),
                   f"{cells} trainings (grid x seeds) x {net.epochs} epochs", params.force, cost=sweep.work_cost(task))
-    return digits_map(p.gammas, p.lams, p.betas, params.n_seeds or DIGITS_SEEDS, net.epochs,
-                      progress=params.progress, store=p.out / "jobs", scheduler=params.scheduler, workers=params.workers,
-                      batch_size=net.batch_size, task=task, chunk=chunk, spec=net.spec())
+    return digits_map(params, p.gammas, p.lams, p.betas, store=p.out / "jobs", task=task, chunk=chunk)
 
 
 def run(params: MapParams) -> MapRun:
