@@ -37,6 +37,7 @@ def main(argv=None) -> int:
 
     from stam.io import emit_json, provenance
     from stam.theory import lyapunov, pep
+    from stam.theory.params import RegionParams
 
     lams = [float(v) for v in args.lams.split(",")] if args.lams else list(lyapunov.REGION_LAMS)
     start = time.perf_counter()
@@ -58,7 +59,8 @@ def main(argv=None) -> int:
                   f"certified={last.certified})", flush=True)
 
     t0, c0, load0 = time.perf_counter(), time.process_time(), os.getloadavg()
-    result = lyapunov.region(lams, progress=lambda r: print(f"lam={r['lam']:.4g}: {r['seconds']:.1f} s", flush=True))
+    result = lyapunov.compute_region(RegionParams(lams=tuple(lams), workers=1),
+                                     progress=lambda r: print(f"lam={r['lam']:.4g}: {r['seconds']:.1f} s", flush=True))
     region_s, region_cpu_s, load1 = time.perf_counter() - t0, time.process_time() - c0, os.getloadavg()
     def parts(r):  # (name, bracket) of every search of a row
         out = [(k, r[k]) for k in ("general", "paper", "sampled", "refuted") if k in r]

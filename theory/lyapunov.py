@@ -351,11 +351,17 @@ def theorem_region(lam: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS, 
             "max_inv_rho_beta": max(good) if good else None}
 
 
-def region_row(lam: float, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
-               rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-               f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
-               scan_ratio: float = SCAN_RATIO, refute_beside: bool = True) -> dict:
-    """One row of :func:`region` (one lambda)."""
+def region_row(lam: float, params: RegionParams | None = None, **settings) -> dict:
+    """One row of :func:`compute_region` (one lambda): the searches of :func:`region` at ``lam`` with the fields of
+    ``params`` that decide a row (those marked ``job``: the betas, the gamma range, ``L1``, the class of F, the
+    sampled gradient, the solver and the search's settings; the grids given as None are the defaults,
+    :func:`resolved`).  ``settings``: fields of :class:`~stam.theory.params.RegionParams` by keyword, set on
+    ``params`` (the keyword form of before, ``region_row(lam, betas=..., L1=...)``, still works)."""
+    params = resolved(dataclasses.replace(params, **settings) if params is not None else RegionParams(**settings))
+    betas, L1, gamma_range, rtol, solver = params.betas, params.L1, params.gamma_range, params.rtol, params.solver
+    f_class, sampling, scan_ratio = params.f_class, params.sampling, params.scan_ratio
+    refute_Ts, refute_betas, beside_convex, refute_beside = (params.refute_Ts, params.refute_betas, params.beside_convex,
+                                                             params.refute_beside)
     t0 = time.perf_counter()
     gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
     row = {"lam": float(lam), "gamma_theorem": gmax}
@@ -402,7 +408,7 @@ def region_job(spec: dict) -> dict:
     for name in ("betas", "gamma_range", "refute_Ts", "refute_betas", "sampling"):
         if args.get(name) is not None:
             args[name] = tuple(args[name])
-    return region_row(spec["lam"], **args)
+    return region_row(spec["lam"], RegionParams(**args))
 
 
 def check_region_row(result: dict, spec: dict, path) -> None:
@@ -425,11 +431,7 @@ def check_region_row(result: dict, spec: dict, path) -> None:
 SEARCH_VERSION = 3
 
 
-def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,
-           rtol: float = REGION_RTOL, refute_Ts=REFUTE_TS, refute_betas=REFUTE_BETAS, solver: str | None = None,
-           progress=None, f_class: str = DEFAULT_F_CLASS, sampling=REGION_SAMPLING, beside_convex: bool = True,
-           workers: int = 1, scan_ratio: float = SCAN_RATIO, refute_beside: bool = True, store=None,
-           scheduler: str | None = None, bar: bool = False) -> dict:
+def region(lams=REGION_LAMS, *, progress=None, store=None, bar: bool = False, **settings) -> dict:
     """The ``lyapunov-region`` result (``stam pep --region``): for each lambda, for ``F`` of
     ``f_class`` (default the paper's class, any proper lsc ``F``) the certified gamma of both templates
     with the full gradient (``general``, ``paper``), of the paper template with b-nice minibatches of
@@ -439,14 +441,16 @@ def region(lams=REGION_LAMS, betas=REGION_BETAS, L1: float = 1.0, gamma_range=RE
     three searches for convex ``F`` under ``convex`` (without its refutation when not ``refute_beside``).
     The lambdas are jobs of the toolkit's one job engine (:func:`stam.jobs.run_jobs`, :func:`region_job`): stored
     in ``store`` (a folder; None: a temporary one) as they finish, so a rerun on the same store computes only the
-    missing rows; ``workers`` local processes or a Dask ``scheduler`` (every row is computed alone, so the result is
-    the same; ``progress`` sees the rows in order once all are done; ``bar``: the engine's progress bar);
-    ``scan_ratio``: the step of the scan (:func:`_first_gap`).  The same as :func:`compute_region` of these
-    parameters (:class:`stam.theory.params.RegionParams`)."""
-    params = RegionParams(lams=lams, betas=betas, L1=L1, gamma_range=gamma_range, rtol=rtol, refute_Ts=refute_Ts,
-                          refute_betas=refute_betas, solver=solver, f_class=f_class, sampling=sampling,
-                          beside_convex=beside_convex, workers=workers, scan_ratio=scan_ratio, refute_beside=refute_beside,
-                          scheduler=scheduler)
+    missing rows; ``workers`` local processes (default 1 here) or a Dask ``scheduler`` (every row is computed alone,
+    so the result is the same; ``progress`` sees the rows in order once all are done; ``bar``: the engine's progress
+    bar); ``scan_ratio``: the step of the scan (:func:`_first_gap`).
+
+    The keyword form of :func:`compute_region`: ``settings`` are the fields of
+    :class:`stam.theory.params.RegionParams` (``betas``, ``L1``, ``gamma_range``, ``rtol``, ``refute_Ts``,
+    ``refute_betas``, ``solver``, ``f_class``, ``sampling``, ``beside_convex``, ``workers``, ``scan_ratio``,
+    ``refute_beside``, ``scheduler``; another name is a ``TypeError``); new code builds the parameters and calls
+    :func:`compute_region`."""
+    params = RegionParams(lams=lams, **{"workers": 1, **settings})
     return compute_region(params, progress=progress, store=store, bar=bar)
 
 
