@@ -29,6 +29,17 @@ function-local imports alike.
 - ``stam pep --region`` -> a certificate: the first call of ``certify_stam`` in ``stam.theory`` (one lambda,
   one beta, four gammas).
 
+**Places to edit** (``EDITS``): adding an optimiser, a figure and a ``stam tune`` flag, each done for real on a
+copy of the measured tree (its package folders and ``pyproject.toml``, in a temporary folder, imported in a fresh
+interpreter through the ``package-dir`` mapping of its ``pyproject.toml``), as docs/contributing.md says: the files
+written or changed and the places in them (a new file, a decorated function, a field, a line, an entry of
+``dnn/presets.json``), then a check that the toolkit finds the addition with no other edit (the optimiser: a
+rule of ``stam.rules``, an algorithm of the catalog, ``stam train --algo toy`` parsed, its preset resolved and
+its search space read; the figure: a kind of ``stam.figures.kinds`` listed by ``stam plot --help``; the flag: in
+``stam tune --help`` and in every job's spec of a tuning, its jobs captured before any training).  Tests are not
+counted (the docs ask for one per addition).  Before this scan existed the issue counted by hand: an optimiser
+7-11 edits in 4-6 files (issue 38).
+
 **Static counts** (the measured tree's source, read with :mod:`ast`): modules and lines; string-import
 edges (module pairs) and the import cycles that only strings close; the ten largest modules; every function
 (methods and nested functions included) over 60 lines, from ``def`` to its last line; every function with
@@ -215,6 +226,168 @@ def static_scan(root: Path) -> dict:
     }
 
 
+# -- places to edit: each addition done on a copy of the tree, then checked ------------------------------------
+#: the child's import of the copy: each package of ``pyproject.toml``'s ``package-dir`` from the copy's folder
+COPY_IMPORT = r"""
+import importlib.util, sys, tomllib
+from pathlib import Path
+root = Path(sys.argv[1])
+mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+
+class CopyFinder:
+    def find_spec(self, name, path=None, target=None):
+        if name in mapping:
+            where = root / mapping[name]
+            return importlib.util.spec_from_file_location(name, where / "__init__.py", submodule_search_locations=[str(where)])
+        return None
+
+sys.meta_path.insert(0, CopyFinder())
+import stam
+assert Path(stam.__file__).resolve().parent == (root / "stam").resolve(), stam.__file__
+"""
+
+OPTIMISER_CHECK = r"""
+import json
+from stam import rules
+from stam.cli import build_parser
+from stam.dnn import catalog, presets
+from stam.dnn.tunespace import search_space
+assert "toy" in rules.NAMES and catalog.algorithm("toy").label == "Toy"
+assert build_parser().parse_args(["train", "--algo", "toy"]).algo == "toy"
+assert presets.resolve(None, "toy", "digits").algo == "toy"
+assert search_space("toy")
+print(json.dumps({"found": True}))
+"""
+
+FIGURE_CHECK = r"""
+import contextlib, io, json
+from stam.cli import main
+from stam.figures import kinds
+assert "toy-figure" in kinds.NAMES
+text = io.StringIO()
+with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+    main(["plot", "--help"])
+assert "toy-figure" in text.getvalue()
+print(json.dumps({"found": True}))
+"""
+
+FLAG_CHECK = r"""
+import contextlib, io, json, tempfile
+from stam.cli import main
+from stam.dnn import tune
+from stam.dnn.params import TuneParams
+text = io.StringIO()
+with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+    main(["tune", "--help"])
+assert "--toy-flag" in text.getvalue()
+
+class Captured(Exception):
+    pass
+
+def capture(job, specs, *args, **kw):
+    raise Captured(list(specs))
+
+tune.run_jobs = capture
+try:
+    tune.run_tune(TuneParams(dataset="digits", algos=["stam"], trials=1, n_seeds=2, epochs=1, out=tempfile.mkdtemp(),
+                             progress=False, workers=1, paper=False, toy_flag=2.5))
+    raise AssertionError("no jobs")
+except Captured as got:
+    specs = got.args[0]
+assert specs and all(s["toy_flag"] == 2.5 for s in specs), specs
+import stam.dnn.sweep  # its use compiles
+print(json.dumps({"found": True, "jobs": len(specs)}))
+"""
+
+TOY_FIGURE = '''
+
+@declare_figure("toy-figure", sources=("convergence-map",), section="map", caption="A toy figure.",
+                help="toy-figure (the structure scan's)")
+def draw_toy(results, nc=None):
+    raise ValueError("nothing to draw")
+'''
+
+
+def _edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text(encoding="utf-8")
+    if text.count(old) != 1:
+        raise ValueError(f"{rel}: the anchor {old[:60]!r} is not there once")
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def add_optimiser(root: Path) -> list:
+    """``toy``: PSGD's file renamed (its pure step a reference to :func:`stam.steps.psgd_step`), and its paper preset,
+    its default preset and its search space in ``dnn/presets.json`` (docs/contributing.md, "An optimiser")."""
+    text = (root / "stam/rules/psgd.py").read_text(encoding="utf-8")
+    for old, new in (("PSGDRule", "ToyRule"), ('"psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"',
+                                                '"toy", "Toy", "eq. (alg:PSGD)", "vermillion", "D"'),
+                     ('optimizer_name = "PSGD"', 'optimizer_name = "Toy"')):
+        if old not in text:
+            raise ValueError(f"stam/rules/psgd.py: {old!r} is not there")
+        text = text.replace(old, new)
+    (root / "stam/rules/toy.py").write_text(text, encoding="utf-8")
+    table_path = root / "dnn/presets.json"
+    table = json.loads(table_path.read_text(encoding="utf-8"))
+    table["presets"]["toy"] = {**table["presets"]["psgd"], "algo": "toy"}
+    table["defaults"]["preset_for_algo"]["toy"] = "toy"
+    table["search_spaces"]["toy"] = table["search_spaces"]["psgd"]
+    table_path.write_text(json.dumps(table, indent=2), encoding="utf-8")
+    return [{"file": "stam/rules/toy.py", "what": "a new file: the rule (its step, declaration, batched form)"},
+            {"file": "dnn/presets.json", "what": "presets.toy (its paper preset)"},
+            {"file": "dnn/presets.json", "what": "defaults.preset_for_algo.toy"},
+            {"file": "dnn/presets.json", "what": "search_spaces.toy"}]
+
+
+def add_figure(root: Path) -> list:
+    """``toy-figure``: one decorated draw function in a module of ``figures/kinds.py``'s ``MODULES``."""
+    path = root / "figures/convergence_map.py"
+    path.write_text(path.read_text(encoding="utf-8") + TOY_FIGURE, encoding="utf-8")
+    return [{"file": "figures/convergence_map.py", "what": "a function decorated with @declare_figure"}]
+
+
+def add_tune_flag(root: Path) -> list:
+    """``stam tune --toy-flag``: a field of ``TuneParams`` marked ``job`` and its use in the job function."""
+    _edit(root, "dnn/params.py", "    tune_seed: int = ",
+          '    toy_flag: float = arg("--toy-flag", type=float, default=1.0, job=True, help="a toy flag")\n'
+          "    tune_seed: int = ")
+    _edit(root, "dnn/sweep.py", "    what = {**TASK_DEFAULTS,",
+          '    toy_flag = float(spec.get("toy_flag", 1.0))  # noqa: F841 (its use)\n    what = {**TASK_DEFAULTS,')
+    return [{"file": "dnn/params.py", "what": "a field of TuneParams (job=True)"},
+            {"file": "dnn/sweep.py", "what": "its use in the job function run_job"}]
+
+
+#: name -> (the edits, the check run on the edited copy)
+EDITS = {"an optimiser": (add_optimiser, OPTIMISER_CHECK), "a figure": (add_figure, FIGURE_CHECK),
+         "a stam tune flag": (add_tune_flag, FLAG_CHECK)}
+#: the same, counted by hand before this scan (issue 38): an optimiser's edits and files
+EDITS_BEFORE = {"an optimiser": {"places": "7-11", "files": "4-6", "how": "by hand (issue 38)"}}
+
+
+def edit_scan(root: Path, tmp: str) -> dict:
+    """:data:`EDITS` on copies of ``root``: for each, the places edited, the files, and whether the check passed."""
+    import shutil
+    import tomllib
+
+    mapping = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    folders = sorted({Path(d).parts[0] for d in mapping.values()})
+    out = {}
+    for name, (edit, check) in EDITS.items():
+        copy = Path(tempfile.mkdtemp(prefix="edit-", dir=tmp))
+        shutil.copy2(root / "pyproject.toml", copy / "pyproject.toml")
+        for folder in folders:
+            shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        places = edit(copy)
+        run = subprocess.run([sys.executable, "-c", COPY_IMPORT + check, str(copy)], capture_output=True, text=True,
+                             timeout=600, cwd=copy, env={**os.environ, "STAM_CACHE_DIR": str(copy / "cache")})
+        found = run.returncode == 0
+        out[name] = {"places": len(places), "files": len({p["file"] for p in places}), "edits": places, "found": found,
+                     "check": json.loads(run.stdout.strip().splitlines()[-1]) if found
+                     else (run.stderr or run.stdout).strip().splitlines()[-3:],
+                     "before": EDITS_BEFORE.get(name)}
+    return out
+
+
 def help_scan() -> dict:
     run = subprocess.run([sys.executable, "-c", HELP_CHILD], capture_output=True, text=True, check=True, timeout=120)
     found = json.loads(run.stdout.strip().splitlines()[-1])
@@ -229,12 +402,13 @@ def commit_of(root: Path) -> str | None:
     return (run.stdout.strip() + ("+changes" if dirty else "")) if run.returncode == 0 else None
 
 
-def scan(paths=tuple(PATHS)) -> dict:
+def scan(paths=tuple(PATHS), with_edits: bool = True) -> dict:
     root = measured_root()
     with tempfile.TemporaryDirectory(prefix="stam-structure-") as tmp:
         measured = {name: path_scan(name, tmp) for name in paths}
+        edits = edit_scan(root, tmp) if with_edits else None
     return {"root": str(root), "commit": commit_of(root), "paths": measured, "static": static_scan(root),
-            "stam_help": help_scan()}
+            "stam_help": help_scan(), "edits": edits}
 
 
 def main(argv=None) -> dict:
@@ -245,11 +419,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--paths", default=",".join(PATHS), help="which paths (comma-separated names of PATHS)")
     ap.add_argument("--out")
     ap.add_argument("--append", action="store_true", help="keep the other labels' runs already in --out")
+    ap.add_argument("--no-edits", action="store_true", help="skip the places to edit (EDITS)")
     args = ap.parse_args(argv)
     runs = {}
     if args.append and args.out and Path(args.out).is_file():
         runs = json.loads(Path(args.out).read_text())["runs"]
-    runs[args.label] = {**scan(tuple(p for p in args.paths.split(",") if p)), "provenance": provenance(),
+    runs[args.label] = {**scan(tuple(p for p in args.paths.split(",") if p), not args.no_edits), "provenance": provenance(),
                         "cpus": os.cpu_count(), "loadavg": list(os.getloadavg())}
     result = {"kind": "benchmark", "name": "structure_scan", "definition": __doc__,
               "runs": runs}

@@ -364,3 +364,27 @@ def test_structure_scan_counts_long_functions_parameters_and_string_imports(tmp_
     assert scan["functions_over_8_parameters_list"] == [{"function": "stam.a.many", "line": 127, "parameters": 9}]
     assert scan["string_import_edges"] == 1 and scan["string_import_edges_by_module"] == {"stam.b": ["stam.a"]}
     assert [c["members"] for c in scan["cycles_counting_strings"]] == [["stam.a", "stam.b"]]
+
+
+def test_structure_scan_counts_the_places_to_add_an_optimiser_a_figure_and_a_tune_flag(tmp_path, monkeypatch):
+    """benchmarks/structure_scan.py's places to edit (issue 38 point 5): each addition made on a copy of this tree is
+    found by the toolkit with no other edit (an optimiser: its rule file and three entries of presets.json; a figure:
+    one decorated function; a tune flag: its field and its use), and the check fails where a place is left out (the
+    rule's file without its presets)."""
+    import shutil
+
+    bench = _load("structure_scan")
+    root = bench.measured_root()
+    got = bench.edit_scan(root, str(tmp_path))
+    assert {name: (e["places"], e["files"], e["found"]) for name, e in got.items()} == {
+        "an optimiser": (4, 2, True), "a figure": (1, 1, True), "a stam tune flag": (2, 2, True)}, got
+    assert got["a stam tune flag"]["check"]["jobs"] >= 1
+
+    def rule_only(copy):
+        places = bench.add_optimiser(copy)
+        shutil.copy2(root / "dnn" / "presets.json", copy / "dnn" / "presets.json")
+        return places[:1]
+
+    monkeypatch.setattr(bench, "EDITS", {"rule only": (rule_only, bench.OPTIMISER_CHECK)})
+    alone = bench.edit_scan(root, str(tmp_path))["rule only"]
+    assert (alone["places"], alone["found"]) == (1, False) and "Error" in alone["check"][-1]
