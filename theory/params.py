@@ -5,8 +5,11 @@ object) and the search (:func:`stam.theory.lyapunov.compute_region`) read it, an
 lambda is ``{**params.spec(), "lam": lam}`` (with the job's kind and the search's version).
 Imports nothing heavy (no numpy: ``stam pep --help`` stays fast); the two grids computed with numpy,
 :data:`stam.theory.lyapunov.REGION_LAMS` and ``REGION_BETAS``, are the defaults of ``lams`` and
-``betas`` given as None.  ``stam paper-check``'s parameters, :class:`PaperCheckParams`, are here too
-(the audit's module imports sympy; its flags are added without it).
+``betas`` given as None.  A single PEP's (``stam pep`` without ``--region``), :class:`PepParams`, are
+here too (its run :func:`stam.theory.pep_cli.run_pep`; the flags both share are the field factories
+:func:`L1_arg`, :func:`f_class_arg`, :func:`N_arg`, :func:`b_arg`, :func:`solver_arg`, :func:`force_arg`,
+:func:`pep_out_arg`), and ``stam paper-check``'s, :class:`PaperCheckParams` (the audit's module imports
+sympy; its flags are added without it).
 """
 
 from __future__ import annotations
