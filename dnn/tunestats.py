@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from stam.dnn.catalog import algorithm
 from stam.dnn.table import mean_std
 from stam.dnn.tunespace import coordinates, cube_point, search_space, to_coordinates, to_hyper, unit_points
 from stam.errors import UsageError
@@ -64,12 +65,21 @@ def map_fraction(map_result: dict, algo: str, spaces: dict | None = None, level:
 
 def trial_fraction(result_algos: list, level: float = WORKING_LEVEL) -> dict[str, dict]:
     """Each algorithm's share of trials that work (score at least ``level`` of the best score of any
-    trial of any algorithm; with halving, the first rung's scores, which every trial has at the same
-    epochs): an estimate, from the tuning itself, of the fraction of its space that trains."""
+    trial of a binary algorithm, one bar for all: Float's float-weight accuracy is another network's,
+    so it sets the bar only where no binary algorithm was tuned; with halving, the first rung's
+    scores, which every trial has at the same epochs): an estimate, from the tuning itself, of the
+    fraction of its space that trains."""
     def first(t):
         return t.get("rung_scores", [t.get("score")])[0]
 
-    scores = [first(t) for a in result_algos for t in a["trials"] if first(t) is not None]
+    def binary(a):
+        try:
+            return bool(algorithm(a["algo"]).binary)
+        except KeyError:
+            return True
+
+    setters = [a for a in result_algos if binary(a)] or result_algos
+    scores = [first(t) for a in setters for t in a["trials"] if first(t) is not None]
     if not scores:
         return {a["algo"]: {"fraction": None, "level": level} for a in result_algos}
     bar = level * max(scores)
@@ -104,7 +114,7 @@ def difficulty_lines(result: dict) -> list[str]:
             continue
         t = d["trials"]
         part = [f"{a['label']}: " + ("no scored trial" if t.get("fraction") is None else
-                f"{100 * t['fraction']:.0f}% of its trials reach {100 * t['level']:.0f}% of the best trial's score "
+                f"{100 * t['fraction']:.0f}% of its trials reach {100 * t['level']:.0f}% of the best binary trial's score "
                 f"({counted(n, 'trials')} {'finds' if n == 1 else 'find'} that region with probability {100 * t['find']:.0f}%)")]
         m = d.get("map")
         if m:

@@ -296,6 +296,11 @@ def test_the_working_fraction_from_the_trials_uses_one_bar_for_all():
     assert got["bc"]["fraction"] == 0.5  # the first rung's scores: 90 does, 85 does not
     d = tune.search_difficulty(algos, 4)
     assert d["bc"]["trials"]["find"] == 1 - 0.5**4 and d["bc"]["map"] is None
+    # Float's float-weight accuracy is another network's: it never sets the binary methods' bar
+    with_float = algos + [{"algo": "float", "trials": [{"score": 99.0}, {"score": 80.0}]}]
+    got = tune.trial_fraction(with_float)
+    assert got["stam"]["bar"] == 0.9 * 95.0 and got["stam"]["fraction"] == 0.5 and got["float"]["fraction"] == 0.5
+    assert tune.trial_fraction(with_float[2:])["float"]["bar"] == 0.9 * 99.0  # alone, it sets its own
 
 
 @pytest.mark.parametrize("spec, message", [
