@@ -11,8 +11,8 @@ network (``build_model``), start (``torch.manual_seed``), data, minibatches, cro
   (what such a loop reports: its forward weights, with their own statistics);
 - ``plain, channels_last``: the same, with the network and its inputs in channels_last (what
   ``stam train`` uses on a CPU for one run, :func:`stam.dnn.batched.memory_format`);
-- ``plain, same evaluation``: the same training pass, then what ``stam train`` evaluates, written by
-  hand: the float weights and the binary weights (Proj_Q of each quantised layer, eq. (eq01)), each
+- ``plain, same evaluation``: the same training pass (channels_last, as ``stam train``), then what
+  ``stam train`` evaluates, written by hand: the float weights and the binary weights (Proj_Q of each quantised layer, eq. (eq01)), each
   with BatchNorm statistics re-estimated on the same subset (:func:`stam.dnn.bnstats.reestimated`),
   on both splits, and the binary weights with the training's statistics on the validation split.
 
@@ -22,7 +22,8 @@ training, 5,000 validation, 10,000 test images, 2,500 BatchNorm images) is scale
 a minute.  The four are run in turn, ``--rounds`` times, each for ``--epochs`` epochs (the
 fastest after the first is kept: a load spike only adds time); the ratios are taken within a round
 (robust to the load of a shared machine) and their median reported.  ``breakdown``: the parts of the trainer's epoch timed alone; ``variants``:
-the trainer's training pass with bf16 autocast and channels_last against float32 contiguous.
+the trainer's training pass with bf16 autocast and channels_last against float32 contiguous;
+``accuracy_digits_cnn``: whether accuracy holds in each (``stam train`` of the CNN on digits).
 
     python benchmarks/epoch_vs_loop.py --threads 1 --out benchmarks/results/epoch_vs_loop_cpu.json
 """
@@ -182,6 +183,33 @@ def variants(task: batched.Task, algo: str, bs: int, steps: int, repeats: int) -
     return {name: {"seconds": t, "over_float32": t / best["float32"]} for name, t in best.items()}
 
 
+ACCURACY_OVERRIDES = {"float": {"lr": 0.05}, "stam": {"gamma": 2.0, "lam": 2.0, "beta": 20.0}, "bc": {"lr": 0.05}}
+
+
+def accuracy_check(epochs: int) -> dict:
+    """``stam train`` of the CNN on digits (8x8 images: convolutions, a real task) in float32
+    contiguous, float32 channels_last (the CPU's default for one run) and bf16 channels_last: per
+    algorithm, the test accuracy at the epoch selected on validation data and the last training loss."""
+    out, layout = {}, batched.memory_format
+    for name, fmt, bf16 in (("float32", torch.contiguous_format, False), ("float32, channels_last", torch.channels_last, False),
+                            ("bf16, channels_last", torch.channels_last, True)):
+        batched.memory_format = lambda *a, fmt=fmt: fmt  # noqa: E731
+        try:
+            for algo, over in ACCURACY_OVERRIDES.items():
+                with tempfile.TemporaryDirectory() as tmp:
+                    run = train.run(TrainConfig(model="cnn", dataset="digits", algo=algo, overrides=over, epochs=epochs,
+                                                batch_size=32, schedule_scale="auto", out=str(Path(tmp) / "r"), echo=False,
+                                                progress=False, device="cpu", bf16=bf16))
+                    log = [json.loads(line) for line in (Path(tmp) / "r" / "log.jsonl").read_text().splitlines()]
+                which = "float" if algo == "float" else "binary"
+                chosen = max(log, key=lambda r: r[f"val_acc_{which}"])  # the earliest of the best
+                out.setdefault(name, {})[algo] = {"selected_test_acc": chosen[f"test_acc_{which}"],
+                                                  "last_train_loss": log[-1]["train_loss"]}
+        finally:
+            batched.memory_format = layout
+    return out
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -193,6 +221,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--epochs", type=int, default=3, help="per run and round; the fastest after the first is kept")
     ap.add_argument("--repeats", type=int, default=2, help="best of, for the breakdown and the variants")
     ap.add_argument("--skip-variants", action="store_true")
+    ap.add_argument("--accuracy-epochs", type=int, default=6, help="of the digits CNN runs (0: none)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -205,7 +234,7 @@ def main(argv=None) -> dict:
     for _ in range(args.rounds):  # each: the fastest of its epochs after the first (a load spike only adds time)
         plain = min(plain_epochs(data, *common, same_eval=False)[1:])
         plain_cl = min(plain_epochs(data, *common, same_eval=False, fmt=torch.channels_last)[1:])
-        same = min(plain_epochs(data, *common, same_eval=True)[1:])
+        same = min(plain_epochs(data, *common, same_eval=True, fmt=torch.channels_last)[1:])
         trainer_s, run = stam_train_epochs(full, *common)
         t = min(trainer_s[1:])
         rounds.append({"stam_train_s": t, "plain_s": plain, "plain_channels_last_s": plain_cl, "plain_same_evaluation_s": same,
@@ -231,6 +260,8 @@ def main(argv=None) -> dict:
     if not args.skip_variants:
         task = batched.Task(data, "vgg11", args.width)
         result["variants"] = variants(task, args.algo, args.batch_size, result["steps"], args.repeats)
+    if args.accuracy_epochs:
+        result["accuracy_digits_cnn"] = accuracy_check(args.accuracy_epochs)
     emit_json(result, args.out)
     return result
 

@@ -198,9 +198,12 @@ def test_epoch_vs_loop_times_stam_train_against_plain_loops(tmp_path, capsys):
     bench = _load("epoch_vs_loop")
     out = tmp_path / "e.json"
     bench.main(["--scale", "0.004", "--width", "0.0625", "--batch-size", "32", "--rounds", "1", "--epochs", "2",
-                "--repeats", "1", "--out", str(out)])
+                "--repeats", "1", "--accuracy-epochs", "1", "--out", str(out)])
     result = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out) == result
+    acc = result["accuracy_digits_cnn"]
+    assert set(acc) == {"float32", "float32, channels_last", "bf16, channels_last"}
+    assert all(0 <= r["selected_test_acc"] <= 100 for v in acc.values() for r in v.values())
     assert (result["train_images"], result["val_images"], result["test_images"], result["bn_images"]) == (180, 20, 40, 10)
     (r,) = result["rounds"]
     for key in ("plain", "plain_channels_last", "same_evaluation"):
