@@ -194,13 +194,18 @@ def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
         assert r["meets_target"] == (r["reestimate_share_of_epoch"] <= 0.10)
 
 
-def test_epoch_vs_loop_times_stam_train_against_plain_loops(tmp_path, capsys):
-    bench = _load("epoch_vs_loop")
-    out = tmp_path / "e.json"
-    bench.main(["--scale", "0.004", "--width", "0.0625", "--batch-size", "32", "--rounds", "1", "--epochs", "2",
-                "--repeats", "1", "--accuracy-epochs", "1", "--out", str(out)])
+def _written(name, argv, tmp_path, capsys) -> dict:
+    """The JSON benchmark ``name`` wrote with ``argv`` (and ``--out``), checked to be what it printed."""
+    out = tmp_path / f"{name}.json"
+    _load(name).main([*argv, "--out", str(out)])
     result = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out) == result
+    return result
+
+
+def test_epoch_vs_loop_times_stam_train_against_plain_loops(tmp_path, capsys):
+    result = _written("epoch_vs_loop", ["--scale", "0.004", "--width", "0.0625", "--batch-size", "32", "--rounds", "1",
+                                        "--epochs", "2", "--repeats", "1", "--accuracy-epochs", "1"], tmp_path, capsys)
     acc = result["accuracy_digits_cnn"]
     assert set(acc) == {"float32", "float32, channels_last", "bf16, channels_last"}
     assert all(0 <= r["selected_test_acc"] <= 100 for v in acc.values() for r in v.values())
