@@ -10,7 +10,7 @@ network (``build_model``), start (``torch.manual_seed``), data, minibatches, cro
 - ``plain``: training pass, then the accuracy on the validation and test splits in evaluation mode
   (what such a loop reports: its forward weights, with their own statistics);
 - ``plain, channels_last``: the same, with the network and its inputs in channels_last (what
-  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.batched.memory_format`);
+  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.batched.image_layout`);
 - ``plain, same evaluation``: the same training pass (channels_last, as ``stam train``), then what
   ``stam train`` evaluates, written by hand: the float weights and the binary weights (Proj_Q of each quantised layer, eq. (eq01)), each
   with BatchNorm statistics re-estimated on the same subset (:func:`stam.dnn.bnstats.reestimated`),
@@ -190,10 +190,10 @@ def accuracy_check(epochs: int) -> dict:
     """``stam train`` of the CNN on digits (8x8 images: convolutions, a real task) in float32
     contiguous, float32 channels_last (the CPU's default for one run) and bf16 channels_last: per
     algorithm, the test accuracy at the epoch selected on validation data and the last training loss."""
-    out, layout = {}, batched.memory_format
+    out, layout = {}, batched.image_layout
     for name, fmt, bf16 in (("float32", torch.contiguous_format, False), ("float32, channels_last", torch.channels_last, False),
                             ("bf16, channels_last", torch.channels_last, True)):
-        batched.memory_format = lambda *a, fmt=fmt: fmt  # noqa: E731
+        batched.image_layout = lambda *a, fmt=fmt: fmt  # noqa: E731
         try:
             for algo, over in ACCURACY_OVERRIDES.items():
                 with tempfile.TemporaryDirectory() as tmp:
@@ -206,7 +206,7 @@ def accuracy_check(epochs: int) -> dict:
                 out.setdefault(name, {})[algo] = {"selected_test_acc": chosen[f"test_acc_{which}"],
                                                   "last_train_loss": log[-1]["train_loss"]}
         finally:
-            batched.memory_format = layout
+            batched.image_layout = layout
     return out
 
 

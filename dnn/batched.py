@@ -489,10 +489,10 @@ def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
     return steps >= 1000 and (R >= 16 or R * numel >= AUTO_COMPILE_MIN_NUMEL)
 
 
-def memory_format(device, image_dims: int, R: int) -> torch.memory_format:
+def image_layout(device, image_dims: int, R: int) -> torch.memory_format:
     """The layout of the images a :class:`Trainer` feeds its network: channels_last for images
     (``image_dims`` 4) on a GPU, and on a CPU for one run (``stam train``): there oneDNN's
-    convolutions take it natively, and VGG-11 at width 1/8 trains in 0.69x the time of the
+    convolutions take it natively, and VGG-11 at width 1/8 trains in 0.74x the time of the
     contiguous layout (1 thread, ``benchmarks/epoch_vs_loop.py``; the same float32 arithmetic,
     summed in another order); R runs on a CPU (grouped convolutions, not measured) stay contiguous."""
     if image_dims == 4 and (torch.device(device).type == "cuda" or R == 1):
@@ -569,7 +569,7 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         else:  # on a GPU "aot" compiles in the process (AOTInductor's CUDA packages are not checked here)
             self._step = _update_fn(self.algo, on, proxies)
         self.flips = ep.SignFlips(list(self._quantised("binary").values()))
-        self.memory_format = memory_format(device, self.data.train_x.dim(), self.R)
+        self.memory_format = image_layout(device, self.data.train_x.dim(), self.R)
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
         self.eval_batch_size = eval_batch_size
         if not (isinstance(bn_images, int) and bn_images >= 0):
@@ -835,4 +835,4 @@ select_epoch = ep.select_epoch
 
 __all__ = ["Task", "Config", "Net", "Trainer", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
            "reestimate_bn", "bn_inputs",
-           "compile_pays", "runs_per_job", "keep_freed_memory"]
+           "compile_pays", "runs_per_job", "keep_freed_memory", "image_layout"]

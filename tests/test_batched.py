@@ -71,7 +71,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1))
     gen, gen_aug = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
     n = len(data.train_x)
-    fmt = batched.memory_format("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
+    fmt = batched.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
     log = []
     for epoch in range(1, epochs + 1):
         loop.apply_hyper(opt, algo, preset.at(epoch))
