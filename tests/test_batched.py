@@ -71,6 +71,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1))
     gen, gen_aug = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
     n = len(data.train_x)
+    fmt = batched.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
     log = []
     for epoch in range(1, epochs + 1):
         loop.apply_hyper(opt, algo, preset.at(epoch))
@@ -81,7 +82,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
             for step in range(steps):
                 idx = perm[step * bs : (step + 1) * bs]
                 x = data_mod.augment(data.train_x[idx], gen_aug) if data.augment else data.train_x[idx]
-                loss, _ = loop.train_step(net, opt, x, data.train_y[idx], data)
+                loss, _ = loop.train_step(net, opt, x, data.train_y[idx], data, memory_format=fmt)
                 loss_sum += float(loss) * len(idx)
                 if hasattr(opt, "stationarity_proxies"):
                     prox.append([float(v) for v in opt.stationarity_proxies().values()])

@@ -194,6 +194,34 @@ def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
         assert r["meets_target"] == (r["reestimate_share_of_epoch"] <= 0.10)
 
 
+def _written(name, argv, tmp_path, capsys) -> dict:
+    """The JSON benchmark ``name`` wrote with ``argv`` (and ``--out``), checked to be what it printed."""
+    out = tmp_path / f"{name}.json"
+    _load(name).main([*argv, "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == result
+    return result
+
+
+def test_epoch_vs_loop_times_stam_train_against_plain_loops(tmp_path, capsys):
+    result = _written("epoch_vs_loop", ["--scale", "0.004", "--width", "0.0625", "--batch-size", "32", "--rounds", "1",
+                                        "--epochs", "2", "--repeats", "1", "--accuracy-epochs", "1"], tmp_path, capsys)
+    acc = result["accuracy_digits_cnn"]
+    assert set(acc) == {"float32", "float32, channels_last", "bf16, channels_last"}
+    assert all(0 <= r["selected_test_acc"] <= 100 for v in acc.values() for r in v.values())
+    assert (result["train_images"], result["val_images"], result["test_images"], result["bn_images"]) == (180, 20, 40, 10)
+    (r,) = result["rounds"]
+    for key in ("plain", "plain_channels_last", "same_evaluation"):
+        base = r[f"{key}_s" if key != "same_evaluation" else "plain_same_evaluation_s"]
+        assert r[f"ratio_to_{key}"] == pytest.approx(r["stam_train_s"] / base)
+        assert result[f"median_ratio_to_{key}"] == pytest.approx(r[f"ratio_to_{key}"])
+    assert result["meets_target"] == (result["median_ratio_to_same_evaluation"] <= 1.1)
+    b = result["breakdown"]
+    assert b["evaluation_s"] == pytest.approx(b["evaluate_binary_s"] + b["evaluate_float_s"] + b["as_trained_val_s"])
+    assert set(result["variants"]) == {"float32", "float32, channels_last", "bf16", "bf16, channels_last"}
+    assert result["variants"]["float32"]["over_float32"] == 1.0
+
+
 # --------------------------------------------------------------------------- the GPU run at width 1, dry on the CPU
 
 def _gpu_width1(tmp_path, *extra):

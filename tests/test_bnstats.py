@@ -225,3 +225,18 @@ def test_the_epoch_line_flags_chance_and_shows_the_signs_ever_flipped():
     line = epoch_text(rec, 5, {"num_classes": 10, "test_size": 10000, "val_size": 5000})
     assert line.count("(at chance!)") == 2 and "ever 25.0%" in line
     assert "(at chance!)" not in epoch_text(rec, 5)
+
+
+def test_the_kept_subset_gives_the_statistics_made_afresh_bit_for_bit(task, monkeypatch):
+    """The normalised passes kept from the first evaluation on (Trainer._bn_inputs) are the ones
+    gathered and normalised afresh: the same statistics, bit for bit, and the same passes."""
+    tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=700)
+    with tr.statistics("binary"):
+        kept = _buffers(tr)
+    assert tr._bn_cache is not None and sum(len(x) for x in tr._bn_cache) == 700
+    monkeypatch.setattr(batched, "BN_INPUT_CACHE_BYTES", 0)
+    fresh_tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=700)
+    with fresh_tr.statistics("binary"):
+        fresh = _buffers(fresh_tr)
+    assert fresh_tr._bn_cache is None
+    assert all(torch.equal(a, b) for a, b in zip(kept, fresh))
