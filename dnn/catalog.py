@@ -105,7 +105,7 @@ VAL_FRACTION = 0.1
 #: :data:`BN_SEED`, the same images for every algorithm, run and epoch); 0 = the statistics as
 #: trained, which describe the forward weights of training (STAM's W, PSGD's U, BR's relaxed
 #: weights), not the binary network.  See :meth:`stam.dnn.batched.Trainer.statistics`.  2500 images: an epoch
-#: evaluates two networks (binary and float weights), and two train-mode passes over 2500 images cost about 7% of an
+#: evaluates two networks (binary and float weights), and two train-mode passes over 2500 images cost about 5% of an
 #: epoch of VGG-11 at width 1/8 on CIFAR-10's 45,000 training images (5000: 16%, above the 10% the rule may cost;
 #: ``benchmarks/bn_reestimate_cost.py``), while the statistics of 2500 images per channel (each over 32x32 positions
 #: or more) are exact to far below what an accuracy can show.
