@@ -52,12 +52,16 @@ does); BatchNorm's running statistics are averaged at the end of every epoch.
 
 The ``torch.optim`` classes of :mod:`stam.dnn.optim` (the same rules, R = 1) remain the API for a
 loop of one's own; tests check that this trainer follows them step for step.
+
+The update itself (:func:`stam.dnn.compiled.update`, pure) and how it runs (eager, compiled in the
+process, ahead of time; glibc's malloc settings) live in :mod:`stam.dnn.compiled`, the flat
+buffers of the weights (:class:`stam.dnn.wide.Layout`) in :mod:`stam.dnn.wide`; their names are
+read here too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import math
 import time
@@ -68,15 +72,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from stam.algorithm import as_batch_scalar
-from stam.compiling import compiled_or_eager, is_compiling
-from stam.dnn import bnstats, catalog, distributed, epochs as ep
+from stam.dnn import bnstats, distributed, epochs as ep
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
-from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule
-from stam.dnn.wide import WideNet, stack_runs, widen
-from stam.operators import IndicatorQ
+from stam.dnn.compiled import (COMPILE_MODES, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, aot_update_fn, compile_pays,
+                               keep_freed_memory, remake, rule, update, update_fn)
+from stam.dnn.wide import Layout, WideNet, chunks, stack_runs, widen
+
+#: the update and its compiled forms moved to :mod:`stam.dnn.compiled`; their old names here
+_update_fn, _aot_update_fn, _remake = update_fn, aot_update_fn, remake
 
 
 @dataclass
@@ -209,141 +214,6 @@ def reestimate_bn(net: Net, weights: dict[str, Tensor], inputs: Iterable[Tensor]
     return bnstats.reestimate(net.wide, forward, itertools.chain([first], inputs))
 
 
-# --------------------------------------------------------------------------- the algorithms
-#
-# Each algorithm's batched update is its update rule (:class:`stam.rules.UpdateRule`, one module of
-# :mod:`stam.rules`), found through :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
-
-def rule(name: str) -> BatchedRule:
-    """The batched rule of algorithm ``name`` (``KeyError`` naming the known ones)."""
-    return catalog.algorithm(name).batched_rule()
-
-
-def update(rule: BatchedRule, states: list, floats: Tensor, fmom: Tensor, grads_w: list[Tensor], grad_f: Tensor,
-           hyper: dict[str, Tensor], qs: list, proxies: bool = False):
-    """One step of ``rule`` for all R runs and all layers, pure: returns ``(states, floats, fmom,
-    proxies)``.  ``states`` hold the quantised weights of a run in flat ``(R, n)`` buffers, one per
-    chunk of consecutive layers (:class:`Layout`; one chunk but on a CPU for large networks), with
-    ``qs`` their F = I_Q, one block per layer; ``floats`` and ``fmom`` every float parameter and its
-    buffer.  Weight decay, where the hyperparameters have it, is added to the gradient at the float
-    weights (quantised layers) or at the parameter (float ones).  ``proxies``: the rule's
-    stationarity proxies (:meth:`stam.rules.UpdateRule.proxies`), ``(R,)`` tensors
-    summed over the chunks; None when not asked for or when the rule has none."""
-    wd = hyper.get("weight_decay")
-    decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
-    step = _step_by_layer if is_compiling() else _step
-    new, prox = [], None
-    for state, grad_w, q in zip(states, grads_w, qs):
-        st, part = step(rule, state, decay(grad_w, rule.float_weights(state)), hyper, q, proxies)
-        new.append(st)
-        if part is not None:
-            prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
-    floats, fmom = rule.float_step(floats, decay(grad_f, floats), fmom, hyper)
-    return new, floats, fmom, prox
-
-
-def _step(rule: BatchedRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
-    """The rule's step on a whole flat buffer and, where asked, its proxies: ``(new, proxies or None)``."""
-    new = rule.step(state, grad, hyper, q)
-    return new, (rule.proxies(state, new, grad, hyper) if proxies else None)
-
-
-def _step_by_layer(rule: BatchedRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
-    """:func:`_step`, layer by layer (block by block of Q, each with its own F = I_Q of one block),
-    the new state concatenated: what :func:`update` runs under ``torch.compile``.  Every rule is
-    separable over the blocks of Q (F = I_Q is a product over layers, the other terms act
-    coordinatewise), so this is the same step; but inductor now sees, per layer, one reduction
-    (the layer scale of Proj_Q, with the proxies) and one pass writing every new state tensor over
-    the same range, and fuses each pair into one loop: twelve passes over memory for STAM instead of
-    seventeen, where the flat form's full-length writes could not be fused with its per-layer
-    projections."""
-    sizes = q.blocks.sizes if q.blocks is not None else None
-    if sizes is None or len(sizes) == 1:
-        return _step(rule, state, grad, hyper, q, proxies)
-    one = IndicatorQ(None)
-    fields = [t.split(sizes, dim=1) for t in state]
-    grads = grad.split(sizes, dim=1)
-    news, prox = [], None
-    for k, g in enumerate(grads):
-        new, part = _step(rule, _remake(state, [f[k] for f in fields]), g, hyper, one, proxies)
-        news.append(new)
-        if part is not None:
-            prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
-    out = []
-    for i, t in enumerate(news[0]):  # a field that is another field (PSGD's (u, u)) stays one tensor
-        same = next((j for j in range(i) if news[0][j] is t), None)
-        out.append(out[same] if same is not None else torch.cat([n[i] for n in news], dim=1))
-    return _remake(state, out), prox
-
-
-_COMPILED_UPDATE = {}
-
-
-def _update_fn(name: str, compile: bool, proxies: bool = False):
-    """:func:`update` with the rule of algorithm ``name``, compiled with torch.compile where ``compile`` (one fused
-    kernel per pass instead of one per arithmetic operation), with an eager fallback where no
-    compiler is available (:func:`stam.compiling.compiled_or_eager`)."""
-    fn = functools.partial(update, rule(name), proxies=proxies)
-    if not compile:
-        return fn
-    if (name, proxies) not in _COMPILED_UPDATE:
-        import torch._dynamo
-
-        # one compiled graph per (algorithm, R, hyperparameter keys): a tuning run meets 5 algorithms
-        # at several R, more than dynamo's default of 8 graphs per function (after which it warns and
-        # runs eagerly)
-        cfg = torch._dynamo.config
-        for key in ("recompile_limit", "cache_size_limit"):
-            if hasattr(cfg, key):
-                setattr(cfg, key, max(getattr(cfg, key), 64))
-        _COMPILED_UPDATE[name, proxies] = compiled_or_eager(fn, f"batched {name} update", dynamic=False, options=COMPILE_OPTIONS)
-    return _COMPILED_UPDATE[name, proxies]
-
-
-def _aot_update_fn(name: str, proxies: bool = False):
-    """:func:`update` with the rule of algorithm ``name`` compiled ahead of time
-    (:func:`stam.compiling.ahead_of_time`): one package per algorithm, proxies, layout (shapes,
-    dtypes, device, blocks of Q) and version of the code, built by the first run that asks for it
-    and loaded by every later one in about 0.02 s.  The package is looked up at the first call."""
-    rule_ = rule(name)
-    held = {}
-
-    def run(states, floats, fmom, grads_w, grad_f, hyper, qs):
-        if "fn" not in held:
-            held["fn"] = _aot_package(rule_, name, proxies, states, floats, fmom, grads_w, grad_f, hyper, qs)
-        new, floats, fmom, prox = held["fn"]([tuple(st) for st in states], floats, fmom, list(grads_w), grad_f, hyper)
-        return [_remake(like, list(st)) for like, st in zip(states, new)], floats, fmom, prox
-
-    return run
-
-
-def _aot_package(rule_: BatchedRule, name: str, proxies: bool, states, floats, fmom, grads_w, grad_f, hyper, qs):
-    """The compiled package of :func:`_aot_update_fn` for these arguments (see there)."""
-    import hashlib
-    import sys
-
-    from stam import compiling, operators, quantize, steps
-    from stam.rules import base
-
-    likes = list(states)
-
-    def plain(states_, floats_, fmom_, grads_w_, grad_f_, hyper_):  # tuples in and out: nothing to register with export
-        new, f, m, prox = update(rule_, [_remake(like, list(st)) for like, st in zip(likes, states_)], floats_, fmom_,
-                                 grads_w_, grad_f_, hyper_, qs, proxies)
-        return [tuple(st) for st in new], f, m, prox
-
-    example = ([tuple(st) for st in states], floats, fmom, list(grads_w), grad_f, hyper)
-    leaves, spec = torch.utils._pytree.tree_flatten(example)
-    h = hashlib.sha256(f"{name} proxies={proxies} threads={torch.get_num_threads()} {spec} "  # inductor fixes the threads of its loops
-                       f"{[(tuple(t.shape), tuple(t.stride()), str(t.dtype), t.device.type) for t in leaves]}".encode())
-    for q in qs:  # F = I_Q's blocks are constants of the graph
-        b = q.blocks
-        h.update(b"none" if b is None else repr((b.sizes, b.num_blocks)).encode() + b.ids.cpu().numpy().tobytes())
-    h.update(compiling.source_digest([steps, operators, quantize, compiling, base, sys.modules[__name__],
-                                      sys.modules[type(rule_).__module__]]).encode())
-    return compiling.ahead_of_time(plain, example, f"update-{name}-{h.hexdigest()[:32]}", f"batched {name} update", COMPILE_OPTIONS)
-
-
 # --------------------------------------------------------------------------- the trainer
 
 #: On a CPU the quantised weights are split into flat buffers of at most this many bytes (whole
@@ -352,95 +222,6 @@ def _aot_package(rule_: BatchedRule, name: str, proxies: bool, states, floats, f
 #: memory (smaller ones are reused once :func:`keep_freed_memory` has been applied).  On a GPU the
 #: caching allocator reuses them: one buffer.
 CPU_CHUNK_BYTES = 24 << 20
-
-
-#: glibc's malloc settings for a CPU training (:func:`keep_freed_memory`): allocations up to 32 MiB
-#: (glibc's largest mmap threshold) from the heap, and up to 1 GiB of freed heap kept for reuse
-MMAP_THRESHOLD_BYTES = 32 << 20
-TRIM_THRESHOLD_BYTES = 1 << 30
-_MALLOC_SET = []
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc's malloc to reuse freed memory instead of handing it back to the system (Linux
-    with glibc; elsewhere nothing is done and False is returned).  A pure update allocates the new
-    state every step and frees the old one; by default glibc trims the freed top of its heap (and
-    maps large blocks afresh), so every step page-faults its new state into existence again:
-    STAM's compiled update on VGG-11 took 4.8 times ``torch.optim.SGD``'s step that way and 1.44
-    times with these settings (``benchmarks/dnn_algo_cost.py``).  The settings are those of the
-    environment variables ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_``, applied once
-    per process; the memory kept is at most :data:`TRIM_THRESHOLD_BYTES` beyond what is in use."""
-    if _MALLOC_SET:
-        return _MALLOC_SET[0]
-    ok = False
-    try:
-        import ctypes
-        import ctypes.util
-        import platform
-
-        if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
-            ok = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
-    except (OSError, AttributeError):
-        ok = False
-    _MALLOC_SET.append(ok)
-    return ok
-
-
-def chunks(names: list[str], sizes: list[int], runs: int, max_bytes: float) -> list[list[str]]:
-    """Consecutive groups of ``names`` whose ``runs x size`` float32 entries stay within
-    ``max_bytes`` (a larger layer alone)."""
-    groups, cur, used = [], [], 0
-    for name, size in zip(names, sizes):
-        b = 4 * runs * size
-        if cur and used + b > max_bytes:
-            groups.append(cur)
-            cur, used = [], 0
-        cur.append(name)
-        used += b
-    return groups + [cur] if cur else groups
-
-
-class Layout:
-    """Where the parameters ``names`` of R networks live in one flat ``(R, n)`` buffer: parameter
-    ``k`` in columns ``offsets[k] .. offsets[k] + sizes[k]`` of each run's row.  The update rules
-    step the whole buffer at once; the network reads per-parameter views of it."""
-
-    def __init__(self, names: list[str], shapes: dict[str, tuple], wide_shapes: dict[str, torch.Size], runs: int):
-        self.names, self.runs = list(names), runs
-        self.shapes = [tuple(shapes[n]) for n in self.names]
-        self.wide_shapes = [wide_shapes[n] for n in self.names]
-        self.sizes = [math.prod(sh) for sh in self.shapes]
-        self.offsets = [sum(self.sizes[:k]) for k in range(len(self.sizes))]
-        self.numel = sum(self.sizes)
-
-    def flatten(self, tensors: dict[str, Tensor]) -> Tensor:
-        """The buffer ``(R, n)`` holding ``tensors[name]`` (each ``(R, *shape)``): a new tensor."""
-        if not self.names:
-            return torch.zeros(self.runs, 0)
-        return torch.cat([tensors[n].detach().reshape(self.runs, -1) for n in self.names], dim=1)
-
-    def views(self, flat: Tensor) -> dict[str, Tensor]:
-        """Each parameter as an ``(R, *shape)`` view of ``flat``."""
-        return {n: flat[:, o : o + k].view(self.runs, *sh) for n, o, k, sh in zip(self.names, self.offsets, self.sizes, self.shapes)}
-
-    def wide(self, flat: Tensor) -> dict[str, Tensor]:
-        """Each parameter in the shape of its :class:`stam.dnn.wide.WideNet` parameter (a view
-        where the layout allows, as for one run; a copy otherwise).  One ``split`` for all of them:
-        its backward writes the gradient buffer in one pass (a slice per parameter would zero-fill
-        and add a buffer of the whole size per parameter)."""
-        if not self.names:
-            return {}
-        parts = flat.split(self.sizes, dim=1)
-        return {n: part.reshape(ws) for n, part, ws in zip(self.names, parts, self.wide_shapes)}
-
-    def q(self, device):
-        """F = I_Q over this layout: one block of Q per parameter (layer), eq. (eq01)."""
-        from stam.operators import IndicatorQ
-        from stam.quantize import block_ids_from_sizes
-
-        return IndicatorQ(block_ids_from_sizes(self.sizes, device), len(self.sizes))
 
 
 @dataclass
@@ -471,22 +252,6 @@ def runs_per_job(model: str, device: str = "cpu") -> int:
     step wide against 0.47 s for the 8 networks one after the other, ``benchmarks/dnn_batched_speed.py``),
     so there each job trains one run and the job engine runs jobs side by side (``--workers``)."""
     return 16 if str(device).startswith("cuda") or model == "mlp" else 1
-
-
-#: the update's modes of :class:`Trainer` (``compile=``): ``"auto"`` (:func:`compile_pays`), ``True``
-#: (``torch.compile`` in the process), ``False`` (eager), ``"aot"`` (on a CPU, compiled ahead of time
-#: into a package kept on disk, :func:`_aot_update_fn`; elsewhere as ``True``)
-COMPILE_MODES = ("auto", True, False, "aot")
-
-
-def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
-    """Whether compiling the update pays for itself: compilation costs 3-10 s once per algorithm
-    and R on 2 CPU cores and saves 20-45% of an eager step from R = 16 on, less below (measured with
-    ``benchmarks/dnn_batched_speed.py``), and fuses the many element-wise passes over a large
-    network's weights (``numel`` quantised entries per run; the optimisers' threshold
-    :data:`stam.dnn.optim_common.AUTO_COMPILE_MIN_NUMEL`), so: at least 1000 steps, and R >= 16
-    or R x numel above that threshold."""
-    return steps >= 1000 and (R >= 16 or R * numel >= AUTO_COMPILE_MIN_NUMEL)
 
 
 def image_layout(device, image_dims: int, R: int) -> torch.memory_format:
@@ -565,9 +330,9 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         on = compile_pays(self.R, epochs * self.steps, sum(lay.numel for lay in self.qlays)) if compile == "auto" else bool(compile)
         self.with_proxies = proxies
         if compile == "aot" and device.type == "cpu":
-            self._step = _aot_update_fn(self.algo, proxies)
+            self._step = aot_update_fn(self.algo, proxies)
         else:  # on a GPU "aot" compiles in the process (AOTInductor's CUDA packages are not checked here)
-            self._step = _update_fn(self.algo, on, proxies)
+            self._step = update_fn(self.algo, on, proxies)
         self.flips = ep.SignFlips(list(self._quantised("binary").values()))
         self.memory_format = image_layout(device, self.data.train_x.dim(), self.R)
         self.autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)  # noqa: E731
@@ -749,7 +514,7 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         as :mod:`stam.dnn.checkpoint` does)."""
         dev = self.device
         layers = sd["optimizer"]["layers"]
-        self.state = [_remake(st, [lay.flatten({n: layers[n][i] for n in lay.names}).to(dev) for i in range(len(st))])
+        self.state = [remake(st, [lay.flatten({n: layers[n][i] for n in lay.names}).to(dev) for i in range(len(st))])
                       for lay, st in zip(self.qlays, self.state)]
         self.floats = self.flay.flatten(sd["model"]).to(dev)
         self.fmom = self.flay.flatten(sd["optimizer"]["buffers"]).to(dev)
@@ -765,11 +530,6 @@ every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as traine
         if "cuda" in rng and dev.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"].cpu(), dev)
         self.flips.load_state_dict({k: [t.to(dev) for t in v] for k, v in sd["signs"].items()})
-
-
-def _remake(like, tensors: list):
-    """A rule state of ``like``'s type (a NamedTuple or a tuple) from its tensors."""
-    return like._make(tensors) if hasattr(like, "_make") else type(like)(tensors)
 
 
 def _average(grads: list[Tensor], ctx) -> list[Tensor]:
@@ -835,4 +595,6 @@ select_epoch = ep.select_epoch
 
 __all__ = ["Task", "Config", "Net", "Trainer", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
            "reestimate_bn", "bn_inputs",
-           "compile_pays", "runs_per_job", "keep_freed_memory", "image_layout"]
+           "compile_pays", "runs_per_job", "keep_freed_memory", "image_layout",
+           # moved to stam.dnn.compiled and stam.dnn.wide, still read here
+           "rule", "update", "COMPILE_MODES", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "Layout", "chunks"]

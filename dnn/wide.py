@@ -29,6 +29,7 @@ contiguous, so the MLP needs nothing special.
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 import torch.nn.functional as F
@@ -185,3 +186,60 @@ def stack_runs(x: Tensor) -> Tensor:
 
 
 __all__ = ["WideNet", "RunConv2d", "RunLinear", "widen", "stack_runs", "CPU_LOOP_MAX_IN_CHANNELS"]
+
+
+# --------------------------------------------------------------------------- flat buffers
+
+def chunks(names: list[str], sizes: list[int], runs: int, max_bytes: float) -> list[list[str]]:
+    """Consecutive groups of ``names`` whose ``runs x size`` float32 entries stay within
+    ``max_bytes`` (a larger layer alone)."""
+    groups, cur, used = [], [], 0
+    for name, size in zip(names, sizes):
+        b = 4 * runs * size
+        if cur and used + b > max_bytes:
+            groups.append(cur)
+            cur, used = [], 0
+        cur.append(name)
+        used += b
+    return groups + [cur] if cur else groups
+
+
+class Layout:
+    """Where the parameters ``names`` of R networks live in one flat ``(R, n)`` buffer: parameter
+    ``k`` in columns ``offsets[k] .. offsets[k] + sizes[k]`` of each run's row.  The update rules
+    step the whole buffer at once; the network reads per-parameter views of it."""
+
+    def __init__(self, names: list[str], shapes: dict[str, tuple], wide_shapes: dict[str, torch.Size], runs: int):
+        self.names, self.runs = list(names), runs
+        self.shapes = [tuple(shapes[n]) for n in self.names]
+        self.wide_shapes = [wide_shapes[n] for n in self.names]
+        self.sizes = [math.prod(sh) for sh in self.shapes]
+        self.offsets = [sum(self.sizes[:k]) for k in range(len(self.sizes))]
+        self.numel = sum(self.sizes)
+
+    def flatten(self, tensors: dict[str, Tensor]) -> Tensor:
+        """The buffer ``(R, n)`` holding ``tensors[name]`` (each ``(R, *shape)``): a new tensor."""
+        if not self.names:
+            return torch.zeros(self.runs, 0)
+        return torch.cat([tensors[n].detach().reshape(self.runs, -1) for n in self.names], dim=1)
+
+    def views(self, flat: Tensor) -> dict[str, Tensor]:
+        """Each parameter as an ``(R, *shape)`` view of ``flat``."""
+        return {n: flat[:, o : o + k].view(self.runs, *sh) for n, o, k, sh in zip(self.names, self.offsets, self.sizes, self.shapes)}
+
+    def wide(self, flat: Tensor) -> dict[str, Tensor]:
+        """Each parameter in the shape of its :class:`stam.dnn.wide.WideNet` parameter (a view
+        where the layout allows, as for one run; a copy otherwise).  One ``split`` for all of them:
+        its backward writes the gradient buffer in one pass (a slice per parameter would zero-fill
+        and add a buffer of the whole size per parameter)."""
+        if not self.names:
+            return {}
+        parts = flat.split(self.sizes, dim=1)
+        return {n: part.reshape(ws) for n, part, ws in zip(self.names, parts, self.wide_shapes)}
+
+    def q(self, device):
+        """F = I_Q over this layout: one block of Q per parameter (layer), eq. (eq01)."""
+        from stam.operators import IndicatorQ
+        from stam.quantize import block_ids_from_sizes
+
+        return IndicatorQ(block_ids_from_sizes(self.sizes, device), len(self.sizes))
