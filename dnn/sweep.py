@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import tempfile
+from dataclasses import KW_ONLY, dataclass
 
 from stam.dnn import presets
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, algorithm
@@ -218,56 +219,93 @@ def run_job(spec: dict) -> dict:
 
 
 
-def map_digits(gammas, lams, betas, seeds: int = 3, epochs: int = 60, batch_size: int = 32, *, val_fraction: float = VAL_FRACTION,
-               split_seed: int = 0, store=None, scheduler: str | None = None, workers: int = 1, progress: bool = True,
-               chunk: int = 64, task: dict | None = None, spec: dict | None = None) -> list[dict]:
-    """STAM on a network (``task``: :func:`task_spec`; default digits and the MLP) over the grid ``gammas x lams x betas`` (constant hyperparameters),
-    ``seeds`` training seeds each (0, 1, ...; common random numbers across the grid); one row per
-    grid point: ``{gamma, lam, beta, seeds, metric (mean best binary validation accuracy, in
-    percent, over the seeds that did not diverge; BatchNorm statistics of the binary weights, the
-    spec's ``bn_images``), metric_std, metric_final (mean final-epoch binary validation accuracy,
-    percent), metric_as_trained (the selected epochs' binary validation accuracy with the training's
-    statistics, a diagnostic; None with ``bn_images`` 0), diverged (seeds), sign_ever_changed (mean
-    fraction of binary weights whose sign ever changed)}``.  Jobs of at most ``chunk`` trainings run through :func:`stam.jobs.run_jobs`
-    (stored in ``store``, resumable; ``scheduler``: a Dask cluster).  Every job's spec is STAM's, the
-    keywords' (what is trained on what, how long), ``spec`` over them (``stam map``: its parameters'
-    :meth:`~stam.params.Params.spec`, every field marked ``job``), and its cell (the grid points and seeds
-    it trains)."""
-    from stam.dnn.table import mean_std
+@dataclass(frozen=True)
+class DigitsMap:
+    """A network map's grid and trainings (:func:`map_digits`), in the order of its positional
+    arguments: STAM on ``task`` (:func:`task_spec`; None: digits and the MLP) over the grid ``gammas x
+    lams x betas`` (constant hyperparameters), ``seeds`` training seeds each (0, 1, ...), ``epochs``
+    epochs of batches of ``batch_size``; then by keyword the validation split (``val_fraction``,
+    ``split_seed``), the trainings per job (``chunk``) and ``spec``, laid over every job's spec
+    (``stam map``: its parameters' :meth:`~stam.params.Params.spec`, every field marked ``job``)."""
 
-    grid = [(float(g), float(l), float(b)) for b in betas for l in lams for g in gammas]
-    runs = [(g, l, b, s) for (g, l, b) in grid for s in range(seeds)]
-    base = {"algo": "stam", "epochs": epochs, "batch_size": batch_size, "val_fraction": val_fraction,
-            "split_seed": split_seed, "test": False, "bn_images": BN_IMAGES, **(task or task_spec()), **(spec or {})}
-    specs = []
-    for i in range(0, len(runs), chunk):
-        part = runs[i : i + chunk]
-        specs.append({**base, "stage": "map", "overrides": [{"gamma": g, "lam": l, "beta": b} for g, l, b, _ in part],
-                      "seeds": [s for *_, s in part]})
+    gammas: object
+    lams: object
+    betas: object
+    seeds: int = 3
+    epochs: int = 60
+    batch_size: int = 32
+    _: KW_ONLY
+    val_fraction: float = VAL_FRACTION
+    split_seed: int = 0
+    chunk: int = 64
+    task: dict | None = None
+    spec: dict | None = None
+
+    def grid(self) -> list[tuple[float, float, float]]:
+        """The grid points ``(gamma, lam, beta)``, gamma fastest, then lambda, then beta: one row each."""
+        return [(float(g), float(l), float(b)) for b in self.betas for l in self.lams for g in self.gammas]
+
+    def base(self) -> dict:
+        """What every job shares: STAM's, the keywords' (what is trained on what, how long), ``spec`` over them."""
+        return {"algo": "stam", "epochs": self.epochs, "batch_size": self.batch_size, "val_fraction": self.val_fraction,
+                "split_seed": self.split_seed, "test": False, "bn_images": BN_IMAGES, **(self.task or task_spec()),
+                **(self.spec or {})}
+
+    def job_specs(self) -> list[dict]:
+        """Every job's spec: :meth:`base` and its cell, the grid points and seeds of at most ``chunk`` trainings."""
+        runs = [(g, l, b, s) for (g, l, b) in self.grid() for s in range(self.seeds)]
+        base = self.base()
+        specs = []
+        for i in range(0, len(runs), self.chunk):
+            part = runs[i : i + self.chunk]
+            specs.append({**base, "stage": "map", "overrides": [{"gamma": g, "lam": l, "beta": b} for g, l, b, _ in part],
+                          "seeds": [s for *_, s in part]})
+        return specs
+
+
+def map_digits(gammas, *grid, store=None, scheduler: str | None = None, workers: int = 1, progress: bool = True,
+               **fields) -> list[dict]:
+    """STAM on a network over a grid: ``gammas`` a :class:`DigitsMap`, or its fields (``gammas, lams,
+    betas, seeds, epochs, batch_size`` positional or by keyword, the others by keyword:
+    ``map_digits([0.1], [0.5], [20.0], seeds=2, epochs=1)``).  One row per grid point: ``{gamma, lam,
+    beta, seeds, metric (mean best binary validation accuracy, in percent, over the seeds that did not
+    diverge; BatchNorm statistics of the binary weights, the spec's ``bn_images``), metric_std,
+    metric_final (mean final-epoch binary validation accuracy, percent), metric_as_trained (the
+    selected epochs' binary validation accuracy with the training's statistics, a diagnostic; None
+    with ``bn_images`` 0), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose
+    sign ever changed)}``; seeds are common random numbers across the grid.  The jobs
+    (:meth:`DigitsMap.job_specs`) run through :func:`stam.jobs.run_jobs` (stored in ``store``,
+    resumable; ``scheduler``: a Dask cluster; ``workers`` side by side)."""
+    m = gammas if isinstance(gammas, DigitsMap) else DigitsMap(gammas, *grid, **fields)
+    specs = m.job_specs()
     # a temporary store only without one (a folder in $TMPDIR that a killed run would leave behind)
     with tempfile.TemporaryDirectory(prefix="stam-map-") if store is None else contextlib.nullcontext(store) as where:
         results = run_jobs(run_job, specs, where, scheduler=scheduler, workers=workers, progress=progress,
-                           desc=f"map: {base['dataset']}", check=check_job)
+                           desc=f"map: {m.base()['dataset']}", check=check_job)
     flat = []
-    for spec, res in zip(specs, results):
+    for res in results:
         if "error" in res:
             raise RuntimeError(f"a map job failed: {res['error']}")
         flat += res["rows"]
-    rows = []
-    for k, (g, l, b) in enumerate(grid):
-        mine = flat[k * seeds : (k + 1) * seeds]
-        ok = [r for r in mine if r["diverged_epoch"] is None and r["score"] is not None]
-        scores = [r["score"] for r in ok]
-        mean, std = mean_std(scores) if scores else (None, None)
-        finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
-        signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
-        stale = [r["score_as_trained"] for r in ok if r.get("score_as_trained") is not None]
-        rows.append({"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
-                     "metric_final": sum(finals) / len(finals) if finals else None,
-                     "metric_as_trained": sum(stale) / len(stale) if stale else None,
-                     "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None})
-    return rows
+    return [_cell_row(cell, flat[k * m.seeds : (k + 1) * m.seeds], m.seeds) for k, cell in enumerate(m.grid())]
 
+
+def _cell_row(cell: tuple[float, float, float], mine: list[dict], seeds: int) -> dict:
+    """The row of grid point ``cell`` (gamma, lambda, beta) from its ``seeds`` seeds' job rows ``mine``
+    (see :func:`map_digits`)."""
+    from stam.dnn.table import mean_std
+
+    g, l, b = cell  # noqa: E741
+    ok = [r for r in mine if r["diverged_epoch"] is None and r["score"] is not None]
+    scores = [r["score"] for r in ok]
+    mean, std = mean_std(scores) if scores else (None, None)
+    finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
+    signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
+    stale = [r["score_as_trained"] for r in ok if r.get("score_as_trained") is not None]
+    return {"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
+            "metric_final": sum(finals) / len(finals) if finals else None,
+            "metric_as_trained": sum(stale) / len(stale) if stale else None,
+            "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None}
 
 
 # -- what a job of stam tune and stam map returns (:func:`run_job`), as its job file stores it ----------
@@ -280,5 +318,5 @@ NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"r
                          files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)
 
 
-__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "task_spec", "check_task", "data_source", "train_size", "work_cost", "memory_need", "memory_bytes_needed", "check_memory", "PARAM_COPIES", "ACTIVATION_COPIES",
+__all__ = ["NETWORK_JOB", "run_job", "check_job", "resolve", "score_key", "map_digits", "DigitsMap", "task_spec", "check_task", "data_source", "train_size", "work_cost", "memory_need", "memory_bytes_needed", "check_memory", "PARAM_COPIES", "ACTIVATION_COPIES",
            "TRAINING_FIXED_BYTES", "TASK_DEFAULTS"]

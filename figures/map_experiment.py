@@ -453,9 +453,9 @@ def _synthetic_map(params: MapParams, p: _Plan) -> dict:
     torch.set_num_threads(p.threads)
     try:
         with guard(params.problem) if p.user else contextlib.nullcontext():
-            return CM.run_map(p.name, p.gammas, p.lams, p.betas, iterations=params.iterations or CM.DEFAULT_ITERATIONS,
-                              seeds=params.n_seeds or CM.DEFAULT_SEEDS, seed=p.seed, growth=p.growth,
-                              progress=params.progress, build=p.build)
+            return CM.run_map(CM.SyntheticMap(p.name, p.gammas, p.lams, p.betas, iterations=params.iterations or CM.DEFAULT_ITERATIONS,
+                                              seeds=params.n_seeds or CM.DEFAULT_SEEDS, seed=p.seed, growth=p.growth,
+                                              build=p.build), progress=params.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

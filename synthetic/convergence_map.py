@@ -61,7 +61,9 @@ every seed).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
@@ -193,108 +195,171 @@ def fixed_beta_rule(betas) -> tuple[dict, str]:
 
 
 # --- the synthetic evaluator --------------------------------------------------------------------
-def run_map(problem: str = "binary", gammas=None, lams=None, betas=DEFAULT_BETAS, iterations: int = DEFAULT_ITERATIONS,
-            seeds: int = DEFAULT_SEEDS, seed: int = 0, growth: float = GROWTH, progress: bool = False,
-            problem_kwargs: dict | None = None, device="cpu", dtype=None, build=None) -> dict:
-    """The synthetic map of the module docstring; returns the result dict (without provenance,
-    which :func:`write_map` adds).  ``build``: for a problem that is not a built-in family (a
-    user's, ``stam map --problem FILE.py:NAME``), ``lam -> ThreeBlockProblem`` with ``problem`` its
-    name; ``admissible`` then uses the constants of its H at each lambda (:func:`coupling_constants`)."""
-    import torch
-    from tqdm import tqdm
+@dataclass(frozen=True)
+class SyntheticMap:
+    """The parameters of a synthetic map (:func:`run_map`), in the order of its positional arguments:
+    the ``problem`` (a family of :data:`MAP_PROBLEMS`, or the name of ``build``'s), the grid ``gammas`` x
+    ``lams`` x ``betas`` (None: the default log grids), the horizon ``iterations`` (T), the ``seeds`` per
+    cell (R) and the ``seed`` of the problem and the samples, the divergence factor ``growth``, the
+    family's ``problem_kwargs``, ``device`` and ``dtype`` (None: float64); ``build``: for a problem
+    that is not a built-in family (a user's, ``stam map --problem FILE.py:NAME``), ``lam ->
+    ThreeBlockProblem``; ``admissible`` then uses the constants of its H at each lambda
+    (:func:`coupling_constants`)."""
 
-    from stam.synthetic.problems import make_problem
-    from stam.synthetic.rates import eval_schedule
+    problem: str = "binary"
+    gammas: object = None
+    lams: object = None
+    betas: object = DEFAULT_BETAS
+    iterations: int = DEFAULT_ITERATIONS
+    seeds: int = DEFAULT_SEEDS
+    seed: int = 0
+    growth: float = GROWTH
+    problem_kwargs: dict | None = None
+    device: object = "cpu"
+    dtype: object = None
+    build: Callable | None = None
 
-    if build is None and problem not in MAP_PROBLEMS:
-        raise ValueError(f"unknown problem {problem!r} for the map; known: {', '.join(MAP_PROBLEMS)}")
-    gammas = [float(g) for g in (gammas if gammas is not None else log_grid(*DEFAULT_GAMMAS))]
-    lams = [float(v) for v in (lams if lams is not None else log_grid(*DEFAULT_LAMS))]
-    betas = [float(b) for b in betas]
-    for name, vals in (("gamma", gammas), ("lambda", lams), ("beta", betas)):
-        if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
-            raise ValueError(f"{name} values must be a non-empty list of finite numbers > 0, got {vals}")
-    if iterations < 1 or seeds < 1 or not growth > 1:
-        raise ValueError(f"need iterations >= 1, seeds >= 1 and growth > 1, got {iterations}, {seeds}, {growth}")
-    dtype = dtype or torch.float64
-    kwargs = dict(problem_kwargs or {})
-    schedule = eval_schedule([iterations + 1])  # t = 0 .. T, T included
-    G, B, R = len(gammas), len(betas), seeds
-    rows_per_lam = G * B * R
-    # row order: gamma-major, then beta, then seed
-    gamma_rows = torch.tensor(gammas, dtype=dtype, device=device).repeat_interleave(B * R)
-    beta_rows = torch.tensor(betas, dtype=dtype, device=device).repeat_interleave(R).repeat(G)
+    def resolved(self) -> "SyntheticMap":
+        """The same map with its grids as lists of floats (the defaults filled in) and its dtype set;
+        ``ValueError`` naming a bad value."""
+        import torch
 
-    rows, instance, coupling = [], None, {}
-    with tqdm(total=len(lams) * iterations, desc=f"map {problem}", disable=bar_disable(progress), leave=False,
-              unit="it") as bar:
-        for lam in lams:
-            prob = build(lam) if build is not None else make_problem(problem, lam=lam, seed=seed, device=device, dtype=dtype,
-                                                                     **kwargs)
-            if build is not None:
+        if self.build is None and self.problem not in MAP_PROBLEMS:
+            raise ValueError(f"unknown problem {self.problem!r} for the map; known: {', '.join(MAP_PROBLEMS)}")
+        gammas = [float(g) for g in (self.gammas if self.gammas is not None else log_grid(*DEFAULT_GAMMAS))]
+        lams = [float(v) for v in (self.lams if self.lams is not None else log_grid(*DEFAULT_LAMS))]
+        betas = [float(b) for b in self.betas]
+        for name, vals in (("gamma", gammas), ("lambda", lams), ("beta", betas)):
+            if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
+                raise ValueError(f"{name} values must be a non-empty list of finite numbers > 0, got {vals}")
+        if self.iterations < 1 or self.seeds < 1 or not self.growth > 1:
+            raise ValueError(f"need iterations >= 1, seeds >= 1 and growth > 1, got {self.iterations}, {self.seeds}, {self.growth}")
+        return replace(self, gammas=gammas, lams=lams, betas=betas, dtype=self.dtype or torch.float64)
+
+
+def run_map(problem: "str | SyntheticMap" = "binary", *args, progress: bool = False, **fields) -> dict:
+    """The synthetic map of the module docstring for a :class:`SyntheticMap` (or its fields, positional
+    in its order or by keyword: ``run_map("binary", gammas=..., iterations=60)``); returns the result
+    dict (without provenance, which :func:`write_map` adds).  ``progress``: a progress bar."""
+    m = problem if isinstance(problem, SyntheticMap) else SyntheticMap(problem, *args, **fields)
+    m = m.resolved()
+    with _bar(len(m.lams) * m.iterations, f"map {m.problem}", progress) as bar:
+        rows, instance, coupling = [], None, {}
+        for lam in m.lams:
+            prob = _problem_at(m, lam)
+            if m.build is not None:
                 coupling[lam] = coupling_constants(prob)
             instance = instance or prob
-            gen = torch.Generator(device=device).manual_seed(seed)
-            like = prob.y0.expand(rows_per_lam, -1)
-            g_col, b_col = as_batch_scalar(gamma_rows, like), as_batch_scalar(beta_rows, like)
-            state = prob.start(rows_per_lam, g_col)
-            S = torch.full((rows_per_lam, len(schedule)), math.nan, dtype=dtype, device=device)
-            j = 0
-            for t in range(iterations + 1):
-                if j < len(schedule) and schedule[j] == t:
-                    S[:, j] = prob.stationarity(state.u, state.y)
-                    j += 1
-                if t == iterations:
-                    break
-                grad = prob.stochastic_grad(state.y, gen)
-                state = stam_step(state, grad, prob, g_col, b_col)
-                bar.update(1)
-            S0, ST = S[:, 0], S[:, -1]
-            finite = torch.isfinite(S).all(dim=1)
-            diverged = ~finite | (ST > growth * S0)
-            Smin = torch.where(torch.isfinite(S), S, torch.full_like(S, math.inf)).min(dim=1).values
-            for gi, g in enumerate(gammas):
-                for bi, b in enumerate(betas):
-                    sl = slice((gi * B + bi) * R, (gi * B + bi + 1) * R)
-                    ok = ~diverged[sl]
-                    n_ok = int(ok.sum())
-
-                    def mean(v):
-                        return float(v[sl][ok].mean()) if n_ok else None
-
-                    std = float(ST[sl][ok].std()) if n_ok > 1 else (0.0 if n_ok else None)
-                    s0 = S0[sl][torch.isfinite(S0[sl])]
-                    rows.append(dict(gamma=g, lam=lam, beta=b, seeds=R, metric=mean(ST), metric_std=std,
-                                     diverged=R - n_ok, sign_ever_changed=None,
-                                     S_0=float(s0.mean()) if len(s0) else None, S_min=mean(Smin)))
-    if build is None:
+            rows += _lam_rows(m, prob, lam, bar)
+    if m.build is None:
         flags = admissible_flags([r["gamma"] for r in rows], [r["lam"] for r in rows], [r["beta"] for r in rows])
     else:
         flags = [bool(numeric.check(r["gamma"], r["beta"], coupling[r["lam"]])["admissible"]) for r in rows]
     for r, a in zip(rows, flags):
         r["admissible"] = a
-    rule, rule_text = fixed_beta_rule(betas)
-    params = dict({k: v for k, v in instance.params.items() if k != "lam"}, problem=problem, R=seeds, seed=seed,
-                  coupling=QUADRATIC if build is None else OWN_H,
-                  gammas=gammas, lams=lams, betas=betas, iterations=iterations, growth=growth,
+    return _synthetic_result(m, instance, rows)
+
+
+def _bar(total: int, desc: str, progress: bool):
+    """The progress bar of a map's iterations (off where :func:`stam.io.bar_disable` says)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=bar_disable(progress), leave=False, unit="it")
+
+
+def _problem_at(m: SyntheticMap, lam: float):
+    """The map's problem at ``lam``: ``build(lam)``, or the family's instance of the map's seed."""
+    from stam.synthetic.problems import make_problem
+
+    if m.build is not None:
+        return m.build(lam)
+    return make_problem(m.problem, lam=lam, seed=m.seed, device=m.device, dtype=m.dtype, **dict(m.problem_kwargs or {}))
+
+
+def _lam_rows(m: SyntheticMap, prob, lam: float, bar) -> list[dict]:
+    """The rows of one lambda: STAM (eq. (algx)-(algz)) on ``prob`` for every (gamma, beta, seed) at once,
+    one row per run (gamma-major, then beta, then seed), S_t recorded on the schedule of
+    :func:`stam.synthetic.rates.eval_schedule` (t = 0 .. T), then each cell summarised (:func:`_cell_rows`)."""
+    import torch
+
+    from stam.synthetic.rates import eval_schedule
+
+    schedule = eval_schedule([m.iterations + 1])  # t = 0 .. T, T included
+    G, B, R = len(m.gammas), len(m.betas), m.seeds
+    n = G * B * R
+    gamma_rows = torch.tensor(m.gammas, dtype=m.dtype, device=m.device).repeat_interleave(B * R)
+    beta_rows = torch.tensor(m.betas, dtype=m.dtype, device=m.device).repeat_interleave(R).repeat(G)
+    gen = torch.Generator(device=m.device).manual_seed(m.seed)
+    like = prob.y0.expand(n, -1)
+    g_col, b_col = as_batch_scalar(gamma_rows, like), as_batch_scalar(beta_rows, like)
+    state = prob.start(n, g_col)
+    S = torch.full((n, len(schedule)), math.nan, dtype=m.dtype, device=m.device)
+    j = 0
+    for t in range(m.iterations + 1):
+        if j < len(schedule) and schedule[j] == t:
+            S[:, j] = prob.stationarity(state.u, state.y)
+            j += 1
+        if t == m.iterations:
+            break
+        grad = prob.stochastic_grad(state.y, gen)
+        state = stam_step(state, grad, prob, g_col, b_col)
+        bar.update(1)
+    return _cell_rows(m, lam, S)
+
+
+def _cell_rows(m: SyntheticMap, lam: float, S) -> list[dict]:
+    """One row per (gamma, beta) cell of one lambda from the runs' recorded S_t (``S``, one row per run):
+    the seeds that diverged (S_t not finite, or S_T > growth S_0), and over the others the means of
+    S_T (``metric``, with its standard deviation) and of min_t S_t, the mean finite S_0."""
+    import torch
+
+    B, R = len(m.betas), m.seeds
+    S0, ST = S[:, 0], S[:, -1]
+    finite = torch.isfinite(S).all(dim=1)
+    diverged = ~finite | (ST > m.growth * S0)
+    Smin = torch.where(torch.isfinite(S), S, torch.full_like(S, math.inf)).min(dim=1).values
+    rows = []
+    for gi, g in enumerate(m.gammas):
+        for bi, b in enumerate(m.betas):
+            sl = slice((gi * B + bi) * R, (gi * B + bi + 1) * R)
+            ok = ~diverged[sl]
+            n_ok = int(ok.sum())
+
+            def mean(v):
+                return float(v[sl][ok].mean()) if n_ok else None
+
+            std = float(ST[sl][ok].std()) if n_ok > 1 else (0.0 if n_ok else None)
+            s0 = S0[sl][torch.isfinite(S0[sl])]
+            rows.append(dict(gamma=g, lam=lam, beta=b, seeds=R, metric=mean(ST), metric_std=std,
+                             diverged=R - n_ok, sign_ever_changed=None,
+                             S_0=float(s0.mean()) if len(s0) else None, S_min=mean(Smin)))
+    return rows
+
+
+def _synthetic_result(m: SyntheticMap, instance, rows: list[dict]) -> dict:
+    """The ``convergence-map`` result of a synthetic map: its rows and the parameters that made them."""
+    rule, rule_text = fixed_beta_rule(m.betas)
+    params = dict({k: v for k, v in instance.params.items() if k != "lam"}, problem=m.problem, R=m.seeds, seed=m.seed,
+                  coupling=QUADRATIC if m.build is None else OWN_H,
+                  gammas=m.gammas, lams=m.lams, betas=m.betas, iterations=m.iterations, growth=m.growth,
                   sampling=instance.sampling.describe(), F=instance.F.describe(),
-                  dtype=str(dtype).replace("torch.", ""), device=str(device),
-                  diverged_rule=f"S_t inf or nan at a scheduled t, or S_T > {growth:g} S_0",
+                  dtype=str(m.dtype).replace("torch.", ""), device=str(m.device),
+                  diverged_rule=f"S_t inf or nan at a scheduled t, or S_T > {m.growth:g} S_0",
                   schedule="S_t at t < 16, a geometric grid of ratio 1.1, and t = T",
                   means="over the seeds that did not diverge")
     return {
         "kind": KIND,
         "source": "synthetic",
-        "problem": problem,
+        "problem": m.problem,
         "metric": "S_final",
-        "metric_label": f"E S_T, stationarity of Theorem conv after T = {iterations} iterations (lower is better)",
+        "metric_label": f"E S_T, stationarity of Theorem conv after T = {m.iterations} iterations (lower is better)",
         "beta_rule": rule,
         "beta_rule_text": rule_text,
-        "budget": {"iterations": iterations},
+        "budget": {"iterations": m.iterations},
         "params": params,
         "rows": rows,
     }
 
 
-__all__ = ["run_map", "MAP", "MAP_FORMAT", "write_map", "admissible_flags", "log_grid",
+__all__ = ["run_map", "SyntheticMap", "MAP", "MAP_FORMAT", "write_map", "admissible_flags", "log_grid",
            "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS"]
