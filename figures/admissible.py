@@ -185,9 +185,17 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     fig, axes = new_figure(2, 1, panel_size=(5.3, 5.9))
     ax, bx = axes[0]
     gammas = np.logspace(-4, 1.5, resolution)
+    _gamma_lambda_panel(ax, gammas, groups, nc, regions)
+    _gamma_beta_panel(bx, gammas, stages, groups, nc)
+    fig.suptitle("Where the paper's experiments stand relative to the theorem, H = \u03bb/2\u2016x\u2212y\u2016\u00b2\n"
+                 f"(constants a network does not reveal: {nc.describe()})", fontsize=11)
+    return fig
 
-    # -- (gamma, lambda) -------------------------------------------------------------------
-    lams = np.logspace(-2, 1.5, resolution)
+
+def _gamma_lambda_panel(ax, gammas: np.ndarray, groups: list, nc: NetworkConstants, regions) -> None:
+    """The left panel of :func:`plot_admissible`: the admissible (gamma, lambda) region with the contours of
+    Theorem conv-rate's T_min, the ``regions`` files' zones and the paper's settings (``groups``)."""
+    lams = np.logspace(-2, 1.5, len(gammas))
     admissible, tmin = region_gamma_lambda(gammas, lams, nc)
     G, LAM = np.meshgrid(gammas, lams)
     ax.contourf(G, LAM, admissible.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
@@ -221,7 +229,10 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     ax.grid(True, which="major", alpha=0.25)
     legend_below(ax, wrap=70)  # the region's long labels would widen the column (an empty band between the panels)
 
-    # -- (gamma, beta) ---------------------------------------------------------------------
+
+def _gamma_beta_panel(bx, gammas: np.ndarray, stages: list, groups: list, nc: NetworkConstants) -> None:
+    """The right panel of :func:`plot_admissible`: at each lambda of the paper's ``stages`` the least beta of
+    Theorem conv-rate over gamma (admissible above it), and the paper's settings (``groups``)."""
     lam_values = sorted({st.lam for st in stages})
     styles = ["-", "--", "-.", ":"]
     all_b = []
@@ -243,9 +254,6 @@ def plot_admissible(nc: NetworkConstants = NetworkConstants(), stages=None, reso
     bx.set_title(f"(\u03b3, \u03b2) at T = {nc.T:,}: Theorem conv-rate's conditions", fontsize=10)
     bx.grid(True, which="major", alpha=0.25)
     legend_below(bx)
-    fig.suptitle("Where the paper's experiments stand relative to the theorem, H = \u03bb/2\u2016x\u2212y\u2016\u00b2\n"
-                 f"(constants a network does not reveal: {nc.describe()})", fontsize=11)
-    return fig
 
 
 @declare_figure(

@@ -107,6 +107,14 @@ def rates_panel(ax, rates: dict) -> None:
     log_axes(ax)
     ax.set_xlabel("T (iterations)")
     ax.set_ylabel(r"E S$_t$ (stationarity, Theorem conv)")
+    ax.set_title(_rates_title(rates, rows, admissible), fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    legend_below(ax)
+
+
+def _rates_title(rates: dict, rows: list[dict], admissible: np.ndarray) -> str:
+    """The title of :func:`rates_panel`: the problem and its seeds, and where one gamma was run, its
+    setting (a preset's constants, or gamma with its rule and beta's), flagged outside the theorem."""
     params = rates.get("params") or {}
     seeds = params.get("R") or params.get("seeds")
     title = f"Problem {rates.get('problem', '?')}: stationarity vs T" + (f", {seeds} seeds" if seeds else "")
@@ -123,9 +131,7 @@ def rates_panel(ax, rates: dict) -> None:
             title += ", \u03b2(T) of Thm conv-rate" if str(params.get("beta_rule", "")).startswith("max") else ""
         if not admissible.all():
             title += " (outside the theorem)"
-    ax.set_title(title, fontsize=9)
-    ax.grid(True, which="major", alpha=0.3)
-    legend_below(ax)
+    return title
 
 
 def pep_panel(ax, sweeps: list[dict]) -> None:
