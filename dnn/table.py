@@ -181,6 +181,13 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
         rows.append(row)
     head = [c + (JPEG_MARK if j and mixed else "") for c, j in columns]
     header = ["DNN"] + [h for c in head for h in ((c, f"{c} time (s)") if with_time else (c,))]
+    return _title(summaries, dataset, metric, copies), header, rows
+
+
+
+def _title(summaries: list[dict], dataset: str, metric: str, copies: set) -> str:
+    """The title of :func:`build`'s table: what is measured on which data (``copies``: whether the runs shown
+    are on a JPEG copy), the evaluation protocol of the runs shown, and the runs left out."""
     where = _dataset_title(dataset, copies)
     if metric == "selected":
         title = f"Test accuracy (%) at the epoch selected on validation data, binary weights (Float: float weights) — {where}"
@@ -202,7 +209,7 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     no_val = sum(1 for s in summaries if s.get("dataset") == dataset and completed(s) and best_accuracy(s, metric) is None)
     if no_val and metric == "selected":
         title += f" ({no_val} run(s) without a validation split not shown: see --paper-metric)"
-    return title, header, rows
+    return title
 
 
 #: a ``]`` that makes a link where Markdown is rendered: an inline link or image ``[x](url)``,
