@@ -105,10 +105,6 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     (itself falling back to ``fn``) instead.  The result must be called with arguments of the
     structure, shapes and dtypes of ``example``.  ``options``: inductor's (as ``torch.compile``'s)."""
     import os
-    import shutil
-    import tempfile
-
-    import torch
 
     from stam.io import cache_home
 
@@ -119,11 +115,6 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     loaded = _load_package(path, what, key) if os.path.lexists(path) else None
     if loaded is not None:
         return loaded
-
-    class _Fn(torch.nn.Module):
-        def forward(self, *args):
-            return fn(*args)
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _folder_lock(path.parent):
@@ -131,26 +122,7 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
                 loaded = _load_package(path, what, key, quiet=True)
                 if loaded is not None:
                     return loaded
-            remove_stale_stages(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
-            if path.is_dir() and not path.is_symlink():  # a folder in the package's place: the rename could not replace it
-                shutil.rmtree(path)
-            free = shutil.disk_usage(path.parent).free
-            if free < AOT_MIN_FREE:
-                raise OSError(f"only {free >> 20} MiB free in {path.parent}, less than the {AOT_MIN_FREE >> 20} MiB "
-                              "a build needs")
-            fd, tmp = tempfile.mkstemp(prefix=".stage-", suffix=".pt2", dir=path.parent)
-            os.close(fd)
-            try:
-                with warnings.catch_warnings():  # torch's notices about its own internals, not the user's
-                    warnings.simplefilter("ignore", FutureWarning)
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    program = torch.export.export(_Fn(), example, strict=False)
-                    torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
-                _stamp(tmp, key)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            _build_package(fn, example, path, key, options)
     except (*compile_errors(), OSError, RuntimeError, NotImplementedError) as exc:
         warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
              "compiling in this process instead")
@@ -159,6 +131,42 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     if loaded is None:
         return compiled_or_eager(fn, what, dynamic=False, options=options)
     return loaded
+
+
+def _build_package(fn: Callable, example: tuple, path, key: str, options: dict | None) -> None:
+    """Build :func:`ahead_of_time`'s package of ``fn`` at ``path`` (under the package folder's lock): a
+    killed build's stages removed, a folder in its place too, at least :data:`AOT_MIN_FREE` free (else
+    ``OSError``), then ``torch.export`` and AOTInductor into a stage, stamped with ``key``, renamed into place."""
+    import os
+    import shutil
+    import tempfile
+
+    import torch
+
+    class _Fn(torch.nn.Module):
+        def forward(self, *args):
+            return fn(*args)
+
+    remove_stale_stages(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
+    if path.is_dir() and not path.is_symlink():  # a folder in the package's place: the rename could not replace it
+        shutil.rmtree(path)
+    free = shutil.disk_usage(path.parent).free
+    if free < AOT_MIN_FREE:
+        raise OSError(f"only {free >> 20} MiB free in {path.parent}, less than the {AOT_MIN_FREE >> 20} MiB "
+                      "a build needs")
+    fd, tmp = tempfile.mkstemp(prefix=".stage-", suffix=".pt2", dir=path.parent)
+    os.close(fd)
+    try:
+        with warnings.catch_warnings():  # torch's notices about its own internals, not the user's
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            program = torch.export.export(_Fn(), example, strict=False)
+            torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=dict(options or {}))
+        _stamp(tmp, key)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _folder_lock(folder):
