@@ -46,7 +46,7 @@ Recorded per horizon T (rules):
 from __future__ import annotations
 
 import math
-
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -135,35 +135,72 @@ def _slope(T, vals) -> float | None:
 def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=None, gamma_fraction=0.5,
               allow_inadmissible=False, seed: int = 0, progress: bool = True) -> dict:
     """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
-    (without ``provenance``, which the writer adds)."""
-    import torch
-    from tqdm import tqdm
-
+    (without ``provenance``, which the writer adds): the step sizes by the one rule
+    (:func:`choose_parameters`), every horizon and seed in one batch (:func:`_simulate`), a row per
+    horizon (:func:`_rows`), the parameters and constants they were run with, the slopes."""
     T_grid = sorted({int(T) for T in T_grid})
     if not T_grid or T_grid[0] < 1 or R < 1:
         raise ValueError(f"need horizons T >= 1 and R >= 1, got T_grid={T_grid}, R={R}")
     gamma, betas, admissible, info = choose_parameters(problem, T_grid, gamma, beta, gamma_fraction, allow_inadmissible)
-    c = problem.theory_constants()
+    runs = _simulate(problem, _Runs(T_grid, R, seed), gamma, betas, progress)
+    rows, details = _rows(problem, runs, gamma, betas, admissible)
+    Ts, half = [r["T"] for r in rows], len(rows) // 2
+    return {
+        "kind": "synthetic-rates",
+        "problem": problem.name,
+        "params": _params(problem, runs, gamma, gamma_fraction, info),
+        "constants": _constants(problem, gamma, info),
+        "rows": rows,
+        "slope": _slope(Ts, [r["S_min_mean"] for r in rows]),
+        "bound_slope": _slope(Ts, [r["bound"] for r in rows]),
+        "slope_tail": _slope(Ts[half:], [r["S_min_mean"] for r in rows[half:]]),
+        "bound_slope_tail": _slope(Ts[half:], [r["bound"] for r in rows[half:]]),
+        "details": details,
+    }
+
+
+@dataclass
+class _Runs:
+    """The batch of :func:`run_rates`: the horizons ``T_grid`` (sorted), ``R`` seeds each from ``seed``; after
+    :func:`_simulate`, ``S_rec`` (row ``k R + r``: horizon ``k``, seed ``r``; a column per scheduled t,
+    nan after the row's horizon), each row's ``phi0 = G(y^0) + H(x^0, y^0)``, ``M0`` and ``M_min`` (its
+    ``min_{0<=t<=T} M_t``)."""
+
+    T_grid: list
+    R: int
+    seed: int
+    schedule: list = field(default_factory=list)
+    S_rec: object = None
+    phi0: object = None
+    M0: object = None
+    M_min: object = None
+
+
+def _simulate(problem: ThreeBlockProblem, runs: _Runs, gamma, betas, progress: bool) -> _Runs:
+    """``max(T_grid)`` vectorised steps of STAM on all rows of ``runs`` (rows ordered by horizon; the
+    batch shrinks as horizons end), recording ``S_t`` on the schedule and the merits ``M_t``."""
+    import torch
+    from tqdm import tqdm
+
+    T_grid, R = runs.T_grid, runs.R
     dev, dt = problem.y0.device, problem.y0.dtype
     K, T_max = len(T_grid), T_grid[-1]
-    rows_total = K * R
     beta_rows = torch.tensor(betas, dtype=dt, device=dev).repeat_interleave(R)
-    gen = torch.Generator(device=dev).manual_seed(seed)
+    gen = torch.Generator(device=dev).manual_seed(runs.seed)
+    runs.schedule = eval_schedule(T_grid)
+    col = {t: j for j, t in enumerate(runs.schedule)}
+    runs.S_rec = torch.full((K * R, len(runs.schedule)), math.nan, dtype=dt, device=dev)
 
-    schedule = eval_schedule(T_grid)
-    col = {t: j for j, t in enumerate(schedule)}
-    S_rec = torch.full((rows_total, len(schedule)), math.nan, dtype=dt, device=dev)
-
-    state = problem.start(rows_total, gamma)
-    phi0 = problem.G.value(state.y) + problem.H.H(state.x, state.y)
-    M0 = problem.lyapunov(state, gamma)
-    M_min = M0.clone()
+    state = problem.start(K * R, gamma)
+    runs.phi0 = problem.G.value(state.y) + problem.H.H(state.x, state.y)
+    runs.M0 = problem.lyapunov(state, gamma)
+    runs.M_min = M_min = runs.M0.clone()
     first = 0  # rows [first:] are still running
     k_next = 0
     with tqdm(total=T_max, desc=f"stam {problem.name}", disable=bar_disable(progress), leave=False, unit="it") as bar:
         for t in range(T_max):
             if t in col:
-                S_rec[first:, col[t]] = problem.stationarity(state.u, state.y)
+                runs.S_rec[first:, col[t]] = problem.stationarity(state.u, state.y)
             grad = problem.stochastic_grad(state.y, gen)
             state = stam_step(state, grad, problem, gamma, as_batch_scalar(beta_rows[first:], state.y))
             M_min[first:] = torch.fmin(M_min[first:], problem.lyapunov(state, gamma))
@@ -172,28 +209,26 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
                 k_next += 1
                 state = type(state)(*(v[R:] for v in state))
             bar.update(1)
+    return runs
 
+
+def _rows(problem: ThreeBlockProblem, runs: _Runs, gamma, betas, admissible) -> tuple[list, list]:
+    """``(rows, details)``: per horizon, the statistics of ``S_t`` over the seeds (:func:`_spread`),
+    ``delta_0``, ``M_0'``, Theorem conv's bound where its hypotheses hold and the ratio."""
+    import torch
+
+    c = problem.theory_constants()
     rows, details = [], []
-    for k, T in enumerate(T_grid):
-        sl = slice(k * R, (k + 1) * R)
-        cols = [j for j, t in enumerate(schedule) if t < T]
-        S = S_rec[sl][:, cols]
+    for k, T in enumerate(runs.T_grid):
+        sl = slice(k * runs.R, (k + 1) * runs.R)
+        cols = [j for j, t in enumerate(runs.schedule) if t < T]
+        S = runs.S_rec[sl][:, cols]
         mean = _nanmean(S)
-        finite = torch.isfinite(mean)
         nonfinite = int((~torch.isfinite(S)).any(dim=1).sum())
-        delta0 = float(phi0[sl].mean()) - problem.constants()["GH_inf_lb"]
-        M0p = float((M0[sl] - M_min[sl]).mean())
-        if bool(finite.any()):
-            j = int(torch.where(finite, mean, torch.full_like(mean, math.inf)).argmin())
-            S_star = S[:, j][torch.isfinite(S[:, j])]
-            s_mean = float(S_star.mean())
-            s_std = float(S_star.std()) if len(S_star) > 1 else 0.0
-            s_se = s_std / math.sqrt(len(S_star))
-            lo, hi = _quantiles(S_star)
-            t_star = schedule[cols[j]]
-        else:
-            s_mean = s_std = s_se = lo = hi = None
-            t_star = None
+        delta0 = float(runs.phi0[sl].mean()) - problem.constants()["GH_inf_lb"]
+        M0p = float((runs.M0[sl] - runs.M_min[sl]).mean())
+        ts = [runs.schedule[j] for j in cols]
+        s_mean, s_std, s_se, lo, hi, t_star = _spread(S, mean, ts)
         bound = None
         if admissible[k] and math.isfinite(delta0) and math.isfinite(M0p):
             bound = _finite(float(numeric.theorem_rhs(T, gamma, betas[k], c, delta0, M0p)))
@@ -203,33 +238,48 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=
                          ratio=_finite(ratio), S_min_se=_finite(s_se), t_star=t_star, S_0_mean=_finite(float(mean[0])),
                          S_final_mean=_finite(float(mean[-1])), nonfinite=nonfinite))
         details.append(dict(T=T, delta0=_finite(delta0), M0_prime=_finite(M0p), t_star=t_star,
-                            t=[schedule[j] for j in cols], S_mean=[_finite(float(v)) for v in mean]))
+                            t=ts, S_mean=[_finite(float(v)) for v in mean]))
+    return rows, details
 
-    Ts = [r["T"] for r in rows]
+
+def _spread(S: torch.Tensor, mean: torch.Tensor, ts: list) -> tuple:
+    """``(mean, std, standard error, 10% and 90% quantiles, t*)`` over the seeds (the finite ones) of
+    ``S_t`` at ``t* = argmin_t mean`` (``ts``: the t of ``S``'s columns); all None where no mean is finite."""
+    import torch
+
+    finite = torch.isfinite(mean)
+    if not bool(finite.any()):
+        return None, None, None, None, None, None
+    j = int(torch.where(finite, mean, torch.full_like(mean, math.inf)).argmin())
+    S_star = S[:, j][torch.isfinite(S[:, j])]
+    s_mean = float(S_star.mean())
+    s_std = float(S_star.std()) if len(S_star) > 1 else 0.0
+    s_se = s_std / math.sqrt(len(S_star))
+    lo, hi = _quantiles(S_star)
+    return s_mean, s_std, s_se, lo, hi, ts[j]
+
+
+def _constants(problem: ThreeBlockProblem, gamma, info: dict) -> dict:
+    """The problem's constants and Theorem conv's at ``gamma`` (``K1``, ``K2``, ``K3``, ``M``, ``L``, ``gamma_max``)."""
+    c = problem.theory_constants()
     consts = problem.constants()
     consts.update(K1=float(numeric.K1(gamma, c)), K2=float(numeric.K2(gamma, c)), K3=float(numeric.K3(gamma, c)),
                   M=float(numeric.M(gamma, c)), L=float(c.L), gamma_max=info["gamma_max"])
-    params = dict(problem.params, problem=problem.name, R=R, seed=seed, T_grid=T_grid, gamma=gamma,
-                  gamma_rule=info["gamma_rule"], gamma_fraction=None if info["gamma_rule"] == "given" else gamma_fraction,
-                  beta_rule=info["beta_rule"], sampling=problem.sampling.describe(),
-                  F=problem.F.describe(), dtype=str(dt).replace("torch.", ""), device=str(dev),
-                  schedule="S_t at t < 16, a geometric grid of ratio 1.1, and every T-1; min over these t",
-                  delta0_rule="mean_r [G(y0)+H(x0,y0)] - GH_inf_lb (certified lower bound of (G+H)^inf)",
-                  M0_rule="mean_r [M_0 - min_{0<=t<=T} M_t] (finite-horizon infimum, per run)",
-                  spread="std, standard error and 10%/90% quantiles over seeds at t* = argmin_t mean_r S_t",
-                  means="over the seeds whose S_t is finite; nonfinite counts the others")
-    return {
-        "kind": "synthetic-rates",
-        "problem": problem.name,
-        "params": params,
-        "constants": consts,
-        "rows": rows,
-        "slope": _slope(Ts, [r["S_min_mean"] for r in rows]),
-        "bound_slope": _slope(Ts, [r["bound"] for r in rows]),
-        "slope_tail": _slope(Ts[len(Ts) // 2 :], [r["S_min_mean"] for r in rows[len(Ts) // 2 :]]),
-        "bound_slope_tail": _slope(Ts[len(Ts) // 2 :], [r["bound"] for r in rows[len(Ts) // 2 :]]),
-        "details": details,
-    }
+    return consts
+
+
+def _params(problem: ThreeBlockProblem, runs: _Runs, gamma, gamma_fraction, info: dict) -> dict:
+    """The ``params`` of the result: the problem's, the run's and the rules it followed."""
+    dev, dt = problem.y0.device, problem.y0.dtype
+    return dict(problem.params, problem=problem.name, R=runs.R, seed=runs.seed, T_grid=runs.T_grid, gamma=gamma,
+                gamma_rule=info["gamma_rule"], gamma_fraction=None if info["gamma_rule"] == "given" else gamma_fraction,
+                beta_rule=info["beta_rule"], sampling=problem.sampling.describe(),
+                F=problem.F.describe(), dtype=str(dt).replace("torch.", ""), device=str(dev),
+                schedule="S_t at t < 16, a geometric grid of ratio 1.1, and every T-1; min over these t",
+                delta0_rule="mean_r [G(y0)+H(x0,y0)] - GH_inf_lb (certified lower bound of (G+H)^inf)",
+                M0_rule="mean_r [M_0 - min_{0<=t<=T} M_t] (finite-horizon infimum, per run)",
+                spread="std, standard error and 10%/90% quantiles over seeds at t* = argmin_t mean_r S_t",
+                means="over the seeds whose S_t is finite; nonfinite counts the others")
 
 
 ROW_KEYS = ("T", "gamma", "beta", "admissible", "S_min_mean", "S_min_std", "S_min_lo", "S_min_hi", "bound", "ratio",

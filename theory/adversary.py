@@ -353,73 +353,116 @@ def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T
     stochastic: G_1 or G_2 (b-nice, N = 2, b = 1), every path of ``T`` steps enumerated.  The data
     ``a, c_1, c_2, y^0, z^{-1}`` are drawn from ``seed`` unless given (``data``, as in ``out["data"]``).
     Returns per instance and t the expectations the statements need (exact averages over the paths)."""
-    rng = np.random.default_rng(seed)
-    R, n = P.shape[0], 3
-    ops = cls.make(P[:, :-2])
-    c = constants_of(ops)
-    gam = P[:, -2] * num.gamma_threshold(c)
-    k1, k2 = num.K1(gam, c), num.K2(gam, c)
-    beta = 2 * k2 / k1 * np.exp(P[:, -1])
-    if data is None:
-        data = {"a": rng.uniform(0.1, 2, R), "c_1": rng.normal(0, 2, (R, n)), "c_2": rng.normal(0, 2, (R, n)),
-                "y^0": rng.normal(0, 2, (R, n)), "z^{-1}": rng.normal(0, 2, (R, n))}
-    a, c1, c2, y0, zm1 = (np.asarray(data[k], dtype=float) for k in ("a", "c_1", "c_2", "y^0", "z^{-1}"))
-    a = a.reshape(R, 1)
-    paths = 2**T if stochastic else 1
-    rep = lambda v: np.repeat(v, paths, axis=0)  # noqa: E731 - instance -> its paths
-    gs = list(STATEMENT_G.values())
-    sets = list(SETS.values())
-    sig, git = rep(si), rep(gi)
+    return _StatementRuns(cls, P, gi, si, stochastic, seed, T, data).result()
 
-    class Ops:  # the coupling (one row per path) with F = I_Q
-        cp = cls.make(rep(P[:, :-2]))
-        grad_y_H, prox_H = cp.grad_y_H, cp.prox_H
-        prox_F = staticmethod(lambda v, gamma: _select(sig, [proj(v) for proj in sets]))
 
-    Hc, g, A_, C1, C2 = Ops.cp, rep(gam)[:, None], rep(a), rep(c1), rep(c2)
-    st = stam_init(rep(y0), Ops, g, z_prev=rep(zm1))
-    traj, bit, wild = [st], (np.arange(R * paths) % paths), np.zeros(R * paths, dtype=bool)
-    for t in range(T):
-        if stochastic:
-            cen = np.where(((bit >> t) & 1)[:, None] == 1, C2, C1)
-            grad = _select(git, [gg["grad"](st.y, A_, cen) for gg in gs])
-        else:
-            grad = _select(git, [(gg["grad"](st.y, A_, C1) + gg["grad"](st.y, A_, C2)) / 2 for gg in gs])
-        wild |= ~np.all(np.abs(grad) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
-        st = stam_step(st, np.clip(grad, -1e6, 1e6), Ops, g, rep(beta)[:, None])
-        traj.append(st)
-    y, x, u, z = (np.stack([getattr(s_, k) for s_ in traj]) for k in ("y", "x", "u", "z"))  # (T+1, R*paths, n)
-    zprev = np.concatenate([rep(zm1)[None], z[:-1]])
-    full = _select(git, [(gg["grad"](y, A_, C1) + gg["grad"](y, A_, C2)) / 2 for gg in gs])  # exact grad G
-    gyx = Hc.grad_y_H(x, y)
-    eta = dot(full + gyx, full + gyx)  # ||grad G(y^t) + grad_y H(x^t, y^t)||^2
-    gyu = full + Hc.grad_y_H(u, y)
-    gxu = Hc.grad_x_H(u, y)
-    zs = u / np.maximum(np.abs(u), 1e-300)  # the sign pattern of a point s z of the scaled-binary set
-    on_ray = np.sum(np.abs(u), axis=-1) > 0
-    ray = np.where(on_ray, dot(gxu, zs) ** 2 / n, 0.0)
-    dist2 = np.where(sig == SCALED_BINARY, ray, 0.0)  # dist^2(0, grad_x H(u, y) + N_Q(u)): 0 on the finite sets
-    S = dot(gyu, gyu) + dist2
-    Zd = dot(z - zprev, z - zprev) / gam.repeat(paths)[None] ** 2
-    Mt = (dot(2 * x - u - z, 2 * x - u - z) / 2 - dot(x - z, x - z) / 2 - dot(u - x, u - x)) / g[:, 0]
-    GH = _select1(gi, [gg["value"](y0, a, c1, c2) for gg in gs]) + Hc.value(x[0], y[0]).reshape(R, paths)[:, 0]
-    d, m = (c1 - c2) / 2, (c1 + c2) / 2
-    Ginf = _select1(gi, [gg["inf"](a, d) for gg in gs])
-    ystar = _select(gi, [gg["argmin"](m, d) for gg in gs])
-    upper = Ginf + ops.value(ystar, ystar)  # G + H at (y*, y*): an upper bound of (G+H)^inf
-    along = (_select1(git, [gg["value"](y[k], A_, C1, C2) for gg in gs]) + Hc.value(x[k], y[k]) for k in range(T + 1))
-    upper = np.minimum(upper, np.min(np.stack([v.reshape(R, paths).min(axis=1) for v in along]), axis=0))
-    E = lambda v: v.reshape(v.shape[0], R, paths).mean(axis=-1)  # noqa: E731 - exact expectation over the paths
-    moved = np.max(np.abs(np.stack([y[-1] - y[-2], x[-1] - x[-2], u[-1] - u[-2], z[-1] - z[-2]])), axis=(0, 2))
-    return {"eta": E(eta[:-1]), "Z": E(Zd[:-1]), "S": E(S[:-1]),
-            "M0'": Mt[0].reshape(R, paths)[:, 0] - E(np.min(Mt, axis=0)[None])[0],
-            "GH0": GH, "GH_upper": upper, "GH_lower": Ginf + 0.0,  # H^inf = 0 (kappa >= 0)
-            "L1": _select1(gi, [gg["L1"](a, d) for gg in gs]),
-            "C0": _select1(gi, [gg["C0"](a, d) for gg in gs]) if stochastic else np.zeros(R),
-            "fixed": (moved.reshape(R, paths).max(axis=1) == 0) & (not stochastic),
-            "actual": ~wild.reshape(R, paths).any(axis=1),  # no gradient was clipped: an actual run of STAM
-            "data": {"a": a[:, 0], "c_1": c1, "c_2": c2, "y^0": y0, "z^{-1}": zm1},
-            "gamma": gam, "beta": beta, "constants": c, "paths": paths}
+class _StatementRuns:
+    """The runs of :func:`statement_runs` (its arguments), in dimension ``n = 3``: every instance repeated
+    once per path (:meth:`rep`), the coupling of each row with F = I_Q (``Ops``), then the trajectory
+    (:meth:`trajectory`), the measures along it (:meth:`measures`) and the values of G + H
+    (:meth:`values`)."""
+
+    def __init__(self, cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T: int, data: dict | None):
+        rng = np.random.default_rng(seed)
+        R, n = self.R, self.n = P.shape[0], 3
+        self.T, self.stochastic, self.gi = T, stochastic, gi
+        self.ops = cls.make(P[:, :-2])
+        self.c = c = constants_of(self.ops)
+        self.gam = P[:, -2] * num.gamma_threshold(c)
+        k1, k2 = num.K1(self.gam, c), num.K2(self.gam, c)
+        self.beta = 2 * k2 / k1 * np.exp(P[:, -1])
+        if data is None:
+            data = {"a": rng.uniform(0.1, 2, R), "c_1": rng.normal(0, 2, (R, n)), "c_2": rng.normal(0, 2, (R, n)),
+                    "y^0": rng.normal(0, 2, (R, n)), "z^{-1}": rng.normal(0, 2, (R, n))}
+        a, self.c1, self.c2, self.y0, self.zm1 = (np.asarray(data[k], dtype=float) for k in ("a", "c_1", "c_2", "y^0", "z^{-1}"))
+        self.a = a.reshape(R, 1)
+        self.paths = 2**T if stochastic else 1
+        self.gs = list(STATEMENT_G.values())
+        sets = list(SETS.values())
+        sig = self.sig = self.rep(si)
+        self.git = self.rep(gi)
+        rep = self.rep
+
+        class Ops:  # the coupling (one row per path) with F = I_Q
+            cp = cls.make(rep(P[:, :-2]))
+            grad_y_H, prox_H = cp.grad_y_H, cp.prox_H
+            prox_F = staticmethod(lambda v, gamma: _select(sig, [proj(v) for proj in sets]))
+
+        self.Ops = Ops
+        self.Hc, self.g, self.A_, self.C1, self.C2 = Ops.cp, rep(self.gam)[:, None], rep(self.a), rep(self.c1), rep(self.c2)
+
+    def rep(self, v):
+        """An instance's entry -> one per path."""
+        return np.repeat(v, self.paths, axis=0)
+
+    def trajectory(self):
+        """``(y, x, u, z, wild)``: the iterates ``t = 0..T`` (each ``(T+1, R*paths, n)``) and which rows blew up
+        (a gradient clipped: then no STAM run)."""
+        gs, A_, C1, C2 = self.gs, self.A_, self.C1, self.C2
+        st = stam_init(self.rep(self.y0), self.Ops, self.g, z_prev=self.rep(self.zm1))
+        traj, bit, wild = [st], (np.arange(self.R * self.paths) % self.paths), np.zeros(self.R * self.paths, dtype=bool)
+        for t in range(self.T):
+            if self.stochastic:
+                cen = np.where(((bit >> t) & 1)[:, None] == 1, C2, C1)
+                grad = _select(self.git, [gg["grad"](st.y, A_, cen) for gg in gs])
+            else:
+                grad = _select(self.git, [(gg["grad"](st.y, A_, C1) + gg["grad"](st.y, A_, C2)) / 2 for gg in gs])
+            wild |= ~np.all(np.abs(grad) <= 1e6, axis=-1)  # a run that blows up is clipped, and then no STAM run
+            st = stam_step(st, np.clip(grad, -1e6, 1e6), self.Ops, self.g, self.rep(self.beta)[:, None])
+            traj.append(st)
+        y, x, u, z = (np.stack([getattr(s_, k) for s_ in traj]) for k in ("y", "x", "u", "z"))  # (T+1, R*paths, n)
+        return y, x, u, z, wild
+
+    def measures(self, y, x, u, z):
+        """``(eta, S, Z, M)`` at every t and row: ``||grad G(y^t) + grad_y H(x^t, y^t)||^2``, Theorem conv's
+        ``S_t``, ``||z^t - z^{t-1}||^2 / gamma^2`` and ``M_t`` of Lemma conv-lemma without ``F(u^t)`` (0 on Q)."""
+        Hc = self.Hc
+        zprev = np.concatenate([self.rep(self.zm1)[None], z[:-1]])
+        full = _select(self.git, [(gg["grad"](y, self.A_, self.C1) + gg["grad"](y, self.A_, self.C2)) / 2
+                                  for gg in self.gs])  # exact grad G
+        gyx = Hc.grad_y_H(x, y)
+        eta = dot(full + gyx, full + gyx)  # ||grad G(y^t) + grad_y H(x^t, y^t)||^2
+        gyu = full + Hc.grad_y_H(u, y)
+        gxu = Hc.grad_x_H(u, y)
+        zs = u / np.maximum(np.abs(u), 1e-300)  # the sign pattern of a point s z of the scaled-binary set
+        on_ray = np.sum(np.abs(u), axis=-1) > 0
+        ray = np.where(on_ray, dot(gxu, zs) ** 2 / self.n, 0.0)
+        dist2 = np.where(self.sig == SCALED_BINARY, ray, 0.0)  # dist^2(0, grad_x H(u, y) + N_Q(u)): 0 on the finite sets
+        S = dot(gyu, gyu) + dist2
+        Zd = dot(z - zprev, z - zprev) / self.gam.repeat(self.paths)[None] ** 2
+        Mt = (dot(2 * x - u - z, 2 * x - u - z) / 2 - dot(x - z, x - z) / 2 - dot(u - x, u - x)) / self.g[:, 0]
+        return eta, S, Zd, Mt
+
+    def values(self, y, x):
+        """``(G + H at (x^0, y^0), an upper bound of (G+H)^inf, G^inf, d = (c_1 - c_2)/2)`` per instance."""
+        gi, gs, a, c1, c2, R, paths = self.gi, self.gs, self.a, self.c1, self.c2, self.R, self.paths
+        GH = _select1(gi, [gg["value"](self.y0, a, c1, c2) for gg in gs]) + self.Hc.value(x[0], y[0]).reshape(R, paths)[:, 0]
+        d, m = (c1 - c2) / 2, (c1 + c2) / 2
+        Ginf = _select1(gi, [gg["inf"](a, d) for gg in gs])
+        ystar = _select(gi, [gg["argmin"](m, d) for gg in gs])
+        upper = Ginf + self.ops.value(ystar, ystar)  # G + H at (y*, y*): an upper bound of (G+H)^inf
+        along = (_select1(self.git, [gg["value"](y[k], self.A_, self.C1, self.C2) for gg in gs]) + self.Hc.value(x[k], y[k])
+                 for k in range(self.T + 1))
+        upper = np.minimum(upper, np.min(np.stack([v.reshape(R, paths).min(axis=1) for v in along]), axis=0))
+        return GH, upper, Ginf, d
+
+    def result(self) -> dict:
+        """The dict of :func:`statement_runs`."""
+        R, paths, gi, gs, a = self.R, self.paths, self.gi, self.gs, self.a
+        y, x, u, z, wild = self.trajectory()
+        eta, S, Zd, Mt = self.measures(y, x, u, z)
+        GH, upper, Ginf, d = self.values(y, x)
+        E = lambda v: v.reshape(v.shape[0], R, paths).mean(axis=-1)  # noqa: E731 - exact expectation over the paths
+        moved = np.max(np.abs(np.stack([y[-1] - y[-2], x[-1] - x[-2], u[-1] - u[-2], z[-1] - z[-2]])), axis=(0, 2))
+        return {"eta": E(eta[:-1]), "Z": E(Zd[:-1]), "S": E(S[:-1]),
+                "M0'": Mt[0].reshape(R, paths)[:, 0] - E(np.min(Mt, axis=0)[None])[0],
+                "GH0": GH, "GH_upper": upper, "GH_lower": Ginf + 0.0,  # H^inf = 0 (kappa >= 0)
+                "L1": _select1(gi, [gg["L1"](a, d) for gg in gs]),
+                "C0": _select1(gi, [gg["C0"](a, d) for gg in gs]) if self.stochastic else np.zeros(R),
+                "fixed": (moved.reshape(R, paths).max(axis=1) == 0) & (not self.stochastic),
+                "actual": ~wild.reshape(R, paths).any(axis=1),  # no gradient was clipped: an actual run of STAM
+                "data": {"a": a[:, 0], "c_1": self.c1, "c_2": self.c2, "y^0": self.y0, "z^{-1}": self.zm1},
+                "gamma": self.gam, "beta": self.beta, "constants": self.c, "paths": paths}
 
 
 def statement_ratio(label: str, out: dict, reading: str = "strict", bound_factor: float = 1.0,
@@ -487,58 +530,79 @@ def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 4
     res = {lab: {"runs": 0, "instances": 0, "steps": 0, "classes": [], "closest": None, "found": None,
                  "violations": 0, "T": T, "deterministic runs": 0, "stochastic instances": 0, "blown up": 0}
            for lab in STATEMENTS}
-    combos = [(gi, si) for gi in range(len(STATEMENT_G)) for si in range(len(SETS))]
     for cls in (STATEMENT_COUPLINGS[i] for i in couplings):
-        low = np.concatenate([cls.low, _ST_LOW])
-        high = np.concatenate([cls.high, _ST_HIGH])
-        span = np.minimum(high - low, 1.0)
         for stochastic in (False, True):
             Tn, Rn, wn = (T_STOCH, R_stoch, width_stoch) if stochastic else (T, R, width)
-            best, value = {}, {}
-
-            def evaluate(P, idx):
-                gi = np.array([combos[i][0] for i in idx])
-                si = np.array([combos[i][1] for i in idx])
-                with np.errstate(all="ignore"):
-                    out = statement_runs(cls, P, gi, si, stochastic, int(rng.integers(2**31)), Tn)
-                judged = int(np.sum(out["actual"]))  # the others blew up (a gradient clipped): not judged
-                for lab in STATEMENTS:
-                    r = res[lab]
-                    r["runs"] += judged * out["paths"]
-                    r["instances"] += judged
-                    r["stochastic instances" if stochastic else "deterministic runs"] += judged
-                    r["steps"] += judged * out["paths"] * Tn
-                    r["blown up"] += P.shape[0] - judged
-                    ratio = statement_ratio(lab, out, "strict", bound_factor)
-                    worst = np.nanmax(np.where(np.isnan(ratio), -np.inf, ratio), axis=0)
-                    r["violations"] += int(np.sum(worst > 1))
-                    lenient = statement_ratio(lab, out, "lenient", bound_factor)
-                    hit = out["fixed"] & (np.nanmax(np.where(np.isnan(lenient), -np.inf, lenient), axis=0) > 1)
-                    for k in np.unique(idx):
-                        rows = np.flatnonzero(idx == k)
-                        i = rows[int(np.argmax(worst[rows]))]
-                        if np.isfinite(worst[i]) and worst[i] > value.get((lab, k), -np.inf):
-                            best[lab, k], value[lab, k] = P[i], float(worst[i])
-                            name = statement_class_name(cls, *combos[k], stochastic)
-                            if r["closest"] is None or 1 - worst[i] < r["closest"]["margin"]:
-                                r["closest"] = _closest_record(name, float(worst[i]), int(np.nanargmax(ratio[:, i])), P[i])
-                        if hit[rows].any() and r["found"] is None:
-                            j = rows[int(np.argmax(hit[rows]))]
-                            r["found"] = _found_record(lab, statement_class_name(cls, *combos[k], stochastic), P[j], out, j,
-                                                       lenient[:, j], {"coupling": STATEMENT_COUPLINGS.index(cls),
-                                                                       "G": combos[k][0], "Q": combos[k][1], "T": Tn})
-
-            idx = np.repeat(np.arange(len(combos)), Rn)
-            evaluate(rng.uniform(low, high, (idx.size, low.size)), idx)
-            keys = [(lab, k) for lab in STATEMENTS for k in range(len(combos))]
-            for rd in range(rounds):
-                starts = [best.get(key, low + span / 2) for key in keys]
-                cand = np.concatenate([np.clip(b + span * rng.normal(0, 0.5 * 0.5 ** (rd // 2), (wn, low.size)),
-                                               low, high) for b in starts])
-                evaluate(cand, np.concatenate([np.full(wn, k) for _, k in keys]))
-            for lab in STATEMENTS:
-                res[lab]["classes"] += [statement_class_name(cls, gi, si, stochastic) for gi, si in combos]
+            _StatementSearch(res, rng, cls, stochastic, Tn, bound_factor).run(Rn, wn, rounds)
     return {lab: dict(r, classes=tuple(r["classes"])) for lab, r in res.items()}
+
+
+class _StatementSearch:
+    """One (coupling, deterministic or stochastic) part of :func:`statement_search`: its random stage and rounds
+    of local search over every (G, Q) class, adding to the counts and records of ``res`` (per statement);
+    ``best`` and ``value``: the worst parameters and ratio found so far per (statement, class)."""
+
+    def __init__(self, res: dict, rng, cls: CouplingClass, stochastic: bool, T: int, bound_factor: float):
+        self.res, self.rng, self.cls, self.stochastic, self.T, self.bound_factor = res, rng, cls, stochastic, T, bound_factor
+        self.combos = [(gi, si) for gi in range(len(STATEMENT_G)) for si in range(len(SETS))]
+        self.low = np.concatenate([cls.low, _ST_LOW])
+        self.high = np.concatenate([cls.high, _ST_HIGH])
+        self.best, self.value = {}, {}
+
+    def run(self, R: int, width: int, rounds: int) -> None:
+        """``R`` random runs per class, then ``rounds`` rounds of ``width`` Gaussian perturbations of each best run
+        (halved every two rounds)."""
+        low, high, rng, combos = self.low, self.high, self.rng, self.combos
+        span = np.minimum(high - low, 1.0)
+        idx = np.repeat(np.arange(len(combos)), R)
+        self.evaluate(rng.uniform(low, high, (idx.size, low.size)), idx)
+        keys = [(lab, k) for lab in STATEMENTS for k in range(len(combos))]
+        for rd in range(rounds):
+            starts = [self.best.get(key, low + span / 2) for key in keys]
+            cand = np.concatenate([np.clip(b + span * rng.normal(0, 0.5 * 0.5 ** (rd // 2), (width, low.size)),
+                                           low, high) for b in starts])
+            self.evaluate(cand, np.concatenate([np.full(width, k) for _, k in keys]))
+        for lab in STATEMENTS:
+            self.res[lab]["classes"] += [statement_class_name(self.cls, gi, si, self.stochastic) for gi, si in combos]
+
+    def evaluate(self, P, idx) -> None:
+        """The runs of the parameter rows ``P`` (row ``r`` of class ``combos[idx[r]]``), counted and judged."""
+        gi = np.array([self.combos[i][0] for i in idx])
+        si = np.array([self.combos[i][1] for i in idx])
+        with np.errstate(all="ignore"):
+            out = statement_runs(self.cls, P, gi, si, self.stochastic, int(self.rng.integers(2**31)), self.T)
+        judged = int(np.sum(out["actual"]))  # the others blew up (a gradient clipped): not judged
+        for lab in STATEMENTS:
+            r = self.res[lab]
+            r["runs"] += judged * out["paths"]
+            r["instances"] += judged
+            r["stochastic instances" if self.stochastic else "deterministic runs"] += judged
+            r["steps"] += judged * out["paths"] * self.T
+            r["blown up"] += P.shape[0] - judged
+            self._judge(lab, P, idx, out)
+
+    def _judge(self, lab: str, P, idx, out: dict) -> None:
+        """Statement ``lab`` on the runs ``out``: its strict violations counted, per class the worst run kept
+        (and the closest to a violation recorded), a lenient violation at a fixed point recorded as found."""
+        r = self.res[lab]
+        ratio = statement_ratio(lab, out, "strict", self.bound_factor)
+        worst = np.nanmax(np.where(np.isnan(ratio), -np.inf, ratio), axis=0)
+        r["violations"] += int(np.sum(worst > 1))
+        lenient = statement_ratio(lab, out, "lenient", self.bound_factor)
+        hit = out["fixed"] & (np.nanmax(np.where(np.isnan(lenient), -np.inf, lenient), axis=0) > 1)
+        for k in np.unique(idx):
+            rows = np.flatnonzero(idx == k)
+            i = rows[int(np.argmax(worst[rows]))]
+            name = statement_class_name(self.cls, *self.combos[k], self.stochastic)
+            if np.isfinite(worst[i]) and worst[i] > self.value.get((lab, k), -np.inf):
+                self.best[lab, k], self.value[lab, k] = P[i], float(worst[i])
+                if r["closest"] is None or 1 - worst[i] < r["closest"]["margin"]:
+                    r["closest"] = _closest_record(name, float(worst[i]), int(np.nanargmax(ratio[:, i])), P[i])
+            if hit[rows].any() and r["found"] is None:
+                j = rows[int(np.argmax(hit[rows]))]
+                r["found"] = _found_record(lab, name, P[j], out, j, lenient[:, j],
+                                           {"coupling": STATEMENT_COUPLINGS.index(self.cls), "G": self.combos[k][0],
+                                            "Q": self.combos[k][1], "T": self.T})
 
 
 def _closest_record(name: str, worst: float, t: int, params) -> dict:

@@ -238,60 +238,77 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
     the convex ones): its certificate is one for ``f_class`` too, so they count without a solve
     (``inherited`` in the result counts them; without it the solver's accuracy at rates near
     :data:`RHO_MIN` could make a smaller class look less certified)."""
-    statuses: dict[str, int] = {}
-    found: dict[float, tuple] = {}
-    slowest = [0.0]
-    order = list(betas)[::-1]
+    search = _GammaSearch(lambda gamma, beta: certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver,
+                                                          f_class=f_class, N=N, b=b),
+                          betas, inherited)
+    ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan_ratio  # LO:HI:N fixes the scan
+    start = gamma_range[0]
+    lo, hi, _ = _first_gap(search.test, start, gamma_range[1], rtol, ratio=ratio)
+    if lo is None and search.unverified.get(start, 0.0) >= RHO_BETA_MIN:
+        # the first gamma's rate was not verified (at gamma lam ~ 1e-6 the minibatch SDP is at the solver's accuracy):
+        # the interval is sought from the first certified gamma of the scan up ("start")
+        start, lo, hi = _gap_from_first_success(search.test, start, gamma_range[1], rtol, ratio)
+    return search.bracket(lo, hi, start, gamma_range[0], {"f_class": f_class, "N": N, "b": b})
 
-    inherited = set(inherited)
-    taken = [0]
-    unverified: dict[float, float] = {}  # gamma -> the largest rho * beta the verification rejected there
 
-    seen: dict[float, bool] = {}
+class _GammaSearch:
+    """What :func:`certified_gamma` learns as it tests gammas: ``certify(gamma, beta)`` (a :class:`Certificate`)
+    tried for each beta of ``betas``, the last good beta first; ``inherited`` gammas hold without a solve.
+    It counts every solver status (:func:`status_key`), keeps the certified ``(beta, rho)`` of each gamma
+    (``found``), the slowest solve and, per gamma, the largest ``rho * beta`` the verification rejected
+    (``unverified``)."""
 
-    def test(gamma):
-        if gamma not in seen:
-            seen[gamma] = solve(gamma)
-        return seen[gamma]
+    def __init__(self, certify, betas, inherited=()):
+        self.certify = certify
+        self.order = list(betas)[::-1]
+        self.inherited = set(inherited)
+        self.statuses: dict[str, int] = {}
+        self.found: dict[float, tuple] = {}
+        self.slowest = 0.0
+        self.taken = 0
+        self.unverified: dict[float, float] = {}  # gamma -> the largest rho * beta the verification rejected there
+        self.seen: dict[float, bool] = {}
 
-    def solve(gamma):
-        if gamma in inherited:
-            taken[0] += 1
+    def test(self, gamma) -> bool:
+        """Whether some beta certifies ``gamma`` (each gamma solved once)."""
+        if gamma not in self.seen:
+            self.seen[gamma] = self._solve(gamma)
+        return self.seen[gamma]
+
+    def _solve(self, gamma) -> bool:
+        if gamma in self.inherited:
+            self.taken += 1
             return True
-        for beta in list(order):
-            c = certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver, f_class=f_class, N=N, b=b)
+        for beta in list(self.order):
+            c = self.certify(gamma, beta)
             key = status_key(c)
-            statuses[key] = statuses.get(key, 0) + 1
+            self.statuses[key] = self.statuses.get(key, 0) + 1
             if c.details.get("unverified") or c.details.get("numerical_only"):
-                unverified[gamma] = max(unverified.get(gamma, 0.0), c.details["solver_rho"] * beta)
-            slowest[0] = max(slowest[0], c.seconds)
+                self.unverified[gamma] = max(self.unverified.get(gamma, 0.0), c.details["solver_rho"] * beta)
+            self.slowest = max(self.slowest, c.seconds)
             if c.certified:
-                found[gamma] = (beta, c.rho)
-                order.remove(beta)
-                order.insert(0, beta)  # try the last good beta first next time
+                self.found[gamma] = (beta, c.rho)
+                self.order.remove(beta)
+                self.order.insert(0, beta)  # try the last good beta first next time
                 return True
         return False
 
-    ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan_ratio  # LO:HI:N fixes the scan
-    start = gamma_range[0]
-    lo, hi, _ = _first_gap(test, start, gamma_range[1], rtol, ratio=ratio)
-    if lo is None and unverified.get(start, 0.0) >= RHO_BETA_MIN:
-        # the first gamma's rate was not verified (at gamma lam ~ 1e-6 the minibatch SDP is at the solver's accuracy):
-        # the interval is sought from the first certified gamma of the scan up ("start")
-        start, lo, hi = _gap_from_first_success(test, start, gamma_range[1], rtol, ratio)
-    beta, rho = found.get(lo, (None, None))
-    return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": statuses,
-            # the scan's first gamma where the interval begins; when it is above gamma_range[0], the gammas below it
-            # had rates the verification rejected
-            "start": start, "start_unverified": start > gamma_range[0],
-            "solves": sum(statuses.values()), "slowest_solve": slowest[0], "f_class": f_class, "N": N, "b": b,
-            "inherited": taken[0], "certified_at": sorted(found),
-            # the first uncertified gamma had a rate above the floor (rho beta >= RHO_BETA_MIN) that the solver called
-            # optimal and the verification rejected: the end of the bracket is the solver's accuracy there, not shown to
-            # be the template's limit (near the end of a region rates fall to the floor: a rejected one below it means
-            # nothing)
-            "hi_unverified": hi is not None and unverified.get(hi, 0.0) >= RHO_BETA_MIN,
-            "hi_rejected_rho_beta": unverified.get(hi) if hi is not None else None}
+    def bracket(self, lo, hi, start, first, searched: dict) -> dict:
+        """The result of :func:`certified_gamma` for the bracket ``[lo, hi)`` found from ``start`` (``first``: the
+        range's first gamma; ``searched``: the class of F and the sampling, as the result names them)."""
+        beta, rho = self.found.get(lo, (None, None))
+        return {"lo": lo, "hi": hi, "beta": beta, "rho": rho, "statuses": self.statuses,
+                # the scan's first gamma where the interval begins; when it is above gamma_range[0], the gammas below
+                # it had rates the verification rejected
+                "start": start, "start_unverified": start > first,
+                "solves": sum(self.statuses.values()), "slowest_solve": self.slowest, **searched,
+                "inherited": self.taken, "certified_at": sorted(self.found),
+                # the first uncertified gamma had a rate above the floor (rho beta >= RHO_BETA_MIN) that the solver
+                # called optimal and the verification rejected: the end of the bracket is the solver's accuracy there,
+                # not shown to be the template's limit (near the end of a region rates fall to the floor: a rejected
+                # one below it means nothing)
+                "hi_unverified": hi is not None and self.unverified.get(hi, 0.0) >= RHO_BETA_MIN,
+                "hi_rejected_rho_beta": self.unverified.get(hi) if hi is not None else None}
 
 
 def refuted_gamma(lam: float, Ts=REFUTE_TS, betas=REFUTE_BETAS, L1: float = 1.0, gamma_range=REGION_GAMMA_RANGE,

@@ -5,6 +5,7 @@ No JavaScript, no network: browsers render ``<math>`` natively."""
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -140,205 +141,259 @@ def _split_scripts(text: str) -> tuple[str, list[tuple[str, str]]] | None:
 
 def _printer():
     """sympy's presentation MathML printer, with the names of the audit's atomic quantities laid
-    out as mathematics (:meth:`Printer.notation`): ``E[v_i]`` as E, a bracket, v with subscript i
+    out as mathematics (:meth:`_Notation.notation`): ``E[v_i]`` as E, a bracket, v with subscript i
     and a bracket (sympy would read ``E[v`` as the name and ``i]`` as its subscript), ``L_3(x)`` as
     L_3 applied to x, ``E||g~||^2`` as E, a norm of g with a tilde accent, squared,
     ``min_{0<=t<=T-1} S_t`` as min with the index range under it (not a subscript) followed by
     S_t, ``M'_{t+1}`` as M with subscript t + 1 and a prime, and a function named ``G_i`` as G with
     subscript i (sympy prints such a name as one lower-case identifier)."""
-    from sympy import Symbol
+    return _printer_class()()
+
+
+@functools.cache
+def _printer_class():
+    """:class:`_Notation` over sympy's printer (made on first use: importing this module does not
+    import sympy)."""
     from sympy.printing.mathml import MathMLPresentationPrinter
+
+    return type("Printer", (_Notation, MathMLPresentationPrinter), {})
+
+
+def _greek(name: str) -> str:
     from sympy.printing.pretty.pretty_symbology import greek_unicode
 
-    class Printer(MathMLPresentationPrinter):
-        def _fenced(self, head, inner, left: str, right: str):
-            """``head left inner right``, the fences at text size (not stretched to a
-            subscript's height)."""
-            mrow = self.dom.createElement("mrow")
-            for part in (head, left, inner, right):
-                if part is None:
-                    continue
-                if isinstance(part, str):
-                    part = self._token("mo", part, stretchy="false")
-                mrow.appendChild(part)
-            return mrow
+    return greek_unicode.get(name, name)
 
-        def _token(self, tag: str, text: str, **attrs):
-            el = self.dom.createElement(tag)
-            for k_, v in attrs.items():
-                el.setAttribute(k_, v)
-            el.appendChild(self.dom.createTextNode(text))
-            return el
 
-        def _mi(self, text: str):
-            return self._token("mi", text)
+class _Notation:
+    """The methods :func:`_printer` adds to sympy's ``MathMLPresentationPrinter`` (the class after
+    this one in the printer's order, reached by ``super()``): DOM helpers, the toolkit's names
+    (:meth:`notation`, one method per kind of name), products, functions and broken lines."""
 
-        def _row(self, parts):
-            if len(parts) == 1:
-                return parts[0]
-            mrow = self.dom.createElement("mrow")
-            for part in parts:
-                mrow.appendChild(part)
-            return mrow
+    # -- DOM helpers
+    def _fenced(self, head, inner, left: str, right: str):
+        """``head left inner right``, the fences at text size (not stretched to a
+        subscript's height)."""
+        mrow = self.dom.createElement("mrow")
+        for part in (head, left, inner, right):
+            if part is None:
+                continue
+            if isinstance(part, str):
+                part = self._token("mo", part, stretchy="false")
+            mrow.appendChild(part)
+        return mrow
 
-        def _node(self, tag: str, *children):
-            el = self.dom.createElement(tag)
-            for c in children:
-                el.appendChild(c)
-            return el
+    def _token(self, tag: str, text: str, **attrs):
+        el = self.dom.createElement(tag)
+        for k_, v in attrs.items():
+            el.setAttribute(k_, v)
+        el.appendChild(self.dom.createTextNode(text))
+        return el
 
-        def index(self, text: str):
-            """An index or script (``0<=t<=T-1``, ``t+1``, ``inf``, ``*``) as tokens: numbers as
-            ``mn``, names as ``mi`` (Greek names as letters), relations and signs as ``mo``."""
-            parts, pos, text = [], 0, text.strip()
-            if any(c in text for c in "_^{}|[("):
-                return self.notation(text)
-            while pos < len(text):
-                m = _INDEX_TOKEN.match(text, pos)
-                if m is None:  # anything else: the rest as one identifier
-                    parts.append(self._mi(text[pos:]))
-                    break
-                pos = m.end()
-                kind = m.lastgroup
-                tok = m.group(kind)
-                if kind == "mi":
-                    parts.append(self._mi(greek_unicode.get(tok, tok)))
-                else:
-                    parts.append(self._token(kind, _INDEX_OPS.get(tok, tok)))
-            return self._row(parts or [self._mi(text)])
+    def _mi(self, text: str):
+        return self._token("mi", text)
 
-        def notation(self, name: str):
-            """One of the toolkit's names of an atomic quantity as MathML (see :func:`_printer`)."""
-            parts = name.split()
-            if name.isdigit():
-                return self._token("mn", name)
-            if len(parts) > 1:
-                return self._row([self.notation(p) for p in parts])
-            m = _EXPECTATION.match(name)
+    def _row(self, parts):
+        if len(parts) == 1:
+            return parts[0]
+        mrow = self.dom.createElement("mrow")
+        for part in parts:
+            mrow.appendChild(part)
+        return mrow
+
+    def _node(self, tag: str, *children):
+        el = self.dom.createElement(tag)
+        for c in children:
+            el.appendChild(c)
+        return el
+
+    def _plain_symbol(self, name: str):
+        """sympy's own layout of a plain name (``delta_0``: a Greek letter with a subscript)."""
+        from sympy import Symbol
+
+        return super()._print_Symbol(Symbol(name))
+
+    # -- the toolkit's names
+    def index(self, text: str):
+        """An index or script (``0<=t<=T-1``, ``t+1``, ``inf``, ``*``) as tokens: numbers as
+        ``mn``, names as ``mi`` (Greek names as letters), relations and signs as ``mo``."""
+        parts, pos, text = [], 0, text.strip()
+        if any(c in text for c in "_^{}|[("):
+            return self.notation(text)
+        while pos < len(text):
+            m = _INDEX_TOKEN.match(text, pos)
+            if m is None:  # anything else: the rest as one identifier
+                parts.append(self._mi(text[pos:]))
+                break
+            pos = m.end()
+            kind = m.lastgroup
+            tok = m.group(kind)
+            if kind == "mi":
+                parts.append(self._mi(_greek(tok)))
+            else:
+                parts.append(self._token(kind, _INDEX_OPS.get(tok, tok)))
+        return self._row(parts or [self._mi(text)])
+
+    def notation(self, name: str):
+        """One of the toolkit's names of an atomic quantity as MathML (see :func:`_printer`): the
+        first kind of name of :data:`_NOTATION_KINDS` that matches, else the name split into its
+        base and scripts."""
+        if name.isdigit():
+            return self._token("mn", name)
+        parts = name.split()
+        if len(parts) > 1:
+            return self._row([self.notation(p) for p in parts])
+        for match, method in _NOTATION_KINDS:
+            m = match(name)
             if m:
-                return self._fenced(self._mi("E"), self.notation(m["inner"]), "[", "]")
-            m = _NORM.match(name)
-            if m:
-                norm = self._fenced(None, self.notation(m["inner"]), "\u2016", "\u2016")
-                norm = self._scripted(norm, _split_scripts(m["scripts"] or "")[1]) if m["scripts"] else norm
-                return self._row(([self._mi("E")] if m["head"] else []) + [norm])
-            m = _LIMITS.match(name)
-            if m:
-                under = m["under"][1:-1] if m["under"].startswith("{") else m["under"]
-                op = self._token("mo", {"sum": "\u2211", "prod": "\u220f"}.get(m["op"], m["op"]), movablelimits="false")
-                return self._node("munder", op, self.index(under))
-            m = _APPLIED.match(name)
-            if m:
-                return self._fenced(self.notation(m["head"]), self.notation(m["arg"]), "(", ")")
-            m = _QUOTIENT.match(name)
-            if m:
-                return self._node("mfrac", self.notation(m["num"]), self.notation(m["den"]))
-            m = _accented(name)
-            if m:
-                base = self._mi(greek_unicode.get(m["base"], m["base"]))
-                accented = self._node("mover", base, self._token("mo", ACCENTS[m["acc"]], stretchy="false"))
-                accented.setAttribute("accent", "true")
-                return self._scripted(accented, (_split_scripts(m["rest"]) or ("", []))[1])
-            if not _NOTATION & set(name):
-                return super()._print_Symbol(Symbol(name))
-            split = _split_scripts(name)
-            if split is None or not split[0]:
-                return self._mi(name)
-            base, scripts = split
-            return self._scripted(self.notation(base) if _NOTATION & set(base) else super()._print_Symbol(Symbol(base)),
-                                  scripts)
+                return getattr(self, method)(m)
+        if not _NOTATION & set(name):
+            return self._plain_symbol(name)
+        split = _split_scripts(name)
+        if split is None or not split[0]:
+            return self._mi(name)
+        base, scripts = split
+        return self._scripted(self.notation(base) if _NOTATION & set(base) else self._plain_symbol(base), scripts)
 
-        def _scripted(self, base, scripts):
-            """``base`` with its sub- and superscripts (primes after the base), as ``msub``, ``msup``
-            or ``msubsup``."""
-            primes = [s for k_, s in scripts if k_ == "'"]
-            if primes:  # a prime at text size beside its base (M'_0 as M-prime with subscript 0)
-                base = self._row([base, self._token("mo", "".join(primes), lspace="0", rspace="0")])
-            subs = [self.index(s) for k_, s in scripts if k_ == "_"]
-            sups = [self.index(s) for k_, s in scripts if k_ == "^"]
-            sub, sup = (self._row(subs) if subs else None), (self._row(sups) if sups else None)
-            if sub is not None and sup is not None:
-                return self._node("msubsup", base, sub, sup)
-            if sub is not None:
-                return self._node("msub", base, sub)
-            if sup is not None:
-                return self._node("msup", base, sup)
-            return base
+    def _expectation(self, m):
+        """``E[X]``: E and X in brackets."""
+        return self._fenced(self._mi("E"), self.notation(m["inner"]), "[", "]")
 
-        def _print_Mul(self, expr):
-            """A product over a short denominator whose numerator is longer than a line
-            (:data:`LINE_CHARS`) as a short fraction times the numerator's other factors,
-            ``(2 beta (M0' + delta0) / T) (...)^T`` rather than one fraction as wide as the whole
-            numerator (a fraction cannot be broken between lines)."""
-            from sympy import Mul, S
-            from sympy.printing.precedence import PRECEDENCE
-            from sympy.simplify import fraction
+    def _norm(self, m):
+        """``||X||`` or ``E||X||``, with the scripts after the norm."""
+        norm = self._fenced(None, self.notation(m["inner"]), "\u2016", "\u2016")
+        norm = self._scripted(norm, _split_scripts(m["scripts"] or "")[1]) if m["scripts"] else norm
+        return self._row(([self._mi("E")] if m["head"] else []) + [norm])
 
-            numer, denom = fraction(expr)
-            if denom is S.One or len(str(numer)) <= LINE_CHARS or len(str(denom)) > LINE_CHARS // 2 \
-                    or not isinstance(numer, Mul) or expr.could_extract_minus_sign():
-                return super()._print_Mul(expr)
-            factors, head = list(numer.as_ordered_factors()), []
-            while factors and (not head or len(str(Mul(*head, factors[0]))) <= LINE_CHARS // 2):
-                head.append(factors.pop(0))
-            if not factors:
-                return super()._print_Mul(expr)
-            mrow = self.dom.createElement("mrow")
-            frac = self._node("mfrac", self._print(Mul(*head)), self._print(denom))
-            mrow.appendChild(frac)
-            for f in factors:
-                mrow.appendChild(self._token("mo", "\u2062"))  # invisible times
-                mrow.appendChild(self.parenthesize(f, PRECEDENCE["Mul"]))
-            return mrow
+    def _limits(self, m):
+        """``min_{0<=t<=T-1}``: the operator with its index range under it."""
+        under = m["under"][1:-1] if m["under"].startswith("{") else m["under"]
+        op = self._token("mo", {"sum": "\u2211", "prod": "\u220f"}.get(m["op"], m["op"]), movablelimits="false")
+        return self._node("munder", op, self.index(under))
 
-        def _print_Symbol(self, sym, style="plain"):
-            if style == "plain" and (_NOTATION & set(sym.name) or _LIMITS.match(sym.name) or _accented(sym.name)):
-                return self.notation(sym.name)
-            return super()._print_Symbol(sym, style)
+    def _applied(self, m):
+        """``NAME(ARG)``: the name applied to its argument."""
+        return self._fenced(self.notation(m["head"]), self.notation(m["arg"]), "(", ")")
 
-        def lines(self, tokens, width: int) -> str:
-            """The tokens of :func:`_tokens` as an ``mtable`` of left-aligned lines of at most
-            about ``width`` characters (a term longer than that has a line of its own)."""
-            rows, row, used = [], [], 0
-            for op, term in tokens:
-                n = len(str(term)) + (2 if op else 0)
-                # each relation of a conjunction on its own line; a line not left with a lone short name
-                if row and ((used + n > width and used > width // 4) or op == "\u2227"):
-                    rows.append(row)
-                    row, used = [], 0
-                row.append((op, term))
-                used += n
+    def _quotient(self, m):
+        """``mu/2``: a fraction."""
+        return self._node("mfrac", self.notation(m["num"]), self.notation(m["den"]))
+
+    def _accent(self, m):
+        """``g~_t``: the base letter under its accent, then its scripts."""
+        base = self._mi(_greek(m["base"]))
+        accented = self._node("mover", base, self._token("mo", ACCENTS[m["acc"]], stretchy="false"))
+        accented.setAttribute("accent", "true")
+        return self._scripted(accented, (_split_scripts(m["rest"]) or ("", []))[1])
+
+    def _scripted(self, base, scripts):
+        """``base`` with its sub- and superscripts (primes after the base), as ``msub``, ``msup``
+        or ``msubsup``."""
+        primes = [s for k_, s in scripts if k_ == "'"]
+        if primes:  # a prime at text size beside its base (M'_0 as M-prime with subscript 0)
+            base = self._row([base, self._token("mo", "".join(primes), lspace="0", rspace="0")])
+        subs = [self.index(s) for k_, s in scripts if k_ == "_"]
+        sups = [self.index(s) for k_, s in scripts if k_ == "^"]
+        sub, sup = (self._row(subs) if subs else None), (self._row(sups) if sups else None)
+        if sub is not None and sup is not None:
+            return self._node("msubsup", base, sub, sup)
+        if sub is not None:
+            return self._node("msub", base, sub)
+        if sup is not None:
+            return self._node("msup", base, sup)
+        return base
+
+    # -- sympy's node kinds
+    def _print_Mul(self, expr):
+        """A product over a short denominator whose numerator is longer than a line
+        (:data:`LINE_CHARS`) as a short fraction times the numerator's other factors,
+        ``(2 beta (M0' + delta0) / T) (...)^T`` rather than one fraction as wide as the whole
+        numerator (a fraction cannot be broken between lines)."""
+        from sympy import Mul, S
+        from sympy.printing.precedence import PRECEDENCE
+        from sympy.simplify import fraction
+
+        numer, denom = fraction(expr)
+        if denom is S.One or len(str(numer)) <= LINE_CHARS or len(str(denom)) > LINE_CHARS // 2 \
+                or not isinstance(numer, Mul) or expr.could_extract_minus_sign():
+            return super()._print_Mul(expr)
+        factors, head = list(numer.as_ordered_factors()), []
+        while factors and (not head or len(str(Mul(*head, factors[0]))) <= LINE_CHARS // 2):
+            head.append(factors.pop(0))
+        if not factors:
+            return super()._print_Mul(expr)
+        mrow = self.dom.createElement("mrow")
+        frac = self._node("mfrac", self._print(Mul(*head)), self._print(denom))
+        mrow.appendChild(frac)
+        for f in factors:
+            mrow.appendChild(self._token("mo", "\u2062"))  # invisible times
+            mrow.appendChild(self.parenthesize(f, PRECEDENCE["Mul"]))
+        return mrow
+
+    def _print_Symbol(self, sym, style="plain"):
+        if style == "plain" and (_NOTATION & set(sym.name) or _LIMITS.match(sym.name) or _accented(sym.name)):
+            return self.notation(sym.name)
+        return super()._print_Symbol(sym, style)
+
+    def _print_Function(self, e):
+        from sympy import Symbol
+        from sympy.core.function import AppliedUndef
+
+        if isinstance(e, AppliedUndef):  # an undefined function such as G_i(x)
+            args = self.dom.createElement("mrow")
+            for k, a in enumerate(e.args):
+                if k:
+                    comma = self.dom.createElement("mo")
+                    comma.appendChild(self.dom.createTextNode(","))
+                    args.appendChild(comma)
+                args.appendChild(self._print(a))
+            return self._fenced(self._print_Symbol(Symbol(type(e).__name__)), args, "(", ")")
+        return super()._print_Function(e)
+
+    # -- a long formula on several lines
+    def lines(self, tokens, width: int) -> str:
+        """The tokens of :func:`_tokens` as an ``mtable`` of left-aligned lines of at most
+        about ``width`` characters (a term longer than that has a line of its own)."""
+        table = self.dom.createElement("mtable")
+        table.setAttribute("columnalign", "left")
+        for row in _line_rows(tokens, width):
+            tr, td, mrow = (self.dom.createElement(t) for t in ("mtr", "mtd", "mrow"))
+            for op, term in row:
+                if op:
+                    mo = self.dom.createElement("mo")
+                    mo.appendChild(self.dom.createTextNode(op))
+                    mrow.appendChild(mo)
+                mrow.appendChild(self._print(term))
+            td.appendChild(mrow)
+            tr.appendChild(td)
+            table.appendChild(tr)
+        return table.toxml()
+
+
+#: the kinds of name :meth:`_Notation.notation` lays out, in the order tried: ``(match, method)``
+_NOTATION_KINDS = (
+    (_EXPECTATION.match, "_expectation"),
+    (_NORM.match, "_norm"),
+    (_LIMITS.match, "_limits"),
+    (_APPLIED.match, "_applied"),
+    (_QUOTIENT.match, "_quotient"),
+    (_accented, "_accent"),
+)
+
+
+def _line_rows(tokens, width: int) -> list[list]:
+    """The tokens of :func:`_tokens` grouped into lines of at most about ``width`` characters: each
+    relation of a conjunction on its own line, a line not left with a lone short name."""
+    rows, row, used = [], [], 0
+    for op, term in tokens:
+        n = len(str(term)) + (2 if op else 0)
+        if row and ((used + n > width and used > width // 4) or op == "\u2227"):
             rows.append(row)
-            table = self.dom.createElement("mtable")
-            table.setAttribute("columnalign", "left")
-            for row in rows:
-                tr, td, mrow = (self.dom.createElement(t) for t in ("mtr", "mtd", "mrow"))
-                for op, term in row:
-                    if op:
-                        mo = self.dom.createElement("mo")
-                        mo.appendChild(self.dom.createTextNode(op))
-                        mrow.appendChild(mo)
-                    mrow.appendChild(self._print(term))
-                td.appendChild(mrow)
-                tr.appendChild(td)
-                table.appendChild(tr)
-            return table.toxml()
-
-        def _print_Function(self, e):
-            from sympy.core.function import AppliedUndef
-
-            if isinstance(e, AppliedUndef):  # an undefined function such as G_i(x)
-                args = self.dom.createElement("mrow")
-                for k, a in enumerate(e.args):
-                    if k:
-                        comma = self.dom.createElement("mo")
-                        comma.appendChild(self.dom.createTextNode(","))
-                        args.appendChild(comma)
-                    args.appendChild(self._print(a))
-                return self._fenced(self._print_Symbol(Symbol(type(e).__name__)), args, "(", ")")
-            return super()._print_Function(e)
-
-    return Printer()
+            row, used = [], 0
+        row.append((op, term))
+        used += n
+    rows.append(row)
+    return rows
 
 
 def broken_names(math: str) -> list[str]:

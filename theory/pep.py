@@ -390,69 +390,105 @@ def stam_pep(
     _validate(lam, gamma, beta, T, L1)
     check_f_class(f_class)
     validate_sampling(N, b)
-    from PEPit import PEP, Expression, Point
-    from PEPit.functions import SmoothFunction
+    from PEPit import PEP, Point
 
     problem = PEP()
-    Gs = [problem.declare_function(SmoothFunction, L=L1) for _ in range(N)]
-    F = declare_F(problem, f_class, gamma)
-    H = QuadraticCoupling(lam)
-    proxF = _RecordedProxF(F)
-    ops = Composite(H, proxF)
-    batches = minibatches(N, b)
-
+    tree = _PathTree(problem, lam, gamma, beta, L1, f_class, N, b)  # the G_i and F declared
     y0 = problem.set_initial_point()
     z_prev = problem.set_initial_point() if free_start else y0
-    f_stars = [Expression() for _ in range(N)]  # G_i^inf (N = 1: G^inf = (G+H)^inf)
-
-    def merit(state, Fu):
-        return merit_of(state, Fu, gamma)
-
-    state = stam_init(y0, ops, gamma, z_prev=z_prev)
-    x0 = state.x
-    layer = [(state, proxF.last[2], proxF.last[1], [])]  # (state, F(u^t), g_F(u^t), merits along the path)
-    G_y0 = None
-    metrics, leaves_m = [], []
-    for t in range(T + 1):
-        nxt, S_sum = [], None
-        for st, Fu, gF, path in layer:
-            path = path + [merit(st, Fu)]
-            if t == T:  # M_T closes the telescoping sum of eq. (eq48); no metric at t = T
-                m = Expression()  # min_{0<=t<=T} M_t along this path
-                for M_t in path:
-                    problem.add_constraint(m <= M_t)
-                leaves_m.append((path[0], m))
-                continue
-            grads, vals = zip(*(Gi.oracle(st.y) for Gi in Gs))
-            for gi, Gi_y, fi in zip(grads, vals, f_stars):
-                problem.add_constraint(fi <= Gi_y - gi**2 / (2 * L1))  # Lemma Lip-lemma; exact (docstring)
-            if t == 0:
-                G_y0 = sum(vals[1:], vals[0]) / N
-            g = sum(grads[1:], grads[0]) / N  # grad G(y^t)
-            S = (g + H.grad_y_H(st.u, st.y)) ** 2 + (H.grad_x_H(st.u, st.y) + gF) ** 2
-            S_sum = S if S_sum is None else S_sum + S
-            for batch in batches:
-                g_batch = sum((grads[i] for i in batch[1:]), grads[batch[0]]) / b
-                new = stam_step(st, g_batch, ops, gamma, beta)
-                nxt.append((new, proxF.last[2], proxF.last[1], path))
-        if t < T:
-            ES_t = S_sum / len(layer)  # every node at depth t has probability C(N, b)^-t
-            problem.set_performance_metric(ES_t)
-            metrics.append(ES_t)
-            layer = nxt
-
-    f_star_mean = sum(f_stars[1:], f_stars[0]) / N
-    delta0 = G_y0 + lam / 2 * (x0 - y0) ** 2 - f_star_mean
-    M0_prime = sum((M0 - m for M0, m in leaves_m[1:]), leaves_m[0][0] - leaves_m[0][1]) / len(leaves_m)
+    tree.unroll(y0, z_prev, T)
+    delta0, M0_prime = tree.normalisation(y0)
     problem.set_initial_condition(delta0 + M0_prime <= 1)
 
     result = solve(problem, solver, solver_options)
     result.details.update(gram_size=Point.counter, f_class=f_class, N=N, b=b)
     if result.has_solution:
         result.details.update(
-            metrics=[_eval(s) for s in metrics], delta0=_eval(delta0), M0_prime=_eval(M0_prime)
+            metrics=[_eval(s) for s in tree.metrics], delta0=_eval(delta0), M0_prime=_eval(M0_prime)
         )
     return result
+
+
+class _PathTree:
+    """The PEP of :func:`stam_pep` as it is written: ``G = (1/N) sum_i G_i`` (each ``G_i``
+    ``L1``-smooth) and ``F`` of class ``f_class`` declared in the PEPit ``problem``, the project's
+    ``stam_init`` and ``stam_step`` run at every node of the tree of minibatch paths; a node is
+    ``(state, F(u^t), g_F(u^t), merits M_0..M_{t-1} along its path)``.  It collects the metrics
+    ``E S_t`` (each also the problem's performance metric), ``(M_0, min_{t<=T} M_t)`` of every path
+    and what the normalisation needs (``G(y^0)``, ``x^0``, the ``G_i^inf``)."""
+
+    def __init__(self, problem, lam, gamma, beta, L1, f_class, N, b):
+        from PEPit.functions import SmoothFunction
+
+        self.problem, self.lam, self.gamma, self.beta, self.L1, self.N, self.b = problem, lam, gamma, beta, L1, N, b
+        self.Gs = [problem.declare_function(SmoothFunction, L=L1) for _ in range(N)]
+        self.H = QuadraticCoupling(lam)
+        self.proxF = _RecordedProxF(declare_F(problem, f_class, gamma))
+        self.ops = Composite(self.H, self.proxF)
+        self.batches = minibatches(N, b)
+        self.f_stars, self.metrics, self.leaves_m = [], [], []
+        self.G_y0 = self.x0 = None
+
+    def unroll(self, y0, z_prev, T: int) -> None:
+        """``T`` steps of STAM from ``y^0`` and ``z^{-1}`` down every path; ``M_T`` closes each path (it
+        closes the telescoping sum of eq. (eq48); no metric at ``t = T``)."""
+        from PEPit import Expression
+
+        self.f_stars = [Expression() for _ in range(self.N)]  # G_i^inf (N = 1: G^inf = (G+H)^inf)
+        state = stam_init(y0, self.ops, self.gamma, z_prev=z_prev)
+        self.x0 = state.x
+        layer = [(state, self.proxF.last[2], self.proxF.last[1], [])]
+        for t in range(T):
+            layer = self._depth(layer, t)
+        for st, Fu, _gF, path in layer:
+            self._close(path + [merit_of(st, Fu, self.gamma)])
+
+    def _depth(self, layer: list, t: int) -> list:
+        """The nodes at depth ``t``: their ``E S_t`` (every node has probability ``C(N, b)^-t``), then
+        one step of STAM per minibatch from each; the nodes at depth ``t + 1``."""
+        nxt, S_sum = [], None
+        for st, Fu, gF, path in layer:
+            path = path + [merit_of(st, Fu, self.gamma)]
+            grads, vals = self._oracles(st.y)
+            if t == 0:
+                self.G_y0 = sum(vals[1:], vals[0]) / self.N
+            g = sum(grads[1:], grads[0]) / self.N  # grad G(y^t)
+            S = (g + self.H.grad_y_H(st.u, st.y)) ** 2 + (self.H.grad_x_H(st.u, st.y) + gF) ** 2
+            S_sum = S if S_sum is None else S_sum + S
+            for batch in self.batches:
+                g_batch = sum((grads[i] for i in batch[1:]), grads[batch[0]]) / self.b
+                new = stam_step(st, g_batch, self.ops, self.gamma, self.beta)
+                nxt.append((new, self.proxF.last[2], self.proxF.last[1], path))
+        ES_t = S_sum / len(layer)
+        self.problem.set_performance_metric(ES_t)
+        self.metrics.append(ES_t)
+        return nxt
+
+    def _oracles(self, y):
+        """The gradients and values of the ``G_i`` at ``y``, each value tied to ``G_i^inf`` by Lemma
+        Lip-lemma (exact: module docstring)."""
+        grads, vals = zip(*(Gi.oracle(y) for Gi in self.Gs))
+        for gi, Gi_y, fi in zip(grads, vals, self.f_stars):
+            self.problem.add_constraint(fi <= Gi_y - gi**2 / (2 * self.L1))
+        return grads, vals
+
+    def _close(self, path: list) -> None:
+        """A path's ``min_{0<=t<=T} M_t``, an auxiliary scalar below each ``M_t`` (the solver sets it to the min)."""
+        from PEPit import Expression
+
+        m = Expression()
+        for M_t in path:
+            self.problem.add_constraint(m <= M_t)
+        self.leaves_m.append((path[0], m))
+
+    def normalisation(self, y0):
+        """``(delta0 + Delta, M0'_T)``: ``G(y^0) + H(x^0, y^0) - (1/N) sum_i G_i^inf`` and the mean over
+        the paths of ``M_0 - min_{t<=T} M_t``."""
+        f_star_mean = sum(self.f_stars[1:], self.f_stars[0]) / self.N
+        delta0 = self.G_y0 + self.lam / 2 * (self.x0 - y0) ** 2 - f_star_mean
+        leaves = self.leaves_m
+        M0_prime = sum((M0 - m for M0, m in leaves[1:]), leaves[0][0] - leaves[0][1]) / len(leaves)
+        return delta0, M0_prime
 
 
 # --------------------------------------------------------------------------- the paper's side

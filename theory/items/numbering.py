@@ -139,114 +139,164 @@ def printed_numbers(tex: str, undeclared: str = "own") -> dict:
 
 
 def _numbers(tex: str, undeclared: str) -> dict:
+    """label -> :class:`Printed` (no alternatives yet) of the document body of ``tex``, an undeclared
+    environment counted as ``undeclared`` says."""
     tex = _strip_comments(tex)
     start = tex.find(r"\begin{document}")
     envs = theorem_environments(tex[:max(start, 0)])
-    body = tex[start:] if start >= 0 else tex
-    counters: dict[str, int] = {}
-    section_alph = False
-    sec_text = ""
-    # frames: [env, current (kind, name, number, declared) or None, display-state]
-    stack: list[list] = []
-    top_current = None
-    out: dict[str, Printed] = {}
-    sub = {"parent": None, "n": 0}  # inside subequations: the parent number and the children so far
+    return _Counting(envs, undeclared).read(tex[start:] if start >= 0 else tex)
 
-    def step(counter: str) -> int:
-        counters[counter] = counters.get(counter, 0) + 1
-        return counters[counter]
 
-    def eq_number() -> str:
-        if sub["parent"] is not None:
-            sub["n"] += 1
-            return f"{sub['parent']}{chr(ord('a') + sub['n'] - 1)}"
-        return str(step("equation"))
+class _Counting:
+    """LaTeX's counters as it reads a document body, one method per kind of token of :data:`_TOKEN`
+    (the rules of the module docstring).  A frame of the group stack is ``[env, current (kind,
+    name, number, declared) or None, display-state]``; the display state is ``{"mode": "each" or
+    "one", "numbered": whether the row open now keeps its number}``."""
 
-    def unstep_eq() -> None:
-        if sub["parent"] is not None:
-            sub["n"] -= 1
+    def __init__(self, envs: dict, undeclared: str):
+        self.envs, self.undeclared = envs, undeclared
+        self.counters: dict[str, int] = {}
+        self.section_alph = False
+        self.sec_text = ""
+        self.stack: list[list] = []
+        self.top_current = None
+        self.out: dict[str, Printed] = {}
+        self.sub = {"parent": None, "n": 0}  # inside subequations: the parent number and the children so far
+
+    def read(self, body: str) -> dict:
+        """Every token of ``body`` in order; label -> :class:`Printed`."""
+        for m in _TOKEN.finditer(body):
+            kind, env, label, sec, star, tag = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)
+            text = m.group(0)
+            if sec:
+                if not star:
+                    self.section(sec)
+            elif text == r"\appendix" or (kind == "begin" and env == "appendices"):
+                self.appendix(env if kind == "begin" else None)
+            elif kind == "begin":
+                self.begin(env)
+            elif kind == "end":
+                self.end(env)
+            elif text == r"\caption":
+                self.caption()
+            elif text == "\\\\":
+                self.row_break(last=re.match(r"\s*\\end\{", body[m.end():]) is not None)
+            elif text in (r"\nonumber", r"\notag"):
+                self.nonumber()
+            elif tag is not None:
+                self.tag(tag)
+            elif label is not None:
+                self.label(label)
+        return self.out
+
+    # -- counters
+    def step(self, counter: str) -> int:
+        self.counters[counter] = self.counters.get(counter, 0) + 1
+        return self.counters[counter]
+
+    def eq_number(self) -> str:
+        if self.sub["parent"] is not None:
+            self.sub["n"] += 1
+            return f"{self.sub['parent']}{chr(ord('a') + self.sub['n'] - 1)}"
+        return str(self.step("equation"))
+
+    def unstep_eq(self) -> None:
+        if self.sub["parent"] is not None:
+            self.sub["n"] -= 1
         else:
-            counters["equation"] -= 1
+            self.counters["equation"] -= 1
 
-    def current():
-        for fr in reversed(stack):
+    def current(self):
+        """What a ``\\label`` names now (LaTeX's ``\\@currentlabel``)."""
+        for fr in reversed(self.stack):
             if fr[1] is not None:
                 return fr[1]
-        return top_current
+        return self.top_current
 
-    for m in _TOKEN.finditer(body):
-        kind, env, label, sec, star, tag = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)
-        text = m.group(0)
-        if sec:
-            if star:
-                continue
-            if sec == "section":
-                n = step("section")
-                counters["subsection"] = 0
-                sec_text = _alph(n) if section_alph else str(n)
-                top_current = ("section", "Appendix" if section_alph else "Section", sec_text, True)
-            else:
-                n = step("subsection")
-                top_current = ("section", "Section", f"{sec_text}.{n}", True)
-        elif text == r"\appendix" or (kind == "begin" and env == "appendices"):
-            counters["section"] = 0
-            section_alph = True
-            if kind == "begin":
-                stack.append([env, None, None])
-        elif kind == "begin":
-            frame = [env, None, None]
-            if env in DISPLAYS:
-                frame[2] = {"mode": DISPLAYS[env], "numbered": True}
-                frame[1] = ("equation", "eq.", eq_number(), True)
-            elif env == "subequations":
-                sub["parent"], sub["n"] = step("equation"), 0
-                frame[1] = ("equation", "eq.", str(sub["parent"]), True)
-            elif env in envs:
-                counter, name = envs[env]
-                frame[1] = ("statement", name, str(step(counter)), True)
-            elif env not in UNNUMBERED and env not in FLOATS and env not in _LAYOUT:
-                counter = "theorem" if undeclared == "theorem" else env
-                frame[1] = ("statement", env.capitalize(), str(step(counter)), False)
-            stack.append(frame)
-        elif kind == "end":
-            if env in [fr[0] for fr in stack]:
-                while stack:
-                    fr = stack.pop()
-                    if fr[0] in DISPLAYS and fr[2] is not None and not fr[2]["numbered"]:
-                        unstep_eq()  # the last row carried \nonumber
-                    if fr[0] == "subequations":
-                        sub["parent"] = None
-                    if fr[0] == env:
-                        break
-        elif text == r"\caption":
-            fl = next((fr for fr in reversed(stack) if fr[0] in FLOATS), None)
-            if fl is not None:
-                name = FLOATS[fl[0]]
-                fl[1] = (name.lower(), name, str(step(name.lower())), True)
-        elif text == "\\\\":
-            fr = stack[-1] if stack else None
-            last = re.match(r"\s*\\end\{", body[m.end():]) is not None  # a final \\ opens no row (amsmath)
-            if fr is not None and fr[0] in DISPLAYS and fr[2]["mode"] == "each" and not last:
-                if not fr[2]["numbered"]:
-                    unstep_eq()
-                fr[2]["numbered"] = True
-                fr[1] = ("equation", "eq.", eq_number(), True)
-        elif text in (r"\nonumber", r"\notag"):
-            fr = next((fr for fr in reversed(stack) if fr[0] in DISPLAYS), None)
-            if fr is not None:
-                fr[2]["numbered"] = False
-        elif tag is not None:
-            fr = next((fr for fr in reversed(stack) if fr[0] in DISPLAYS), None)
-            if fr is not None:
-                if fr[2]["numbered"]:
-                    unstep_eq()
-                fr[2]["numbered"] = True  # a tag replaces the number: nothing to give back at the end
-                fr[1] = ("equation", "eq.", tag, True)
-        elif label is not None:
-            cur = current()
-            if cur is not None and label not in out:
-                out[label] = Printed(label, *cur)
-    return out
+    def _display(self):
+        """The innermost open display's frame, or None."""
+        return next((fr for fr in reversed(self.stack) if fr[0] in DISPLAYS), None)
+
+    # -- tokens
+    def section(self, sec: str) -> None:
+        """``\\section`` or ``\\subsection`` (not starred)."""
+        if sec == "section":
+            n = self.step("section")
+            self.counters["subsection"] = 0
+            self.sec_text = _alph(n) if self.section_alph else str(n)
+            self.top_current = ("section", "Appendix" if self.section_alph else "Section", self.sec_text, True)
+        else:
+            n = self.step("subsection")
+            self.top_current = ("section", "Section", f"{self.sec_text}.{n}", True)
+
+    def appendix(self, env) -> None:
+        """``\\appendix``, or ``\\begin{appendices}`` (``env``: a group opens)."""
+        self.counters["section"] = 0
+        self.section_alph = True
+        if env is not None:
+            self.stack.append([env, None, None])
+
+    def begin(self, env: str) -> None:
+        frame = [env, None, None]
+        if env in DISPLAYS:
+            frame[2] = {"mode": DISPLAYS[env], "numbered": True}
+            frame[1] = ("equation", "eq.", self.eq_number(), True)
+        elif env == "subequations":
+            self.sub["parent"], self.sub["n"] = self.step("equation"), 0
+            frame[1] = ("equation", "eq.", str(self.sub["parent"]), True)
+        elif env in self.envs:
+            counter, name = self.envs[env]
+            frame[1] = ("statement", name, str(self.step(counter)), True)
+        elif env not in UNNUMBERED and env not in FLOATS and env not in _LAYOUT:
+            counter = "theorem" if self.undeclared == "theorem" else env
+            frame[1] = ("statement", env.capitalize(), str(self.step(counter)), False)
+        self.stack.append(frame)
+
+    def end(self, env: str) -> None:
+        """Close the groups up to ``env``'s (an ``\\end`` of nothing open is ignored)."""
+        if env not in [fr[0] for fr in self.stack]:
+            return
+        while self.stack:
+            fr = self.stack.pop()
+            if fr[0] in DISPLAYS and fr[2] is not None and not fr[2]["numbered"]:
+                self.unstep_eq()  # the last row carried \nonumber
+            if fr[0] == "subequations":
+                self.sub["parent"] = None
+            if fr[0] == env:
+                break
+
+    def caption(self) -> None:
+        fl = next((fr for fr in reversed(self.stack) if fr[0] in FLOATS), None)
+        if fl is not None:
+            name = FLOATS[fl[0]]
+            fl[1] = (name.lower(), name, str(self.step(name.lower())), True)
+
+    def row_break(self, last: bool) -> None:
+        """``\\\\`` in a display numbered by rows: a new row (``last``: before ``\\end``, it opens none)."""
+        fr = self.stack[-1] if self.stack else None
+        if fr is not None and fr[0] in DISPLAYS and fr[2]["mode"] == "each" and not last:
+            if not fr[2]["numbered"]:
+                self.unstep_eq()
+            fr[2]["numbered"] = True
+            fr[1] = ("equation", "eq.", self.eq_number(), True)
+
+    def nonumber(self) -> None:
+        fr = self._display()
+        if fr is not None:
+            fr[2]["numbered"] = False
+
+    def tag(self, tag: str) -> None:
+        fr = self._display()
+        if fr is not None:
+            if fr[2]["numbered"]:
+                self.unstep_eq()
+            fr[2]["numbered"] = True  # a tag replaces the number: nothing to give back at the end
+            fr[1] = ("equation", "eq.", tag, True)
+
+    def label(self, label: str) -> None:
+        cur = self.current()
+        if cur is not None and label not in self.out:
+            self.out[label] = Printed(label, *cur)
 
 
 def printed_text(labels, tex: str, undeclared: str = "own") -> str:
