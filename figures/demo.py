@@ -252,7 +252,7 @@ class Demo:
         self.brief["region"] = region_brief(*self.facts_region())
 
     def facts_region(self) -> tuple[float | None, float | None]:
-        """(certified, refuted) for the brief and the conclusion: the refutation quoted at the closed-form T = 1
+        """(certified, refuted) for the brief: the PEP's refutation quoted at the closed-form T = 1
         onset (1 + sqrt(3))/2 of :func:`stam.theory.onset.t1_onset` where every refuted bracket of the search holds
         it (the search only brackets it), else the search's own bracket end."""
         from stam.theory.onset import t1_onset_value
@@ -443,7 +443,7 @@ class Demo:
         """What the demo found, theory beside practice, in plain words from its own numbers: where
         the theory certifies STAM, where the binary network trains, and how tuned STAM compares with BC."""
         f = self.facts
-        cert, refuted, trains = f.get("certified"), f.get("refuted"), f.get("trains_from")
+        cert, trains = f.get("certified"), f.get("trains_from")
         parts = []
         if cert is not None and trains is not None:
             meet = "do not meet" if cert < trains else "overlap"
