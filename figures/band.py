@@ -111,9 +111,12 @@ def draw(results, nc=None):
         ax.set_xlabel("\u03b3\u03bb")
         ax.set_title(name)
     fig.suptitle("Theorem conv's form (M\u2080'_T): certified, open, refuted")
-    for ax in axes[0]:
-        if ax.get_legend_handles_labels()[0]:
-            legend_below(ax, ncol=2 if len(groups) == 1 else 1)
+    if len(groups) == 1:
+        legend_below(axes[0][0], ncol=2)
+    else:  # one legend for all the panels, across the page under them (each zone is labelled once, in any panel)
+        handles = [h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]]
+        labels = [lab for ax in axes[0] for lab in ax.get_legend_handles_labels()[1]]
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
     return fig
 
 
