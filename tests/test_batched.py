@@ -432,6 +432,41 @@ def test_summarise_gives_the_t_interval():
     assert two["ci95"] is None and two["n"] == 3 and two["std"] > 0
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=8), st.randoms())
+def test_paired_differences_match_seeds_not_positions(accs, rnd):
+    """STAM - BC and STAM - BR are differences of the runs of the same seed, whatever the order in which
+    the finals list their seeds; their summary is summarise() of those differences (issue 35, point 4)."""
+    seeds = [1000 + i for i in range(len(accs))]
+    order = list(range(len(accs)))
+    rnd.shuffle(order)  # BC's finals list the same seeds in another order
+    final = lambda idx, k: {"seeds": [seeds[i] for i in idx], "test_acc": [accs[i][k] for i in idx], "diverged": 0}  # noqa: E731
+    result = {"algorithms": [{"algo": "stam", "final": final(range(len(accs)), 0)}, {"algo": "bc", "final": final(order, 1)},
+                             {"algo": "br", "final": final(order[::-1], 2)}, {"algo": "float", "final": final(order, 1)}]}
+    got = tune.paired_differences(result)
+    assert [(d["a"], d["b"]) for d in got] == [("stam", "bc"), ("stam", "br")]
+    for d, k in zip(got, (1, 2)):
+        want = tune.summarise([a[0] - a[k] for a in accs], bounds=(-100.0, 100.0))
+        assert d["seeds"] == len(accs) and d["mean"] == pytest.approx(want["mean"], abs=1e-9)
+        assert (d["ci95"] is None) == (want["ci95"] is None)
+    lines = tune.paired_lines(result)
+    assert len(lines) == 2 and lines[0].startswith("Paired difference STAM \u2212 BC ")
+
+
+def test_paired_differences_appear_under_the_table_and_in_the_headline():
+    fin = lambda accs: {"seeds": [1000, 1001, 1002], "test_acc": accs, "diverged": 0, **tune.summarise(accs)}  # noqa: E731
+    result = {"params": {"epochs": 30, "trials": 16, "seeds": 3, "batch_size": 128}, "paper_rows": [], "dataset": "cifar10",
+              "model": "vgg11", "width": 0.125,
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
+                             {"algo": "bc", "label": "BC", "trials": [], "final": fin([49.0, 50.0, 51.0])}]}
+    d = tune.paired_differences(result)  # differences 1, 2, 4: mean 7/3, std sqrt(7/3), t(0.975, 2) = 4.302653
+    assert len(d) == 1 and d[0]["mean"] == pytest.approx(7 / 3)
+    assert d[0]["ci95"][1] - d[0]["mean"] == pytest.approx(4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6)
+    assert tune.format_table(result).splitlines()[-1] == tune.paired_lines(result)[0]
+    assert tune.headline(result).endswith(f"; paired {tune.paired_text(d[0])}")
+    assert "+2.3 [" in tune.paired_text(d[0])
+
+
 def test_a_budget_too_small_says_so_in_its_own_line():
     assert tune.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
     note = tune.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
