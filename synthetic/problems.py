@@ -367,6 +367,14 @@ def _robust_data(n: int, N: int, gen: torch.Generator, noise: float, outliers: f
     return A, b, ids
 
 
+def _robust_start(spec, blocks: int):
+    """``(A, targets, block ids, y^0)`` of a robust-regression family (``spec``'s ``n``, ``N``,
+    ``noise``, ``outliers``; :func:`_robust_data` in ``blocks`` blocks), then the start, from ``spec.seed``."""
+    gen = torch.Generator().manual_seed(spec.seed)
+    A, targets, ids = _robust_data(spec.n, spec.N, gen, spec.noise, spec.outliers, blocks)
+    return A, targets, ids, torch.randn(spec.n, generator=gen, dtype=torch.float64)
+
+
 def _block_sizes(n: int, blocks: int) -> list[int]:
     if not 1 <= blocks <= n:
         raise ValueError(f"blocks must be between 1 and n={n}, got {blocks}")
@@ -422,13 +430,10 @@ class BinarySpec(ProblemSpec):
     outliers: float = 0.1
 
     def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
-        n, N = self.n, self.N
-        gen = torch.Generator().manual_seed(self.seed)
-        A, targets, ids = _robust_data(n, N, gen, self.noise, self.outliers, self.blocks)
-        y0 = torch.randn(n, generator=gen, dtype=torch.float64)
+        A, targets, ids, y0 = _robust_start(self, self.blocks)
         problem = ThreeBlockProblem(
             "binary", FiniteSumLoss(A, targets, ROBUST), Quadratic(self.lam), QuantizedIndicator(ids, self.blocks),
-            Sampling(N, self.b, self.replacement), y0, None, quantised=True, params=dataclasses.asdict(self),
+            Sampling(self.N, self.b, self.replacement), y0, None, quantised=True, params=dataclasses.asdict(self),
         )
         return _finish(problem, device, dtype)
 
@@ -490,13 +495,10 @@ class CosineSpec(ProblemSpec):
     outliers: float = 0.1
 
     def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
-        n, N = self.n, self.N
-        gen = torch.Generator().manual_seed(self.seed)
-        A, targets, _ = _robust_data(n, N, gen, self.noise, self.outliers, 1)
-        y0 = torch.randn(n, generator=gen, dtype=torch.float64)
+        A, targets, _, y0 = _robust_start(self, 1)
         problem = ThreeBlockProblem(
-            "cosine", FiniteSumLoss(A, targets, ROBUST), CosineCoupling(self.lam, self.mu, n), L1Norm(self.tau),
-            Sampling(N, self.b, self.replacement), y0, None, params=dataclasses.asdict(self),
+            "cosine", FiniteSumLoss(A, targets, ROBUST), CosineCoupling(self.lam, self.mu, self.n), L1Norm(self.tau),
+            Sampling(self.N, self.b, self.replacement), y0, None, params=dataclasses.asdict(self),
         )
         return _finish(problem, device, dtype)
 
