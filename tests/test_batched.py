@@ -787,6 +787,29 @@ def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypa
     assert batched.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone
 
 
+def test_a_trainers_options_are_one_object_and_its_keywords_change_fields(task):
+    """Trainer(configs, task, bs, options, **changes) trains as options with those fields changed:
+    the keyword form and the object give the same trainer and the same epoch; an unknown keyword is
+    a TypeError naming it; train_batched passes its keywords on (device "cpu" unless given)."""
+    import dataclasses
+
+    cfgs = [_cfg("stam", 1, seed=3)]  # a rule with proxies
+    base = batched.TrainerOptions(epochs=3, compile=False, bn_images=0)
+    by_object = batched.Trainer(cfgs, task, 64, dataclasses.replace(base, proxies=True))
+    by_keywords = batched.Trainer(cfgs, task, 64, base, proxies=True)
+    assert by_object.options == by_keywords.options and by_keywords.options.proxies and by_keywords.bn_images == 0
+    assert batched.Trainer(cfgs, task, 64, compile=False).options == batched.TrainerOptions(compile=False)
+    a, b = by_object.train_epoch(1), by_keywords.train_epoch(1)
+    assert torch.equal(a.train_loss, b.train_loss) and a.proxies is not None
+    assert all(torch.equal(x, y) for x, y in zip(a.proxies, b.proxies))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.epochs = 2
+    with pytest.raises(TypeError, match="nope"):
+        batched.Trainer(cfgs, task, 64, nope=1)
+    with pytest.raises(TypeError, match="nope"):
+        batched.train_batched(cfgs, task, 1, 64, nope=1)
+
+
 def test_tuning_text_counts_agree_in_number():
     """A 1-epoch tuning says "1 epoch", not "1 epochs" (headline, table caption and budget note)."""
     assert tune.counted(1, "epochs") == "1 epoch" and tune.counted(2, "epochs") == "2 epochs"
