@@ -52,8 +52,8 @@ from stam.theory.problemclasses import (COUPLINGS, GRADIENTS, PHI, SETS, Couplin
                                         SmoothCoupling, coupling_derivatives)
 from stam.theory.stamruns import SEED  # noqa: F401
 from stam.theory.statementsearch import (SCALED_BINARY, STATEMENT_COUPLINGS, STATEMENT_G, STATEMENT_MARGIN,  # noqa: F401
-                                         STATEMENTS, ST_HIGH, ST_LOW, T_STOCH, statement_class_name, statement_ratio,
-                                         statement_runs, statement_search, statement_search_result)
+                                         STATEMENTS, ST_HIGH, ST_LOW, T_STOCH, StatementBudget, statement_class_name,
+                                         statement_ratio, statement_runs, statement_search, statement_search_result)
 
 #: the names the statement search's box had when it lived here (tests read them so)
 _ST_LOW, _ST_HIGH = ST_LOW, ST_HIGH

@@ -8,6 +8,7 @@ classes (:func:`statement_runs`), searched adversarially (:func:`statement_searc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -16,6 +17,7 @@ from stam.algorithm import stam_init, stam_step
 from stam.theory import numeric as num
 from stam.theory.chainsearch import Search, constants_of, select_rows
 from stam.theory.problemclasses import COUPLINGS, SETS, CouplingClass
+from stam.theory.settings import Settings, no_other
 from stam.theory.stamruns import SEED, dot, rounded
 
 # --------------------------------------------------------------------------------------------
@@ -245,9 +247,23 @@ def statement_class_name(cls, gi, si, stochastic) -> str:
                if stochastic else "exact gradients"))
 
 
+@dataclass(frozen=True)
+class StatementBudget(Settings):
+    """How much :func:`statement_search` runs: ``R`` random deterministic runs of ``T`` steps and ``R_stoch``
+    stochastic instances (of ``2^T_STOCH`` paths) per class, then ``rounds`` rounds of ``width`` (``width_stoch``)
+    perturbations of each best run."""
+
+    R: int = 16
+    R_stoch: int = 4
+    T: int = 40
+    rounds: int = 4
+    width: int = 8
+    width_stoch: int = 2
+
+
 @lru_cache(maxsize=None)
-def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 40, rounds: int = 4, width: int = 8,
-                     width_stoch: int = 2, bound_factor: float = 1.0, couplings: tuple = (0, 1, 2)) -> dict:
+def statement_search(seed: int = SEED, budget: StatementBudget | None = None, bound_factor: float = 1.0,
+                     couplings: tuple = (0, 1, 2), **fields) -> dict:
     """Lemma conv-lemma's eq. (ineq1) and Theorem conv's eq. (con-inequality), each checked as
     printed at every horizon T' <= T (:func:`statement_ratio`, the strict reading) on actual runs of
     every class: per coupling of :data:`STATEMENT_COUPLINGS`, (set Q, G) and deterministic /
@@ -257,7 +273,13 @@ def statement_search(seed: int = SEED, R: int = 16, R_stoch: int = 4, T: int = 4
     the ratio.  A violation becomes a counterexample (``found``) when it also holds in the lenient
     reading on a deterministic run that has reached a fixed point (so that no later ``M_t`` changes
     ``M0'``); every violation of the strict reading is counted (``violations``).  ``bound_factor``
-    and ``couplings`` (indices into :data:`STATEMENT_COUPLINGS`) are for the tests."""
+    and ``couplings`` (indices into :data:`STATEMENT_COUPLINGS`) are for the tests.  ``budget``: ``R``,
+    ``R_stoch``, ``T``, ``rounds``, ``width``, ``width_stoch`` (:class:`StatementBudget`), its fields also by keyword
+    (``statement_search(R=60, T=200, rounds=0)``)."""
+    budget = StatementBudget.of(budget, fields)
+    no_other(fields, "statement_search")
+    R, R_stoch, T, rounds, width, width_stoch = (budget.R, budget.R_stoch, budget.T, budget.rounds, budget.width,
+                                                 budget.width_stoch)
     rng = np.random.default_rng(seed + 1)
     res = {lab: {"runs": 0, "instances": 0, "steps": 0, "classes": [], "closest": None, "found": None,
                  "violations": 0, "T": T, "deterministic runs": 0, "stochastic instances": 0, "blown up": 0}
