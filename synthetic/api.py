@@ -359,8 +359,10 @@ def theorem_check(problem, T_grid=(10, 40, 160, 640), R: int = 16, gamma_fractio
     "min_ratio", "summary", "constants", "result"}``: ``holds`` says that bound >= min_t E S_t at
     every horizon; where ``estimated`` names constants, the bound rests on estimates."""
     from stam.synthetic.rates import run_rates
+    from stam.theory.numeric import StepSizes
 
-    result = run_rates(problem, list(T_grid), R=R, gamma_fraction=gamma_fraction, seed=seed, progress=progress)
+    result = run_rates(problem, list(T_grid), R=R, step_sizes=StepSizes(gamma_fraction=gamma_fraction), seed=seed,
+                       progress=progress)
     report = problem.constants_report()
     estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
     ratios = [r["ratio"] for r in result["rows"]]

@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stam.theory import adversary, history, lyapunov, onset, pep
-from stam.theory.settings import Bisection, GammaScan, ProblemClass, SdpOptions, no_other
-from stam.theory.statementsearch import StatementBudget
+from stam.theory import adversary, history, lyapunov, numeric, onset, pep
+from stam.theory.settings import Bisection, ProblemClass, SdpOptions, Settings, no_other
+from stam.theory.statementsearch import StatementBudget  # noqa: F401 (a Settings declared there)
 
-SETTINGS = (ProblemClass, SdpOptions, GammaScan, Bisection, StatementBudget)
+#: every typed setting of stam.theory (declared beside what reads it: the modules imported above)
+SETTINGS = tuple(sorted(Settings.__subclasses__(), key=lambda c: c.__name__))
 
 
 @pytest.mark.parametrize("cls", SETTINGS, ids=lambda c: c.__name__)
@@ -52,8 +53,9 @@ def test_of_refuses_an_object_of_another_kind_and_no_other_names_the_keyword():
     lambda: onset.onset_by_horizon([1], 10.0, Ll=1.0),
     lambda: onset.band([1], [10.0], None, Ll=1.0),
     lambda: adversary.statement_search(Ll=1.0),
+    lambda: numeric.admissible_parameters(numeric.quadratic_coupling(1.0), 1, Ll=1.0),
 ], ids=["stam_pep", "compare", "pep_sweep", "certify_stam", "certified_gamma", "stam_window_sdp", "certify_history",
-        "history_reach", "history_rows", "onset_by_horizon", "band", "statement_search"])
+        "history_reach", "history_rows", "onset_by_horizon", "band", "statement_search", "admissible_parameters"])
 def test_a_misspelt_keyword_is_refused_before_anything_is_solved(call):
     with pytest.raises(TypeError, match="unexpected keyword argument 'Ll'"):
         call()
