@@ -272,13 +272,26 @@ def expected_best_curve(scores: list) -> list[float]:
     return curve
 
 
+def curve_epochs(result: dict) -> int | None:
+    """The epochs at which the trials of a tuning curve were scored: with successive halving the
+    first rung's (every trial reached it), else the tuning's."""
+    rungs = (result.get("halving") or {}).get("rungs")
+    return rungs[0]["epochs"] if rungs else (result.get("params") or {}).get("epochs")
+
+
 def tuning_curves(result: dict) -> dict[str, list[float]]:
     """Each algorithm's expected best validation accuracy after 1, 2, ..., n trials
     (:func:`expected_best` over its trials, :func:`expected_best_curve`): the comparison at every
-    budget, not only at the one run."""
-    return {a["label"]: expected_best_curve([t["score"] for t in a["trials"]]) for a in result["algorithms"] if a["trials"]}
+    budget, not only at the one run.  With successive halving a trial's ``score`` is that of the
+    last rung it reached, so scores of different budgets would mix: the curve resamples every
+    trial's first-rung score instead, all at :func:`curve_epochs`."""
+    def at_one_budget(t):
+        return t["rung_scores"][0] if t.get("rung_scores") else t["score"]
+
+    return {a["label"]: expected_best_curve([at_one_budget(t) for t in a["trials"]])
+            for a in result["algorithms"] if a["trials"]}
 
 
 __all__ = ["PAIRED", "paired_differences", "paired_text", "paired_lines", "WORKING_LEVEL", "find_probability", "map_fraction", "trial_fraction", "search_difficulty", "difficulty_lines",
            "read_map", "MIN_BUDGET", "counted", "budget_note", "summarise", "expected_best", "CURVE_TAIL",
-           "expected_best_curve", "tuning_curves"]
+           "expected_best_curve", "tuning_curves", "curve_epochs"]

@@ -622,6 +622,25 @@ def test_expected_best_by_hand_and_the_tuning_curves_figure(tmp_path):
         tuning.draw({"tune": []})
 
 
+def test_a_halved_tunings_curves_resample_one_budget_the_first_rung(tmp_path):
+    """With successive halving a trial's score is its last rung's: the tuning curve resamples every
+    trial's first-rung score instead (one budget for all), and the figure says which epochs."""
+    trials = [{"score": 60.0, "rung": 1, "epochs": 9, "rung_scores": [20.0, 60.0]},
+              {"score": 30.0, "rung": 0, "epochs": 3, "rung_scores": [30.0]}, {"score": 10.0}]
+    result = {"dataset": "digits", "model": "mlp", "width": 1.0, "params": {"trials": 3, "epochs": 9},
+              "halving": {"eta": 3, "rungs": [{"trials": 3, "epochs": 3}, {"trials": 1, "epochs": 9}]},
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": trials}]}
+    assert tune.tuning_curves(result)["STAM"][0] == pytest.approx((20.0 + 30.0 + 10.0) / 3)  # not (60 + 30 + 10) / 3
+    assert tune.curve_epochs(result) == 3 and tune.curve_epochs({"params": {"epochs": 7}}) == 7
+    from stam.figures import tuning
+
+    class R:
+        data = result
+
+    assert "first rung, 3 epochs" in tuning.caption({"tune": [R()]})
+    assert "3 epochs" in tuning.draw({"tune": [R()]}).axes[0].get_title()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 5))
 def test_sign_flips_of_r_runs_are_each_runs_own(seed, R, epochs):
