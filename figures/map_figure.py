@@ -336,6 +336,20 @@ def _colour_bar(fig, row: _Row, mesh, axes_row, label: str) -> None:
     fig.colorbar(mesh, ax=axes_row, shrink=0.8, label=text)
 
 
+def columns(widths: list[int]) -> int:
+    """The columns (at most 3) of the grid that rows of panels of ``widths`` panels each flow over, in order:
+    the fewest rows of panels broken over two lines of the grid (a colour bar belongs to one line), then the
+    fewest empty places (issue 37), then the most columns."""
+    def cost(c: int) -> tuple:
+        pos = broken = 0
+        for w in widths:
+            broken += pos % c + w > c
+            pos += w
+        return broken, -pos % c, -c
+
+    return min(range(1, min(3, sum(widths)) + 1), key=cost)
+
+
 def plot_map(maps: list[dict], nc=None, regions=()):
     """The figure of the module docstring: for each map one panel per quantity and beta, the panels of all maps
     in reading order on a grid of at most three columns with the fewest empty places, one legend under them
@@ -349,10 +363,10 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     nc = nc or NetworkConstants()
     groups = group_stages(paper_stages())
     layout = [(data, *panel_row) for data in maps for panel_row in _panel_rows(data)]
-    # the panels (one per quantity and beta) flow over a grid of at most 3 columns with the fewest empty places, so
-    # that a map of one beta beside one of two leaves no empty half (issue 37)
-    n_panels = sum(len(map_betas(data)) for data, *_ in layout)
-    ncols = n_panels if n_panels <= 3 else min((3, 2), key=lambda c: (-n_panels % c, -c))
+    # the panels (one per quantity and beta) flow over a grid of at most 3 columns (:func:`columns`): each row of
+    # panels on one line of the grid where it can be, then the fewest empty places (issue 37)
+    widths = [len(map_betas(data)) for data, *_ in layout]
+    n_panels, ncols = sum(widths), columns(widths)
     grid_rows = -(-n_panels // ncols)
     fig, grid = new_figure(ncols, grid_rows, panel_size=(4.7, 5.0))
     for a in grid.flat:
@@ -376,6 +390,6 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     return fig
 
 
-__all__ = ["plot_map", "problem_name", "cell_edges", "cell_grid", "map_betas", "colour_limits", "recorded", "CMAP_LOWER_BETTER",
+__all__ = ["plot_map", "columns", "problem_name", "cell_edges", "cell_grid", "map_betas", "colour_limits", "recorded", "CMAP_LOWER_BETTER",
            "CMAP_HIGHER_BETTER", "CMAP_FRACTION", "NETWORK_ROWS", "PAPER_CLASS_GAMMA_LAMBDA", "PAPER_CLASS_LABEL", "COLOUR_PAD",
            "ANNOTATE_CELLS"]

@@ -388,9 +388,15 @@ def test_a_map_with_a_store_makes_no_temporary_folder(tmp_path, monkeypatch):
 
 
 def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():
-    """Issue 37, point 5: panels of maps with different numbers of betas flow over one grid without empty places
-    (2 x 2 + 1 x 2 panels: three columns, two rows; one beta each: one row), and the legend, one for the figure,
-    names divergence only where a cell diverged."""
+    """Issue 37, point 5: panels of maps with different numbers of betas flow over one grid with the fewest empty
+    places that keeps each row of panels (one quantity of one map, a panel per beta, one colour bar) on one line of
+    the grid (3 rows x 2 betas + 3 rows x 1 beta: two columns, five lines, one empty place; 3 x 2 of one map: two
+    columns, no empty place; one beta: one line of three), and the legend, one for the figure, names divergence only
+    where a cell diverged."""
+    from stam.figures.map_figure import columns
+
+    assert [columns(w) for w in ([2, 2, 2, 1, 1, 1], [2, 2, 2], [1, 1, 1], [3, 3, 3], [2, 2], [1, 1, 1, 1], [1])] == [
+        2, 2, 3, 3, 2, 2, 1]
     two = digits_fixture()
     one = digits_fixture("digits-cnn")
     one["rows"] = [r for r in one["rows"] if r["beta"] == 100.0]
@@ -398,8 +404,10 @@ def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():
     fig = plot_map([two, one])
     panels = [a for a in fig.axes if a.get_title()]
     assert len(panels) == 9 and all(a.get_visible() for a in panels)  # three rows (binary, float, signs) of 2 + 1 betas
-    places = {a.get_subplotspec().get_geometry() for a in panels}  # (rows, columns, index, index)
-    assert {g[:2] for g in places} == {(3, 3)} and {g[2] for g in places} == set(range(9))
+    places = {a.get_title(): a.get_subplotspec().get_geometry() for a in panels}  # (rows, columns, index, index)
+    assert {g[:2] for g in places.values()} == {(5, 2)} and {g[2] for g in places.values()} == set(range(9))
+    for what in ("binary accuracy", "float accuracy", "sign changes"):  # the two betas of a row on one line
+        assert len({g[2] // 2 for t, g in places.items() if what in t and t.startswith("digits-mlp")}) == 1
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "all seeds diverged" in texts and "some seeds diverged" not in texts  # the fixture: 2 of 2 seeds, once
     calm = digits_fixture()
