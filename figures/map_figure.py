@@ -260,7 +260,7 @@ def _draw_theory(ax, row: _Row, legend: bool) -> None:
 
 def _dress(ax, row: _Row, beta: float) -> None:
     """Log axes at ``row``'s limits, their labels and the panel's title (the problem, the quantity, beta)."""
-    data, key = row.data, row.key
+    data = row.data
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
@@ -352,7 +352,7 @@ def columns(widths: list[int]) -> int:
 
 def plot_map(maps: list[dict], nc=None, regions=()):
     """The figure of the module docstring: for each map one panel per quantity and beta, the panels of all maps
-    in reading order on a grid of at most three columns with the fewest empty places, one legend under them
+    in reading order on a grid of at most three columns (:func:`columns`), one legend under them
     naming what some panel draws; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
     the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
     from stam.figures.admissible import NetworkConstants, group_stages, paper_stages
@@ -390,6 +390,6 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     return fig
 
 
-__all__ = ["plot_map", "columns", "problem_name", "cell_edges", "cell_grid", "map_betas", "colour_limits", "recorded", "CMAP_LOWER_BETTER",
-           "CMAP_HIGHER_BETTER", "CMAP_FRACTION", "NETWORK_ROWS", "PAPER_CLASS_GAMMA_LAMBDA", "PAPER_CLASS_LABEL", "COLOUR_PAD",
-           "ANNOTATE_CELLS"]
+__all__ = ["plot_map", "columns", "problem_name", "cell_edges", "cell_grid", "map_betas", "colour_limits", "recorded",
+           "CMAP_LOWER_BETTER", "CMAP_HIGHER_BETTER", "CMAP_FRACTION", "NETWORK_ROWS", "PAPER_CLASS_GAMMA_LAMBDA",
+           "PAPER_CLASS_LABEL", "COLOUR_PAD", "ANNOTATE_CELLS"]
