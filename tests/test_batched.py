@@ -544,12 +544,33 @@ def test_tune_space_file_errors(tmp_path, capsys):
     assert not (tmp_path / "t").exists()
 
 
-def test_map_digits_rows(tmp_path):
+def test_map_digits_rows(tmp_path, monkeypatch):
+    """A tiny digits map (MLP, 1 epoch, 2 gammas x 1 lambda x 1 beta, 2 seeds): each cell's binary accuracy,
+    sign flips and the float weights' accuracy (mean and std over the seeds' job rows, at their selected
+    epochs); job records stored before the float accuracy was kept still load, and the map resumes from them
+    (the field is a result, not part of a job's key) with the float accuracy None."""
+    from stam.dnn.table import mean_std
+
     rows = sweep.map_digits([0.01, 3.0], [0.5], [20.0], seeds=2, epochs=1, batch_size=64, store=tmp_path, progress=False)
     assert [(r["gamma"], r["lam"], r["beta"]) for r in rows] == [(0.01, 0.5, 20.0), (3.0, 0.5, 20.0)]
     for r in rows:
         assert r["seeds"] == 2 and r["diverged"] == 0 and 0 <= r["metric"] <= 100 and 0 <= r["sign_ever_changed"] <= 1
+        assert 0 <= r["val_acc_float"] <= 100 and r["val_acc_float_std"] is not None
     assert max(r["metric"] for r in rows) > 1  # accuracies in percent, as in every result file (10 digits: chance is 10%)
+    assert max(r["val_acc_float"] for r in rows) > 10  # the float network learns in an epoch (chance is 10%)
+    (job,) = sorted(tmp_path.glob("*.json"))
+    record = json.loads(job.read_text())
+    per_run = [r["val_acc_float"] for r in record["result"]["rows"]]
+    for k, r in enumerate(rows):
+        mean, std = mean_std(per_run[2 * k : 2 * k + 2])
+        assert math.isclose(r["val_acc_float"], mean, rel_tol=1e-12) and math.isclose(r["val_acc_float_std"], std, rel_tol=1e-12)
+    for r in record["result"]["rows"]:
+        del r["val_acc_float"]  # a record of a job run before the field was kept
+    job.write_text(json.dumps(record))
+    monkeypatch.setattr(sweep, "run_job", lambda spec: pytest.fail("a stored job was trained again"))
+    again = sweep.map_digits([0.01, 3.0], [0.5], [20.0], seeds=2, epochs=1, batch_size=64, store=tmp_path, progress=False)
+    assert [r["metric"] for r in again] == [r["metric"] for r in rows]
+    assert all(r["val_acc_float"] is None and r["val_acc_float_std"] is None for r in again)
 
 
 # --------------------------------------------------------------------------- tuning curves
