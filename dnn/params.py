@@ -164,6 +164,7 @@ class TrainConfig(Params):
                      help="print each epoch's JSON record (a line of OUT/log.jsonl) instead of the readable line, and no "
                      "closing summary")
     cache_dir: str | None = None  # decoded image collections (default: stam.io.cache_home)
+    checksums: dict | None = None  # the archives' MD5s (stam.dnn.data.load_cifar; default: the official ones)
 
     def __post_init__(self):
         if self.no_val:
@@ -258,6 +259,9 @@ class TuneParams(Params):
                       help="tune even above the work limit (10 times the paper's run in image passes)")
     scheduler: str | None = scheduler_arg()
     workers: int = workers_arg()
+    # the result type ``map`` is read through (stam.dnn.tunestats.read_map): a peer of stam.dnn declares it, so the
+    # command line gives it; needed when a map is given
+    map_type: object = None
 
     def __post_init__(self):
         for key, value in sweep_settings(self.dataset, self).items():

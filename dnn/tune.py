@@ -74,11 +74,12 @@ def out_path(params: TuneParams) -> Path:
     return Path(params.out if params.out is not None else result_stem(params.dataset))
 
 
-def run_tune(params: TuneParams, *, map_type=None) -> tuple[dict, Path]:
-    """``stam tune`` as a library call: every usage error (the search spaces, the plan, the data
-    set, the model, the split, the work limit) before any work, then :func:`tune`; returns the
-    result and the path of its JSON file.  ``map_type``: the result type of ``params.map``
+def run_tune(params: TuneParams) -> tuple[dict, Path]:
+    """``stam tune`` as a library call (its one entry, also named :func:`run`): every usage error (the search
+    spaces, the plan, the data set, the model, the split, the work limit) before any work, then :func:`tune`;
+    returns the result and the path of its JSON file.  ``params.map_type``: the result type of ``params.map``
     (:func:`stam.dnn.tunestats.read_map`), needed when a map is given."""
+    map_type = params.map_type
     from stam.dnn import batched
     from stam.dnn import epochs as ep
     from stam.dnn.sweep import check_memory, check_task, job_device, train_size, work_cost

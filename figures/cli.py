@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from stam.errors import positive_float, positive_int, require
-from stam.registry import Names, handler
+from stam.registry import Names, experiment, handler
 
 
 def _figure_kinds() -> tuple:
@@ -132,4 +132,5 @@ def _build_map(p) -> None:
     from stam.params import add_arguments
 
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
-    p.set_defaults(func=handler("stam.figures.map_experiment:map_command"))
+    # (map_command calls the module's run itself)
+    p.set_defaults(func=handler("stam.figures.map_experiment:map_command"), run=experiment("stam.figures.map_experiment"))

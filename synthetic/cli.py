@@ -8,6 +8,8 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
 from __future__ import annotations
 
+from stam.registry import experiment
+
 
 def _run(args):
     """``stam synthetic run``: a paper's preset named by ``--preset`` is read here, in the command
@@ -18,21 +20,26 @@ def _run(args):
     from stam.synthetic.params import RunParams
 
     values = paper_presets()[args.preset] if args.preset else None
-    return commands.run_command(RunParams.from_args(args, preset_values=values))
+    print(commands.rates_text(args.run(RunParams.from_args(args, preset_values=values))))
+    return 0
 
 
 def _compare(args):
     from stam.synthetic import commands
     from stam.synthetic.params import CompareParams
 
-    return commands.compare_command(CompareParams.from_args(args))
+    print(commands.compare_text(args.run(CompareParams.from_args(args))))
+    return 0
 
 
 def _sweep(args):
     from stam.synthetic import commands
     from stam.synthetic.params import SweepParams
 
-    return commands.sweep_command(SweepParams.from_args(args))
+    text = commands.sweep_text(args.run(SweepParams.from_args(args)))
+    if text:  # (a sweep of no jobs writes nothing)
+        print(text)
+    return 0
 
 
 def register(subparsers) -> None:
@@ -64,7 +71,7 @@ def _build_run(run) -> None:
     from stam.synthetic.params import RunParams
 
     add_arguments(run, RunParams, more={"preset": {"choices": tuple(f"paper-{n}" for n in PAPER_PRESET_NAMES)}})
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, run=experiment("stam.synthetic.commands"))
 
 
 def _build_compare(cmp_) -> None:
@@ -72,7 +79,7 @@ def _build_compare(cmp_) -> None:
     from stam.synthetic.params import CompareParams
 
     add_arguments(cmp_, CompareParams)
-    cmp_.set_defaults(func=_compare)
+    cmp_.set_defaults(func=_compare, run=experiment("stam.synthetic.commands"))
 
 
 def _build_sweep(sw) -> None:
@@ -80,4 +87,4 @@ def _build_sweep(sw) -> None:
     from stam.synthetic.params import SweepParams
 
     add_arguments(sw, SweepParams)
-    sw.set_defaults(func=_sweep)
+    sw.set_defaults(func=_sweep, run=experiment("stam.synthetic.commands"))

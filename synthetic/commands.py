@@ -1,4 +1,8 @@
-"""Handlers of ``stam synthetic run|compare|sweep`` (imported lazily by :mod:`stam.synthetic.cli`).
+"""The experiments of ``stam synthetic run|compare|sweep`` and their handlers (imported lazily by
+:mod:`stam.synthetic.cli`).  The one library entry is :func:`run`, ``run(params)`` with the parameters of
+one of the three (:class:`~stam.synthetic.params.RunParams`, :class:`~stam.synthetic.params.CompareParams`,
+:class:`~stam.synthetic.params.SweepParams`), returning its result (:class:`RatesRun`, :class:`CompareRun`,
+:class:`SweepRun`); the handlers ``*_command`` print it and return the exit status.
 
 Every user mistake becomes a :class:`stam.errors.UsageError` (one line, exit status 2); results
 are written atomically (:mod:`stam.io`), so an interrupted command leaves no half-written file.
@@ -18,6 +22,7 @@ from typing import NamedTuple
 from stam.errors import UsageError, require
 from stam.io import check_out_dir, check_out_file, provenance
 from stam.synthetic.families import NAMES, SIZE, WITH_LAM
+from stam.synthetic.params import CompareParams, RunParams, SweepParams
 from stam.userfile import guard, is_file_spec, load, split_spec
 
 from stam.synthetic.params import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, SWEEP_DEFAULTS  # noqa: F401 (the commands' defaults)
@@ -204,7 +209,7 @@ class RatesRun(NamedTuple):
     paths: tuple
 
 
-def rates_experiment(params) -> RatesRun:
+def rates_experiment(params: RunParams) -> RatesRun:
     """``stam synthetic run`` as a library call (its parameters: :class:`stam.synthetic.params.RunParams`):
     every flag checked, the rate experiment run and written; nothing printed (:func:`run_command` prints)."""
     import dataclasses
@@ -267,23 +272,39 @@ def rates_experiment(params) -> RatesRun:
     return RatesRun(result, problem, write_rates(result, out, stem))
 
 
-def run_command(params) -> int:
-    """``stam synthetic run`` with its parameters (:class:`stam.synthetic.params.RunParams`):
-    :func:`rates_experiment`, then the problem, the step sizes and the table on stdout."""
-    result, problem, (json_path, csv_path) = rates_experiment(params)
-    print(problem.describe())
+def rates_text(done: RatesRun) -> str:
+    """What ``stam synthetic run`` prints of :func:`rates_experiment`'s result: the problem, the step sizes,
+    the table and the files written."""
+    result, problem, (json_path, csv_path) = done
+    lines = [problem.describe()]
     status = result["constant_status"]
     estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if status[k]["status"] != "certified"]
     if estimated:
-        print(f"constants ESTIMATED (not a guarantee): {', '.join(estimated)}; the bound and the admissibility rest on "
-              "them (stam stepsize --problem shows each with its estimator)")
-    print(f"gamma = {result['params']['gamma']:.4g} ({result['params']['gamma_rule']}), beta: {result['params']['beta_rule']}")
-    print(format_rates(result))
-    print(f"wrote {json_path} and {csv_path}")
+        lines.append(f"constants ESTIMATED (not a guarantee): {', '.join(estimated)}; the bound and the admissibility "
+                     "rest on them (stam stepsize --problem shows each with its estimator)")
+    lines.append(f"gamma = {result['params']['gamma']:.4g} ({result['params']['gamma_rule']}), beta: "
+                 f"{result['params']['beta_rule']}")
+    lines.append(format_rates(result))
+    lines.append(f"wrote {json_path} and {csv_path}")
+    return "\n".join(lines)
+
+
+def run_command(params: RunParams) -> int:
+    """``stam synthetic run`` with its parameters: :func:`rates_experiment`, :func:`rates_text` on stdout; 0."""
+    print(rates_text(rates_experiment(params)))
     return 0
 
 
-def compare_experiment(params) -> tuple[dict, object, Path]:
+class CompareRun(NamedTuple):
+    """What :func:`compare_experiment` returns: the ``synthetic-compare`` result (as written), the problem it
+    ran on and the file written."""
+
+    result: dict
+    problem: object
+    path: Path
+
+
+def compare_experiment(params: CompareParams) -> CompareRun:
     """``stam synthetic compare`` as a library call (its parameters: :class:`stam.synthetic.params.CompareParams`):
     checked, run and written; returns the ``synthetic-compare`` result, the problem and the file written."""
     from stam.synthetic.baselines import compare
@@ -307,22 +328,26 @@ def compare_experiment(params) -> tuple[dict, object, Path]:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     result = dict(result, provenance=provenance())
-    return result, problem, COMPARE.write(result, out / f"{stem}.json")
+    return CompareRun(result, problem, COMPARE.write(result, out / f"{stem}.json"))
 
 
-def compare_command(params) -> int:
-    """``stam synthetic compare`` with its parameters (:class:`stam.synthetic.params.CompareParams`):
-    :func:`compare_experiment`, then the problem, the settings and the table on stdout."""
+def compare_text(done: CompareRun) -> str:
+    """What ``stam synthetic compare`` prints of :func:`compare_experiment`'s result: the problem, the settings,
+    the table and the file written."""
     from stam.synthetic.baselines import format_table
 
-    result, problem, path = compare_experiment(params)
-    print(problem.describe())
+    result, problem, path = done
     p = result["params"]
-    print(f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "
-          f"y-step 1/beta = {p['step']:.4g} ({p['beta_rule']}); Theorem conv's hypotheses at STAM's "
-          f"(gamma, beta): {'hold' if p['admissible'] else 'fail: ' + p['violations']}")
-    print(format_table(result))
-    print(f"wrote {path}")
+    return "\n".join([problem.describe(),
+                      f"budget {p['budget']} sample gradients per run, R = {p['R']}, gamma = {p['gamma']:.4g}, "
+                      f"y-step 1/beta = {p['step']:.4g} ({p['beta_rule']}); Theorem conv's hypotheses at STAM's "
+                      f"(gamma, beta): {'hold' if p['admissible'] else 'fail: ' + p['violations']}",
+                      format_table(result), f"wrote {path}"])
+
+
+def compare_command(params: CompareParams) -> int:
+    """``stam synthetic compare`` with its parameters: :func:`compare_experiment`, :func:`compare_text` on stdout; 0."""
+    print(compare_text(compare_experiment(params)))
     return 0
 
 
@@ -406,10 +431,20 @@ def sweep_job(spec: dict) -> dict:
                          seed=spec["seed"], progress=False)
 
 
-def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
-    """``stam synthetic sweep``: the jobs run by the one job engine (:func:`stam.jobs.run_jobs`:
+class SweepRun(NamedTuple):
+    """What :func:`sweep_experiment` returns: each job's ``synthetic-rates`` result and the stem of its
+    files (``rates-...``, written in ``out``)."""
+
+    results: list
+    stems: list
+    out: Path
+
+
+def sweep_experiment(args: SweepParams) -> SweepRun:
+    """``stam synthetic sweep`` as a library call: the jobs run by the one job engine (:func:`stam.jobs.run_jobs`:
     resumable from ``OUT/jobs``, ``--workers`` local processes or a ``--scheduler`` cluster); the
-    result files are written together once every job has its result."""
+    result files are written together once every job has its result.  Says on stdout, before the work,
+    how many jobs are stored already (:func:`sweep_command` prints the files written)."""
     from stam.jobs import run_jobs, stored
 
     problems = args.problems  # lists parsed by stam.cliargs.ListArg
@@ -455,5 +490,28 @@ def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams
             f"({len(failed)} of {len(jobs)} failed; the others are stored in {store}, a rerun runs only the failed)")
     for (stem, _), result in zip(jobs, results):
         write_rates(result, out, stem)
-        print(f"wrote {out / stem}.json")
+    return SweepRun(results, [stem for stem, _ in jobs], out)
+
+
+def sweep_text(done: SweepRun) -> str:
+    """What ``stam synthetic sweep`` prints once :func:`sweep_experiment` is done: the files written."""
+    return "\n".join(f"wrote {done.out / stem}.json" for stem in done.stems)
+
+
+def sweep_command(params: SweepParams) -> int:
+    """``stam synthetic sweep`` with its parameters: :func:`sweep_experiment`, :func:`sweep_text` on stdout; 0."""
+    text = sweep_text(sweep_experiment(params))
+    if text:
+        print(text)
     return 0
+
+
+#: each experiment of this module: its parameters' class -> its run
+EXPERIMENTS = {RunParams: rates_experiment, CompareParams: compare_experiment, SweepParams: sweep_experiment}
+
+
+def run(params: RunParams | CompareParams | SweepParams) -> RatesRun | CompareRun | SweepRun:
+    """The one library entry of ``stam synthetic run|compare|sweep``: the experiment of ``params``'s class
+    (:data:`EXPERIMENTS`) run, checked and written; its result returned, nothing printed but a sweep's count of
+    jobs."""
+    return EXPERIMENTS[type(params)](params)

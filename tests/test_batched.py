@@ -140,7 +140,7 @@ def test_the_trainer_follows_the_torch_optim_classes_for_every_model(tmp_path, m
     epochs, bs = 2, 16
     run(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
                     seed=3, schedule_scale="auto", val_fraction=0.2, data_dir=str(tmp_path), out=str(tmp_path / "r"), echo=False,
-                    progress=False, device="cpu"), checksums=sums)
+                    progress=False, device="cpu", checksums=sums))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
     _close_logs(log, _hand_loop(algo, model, width, data, OVERRIDES[algo], epochs, bs, 3), len(data.test_y))
     cfg = batched.Config(presets.resolve(None, algo, dataset, OVERRIDES[algo], "auto", epochs), 3)

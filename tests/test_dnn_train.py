@@ -282,8 +282,8 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
         name, epochs, resume = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "resume"
         res = run(TrainConfig(model="cnn", dataset="cifar10", preset="our3", epochs=epochs, batch_size=10,
                               schedule_scale=1 / 80, data_dir={str(tmp_path)!r}, out={str(tmp_path)!r} + "/" + name,
-                              resume=resume, progress=False, echo=False, device="cpu"),
-                  checksums=json.loads({json.dumps(json.dumps(sums))}))
+                              resume=resume, progress=False, echo=False, device="cpu",
+                              checksums=json.loads({json.dumps(json.dumps(sums))})))
         sd = res.trainer.state_dict()
         state = {{f"{{n}}.{{k}}": v for n, s in sd["optimizer"]["layers"].items() for k, v in zip("yxuz", s)}}
         torch.save({{"model": sd["model"], "opt": state}}, {str(tmp_path)!r} + f"/{{name}}-rank{{os.environ['RANK']}}.pt")
@@ -320,8 +320,8 @@ def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
 
     sums = write_fake_cifar(tmp_path, "cifar10", n=8)
     c = cfg(tmp_path, "c", model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=16, data_dir=str(tmp_path),
-            keep_float=("first", "last"))
-    res = T.run(c, checksums=sums)
+            keep_float=("first", "last"), checksums=sums)
+    res = T.run(c)
     conf = json.loads((tmp_path / "c" / "config.json").read_text())
     assert conf["params"]["quantized"] == 3 * 3 * 32 * 64  # only the second conv: first conv and classifier kept float
     assert conf["train_size"] == 30 and conf["val_size"] == 10 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}

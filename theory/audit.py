@@ -9,7 +9,8 @@ the stated class, for iterates on an actual STAM run, and the right form is prin
 ``unproven`` (a witness satisfies every premise the proof step uses but is not reachable, and a
 stated search over actual runs found no counterexample), ``gap`` (the proof uses something the
 paper does not state) or ``failed to derive``; each names its evidence kind.
-This module holds the command's output; the machinery the items share (tiny STAM runs, seeded
+This module holds the command's one library entry, ``run(params) -> PaperCheck``, and its output
+(:func:`text`); the machinery the items share (tiny STAM runs, seeded
 searches, rounding, display) is :mod:`stam.theory.stamruns`.
 """
 
@@ -25,6 +26,7 @@ from stam.theory.stamruns import SEED, pretty, rounded
 from stam.theory.items.coverage import coverage, coverage_text, read_paper
 from stam.theory.items.numbering import dependence_note, printed_numbers, printed_text
 from stam.theory.mathml import latex, mathml
+from stam.theory.params import PaperCheckParams
 from stam.theory.store import STORED_FINDING, read_store, write_store
 
 
@@ -411,10 +413,21 @@ def check_outputs(params) -> None:
             check_out_file(out / name, "--corrected")
 
 
-def run(params) -> int:
-    """``stam paper-check`` as a library call (its parameters: :class:`stam.theory.params.PaperCheckParams`):
-    the outputs checked, the findings printed in the format asked for, the result and the corrected
-    statements written where asked; 0."""
+@dataclass(frozen=True)
+class PaperCheck:
+    """What :func:`run` returns: the findings ``items``, the ``coverage`` of the paper's labelled displays,
+    the paper's text ``tex`` and the assumption ``counter`` they were rendered with (:func:`text` prints them)."""
+
+    items: tuple
+    coverage: dict
+    tex: str
+    counter: str
+
+
+def run(params: PaperCheckParams) -> PaperCheck:
+    """``stam paper-check`` as a library call (this module's one entry; its parameters:
+    :class:`stam.theory.params.PaperCheckParams`): the outputs checked, the result and the corrected
+    statements written where asked; the findings returned, nothing printed (:func:`text` is the output)."""
     check_outputs(params)
     tex = paper_text(params.paper) if params.paper is not None else read_paper()
     counter = params.assumption_counter or "own"
@@ -426,12 +439,18 @@ def run(params) -> int:
         corrected.write(params.corrected, evaluated())
     if params.out:
         PAPER_CHECK.write(result(items, cov, tex, counter), params.out)
+    return PaperCheck(items, cov, tex, counter)
+
+
+def text(params: PaperCheckParams, found: PaperCheck) -> str:
+    """What ``stam paper-check`` prints of ``found``, in the format ``params`` asks for."""
+    items, cov, tex, counter = found.items, found.coverage, found.tex, found.counter
     if params.json:
-        print(dumps(rows(items, tex, counter)))
+        lines = [dumps(rows(items, tex, counter))]
     elif params.brief:
-        print(brief(items, cov, tex, counter) + ("\n\n" + _as_printed_effect() if params.as_printed else ""))
+        lines = [brief(items, cov, tex, counter) + ("\n\n" + _as_printed_effect() if params.as_printed else "")]
     else:
-        print(table(items, as_printed=params.as_printed, cov=cov, tex=tex, counter=counter))
+        lines = [table(items, as_printed=params.as_printed, cov=cov, tex=tex, counter=counter)]
     if params.corrected and not params.json:
-        print(f"Corrected statements: {params.corrected}/corrected.tex, {params.corrected}/corrected.md")
-    return 0
+        lines.append(f"Corrected statements: {params.corrected}/corrected.tex, {params.corrected}/corrected.md")
+    return "\n".join(lines)

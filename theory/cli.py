@@ -4,18 +4,24 @@ when they run; ``stam stepsize`` never imports sympy or torch)."""
 
 from __future__ import annotations
 
+from stam.registry import experiment
+
 
 def _paper_check(args) -> int:
-    from stam.theory.audit import run
+    from stam.theory.audit import text
     from stam.theory.params import PaperCheckParams
 
-    return run(PaperCheckParams.from_args(args))
+    params = PaperCheckParams.from_args(args)
+    print(text(params, args.run(params)))
+    return 0
 
 
 def _stepsize(args) -> int:
-    from stam.theory.stepsize import StepsizeParams, run
+    from stam.theory.stepsize import StepsizeParams, text
 
-    return run(StepsizeParams.from_args(args))
+    params = StepsizeParams.from_args(args)
+    print(text(params, args.run(params)))
+    return 0
 
 
 def register(subparsers) -> None:
@@ -48,11 +54,11 @@ def _build_paper_check(p) -> None:
     from stam.theory.params import PaperCheckParams
 
     add_arguments(p, PaperCheckParams)
-    p.set_defaults(func=_paper_check)
+    p.set_defaults(func=_paper_check, run=experiment("stam.theory.audit"))
 
 
 def _build_stepsize(s) -> None:
     from stam.theory.stepsize import add_arguments
 
     add_arguments(s)
-    s.set_defaults(func=_stepsize)
+    s.set_defaults(func=_stepsize, run=experiment("stam.theory.stepsize"))

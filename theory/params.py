@@ -15,6 +15,7 @@ sympy; its flags are added without it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from stam.cliargs import ListArg, RangeArg, out_arg
 from stam.errors import positive_float, positive_int
@@ -154,6 +155,10 @@ class RegionParams(Params):
     beside_convex: bool = arg(default=True, job=True)
     scan_ratio: float = arg(default=SCAN_RATIO, job=True)
     refute_beside: bool = arg(default=True, job=True)
+    # how the run reports, not what it finds (in no job): called with each row as it is found; the job engine's
+    # progress bar on stderr (the command line: when stderr is a terminal)
+    progress: Callable[[dict], object] | None = arg(default=None)
+    bar: bool = arg(default=False)
 
     def __post_init__(self):
         if self.N is not None:  # --N/--b: the sampled gradient of the ``sampled`` column

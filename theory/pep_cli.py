@@ -1,8 +1,9 @@
 """``stam pep``: the exact worst case of STAM (performance estimation; F of a chosen class, the full
 gradient or b-nice minibatches) beside
 Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
-the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  Registering imports nothing
-heavy; PEPit and cvxpy load when it runs."""
+the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  The one library entry is
+``run(params)`` (:func:`run`: :func:`run_pep` of a ``PepParams``, :func:`run_region` of a ``RegionParams``), the
+result returned; the handler prints it.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from stam.errors import UsageError, positive_float, positive_int, require
+from stam.registry import experiment
 
 if TYPE_CHECKING:
     from stam.theory.params import PepParams, RegionParams
@@ -192,7 +194,7 @@ def _pep(args) -> int:
     stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     params = PepParams.from_args(args)
-    result = run_pep(params)
+    result = args.run(params)
     if params.json:
         print(dumps(result))
     elif params.sweep_T is None:
@@ -281,12 +283,13 @@ def region_store(out) -> "Path":
     return out.with_name(out.stem + "-jobs")
 
 
-def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
+def run_region(params: RegionParams) -> dict:
     """``stam pep --region`` as a library call: the certified and the refuted region
     (:func:`stam.theory.lyapunov.compute_region`) of ``params``, its lambdas jobs in the store
     :func:`region_store` of ``params.out`` (a rerun with the same parameters reuses them), refused above
     :data:`MAX_REGION_WORK_S` unless ``params.force`` and announced on stderr from :data:`REGION_SAY_S`;
-    writes the ``lyapunov-region`` file ``params.out`` and returns it.  ``progress``: called with each row."""
+    writes the ``lyapunov-region`` file ``params.out`` and returns it (``params.progress``: called with each row;
+    ``params.bar``: the job engine's progress bar)."""
     from stam.io import check_out_file
     from stam.theory import lyapunov
 
@@ -302,7 +305,7 @@ def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
     if seconds >= REGION_SAY_S:  # long work is announced before it starts
         print(f"stam pep --region: about {seconds / 60:.1f} min of CPU (estimate)", file=sys.stderr, flush=True)
     try:
-        result = lyapunov.compute_region(params, progress=progress, store=region_store(params.out), bar=bar)
+        result = lyapunov.compute_region(params, progress=params.progress, store=region_store(params.out), bar=params.bar)
     except (ValueError, ArithmeticError) as exc:  # coefficients beyond floating point (cvxpy refuses inf/nan)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in str(exc):
             raise
@@ -315,6 +318,8 @@ def run_region(params: RegionParams, progress=None, bar: bool = False) -> dict:
 def _region(args) -> int:
     """``stam pep --region``: the flags of a single PEP refused, the parameters of the command line
     (:class:`stam.theory.params.RegionParams`), :func:`run_region`, the table on stdout."""
+    import dataclasses
+
     from stam.io import dumps
     from stam.theory.params import RegionParams
 
@@ -341,7 +346,7 @@ def _region(args) -> int:
                       f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}   "
                       f"{_theorem_cell(row['theorem']) if cls == f_class else '-':>12}", flush=True)
 
-    result = run_region(params, progress=show, bar=sys.stderr.isatty())
+    result = args.run(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))
     if args.json:
         print(dumps(result))
     else:
@@ -349,6 +354,15 @@ def _region(args) -> int:
             print(line)
         print(f"wrote {args.out} ({result['seconds']:.0f} s)")
     return 0
+
+
+def run(params: PepParams | RegionParams) -> dict:
+    """The one library entry of ``stam pep``: :func:`run_region` for :class:`~stam.theory.params.RegionParams`
+    (``--region``), :func:`run_pep` for :class:`~stam.theory.params.PepParams`; the result, nothing printed but
+    :func:`run_region`'s estimate of a long search."""
+    from stam.theory.params import RegionParams
+
+    return run_region(params) if isinstance(params, RegionParams) else run_pep(params)
 
 
 def _handler(args) -> int:
@@ -388,4 +402,4 @@ def _build(p) -> None:
     for f in flagged(RegionParams):  # REGION_ONLY, in the order of the fields
         if f.name in REGION_ONLY:
             add_field(g, f.name, f)
-    p.set_defaults(func=_handler, params_modes={"region": RegionParams})  # --region: the other experiment
+    p.set_defaults(func=_handler, params_modes={"region": RegionParams}, run=experiment("stam.theory.pep_cli"))  # --region: the other experiment

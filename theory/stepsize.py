@@ -5,8 +5,8 @@ recommended ``gamma`` (the admissible gamma that minimises the bound on T of The
 conv-rate), ``K1 K2 K3 M L``, ``beta_min`` with the binding condition and ``T_min``; with
 ``--gamma`` alone the same at that gamma; with ``--gamma --beta [--T]`` it checks that
 configuration.  Corrected constants by default (``--as-printed``: the paper's printed forms).
-One unit: its parameters (:class:`StepsizeParams`, the command's flags), its run (:func:`run`, a
-library call taking them) and its text output; the result (``stam demo``'s ``stepsize.json``) is
+One unit: its parameters (:class:`StepsizeParams`, the command's flags), its run (:func:`run`, the
+one library entry: ``run(params) -> Stepsize``) and its text output (:func:`text`); the result (``stam demo``'s ``stepsize.json``) is
 :data:`stam.theory.numeric.STEPSIZE`.  Imports numpy and :mod:`stam.theory.numeric` only, and only
 when it runs (registering ``stam stepsize`` for ``stam --help`` imports neither).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
@@ -329,25 +330,36 @@ def _recommend(params: StepsizeParams, c) -> dict:
     return r
 
 
-def evaluate(params: StepsizeParams):
-    """``stam stepsize``'s answer as values: ``(answer, constants, report)``, the answer the check of the
-    setting (:func:`is_check`) or the recommendation, with the problem's ``constants`` report where
-    ``--problem`` gave them (``report``: that report, else None)."""
+class Stepsize(NamedTuple):
+    """What :func:`run` returns: the ``answer`` (the check of the setting, :func:`is_check`, or the
+    recommendation; with the problem's ``constants`` report where ``--problem`` gave them), the constants
+    ``c`` it was computed from and that ``report`` (else None)."""
+
+    answer: dict
+    constants: object
+    report: dict | None
+
+
+def run(params: StepsizeParams) -> Stepsize:
+    """``stam stepsize`` as a library call (this module's one entry): the answer as values, nothing
+    printed (:func:`text` is the command's output)."""
     c, report = constants_of(params)
     answer = _check(params, c) if is_check(params) else _recommend(params, c)
-    return (dict(answer, constants=report) if report else answer), c, report
+    return Stepsize(dict(answer, constants=report) if report else answer, c, report)
 
 
-def run(params: StepsizeParams) -> int:
-    """``stam stepsize`` as a library call: :func:`evaluate`, printed (``json``: one JSON object); 0."""
-    answer, c, report = evaluate(params)
+#: the earlier name of :func:`run` (the same three values)
+evaluate = run
+
+
+def text(params: StepsizeParams, result: Stepsize) -> str:
+    """What ``stam stepsize`` prints of ``result`` (``json``: one JSON object)."""
+    answer, c, report = result
     if params.json:
-        print(dumps(answer))
-    elif is_check(params):
-        print(_check_text(answer, c, params, report))
-    else:
-        print(_recommend_text(answer, c, params, report))
-    return 0
+        return dumps(answer)
+    if is_check(params):
+        return _check_text(answer, c, params, report)
+    return _recommend_text(answer, c, params, report)
 
 
 #: the earlier name (it took the parsed command line; now the parameters)
