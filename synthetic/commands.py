@@ -209,13 +209,34 @@ class RatesRun(NamedTuple):
     paths: tuple
 
 
+def _rates_steps(args: RunParams):
+    """``stam synthetic run``'s step sizes (:class:`stam.theory.numeric.StepSizes`) and the problem's
+    lambda (``extra``), from --preset (the paper's lambda, gamma, beta) or --gamma/--beta/--lam, each
+    combination checked."""
+    from stam.theory.numeric import StepSizes
+
+    extra = {}
+    gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
+    if args.preset:
+        require(args.problem in WITH_LAM, f"--preset {args.preset} needs a problem with lambda ({', '.join(WITH_LAM)})")
+        given = [f for f, v in (("--gamma", args.gamma), ("--beta", args.beta), ("--lam", args.lam)) if v is not None]
+        require(not given, f"--preset {args.preset} sets lambda, gamma and beta; drop {', '.join(given)} (or drop --preset)")
+        lam, gamma, beta = args.preset_values  # (lambda, gamma, beta), from the paper's preset (stam.synthetic.cli)
+        extra["lam"], allow = lam, True
+    if args.lam is not None:
+        require(args.problem in WITH_LAM, f"--lam is for the problems with lambda ({', '.join(WITH_LAM)}), not {args.problem}")
+        extra["lam"] = args.lam
+    require(gamma is not None or 0 < args.gamma_fraction < 1,
+            f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
+    return StepSizes(gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow), extra
+
+
 def rates_experiment(params: RunParams) -> RatesRun:
     """``stam synthetic run`` as a library call (its parameters: :class:`stam.synthetic.params.RunParams`):
     every flag checked, the rate experiment run and written; nothing printed (:func:`run_command` prints)."""
     import dataclasses
 
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
-    from stam.theory.numeric import StepSizes
 
     if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
@@ -243,20 +264,7 @@ def rates_experiment(params: RunParams) -> RatesRun:
     stem = f"rates-{_stem_name(args)}"
     for suffix in (".json", ".csv"):
         check_out_file(out / f"{stem}{suffix}")
-    extra = {}
-    gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
-    if args.preset:
-        require(args.problem in WITH_LAM, f"--preset {args.preset} needs a problem with lambda ({', '.join(WITH_LAM)})")
-        given = [f for f, v in (("--gamma", args.gamma), ("--beta", args.beta), ("--lam", args.lam)) if v is not None]
-        require(not given, f"--preset {args.preset} sets lambda, gamma and beta; drop {', '.join(given)} (or drop --preset)")
-        lam, gamma, beta = args.preset_values  # (lambda, gamma, beta), from the paper's preset (stam.synthetic.cli)
-        extra["lam"], allow = lam, True
-    if args.lam is not None:
-        require(args.problem in WITH_LAM, f"--lam is for the problems with lambda ({', '.join(WITH_LAM)}), not {args.problem}")
-        extra["lam"] = args.lam
-    require(gamma is not None or 0 < args.gamma_fraction < 1,
-            f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
-    step_sizes = StepSizes(gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow)
+    step_sizes, extra = _rates_steps(args)
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
     _say_work(work, f"stam synthetic run: --R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max}")
