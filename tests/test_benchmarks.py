@@ -199,12 +199,8 @@ def test_bn_subset_size_measures_accuracies_against_the_whole_training_set(tmp_p
     algorithm, seed, epoch, split, weights and subset, against the statistics of all training images."""
     from stam.dnn import catalog
 
-    bench = _load("bn_subset_size")
-    out = tmp_path / "sizes.json"
-    bench.main(["--seeds", "1", "--epochs", "2", "--early", "1", "--subsets", "2", "--sizes", "81,647", "--repeats", "1",
-                "--out", str(out)])
-    result = json.loads(out.read_text())
-    assert json.loads(capsys.readouterr().out) == result
+    result = _written("bn_subset_size", ["--seeds", "1", "--epochs", "2", "--early", "1", "--subsets", "2", "--sizes", "81,647",
+                                         "--repeats", "1"], tmp_path, capsys)
     assert result["default_images"] == catalog.bn_images_used(catalog.BN_IMAGES, 1294) == 647
     assert set(result["reestimate_s"]) == {"81", "647", "1294"} and "1,294 images" in result["reference"]
     for r in result["by_size"]:  # 4 algorithms x 1 seed x 2 epochs x 2 splits x 2 weights x 2 subsets
