@@ -1,82 +1,148 @@
-"""The CIFAR-10 study (issue 21, point 5): the equal-budget tuning of STAM, BC, BR, PSGD and Float
-(with the paper's settings as labelled rows) and the convergence map of STAM over (gamma, lambda),
-on a narrow VGG-11 and the real CIFAR-10 images, sized to run on a 2-core CPU in about 1.5 to 2 hours.
+"""The CIFAR-10 study: the equal-budget tuning of STAM, BC, BR, PSGD and Float (with the paper's
+settings as labelled rows), the convergence map of STAM, and the tuned settings transferred to
+VGG-16 and ResNet-18, on a narrow VGG-11 and the real CIFAR-10 images.
 
-It runs the toolkit's own commands, as a user would (resumable: run it again after an
-interruption and finished jobs are read back from ``OUT/*/jobs``)::
+Two budgets are declared here (``BUDGETS``), each a complete protocol:
 
-    stam tune --dataset cifar10 --data-dir DATA --width W --epochs E --trials K --n-seeds S --workers J --out OUT/tune
-    stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --n-seeds 1 --gamma-range ... --lam-range ... --out OUT/map
+- ``committed`` (issue 21, re-measured under issue 34's evaluation rule): 5 epochs, 4 trials, 3
+  seeds, constant steps, a 3 x 3 map at beta 20; about 1.5 to 2 hours on a 2-core CPU;
+- ``deciding`` (issue 35): 30 epochs, 16 trials per algorithm with successive halving by 3, the
+  warm-up-cosine step for every algorithm, the standard recipe for Float, 5 fresh paired seeds;
+  the map over gamma*lambda from 0.3 to 300 (lambda = 1) at the steps 1/beta = 0.1, 0.01, 0.001
+  with 2 seeds and 10 epochs; VGG-16 and ResNet-18 at the same width with the tuned settings
+  transferred (3 seeds, 30 epochs).  On one H200 the tuning and the map took about 12 minutes side by
+  side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``).
 
-then copies the results (JSON, Markdown, CSV, PNG) into ``--results`` with a summary of the
-settings and the wall time of each command.  Default data: the JPEG copy of CIFAR-10 in
-``../shared/data`` (every result records which copy it read: ``data_source``).
+It runs the toolkit's own commands, as a user would, one part at a time (``--parts``), and is
+resumable: run it again after an interruption and finished jobs are read back from ``OUT/*/jobs``::
 
-    python benchmarks/cifar10_study.py --out study-cifar10 --results benchmarks/results/cifar10_study
+    stam tune --dataset cifar10 --data-dir DATA --width W --epochs E --trials K [--halving ETA ...] --out OUT/tune
+    stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --n-seeds S --gamma-range ... --out OUT/map
+    python benchmarks/gpu_width1.py --model M --settings OUT/tune/tune-cifar10.json --epochs E --seeds S ...
+
+then writes ``OUT/study.json`` (the budget, the wall seconds of each part) and, with ``--results``,
+copies the results (JSON, Markdown, CSV, PNG) there.  ``--dry-run`` prints the commands and runs
+nothing.  Default data: the JPEG copy of CIFAR-10 in ``../shared/data`` (every result records which
+copy it read: ``data_source``).
+
+    python benchmarks/cifar10_study.py --budget deciding --out study-cifar10 --results benchmarks/results/cifar10_deciding
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 
-from stam.cli import main as stam
 from stam.io import atomic_write_json, provenance
 
-#: the study's budget (2-core CPU): VGG-11 at width 1/8 takes about 20 s per epoch and run on one core
-BUDGET = {"width": 0.125, "epochs": 5, "trials": 4, "seeds": 3, "map_gammas": "0.01:30:3", "map_lams": "0.05:30:3",
-          "map_beta": 20.0, "bn_images": 5000}
-#: (``bn_images``: the study re-measured under the evaluation rule keeps the 5000 images it started with, so that its
-#: committed jobs in ``benchmarks/results/cifar10_study_bn`` resume; the toolkit's default is 2500)
+#: the study's protocols.  ``bn_images``: the committed study re-measured under the evaluation rule
+#: keeps the 5000 images it started with, so that its committed jobs in
+#: ``benchmarks/results/cifar10_study_bn`` resume (the toolkit's default is 2500)
+BUDGETS = {
+    "committed": {"width": 0.125, "epochs": 5, "trials": 4, "seeds": 3, "halving": 0, "schedule": "constant",
+                  "recipe": "none", "bn_images": 5000, "map_epochs": 5, "map_seeds": 1, "map_gammas": "0.01:30:3",
+                  "map_lams": "0.05:30:3", "map_betas": "20", "transfer_models": "", "transfer_seeds": 3},
+    "deciding": {"width": 0.125, "epochs": 30, "trials": 16, "seeds": 5, "halving": 3, "schedule": "warmup-cosine",
+                 "recipe": "standard", "bn_images": 2500, "map_epochs": 10, "map_seeds": 2, "map_gammas": "0.3:300:7",
+                 "map_lams": "1", "map_betas": "10,100,1000", "transfer_models": "vgg16,resnet18", "transfer_seeds": 3},
+}
+PARTS = ("tune", "map", "transfer")
+#: the lines of the lyapunov region drawn on the map (``stam map --region``)
+REGION = Path(__file__).resolve().parent / "results" / "lyapunov_region.json"
+
+
+def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, device: str = "cpu") -> dict[str, list[list[str]]]:
+    """Each part's commands (argv lists; ``stam`` ones without the program name, the transfer's
+    ``[script, ...]``), from the ``budget``: what the study runs, nothing run here."""
+    common = ["--dataset", "cifar10", "--data-dir", data_dir, "--width", str(budget["width"]), "--no-progress",
+              "--bn-images", str(budget["bn_images"]), "--workers", str(workers)]
+    cmds: dict[str, list[list[str]]] = {}
+    if "tune" in parts:
+        tune = ["tune", *common, "--epochs", str(budget["epochs"]), "--trials", str(budget["trials"]),
+                "--n-seeds", str(budget["seeds"]), "--schedule", budget["schedule"], "--recipe", budget["recipe"]]
+        if budget["halving"]:
+            tune += ["--halving", str(budget["halving"])]
+        cmds["tune"] = [tune + ["--out", str(out / "tune")]]
+    if "map" in parts:
+        cmds["map"] = [["map", *common, "--epochs", str(budget["map_epochs"]), "--n-seeds", str(budget["map_seeds"]),
+                        "--gamma-range" if ":" in budget["map_gammas"] else "--gammas", budget["map_gammas"],
+                        "--lam-range" if ":" in budget["map_lams"] else "--lams", budget["map_lams"],
+                        "--betas", budget["map_betas"], "--region", str(REGION), "--out", str(out / "map")]]
+    if "transfer" in parts and budget["transfer_models"]:
+        script = str(Path(__file__).resolve().parent / "gpu_width1.py")
+        cmds["transfer"] = [[script, "--out", str(out / f"transfer-{m}"), "--data", data_dir, "--settings",
+                             str(out / "tune" / "tune-cifar10.json"), "--model", m, "--width", str(budget["width"]),
+                             "--epochs", str(budget["epochs"]), "--seeds", str(budget["transfer_seeds"]),
+                             "--bn-images", str(budget["bn_images"]), "--device", device, "--budget-s", "1e9"]
+                            for m in budget["transfer_models"].split(",")]
+    return cmds
 
 
 def run(argv: list[str]) -> float:
+    """One command: ``stam ARGV`` in this process, or a benchmark script in a fresh one; its wall seconds."""
+    import subprocess
+
+    from stam.cli import main as stam
+
     t0 = time.perf_counter()
-    rc = stam(argv)
+    rc = subprocess.call([sys.executable, *argv]) if argv[0].endswith(".py") else stam(argv)
     if rc != 0:
-        raise SystemExit(f"stam {' '.join(argv)} exited {rc}")
+        raise SystemExit(f"{shlex.join(argv)} exited {rc}")
     return time.perf_counter() - t0
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> dict | None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", choices=tuple(BUDGETS), default="committed", help="the protocol (default committed)")
     ap.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--out", default="study-cifar10", help="working folder (job stores; default study-cifar10)")
     ap.add_argument("--results", default=None, help="copy the results here (e.g. benchmarks/results/cifar10_study)")
     ap.add_argument("--workers", type=int, default=2)
-    for key, value in BUDGET.items():
-        ap.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)
-    ap.add_argument("--skip-map", action="store_true")
-    ap.add_argument("--skip-tune", action="store_true")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"which parts, run in the order {', '.join(PARTS)} (default all)")
+    ap.add_argument("--device", default="cpu", help="the transfer's device (cpu or cuda; tune and map use a GPU where there is one)")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    common = ["--dataset", "cifar10", "--data-dir", args.data_dir, "--width", str(args.width), "--epochs", str(args.epochs),
-              "--workers", str(args.workers), "--no-progress", "--bn-images", str(args.bn_images)]
-    seconds = {}
+    parts = [p for p in args.parts.split(",") if p]
+    bad = [p for p in parts if p not in PARTS]
+    if bad or not parts:
+        ap.error(f"--parts {args.parts!r}: give some of {', '.join(PARTS)}")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: give a number >= 1")
+    budget, out = BUDGETS[args.budget], Path(args.out)
+    cmds = commands(budget, args.data_dir, out, args.workers, parts, args.device)
+    if args.dry_run:
+        for part, argvs in cmds.items():
+            for a in argvs:
+                print(f"{part}: " + shlex.join(a if a[0].endswith(".py") else ["stam", *a]))
+        return None
     done = out / "study.json"
-    if done.is_file():  # a resumed study keeps the wall times of the commands run before
-        seconds.update(json.loads(done.read_text()).get("seconds", {}))
-    if not args.skip_tune:
-        seconds["tune"] = run(["tune", *common, "--trials", str(args.trials), "--n-seeds", str(args.seeds), "--out", str(out / "tune")])
-        atomic_write_json(done, {"seconds": seconds})
-    if not args.skip_map:
-        seconds["map"] = run(["map", *common, "--n-seeds", "1", "--gamma-range", args.map_gammas, "--lam-range", args.map_lams,
-                              "--betas", str(args.map_beta), "--out", str(out / "map")])
-    atomic_write_json(done, {"seconds": seconds})
+
+    def recorded() -> dict:  # the wall times of the parts run before (a resumed study, or a part run beside this one)
+        return json.loads(done.read_text()).get("seconds", {}) if done.is_file() else {}
+
+    for part, argvs in cmds.items():
+        took = sum(run(a) for a in argvs)
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(done, {"seconds": {**recorded(), part: took}})
+    seconds = recorded()
     summary = {"kind": "benchmark", "name": "cifar10_study", "provenance": provenance(), "seconds": seconds,
-               "budget": {k: getattr(args, k) for k in BUDGET}, "workers": args.workers, "data_dir": args.data_dir}
-    atomic_write_json(out / "study.json", summary)
+               "budget_name": args.budget, "budget": budget, "workers": args.workers, "data_dir": args.data_dir,
+               "commands": {p: [shlex.join(a) for a in argvs] for p, argvs in cmds.items()}}
+    atomic_write_json(done, summary)
     if args.results:
         dest = Path(args.results)
         dest.mkdir(parents=True, exist_ok=True)
         for f in sorted(out.glob("*/*")):
             if f.is_file() and f.suffix in (".json", ".md", ".csv", ".png"):
-                shutil.copy2(f, dest / f.name)
-        shutil.copy2(out / "study.json", dest / "study.json")
+                shutil.copy2(f, dest / (f"{f.parent.name}-{f.name}" if f.parent.name.startswith("transfer") else f.name))
+        shutil.copy2(done, dest / "study.json")
     print(json.dumps(summary, indent=1))
+    return summary
 
 
 if __name__ == "__main__":

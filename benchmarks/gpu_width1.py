@@ -382,7 +382,7 @@ def summary(runs, num_classes: int, n_test: int) -> dict:
 def table(result: dict) -> str:
     s, tp, upd = result["summary"], result["throughput"], result["update"]
     st = result["settings"]
-    lines = [f"VGG-11 x{st['width']:g} on CIFAR-10 (JPEG copy), {result['device']['name']}: {st['epochs_done']} epochs "
+    lines = [f"{catalog.MODELS[st['model']]} x{st['width']:g} on CIFAR-10 (JPEG copy), {result['device']['name']}: {st['epochs_done']} epochs "
              f"(planned {st['epochs']}), batch {st['batch_size']}, bf16 {'on' if st['bf16'] else 'off'}, seeds "
              f"{'batched' if st['batch_seeds'] else 'one by one'}; {st['bn_statistics']}; {result['seconds']['total']:.0f} s",
              f"{'algorithm':<10} {'test acc. (sel. epoch)':<24} {'per seed':<22} {'images/s':>10} {'epoch s/run':>12}"]
@@ -427,6 +427,8 @@ def parse(argv):
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--width", type=float, default=1.0)
+    ap.add_argument("--model", choices=("vgg11", "vgg16", "resnet18"), default="vgg11",
+                    help="the network (default vgg11, the tuned one; another model's settings are transferred, labelled so)")
     ap.add_argument("--batch-size", type=int, default=presets.paper_batch_size())
     ap.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     ap.add_argument("--batch-seeds", choices=("auto", "on", "off"), default="auto")
@@ -467,7 +469,7 @@ def main(argv=None) -> dict:
         if not Path(args.data).exists():
             raise UsageError(f"--data {args.data}: not found; copy cifar10-jpeg.tar.gz there (docs/benchmarks.md)")
         # ------------------------------------------------------------ 1. the data
-        task, load_s = timed(lambda: batched.load_task("cifar10", "vgg11", args.width, VAL_FRACTION, 0, data_dir=args.data,
+        task, load_s = timed(lambda: batched.load_task("cifar10", args.model, args.width, VAL_FRACTION, 0, data_dir=args.data,
                                                        device=device), device)
     except UsageError as exc:
         fail(ap, str(exc))
@@ -553,7 +555,7 @@ def main(argv=None) -> dict:
                    "torch": torch.__version__, "cuda": torch.version.cuda,
                    "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None},
         "data": {"source": data.source, "train": len(data.train_x), "val": len(data.val_x), "test": len(data.test_x)},
-        "settings": {"model": "vgg11", "width": args.width, "batch_size": args.batch_size, "seeds": seeds, "algos": algos,
+        "settings": {"model": args.model, "width": args.width, "batch_size": args.batch_size, "seeds": seeds, "algos": algos,
                      "epochs": epochs, "epochs_done": done, "stopped": stopped, "budget_s": args.budget_s, "bf16": args.bf16_on,
                      "batch_seeds": args.batch_seeds_on, "compile": args.compile_on, "eval_batch_size": args.eval_batch_size,
                      "bn_images": args.bn_images, "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,

@@ -54,7 +54,8 @@ The ``torch.optim`` classes of :mod:`stam.dnn.optim` (the same rules, R = 1) rem
 loop of one's own; tests check that this trainer follows them step for step.
 
 The update itself (:func:`stam.dnn.compiled.update`, pure) and how it runs (eager, compiled in the
-process, ahead of time; glibc's malloc settings) live in :mod:`stam.dnn.compiled`, the flat
+process, ahead of time; glibc's malloc settings; the images' layout and the runs per job on a
+device) live in :mod:`stam.dnn.compiled`, the flat
 buffers of the weights (:class:`stam.dnn.wide.Layout`) in :mod:`stam.dnn.wide`; their names are
 read here too.
 """
@@ -62,6 +63,7 @@ read here too.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import math
 import time
@@ -77,7 +79,7 @@ from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.compiled import (COMPILE_MODES, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, aot_update_fn, compile_pays,
-                               keep_freed_memory, remake, rule, update, update_fn)
+                               image_layout, keep_freed_memory, remake, rule, runs_per_job, update, update_fn)
 from stam.dnn.wide import Layout, WideNet, chunks, stack_runs, widen
 
 #: the update and its compiled forms moved to :mod:`stam.dnn.compiled`; their old names here
@@ -244,27 +246,6 @@ def _hyper_at(configs: list[Config], epoch: int, device) -> dict[str, Tensor]:
     return out
 
 
-def runs_per_job(model: str, device: str = "cpu") -> int:
-    """How many runs one batched training should hold.  On a GPU, and for the MLP anywhere, many
-    (16): the runs fill the device and share the per-step overhead.  On a CPU a convolutional
-    network gains nothing from it: its convolutions are already compute-bound, and the wider
-    activations fall out of cache (VGG-11 at width 1/8, R = 8, batch 128, one thread: 0.66 s per
-    step wide against 0.47 s for the 8 networks one after the other, ``benchmarks/dnn_batched_speed.py``),
-    so there each job trains one run and the job engine runs jobs side by side (``--workers``)."""
-    return 16 if str(device).startswith("cuda") or model == "mlp" else 1
-
-
-def image_layout(device, image_dims: int, R: int) -> torch.memory_format:
-    """The layout of the images a :class:`Trainer` feeds its network: channels_last for images
-    (``image_dims`` 4) on a GPU, and on a CPU for one run (``stam train``): there oneDNN's
-    convolutions take it natively, and VGG-11 at width 1/8 trains in 0.74x the time of the
-    contiguous layout (1 thread, ``benchmarks/epoch_vs_loop.py``; the same float32 arithmetic,
-    summed in another order); R runs on a CPU (grouped convolutions, not measured) stay contiguous."""
-    if image_dims == 4 and (torch.device(device).type == "cuda" or R == 1):
-        return torch.channels_last
-    return torch.contiguous_format
-
-
 class Epoch(NamedTuple):
     """What :meth:`Trainer.train_epoch` measured, per run (``(R,)`` tensors, summed over the
     processes): mean training loss and accuracy (percent) over the epoch's images, the images
@@ -276,23 +257,40 @@ class Epoch(NamedTuple):
     proxies: tuple | None
 
 
-class Trainer:
-    """``R`` configurations of one algorithm trained together on ``task`` (module docstring).
+@dataclass(frozen=True)
+class TrainerOptions:
+    """How a :class:`Trainer` trains: ``epochs`` (what ``compile="auto"`` weighs), the ``device``, or
+    ``ctx`` the processes (:func:`stam.dnn.distributed.setup`; default one process on ``device``);
+    ``keep_float``: layers kept float (:func:`stam.dnn.models.param_groups`); ``bf16``: the forward
+    and backward pass under bfloat16 autocast (weights and state stay float32); ``proxies``: record
+    the rule's stationarity proxies every step (STAM's, eq. (algy)/(algz)); ``compile``: one of
+    :data:`COMPILE_MODES` (``"auto"``: :func:`compile_pays` over ``epochs``); ``eval_batch_size``;
+    ``bn_images``: the training images BatchNorm's statistics are re-estimated on for every
+    evaluation (:meth:`Trainer.statistics`; 0 = evaluate with the statistics as trained)."""
 
-    ``ctx``: the processes (:func:`stam.dnn.distributed.setup`; default one process on
-    ``device``); ``keep_float``: layers kept float (:func:`stam.dnn.models.param_groups`);
-    ``bf16``: the forward and backward pass under bfloat16 autocast (weights and state stay
-    float32); ``proxies``: record the rule's stationarity proxies every step (STAM's, eq.
-    (algy)/(algz)); ``compile``: one of :data:`COMPILE_MODES` (``"auto"``: :func:`compile_pays` over
-    ``epochs``); ``bn_images``: the training images BatchNorm's statistics are re-estimated on for
-every evaluation (:meth:`statistics`; 0 = evaluate with the statistics as trained).  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
+    epochs: int = 1
+    device: object = None
+    ctx: distributed.Context | None = None
+    keep_float: tuple = ()
+    bf16: bool = False
+    proxies: bool = False
+    compile: bool | str = "auto"
+    eval_batch_size: int = 1000
+    bn_images: int = BN_IMAGES
+
+
+class Trainer:
+    """``R`` configurations of one algorithm trained together on ``task`` (module docstring), as
+    ``options`` say (:class:`TrainerOptions`; keywords change single fields of it:
+    ``Trainer(configs, task, 64, compile=False)``).  The state of a run is its weights (:attr:`state`, :attr:`floats`), the float
     parameters' buffers (:attr:`fmom`), the BatchNorm statistics (in :attr:`net`), the
     generators and the sign-flip tracker: :meth:`state_dict` holds all of it, so a training
     restored with :meth:`load_state_dict` continues exactly."""
 
-    def __init__(self, configs: list[Config], task: Task, batch_size: int, *, epochs: int = 1, device=None,
-                 ctx: distributed.Context | None = None, keep_float=(), bf16: bool = False, proxies: bool = False,
-                 compile: bool | str = "auto", eval_batch_size: int = 1000, bn_images: int = BN_IMAGES):
+    def __init__(self, configs: list[Config], task: Task, batch_size: int, options: TrainerOptions | None = None, **changes):
+        self.options = o = dataclasses.replace(options or TrainerOptions(), **changes)
+        epochs, device, ctx, keep_float, compile = o.epochs, o.device, o.ctx, o.keep_float, o.compile
+        bf16, proxies, eval_batch_size, bn_images = o.bf16, o.proxies, o.eval_batch_size, o.bn_images
         if not configs:
             raise ValueError("a Trainer needs at least one configuration")
         algos = {c.preset.algo for c in configs}
@@ -547,7 +545,7 @@ def _average(grads: list[Tensor], ctx) -> list[Tensor]:
 # --------------------------------------------------------------------------- tuning and maps
 
 def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: int = 32, *, evaluate_test: bool = False,
-                  device="cpu", compile: bool | str = "auto", progress=None, bn_images: int = BN_IMAGES) -> list[dict]:
+                  progress=None, **options) -> list[dict]:
     """Train every configuration of ``configs`` (all of one algorithm) on ``task`` (its data set,
     model and width) for ``epochs`` epochs with one :class:`Trainer`; returns one result per
     configuration: ``{"log": [per-epoch records], "diverged_epoch": e or None, "seconds": wall
@@ -555,13 +553,15 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``, every
     accuracy with BatchNorm statistics of the weights it measures (``bn_images``,
     :meth:`Trainer.statistics`); with ``bn_images > 0`` also ``val_acc_binary_as_trained`` (the
-    binary weights with the training's statistics, a diagnostic).
-    ``compile="auto"``: see :func:`compile_pays`.  The data must be on ``device``."""
+    binary weights with the training's statistics, a diagnostic).  ``options``: fields of
+    :class:`TrainerOptions` (``device`` default ``"cpu"``; ``compile="auto"``: see
+    :func:`compile_pays`).  The data must be on ``device``."""
     if not configs:
         return []
     R = len(configs)
     t_start = time.perf_counter()
-    tr = Trainer(configs, task, batch_size, epochs=epochs, device=device, compile=compile, bn_images=bn_images)
+    tr = Trainer(configs, task, batch_size, TrainerOptions(device="cpu"), epochs=epochs, **options)
+    bn_images = tr.bn_images
     diverged: list[int | None] = [None] * R
     logs: list[list[dict]] = [[] for _ in range(R)]
     splits = ("val",) * (task.data.val_x is not None) + ("test",) * evaluate_test
@@ -593,7 +593,7 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
 select_epoch = ep.select_epoch
 
 
-__all__ = ["Task", "Config", "Net", "Trainer", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
+__all__ = ["Task", "Config", "Net", "Trainer", "TrainerOptions", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
            "reestimate_bn", "bn_inputs",
            "compile_pays", "runs_per_job", "keep_freed_memory", "image_layout",
            # moved to stam.dnn.compiled and stam.dnn.wide, still read here

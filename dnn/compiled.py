@@ -1,8 +1,9 @@
 """The update of the one trainer (:class:`stam.dnn.batched.Trainer`) and how it runs: one step of an
 algorithm's update rule for all R runs and all layers (:func:`update`, pure), in eager mode,
 compiled by ``torch.compile`` in the process (:func:`update_fn`) or ahead of time into a package
-kept on disk (:func:`aot_update_fn`), when compiling pays (:func:`compile_pays`), and glibc's
-malloc settings that let a pure update reuse the memory it frees (:func:`keep_freed_memory`).
+kept on disk (:func:`aot_update_fn`), when compiling pays (:func:`compile_pays`), the runs one
+training holds and the images' memory layout on a device (:func:`runs_per_job`, :func:`image_layout`),
+and glibc's malloc settings that let a pure update reuse the memory it frees (:func:`keep_freed_memory`).
 
 Each algorithm's batched update is its update rule (:class:`stam.rules.UpdateRule`, one module of
 :mod:`stam.rules`), found through :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
@@ -171,6 +172,27 @@ def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
     return steps >= 1000 and (R >= 16 or R * numel >= AUTO_COMPILE_MIN_NUMEL)
 
 
+def runs_per_job(model: str, device: str = "cpu") -> int:
+    """How many runs one batched training should hold.  On a GPU, and for the MLP anywhere, many
+    (16): the runs fill the device and share the per-step overhead.  On a CPU a convolutional
+    network gains nothing from it: its convolutions are already compute-bound, and the wider
+    activations fall out of cache (VGG-11 at width 1/8, R = 8, batch 128, one thread: 0.66 s per
+    step wide against 0.47 s for the 8 networks one after the other, ``benchmarks/dnn_batched_speed.py``),
+    so there each job trains one run and the job engine runs jobs side by side (``--workers``)."""
+    return 16 if str(device).startswith("cuda") or model == "mlp" else 1
+
+
+def image_layout(device, image_dims: int, R: int) -> torch.memory_format:
+    """The layout of the images a :class:`~stam.dnn.batched.Trainer` feeds its network: channels_last for images
+    (``image_dims`` 4) on a GPU, and on a CPU for one run (``stam train``): there oneDNN's
+    convolutions take it natively, and VGG-11 at width 1/8 trains in 0.74x the time of the
+    contiguous layout (1 thread, ``benchmarks/epoch_vs_loop.py``; the same float32 arithmetic,
+    summed in another order); R runs on a CPU (grouped convolutions, not measured) stay contiguous."""
+    if image_dims == 4 and (torch.device(device).type == "cuda" or R == 1):
+        return torch.channels_last
+    return torch.contiguous_format
+
+
 #: glibc's malloc settings for a CPU training (:func:`keep_freed_memory`): allocations up to 32 MiB
 #: (glibc's largest mmap threshold) from the heap, and up to 1 GiB of freed heap kept for reuse
 MMAP_THRESHOLD_BYTES = 32 << 20
@@ -209,5 +231,5 @@ def remake(like, tensors: list):
     """A rule state of ``like``'s type (a NamedTuple or a tuple) from its tensors."""
     return like._make(tensors) if hasattr(like, "_make") else type(like)(tensors)
 
-__all__ = ["rule", "update", "update_fn", "aot_update_fn", "COMPILE_MODES", "compile_pays", "keep_freed_memory",
-           "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "remake"]
+__all__ = ["rule", "update", "update_fn", "aot_update_fn", "COMPILE_MODES", "compile_pays", "runs_per_job", "image_layout",
+           "keep_freed_memory", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "remake"]

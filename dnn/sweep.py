@@ -211,6 +211,8 @@ def run_job(spec: dict) -> dict:
                "sign_ever": last and last["sign_ever"]}
         if best is not None and "val_acc_binary_as_trained" in best:  # the diagnostic: the training's own statistics
             row["score_as_trained"] = best["val_acc_binary_as_trained"]
+        if best is not None and "val_acc_float" in best:  # the float weights x at the selected epoch (their own statistics)
+            row["val_acc_float"] = best["val_acc_float"]
         if spec["test"]:
             row["test_acc"] = best and best[key.replace("val", "test")]
             row["test_acc_final"] = last and last[key.replace("val", "test")]
@@ -272,7 +274,9 @@ def map_digits(gammas, *grid, store=None, scheduler: str | None = None, workers:
     diverge; BatchNorm statistics of the binary weights, the spec's ``bn_images``), metric_std,
     metric_final (mean final-epoch binary validation accuracy, percent), metric_as_trained (the
     selected epochs' binary validation accuracy with the training's statistics, a diagnostic; None
-    with ``bn_images`` 0), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose
+    with ``bn_images`` 0), val_acc_float, val_acc_float_std (the float weights x of eq. (algx) at the
+    selected epochs, BatchNorm statistics re-estimated for them; None where the jobs were stored
+    before they recorded it), diverged (seeds), sign_ever_changed (mean fraction of binary weights whose
     sign ever changed)}``; seeds are common random numbers across the grid.  The jobs
     (:meth:`DigitsMap.job_specs`) run through :func:`stam.jobs.run_jobs` (stored in ``store``,
     resumable; ``scheduler``: a Dask cluster; ``workers`` side by side)."""
@@ -302,9 +306,12 @@ def _cell_row(cell: tuple[float, float, float], mine: list[dict], seeds: int) ->
     finals = [r["val_curve"][-1] for r in ok if r["val_curve"]]
     signs = [r["sign_ever"] for r in ok if r["sign_ever"] is not None]
     stale = [r["score_as_trained"] for r in ok if r.get("score_as_trained") is not None]
+    floats = [r["val_acc_float"] for r in ok if r.get("val_acc_float") is not None]  # none in a job stored before it was
+    float_mean, float_std = mean_std(floats) if floats else (None, None)
     return {"gamma": g, "lam": l, "beta": b, "seeds": seeds, "metric": mean, "metric_std": std,
             "metric_final": sum(finals) / len(finals) if finals else None,
             "metric_as_trained": sum(stale) / len(stale) if stale else None,
+            "val_acc_float": float_mean, "val_acc_float_std": float_std,
             "diverged": len(mine) - len(ok), "sign_ever_changed": sum(signs) / len(signs) if signs else None}
 
 
@@ -312,7 +319,7 @@ def _cell_row(cell: tuple[float, float, float], mine: list[dict], seeds: int) ->
 #: accuracies in percent; ``sign_ever`` the fraction of binary weights whose sign ever changed
 JOB_ROW = Schema(required={"score": PCT_OR_NULL, "selected_epoch": POSINT_OR_NULL, "diverged_epoch": POSINT_OR_NULL},
                  optional={"seconds": NONNEG_OR_NULL, "val_curve": LIST, "sign_ever": FRAC_OR_NULL, "test_acc": PCT_OR_NULL,
-                           "test_acc_final": PCT_OR_NULL, "score_as_trained": PCT_OR_NULL},
+                           "test_acc_final": PCT_OR_NULL, "score_as_trained": PCT_OR_NULL, "val_acc_float": PCT_OR_NULL},
                  items={"val_curve": PCT_OR_NULL})
 NETWORK_JOB = ResultType("network-job", Schema(required={"rows": LIST}, each={"rows": JOB_ROW}),
                          files="jobs/<key>.json", writer="stam tune, stam map (stam.jobs)", found=False)

@@ -208,10 +208,10 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     model = build_model(cfg.model, data.num_classes, data.image_shape, cfg.width)  # to check the settings (no random state used)
     data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)
-    trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size,
-                              epochs=epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
-                              proxies=catalog.algorithm(preset.algo).theorem, eval_batch_size=cfg.eval_batch_size,
-                              compile=COMPILE_MODE[cfg.compile], bn_images=cfg.bn_images)
+    options = batched.TrainerOptions(epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
+                                     proxies=catalog.algorithm(preset.algo).theorem, compile=COMPILE_MODE[cfg.compile],
+                                     eval_batch_size=cfg.eval_batch_size, bn_images=cfg.bn_images)
+    trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size, options)
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,

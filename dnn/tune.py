@@ -48,7 +48,7 @@ from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL
 from stam.dnn.tunespace import coordinates, recipe, step_schedule, to_coordinates, to_hyper  # noqa: F401
 from stam.dnn.tunestats import (CURVE_TAIL, MIN_BUDGET, WORKING_LEVEL, budget_note, difficulty_lines,  # noqa: F401
                                 expected_best, expected_best_curve, find_probability, map_fraction, trial_fraction,
-                                tuning_curves)
+                                paired_differences, paired_lines, paired_text, tuning_curves, curve_epochs)
 from stam.dnn.tunetext import describe, headline, table  # noqa: F401
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -352,5 +352,5 @@ TUNE = ResultType(
 
 __all__ = ["coordinates", "to_hyper", "to_coordinates", "step_schedule", "recipe", "find_probability", "map_fraction",
            "trial_fraction", "search_difficulty", "difficulty_lines", "read_map", "halving_rungs", "promote", "rung_jobs",
-           "WORKING_LEVEL", "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline",
+           "WORKING_LEVEL", "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline", "paired_differences", "paired_lines", "paired_text", "curve_epochs",
            "summarise", "budget_note", "counted", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "expected_best_curve", "CURVE_TAIL", "tuning_curves"]

@@ -189,6 +189,50 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
     return {"n": n, "mean": mean, "std": std, "ci95": [max(bounds[0], mean - half), min(bounds[1], mean + half)]}
 
 
+#: the paired differences every tuning states beside its table and in its headline (issue 35, point 4):
+#: STAM against BC and against BR, test accuracy of the fresh seeds
+PAIRED = (("stam", "bc"), ("stam", "br"))
+
+
+def paired_differences(result: dict) -> list[dict]:
+    """Per pair ``(a, b)`` of :data:`PAIRED` with both tuned: the differences ``a - b`` of the test
+    accuracies (points) of their fresh-seed runs, matched by seed (every algorithm's finals run on
+    the same seeds, so the same initial draws of the data order and the augmentation), and their
+    :func:`summarise` (mean, std, the 95% t-interval of the mean difference); ``seeds``, the pairs."""
+    finals = {a["algo"]: a.get("final") or {} for a in result.get("algorithms") or []}
+    out = []
+    for a, b in PAIRED:
+        fa, fb = finals.get(a), finals.get(b)
+        if not fa or not fb:
+            continue
+        acc_a = dict(zip(fa.get("seeds") or [], fa.get("test_acc") or []))
+        diffs = [acc_a[s] - y for s, y in zip(fb.get("seeds") or [], fb.get("test_acc") or [])
+                 if acc_a.get(s) is not None and y is not None]
+        out.append({"a": a, "b": b, "seeds": len(diffs), **summarise(diffs, bounds=(-100.0, 100.0))})
+    return out
+
+
+def paired_text(d: dict) -> str:
+    """One difference of :func:`paired_differences`, e.g. ``STAM - BC -32.5 [-34.2, -30.8]``."""
+    name = f"{algorithm(d['a']).label} \u2212 {algorithm(d['b']).label}"
+    if d["mean"] is None:
+        return f"{name} -"
+    iv = f" [{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]" if d.get("ci95") else ""
+    return f"{name} {d['mean']:+.1f}{iv}"
+
+
+def paired_lines(result: dict) -> list[str]:
+    """The lines under a tuning's table: each paired difference with its spread and interval."""
+    lines = []
+    for d in paired_differences(result):
+        spread = f", std {d['std']:.1f}" if d.get("std") is not None else ""
+        what = "mean and 95% interval" if d.get("ci95") else "mean"
+        why = "" if d.get("ci95") else "; no interval from fewer than 3 distinct values"
+        lines.append(f"Paired difference {paired_text(d)} points of test accuracy ({what} over "
+                     f"{counted(d['seeds'], 'paired seeds')}{spread}{why})")
+    return lines
+
+
 def expected_best(scores: list, k: int) -> float:
     """Expected best validation score of ``k`` trials drawn (with replacement) from the trials run
     (Dodge et al. 2019, "Show your work", eq. (1)): with the ``n`` scores sorted,
@@ -228,13 +272,26 @@ def expected_best_curve(scores: list) -> list[float]:
     return curve
 
 
+def curve_epochs(result: dict) -> int | None:
+    """The epochs at which the trials of a tuning curve were scored: with successive halving the
+    first rung's (every trial reached it), else the tuning's."""
+    rungs = (result.get("halving") or {}).get("rungs")
+    return rungs[0]["epochs"] if rungs else (result.get("params") or {}).get("epochs")
+
+
 def tuning_curves(result: dict) -> dict[str, list[float]]:
     """Each algorithm's expected best validation accuracy after 1, 2, ..., n trials
     (:func:`expected_best` over its trials, :func:`expected_best_curve`): the comparison at every
-    budget, not only at the one run."""
-    return {a["label"]: expected_best_curve([t["score"] for t in a["trials"]]) for a in result["algorithms"] if a["trials"]}
+    budget, not only at the one run.  With successive halving a trial's ``score`` is that of the
+    last rung it reached, so scores of different budgets would mix: the curve resamples every
+    trial's first-rung score instead, all at :func:`curve_epochs`."""
+    def at_one_budget(t):
+        return t["rung_scores"][0] if t.get("rung_scores") else t["score"]
+
+    return {a["label"]: expected_best_curve([at_one_budget(t) for t in a["trials"]])
+            for a in result["algorithms"] if a["trials"]}
 
 
-__all__ = ["WORKING_LEVEL", "find_probability", "map_fraction", "trial_fraction", "search_difficulty", "difficulty_lines",
+__all__ = ["PAIRED", "paired_differences", "paired_text", "paired_lines", "WORKING_LEVEL", "find_probability", "map_fraction", "trial_fraction", "search_difficulty", "difficulty_lines",
            "read_map", "MIN_BUDGET", "counted", "budget_note", "summarise", "expected_best", "CURVE_TAIL",
-           "expected_best_curve", "tuning_curves"]
+           "expected_best_curve", "tuning_curves", "curve_epochs"]

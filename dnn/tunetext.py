@@ -8,7 +8,7 @@ from stam.dnn import catalog
 from stam.dnn.catalog import DATASETS, MODELS, algorithm
 from stam.dnn.params import TuneParams
 from stam.dnn.tunespace import halving_rungs, recipe
-from stam.dnn.tunestats import budget_note, counted
+from stam.dnn.tunestats import budget_note, counted, paired_differences, paired_lines, paired_text
 
 
 def label(algo: str) -> str:
@@ -100,7 +100,8 @@ def format_table(result: dict) -> str:
     caption, header, rows = table(result)
     esc = lambda cells: " | ".join(map(markdown_cell, cells))  # noqa: E731
     lines = [markdown_cell(caption) + ".", "", "| " + esc(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + esc(r) + " |" for r in rows])
+    paired = [markdown_cell(line) for line in paired_lines(result)]
+    return "\n".join(lines + ["| " + esc(r) + " |" for r in rows] + ([""] + paired if paired else []))
 
 
 def headline(result: dict) -> str:
@@ -121,7 +122,8 @@ def headline(result: dict) -> str:
     return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({counted(prm['trials'], 'trials')} each, chosen on "
             f"validation, {counted(prm['seeds'], 'fresh seeds')}, {counted(prm['epochs'], 'epochs')}), test accuracy with binary "
             f"weights (Float: float; BatchNorm {bn}) and 95% interval "
-            "(none from fewer than 3 distinct values): " + ", ".join(parts))
+            "(none from fewer than 3 distinct values): " + ", ".join(parts)
+            + "".join(f"; paired {paired_text(d)}" for d in paired_differences(result) if d["seeds"]))
 
 
 __all__ = ["label", "variants", "describe", "fmt_hyper", "table", "format_table", "headline"]

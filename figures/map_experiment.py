@@ -192,6 +192,19 @@ def _bn_words(data: dict) -> str:
     return bn_protocol((data.get("params") or {}).get("bn_images"))
 
 
+def _network_colours(data: dict) -> str:
+    """What a network map's three rows of panels colour (:data:`stam.figures.map_figure.NETWORK_ROWS`), each on
+    its own scale fitted to the data."""
+    from stam.figures.map_figure import recorded
+
+    flips = recorded(data, "sign_ever_changed")
+    return ("Colour, first row: validation accuracy with binary weights, " + _bn_words(data) + "; second row: "
+            + ("the same with the float weights x at the same epochs" if recorded(data, "val_acc_float")
+               else "the float weights' accuracy, not recorded (this map's jobs predate it)")
+            + ("; third row: fraction of binary weights whose sign ever changed" if flips else "")
+            + "; each row's colour scale spans its cells' range over the betas (fitted to the data, not 0-100%)")
+
+
 def map_caption(data: dict) -> str:
     """What the figure shows, with the numbers (plain text; the report escapes it)."""
     from stam.figures.map_figure import problem_name
@@ -201,11 +214,7 @@ def map_caption(data: dict) -> str:
     budget = ", ".join(f"{k} = {v}" for k, v in data["budget"].items())
     seeds = sorted({r["seeds"] for r in data["rows"]})
     adm_good = sum(_good(data, r) for r in data["rows"] if r["admissible"])
-    colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic"
-              else "Colour: validation accuracy with binary weights, "
-              + _bn_words(data)
-              + ("; second row: fraction of binary weights whose sign ever changed"
-                 if any(r.get("sign_ever_changed") is not None for r in data["rows"]) else ""))
+    colour = ("Colour: log10 E S_T (lower is better)" if data["source"] == "synthetic" else _network_colours(data))
     head = (f"Convergence map, {data['source']} {problem_name(data)} ({budget}, {'/'.join(map(str, seeds))} seeds; "
             f"{data.get('beta_rule_text') or data['beta_rule']['kind']}). Of {s['all']['cells']} (\u03b3, \u03bb, \u03b2) "
             f"cells, {s['all']['good']} {_verb(data)} and {s['all']['diverged']} have diverged seeds. ")
@@ -219,7 +228,9 @@ def map_caption(data: dict) -> str:
             f"{s['all']['admissible']} cells satisfy Theorem conv's conditions (\u2605), {adm_good} of them "
             f"{_word(data)}. {colour}; x: some seeds diverged, hatched: "
             "all did; shaded and outlined: K1 > 0 and [(L2*)\u00b2+(L5*)\u00b2]\u03b3\u00b2 \u2264 1; dashed: "
-            "\u03b3\u03bb = 1/\u221a5; markers: the paper's settings (Table para, Section sub:3.3).")
+            "\u03b3\u03bb = 1/\u221a5; dotted: \u03b3\u03bb = 1, up to which the paper's class (any proper lsc F) is "
+            "certified (the paper's potential \u03b4 + M is bounded below exactly there); markers: the paper's settings "
+            "(Table para, Section sub:3.3).")
 
 
 def format_map(data: dict) -> str:

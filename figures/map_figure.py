@@ -6,10 +6,16 @@ The (gamma, lambda) plane on log axes, as the left panel of the admissible-regio
 the curve ``gamma lambda = 1/sqrt(5)`` (the large-lambda limit of ``K1 > 0``:
 ``5 (gamma lambda)^2 + 4 gamma < 1`` at ``L2* = lambda``, ``l = -lambda``).  On top, each cell of a
 map (format: :mod:`stam.synthetic.convergence_map`) coloured by its metric: synthetic maps by
-``log10 E S_T`` (lower is better), digits maps by the validation accuracy with binary weights
-(and, in a second row, the fraction of binary weights whose sign ever changed).  One panel per
-beta.  Cells where some seed diverged carry an x; where all diverged, the cell is hatched and
-has no colour; cells where Theorem conv's conditions hold (beta included) carry a star.
+``log10 E S_T`` (lower is better), network maps in three rows by the validation accuracy with
+binary weights, the same with the float weights x of eq. (algx) (a map written before it was
+recorded: that row marked "not recorded") and the fraction of binary weights whose sign ever
+changed.  One panel per beta.  A network map's colour scales are fitted to the data
+(:func:`colour_limits`: each row's scale spans its cells' range over all betas, a little padding);
+a panel of few cells writes each cell's value on it.  Cells where some seed diverged carry an x;
+where all diverged, the cell is hatched and has no colour; cells where Theorem conv's conditions
+hold (beta included) carry a star.  Beside the curve ``gamma lambda = 1/sqrt(5)`` the line
+``gamma lambda = 1`` (:data:`PAPER_CLASS_GAMMA_LAMBDA`), up to which the paper's class is
+certified.
 
 The experiment that makes a map is :mod:`stam.figures.map_experiment` (``stam map``); the figure kind
 ``map`` of the report is declared in :mod:`stam.figures.convergence_map`.  matplotlib is imported
@@ -31,6 +37,18 @@ from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
 CMAP_LOWER_BETTER = "cividis_r"
 CMAP_HIGHER_BETTER = "cividis"
 CMAP_FRACTION = "viridis"
+#: ``gamma lambda`` up to which STAM is certified for the paper's class (any proper lsc F) with
+#: H = (lambda/2)||x - y||^2: the paper's potential ``delta_t + M_t`` (Lemma conv-lemma) is
+#: ``Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lambda)||r_t||^2``, bounded below exactly when
+#: ``gamma lambda <= 1`` (:mod:`stam.theory.templates`), and ``stam pep --region`` certifies it up
+#: to gamma lambda = 0.99-1.00 at every lambda from 0.01 to 31.6
+#: (``benchmarks/results/lyapunov_region.json``, docs/pep.md)
+PAPER_CLASS_GAMMA_LAMBDA = 1.0
+PAPER_CLASS_LABEL = "\u03b3\u03bb = 1: certified for the paper's class (lsc F) up to here"
+#: a network map's colour scale: the data's range widened by this fraction of it on each side
+COLOUR_PAD = 0.03
+#: a panel of at most this many cells writes each cell's value on it
+ANNOTATE_CELLS = 16
 
 
 def _safe(text) -> str:
@@ -72,15 +90,39 @@ def map_betas(data: dict) -> list[float]:
     return sorted({r["beta"] for r in data["rows"]})
 
 
-def _panel_rows(data: dict) -> list[tuple[str, str, str]]:
-    """(row key, colour-bar label, colour map) of each row of panels for one map."""
+#: a network map's rows of panels: (row key, colour-bar label, colour map, title word)
+NETWORK_ROWS = (("metric", "validation accuracy (%), binary weights", CMAP_HIGHER_BETTER, "binary accuracy"),
+                ("val_acc_float", "validation accuracy (%), float weights", CMAP_HIGHER_BETTER, "float accuracy"),
+                ("sign_ever_changed", "fraction of weights whose sign ever changed", CMAP_FRACTION, "sign changes"))
+
+
+def recorded(data: dict, key: str) -> bool:
+    """Whether some cell of the map holds ``key`` (a network map written before the float accuracy was
+    recorded holds none)."""
+    return any(r.get(key) is not None for r in data["rows"])
+
+
+def _panel_rows(data: dict) -> list[tuple[str, str, str, str]]:
+    """(row key, colour-bar label, colour map, title word) of each row of panels for one map: a synthetic
+    map's E S_T (and sign changes where recorded); a network map's three rows of :data:`NETWORK_ROWS`, the
+    float accuracy's drawn "not recorded" where the map does not hold it."""
     if data["source"] == "synthetic":
-        out = [("metric", "log10 E S_T (lower is better)", CMAP_LOWER_BETTER)]
-    else:
-        out = [("metric", "validation accuracy (%), binary weights", CMAP_HIGHER_BETTER)]
-    if any(r.get("sign_ever_changed") is not None for r in data["rows"]):
-        out.append(("sign_ever_changed", "fraction of weights whose sign ever changed", CMAP_FRACTION))
-    return out
+        out = [("metric", "log10 E S_T (lower is better)", CMAP_LOWER_BETTER, "stationarity")]
+        return out + [row for row in NETWORK_ROWS[2:] if recorded(data, row[0])]
+    return [row for row in NETWORK_ROWS if row[0] != "sign_ever_changed" or recorded(data, row[0])]
+
+
+def colour_limits(data: dict, key: str) -> tuple[float, float]:
+    """The colour scale of a network map's quantity ``key`` (an accuracy in percent, a fraction of weights):
+    its cells' range over every beta, widened by :data:`COLOUR_PAD` of it on each side and kept within
+    the quantity's bounds ([0, 100], [0, 1]); one value: that value +- 1% of the bounds' width; none: the bounds."""
+    bounds = (0.0, 1.0) if key == "sign_ever_changed" else (0.0, 100.0)
+    vals = [float(r[key]) for r in data["rows"] if r.get(key) is not None and math.isfinite(r[key])]
+    if not vals:
+        return bounds
+    lo, hi = min(vals), max(vals)
+    pad = COLOUR_PAD * (hi - lo) if hi > lo else 0.01 * (bounds[1] - bounds[0])
+    return max(bounds[0], lo - pad), min(bounds[1], hi + pad)
 
 
 def problem_name(data: dict) -> str:
@@ -100,6 +142,7 @@ class _Row:
     data: dict
     key: str
     cmap: str
+    what: str
     xlim: tuple
     ylim: tuple
     transform: Callable
@@ -110,12 +153,14 @@ class _Row:
     quad: bool
     groups: list
     regions: tuple
+    recorded: bool = True
 
 
-def _row(data: dict, key: str, cmap: str, nc, groups: list, regions) -> _Row:
-    """The :class:`_Row` of ``data``'s quantity ``key``: the admissible figure's axes widened to the
-    map's cells, the colour scale (log10 E S_T over its finite values for a synthetic map's metric,
-    0-100% for an accuracy, 0-1 for a fraction), the region of ``nc`` on a 200 x 200 grid."""
+def _row(data: dict, key: str, cmap: str, what: str, nc, groups: list, regions) -> _Row:
+    """The :class:`_Row` of ``data``'s quantity ``key`` (titled ``what``): the admissible figure's axes
+    widened to the map's cells, the colour scale (log10 E S_T over its finite values for a synthetic map's
+    metric; a network map's accuracy or a fraction of weights: :func:`colour_limits`, fitted to the data),
+    the region of ``nc`` on a 200 x 200 grid."""
     from matplotlib.colors import Normalize
 
     from stam.figures.admissible import region_gamma_lambda
@@ -129,14 +174,15 @@ def _row(data: dict, key: str, cmap: str, nc, groups: list, regions) -> _Row:
         transform = lambda v: np.log10(np.where(v > 0, v, np.nan))  # noqa: E731
         finite = [math.log10(v) for v in vals_all if v > 0]
         norm = Normalize(min(finite), max(finite)) if finite else Normalize(0, 1)
-    else:  # an accuracy in percent, or a fraction of weights
+    else:  # an accuracy in percent, or a fraction of weights: the scale fitted to the data
         transform = lambda v: v  # noqa: E731
-        norm = Normalize(0.0, 100.0 if key == "metric" else 1.0)
+        norm = Normalize(*colour_limits(data, key))
     rg = np.logspace(math.log10(xlim[0]), math.log10(xlim[1]), 200)
     rl = np.logspace(math.log10(ylim[0]), math.log10(ylim[1]), 200)
     region, _ = region_gamma_lambda(rg, rl, nc)
     # the region, the curve and the paper's settings are those of H = (lam/2)||x - y||^2
-    return _Row(data, key, cmap, xlim, ylim, transform, norm, rg, rl, region, CM.is_quadratic(data), groups, regions)
+    return _Row(data, key, cmap, what, xlim, ylim, transform, norm, rg, rl, region, CM.is_quadratic(data), groups, regions,
+                recorded(data, key))
 
 
 def _draw_cells(ax, row: _Row, beta: float, drawn: dict):
@@ -173,7 +219,23 @@ def _draw_cells(ax, row: _Row, beta: float, drawn: dict):
     if stars:
         ax.plot(*zip(*stars), linestyle="none", marker="*", color="white", markeredgecolor="black", markersize=7,
                 mew=0.5, zorder=4)
+    if row.data["source"] != "synthetic" and np.count_nonzero(present) <= ANNOTATE_CELLS:
+        _write_values(ax, row, mesh, gx, lx, vals)
     return mesh
+
+
+def _write_values(ax, row: _Row, mesh, gx, lx, vals) -> None:
+    """Each coloured cell's value written on it (an accuracy "55.6", a fraction "0.55"), upright, over the lines
+    and markers, in black or white as the cell's colour is light or dark, outlined in the other."""
+    from matplotlib import patheffects
+
+    fmt = "{:.2f}" if row.key == "sign_ever_changed" else "{:.1f}"
+    for i, j in zip(*np.nonzero(np.isfinite(vals))):
+        r, g, b, _ = mesh.cmap(mesh.norm(vals[i, j]))
+        light = 0.299 * r + 0.587 * g + 0.114 * b > 0.5
+        ax.text(math.sqrt(gx[j] * gx[j + 1]), math.sqrt(lx[i] * lx[i + 1]), fmt.format(vals[i, j]), rotation=90,
+                ha="center", va="center", fontsize=7, fontweight="bold", zorder=9, color="black" if light else "white",
+                path_effects=[patheffects.withStroke(linewidth=1.5, foreground="white" if light else "black")])
 
 
 def _draw_theory(ax, row: _Row, legend: bool) -> None:
@@ -187,6 +249,8 @@ def _draw_theory(ax, row: _Row, legend: bool) -> None:
     ax.contour(RG, RL, row.region.astype(float), levels=[0.5], colors=[ADMISSIBLE_COLOR], linewidths=2, zorder=5)
     ax.plot(row.rg, GAMMA_LAMBDA_LIMIT / row.rg, color="black", linestyle="--", linewidth=1.2, zorder=5,
             label="\u03b3\u03bb = 1/\u221a5" if legend else "_nolegend_")
+    ax.plot(row.rg, PAPER_CLASS_GAMMA_LAMBDA / row.rg, color="black", linestyle=":", linewidth=1.6, zorder=5,
+            label=PAPER_CLASS_LABEL if legend else "_nolegend_")
     for k, (glabel, members) in enumerate(row.groups):
         draw_preset_group(ax, members, glabel if legend else "_nolegend_", PRESET_MARKERS[k % len(PRESET_MARKERS)],
                           lambda st, i: st.lam)
@@ -196,7 +260,7 @@ def _draw_theory(ax, row: _Row, legend: bool) -> None:
 
 def _dress(ax, row: _Row, beta: float) -> None:
     """Log axes at ``row``'s limits, their labels and the panel's title (the problem, the quantity, beta)."""
-    data, key = row.data, row.key
+    data = row.data
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.minorticks_off()  # seven decades of minor ticks double the layout time and carry no labels
@@ -205,10 +269,15 @@ def _dress(ax, row: _Row, beta: float) -> None:
     ax.set_xlabel("\u03b3 (step size of the x- and u-steps)")
     ax.set_ylabel("\u03bb (coupling weight in H = \u03bb/2 \u2016x\u2212y\u2016\u00b2)" if row.quad
                   else "\u03bb (the problem's lam)")
-    what = "stationarity" if key == "metric" and data["source"] == "synthetic" else (
-        "accuracy" if key == "metric" else "sign changes")
-    ax.set_title(f"{_safe(problem_name(data))}{'' if data['problem'].startswith(data['source']) else ' (' + data['source'] + ')'}, {what}, \u03b2 = {beta:g}", fontsize=9)
+    ax.set_title(f"{_safe(problem_name(data))}{'' if data['problem'].startswith(data['source']) else ' (' + data['source'] + ')'}, {row.what}, \u03b2 = {beta:g}", fontsize=9)
     ax.grid(True, which="major", alpha=0.25)
+    lams = sorted({r["lam"] for r in data["rows"]})
+    if len(lams) == 1:  # a strip: its gamma*lambda on a second axis above
+        lam = lams[0]
+        top = ax.secondary_xaxis("top", functions=(lambda g: g * lam, lambda v: v / lam))
+        top.set_xlabel(f"\u03b3\u03bb (the strip's \u03bb = {lam:g})", fontsize=8)
+        top.tick_params(labelsize=7)
+        top.minorticks_off()
 
 
 def _draw_panel(ax, row: _Row, beta: float, legend: bool, drawn: dict):
@@ -220,7 +289,10 @@ def _draw_panel(ax, row: _Row, beta: float, legend: bool, drawn: dict):
     RG, RL = np.meshgrid(row.rg, row.rl)
     if row.quad:
         ax.contourf(RG, RL, row.region.astype(float), levels=[0.5, 1.5], colors=[ADMISSIBLE_COLOR], alpha=0.3)
-    mesh = _draw_cells(ax, row, beta, drawn)
+    mesh = _draw_cells(ax, row, beta, drawn) if row.recorded else None
+    if not row.recorded:
+        ax.text(0.5, 0.5, f"{row.what}:\nnot recorded\n(this map's jobs predate it)", transform=ax.transAxes, ha="center",
+                va="center", fontsize=10, zorder=7, bbox=dict(boxstyle="round", facecolor="white", edgecolor="grey"))
     if row.quad:
         drawn["region"] = True
         _draw_theory(ax, row, legend)
@@ -249,9 +321,38 @@ def _legend(fig, first, drawn: dict) -> None:
         fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 3), fontsize=8, frameon=False)
 
 
+def _colour_bar(fig, row: _Row, mesh, axes_row, label: str) -> None:
+    """The row's colour bar; a network map's says its scale is fitted to the data; a row not recorded keeps
+    an empty place of the same width (so its panels line up with the others)."""
+    from matplotlib.cm import ScalarMappable
+
+    if not row.recorded:
+        fig.colorbar(ScalarMappable(row.norm, row.cmap), ax=axes_row, shrink=0.8).ax.set_visible(False)
+        return
+    text = _safe(label)[:70]
+    if row.data["source"] != "synthetic":
+        digits = 2 if row.key == "sign_ever_changed" else 1
+        text += f"\nscale fitted to the cells: {row.norm.vmin:.{digits}f}\u2013{row.norm.vmax:.{digits}f}"
+    fig.colorbar(mesh, ax=axes_row, shrink=0.8, label=text)
+
+
+def columns(widths: list[int]) -> int:
+    """The columns (at most 3) of the grid that rows of panels of ``widths`` panels each flow over, in order:
+    the fewest rows of panels broken over two lines of the grid (a colour bar belongs to one line), then the
+    fewest empty places (issue 37), then the most columns."""
+    def cost(c: int) -> tuple:
+        pos = broken = 0
+        for w in widths:
+            broken += pos % c + w > c
+            pos += w
+        return broken, -pos % c, -c
+
+    return min(range(1, min(3, sum(widths)) + 1), key=cost)
+
+
 def plot_map(maps: list[dict], nc=None, regions=()):
     """The figure of the module docstring: for each map one panel per quantity and beta, the panels of all maps
-    in reading order on a grid of at most three columns with the fewest empty places, one legend under them
+    in reading order on a grid of at most three columns (:func:`columns`), one legend under them
     naming what some panel draws; ``regions``: ``lyapunov-region`` results (``stam pep --region``) drawn as lines on
     the panels of maps with H = (lam/2)||x - y||^2 (:func:`stam.figures.admissible.draw_region_lines`)."""
     from stam.figures.admissible import NetworkConstants, group_stages, paper_stages
@@ -261,24 +362,24 @@ def plot_map(maps: list[dict], nc=None, regions=()):
         raise ValueError("no convergence-map results given (stam map writes them)")
     nc = nc or NetworkConstants()
     groups = group_stages(paper_stages())
-    layout = [(data, key, label, cmap) for data in maps for key, label, cmap in _panel_rows(data)]
-    # the panels (one per quantity and beta) flow over a grid of at most 3 columns with the fewest empty places, so
-    # that a map of one beta beside one of two leaves no empty half (issue 37)
-    n_panels = sum(len(map_betas(data)) for data, *_ in layout)
-    ncols = n_panels if n_panels <= 3 else min((3, 2), key=lambda c: (-n_panels % c, -c))
+    layout = [(data, *panel_row) for data in maps for panel_row in _panel_rows(data)]
+    # the panels (one per quantity and beta) flow over a grid of at most 3 columns (:func:`columns`): each row of
+    # panels on one line of the grid where it can be, then the fewest empty places (issue 37)
+    widths = [len(map_betas(data)) for data, *_ in layout]
+    n_panels, ncols = sum(widths), columns(widths)
     grid_rows = -(-n_panels // ncols)
     fig, grid = new_figure(ncols, grid_rows, panel_size=(4.7, 5.0))
     for a in grid.flat:
         a.set_visible(False)
     place = iter(grid.flat)
     drawn = {"some": False, "all": False, "theorem": False, "region": False}  # what the legend may name
-    for k, (data, key, label, cmap) in enumerate(layout):
+    for k, (data, key, label, cmap, what) in enumerate(layout):
         axes_row = [next(place) for _ in map_betas(data)]
-        row = _row(data, key, cmap, nc, groups, regions)
+        row = _row(data, key, cmap, what, nc, groups, regions)
         mesh = None
         for col, beta in enumerate(map_betas(data)):
             mesh = _draw_panel(axes_row[col], row, beta, col == 0 and k == 0, drawn)
-        fig.colorbar(mesh, ax=axes_row, shrink=0.8, label=_safe(label)[:70])
+        _colour_bar(fig, row, mesh, axes_row, label)
     _legend(fig, grid.flat[0], drawn)
     for a in list(grid.flat):
         if not a.get_visible():
@@ -289,5 +390,6 @@ def plot_map(maps: list[dict], nc=None, regions=()):
     return fig
 
 
-__all__ = ["plot_map", "problem_name", "cell_edges", "cell_grid", "map_betas", "CMAP_LOWER_BETTER", "CMAP_HIGHER_BETTER",
-           "CMAP_FRACTION"]
+__all__ = ["plot_map", "columns", "problem_name", "cell_edges", "cell_grid", "map_betas", "colour_limits", "recorded",
+           "CMAP_LOWER_BETTER", "CMAP_HIGHER_BETTER", "CMAP_FRACTION", "NETWORK_ROWS", "PAPER_CLASS_GAMMA_LAMBDA",
+           "PAPER_CLASS_LABEL", "COLOUR_PAD", "ANNOTATE_CELLS"]

@@ -21,9 +21,17 @@ def caption(results) -> str:
     return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
             "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
             "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
-                                                    f"{r.data['params']['epochs']} epochs, "
+                                                    f"{r.data['params']['epochs']} epochs{_rung_note(r.data)}, "
                                                     f"{bn_protocol(r.data['params'].get('bn_images'))}."
                                                     for r in results["tune"]))
+
+
+def _rung_note(result: dict) -> str:
+    """With successive halving: the budget at which the curve's trials were scored."""
+    from stam.dnn.tunestats import curve_epochs
+
+    return f" (successive halving: every trial scored after its first rung, {curve_epochs(result)} epochs)" \
+        if result.get("halving") else ""
 
 
 @declare_figure(
@@ -48,7 +56,7 @@ def draw(results, nc=None):
         ax.set_xlabel("trials (budget per algorithm)")
         ax.set_ylabel("expected best validation accuracy (%)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(describe(result), fontsize=9)
+        ax.set_title(describe(result) + _rung_note(result).replace(" (successive halving: every", "\n(halving: every"), fontsize=9)
         ax.grid(alpha=0.3)
         legend_below(ax, ncol=min(5, len(labels)))
     return fig

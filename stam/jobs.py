@@ -96,6 +96,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -413,22 +414,42 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
     try:
         if todo:
             store.mkdir(parents=True, exist_ok=True)
-        _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc, check)
+        _run_todo(_Batch(fn, specs, unique, store, check, workers), todo, results, client, address, progress, desc)
     finally:
         if client is not None:
             _close(client)
     return [results[key] for key in keys]
 
 
-def _run_todo(fn, specs, unique, todo, store, results, client, address, workers, progress, desc, check=None) -> None:
-    """Run the jobs ``todo`` (keys; ``unique[key]`` indexes the spec) here or through ``client``,
-    storing each result as it arrives and putting it into ``results``."""
+@dataclass(frozen=True)
+class _Batch:
+    """The jobs of one :func:`run_jobs` call, as its helpers share them: ``fn``, the ``specs``, the
+    index of each key's first spec (``unique``), the ``store``, the results' ``check`` and the local
+    ``workers``."""
+
+    fn: Callable[[dict], dict]
+    specs: list[dict]
+    unique: dict[str, int]
+    store: Path
+    check: Callable | None
+    workers: int
+
+    def spec(self, key: str) -> dict:
+        return self.specs[self.unique[key]]
+
+    def path(self, key: str) -> Path:
+        return self.store / f"{key}.json"
+
+
+def _run_todo(batch: _Batch, todo: list[str], results: dict, client, address: str | None, progress: bool, desc: str) -> None:
+    """Run the jobs ``todo`` (keys of ``batch``) here or through ``client``, storing each result as it
+    arrives and putting it into ``results``."""
     from tqdm import tqdm
 
-    with tqdm(total=len(unique), initial=len(results), desc=desc, unit="job", file=sys.stderr,
+    with tqdm(total=len(batch.unique), initial=len(results), desc=desc, unit="job", file=sys.stderr,
               disable=bar_disable(progress)) as bar:
         def finish(key: str, outcome: tuple) -> None:
-            results[key] = _store_record(store / f"{key}.json", specs[unique[key]], outcome, check)
+            results[key] = _store_record(batch.path(key), batch.spec(key), outcome, batch.check)
             bar.update(1)
 
         def found(key: str, stored: dict) -> None:  # stored meanwhile by another process on this store
@@ -438,9 +459,9 @@ def _run_todo(fn, specs, unique, todo, store, results, client, address, workers,
         if not todo:
             return
         if client is not None:
-            _run_dask(fn, client, address, [(key, specs[unique[key]]) for key in todo], finish, len(results))
+            _run_dask(batch.fn, client, address, [(key, batch.spec(key)) for key in todo], finish, len(results))
         else:
-            _run_local(fn, specs, unique, todo, store, finish, found, workers, check)
+            _run_local(batch, todo, finish, found)
 
 
 def _claim_path(store: Path, key: str) -> Path:
@@ -490,12 +511,13 @@ def _claim(store: Path, key: str) -> bool:
     return False
 
 
-def _run_local(fn, specs, unique, todo, store, finish, found, workers, check=None) -> None:
+def _run_local(batch: _Batch, todo: list[str], finish: Callable[[str, tuple], None], found: Callable[[str, dict], None]) -> None:
     """Run ``todo`` here, claiming jobs as they are started (module docstring, "Sharing a store"):
     one at a time with ``workers=1``, at most ``workers`` at a time in joblib processes otherwise,
     so that another process on the store finds the rest unclaimed and runs them too; the jobs
     another process holds are looked at again (its result, ``found``, or its claim taken over)
     after the free ones, every :data:`CLAIM_POLL_S` seconds when nothing else is left."""
+    store, workers = batch.store, batch.workers
     pending, mine = list(todo), []
     try:
         while pending:
@@ -504,7 +526,7 @@ def _run_local(fn, specs, unique, todo, store, finish, found, workers, check=Non
                 if len(ours) >= workers:  # enough for this round: the rest stay free for another process
                     waiting.append(key)
                     continue
-                stored = _load(store / f"{key}.json", canonical_json(specs[unique[key]]), check)
+                stored = _load(batch.path(key), canonical_json(batch.spec(key)), batch.check)
                 if stored is not None:
                     found(key, stored)
                 elif _claim(store, key):
@@ -514,13 +536,13 @@ def _run_local(fn, specs, unique, todo, store, finish, found, workers, check=Non
                     waiting.append(key)
             if workers == 1 or len(ours) <= 1:
                 for key in ours:
-                    finish(key, _execute(fn, specs[unique[key]]))
+                    finish(key, _execute(batch.fn, batch.spec(key)))
                     _claim_path(store, key).unlink(missing_ok=True)
             else:
                 from joblib import Parallel, delayed
 
                 runner = Parallel(n_jobs=min(workers, len(ours)), return_as="generator_unordered")
-                for key, outcome in runner(delayed(_keyed)(key, fn, specs[unique[key]]) for key in ours):
+                for key, outcome in runner(delayed(_keyed)(key, batch.fn, batch.spec(key)) for key in ours):
                     finish(key, outcome)
                     _claim_path(store, key).unlink(missing_ok=True)
             pending = waiting

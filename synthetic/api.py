@@ -359,8 +359,10 @@ def theorem_check(problem, T_grid=(10, 40, 160, 640), R: int = 16, gamma_fractio
     "min_ratio", "summary", "constants", "result"}``: ``holds`` says that bound >= min_t E S_t at
     every horizon; where ``estimated`` names constants, the bound rests on estimates."""
     from stam.synthetic.rates import run_rates
+    from stam.theory.numeric import StepSizes
 
-    result = run_rates(problem, list(T_grid), R=R, gamma_fraction=gamma_fraction, seed=seed, progress=progress)
+    result = run_rates(problem, list(T_grid), R=R, step_sizes=StepSizes(gamma_fraction=gamma_fraction), seed=seed,
+                       progress=progress)
     report = problem.constants_report()
     estimated = [k for k in ("L1", "L2", "L3", "L4", "L5", "l", "A", "C") if report[k]["status"] != "certified"]
     ratios = [r["ratio"] for r in result["rows"]]
@@ -388,66 +390,98 @@ def check_problem(problem, where: str, R: int = 2) -> None:
     checks), then the start of ``R`` runs and, at it, each operator STAM and the measure call:
     a tensor of the right shape with finite values (``S`` and its parts >= 0).  Anything else is one
     :class:`stam.errors.UsageError` line naming the method and what was wrong."""
-    import math
+    probe = _Probe(problem, where)
+    constants = _checked_constants(probe)
+    with torch.no_grad():
+        _check_operators(probe, R, _trial_gamma(constants))
+    probe.returns("describe", probe.call("describe"), str, "a string")
 
-    from stam import userfile
-    from stam.errors import UsageError
-    from stam.theory import numeric
 
-    def fail(message: str):
-        raise UsageError(f"{where}: {message}")
+class _Probe:
+    """The calls of :func:`check_problem` on ``problem`` and its one-line failures, named by ``where``."""
 
-    def call(method: str, *args):
-        return userfile.call(where, problem, method, *args)
+    def __init__(self, problem, where: str):
+        self.problem, self.where = problem, where
 
-    def tensor(method: str, value, shape: tuple | None, nonneg: bool = False) -> Tensor:
-        if not isinstance(value, torch.Tensor):
-            fail(f"{method}() returned {type(value).__name__}, not a tensor" + (f" of shape {tuple(shape)}" if shape else ""))
-        if shape is not None and tuple(value.shape) != tuple(shape):
-            fail(f"{method}() returned a tensor of shape {tuple(value.shape)}, not {tuple(shape)}")
-        if not bool(torch.isfinite(value).all()):
-            fail(f"{method}() returned a value that is not finite (nan or inf) at the start point")
-        if nonneg and bool((value < 0).any()):
-            fail(f"{method}() returned a negative value at the start point; it must be >= 0")
+    def fail(self, message: str):
+        from stam.errors import UsageError
+
+        raise UsageError(f"{self.where}: {message}")
+
+    def call(self, method: str, *args):
+        from stam import userfile
+
+        return userfile.call(self.where, self.problem, method, *args)
+
+    def returns(self, method: str, value, kind: type, what: str):
+        """``value`` (what ``method()`` returned) where it is a ``kind``, else a failure naming ``what`` it should be."""
+        if not isinstance(value, kind):
+            self.fail(f"{method}() returned {type(value).__name__}, not {what}")
         return value
 
-    c = call("theory_constants")  # in the order, and with the words, of `stam stepsize --problem`
-    report = call("constants_report")
-    if not isinstance(report, dict):
-        fail(f"constants_report() returned {type(report).__name__}, not a dict")
-    consts = call("constants")
-    if not isinstance(consts, dict):
-        fail(f"constants() returned {type(consts).__name__}, not a dict")
+    def tensor(self, method: str, value, shape: tuple | None, nonneg: bool = False) -> Tensor:
+        """``value`` where it is a tensor of ``shape`` (any, ``None``) with finite (and, ``nonneg``, >= 0) entries."""
+        if not isinstance(value, torch.Tensor):
+            self.fail(f"{method}() returned {type(value).__name__}, not a tensor" + (f" of shape {tuple(shape)}" if shape else ""))
+        if shape is not None and tuple(value.shape) != tuple(shape):
+            self.fail(f"{method}() returned a tensor of shape {tuple(value.shape)}, not {tuple(shape)}")
+        if not bool(torch.isfinite(value).all()):
+            self.fail(f"{method}() returned a value that is not finite (nan or inf) at the start point")
+        if nonneg and bool((value < 0).any()):
+            self.fail(f"{method}() returned a negative value at the start point; it must be >= 0")
+        return value
+
+
+def _checked_constants(probe: _Probe):
+    """The problem's ``theory_constants()`` as :class:`stam.theory.numeric.Constants` (finite, lambda's
+    ``L2*`` >= 0), its ``constants_report()`` and ``constants()`` dicts checked on the way, in the order
+    and with the words of ``stam stepsize --problem``."""
+    from stam.theory import numeric
+
+    c = probe.call("theory_constants")
+    probe.returns("constants_report", probe.call("constants_report"), dict, "a dict")
+    probe.returns("constants", probe.call("constants"), dict, "a dict")
     try:
-        c = numeric.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
+        return numeric.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
     except AttributeError:
-        fail(f"theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants")
+        probe.fail(f"theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants")
     except (ValueError, TypeError) as exc:  # a constant nan, inf or negative (a negative lambda: L2* < 0)
-        fail(f"its constants: {exc}")
-    with torch.no_grad():
-        try:
-            gmax = float(numeric.gamma_max(c))
-        except (ValueError, TypeError, ArithmeticError):
-            gmax = math.nan
-        gamma = 0.5 * gmax if math.isfinite(gmax) and gmax > 0 else 1e-3
-        state = call("start", R, gamma)
-        if not (isinstance(state, tuple) and len(state) == 4):
-            fail(f"start() returned {type(state).__name__}, not the state (y, x, u, z) of stam.algorithm.stam_init")
-        y = tensor("start", state[0], None)
-        if y.dim() < 2 or y.shape[0] != R:
-            fail(f"start({R}, gamma) returned y of shape {tuple(y.shape)}, not ({R}, n)")
-        for part in state[1:]:
-            tensor("start", part, None)
-        x, u = state[1], state[2]
-        tensor("stochastic_grad", call("stochastic_grad", y, torch.Generator(device=y.device).manual_seed(0)), y.shape)
-        tensor("grad_y_H", call("grad_y_H", x, y), y.shape)
-        tensor("prox_H", call("prox_H", x, y, gamma), x.shape)
-        tensor("prox_F", call("prox_F", x, gamma), x.shape)
-        tensor("stationarity", call("stationarity", u, y), (R,), nonneg=True)
-        tensor("lyapunov", call("lyapunov", state, gamma), (R,))
-    text = call("describe")
-    if not isinstance(text, str):
-        fail(f"describe() returned {type(text).__name__}, not a string")
+        probe.fail(f"its constants: {exc}")
+
+
+def _trial_gamma(c) -> float:
+    """The gamma the operators are tried at: half of Theorem conv's ``gamma_max`` where that is a
+    positive number, else ``1e-3``."""
+    import math
+
+    from stam.theory import numeric
+
+    try:
+        gmax = float(numeric.gamma_max(c))
+    except (ValueError, TypeError, ArithmeticError):
+        gmax = math.nan
+    return 0.5 * gmax if math.isfinite(gmax) and gmax > 0 else 1e-3
+
+
+def _check_operators(probe: _Probe, R: int, gamma: float) -> None:
+    """The start of ``R`` runs (the state ``(y, x, u, z)``) and, at it, every operator of STAM's
+    step (eqs. (algx), (algu), (algy)) and the measure: tensors of the right shape, finite values."""
+    state = probe.call("start", R, gamma)
+    if not (isinstance(state, tuple) and len(state) == 4):
+        probe.fail(f"start() returned {type(state).__name__}, not the state (y, x, u, z) of stam.algorithm.stam_init")
+    y = probe.tensor("start", state[0], None)
+    if y.dim() < 2 or y.shape[0] != R:
+        probe.fail(f"start({R}, gamma) returned y of shape {tuple(y.shape)}, not ({R}, n)")
+    for part in state[1:]:
+        probe.tensor("start", part, None)
+    x, u = state[1], state[2]
+    gen = torch.Generator(device=y.device).manual_seed(0)
+    probe.tensor("stochastic_grad", probe.call("stochastic_grad", y, gen), y.shape)
+    probe.tensor("grad_y_H", probe.call("grad_y_H", x, y), y.shape)
+    probe.tensor("prox_H", probe.call("prox_H", x, y, gamma), x.shape)
+    probe.tensor("prox_F", probe.call("prox_F", x, gamma), x.shape)
+    probe.tensor("stationarity", probe.call("stationarity", u, y), (R,), nonneg=True)
+    probe.tensor("lyapunov", probe.call("lyapunov", state, gamma), (R,))
 
 
 #: what a problem object needs for `stam stepsize --problem` and `stam synthetic run --problem`

@@ -33,6 +33,7 @@ and Phi say how far their output is from a stationary point of the three-block m
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -46,12 +47,15 @@ from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Meth
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 from stam.theory import numeric
+from stam.theory.numeric import StepSizes
+from stam.theory.settings import no_other
 
 
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
     """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
     the beta of :func:`stam.theory.numeric.admissible_parameters`."""
-    return numeric.admissible_parameters(problem.theory_constants(), T, gamma, allow_inadmissible=True).beta
+    return numeric.admissible_parameters(problem.theory_constants(), T,
+                                         step_sizes=StepSizes(gamma=gamma, allow_inadmissible=True)).beta
 
 
 def _report(problem, u, y, seconds, evals):
@@ -124,16 +128,23 @@ def run_method(problem: ThreeBlockProblem, name: str, budget: int, R: int, gamma
     return out
 
 
-def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, gamma: float | None = None, beta: float | None = None,
-            gamma_fraction: float = 0.5, seed: int = 0, methods=None, progress: bool = True) -> dict:
-    """All applicable methods at an equal budget; the ``synthetic-compare`` result dict."""
+def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, *, step_sizes: StepSizes | None = None, seed: int = 0,
+            methods=None, progress: bool = True, **fields) -> dict:
+    """All applicable methods at an equal budget; the ``synthetic-compare`` result dict.  STAM's (gamma, beta):
+    ``step_sizes`` (a :class:`~stam.theory.numeric.StepSizes`, or its fields ``gamma``, ``beta``,
+    ``gamma_fraction`` by keyword) by the one rule :func:`stam.theory.numeric.admissible_parameters` at STAM's
+    ``T = budget // b``; any pair is run (``allow_inadmissible`` is set: the result says whether Theorem conv
+    applies)."""
+    step_sizes = dataclasses.replace(StepSizes.of(step_sizes, fields), allow_inadmissible=True)
+    no_other(fields, "compare")
+    gamma, beta = step_sizes.gamma, step_sizes.beta
     if budget < problem.sampling.b:
         raise ValueError(f"budget {budget} is smaller than one minibatch (b = {problem.sampling.b})")
     c = problem.theory_constants()
     if gamma is not None:
         problem.check_gamma(gamma)
     T = budget // problem.sampling.b
-    chosen = numeric.admissible_parameters(c, T, gamma, beta, gamma_fraction, allow_inadmissible=True,
+    chosen = numeric.admissible_parameters(c, T, step_sizes=step_sizes,
                                            remedy="any beta given with --beta is run (the output says whether Theorem conv applies)")
     gamma = chosen.gamma
     problem.check_gamma(gamma)

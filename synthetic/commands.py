@@ -210,6 +210,7 @@ def rates_experiment(params) -> RatesRun:
     import dataclasses
 
     from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
+    from stam.theory.numeric import StepSizes
 
     if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
@@ -250,13 +251,13 @@ def rates_experiment(params) -> RatesRun:
         extra["lam"] = args.lam
     require(gamma is not None or 0 < args.gamma_fraction < 1,
             f"--gamma-fraction {args.gamma_fraction} must be in (0, 1) (for a larger gamma give --gamma and --beta)")
+    step_sizes = StepSizes(gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction, allow_inadmissible=allow)
     with _guarded(args.problem), _user_limits(f"the problem at n = {args.n}, N = {args.N}"):
         problem = _problem(args, **extra)
     _say_work(work, f"stam synthetic run: --R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max}")
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
-            result = run_rates(problem, T_grid, R=R, gamma=gamma, beta=beta, gamma_fraction=args.gamma_fraction,
-                               allow_inadmissible=allow, seed=args.seed, progress=args.progress)
+            result = run_rates(problem, T_grid, R=R, step_sizes=step_sizes, seed=args.seed, progress=args.progress)
     except (InadmissibleError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
@@ -287,6 +288,7 @@ def compare_experiment(params) -> tuple[dict, object, Path]:
     checked, run and written; returns the ``synthetic-compare`` result, the problem and the file written."""
     from stam.synthetic.baselines import compare
     from stam.synthetic.methods import COMPARE
+    from stam.theory.numeric import StepSizes
 
     stem = f"compare-{_stem_name(params)}"
     out = check_out_dir(params.out)
@@ -300,8 +302,8 @@ def compare_experiment(params) -> tuple[dict, object, Path]:
     _say_work(times, f"stam synthetic compare: --budget {params.budget} for --R {R} runs")
     try:
         with _guarded(params.problem), _user_limits(f"--R {R} runs at n = {params.n}"):
-            result = compare(problem, params.budget, R=R, gamma=params.gamma, beta=params.beta, seed=params.seed,
-                             progress=params.progress)
+            result = compare(problem, params.budget, R=R, step_sizes=StepSizes(gamma=params.gamma, beta=params.beta),
+                             seed=params.seed, progress=params.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     result = dict(result, provenance=provenance())
@@ -395,12 +397,13 @@ def sweep_job(spec: dict) -> dict:
     import torch
 
     from stam.synthetic.rates import run_rates
+    from stam.theory.numeric import StepSizes
 
     torch.set_num_threads(1)
     with _guarded(spec["problem"], "--problems"):  # a user's problem failing: one line naming its file
         problem = _sweep_problem(spec["problem"], spec["seed"])
-        return run_rates(problem, spec["T_grid"], R=spec["R"], gamma_fraction=spec["gamma_fraction"], seed=spec["seed"],
-                         progress=False)
+        return run_rates(problem, spec["T_grid"], R=spec["R"], step_sizes=StepSizes(gamma_fraction=spec["gamma_fraction"]),
+                         seed=spec["seed"], progress=False)
 
 
 def sweep_command(args) -> int:  # args: stam.synthetic.params.SweepParams

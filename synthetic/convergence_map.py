@@ -28,6 +28,10 @@ columns :data:`ROW_KEYS`)::
                "metric": mean over the seeds that did not diverge, or null (all diverged);
                          digits: an accuracy in percent, in [0, 100],
                "metric_std": their standard deviation (0 for one seed) or null,
+               "val_acc_float", "val_acc_float_std": a network map's float weights x (eq. (algx)) at the
+                         same selected epochs, BatchNorm statistics re-estimated for them: mean and
+                         standard deviation in percent over the same seeds, or null (a synthetic map,
+                         or a network map whose jobs were stored before they recorded it: absent),
                "diverged": number of diverged seeds (0 .. seeds),
                "sign_ever_changed": fraction of binary weights whose sign ever changed (digits) or null,
                "admissible": Theorem conv's conditions at (g, b, H = (l/2)||x-y||^2), or for a
@@ -68,8 +72,9 @@ from typing import Callable
 from stam.algorithm import as_batch_scalar, stam_step
 from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
 from stam.io import bar_disable, provenance
-from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST, POS, POSINT,
-                          PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file, distinct, holds, one_of, shown as _shown)
+from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST,
+                          NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT, PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file,
+                          distinct, holds, one_of, shown as _shown)
 from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
 from stam.theory import numeric
 
@@ -79,8 +84,8 @@ SOURCES = ("synthetic", *DATASET_NAMES)
 METRICS = {src: "S_final" if src == "synthetic" else "val_acc_binary" for src in SOURCES}
 #: problem families with H = (lam/2)||x - y||^2 (so that the theorem's region is the one drawn)
 MAP_PROBLEMS = MAP_NAMES
-ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "diverged", "sign_ever_changed", "admissible",
-            "S_0", "S_min")
+ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "val_acc_float", "val_acc_float_std", "diverged",
+            "sign_ever_changed", "admissible", "S_0", "S_min")
 #: defaults of the synthetic map (`stam map --problem binary`): declared beside the families it runs
 #: (:mod:`stam.synthetic.families`, light, so that ``stam map --help`` prints them)
 DEFAULT_GAMMAS, DEFAULT_LAMS, DEFAULT_BETAS = MAP_GAMMAS, MAP_LAMS, MAP_BETAS
@@ -129,7 +134,8 @@ def coupling_constants(problem) -> "numeric.Constants":
 MAP_FORMAT = 2
 MAP_ROW = Schema(required={"gamma": POS, "lam": POS, "beta": POS, "seeds": POSINT, "diverged": COUNT, "admissible": BOOL},
                  optional={"metric": FIN_OR_NULL, "metric_std": FIN_OR_NULL, "metric_final": FIN_OR_NULL,
-                           "metric_as_trained": FIN_OR_NULL, "sign_ever_changed": FRAC_OR_NULL, "S_0": FIN_OR_NULL,
+                           "metric_as_trained": FIN_OR_NULL, "val_acc_float": PCT_OR_NULL,
+                           "val_acc_float_std": NONNEG_OR_NULL, "sign_ever_changed": FRAC_OR_NULL, "S_0": FIN_OR_NULL,
                            "S_min": FIN_OR_NULL},
                  rules=(at_most("diverged", "seeds"),
                         holds("metric", lambda r: r.get("metric") is not None or not r["diverged"] < r["seeds"],

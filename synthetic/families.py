@@ -3,8 +3,10 @@ where it is built and which parameters it has; the command lines, the sweeps, th
 and the tests read them from here (this module imports no torch, so ``stam synthetic --help``
 stays fast).  The builders live in :mod:`stam.synthetic.problems`.
 
-To add a family: write its builder in :mod:`stam.synthetic.problems` (a function returning a
-``ThreeBlockProblem``, its constants derived in its docstring) and add one :class:`Family` to
+To add a family: write its builder in :mod:`stam.synthetic.problems` (a frozen spec, a
+:class:`~stam.synthetic.problems.ProblemSpec` whose fields define the problem and whose ``build``
+returns a ``ThreeBlockProblem``, its constants derived in its docstring, and the builder taking
+its fields as keywords) and add one :class:`Family` to
 :data:`FAMILIES`; the parametrised tests over :data:`NAMES` then check it.
 """
 

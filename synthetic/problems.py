@@ -20,7 +20,9 @@ known in closed form: ``G_i^inf >= 0`` (all our ``G_i >= 0``), ``H^inf`` exact, 
 function value).  So ``Delta_ub = (G+H)(x_ref, y_ref) - 0 - H^inf >= Delta^inf`` and ``C`` stays
 valid; and ``(G+H)^inf >= G^inf_lb + H^inf`` is the certified *lower* bound used for ``delta_0``.
 
-Problems (declared in :mod:`stam.synthetic.families`; sizes are keyword arguments):
+Problems (declared in :mod:`stam.synthetic.families`; each defined by a frozen spec,
+:class:`BinarySpec`, :class:`SparseSpec`, :class:`CosineSpec`, whose ``build`` makes the instance, and
+built by keywords through ``binary``, ``sparse``, ``cosine``, the spec's fields):
 
 1. ``binary``: binary-quantised robust regression, the paper's network model eq. (binary-model)
    in miniature.  ``G`` = robust loss ``log(1 + r^2/2)`` of ``a_i^T y - b_i``, ``H`` =
@@ -365,6 +367,14 @@ def _robust_data(n: int, N: int, gen: torch.Generator, noise: float, outliers: f
     return A, b, ids
 
 
+def _robust_start(spec, blocks: int):
+    """``(A, targets, block ids, y^0)`` of a robust-regression family (``spec``'s ``n``, ``N``,
+    ``noise``, ``outliers``; :func:`_robust_data` in ``blocks`` blocks), then the start, from ``spec.seed``."""
+    gen = torch.Generator().manual_seed(spec.seed)
+    A, targets, ids = _robust_data(spec.n, spec.N, gen, spec.noise, spec.outliers, blocks)
+    return A, targets, ids, torch.randn(spec.n, generator=gen, dtype=torch.float64)
+
+
 def _block_sizes(n: int, blocks: int) -> list[int]:
     if not 1 <= blocks <= n:
         raise ValueError(f"blocks must be between 1 and n={n}, got {blocks}")
@@ -387,71 +397,128 @@ def _finish(problem: ThreeBlockProblem, device, dtype) -> ThreeBlockProblem:
     return problem
 
 
-def binary(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, lam=1.0, blocks=2, noise=0.1, outliers=0.1,
-           device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
-    """Problem 1: ``min I_Q(x) + (1/N) sum_i log(1 + (a_i^T y - b_i)^2/2) + (lam/2)||x - y||^2``.
-    Constants: ``L2* = L3* = L4* = L5* = lam``, ``l = -lam``, ``H_inf = 0``; L1 and L1^i of
-    :mod:`stam.synthetic.losses` with ``phi'' in [-1/8, 1]``: ``L1 = ||A||^2/N``, ``L1^i = ||a_i||^2``."""
-    gen = torch.Generator().manual_seed(seed)
-    A, targets, ids = _robust_data(n, N, gen, noise, outliers, blocks)
-    y0 = torch.randn(n, generator=gen, dtype=torch.float64)
-    problem = ThreeBlockProblem(
-        "binary", FiniteSumLoss(A, targets, ROBUST), Quadratic(lam), QuantizedIndicator(ids, blocks),
-        Sampling(N, b, replacement), y0, None, quantised=True,
-        params=dict(n=n, N=N, b=b, replacement=replacement, seed=seed, lam=lam, blocks=blocks, noise=noise, outliers=outliers),
-    )
-    return _finish(problem, device, dtype)
+@dataclasses.dataclass(frozen=True)
+class ProblemSpec:
+    """What defines an instance of every built-in family (the keywords its builder shares with the
+    others, ``stam synthetic``'s ``--n --N --b --replacement --seed``): the dimension ``n`` of y (and
+    x), the ``N`` terms of G, b-nice sampling (:class:`~stam.synthetic.sampling.Sampling`, with or
+    without ``replacement``) and the ``seed`` of the data and the start.  A family's spec adds its own
+    fields; :meth:`build` makes the instance (CPU float64, then moved to ``device``/``dtype``), whose
+    ``params`` are the spec's fields in their order."""
+
+    n: int = SIZE["n"]
+    N: int = SIZE["N"]
+    b: int = SIZE["b"]
+    replacement: bool = False
+    seed: int = 0
+
+    def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+        raise NotImplementedError
 
 
-def sparse(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, penalty="l1", m=None, k=None, mu=0.1, tau=0.05,
-           theta=2.0, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+@dataclasses.dataclass(frozen=True)
+class BinarySpec(ProblemSpec):
+    """Problem 1: ``min I_Q(x) + (1/N) sum_i log(1 + (a_i^T y - b_i)^2/2) + (lam/2)||x - y||^2``
+    (eq. (binary-model) in miniature), ``blocks`` blocks of Q, targets with ``noise`` and a share
+    ``outliers`` of gross outliers.  Constants: ``L2* = L3* = L4* = L5* = lam``, ``l = -lam``,
+    ``H_inf = 0``; L1 and L1^i of :mod:`stam.synthetic.losses` with ``phi'' in [-1/8, 1]``:
+    ``L1 = ||A||^2/N``, ``L1^i = ||a_i||^2``."""
+
+    lam: float = 1.0
+    blocks: int = 2
+    noise: float = 0.1
+    outliers: float = 0.1
+
+    def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+        A, targets, ids, y0 = _robust_start(self, self.blocks)
+        problem = ThreeBlockProblem(
+            "binary", FiniteSumLoss(A, targets, ROBUST), Quadratic(self.lam), QuantizedIndicator(ids, self.blocks),
+            Sampling(self.N, self.b, self.replacement), y0, None, quantised=True, params=dataclasses.asdict(self),
+        )
+        return _finish(problem, device, dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseSpec(ProblemSpec):
     """Problem 2: ``min F(x) + (1/N) sum_i log(1 + exp(-c_i a_i^T y)) + mu sum_j y_j^2/(1 + y_j^2)
-    + (1/2)||A x - B y||^2``, ``F = tau ||x||_1`` or MCP(tau, theta) (then gamma < theta is
-    enforced).  ``A`` is ``(k, m)``, ``B`` is ``(k, n)``, entries ``N(0, 1/k)``; by default
-    ``m = n`` and ``k = 2n`` (so ``A^T A`` is well conditioned and ``l = -lambda_min(A^T A) < 0``).
-    Constants: ``L1 = ||A_data||^2/(4N) + 2 mu``, ``L1^i = ||a_i||^2/4 + 2 mu``; the coupling's
-    from spectral norms (:class:`stam.synthetic.couplings.LinearCoupling`)."""
-    m = n if m is None else m
-    k = 2 * n if k is None else k
-    gen = torch.Generator().manual_seed(seed)
-    feats = torch.randn(N, n, generator=gen, dtype=torch.float64) / math.sqrt(n)
-    w = torch.randn(n, generator=gen, dtype=torch.float64) * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.3)
-    labels = torch.sign(feats @ w + 0.1 * torch.randn(N, generator=gen, dtype=torch.float64))
-    labels[labels == 0] = 1.0
-    Ac = torch.randn(k, m, generator=gen, dtype=torch.float64) / math.sqrt(k)
-    Bc = torch.randn(k, n, generator=gen, dtype=torch.float64) / math.sqrt(k)
-    y0 = torch.randn(n, generator=gen, dtype=torch.float64)
-    if penalty == "l1":
-        F = L1Norm(tau)
-    elif penalty == "mcp":
-        F = MCP(tau, theta)
-    else:
-        raise ValueError(f"penalty must be 'l1' or 'mcp', got {penalty!r}")
-    problem = ThreeBlockProblem(
-        f"sparse-{penalty}", FiniteSumLoss(feats * labels[:, None], torch.zeros(N, dtype=torch.float64), LOGISTIC, mu),
-        LinearCoupling(Ac, Bc), F, Sampling(N, b, replacement), y0, torch.zeros(m, dtype=torch.float64),
-        params=dict(n=n, N=N, b=b, replacement=replacement, seed=seed, penalty=penalty, m=m, k=k, mu=mu, tau=tau,
-                    theta=theta),
-    )
-    return _finish(problem, device, dtype)
+    + (1/2)||A x - B y||^2``, ``F = tau ||x||_1`` (``penalty="l1"``) or MCP(tau, theta)
+    (``"mcp"``; then gamma < theta is enforced).  ``A`` is ``(k, m)``, ``B`` is ``(k, n)``, entries
+    ``N(0, 1/k)``; by default ``m = n`` and ``k = 2n`` (so ``A^T A`` is well conditioned and
+    ``l = -lambda_min(A^T A) < 0``).  Constants: ``L1 = ||A_data||^2/(4N) + 2 mu``,
+    ``L1^i = ||a_i||^2/4 + 2 mu``; the coupling's from spectral norms
+    (:class:`stam.synthetic.couplings.LinearCoupling`)."""
+
+    penalty: str = "l1"
+    m: int | None = None
+    k: int | None = None
+    mu: float = 0.1
+    tau: float = 0.05
+    theta: float = 2.0
+
+    def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+        n, N, penalty = self.n, self.N, self.penalty
+        m = n if self.m is None else self.m
+        k = 2 * n if self.k is None else self.k
+        gen = torch.Generator().manual_seed(self.seed)
+        feats = torch.randn(N, n, generator=gen, dtype=torch.float64) / math.sqrt(n)
+        w = torch.randn(n, generator=gen, dtype=torch.float64) * (torch.rand(n, generator=gen, dtype=torch.float64) < 0.3)
+        labels = torch.sign(feats @ w + 0.1 * torch.randn(N, generator=gen, dtype=torch.float64))
+        labels[labels == 0] = 1.0
+        Ac = torch.randn(k, m, generator=gen, dtype=torch.float64) / math.sqrt(k)
+        Bc = torch.randn(k, n, generator=gen, dtype=torch.float64) / math.sqrt(k)
+        y0 = torch.randn(n, generator=gen, dtype=torch.float64)
+        if penalty == "l1":
+            F = L1Norm(self.tau)
+        elif penalty == "mcp":
+            F = MCP(self.tau, self.theta)
+        else:
+            raise ValueError(f"penalty must be 'l1' or 'mcp', got {penalty!r}")
+        problem = ThreeBlockProblem(
+            f"sparse-{penalty}", FiniteSumLoss(feats * labels[:, None], torch.zeros(N, dtype=torch.float64), LOGISTIC, self.mu),
+            LinearCoupling(Ac, Bc), F, Sampling(N, self.b, self.replacement), y0, torch.zeros(m, dtype=torch.float64),
+            params=dict(dataclasses.asdict(self), m=m, k=k),
+        )
+        return _finish(problem, device, dtype)
 
 
-def cosine(n=SIZE["n"], N=SIZE["N"], b=SIZE["b"], replacement=False, seed=0, lam=1.0, mu=2.0, tau=0.05, noise=0.1, outliers=0.1,
-           device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+@dataclasses.dataclass(frozen=True)
+class CosineSpec(ProblemSpec):
     """Problem 3: ``min tau||x||_1 + (1/N) sum_i log(1 + (a_i^T y - b_i)^2/2) + (lam/2)||x - y||^2
-    + mu sum_j cos x_j``.  With ``mu > lam`` the coupling is nonconvex in x: ``l = mu - lam > 0``,
-    ``L2* = lam + mu``, ``L3* = L4* = L5* = lam``, ``H_inf = -mu n``
-    (:class:`stam.synthetic.couplings.CosineCoupling`)."""
-    gen = torch.Generator().manual_seed(seed)
-    A, targets, _ = _robust_data(n, N, gen, noise, outliers, 1)
-    y0 = torch.randn(n, generator=gen, dtype=torch.float64)
-    problem = ThreeBlockProblem(
-        "cosine", FiniteSumLoss(A, targets, ROBUST), CosineCoupling(lam, mu, n), L1Norm(tau),
-        Sampling(N, b, replacement), y0, None,
-        params=dict(n=n, N=N, b=b, replacement=replacement, seed=seed, lam=lam, mu=mu, tau=tau, noise=noise,
-                    outliers=outliers),
-    )
-    return _finish(problem, device, dtype)
+    + mu sum_j cos x_j`` (the robust regression of problem 1, one block).  With ``mu > lam`` the
+    coupling is nonconvex in x: ``l = mu - lam > 0``, ``L2* = lam + mu``, ``L3* = L4* = L5* = lam``,
+    ``H_inf = -mu n`` (:class:`stam.synthetic.couplings.CosineCoupling`)."""
+
+    lam: float = 1.0
+    mu: float = 2.0
+    tau: float = 0.05
+    noise: float = 0.1
+    outliers: float = 0.1
+
+    def build(self, device="cpu", dtype=torch.float64) -> ThreeBlockProblem:
+        A, targets, _, y0 = _robust_start(self, 1)
+        problem = ThreeBlockProblem(
+            "cosine", FiniteSumLoss(A, targets, ROBUST), CosineCoupling(self.lam, self.mu, self.n), L1Norm(self.tau),
+            Sampling(self.N, self.b, self.replacement), y0, None, params=dataclasses.asdict(self),
+        )
+        return _finish(problem, device, dtype)
+
+
+def binary(*, device="cpu", dtype=torch.float64, **definition) -> ThreeBlockProblem:
+    """Problem 1 in its keyword form: ``BinarySpec(**definition).build(device, dtype)``
+    (:class:`BinarySpec`: the problem, its constants and its keywords)."""
+    return BinarySpec(**definition).build(device, dtype)
+
+
+def sparse(*, device="cpu", dtype=torch.float64, **definition) -> ThreeBlockProblem:
+    """Problem 2 in its keyword form: ``SparseSpec(**definition).build(device, dtype)``
+    (:class:`SparseSpec`: the problem, its constants and its keywords)."""
+    return SparseSpec(**definition).build(device, dtype)
+
+
+def cosine(*, device="cpu", dtype=torch.float64, **definition) -> ThreeBlockProblem:
+    """Problem 3 in its keyword form: ``CosineSpec(**definition).build(device, dtype)``
+    (:class:`CosineSpec`: the problem, its constants and its keywords)."""
+    return CosineSpec(**definition).build(device, dtype)
 
 
 #: name -> generator (from the registry :data:`stam.synthetic.families.FAMILIES`); every generator
@@ -465,4 +532,5 @@ def make_problem(name: str, **kwargs) -> ThreeBlockProblem:
     return family(name).make(**kwargs)
 
 
-__all__ = ["ThreeBlockProblem", "PROBLEMS", "make_problem", "binary", "sparse", "cosine"]
+__all__ = ["ThreeBlockProblem", "PROBLEMS", "make_problem", "binary", "sparse", "cosine", "ProblemSpec", "BinarySpec", "SparseSpec",
+           "CosineSpec"]

@@ -56,9 +56,10 @@ from stam.io import bar_disable
 from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONEMPTY_LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
                           POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, holds, increasing, ordered)
 from stam.theory import numeric
-from stam.theory.numeric import LABELLED
+from stam.theory.numeric import LABELLED, StepSizes
 from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
 from stam.theory.pep import PEP_ROW
+from stam.theory.settings import no_other
 
 if TYPE_CHECKING:  # torch is imported where the experiment runs, so that reading a result needs none
     import torch
@@ -92,14 +93,17 @@ def eval_schedule(T_grid: list[int], dense: int = 16, ratio: float = 1.1) -> lis
     return sorted(t for t in ts if t < T_max)
 
 
-def choose_parameters(problem: ThreeBlockProblem, T_grid, gamma=None, beta=None, gamma_fraction=0.5,
-                      allow_inadmissible=False):
+def choose_parameters(problem: ThreeBlockProblem, T_grid, *, step_sizes: StepSizes | None = None, **fields):
     """``(gamma, betas, admissible, info)``: the step sizes for each horizon, by the one rule
-    :func:`stam.theory.numeric.admissible_parameters`, and the problem's own limits on gamma."""
+    :func:`stam.theory.numeric.admissible_parameters` given ``step_sizes`` (a :class:`~stam.theory.numeric.StepSizes`,
+    or its fields by keyword), and the problem's own limits on gamma."""
+    step_sizes = StepSizes.of(step_sizes, fields)
+    no_other(fields, "choose_parameters")
+    gamma = step_sizes.gamma
     c = problem.theory_constants()
     if gamma is not None:
         problem.check_gamma(gamma)
-    p = numeric.admissible_parameters(c, T_grid, gamma, beta, gamma_fraction, allow_inadmissible, remedy=REMEDY)
+    p = numeric.admissible_parameters(c, T_grid, step_sizes=step_sizes, remedy=REMEDY)
     problem.check_gamma(p.gamma)
     info = {"gamma_max": p.gamma_max, "gamma_rule": p.gamma_rule, "beta_rule": p.beta_rule}
     return p.gamma, list(p.betas), p.admissible, info
@@ -132,23 +136,27 @@ def _slope(T, vals) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, gamma=None, beta=None, gamma_fraction=0.5,
-              allow_inadmissible=False, seed: int = 0, progress: bool = True) -> dict:
+def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, *, step_sizes: StepSizes | None = None, seed: int = 0,
+              progress: bool = True, **fields) -> dict:
     """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
     (without ``provenance``, which the writer adds): the step sizes by the one rule
-    (:func:`choose_parameters`), every horizon and seed in one batch (:func:`_simulate`), a row per
-    horizon (:func:`_rows`), the parameters and constants they were run with, the slopes."""
+    (:func:`choose_parameters`; ``step_sizes``, a :class:`~stam.theory.numeric.StepSizes`, or its fields
+    ``gamma``, ``beta``, ``gamma_fraction``, ``allow_inadmissible`` by keyword), every horizon and seed in one
+    batch (:func:`_simulate`), a row per horizon (:func:`_rows`), the parameters and constants they were run
+    with, the slopes."""
+    step_sizes = StepSizes.of(step_sizes, fields)
+    no_other(fields, "run_rates")
     T_grid = sorted({int(T) for T in T_grid})
     if not T_grid or T_grid[0] < 1 or R < 1:
         raise ValueError(f"need horizons T >= 1 and R >= 1, got T_grid={T_grid}, R={R}")
-    gamma, betas, admissible, info = choose_parameters(problem, T_grid, gamma, beta, gamma_fraction, allow_inadmissible)
+    gamma, betas, admissible, info = choose_parameters(problem, T_grid, step_sizes=step_sizes)
     runs = _simulate(problem, _Runs(T_grid, R, seed), gamma, betas, progress)
     rows, details = _rows(problem, runs, gamma, betas, admissible)
     Ts, half = [r["T"] for r in rows], len(rows) // 2
     return {
         "kind": "synthetic-rates",
         "problem": problem.name,
-        "params": _params(problem, runs, gamma, gamma_fraction, info),
+        "params": _params(problem, runs, gamma, step_sizes.gamma_fraction, info),
         "constants": _constants(problem, gamma, info),
         "rows": rows,
         "slope": _slope(Ts, [r["S_min_mean"] for r in rows]),

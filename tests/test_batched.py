@@ -432,6 +432,41 @@ def test_summarise_gives_the_t_interval():
     assert two["ci95"] is None and two["n"] == 3 and two["std"] > 0
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=8), st.randoms())
+def test_paired_differences_match_seeds_not_positions(accs, rnd):
+    """STAM - BC and STAM - BR are differences of the runs of the same seed, whatever the order in which
+    the finals list their seeds; their summary is summarise() of those differences (issue 35, point 4)."""
+    seeds = [1000 + i for i in range(len(accs))]
+    order = list(range(len(accs)))
+    rnd.shuffle(order)  # BC's finals list the same seeds in another order
+    final = lambda idx, k: {"seeds": [seeds[i] for i in idx], "test_acc": [accs[i][k] for i in idx], "diverged": 0}  # noqa: E731
+    result = {"algorithms": [{"algo": "stam", "final": final(range(len(accs)), 0)}, {"algo": "bc", "final": final(order, 1)},
+                             {"algo": "br", "final": final(order[::-1], 2)}, {"algo": "float", "final": final(order, 1)}]}
+    got = tune.paired_differences(result)
+    assert [(d["a"], d["b"]) for d in got] == [("stam", "bc"), ("stam", "br")]
+    for d, k in zip(got, (1, 2)):
+        want = tune.summarise([a[0] - a[k] for a in accs], bounds=(-100.0, 100.0))
+        assert d["seeds"] == len(accs) and d["mean"] == pytest.approx(want["mean"], abs=1e-9)
+        assert (d["ci95"] is None) == (want["ci95"] is None)
+    lines = tune.paired_lines(result)
+    assert len(lines) == 2 and lines[0].startswith("Paired difference STAM \u2212 BC ")
+
+
+def test_paired_differences_appear_under_the_table_and_in_the_headline():
+    fin = lambda accs: {"seeds": [1000, 1001, 1002], "test_acc": accs, "diverged": 0, **tune.summarise(accs)}  # noqa: E731
+    result = {"params": {"epochs": 30, "trials": 16, "seeds": 3, "batch_size": 128}, "paper_rows": [], "dataset": "cifar10",
+              "model": "vgg11", "width": 0.125,
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
+                             {"algo": "bc", "label": "BC", "trials": [], "final": fin([49.0, 50.0, 51.0])}]}
+    d = tune.paired_differences(result)  # differences 1, 2, 4: mean 7/3, std sqrt(7/3), t(0.975, 2) = 4.302653
+    assert len(d) == 1 and d[0]["mean"] == pytest.approx(7 / 3)
+    assert d[0]["ci95"][1] - d[0]["mean"] == pytest.approx(4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6)
+    assert tune.format_table(result).splitlines()[-1] == tune.paired_lines(result)[0]
+    assert tune.headline(result).endswith(f"; paired {tune.paired_text(d[0])}")
+    assert "+2.3 [" in tune.paired_text(d[0])
+
+
 def test_a_budget_too_small_says_so_in_its_own_line():
     assert tune.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
     note = tune.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
@@ -509,12 +544,33 @@ def test_tune_space_file_errors(tmp_path, capsys):
     assert not (tmp_path / "t").exists()
 
 
-def test_map_digits_rows(tmp_path):
+def test_map_digits_rows(tmp_path, monkeypatch):
+    """A tiny digits map (MLP, 1 epoch, 2 gammas x 1 lambda x 1 beta, 2 seeds): each cell's binary accuracy,
+    sign flips and the float weights' accuracy (mean and std over the seeds' job rows, at their selected
+    epochs); job records stored before the float accuracy was kept still load, and the map resumes from them
+    (the field is a result, not part of a job's key) with the float accuracy None."""
+    from stam.dnn.table import mean_std
+
     rows = sweep.map_digits([0.01, 3.0], [0.5], [20.0], seeds=2, epochs=1, batch_size=64, store=tmp_path, progress=False)
     assert [(r["gamma"], r["lam"], r["beta"]) for r in rows] == [(0.01, 0.5, 20.0), (3.0, 0.5, 20.0)]
     for r in rows:
         assert r["seeds"] == 2 and r["diverged"] == 0 and 0 <= r["metric"] <= 100 and 0 <= r["sign_ever_changed"] <= 1
+        assert 0 <= r["val_acc_float"] <= 100 and r["val_acc_float_std"] is not None
     assert max(r["metric"] for r in rows) > 1  # accuracies in percent, as in every result file (10 digits: chance is 10%)
+    assert max(r["val_acc_float"] for r in rows) > 10  # the float network learns in an epoch (chance is 10%)
+    (job,) = sorted(tmp_path.glob("*.json"))
+    record = json.loads(job.read_text())
+    per_run = [r["val_acc_float"] for r in record["result"]["rows"]]
+    for k, r in enumerate(rows):
+        mean, std = mean_std(per_run[2 * k : 2 * k + 2])
+        assert math.isclose(r["val_acc_float"], mean, rel_tol=1e-12) and math.isclose(r["val_acc_float_std"], std, rel_tol=1e-12)
+    for r in record["result"]["rows"]:
+        del r["val_acc_float"]  # a record of a job run before the field was kept
+    job.write_text(json.dumps(record))
+    monkeypatch.setattr(sweep, "run_job", lambda spec: pytest.fail("a stored job was trained again"))
+    again = sweep.map_digits([0.01, 3.0], [0.5], [20.0], seeds=2, epochs=1, batch_size=64, store=tmp_path, progress=False)
+    assert [r["metric"] for r in again] == [r["metric"] for r in rows]
+    assert all(r["val_acc_float"] is None and r["val_acc_float_std"] is None for r in again)
 
 
 # --------------------------------------------------------------------------- tuning curves
@@ -585,6 +641,25 @@ def test_expected_best_by_hand_and_the_tuning_curves_figure(tmp_path):
     assert "3 trials per algorithm" in tuning.caption({"tune": [R()]})
     with pytest.raises(ValueError):
         tuning.draw({"tune": []})
+
+
+def test_a_halved_tunings_curves_resample_one_budget_the_first_rung(tmp_path):
+    """With successive halving a trial's score is its last rung's: the tuning curve resamples every
+    trial's first-rung score instead (one budget for all), and the figure says which epochs."""
+    trials = [{"score": 60.0, "rung": 1, "epochs": 9, "rung_scores": [20.0, 60.0]},
+              {"score": 30.0, "rung": 0, "epochs": 3, "rung_scores": [30.0]}, {"score": 10.0}]
+    result = {"dataset": "digits", "model": "mlp", "width": 1.0, "params": {"trials": 3, "epochs": 9},
+              "halving": {"eta": 3, "rungs": [{"trials": 3, "epochs": 3}, {"trials": 1, "epochs": 9}]},
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": trials}]}
+    assert tune.tuning_curves(result)["STAM"][0] == pytest.approx((20.0 + 30.0 + 10.0) / 3)  # not (60 + 30 + 10) / 3
+    assert tune.curve_epochs(result) == 3 and tune.curve_epochs({"params": {"epochs": 7}}) == 7
+    from stam.figures import tuning
+
+    class R:
+        data = result
+
+    assert "first rung, 3 epochs" in tuning.caption({"tune": [R()]})
+    assert "3 epochs" in tuning.draw({"tune": [R()]}).axes[0].get_title()
 
 
 @settings(max_examples=40, deadline=None)
@@ -750,6 +825,29 @@ def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypa
     assert [r["log"] for r in one] == [r["log"] for r in many]
     assert batched.chunks(["a", "b", "c"], [10, 10, 10], 1, 80) == [["a", "b"], ["c"]]
     assert batched.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone
+
+
+def test_a_trainers_options_are_one_object_and_its_keywords_change_fields(task):
+    """Trainer(configs, task, bs, options, **changes) trains as options with those fields changed:
+    the keyword form and the object give the same trainer and the same epoch; an unknown keyword is
+    a TypeError naming it; train_batched passes its keywords on (device "cpu" unless given)."""
+    import dataclasses
+
+    cfgs = [_cfg("stam", 1, seed=3)]  # a rule with proxies
+    base = batched.TrainerOptions(epochs=3, compile=False, bn_images=0)
+    by_object = batched.Trainer(cfgs, task, 64, dataclasses.replace(base, proxies=True))
+    by_keywords = batched.Trainer(cfgs, task, 64, base, proxies=True)
+    assert by_object.options == by_keywords.options and by_keywords.options.proxies and by_keywords.bn_images == 0
+    assert batched.Trainer(cfgs, task, 64, compile=False).options == batched.TrainerOptions(compile=False)
+    a, b = by_object.train_epoch(1), by_keywords.train_epoch(1)
+    assert torch.equal(a.train_loss, b.train_loss) and a.proxies is not None
+    assert all(torch.equal(x, y) for x, y in zip(a.proxies, b.proxies))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.epochs = 2
+    with pytest.raises(TypeError, match="nope"):
+        batched.Trainer(cfgs, task, 64, nope=1)
+    with pytest.raises(TypeError, match="nope"):
+        batched.train_batched(cfgs, task, 1, 64, nope=1)
 
 
 def test_tuning_text_counts_agree_in_number():

@@ -432,3 +432,34 @@ def test_structure_scan_counts_the_places_to_add_an_optimiser_a_figure_and_a_tun
     monkeypatch.setattr(bench, "EDITS", {"rule only": (rule_only, bench.OPTIMISER_CHECK)})
     alone = bench.edit_scan(root, str(tmp_path))["rule only"]
     assert (alone["places"], alone["found"]) == (1, False) and "Error" in alone["check"][-1]
+
+
+@pytest.mark.parametrize("budget", ["committed", "deciding"])
+def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_path, budget):
+    """Every command of the study is one the toolkit's own parsers accept, and carries the budget's
+    protocol (issue 35: the deciding study's epochs, trials, halving, schedule, recipe, seeds, map grid)."""
+    from stam.cli import build_parser
+
+    bench, gpu = _load("cifar10_study"), _load("gpu_width1")
+    b = bench.BUDGETS[budget]
+    cmds = bench.commands(b, "DATA", tmp_path, 2)
+    parser = build_parser()
+    tune = vars(parser.parse_args(cmds["tune"][0]))
+    assert (tune["epochs"], tune["trials"], tune["n_seeds"], tune["halving"], tune["schedule"], tune["recipe"], tune["bn_images"]) \
+        == (b["epochs"], b["trials"], b["seeds"], b["halving"], b["schedule"], b["recipe"], b["bn_images"])
+    m = vars(parser.parse_args(cmds["map"][0]))
+    assert (m["epochs"], m["n_seeds"]) == (b["map_epochs"], b["map_seeds"])
+    transfers = cmds.get("transfer", [])
+    assert [a[a.index("--model") + 1] for a in transfers] == [x for x in b["transfer_models"].split(",") if x]
+    for a in transfers:
+        _, args = gpu.parse(a[1:])
+        assert (args.epochs, args.seeds, args.width) == (b["epochs"], b["transfer_seeds"], b["width"])
+        assert args.settings == str(tmp_path / "tune" / "tune-cifar10.json")  # the tuned settings of this study
+
+
+def test_cifar10_study_dry_run_prints_and_runs_nothing(tmp_path, capsys):
+    bench = _load("cifar10_study")
+    assert bench.main(["--budget", "deciding", "--dry-run", "--out", str(tmp_path / "s"), "--parts", "map,tune"]) is None
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["tune", "map"] and "--halving 3" in lines[0]
+    assert not (tmp_path / "s").exists()

@@ -96,7 +96,9 @@ def test_log_grid_and_cell_edges(lo, ratio, n):
     assert all(edges[i] < v < edges[i + 1] for i, v in enumerate(sorted(set(grid))))
 
 
-def digits_fixture(problem="digits-mlp") -> dict:
+def digits_fixture(problem="digits-mlp", floats=False) -> dict:
+    """A network map of 2 x 3 x 2 cells, one diverged; ``floats``: with the float weights' accuracy (a map
+    written before it was recorded has none)."""
     rows = []
     for g in (0.01, 1.0, 8.0):
         for lam in (0.5, 4.0):
@@ -105,6 +107,8 @@ def digits_fixture(problem="digits-mlp") -> dict:
                 rows.append(dict(gamma=g, lam=lam, beta=b, seeds=2, metric=None if div else 40.0 + 5.0 * lam,
                                  metric_std=None if div else 1.0, diverged=div,
                                  sign_ever_changed=None if div else min(1.0, 0.1 * g), admissible=False))
+                if floats:
+                    rows[-1].update(val_acc_float=None if div else 50.0 + g + b / 1000, val_acc_float_std=None if div else 0.5)
     for r, a in zip(rows, admissible_flags(*zip(*[(r["gamma"], r["lam"], r["beta"]) for r in rows]))):
         r["admissible"] = a
     return {"kind": "convergence-map", "format": 2, "provenance": {"created": "2026-01-01T00:00:00+00:00", "versions": {}},
@@ -122,7 +126,7 @@ def test_figure_renders_for_a_synthetic_and_a_digits_map(tiny_map, tmp_path, cap
         assert png.stat().st_size > 10_000 and png.with_suffix(".pdf").stat().st_size > 1000
     fig = plot_map([digits_fixture()])
     titled = [a.get_title() for a in fig.axes if a.get_visible() and a.get_title()]
-    assert sum("accuracy" in t for t in titled) == 2 and sum("sign changes" in t for t in titled) == 2
+    assert [sum(what in t for t in titled) for what in ("binary accuracy", "float accuracy", "sign changes")] == [2, 2, 2]
     ax = next(a for a in fig.axes if a.get_visible() and a.get_title())
     labels = [line.get_label() for line in ax.get_lines()]
     assert "\u03b3\u03bb = 1/\u221a5" in labels and any("Our1" in lab for lab in labels)
@@ -384,18 +388,26 @@ def test_a_map_with_a_store_makes_no_temporary_folder(tmp_path, monkeypatch):
 
 
 def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():
-    """Issue 37, point 5: panels of maps with different numbers of betas flow over one grid without empty places
-    (2 x 2 + 1 x 2 panels: three columns, two rows; one beta each: one row), and the legend, one for the figure,
-    names divergence only where a cell diverged."""
+    """Issue 37, point 5: panels of maps with different numbers of betas flow over one grid with the fewest empty
+    places that keeps each row of panels (one quantity of one map, a panel per beta, one colour bar) on one line of
+    the grid (3 rows x 2 betas + 3 rows x 1 beta: two columns, five lines, one empty place; 3 x 2 of one map: two
+    columns, no empty place; one beta: one line of three), and the legend, one for the figure, names divergence only
+    where a cell diverged."""
+    from stam.figures.map_figure import columns
+
+    assert [columns(w) for w in ([2, 2, 2, 1, 1, 1], [2, 2, 2], [1, 1, 1], [3, 3, 3], [2, 2], [1, 1, 1, 1], [1])] == [
+        2, 2, 3, 3, 2, 2, 1]
     two = digits_fixture()
     one = digits_fixture("digits-cnn")
     one["rows"] = [r for r in one["rows"] if r["beta"] == 100.0]
     one["beta_rule"] = {"kind": "fixed", "values": [100]}
     fig = plot_map([two, one])
     panels = [a for a in fig.axes if a.get_title()]
-    assert len(panels) == 6 and all(a.get_visible() for a in panels)
-    places = {a.get_subplotspec().get_geometry() for a in panels}  # (rows, columns, index, index)
-    assert {g[:2] for g in places} == {(2, 3)} and {g[2] for g in places} == set(range(6))
+    assert len(panels) == 9 and all(a.get_visible() for a in panels)  # three rows (binary, float, signs) of 2 + 1 betas
+    places = {a.get_title(): a.get_subplotspec().get_geometry() for a in panels}  # (rows, columns, index, index)
+    assert {g[:2] for g in places.values()} == {(5, 2)} and {g[2] for g in places.values()} == set(range(9))
+    for what in ("binary accuracy", "float accuracy", "sign changes"):  # the two betas of a row on one line
+        assert len({g[2] // 2 for t, g in places.items() if what in t and t.startswith("digits-mlp")}) == 1
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "all seeds diverged" in texts and "some seeds diverged" not in texts  # the fixture: 2 of 2 seeds, once
     calm = digits_fixture()
@@ -405,4 +417,92 @@ def test_the_map_figure_has_no_empty_places_and_names_only_what_it_draws():
     single = digits_fixture()
     single["rows"] = [r for r in single["rows"] if r["beta"] == 100.0]
     single["beta_rule"] = {"kind": "fixed", "values": [100]}
-    assert {a.get_subplotspec().get_geometry()[:2] for a in plot_map([single]).axes if a.get_title()} == {(1, 2)}
+    assert {a.get_subplotspec().get_geometry()[:2] for a in plot_map([single]).axes if a.get_title()} == {(1, 3)}
+
+
+def _meshes(fig) -> dict:
+    """The colour scale of each panel's cells, by its title: (vmin, vmax) of its QuadMesh's Normalize."""
+    from matplotlib.collections import QuadMesh
+
+    return {a.get_title(): (m.norm.vmin, m.norm.vmax) for a in fig.axes if a.get_title()
+            for m in a.collections if isinstance(m, QuadMesh)}
+
+
+def test_a_network_maps_colour_scales_are_fitted_to_its_data():
+    """Issue 35, point 6: each row of a network map's panels (binary accuracy, float accuracy, sign changes) is
+    coloured on one scale over its betas that spans the row's cells (min..max, padded by COLOUR_PAD of the span,
+    within [0, 100] or [0, 1]), as its colour bar says; a synthetic map keeps log10 E S_T over its finite values."""
+    from stam.figures.map_figure import COLOUR_PAD, colour_limits
+
+    d = digits_fixture(floats=True)
+    fig = plot_map([d])
+    scales = _meshes(fig)
+    assert len(scales) == 6
+    for key, what in (("metric", "binary accuracy"), ("val_acc_float", "float accuracy"), ("sign_ever_changed", "sign changes")):
+        vals = [r[key] for r in d["rows"] if r[key] is not None]
+        span = max(vals) - min(vals)
+        bound = 1.0 if key == "sign_ever_changed" else 100.0
+        want = (max(0.0, min(vals) - COLOUR_PAD * span), min(bound, max(vals) + COLOUR_PAD * span))
+        assert colour_limits(d, key) == pytest.approx(want, rel=1e-12, abs=1e-12)
+        row = {lim for title, lim in scales.items() if what in title}
+        assert len(row) == 1 and list(row)[0] == pytest.approx(want, rel=1e-12, abs=1e-12)  # one scale per row, both betas
+    assert {cb.mappable.norm.vmin for cb in _colour_bars(fig)} == {lo for lo, _ in scales.values()}
+    assert all("scale fitted to the cells" in cb.ax.get_ylabel() for cb in _colour_bars(fig))
+    # the sign changes span 0.001 .. 0.8 here: fitted, not [0, 1]; one value: a band around it within the bounds
+    assert colour_limits(d, "sign_ever_changed")[1] < 0.9
+    one = dict(d, rows=[dict(r, metric=100.0) for r in d["rows"] if r["metric"] is not None])
+    assert colour_limits(one, "metric") == (99.0, 100.0)
+    syn = run_map("binary", gammas=[0.05, 30.0], lams=[1.0], betas=[1e3], iterations=20, seeds=1)
+    finite = [math.log10(r["metric"]) for r in syn["rows"] if r["metric"] is not None and r["metric"] > 0]
+    (lim,) = set(_meshes(plot_map([syn])).values())
+    assert lim == pytest.approx((min(finite), max(finite)), rel=1e-12)
+
+
+def _colour_bars(fig):
+    return [a._colorbar for a in fig.axes if getattr(a, "_colorbar", None) is not None and a.get_visible()]
+
+
+def test_a_map_without_the_float_accuracy_reads_and_draws_it_not_recorded(tmp_path):
+    """A network map written before the float accuracy was recorded (no val_acc_float) still validates and
+    draws: its float row says "not recorded" and colours no cell; the caption says so; a map with it has it in
+    its CSV and its caption; the line gamma*lambda = 1 (the paper's class certified) is drawn and in the legend."""
+    from stam.figures.map_figure import PAPER_CLASS_LABEL
+
+    old = digits_fixture()
+    assert validate_map(old) is old
+    fig = plot_map([old])
+    texts = {a.get_title(): " ".join(t.get_text() for t in a.texts) for a in fig.axes if a.get_title()}
+    assert all("not recorded" in v for k, v in texts.items() if "float accuracy" in k)
+    assert not any("not recorded" in v for k, v in texts.items() if "float accuracy" not in k)
+    assert not any("float accuracy" in title for title in _meshes(fig))
+    assert "not recorded" in map_caption(old)
+    assert PAPER_CLASS_LABEL in [t.get_text() for t in fig.legends[0].get_texts()]
+    ax = next(a for a in fig.axes if a.get_title())
+    (line,) = [ln for ln in ax.get_lines() if ln.get_label() == PAPER_CLASS_LABEL]
+    assert max(abs(x * y - 1.0) for x, y in zip(*line.get_data())) < 1e-12
+    new = digits_fixture(floats=True)
+    assert "not recorded" not in map_caption(new) and "fitted to the data" in map_caption(new)
+    write_map(new, tmp_path, "map-digits")
+    lines = (tmp_path / "map-digits.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    assert "val_acc_float" in head and "val_acc_float_std" in head
+    for line, r in zip(lines[1:], new["rows"]):
+        cell = line.split(",")[head.index("val_acc_float")]
+        assert (cell == "") if r["val_acc_float"] is None else float(cell) == r["val_acc_float"]
+    write_map(old, tmp_path, "map-old")
+    assert all(line.split(",")[head.index("val_acc_float")] == "" for line in
+               (tmp_path / "map-old.csv").read_text().splitlines()[1:])
+    bad = dict(new, rows=[dict(r, val_acc_float=140.0) for r in new["rows"]])
+    with pytest.raises(UsageError, match="val_acc_float"):
+        validate_map(bad)
+
+
+def test_a_map_of_one_lambda_is_a_strip_with_its_values_and_gamma_lambda_written():
+    """One lambda: every cell's value is written on it and a second axis gives gamma*lambda."""
+    d = digits_fixture(floats=True)
+    d["rows"] = [r for r in d["rows"] if r["lam"] == 4.0]
+    fig = plot_map([d])
+    ax = next(a for a in fig.axes if a.get_title() and "binary accuracy" in a.get_title() and "100" in a.get_title())
+    written = sorted(t.get_text() for t in ax.texts if t.get_text())
+    assert written == sorted(f"{r['metric']:.1f}" for r in d["rows"] if r["beta"] == 100.0 and r["metric"] is not None)
+    assert any("\u03b3\u03bb" in a.get_xlabel() for a in ax.child_axes)

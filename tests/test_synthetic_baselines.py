@@ -69,3 +69,28 @@ def test_registry_declares_names_and_needs(problem):
         baselines.run_method(sparse, "bc", 30, 1, 0.3, 40.0)
     with pytest.raises(ValueError, match="unknown method 'adam'"):
         baselines.run_method(problem, "adam", 30, 1, 0.3, 40.0)
+
+
+@pytest.mark.parametrize("fields", [{}, {"gamma_fraction": 0.3}, {"gamma": 0.2, "beta": 5.0, "allow_inadmissible": True}])
+def test_step_sizes_object_and_keywords_run_the_same(problem, fields):
+    """run_rates and compare pass the rule's arguments through: one StepSizes or its fields by keyword (the
+    old calls) give the same result, wall times aside; compare runs any pair (allow_inadmissible set)."""
+    from stam.synthetic.rates import run_rates
+    from stam.theory.numeric import StepSizes
+
+    same = dict(R=2, seed=1, progress=False)
+    assert run_rates(problem, [3, 8], step_sizes=StepSizes(**fields), **same) == run_rates(problem, [3, 8], **fields, **same)
+    mine = {k: v for k, v in fields.items() if k != "allow_inadmissible"}
+    timeless = lambda r: dict(r, rows=[dict(row, wall_time=None) for row in r["rows"]])  # noqa: E731
+    by_object = timeless(baselines.compare(problem, 24, step_sizes=StepSizes(**mine), **same))
+    assert by_object == timeless(baselines.compare(problem, 24, **mine, **same))
+    assert by_object["params"]["admissible"] == ("beta" not in fields)
+
+
+def test_a_misspelt_step_size_keyword_is_refused_before_anything_runs():
+    from stam.synthetic.rates import run_rates
+
+    for name, call in (("run_rates", lambda: run_rates(None, [1], gama=0.1)),  # no problem needed: refused first
+                       ("compare", lambda: baselines.compare(None, 1, gama=0.1))):
+        with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'gama'$"):
+            call()

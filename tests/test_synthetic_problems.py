@@ -96,6 +96,37 @@ def test_each_family_of_the_registry_builds_what_it_declares(name):
     assert tuple(PROBLEMS) == PROBLEM_NAMES  # the dict is built from the registry
 
 
+@pytest.mark.parametrize("builder, spec, given", [
+    ("binary", "BinarySpec", dict(lam=2.5, blocks=3, replacement=True)),
+    ("sparse", "SparseSpec", dict(penalty="mcp", m=4, theta=3.0)),
+    ("cosine", "CosineSpec", dict(mu=3.0, noise=0.2)),
+])
+def test_a_builders_keywords_are_its_spec(builder, spec, given):
+    """A builder's keyword form is its spec built (the same instance, to the bit; its params the
+    spec's fields in their order, ``m``, ``k`` resolved); the spec is frozen, an unknown keyword a
+    TypeError, ``device``/``dtype`` only where it is built."""
+    import dataclasses
+
+    from stam.synthetic import problems as P
+
+    build, Spec = getattr(P, builder), getattr(P, spec)
+    s = Spec(**SMALL, seed=2, **given)
+    a, b = build(**SMALL, seed=2, **given), s.build()
+    assert a.name == b.name and a.params == b.params and a.quantised == b.quantised
+    assert list(a.params) == [f.name for f in dataclasses.fields(Spec)]
+    assert {k: v for k, v in a.params.items() if k not in ("m", "k")} == {k: v for k, v in dataclasses.asdict(s).items() if k not in ("m", "k")}
+    for part in ("G", "H", "F"):
+        for key, val in vars(getattr(a, part)).items():
+            if isinstance(val, torch.Tensor):
+                assert torch.equal(val, getattr(getattr(b, part), key)), (part, key)
+    assert torch.equal(a.y0, b.y0)
+    assert build(**SMALL, dtype=torch.float32).y0.dtype == torch.float32
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.n = 3
+    with pytest.raises(TypeError, match="nope"):
+        build(nope=1)
+
+
 def test_paper_presets_are_table_paras_first_epoch():
     from stam.dnn.presets import paper_presets
 

@@ -127,3 +127,41 @@ def test_admissible_parameters_refusals_come_from_one_place():
     assert n.violations_text(p.verdicts[0]).startswith("beta >= 2 K2/K1")
     with pytest.raises(ValueError, match="gamma_fraction=1.5"):
         n.admissible_parameters(c, 10, gamma_fraction=1.5)
+
+
+def _outcome(call):
+    """What a call of the rule gives: its parameters, or the type and wording of its refusal (repr: a nan in a
+    verdict compares equal to itself)."""
+    try:
+        return repr(call())
+    except (ValueError, TypeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.01, 20.0), st.lists(st.integers(1, 10**6), min_size=1, max_size=3),
+       st.fixed_dictionaries({}, optional={"gamma": st.floats(0.01, 1.5), "beta": st.floats(0.1, 1e4),
+                                           "gamma_fraction": st.floats(0.01, 1.2), "allow_inadmissible": st.booleans()}))
+def test_step_sizes_object_and_keywords_give_the_same_parameters(lam, Ts, fields):
+    """The rule's arguments as one StepSizes or as keywords (the old form): the same parameters, or the same
+    refusal; keywords given with an object are set on it (Settings.of).  ``gamma`` is a multiple of gamma_max (past
+    it: refused or marked inadmissible), ``gamma_fraction`` reaches past (0, 1) (refused)."""
+    A, C = n.deterministic_es(1.0, lam)
+    c = n.quadratic_coupling(lam, L1=1.0, A=float(A), C=float(C))
+    if "gamma" in fields:
+        fields = dict(fields, gamma=fields["gamma"] * n.gamma_max(c))
+    by_keywords = _outcome(lambda: n.admissible_parameters(c, Ts, **fields))
+    assert by_keywords == _outcome(lambda: n.admissible_parameters(c, Ts, step_sizes=n.StepSizes(**fields)))
+    first, rest = dict(list(fields.items())[:1]), dict(list(fields.items())[1:])
+    assert by_keywords == _outcome(lambda: n.admissible_parameters(c, Ts, step_sizes=n.StepSizes(**first), **rest))
+    assert n.StepSizes.of(n.StepSizes(**first), dict(rest)) == n.StepSizes(**fields)
+
+
+def test_step_sizes_refuse_what_is_not_theirs():
+    c = n.quadratic_coupling(0.5, L1=1.0, A=2.0, C=0.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'gama'"):
+        n.admissible_parameters(c, 10, gama=0.05)
+    with pytest.raises(TypeError, match="is not a StepSizes"):
+        n.admissible_parameters(c, 10, step_sizes={"gamma": 0.05})
+    with pytest.raises(TypeError):  # the old positional gamma: keyword-only now, never read as another field
+        n.admissible_parameters(c, 10, 0.05)

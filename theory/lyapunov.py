@@ -65,6 +65,7 @@ from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REG
 from stam.theory.pep import DEFAULT_F_CLASS, F_CLASSES, check_f_class, stam_pep, validate_sampling
 from stam.theory.sdp import RHO_MIN, Certificate, search
 from stam.theory.sdpproof import NUMERICAL_ONLY, prove
+from stam.theory.settings import GammaScan, ProblemClass, SdpOptions, no_other
 from stam.theory.templates import GROWTH_PER_RATE, check_parameters, stam_step_sdp, stam_step_sdp_sampled
 from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
                           STR, ResultType, Schema, at_most, one_of, ordered)
@@ -96,15 +97,21 @@ def rate_floor(beta: float) -> float:
     return max(RHO_MIN, RHO_BETA_MIN / beta)
 
 
-def certify_stam(lam: float, gamma: float, beta: float, L1: float = 1.0, template: str = "general",
-                 rho_min: float | None = None, solver: str | None = None, solver_options: dict | None = None,
-                 f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> Certificate:
-    """The best certificate of ``template`` for STAM at ``(lam, gamma, beta)`` with ``F`` of
-    ``f_class``: deterministic (``N = b = 1``, the full gradient) or with b-nice minibatches of
-    ``G = (1/N) sum_i G_i`` (paper template only; :func:`stam_step_sdp_sampled`).  It counts with a rate
-    of at least ``rho_min`` (default :func:`rate_floor`); an optimal rate below that floor is marked
-    ``details["below_floor"]`` (the solver's accuracy, not a certificate)."""
-    floor = rate_floor(beta) if rho_min is None else rho_min
+def certify_stam(lam: float, gamma: float, beta: float, *, template: str = "general",
+                 problem: ProblemClass | None = None, sdp: SdpOptions | None = None, **fields) -> Certificate:
+    """The best certificate of ``template`` for STAM at ``(lam, gamma, beta)`` over the class ``problem``
+    (:class:`stam.theory.settings.ProblemClass`: ``L1``, ``F`` of ``f_class``, the gradient): deterministic
+    (``N = b = 1``, the full gradient) or with b-nice minibatches of ``G = (1/N) sum_i G_i`` (paper template only;
+    :func:`stam_step_sdp_sampled`), solved as ``sdp`` says (:class:`stam.theory.settings.SdpOptions`: the solver,
+    its options, ``rho_min``).  It counts with a rate of at least ``rho_min`` (default :func:`rate_floor`); an
+    optimal rate below that floor is marked ``details["below_floor"]`` (the solver's accuracy, not a certificate).
+    The fields of both also by keyword (``certify_stam(lam, gamma, beta, template="paper", f_class="convex",
+    solver="scs")``)."""
+    problem, sdp = ProblemClass.of(problem, fields), SdpOptions.of(sdp, fields)
+    no_other(fields, "certify_stam")
+    L1, f_class, N, b = problem.L1, problem.f_class, problem.N, problem.b
+    solver, solver_options = sdp.solver, sdp.solver_options
+    floor = rate_floor(beta) if sdp.rho_min is None else sdp.rho_min
     check_f_class(f_class)
     validate_sampling(N, b)
     def build(exact=False):
@@ -225,10 +232,8 @@ def _gap_from_first_success(test, start: float, top: float, rtol: float, ratio: 
     return start, lo, hi
 
 
-def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L1: float = 1.0,
-                    gamma_range=REGION_GAMMA_RANGE, rtol: float = REGION_RTOL, solver: str | None = None,
-                    f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1, inherited=(),
-                    scan_ratio: float = SCAN_RATIO) -> dict:
+def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, *, problem: ProblemClass | None = None,
+                    scan: GammaScan | None = None, solver: str | None = None, inherited=(), **fields) -> dict:
     """The end of the interval of gammas, from ``gamma_range[0]`` up, with a certificate of ``template`` for
     some beta of ``betas`` (:func:`_first_gap`: a scan by factors 1.2, then log bisection; it
     reports the bracket): ``lo`` the largest certified gamma found (None: not even ``gamma_range[0]``),
@@ -237,18 +242,24 @@ def certified_gamma(lam: float, template: str = "general", betas=REGION_BETAS, L
     ``inherited``: gammas already certified for a larger class of ``F`` (any proper lsc ``F`` contains
     the convex ones): its certificate is one for ``f_class`` too, so they count without a solve
     (``inherited`` in the result counts them; without it the solver's accuracy at rates near
-    :data:`RHO_MIN` could make a smaller class look less certified)."""
-    search = _GammaSearch(lambda gamma, beta: certify_stam(lam, gamma, beta, L1=L1, template=template, solver=solver,
-                                                          f_class=f_class, N=N, b=b),
+    :data:`RHO_MIN` could make a smaller class look less certified).  ``problem``: the class
+    (:class:`stam.theory.settings.ProblemClass`), ``scan``: where gamma is searched
+    (:class:`stam.theory.settings.GammaScan`: ``gamma_range``, ``rtol``, ``scan_ratio``), the fields of both also
+    by keyword."""
+    problem, scan = ProblemClass.of(problem, fields), GammaScan.of(scan, fields)
+    no_other(fields, "certified_gamma")
+    gamma_range, rtol = scan.gamma_range, scan.rtol
+    search = _GammaSearch(lambda gamma, beta: certify_stam(lam, gamma, beta, template=template, problem=problem,
+                                                          solver=solver),
                           betas, inherited)
-    ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan_ratio  # LO:HI:N fixes the scan
+    ratio = gamma_scan_ratio(gamma_range) if len(gamma_range) > 2 else scan.scan_ratio  # LO:HI:N fixes the scan
     start = gamma_range[0]
     lo, hi, _ = _first_gap(search.test, start, gamma_range[1], rtol, ratio=ratio)
     if lo is None and search.unverified.get(start, 0.0) >= RHO_BETA_MIN:
         # the first gamma's rate was not verified (at gamma lam ~ 1e-6 the minibatch SDP is at the solver's accuracy):
         # the interval is sought from the first certified gamma of the scan up ("start")
         start, lo, hi = _gap_from_first_success(search.test, start, gamma_range[1], rtol, ratio)
-    return search.bracket(lo, hi, start, gamma_range[0], {"f_class": f_class, "N": N, "b": b})
+    return search.bracket(lo, hi, start, gamma_range[0], {"f_class": problem.f_class, "N": problem.N, "b": problem.b})
 
 
 class _GammaSearch:
@@ -360,7 +371,8 @@ def theorem_region(lam: float, L1: float = 1.0, f_class: str = DEFAULT_F_CLASS, 
         gamma = frac * gmax
         beta = float(math.ceil(2 * float(numeric.K2(gamma, c)) / float(numeric.K1(gamma, c))))
         for N, b in samplings:
-            cert = certify_stam(float(lam), gamma, beta, L1=L1, template="paper", solver=solver, f_class=f_class, N=N, b=b)
+            cert = certify_stam(float(lam), gamma, beta, template="paper", problem=ProblemClass(L1, f_class, N, b),
+                                solver=solver)
             points.append({"fraction": frac, "gamma": gamma, "beta": beta, "N": N, "b": b, "certified": cert.certified,
                            "rho": cert.rho, "status": cert.status})
     good = [1 / (p["rho"] * p["beta"]) for p in points if p["certified"]]
@@ -379,6 +391,7 @@ def region_row(lam: float, params: RegionParams | None = None, **settings) -> di
     f_class, sampling, scan_ratio = params.f_class, params.sampling, params.scan_ratio
     refute_Ts, refute_betas, beside_convex, refute_beside = (params.refute_Ts, params.refute_betas, params.beside_convex,
                                                              params.refute_beside)
+    scan = GammaScan(gamma_range, rtol, scan_ratio)
     t0 = time.perf_counter()
     gmax = float(numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=L1)))
     row = {"lam": float(lam), "gamma_theorem": gmax}
@@ -386,8 +399,8 @@ def region_row(lam: float, params: RegionParams | None = None, **settings) -> di
     for cls in classes:
         larger = row if cls != f_class and f_class == "lsc" else None  # lsc certificates hold for convex F
         part = {
-            tpl: certified_gamma(lam, tpl, betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                 inherited=larger[tpl]["certified_at"] if larger else (), scan_ratio=scan_ratio)
+            tpl: certified_gamma(lam, tpl, betas, problem=ProblemClass(L1, cls), scan=scan, solver=solver,
+                                 inherited=larger[tpl]["certified_at"] if larger else ())
             for tpl in ("general", "paper")
         }
         if cls == f_class or refute_beside:
@@ -395,8 +408,9 @@ def region_row(lam: float, params: RegionParams | None = None, **settings) -> di
         if cls == f_class:
             row.update(part)
             if sampling is not None:
-                row["sampled"] = certified_gamma(lam, "paper", betas, L1, gamma_range, rtol, solver, f_class=cls,
-                                                 N=int(sampling[0]), b=int(sampling[1]), scan_ratio=scan_ratio)
+                row["sampled"] = certified_gamma(lam, "paper", betas, problem=ProblemClass(L1, cls, int(sampling[0]),
+                                                                                          int(sampling[1])),
+                                                 scan=scan, solver=solver)
             row["theorem"] = theorem_region(lam, L1, cls, sampling, solver=solver)
         else:
             row[cls] = part

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stam.theory import numeric_generated as g
+from stam.theory.settings import Settings, no_other
 from stam.results import (DICT_OR_NULL, DICT, NONNEG_INF_OR_NULL, NUM_OR_NULL, POS_OR_NULL, PROVENANCE, REAL_OR_NULL, STR,
                           ResultType, Schema, at_most)
 
@@ -336,16 +337,34 @@ class Parameters:
 BETA_RULE = "max{sqrt((L+M) A T), 2 K2/K1} (Theorem conv-rate, no eps)"
 
 
-def admissible_parameters(c: Constants, T=1, gamma=None, beta=None, gamma_fraction: float = 0.5,
-                          allow_inadmissible: bool = False,
-                          remedy: str = "allow inadmissible parameters to run them anyway") -> Parameters:
+@dataclass(frozen=True)
+class StepSizes(Settings):
+    """The arguments of the admissible-parameter rule (:func:`admissible_parameters`), one object (issue 38,
+    point 4): an explicit ``gamma`` (None: ``gamma_fraction * gamma_max``, ``gamma_fraction`` in (0, 1)), an
+    explicit ``beta`` for every horizon (None: the lower bounds of Theorem conv-rate without eps) and whether a
+    pair outside Theorem conv's hypotheses is run anyway (``allow_inadmissible``).  The rate experiment
+    (:func:`stam.synthetic.rates.run_rates`) and the comparison (:func:`stam.synthetic.baselines.compare`) pass it
+    through unchanged; each takes its fields by keyword too (:meth:`Settings.of`)."""
+
+    gamma: float | None = None
+    beta: float | None = None
+    gamma_fraction: float = 0.5
+    allow_inadmissible: bool = False
+
+
+def admissible_parameters(c: Constants, T=1, *, step_sizes: StepSizes | None = None,
+                          remedy: str = "allow inadmissible parameters to run them anyway", **fields) -> Parameters:
     """The admissible-parameter rule, written once: ``gamma = gamma_fraction * gamma_max`` (or the
     given gamma) and, for each horizon in ``T`` (an int or a sequence), ``beta`` = the largest of
     the lower bounds of Theorem conv-rate without eps, ``max{sqrt((L+M) A T), 2 K2/K1}`` (or the
     given beta).  Every pair is checked against Theorem conv (:func:`check`); a violation raises
     :class:`Inadmissible` (worded by :func:`violations_text`, ending with ``remedy``) unless
     ``allow_inadmissible``.  A gamma with ``K_1 <= 0`` and no beta always raises: the theorem
-    prescribes no beta there."""
+    prescribes no beta there.  ``gamma``, ``beta``, ``gamma_fraction``, ``allow_inadmissible``: the fields
+    of ``step_sizes`` (:class:`StepSizes`), or given by keyword (set on ``step_sizes`` or on its defaults)."""
+    step_sizes = StepSizes.of(step_sizes, fields)
+    no_other(fields, "admissible_parameters")
+    gamma, beta, gamma_fraction = step_sizes.gamma, step_sizes.beta, step_sizes.gamma_fraction
     horizons = tuple(int(t) for t in (T if np.ndim(T) else [T]))
     gmax = gamma_max(c)
     if gamma is None:
@@ -366,7 +385,7 @@ def admissible_parameters(c: Constants, T=1, gamma=None, beta=None, gamma_fracti
         betas, beta_rule = (float(beta),) * len(horizons), "given"
     verdicts = tuple(check(gamma, b, c) for b in betas)
     bad = next((i for i, v in enumerate(verdicts) if not v["admissible"]), None)
-    if bad is not None and not allow_inadmissible:
+    if bad is not None and not step_sizes.allow_inadmissible:
         raise Inadmissible(f"gamma = {gamma:g}, beta = {betas[bad]:g} violate Theorem conv "
                            f"({violations_text(verdicts[bad])}); {remedy}")
     return Parameters(float(gamma), betas, horizons, verdicts, float(gmax), gamma_rule, beta_rule, gamma_fraction)
@@ -441,5 +460,5 @@ __all__ = ["LABELLED", "STEPSIZE",
     "Constants", "quadratic_coupling", "es_gh", "es_lemma", "finite_sum", "K1", "K2", "K3", "M",
     "gamma_threshold", "gamma_max", "second_condition", "admissible_gamma", "theorem_rhs", "beta_lower_bounds", "T_min",
     "check", "recommend", "BETA_KEYS", "deterministic_es", "violations_text", "Inadmissible", "Parameters",
-    "admissible_parameters", "BETA_RULE",
+    "StepSizes", "admissible_parameters", "BETA_RULE",
 ]

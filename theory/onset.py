@@ -47,6 +47,7 @@ from functools import lru_cache
 
 from stam.results import (COUNT, DICT_OR_NULL, LIST, NONEMPTY_LIST, NONNEG, POS, POS_OR_NULL, POSINT, PROVENANCE, STR,
                           ResultType, Schema, distinct, holds, one_of, ordered)
+from stam.theory.settings import Bisection, no_other
 
 
 class _Ops1D:
@@ -129,15 +130,19 @@ def t1_onset_value() -> float:
 MAX_GRAM = 32
 
 
-def onset_by_horizon(Ts, beta: float, lam: float = 1.0, L1: float = 1.0, lo: float = 0.9, hi: float = 1.6,
-                     tol: float = 1e-3, solver: str | None = None, N: int = 1, b: int = 1) -> list[dict]:
+def onset_by_horizon(Ts, beta: float, *, bisection: Bisection | None = None, N: int = 1, b: int = 1,
+                     **fields) -> list[dict]:
     """Issue 39, point 1: for each horizon ``T`` of ``Ts``, the bracket ``[lo, hi)`` of ``gamma*lam`` (bisection to
     ``tol``) where :func:`stam.theory.pep.stam_pep` (any proper lsc ``F``) turns unbounded, or ``hi`` None where it is
     bounded up to the given ``hi``.  Assumes one switch inside ``[lo, hi]`` (what the solves show).  ``N, b``: the
     stochastic PEP with b-nice minibatches of ``G = (1/N) sum_i G_i`` (the rows then carry ``N`` and ``b``); a horizon
-    whose PEP exceeds :data:`MAX_GRAM` points is refused (ValueError)."""
+    whose PEP exceeds :data:`MAX_GRAM` points is refused (ValueError).  ``bisection``: ``lam``, ``L1``, ``lo``,
+    ``hi``, ``tol``, ``solver`` (:class:`stam.theory.settings.Bisection`), its fields also by keyword."""
     from stam.theory.pep import gram_size, stam_pep
 
+    bis = Bisection.of(bisection, fields)
+    no_other(fields, "onset_by_horizon")
+    lam, L1, lo, hi, tol, solver = bis.lam, bis.L1, bis.lo, bis.hi, bis.tol, bis.solver
     too_big = [T for T in Ts if gram_size(int(T), N, b) > MAX_GRAM]
     if too_big:
         raise ValueError(f"T={too_big} with N={N}, b={b}: the PEP has more than {MAX_GRAM} points "
@@ -340,13 +345,12 @@ PEP_BAND = ResultType(
 
 
 def _onset_task(task) -> list[dict]:
-    (Ts, beta, N, b), kw = task
-    return onset_by_horizon(list(Ts), beta, N=N, b=b, **kw)
+    (Ts, beta, N, b), bisection = task
+    return onset_by_horizon(list(Ts), beta, bisection=bisection, N=N, b=b)
 
 
-def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, lo: float = 0.9, hi: float = 1.6,
-         tol: float = 1e-3, solver: str | None = None, certified_from: str = "", sampled=(),
-         history: list | None = None, workers: int = 1) -> dict:
+def band(Ts, betas, certified: float | None, *, bisection: Bisection | None = None, certified_from: str = "",
+         sampled=(), history: list | None = None, workers: int = 1, **fields) -> dict:
     """The ``pep-band`` result (:data:`PEP_BAND`) of issue 39, point 1: for each ``beta`` of ``betas`` and horizon
     ``T`` of ``Ts``, the onset of unboundedness of :func:`stam.theory.pep.stam_pep` (any proper lsc ``F``, the
     normalisation ``delta0 + M0'_T <= 1``; :func:`onset_by_horizon`): refuted from there on for a bound of Theorem
@@ -355,12 +359,17 @@ def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, 
     ``(N, b, Ts)`` triples, the same for the stochastic PEP with b-nice minibatches; ``history``: rows of
     :func:`stam.theory.history.history_rows` (stored as they are); ``cycles``: :func:`cycle_threshold` at each beta,
     with the 2-cycle's ``S`` and ``delta0`` there (:func:`two_cycle`, checked exactly).  ``workers``: the
-    horizons' bisections of each (beta, sampling) in that many processes (the rows in the same order)."""
+    horizons' bisections of each (beta, sampling) in that many processes (the rows in the same order).
+    ``bisection``: ``lam``, ``L1``, ``lo``, ``hi``, ``tol``, ``solver`` of :func:`onset_by_horizon`
+    (:class:`stam.theory.settings.Bisection`), its fields also by keyword."""
     import time
     from fractions import Fraction
 
     from stam.io import provenance
 
+    bis = Bisection.of(bisection, fields)
+    no_other(fields, "band")
+    lam, L1, lo, hi, tol = bis.lam, bis.L1, bis.lo, bis.hi, bis.tol
     if certified is not None and not (isinstance(certified, (int, float)) and math.isfinite(certified) and certified > 0):
         raise ValueError(f"certified={certified!r}: give a finite gamma*lambda > 0 or None")
     t0 = time.perf_counter()
@@ -374,14 +383,13 @@ def band(Ts, betas, certified: float | None, lam: float = 1.0, L1: float = 1.0, 
                            "exact": str(cb)})
     tasks = [(tuple(Ts), beta, 1, 1) for beta in betas] + [(tuple(Ts_s), beta, N, b) for N, b, Ts_s in sampled
                                                           for beta in betas]
-    kw = dict(lam=lam, L1=L1, lo=lo, hi=hi, tol=tol, solver=solver)
     if workers > 1:  # PEPit keeps class-level counters: one PEP at a time per process, so processes
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(_onset_task, [(t, kw) for t in tasks]))
+            parts = list(pool.map(_onset_task, [(t, bis) for t in tasks]))
     else:
-        parts = [_onset_task((t, kw)) for t in tasks]
+        parts = [_onset_task((t, bis)) for t in tasks]
     rows = [r for part in parts for r in part]
     out = {"kind": "pep-band", "lam": lam, "L1": L1, "gamma_lam_range": [lo, hi], "tol": tol, "certified": certified,
            "certified_from": certified_from, "rows": rows, "cycles": cycles}

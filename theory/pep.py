@@ -77,125 +77,27 @@ example: ``4 L / (3 n)`` for ``gamma = 1/L``).
 
 Solver: Clarabel by default, SCS if Clarabel fails or stops short of an optimal answer; the
 status is always returned and a value is only a worst case when the status is ``optimal``.
-PEPit keeps class-level counters: one PEP at a time per process (no threads).
+PEPit keeps class-level counters: one PEP at a time per process (no threads).  The solve and its outcome
+(:func:`solve`, :class:`PEPResult`) are written in :mod:`stam.theory.pepsolve`; the class of problems
+(``L1``, ``f_class``, ``N``, ``b``) is one :class:`stam.theory.settings.ProblemClass`, its fields also by keyword.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import time
-import warnings
-from dataclasses import dataclass, field
 
 from stam.algorithm import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
 from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
+# the solve (stam.theory.pepsolve), importable from here as when it lived here
+from stam.theory.pepsolve import (NO_VALUE_STATUSES, SOLVER_DEFAULTS, SOLVERS, PEPResult, check_solver,  # noqa: F401
+                                  evaluated, finite_or_none, solve)
+from stam.theory.settings import ProblemClass, no_other
 from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
                           increasing)
-
-#: cvxpy statuses that carry no number.
-NO_VALUE_STATUSES = ("infeasible", "unbounded", "infeasible_inaccurate", "unbounded_inaccurate")
-#: solver names accepted by :func:`solve` (``None``: Clarabel, then SCS).
-SOLVERS = ("CLARABEL", "SCS")
-#: Default options.  With Clarabel's own settings (tolerances 1e-8, static regularisation 1e-8)
-#: these PEPs often end "AlmostSolved" (cvxpy: ``optimal_inaccurate``) at a relative gap ~1e-7
-#: once T > 4; tolerances of 1e-7 and a static KKT regularisation of 1e-6 (it only steadies the
-#: linear solves; the residuals are still checked on the original problem) make every case of
-#: benchmarks/pep_speed.py optimal, and stay far tighter than SCS (which is off by up to 3e-3).
-SOLVER_DEFAULTS = {
-    "CLARABEL": {"tol_gap_abs": 1e-7, "tol_gap_rel": 1e-7, "tol_feas": 1e-7, "static_regularization_constant": 1e-6},
-    "SCS": {},
-}
-
-
-@dataclass
-class PEPResult:
-    """Outcome of one PEP.  ``worst_case`` is the dual value (a certified upper bound up to the
-    solver's tolerance) and ``primal`` the value of the worst instance found; both are None when
-    the solver found no solution.  Only ``status == "optimal"`` makes them a worst case."""
-
-    worst_case: float | None
-    primal: float | None
-    status: str
-    solver: str
-    seconds: float
-    details: dict = field(default_factory=dict)
-
-    @property
-    def optimal(self) -> bool:
-        return self.status == "optimal"
-
-    @property
-    def has_solution(self) -> bool:
-        """The solver left values (possibly unverified) in the PEP's points and expressions."""
-        return self.worst_case is not None or self.primal is not None
-
-
-def check_solver(solver: str | None) -> str | None:
-    if solver is None:
-        return None
-    name = solver.upper()
-    require(name in SOLVERS, f"unknown solver {solver!r}; allowed: {', '.join(s.lower() for s in SOLVERS)}")
-    return name
-
-
-def solve(problem, solver: str | None = None, solver_options: dict | None = None) -> PEPResult:
-    """Solve a PEPit ``problem`` quietly.  ``solver=None``: Clarabel, and SCS if Clarabel raises
-    or ends with a status other than optimal/infeasible/unbounded (e.g. ``optimal_inaccurate``,
-    ``user_limit``).  A named solver is used alone.  ``solver_options`` maps a solver name to
-    cvxpy options that override :data:`SOLVER_DEFAULTS` (e.g. ``{"CLARABEL": {"max_iter": 5}}``)."""
-    import contextlib
-    import io
-
-    import cvxpy as cp
-
-    solver = check_solver(solver)
-    chain = [solver] if solver else ["CLARABEL", "SCS"]
-    result, tried = None, []
-    for name in chain:
-        options = {**SOLVER_DEFAULTS[name], **(solver_options or {}).get(name, {})}
-        start = time.perf_counter()
-        try:  # PEPit prints duality-gap warnings even with verbose=0: the status says it all
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                dual = problem.solve(wrapper="cvxpy", solver=name, verbose=0, **options)
-            status = problem.wrapper.prob.status
-            primal = problem.wrapper.objective.value
-        except cp.error.SolverError as exc:
-            dual, primal, status = None, None, f"solver_error: {str(exc).splitlines()[0]}"
-        seconds = time.perf_counter() - start
-        has_value = status not in NO_VALUE_STATUSES
-        result = PEPResult(
-            worst_case=_finite_or_none(dual) if has_value else None,
-            primal=_finite_or_none(primal) if has_value else None,
-            status=status,
-            solver=name,
-            seconds=seconds,
-        )
-        if tried:
-            result.details["fallback_from"] = list(tried)
-        if status in ("optimal", "infeasible", "unbounded"):
-            break
-        tried.append(f"{name}: {status}")
-    return result
-
-
-def _finite_or_none(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _eval(expr) -> float | None:
-    try:
-        return float(expr.eval())
-    except Exception:  # PEPit raises when the solver left no values
-        return None
-
 
 # --------------------------------------------------------------------------- machinery check
 def gradient_descent_pep(L: float, gamma: float, n: int, solver: str | None = None,
@@ -355,19 +257,9 @@ def merit_of(state, Fu, gamma):
     return Fu + (2 * x - u - z) ** 2 / (2 * gamma) - (x - z) ** 2 / (2 * gamma) - (u - x) ** 2 / gamma
 
 
-def stam_pep(
-    lam: float,
-    gamma: float,
-    beta: float,
-    T: int,
-    L1: float = 1.0,
-    free_start: bool = False,
-    solver: str | None = None,
-    solver_options: dict | None = None,
-    f_class: str = DEFAULT_F_CLASS,
-    N: int = 1,
-    b: int = 1,
-) -> PEPResult:
+def stam_pep(lam: float, gamma: float, beta: float, T: int, *, problem: ProblemClass | None = None,
+             free_start: bool = False, solver: str | None = None, solver_options: dict | None = None,
+             **fields) -> PEPResult:
     """Exact worst case of ``min_{0<=t<=T-1} E S_t`` for ``T`` iterations of STAM
     (module docstring: setting, metric, normalisation ``delta0 + M0'_T <= 1``) with ``F`` of class
     ``f_class``.
@@ -386,7 +278,13 @@ def stam_pep(
     ``free_start``: ``z^{-1}`` is a free point instead of ``y^0`` (the default of ``stam_init``).
     ``details`` of the result: ``metrics`` (``E S_t`` of the worst instance), ``delta0`` (``delta0 +
     Delta`` when sampled), ``M0_prime`` (its share of the normalisation), the Gram size, ``f_class``,
-    ``N``, ``b``."""
+    ``N``, ``b``.
+
+    ``problem``: the class (:class:`stam.theory.settings.ProblemClass`: ``L1``, ``f_class``, ``N``, ``b``), its
+    fields also by keyword (``stam_pep(lam, gamma, beta, T, L1=2.0, N=2, b=1)``)."""
+    problem = ProblemClass.of(problem, fields)
+    no_other(fields, "stam_pep")
+    L1, f_class, N, b = problem.L1, problem.f_class, problem.N, problem.b
     _validate(lam, gamma, beta, T, L1)
     check_f_class(f_class)
     validate_sampling(N, b)
@@ -404,7 +302,7 @@ def stam_pep(
     result.details.update(gram_size=Point.counter, f_class=f_class, N=N, b=b)
     if result.has_solution:
         result.details.update(
-            metrics=[_eval(s) for s in tree.metrics], delta0=_eval(delta0), M0_prime=_eval(M0_prime)
+            metrics=[evaluated(s) for s in tree.metrics], delta0=evaluated(delta0), M0_prime=evaluated(M0_prime)
         )
     return result
 
@@ -510,13 +408,13 @@ def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, 
     if b == N:  # exact gradient: tilde grad G = grad G
         A, C = numeric.deterministic_es(L1, lam)  # H = (lam/2)||x - y||^2: L3* = lam, no gap
         c = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C))
-        bound = _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c, 1.0, 0.0))
+        bound = finite_or_none(numeric.theorem_rhs(T, gamma, beta, c, 1.0, 0.0))
     else:
         A, C1 = numeric.finite_sum(L1, N, b, lam, 1.0)  # C for Delta^inf = 1
         c0 = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=0.0)
         c1 = numeric.quadratic_coupling(lam, L1=L1, A=float(A), C=float(C1))
-        parts = [_finite_or_none(numeric.theorem_rhs(T, gamma, beta, c0, 1.0, 0.0)),
-                 _finite_or_none(numeric.theorem_rhs(T, gamma, beta, c1, 0.0, 0.0))]
+        parts = [finite_or_none(numeric.theorem_rhs(T, gamma, beta, c0, 1.0, 0.0)),
+                 finite_or_none(numeric.theorem_rhs(T, gamma, beta, c1, 0.0, 0.0))]
         bound = None if None in parts else max(parts)
         c = c1
     verdict = numeric.check(gamma, beta, c)
@@ -527,12 +425,16 @@ def paper_bound(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, 
     }
 
 
-def compare(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, free_start: bool = False,
-            solver: str | None = None, f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> dict:
+def compare(lam: float, gamma: float, beta: float, T: int, *, problem: ProblemClass | None = None,
+            free_start: bool = False, solver: str | None = None, **fields) -> dict:
     """Worst case (PEP) beside the paper's bound: one row of ``stam pep`` / a pep-sweep.
-    ``ratio = worst_case / bound`` only when the solver says optimal and the bound exists."""
-    result = stam_pep(lam, gamma, beta, T, L1=L1, free_start=free_start, solver=solver, f_class=f_class, N=N, b=b)
-    paper = paper_bound(lam, gamma, beta, T, L1=L1, N=N, b=b)
+    ``ratio = worst_case / bound`` only when the solver says optimal and the bound exists.  ``problem`` (or its
+    fields by keyword) as in :func:`stam_pep`."""
+    problem = ProblemClass.of(problem, fields)
+    no_other(fields, "compare")
+    f_class, N, b = problem.f_class, problem.N, problem.b
+    result = stam_pep(lam, gamma, beta, T, problem=problem, free_start=free_start, solver=solver)
+    paper = paper_bound(lam, gamma, beta, T, L1=problem.L1, N=N, b=b)
     ratio = None
     if result.optimal and result.worst_case is not None and paper["bound"] is not None:
         ratio = result.worst_case / paper["bound"]
@@ -554,11 +456,14 @@ def compare(lam: float, gamma: float, beta: float, T: int, L1: float = 1.0, free
     }
 
 
-def pep_sweep(lam: float, gamma: float, beta: float, Ts, L1: float = 1.0, free_start: bool = False,
-              solver: str | None = None, f_class: str = DEFAULT_F_CLASS, N: int = 1, b: int = 1) -> dict:
-    """The ``pep-sweep`` result object (format in COMMON.md) for the horizons ``Ts``."""
-    rows = [compare(lam, gamma, beta, int(T), L1=L1, free_start=free_start, solver=solver, f_class=f_class, N=N, b=b)
-            for T in Ts]
+def pep_sweep(lam: float, gamma: float, beta: float, Ts, *, problem: ProblemClass | None = None,
+              free_start: bool = False, solver: str | None = None, **fields) -> dict:
+    """The ``pep-sweep`` result object (format in COMMON.md) for the horizons ``Ts``; ``problem`` (or its fields
+    by keyword) as in :func:`stam_pep`."""
+    problem = ProblemClass.of(problem, fields)
+    no_other(fields, "pep_sweep")
+    L1, f_class, N, b = problem.L1, problem.f_class, problem.N, problem.b
+    rows = [compare(lam, gamma, beta, int(T), problem=problem, free_start=free_start, solver=solver) for T in Ts]
     return {
         "kind": "pep-sweep",
         "provenance": provenance(),

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stam.theory.pep import SOLVER_DEFAULTS, check_solver
+from stam.theory.pepsolve import SOLVER_DEFAULTS, check_solver
 from stam.theory.sdpstep import OneStep, inner, sq
 
 #: smallest rate that counts as a certificate (L1 = 1 scale; see :func:`stam.theory.lyapunov.certify_stam`).
@@ -330,8 +330,8 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     if status == "optimal" and solver_rho >= rho_min:
         v, rho, cert.residual = verify(lay, raw, order_idx, cap, rho_min)
         if rho is None:  # the point with the largest margin, a little below the optimal rate
-            v, rho, cert.residual = _verify_margin(lay, order_idx, cap, rho_min, solver_rho, step.growth is not None,
-                                                   solver, solver_options, cert.residual)
+            v, rho, cert.residual = _verify_margin(lay, order_idx, cap, rho_min, solver_rho, solver, solver_options,
+                                                   cert.residual)
         cert.seconds = time.perf_counter() - start
     cert.rho = rho
     vals = raw if v is None else v
@@ -352,13 +352,14 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     return cert
 
 
-def _verify_margin(lay: dict, order_idx, cap, rho_min: float, solver_rho: float, has_growth: bool, solver,
-                   solver_options, residual: dict):
+def _verify_margin(lay: dict, order_idx, cap, rho_min: float, solver_rho: float, solver, solver_options,
+                   residual: dict):
     """:func:`search`'s second try where the solver's point failed :func:`verify`: at ``rho = (1 - share)`` times
     the optimal rate, for each share of :data:`VERIFY_SHARES` after the first, the point with the largest margin in
-    the matrix inequalities, checked by :func:`verify`.  Returns ``(values, rate, residual)`` as :func:`verify`."""
+    the matrix inequalities, checked by :func:`verify`.  ``cap``: the growth's cap (None: the step has no growth
+    term).  Returns ``(values, rate, residual)`` as :func:`verify`."""
     v, rho = None, None
-    prog = _load(_program(lay, order_idx, has_growth, margin=True), lay, cap)
+    prog = _load(_program(lay, order_idx, cap is not None, margin=True), lay, cap)
     top_S = float(np.linalg.eigvalsh(lay["Q"][0]).max())
     for share in VERIFY_SHARES[1:]:
         prog["prm"]["rho"].value = (1 - share) * solver_rho

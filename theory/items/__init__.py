@@ -48,7 +48,7 @@ from stam.theory.items.declare import (EVIDENCE, NETWORK_EVIDENCE, REGISTRY, VER
                                        Network, Occurrence, Result, Tex, evaluate, evidence, item, verdict)
 
 if TYPE_CHECKING:  # declared with the search; read lazily below (module __getattr__)
-    from stam.theory.adversary import Search
+    from stam.theory.chainsearch import Search
 
 
 def _modules() -> tuple:
@@ -97,12 +97,12 @@ PAPER_CHECK = ResultType(
 
 
 def __getattr__(name: str):
-    """``Search``, the record of an adversarial search, is declared with the search (:mod:`stam.theory.adversary`)
+    """``Search``, the record of an adversarial search, is declared with the search (:mod:`stam.theory.chainsearch`)
     and importable from here too; imported when asked for, so that finding the result types stays light.
     :data:`MODULES`: the names (within this package) of the modules that declare items, in the order of the
     paper (imported when first read)."""
     if name == "Search":
-        from stam.theory.adversary import Search
+        from stam.theory.chainsearch import Search
 
         return Search
     if name == "MODULES":

@@ -10,7 +10,8 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.adversary import runs_search, statement_search_result
+from stam.theory.chainsearch import runs_search
+from stam.theory.statementsearch import statement_search_result
 from stam.theory.items.common import (SEED, iterate_search, premise_witness, pretty, rounded, run_counterexample, run_stam,
                                       stationarity_terms)
 from stam.theory.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item

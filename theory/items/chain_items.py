@@ -10,7 +10,7 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.adversary import runs_search
+from stam.theory.chainsearch import runs_search
 from stam.theory.items.common import SEED, rounded, chain_counterexample, premise_witness, pretty
 from stam.theory.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.items.steps import identity_result, step_result

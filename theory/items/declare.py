@@ -1,5 +1,5 @@
 """How an audit item is declared and judged: what an item returns (:class:`Result`, with its
-:class:`Occurrence`, :class:`Gap`, :class:`Network`, :class:`Corrected`; its :class:`stam.theory.adversary.Search`),
+:class:`Occurrence`, :class:`Gap`, :class:`Network`, :class:`Corrected`; its :class:`stam.theory.chainsearch.Search`),
 the ONE rule from a result to its verdict (:func:`verdict`, :func:`evidence`), the decorator :func:`item` and
 :func:`evaluate`.  The modules of items import this module; the package :mod:`stam.theory.items`
 finds them (:func:`stam.theory.items.registry` imports them) and re-exports every name here, so
@@ -11,8 +11,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-if TYPE_CHECKING:  # declared with the search (stam.theory.adversary)
-    from stam.theory.adversary import Search
+if TYPE_CHECKING:  # declared with the search (stam.theory.chainsearch)
+    from stam.theory.chainsearch import Search
 
 
 #: the verdicts, in the order the summary lists them

@@ -11,7 +11,8 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.adversary import runs_search, statement_search_result
+from stam.theory.chainsearch import runs_search
+from stam.theory.statementsearch import statement_search_result
 from stam.theory.items.common import SEED, rounded, chain_counterexample, es_lemma_instance, premise_witness, pretty
 from stam.theory.items.declare import Corrected, Gap, Occurrence, Result, Tex, item
 
