@@ -118,7 +118,7 @@ BN_SEED = 12345
 #: cost 17% of an epoch of the digits MLP (two re-estimations of 2.4 ms forward passes against 41
 #: steps of 32 images; no exact saving reaches 10%: the binary and the float networks are different
 #: networks, and the training's statistics misjudge even the forward weights by 0.4 points on average),
-#: half of it 7-8% (``benchmarks/bn_reestimate_cost.py``).  The statistics' error falls as
+#: half of it 9% (``benchmarks/bn_reestimate_cost.py``).  The statistics' error falls as
 #: 1/sqrt(N) (a hidden unit of the MLP has one value per image): measured on the digits MLP's tuned
 #: runs against the statistics of all 1,294 images (``benchmarks/bn_subset_size.py``), half the set
 #: moves an accuracy by 0.20 points on average and none by more than two validation images, with no
