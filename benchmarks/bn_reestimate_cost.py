@@ -8,8 +8,8 @@ weights, each re-estimated once for both splits), so the cost per epoch is two r
 evaluations themselves (and the as-trained diagnostic) are there with or without the rule and are
 reported beside it.  Timed on CIFAR-shaped random images (the time of a pass does not depend on
 the pixels, and the benchmark needs no data set): 45,000 training images as after the validation
-split, VGG-11 at width 1/8, batch 128, STAM; and on digits with the MLP (batch 32), whose whole
-training set (1,294 images) is the subset.  A training epoch is timed over ``--steps`` steps and
+split, VGG-11 at width 1/8, batch 128, STAM; and on digits with the MLP (batch 32), whose subset is
+half its training set (647 of its 1,294 images, :data:`stam.dnn.catalog.BN_MAX_SHARE`).  A training epoch is timed over ``--steps`` steps and
 scaled to the epoch's steps; each part is timed ``--repeats`` times, in turn, and the best kept.
 ``forward_passes_s``: the re-estimation's forward passes alone (what it cannot do without), and
 the cost per image of a re-estimation and of an evaluation, to show what is overhead.
@@ -26,7 +26,7 @@ import time
 import torch
 
 from stam.dnn import batched, bnstats, data as data_mod, presets
-from stam.dnn.catalog import BN_IMAGES
+from stam.dnn.catalog import BN_IMAGES, bn_images_used
 from stam.io import emit_json, provenance
 
 OVERRIDES = {"gamma": 8.0, "lam": 0.5, "beta": 20.0}
@@ -73,7 +73,7 @@ def measure(task: batched.Task, bs: int, steps: int, repeats: int, bn_images: in
     t = best_in_turn({"part": lambda: tr.train_epoch(1), "re": reestimate, "fwd": forward,
                       "ev": lambda: tr.accuracies(splits, "binary", as_trained=True)}, repeats)
     epoch = t["part"] * full_steps / tr.steps
-    n_used = min(bn_images, len(task.data.train_x))
+    n_used = bn_images_used(bn_images, len(task.data.train_x))
     n_eval = len(task.data.val_x) + len(task.data.test_x)
     return {"model": task.model, "width": task.width, "batch_size": bs, "train_images": len(task.data.train_x),
             "bn_images": bn_images, "bn_images_used": n_used, "epoch_steps": full_steps, "timed_steps": tr.steps,

@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import torch
 from torch import Tensor, nn
 
-from stam.dnn.catalog import BN_IMAGES, BN_SEED
+from stam.dnn.catalog import BN_IMAGES, BN_SEED, bn_images_used
 
 
 def batchnorms(module: nn.Module) -> list:
@@ -34,11 +34,13 @@ def batchnorms(module: nn.Module) -> list:
 
 
 def bn_subset(n_train: int, n_images: int = BN_IMAGES, device="cpu") -> Tensor:
-    """The indices of the fixed, seeded subset of ``min(n_images, n_train)`` training images that
-    BatchNorm's statistics are re-estimated on (:data:`stam.dnn.catalog.BN_SEED`, independent of
-    every run's seed: the same images for every algorithm, run and epoch)."""
+    """The indices of the fixed, seeded subset of training images that BatchNorm's statistics are
+    re-estimated on: ``n_images`` but at most half of the ``n_train`` images
+    (:func:`stam.dnn.catalog.bn_images_used`), drawn with :data:`stam.dnn.catalog.BN_SEED`,
+    independent of every run's seed: the same images for every algorithm, run and epoch (a smaller
+    subset is a prefix of a larger one)."""
     g = torch.Generator().manual_seed(BN_SEED)
-    return torch.randperm(n_train, generator=g)[: min(int(n_images), n_train)].to(device)
+    return torch.randperm(n_train, generator=g)[: bn_images_used(n_images, n_train)].to(device)
 
 
 @torch.no_grad()

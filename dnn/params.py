@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
 from stam.dnn import presets
-from stam.dnn.catalog import BN_IMAGES, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
+from stam.dnn.catalog import BN_IMAGES, BN_MAX_SHARE, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
 from stam.datasets import BUNDLED, DATASET_NAMES as DATASETS
 from stam.errors import MAX_WIDTH, batch_int, epochs_int, integer, positive_int, seed_int
 from stam.jobs import scheduler_arg, workers_arg
@@ -94,8 +94,10 @@ def bn_images_arg(default: int | None = BN_IMAGES, job: bool = False):
     """``--bn-images N``: the evaluation protocol of every accuracy (:data:`stam.dnn.catalog.BN_IMAGES`)."""
     return arg("--bn-images", type=bn_images_int, default=default, metavar="N", job=job,
                help=f"evaluate every network with BatchNorm statistics re-estimated for its own weights on N fixed, "
-               f"unaugmented training images (default {BN_IMAGES}, at most the training set; 0 = the statistics as "
-               "trained, which describe the training's forward weights, not the binary network)")
+               f"unaugmented training images (default {BN_IMAGES}; at most {BN_MAX_SHARE:.0%}% of the training set, "
+               "so digits uses 647 of its 1,294: the whole set would cost 17%% of an epoch, half of it 9%% and moves an "
+               "accuracy by 0.2 points on average; 0 = the statistics as trained, which describe the training's forward "
+               "weights, not the binary network)")
 
 
 def _overrides(items: list) -> dict:

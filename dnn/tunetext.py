@@ -117,9 +117,11 @@ def headline(result: dict) -> str:
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}{chance}")
     prm = result["params"]
     note = budget_note(prm)
+    bn = (f"re-estimated on {prm['bn_images']:,} images, at most {catalog.BN_MAX_SHARE:.0%} of the training set"
+          if prm.get("bn_images") else "as trained")
     return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({counted(prm['trials'], 'trials')} each, chosen on "
             f"validation, {counted(prm['seeds'], 'fresh seeds')}, {counted(prm['epochs'], 'epochs')}), test accuracy with binary "
-            f"weights (Float: float; BatchNorm {'re-estimated on ' + str(prm['bn_images']) + ' images' if prm.get('bn_images') else 'as trained'}) and 95% interval "
+            f"weights (Float: float; BatchNorm {bn}) and 95% interval "
             "(none from fewer than 3 distinct values): " + ", ".join(parts)
             + "".join(f"; paired {paired_text(d)}" for d in paired_differences(result) if d["seeds"]))
 

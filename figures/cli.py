@@ -74,8 +74,8 @@ def register(subparsers) -> None:
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
-        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 2 minutes on 2 CPU cores at "
-        "load 4, 13 at load 14 (--quick: 32 s at load 4, 2.5 minutes at load 14).",
+        "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 3 minutes on 2 CPU cores at "
+        "load 4-5, 13 at load 14 (--quick: 25 s at load 4-5, 2.5 minutes at load 14).",
         build=_build_demo,
     )
     subparsers.add_parser(
@@ -103,7 +103,7 @@ def _build_demo(p) -> None:
     from stam.cliargs import add_out
 
     add_out(p, default="stam-demo", help="output folder (default: stam-demo)")
-    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (32 s on 2 cores at load 4)")
+    p.add_argument("--quick", action="store_true", help="a smaller run for a first look (25 s on 2 cores at load 4-5)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_demo)
 

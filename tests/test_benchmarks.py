@@ -194,6 +194,22 @@ def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
         assert r["meets_target"] == (r["reestimate_share_of_epoch"] <= 0.10)
 
 
+def test_bn_subset_size_measures_accuracies_against_the_whole_training_set(tmp_path, capsys):
+    """The subset-size study behind catalog.BN_MAX_SHARE: each size's changes are over every
+    algorithm, seed, epoch, split, weights and subset, against the statistics of all training images."""
+    from stam.dnn import catalog
+
+    result = _written("bn_subset_size", ["--seeds", "1", "--epochs", "2", "--early", "1", "--subsets", "2", "--sizes", "81,647",
+                                         "--repeats", "1"], tmp_path, capsys)
+    assert result["default_images"] == catalog.bn_images_used(catalog.BN_IMAGES, 1294) == 647
+    assert set(result["reestimate_s"]) == {"81", "647", "1294"} and "1,294 images" in result["reference"]
+    for r in result["by_size"]:  # 4 algorithms x 1 seed x 2 epochs x 2 splits x 2 weights x 2 subsets
+        assert r["accuracies"] == 64 and 0 <= r["mean_abs_delta_points"] <= r["max_abs_delta_points"] <= 100
+        assert 0 <= r["mean_predictions_changed"] <= r["max_predictions_changed"] <= 1
+    fwd = result["forward_weights_as_trained"]
+    assert {(r["algo"], r["weights"]) for r in fwd["rows"]} == {("stam", "float"), ("psgd", "float"), ("bc", "binary")}
+
+
 def _written(name, argv, tmp_path, capsys) -> dict:
     """The JSON benchmark ``name`` wrote with ``argv`` (and ``--out``), checked to be what it printed."""
     out = tmp_path / f"{name}.json"

@@ -39,13 +39,44 @@ def _buffers(tr):
     return [b.clone() for m in bnstats.batchnorms(tr.net.wide) for b in m.buffers()]
 
 
-def test_the_subset_is_fixed_seeded_and_at_most_the_training_set():
+def test_the_subset_is_fixed_seeded_and_at_most_half_the_training_set():
     a, b = bnstats.bn_subset(1000, 300), bnstats.bn_subset(1000, 300)
     assert torch.equal(a, b) and len(a) == 300 and len(set(a.tolist())) == 300
-    assert sorted(bnstats.bn_subset(50, 5000).tolist()) == list(range(50))
+    assert torch.equal(bnstats.bn_subset(1000, 500)[:300], a)  # a smaller subset is a prefix of a larger one
+    big = bnstats.bn_subset(50, 5000)
+    assert len(big) == 25 and len(set(big.tolist())) == 25 and set(big.tolist()) <= set(range(50))
     assert len(bnstats.even_batches(torch.arange(1), 10)) == 0  # one image gives no batch statistics
     sizes = [len(p) for p in bnstats.even_batches(torch.arange(2501), 1000)]
     assert sum(sizes) == 2501 and max(sizes) - min(sizes) <= 1 and min(sizes) >= 2
+
+
+def test_the_default_subset_is_half_a_small_training_set_and_2500_of_cifar(task):
+    """The default rule (catalog.bn_images_used): digits' 1,294 training images give 647, CIFAR's
+    45,000 (after the validation split) keep BN_IMAGES = 2500; a trainer built with the default
+    re-estimates on exactly those images, and its protocol says so."""
+    n_digits = len(task.data.train_x)
+    assert n_digits == 1294
+    assert catalog.bn_images_used(catalog.BN_IMAGES, n_digits) == 647
+    n_cifar = round(catalog.CIFAR_TRAIN_IMAGES * (1 - catalog.VAL_FRACTION))
+    assert catalog.bn_images_used(catalog.BN_IMAGES, n_cifar) == catalog.BN_IMAGES == 2500
+    assert catalog.bn_images_used(catalog.BN_IMAGES, catalog.CIFAR_TRAIN_IMAGES) == 2500
+    tr = batched.Trainer([_cfg("stam")], task, 64, epochs=1, compile=False)
+    assert tr.bn_images == catalog.BN_IMAGES and len(tr._bn_index) == 647
+    assert "on 647 of the 1,294 training images" in catalog.bn_protocol(tr.bn_images, n_digits)
+    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar).endswith("on 2,500 training images")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**9), st.integers(1, 10**6))
+def test_bn_images_used_honours_n_up_to_half_the_training_set(n, n_train):
+    """An asked N is used as asked up to half the training set; never more than half of it (nor
+    than the set), except the two images BatchNorm's batch statistics need; more N never fewer images."""
+    used = catalog.bn_images_used(n, n_train)
+    assert 1 <= used <= min(n, n_train)
+    assert used <= max(2, n_train // 2)
+    if n <= n_train // 2:
+        assert used == n
+    assert catalog.bn_images_used(n + 1, n_train) >= used
 
 
 @pytest.mark.parametrize("algo", catalog.NAMES)
@@ -114,6 +145,7 @@ def test_no_validation_or_test_image_is_read(task):
         hook.remove()
     got = torch.cat([f.flatten(1) for f in fed])
     idx = bnstats.bn_subset(len(data.train_x), tr.bn_images)
+    assert len(got) == len(idx) == catalog.bn_images_used(catalog.BN_IMAGES, len(data.train_x)) == 647
     want = data.normalise(data.train_x[idx]).flatten(1)
     assert torch.equal(got, want)
     for split in ("val", "test"):
@@ -230,12 +262,12 @@ def test_the_epoch_line_flags_chance_and_shows_the_signs_ever_flipped():
 def test_the_kept_subset_gives_the_statistics_made_afresh_bit_for_bit(task, monkeypatch):
     """The normalised passes kept from the first evaluation on (Trainer._bn_inputs) are the ones
     gathered and normalised afresh: the same statistics, bit for bit, and the same passes."""
-    tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=700)
+    tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=600)
     with tr.statistics("binary"):
         kept = _buffers(tr)
-    assert tr._bn_cache is not None and sum(len(x) for x in tr._bn_cache) == 700
+    assert tr._bn_cache is not None and sum(len(x) for x in tr._bn_cache) == 600
     monkeypatch.setattr(batched, "BN_INPUT_CACHE_BYTES", 0)
-    fresh_tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=700)
+    fresh_tr = _trained(task, [_cfg("stam")], epochs=1, bn_images=600)
     with fresh_tr.statistics("binary"):
         fresh = _buffers(fresh_tr)
     assert fresh_tr._bn_cache is None
