@@ -162,7 +162,7 @@ def transferred_settings(path: Path, algos) -> dict:
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
+    return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
 def _from_job_store(store: Path, algos) -> dict:

@@ -463,3 +463,13 @@ def test_cifar10_study_dry_run_prints_and_runs_nothing(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split(":")[0] for ln in lines] == ["tune", "map"] and "--halving 3" in lines[0]
     assert not (tmp_path / "s").exists()
+
+
+def test_gpu_width1_reads_settings_given_by_a_relative_path(monkeypatch):
+    """A tuning result named relative to the working folder (as the study's transfer and a user type
+    it) is read and shown relative to the repository, not refused with a traceback."""
+    gpu = _load("gpu_width1")
+    monkeypatch.chdir(BENCH.parent)
+    rel = Path("benchmarks/results/cifar10_deciding_h200/tune/tune-cifar10.json")
+    tuned = gpu.transferred_settings(rel, ["stam", "bc"])
+    assert tuned["file"] == str(rel) and set(tuned["overrides"]) == {"stam", "bc"}
