@@ -29,8 +29,6 @@ def declared_spaces() -> dict:
     (:attr:`stam.rules.UpdateRule.search_space`; a rule without one is not tuned), in the paper's
     order: what ``stam tune`` searches unless ``--space-file`` is given.  A copy: a reader cannot
     change a rule's declaration."""
-    import copy
-
     return {a.name: copy.deepcopy(a.search_space) for a in algorithms() if a.search_space}
 
 
