@@ -34,8 +34,8 @@ copy of the measured tree (its package folders and ``pyproject.toml``, in a temp
 interpreter through the ``package-dir`` mapping of its ``pyproject.toml``), as docs/contributing.md says: the files
 written or changed and the places in them (a new file, a decorated function, a field, a line, an entry of
 ``dnn/presets.json``), then a check that the toolkit finds the addition with no other edit (the optimiser: a
-rule of ``stam.rules``, an algorithm of the catalog, ``stam train --algo toy`` parsed, its preset resolved and
-its search space read; the figure: a kind of ``stam.figures.kinds`` listed by ``stam plot --help``; the flag: in
+rule of ``stam.rules``, an algorithm of the catalog, ``stam train --algo toy`` parsed, its preset its default and
+resolved, its search space read and sampled; the figure: a kind of ``stam.figures.kinds`` listed by ``stam plot --help``; the flag: in
 ``stam tune --help`` and in every job's spec of a tuning, its jobs captured before any training).  Tests are not
 counted (the docs ask for one per addition).  Before this scan existed the issue counted by hand: an optimiser
 7-11 edits in 4-6 files (issue 38).
@@ -251,11 +251,11 @@ import json
 from stam import rules
 from stam.cli import build_parser
 from stam.dnn import catalog, presets
-from stam.dnn.tunespace import search_space
+from stam.dnn.tunespace import sample_trials, search_space
 assert "toy" in rules.NAMES and catalog.algorithm("toy").label == "Toy"
 assert build_parser().parse_args(["train", "--algo", "toy"]).algo == "toy"
-assert presets.resolve(None, "toy", "digits").algo == "toy"
-assert search_space("toy")
+assert presets.default_preset("toy", "digits") == "toy" and presets.resolve(None, "toy", "digits").algo == "toy"
+assert search_space("toy") and len(sample_trials("toy", 2)) == 2
 print(json.dumps({"found": True}))
 """
 
@@ -317,8 +317,9 @@ def _edit(root: Path, rel: str, old: str, new: str) -> None:
 
 
 def add_optimiser(root: Path) -> list:
-    """``toy``: PSGD's file renamed (its pure step a reference to :func:`stam.steps.psgd_step`), and its paper preset,
-    its default preset and its search space in ``dnn/presets.json`` (docs/contributing.md, "An optimiser")."""
+    """``toy``: PSGD's file renamed (its pure step a reference to :func:`stam.steps.psgd_step`, its search space
+    declared there), and its preset in ``dnn/presets.json``, which is its default as its only one
+    (docs/contributing.md, "An optimiser")."""
     text = (root / "stam/rules/psgd.py").read_text(encoding="utf-8")
     for old, new in (("PSGDRule", "ToyRule"), ('"psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"',
                                                 '"toy", "Toy", "eq. (alg:PSGD)", "vermillion", "D"'),
@@ -330,13 +331,9 @@ def add_optimiser(root: Path) -> list:
     table_path = root / "dnn/presets.json"
     table = json.loads(table_path.read_text(encoding="utf-8"))
     table["presets"]["toy"] = {**table["presets"]["psgd"], "algo": "toy"}
-    table["defaults"]["preset_for_algo"]["toy"] = "toy"
-    table["search_spaces"]["toy"] = table["search_spaces"]["psgd"]
     table_path.write_text(json.dumps(table, indent=2), encoding="utf-8")
-    return [{"file": "stam/rules/toy.py", "what": "a new file: the rule (its step, declaration, batched form)"},
-            {"file": "dnn/presets.json", "what": "presets.toy (its paper preset)"},
-            {"file": "dnn/presets.json", "what": "defaults.preset_for_algo.toy"},
-            {"file": "dnn/presets.json", "what": "search_spaces.toy"}]
+    return [{"file": "stam/rules/toy.py", "what": "a new file: the rule (its step, declaration with its search space, batched form)"},
+            {"file": "dnn/presets.json", "what": "presets.toy (its paper preset, its default as its only one)"}]
 
 
 def add_figure(root: Path) -> list:

@@ -7,9 +7,9 @@ equation, colour, marker, hyperparameters, batched form), seen here as :class:`A
 trainer (which rule to run and which hyperparameters to put into its groups each epoch), the tuner
 (its label, the metric it is chosen on) and the tables read them from here.  Imports no torch.
 
-To add an algorithm: one module ``stam/rules/NAME.py`` (docs/contributing.md, "An optimiser") and
-its paper preset and search space in ``presets.json``; the tests parametrised over :data:`NAMES`
-then check it.
+To add an algorithm: one module ``stam/rules/NAME.py`` (docs/contributing.md, "An optimiser"; its
+search space declared there) and its preset in ``presets.json``; the tests parametrised over
+:data:`NAMES` then check it.
 """
 
 from __future__ import annotations

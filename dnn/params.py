@@ -236,7 +236,7 @@ class TuneParams(Params):
     tune_seed: int = arg("--tune-seed", type=seed_int, default=0,
                          help="seed of the Sobol points and of the trials' training (default 0)")
     space_file: str | None = arg("--space-file", default=None, metavar="JSON",
-                                 help="search spaces to use instead of presets.json's, e.g. "
+                                 help="search spaces to use instead of the rules' own (stam/rules/), e.g. "
                                  '{"stam": {"gamma": {"log_uniform": [0.01, 10]}, ...}, ...}')
     schedule: str = arg("--schedule", choices=tuple(presets.step_schedules()), default="constant",
                         help="the step of every algorithm (lr; STAM's y-step 1/beta) over a run: 'constant' (default, "

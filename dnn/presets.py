@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from stam.dnn.catalog import ALGORITHMS
+from stam.dnn.catalog import ALGORITHMS, algorithm
 from stam.dnn.catalog import NAMES as ALGOS
 from stam.errors import UsageError
 from stam.registry import load
@@ -133,8 +133,25 @@ def paper_results() -> dict:
 
 
 def default_preset(algo: str, dataset: str) -> str:
-    d = table()["defaults"]
-    return d.get(f"preset_for_algo_{dataset}", {}).get(algo) or d["preset_for_algo"][algo]
+    """The preset ``stam train --algo ALGO`` runs on ``dataset`` when no ``--preset`` is given, derived:
+    the paper preset its rule declares (:attr:`stam.rules.UpdateRule.paper_preset`, a name or per data
+    set ``{"cifar100": name, "default": name}``: STAM's Our3), else the one preset whose ``algo`` is
+    ``algo`` (BC's ``bc``, ...).  A :class:`UsageError` naming the candidates where that is not one
+    (a rule with several presets declares which is its own), or where the declared preset is not one
+    of ``algo``'s."""
+    presets = table()["presets"]
+    candidates = [n for n, e in presets.items() if e["algo"] == algo]
+    declared = algorithm(algo).paper_preset
+    if declared is None:
+        if len(candidates) != 1:
+            raise UsageError(f"algorithm {algo} has {'no preset' if not candidates else 'presets ' + ', '.join(candidates)} in "
+                             "presets.json; give it exactly one, or declare which is its default (its rule's paper_preset)")
+        return candidates[0]
+    name = _per_dataset(declared, dataset)
+    if name not in candidates:
+        raise UsageError(f"the paper preset {name!r} that the rule {algo} declares is not one of its presets in presets.json "
+                         f"({', '.join(candidates) or 'none'})")
+    return name
 
 
 # --------------------------------------------------------------------------- schedule evaluation

@@ -3,9 +3,9 @@ and model (digits and the MLP by default; CIFAR-10 with a VGG-11 of any width).
 
 The protocol follows the external-tuning rules of AlgoPerf and DeepOBS:
 
-1. **Search spaces as data.** Each algorithm declares its search space beside its preset
-   (``search_spaces`` in ``presets.json``): log-uniform ranges for its step sizes and couplings,
-   each containing the paper's setting.
+1. **Search spaces as data.** Each algorithm declares its search space in its update rule's
+   file (``search_space`` of ``stam/rules/NAME.py``, read by :mod:`stam.dnn.tunespace`): log-uniform
+   ranges for its step sizes and couplings, each containing the paper's setting.
 2. **The same budget for everyone.** Every algorithm gets the same number of trials, drawn
    quasi-randomly (scrambled Sobol, :class:`scipy.stats.qmc.Sobol`, mapped to the log ranges),
    all with the same training seed (``tune_seed``) and the same epochs.
@@ -183,7 +183,7 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map
     """Run the protocol of the module docstring with ``params`` (what is trained on what: its
     ``task()``, default digits and the MLP); returns (and writes ``OUT/tune-DATASET.json`` and
     ``.md``) the result.  ``chunk``: the most runs one job trains at once; ``spaces``: search
-    spaces instead of ``presets.json``'s."""
+    spaces instead of the rules' own."""
     task = params.task()
     p = plan(params, chunk, spaces)
     map_result = read_map(params.map, map_type)

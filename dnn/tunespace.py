@@ -1,30 +1,50 @@
-"""``stam tune``'s search (:mod:`stam.dnn.tune`): each algorithm's search space as data (``search_spaces`` in
-``presets.json``, or ``--space-file``), its coordinates (hyperparameters or their monomials), the trials drawn
-quasi-randomly (scrambled Sobol points mapped to the log ranges), the step schedules and recipes, and successive
-halving's rungs."""
+"""``stam tune``'s search (:mod:`stam.dnn.tune`): each algorithm's search space as data (declared by its
+update rule, :attr:`stam.rules.UpdateRule.search_space`, or ``--space-file``), its coordinates (hyperparameters
+or their monomials), the trials drawn quasi-randomly (scrambled Sobol points mapped to the log ranges), the step
+schedules and recipes, and successive halving's rungs.
+
+Equal-budget tuning: each algorithm's search space is sampled quasi-randomly (scrambled Sobol) on a log scale,
+and every algorithm gets the same number of trials.  A key of a space names a hyperparameter of the algorithm's
+default preset, overridden by a constant (or, with ``"decay"``, by a schedule that starts at the sampled value),
+or, with ``"monomial": {hyperparameter: exponent}``, a coordinate that is a product of powers of them (the
+coordinates of a space together determine its hyperparameters: the map back solves the linear system in the
+logarithms); every other hyperparameter keeps its preset's schedule, scaled onto the run.  Each range contains
+the paper's setting (Table para; each rule's module says why its space is what it is).  A space's coordinates are
+sampled in the order the rule declares them (the Sobol dimensions).
+"""
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from pathlib import Path
 
 from stam.dnn import presets
-from stam.dnn.catalog import algorithm
+from stam.dnn.catalog import algorithm, algorithms
 from stam.errors import UsageError
 
+def declared_spaces() -> dict:
+    """``{algorithm: its search space}`` as the update rules declare them
+    (:attr:`stam.rules.UpdateRule.search_space`; a rule without one is not tuned), in the paper's
+    order: what ``stam tune`` searches unless ``--space-file`` is given.  A copy: a reader cannot
+    change a rule's declaration."""
+    return {a.name: copy.deepcopy(a.search_space) for a in algorithms() if a.search_space}
+
+
 def search_space(algo: str, spaces: dict | None = None) -> dict:
-    """The search space of ``algo`` from ``spaces`` (default: ``presets.json``), validated
-    (one-line errors): each coordinate a log-uniform range of a hyperparameter, or of a
+    """The search space of ``algo`` from ``spaces`` (default: the rules' own, :func:`declared_spaces`),
+    validated (one-line errors): each coordinate a log-uniform range of a hyperparameter, or of a
     ``monomial`` of them (:func:`coordinates`), the coordinates together determining the
     hyperparameters they name."""
-    spaces = presets.table().get("search_spaces", {}) if spaces is None else spaces
+    spaces = declared_spaces() if spaces is None else spaces
     if algo not in spaces:
         known = ", ".join(k for k in spaces if not k.startswith("_"))
         raise UsageError(f"unknown algorithm {algo!r} for tuning; choose from {known}")
     space = spaces[algo]
     if not isinstance(space, dict) or not space:
-        raise UsageError(f"the search space of {algo} is empty; give it at least one range in presets.json")
+        raise UsageError(f"the search space of {algo} is empty; give it at least one range (its rule's search_space, "
+                         "or the --space-file)")
     allowed = presets.ALGO_HYPER[algo]
     number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731  (true is not 1)
     for key, dim in space.items():
@@ -166,7 +186,8 @@ def sample_trials(algo: str, n: int, seed: int = 0, spaces: dict | None = None, 
 
 
 def read_spaces(space_file: str | None) -> dict | None:
-    """The search spaces of ``--space-file`` (None: ``presets.json``'s), one-line errors."""
+    """The search spaces of ``--space-file``, one-line errors (None: no file, the rules' own,
+    :func:`declared_spaces`).  The file replaces them all: an algorithm it leaves out is no choice of ``--algos`` with it."""
     if space_file is None:
         return None
     import json
@@ -205,5 +226,5 @@ def promote(scores: list, keep: int) -> list[int]:
     return sorted(sorted(range(len(scores)), key=key)[:keep])
 
 
-__all__ = ["search_space", "coordinates", "to_hyper", "to_coordinates", "unit_points", "cube_point", "step_schedule",
+__all__ = ["declared_spaces", "search_space", "coordinates", "to_hyper", "to_coordinates", "unit_points", "cube_point", "step_schedule",
            "recipe", "sample_trials", "read_spaces", "halving_rungs", "promote"]

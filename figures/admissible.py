@@ -44,9 +44,8 @@ class Stage:
 def paper_presets() -> tuple:
     """``(name, data set)`` of every STAM preset of the paper (Table para on CIFAR-10, Section
     sub:3.3 on CIFAR-100), read from :mod:`stam.dnn.presets`, the one place they are written."""
-    t = P.table()
-    c100 = set(t["defaults"].get("preset_for_algo_cifar100", {}).values())
-    return tuple((n, "cifar100" if n in c100 else "cifar10") for n, e in t["presets"].items() if e["algo"] == "stam")
+    c100 = {P.default_preset("stam", "cifar100")} - {P.default_preset("stam", "cifar10")}  # the rule's paper_preset
+    return tuple((n, "cifar100" if n in c100 else "cifar10") for n, e in P.table()["presets"].items() if e["algo"] == "stam")
 
 
 def paper_stages(presets=None) -> list[Stage]:

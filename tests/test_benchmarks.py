@@ -412,16 +412,16 @@ def test_structure_scan_counts_long_functions_parameters_and_string_imports(tmp_
 
 def test_structure_scan_counts_the_places_to_add_an_optimiser_a_figure_and_a_tune_flag(tmp_path, monkeypatch):
     """benchmarks/structure_scan.py's places to edit (issue 38 point 5): each addition made on a copy of this tree is
-    found by the toolkit with no other edit (an optimiser: its rule file and three entries of presets.json; a figure:
-    one decorated function; a tune flag: its field and its use), and the check fails where a place is left out (the
-    rule's file without its presets)."""
+    found by the toolkit with no other edit (an optimiser: its rule file, its search space declared there, and its
+    preset in presets.json, its default as its only one; a figure: one decorated function; a tune flag: its field and
+    its use), and the check fails where a place is left out (the rule's file without its preset)."""
     import shutil
 
     bench = _load("structure_scan")
     root = bench.measured_root()
     got = bench.edit_scan(root, str(tmp_path))
     assert {name: (e["places"], e["files"], e["found"]) for name, e in got.items()} == {
-        "an optimiser": (4, 2, True), "a figure": (1, 1, True), "a stam tune flag": (2, 2, True)}, got
+        "an optimiser": (2, 2, True), "a figure": (1, 1, True), "a stam tune flag": (2, 2, True)}, got
     assert got["a stam tune flag"]["check"]["jobs"] >= 1
 
     def rule_only(copy):

@@ -962,9 +962,9 @@ FACTORS = ["os:system", "stam.__main__:main", "stam.algorithm:RULES", "stam.algo
 def fuzz_space_file_factors(factor):
     """Refused in one line before any job (nothing imported: a user's file names no code), never failing
     inside the first job."""
-    from stam.dnn import presets
+    from stam.dnn import tunespace
 
-    spaces = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
+    spaces = tunespace.declared_spaces()
     spaces["br"]["lam"]["decay"]["factor"] = factor
     with sandbox() as root:
         (root / "in" / "spaces.json").write_text(json.dumps(spaces))

@@ -739,19 +739,22 @@ def test_an_override_that_is_not_a_number_or_schedule_is_refused_by_the_tune_typ
 
 
 def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_path):
-    """presets.json's BR space names its decay factor ``"stam.algorithm:BR_RHO"``; a --space-file copying
-    it failed inside the first job.  It is resolved as presets.json resolves it: the same trials (so
-    the same jobs) as the default spaces."""
+    """BR's space grows its lambda by ``BR_RHO``; a --space-file naming that factor as presets.json names the
+    paper's constants, ``"stam.algorithm:BR_RHO"``, failed inside the first job.  It is resolved as presets.json
+    resolves it: the same trials (so the same jobs) as the rules' own spaces, and so is a file holding those
+    spaces as written out (a tune result's ``space``)."""
     from stam.algorithm import BR_RHO
-    from stam.dnn import presets, tune
+    from stam.dnn import presets, tune, tunespace
 
-    raw = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
-    assert raw["br"]["lam"]["decay"]["factor"] == "stam.algorithm:BR_RHO"  # the form the file must take
+    raw = tunespace.declared_spaces()
+    assert raw["br"]["lam"]["decay"]["factor"] == BR_RHO
     path = tmp_path / "spaces.json"
-    path.write_text(json.dumps(raw))
-    spaces = tune.read_spaces(str(path))
-    assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
-    assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
+    for factor in (BR_RHO, "stam.algorithm:BR_RHO"):
+        raw["br"]["lam"]["decay"]["factor"] = factor
+        path.write_text(json.dumps(raw))
+        spaces = tune.read_spaces(str(path))
+        assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
+        assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
     key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.algorithm:BR_RHO"}}]')
     assert value[0]["decay"]["factor"] == BR_RHO
 
@@ -764,9 +767,9 @@ def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_pa
 def test_a_space_files_bad_decay_factor_is_one_line_before_any_job(factor, needle, tmp_path, capsys, monkeypatch):
     """Another reference is never imported (a user's file names no code to run), a factor that is not
     a number > 0 is refused with the space, before the data set is loaded or any job runs."""
-    from stam.dnn import presets, sweep
+    from stam.dnn import sweep, tunespace
 
-    raw = json.loads((Path(presets.__file__).parent / "presets.json").read_text())["search_spaces"]
+    raw = tunespace.declared_spaces()
     raw["br"]["lam"]["decay"]["factor"] = factor
     (tmp_path / "spaces.json").write_text(json.dumps(raw))
     monkeypatch.chdir(tmp_path)

@@ -1,8 +1,10 @@
-"""An optimiser is one file (docs/contributing.md, "An optimiser"): a toy update rule written in a
-temporary package, outside the tree, registered with :func:`stam.rules.register`, trains a network
-through the one trainer (:class:`stam.dnn.batched.Trainer`) and through the generic torch.optim
-form built from it (:mod:`stam.dnn.optim_common`), the two step for step alike, with no other file
-of the toolkit edited.  And the rules of :mod:`stam.rules` are what every reader sees."""
+"""An optimiser is one file plus its preset (docs/contributing.md, "An optimiser"): a toy update rule
+written in a temporary package, outside the tree, registered with :func:`stam.rules.register`, with its
+preset added to the presets (``presets.signbc``, nothing else), is the default of ``--algo signbc``, has
+its declared search space sampled by ``stam tune``'s search, and trains a network through the one trainer
+(:class:`stam.dnn.batched.Trainer`) and through the generic torch.optim form built from it
+(:mod:`stam.dnn.optim_common`), the two step for step alike, with no other file of the toolkit edited.
+And the rules of :mod:`stam.rules` are what every reader sees."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ def sign_bc_step(state, grad, ops, lr):
 class SignBC(UpdateRule):
     name, label, equation, color, marker = "signbc", "sign-BC", "BC on sign(grad)", "vermillion", "D"
     hyper = ("lr", "weight_decay")
+    search_space = {"lr": {"log_uniform": [1e-3, 1e-1]}}
     optimizer_name = "SignBC"
     arguments = ("lr", ("weight_decay", 0.0))
     positive = ("lr",)
@@ -46,11 +49,15 @@ import torch
 sys.path.insert(0, {tmp!r})
 import toyrules.signbc as toy
 from stam import rules
-from stam.dnn import batched, catalog, data as data_mod, epochs as ep, loop, optim, presets
+from stam.dnn import batched, catalog, data as data_mod, epochs as ep, loop, optim, presets, tunespace
 from stam.dnn.models import build_model, param_groups
 
+# its preset, as the entry presets.signbc of dnn/presets.json: the one place besides its file
+presets.table()["presets"]["signbc"] = {{"algo": "signbc", "label": "sign-BC", "source": "a toy",
+                                        "hyper": {{"lr": 0.002, "weight_decay": 1e-3}}}}
+preset = presets.resolve(None, "signbc", "digits")  # its default preset: its only one
+trials = tunespace.sample_trials("signbc", 8, 0)
 data = data_mod.load("digits")
-preset = presets.Preset("signbc", "signbc", "sign-BC", "digits", {{"lr": 0.002, "weight_decay": 1e-3}})
 tr = batched.Trainer([batched.Config(preset, 0)], batched.Task(data, "mlp", 1.0), 64, epochs=2, compile=False, bn_images=0)
 losses = [float(tr.train_epoch(e).train_loss[0]) for e in (1, 2)]
 trained = {{k: v[0] for k, v in tr.weights("float").items()}}
@@ -72,7 +79,8 @@ with loop.float_weights(opt):
     diff = max(float((p - trained[k]).abs().max()) for k, p in net.named_parameters())
 print(json.dumps({{"names": list(catalog.NAMES), "live": [a.name for a in catalog.algorithms()], "rules": list(rules.NAMES),
                   "class": type(opt).__name__, "same_class": type(opt) is catalog.algorithm("signbc").optimizer_class(),
-                  "losses": losses, "hand": hand, "diff": diff, "acc": acc, "label": catalog.algorithm("signbc").label}}))
+                  "losses": losses, "hand": hand, "diff": diff, "acc": acc, "label": catalog.algorithm("signbc").label,
+                  "preset": preset.name, "trials": trials}}))
 '''
 
 
@@ -88,6 +96,11 @@ def test_a_toy_rule_in_a_package_of_its_own_trains_through_the_trainer_and_the_a
     assert got["rules"][-1] == "signbc" and got["live"][-1] == "signbc" and got["label"] == "sign-BC"
     assert got["names"] == got["live"]  # registered before the catalog was read: a choice like the built-in ones
     assert got["class"] == "SignBC" and got["same_class"]
+    assert got["preset"] == "signbc"  # the default of --algo signbc, derived: no other entry names it
+    lrs = [t["lr"] for t in got["trials"]]  # its declared space, sampled: lr alone, in [1e-3, 1e-1] (4 significant digits)
+    assert all(list(t) == ["lr"] for t in got["trials"]) and len(set(lrs)) == 8
+    assert all(1e-3 * (1 - 1e-3) <= v <= 1e-1 * (1 + 1e-3) for v in lrs)
+    assert min(lrs) < 1e-2 < max(lrs)  # quasi-random: both halves of the log range are hit
     # the one trainer (R = 1) and the generic torch.optim form run the same step: same losses, same weights
     for a, b in zip(got["losses"], got["hand"]):
         assert abs(a - b) <= 1e-4 * abs(b)
@@ -120,3 +133,32 @@ def test_a_rule_name_is_declared_once():
     with pytest.raises(ValueError, match="UpdateRule instance"):
         rules.register("bc")
     assert rules.register(rules.rule("bc")) is rules.rule("bc")  # the same rule again: nothing changes
+
+
+def test_the_default_preset_is_the_rules_declared_one_or_its_only_one(monkeypatch):
+    """``stam train --algo A`` without ``--preset`` runs the preset the rule declares (STAM: Our3, on CIFAR-100 the
+    Our3 of Section sub:3.3) or, where it declares none, its one preset; more than one, or none, is a one-line
+    error naming the candidates, and so is a declared preset that is another algorithm's."""
+    import pytest
+
+    import stam.rules as rules
+    from stam.datasets import DATASET_NAMES
+    from stam.dnn import presets
+    from stam.errors import UsageError
+
+    table = presets.table()["presets"]
+    for r in rules.RULES:
+        mine = [n for n, e in table.items() if e["algo"] == r.name]
+        for dataset in DATASET_NAMES:
+            name = presets.default_preset(r.name, dataset)
+            assert name in mine and (r.paper_preset is not None or mine == [name])
+    assert [presets.default_preset("stam", d) for d in ("cifar10", "cifar100", "digits")] == ["our3", "our3-cifar100", "our3"]
+    monkeypatch.setitem(table, "bc2", {**table["bc"], "label": "BC2"})
+    with pytest.raises(UsageError, match=r"algorithm bc has presets bc, bc2 in presets.json; .*paper_preset"):
+        presets.resolve(None, "bc", "digits")
+    monkeypatch.delitem(table, "psgd")
+    with pytest.raises(UsageError, match="algorithm psgd has no preset"):
+        presets.default_preset("psgd", "digits")
+    monkeypatch.setattr(type(rules.rule("stam")), "paper_preset", "bc")
+    with pytest.raises(UsageError, match=r"'bc' that the rule stam declares is not one of its presets .*\(our1, our2, our3, our3-cifar100\)"):
+        presets.default_preset("stam", "cifar10")

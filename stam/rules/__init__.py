@@ -1,9 +1,9 @@
 """The update rules, one module each: ``stam/rules/NAME.py`` holds the rule's declaration (name,
-label, equation, hyperparameters, colour), its batched form and what its ``torch.optim`` form
-needs, as one :class:`UpdateRule` bound to the module-level name ``RULE`` (its pure step in
-:mod:`stam.steps`, or in the module itself).  The modules of this package are found by listing
-it, so a new optimiser is one new module here plus its preset in ``dnn/presets.json``
-(docs/contributing.md); a rule kept outside the tree is added with :func:`register`.
+label, equation, hyperparameters with their search space, colour, default preset), its batched
+form and what its ``torch.optim`` form needs, as one :class:`UpdateRule` bound to the module-level
+name ``RULE`` (its pure step in :mod:`stam.steps`, or in the module itself).  The modules of this
+package are found by listing it, so a new optimiser is one new module here plus its preset in
+``dnn/presets.json`` (docs/contributing.md); a rule kept outside the tree is added with :func:`register`.
 
 Read by the network catalog (:data:`stam.dnn.catalog.ALGORITHMS`: ``stam train/tune``, presets,
 the trainer), the generic optimiser (:mod:`stam.dnn.optim`), the synthetic comparison

@@ -5,10 +5,10 @@ An :class:`UpdateRule` is at the same time
 - its **declaration**: ``name`` (``stam train --algo``), ``label`` (tables, legends), the
   ``equation`` of the paper it follows, ``color`` (Okabe-Ito, :data:`stam.figures.style.OKABE_ITO`)
   and ``marker`` (matplotlib's); the hyperparameters ``hyper`` its schedule sets (every preset of
-  it in ``dnn/presets.json`` sets exactly these, and its search space there samples them), which
+  it in ``dnn/presets.json`` sets exactly these), their ``search_space`` for ``stam tune``, which
   of them is its step size (``step_size``: ``("lr", 1)``; STAM's y-step of eq. (algy) is
   ``1/beta``: ``("beta", -1)``), whether it trains binary weights and whether Theorem conv
-  applies to it;
+  applies to it, and which of its presets ``stam train --algo NAME`` runs (``paper_preset``);
 - its **batched form**: pure functions of a state whose tensors are ``(R, n)`` (R runs, every
   quantised weight of a run in one flat buffer), hyperparameters ``(R,)`` tensors broadcast by
   :func:`stam.steps.as_batch_scalar`, ``q`` the F = I_Q of that layout
@@ -64,6 +64,15 @@ class UpdateRule:
     #: its place in Section 3.1 of the paper (the order of the equations): the order of the
     #: synthetic comparison's methods
     paper_order: int = 100
+    #: its search space for ``stam tune``, as data: coordinate -> ``{"log_uniform": [low, high]}``, the
+    #: coordinate a hyperparameter of ``hyper`` or, with ``"monomial": {hyperparameter: exponent}``, a
+    #: product of powers of them; ``"decay"``: the sampled value starts a schedule with that decay
+    #: (read and checked by :func:`stam.dnn.tunespace.search_space`); ``{}``: it is not tuned
+    search_space: dict = {}
+    #: the preset ``stam train --algo NAME`` runs when no ``--preset`` is given: a name of
+    #: ``dnn/presets.json``'s ``presets``, or per data set ``{"cifar100": name, "default": name}``;
+    #: None: the one preset there whose ``algo`` is this rule (:func:`stam.dnn.presets.default_preset`)
+    paper_preset: str | dict | None = None
 
     # ------------------------------------------------------------------ the torch.optim form
     #: the class name of its optimiser (``stam.dnn.optim.STAM``); ``torch_optimizer``: an optimiser

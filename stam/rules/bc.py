@@ -23,6 +23,7 @@ class BCRule(UpdateRule):
 
     name, label, equation, color, marker = "bc", "BC", "eq. (alg:BC)", "reddish_purple", "^"  # not sky blue beside STAM's blue (issue 37)
     hyper = ("lr", "weight_decay")
+    search_space = {"lr": {"log_uniform": [1e-4, 1.0]}}  # holds its preset's lr 5e-4 (Table para)
     order = 1
     paper_order = 1
     optimizer_name = "BinaryConnect"

@@ -33,6 +33,8 @@ class BRRule(UpdateRule):
 
     name, label, equation, color, marker = "br", "BR", "eq. (alg:BR)", "bluish_green", "s"
     hyper = ("lr", "lam", "weight_decay", "switch_epoch")
+    #: lr as BC; lam the starting value of its growth by BR_RHO per epoch (the paper's 1 grown by 1.02)
+    search_space = {"lr": {"log_uniform": [1e-4, 1.0]}, "lam": {"log_uniform": [0.1, 10.0], "decay": {"factor": BR_RHO}}}
     schedule_only = ("switch_epoch",)
     fixed = {"rho": 1.0}  # lam's growth: the schedule
     order = 2

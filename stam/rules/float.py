@@ -17,6 +17,7 @@ class FloatRule(UpdateRule):
 
     name, label, equation, color, marker = "float", "Float", "SGD with momentum on float weights", "black", "x"
     hyper = ("lr", "momentum", "weight_decay")
+    search_space = {"lr": {"log_uniform": [1e-4, 1.0]}}  # holds its preset's lr 5e-4 (Table para)
     binary = False
     order = 4
     torch_optimizer = "torch.optim:SGD"

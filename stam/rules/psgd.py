@@ -22,6 +22,7 @@ class PSGDRule(UpdateRule):
 
     name, label, equation, color, marker = "psgd", "PSGD", "eq. (alg:PSGD)", "orange", "v"  # PSGD's U follows plain SGD: a marker too
     hyper = ("lr", "weight_decay")
+    search_space = {"lr": {"log_uniform": [1e-4, 1.0]}}  # holds its preset's lr 5e-4 (Table para)
     order = 3
     paper_order = 0
     optimizer_name = "PSGD"

@@ -42,6 +42,16 @@ class STAMRule(UpdateRule):
 
     name, label, equation, color, marker = "stam", "STAM", "eq. (alg:stamm)", "blue", "o"
     hyper = ("gamma", "lam", "beta")
+    #: STAM with F = I_Q depends on (gamma, lam, beta) only through its y-step 1/beta, the pull lam/beta of
+    #: the y-step towards x (eq. (algy)) and gamma*lam (eq. (algx)): it is searched in those, the step on BC's
+    #: lr range, gamma*lam over the digits map's working region (signs move from gamma*lam = 1.5 on;
+    #: benchmarks/results/map_digits_default_2cores.json), lam/beta below 1; each range holds the paper's settings
+    search_space = {"step": {"log_uniform": [1e-4, 1.0], "monomial": {"beta": -1}},
+                    "gamma_lam": {"log_uniform": [1.0, 1e3], "monomial": {"gamma": 1, "lam": 1}},
+                    "lam_over_beta": {"log_uniform": [1e-4, 1.0], "monomial": {"lam": 1, "beta": -1}}}
+    #: four presets run STAM (Table para's Our1-3, Section sub:3.3's Our3): its default is Our3, Table para's
+    #: last STAM row, on CIFAR-100 Section sub:3.3's
+    paper_preset = {"cifar100": "our3-cifar100", "default": "our3"}
     theorem = True
     step_size = ("beta", -1)
     order = 0
