@@ -31,7 +31,7 @@ def register(subparsers) -> None:
         help="equal-budget tuning of STAM, BC, BR, PSGD and float (digits by default, or CIFAR), numbers from fresh seeds",
         description="Every algorithm gets the same number of quasi-random (Sobol) trials over its declared search space "
         "(each rule's search_space, stam/rules/); the best trial is chosen on validation accuracy with binary weights, then re-run "
-        "on fresh seeds; prints the table (mean +- std, 95%% interval of test accuracy), with the paper's settings as "
+        "on fresh seeds; prints the table (mean +- std, 95% interval of test accuracy), with the paper's settings as "
         "labelled rows. Writes OUT/tune-DATASET.json and .md; finished jobs are kept in OUT/jobs, so running the same "
         "command again resumes. Defaults per data set: digits, MLP, 60 epochs, batch 32 (about 3 min on 2 cores); "
         "cifar10, VGG-11 at width 1/8, 10 epochs, batch 128.",
