@@ -38,7 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from stam.io import atomic_write_json, provenance
+from stam.errors import UsageError
+from stam.io import atomic_write_json, check_out_dir, provenance
 
 #: the study's protocols.  ``bn_images``: the committed study re-measured under the evaluation rule
 #: keeps the 5000 images it started with, so that its committed jobs in
@@ -91,8 +92,8 @@ def run(argv: list[str]) -> float:
 
     t0 = time.perf_counter()
     rc = subprocess.call([sys.executable, *argv]) if argv[0].endswith(".py") else stam(argv)
-    if rc != 0:
-        raise SystemExit(f"{shlex.join(argv)} exited {rc}")
+    if rc != 0:  # the command has said why, in its one line: its exit status is the study's
+        raise SystemExit(rc)
     return time.perf_counter() - t0
 
 
@@ -114,6 +115,10 @@ def main(argv=None) -> dict | None:
     if args.workers < 1:
         ap.error(f"--workers {args.workers}: give a number >= 1")
     budget, out = BUDGETS[args.budget], Path(args.out)
+    try:
+        check_out_dir(out, "--out")  # a file, or a folder that cannot be written: one line before any part runs
+    except UsageError as exc:
+        ap.exit(2, f"{ap.prog}: error: {exc}\n")
     cmds = commands(budget, args.data_dir, out, args.workers, parts, args.device)
     if args.dry_run:
         for part, argvs in cmds.items():

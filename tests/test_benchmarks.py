@@ -473,3 +473,17 @@ def test_gpu_width1_reads_settings_given_by_a_relative_path(monkeypatch):
     rel = Path("benchmarks/results/cifar10_deciding_h200/tune/tune-cifar10.json")
     tuned = gpu.transferred_settings(rel, ["stam", "bc"])
     assert tuned["file"] == str(rel) and set(tuned["overrides"]) == {"stam", "bc"}
+
+
+def test_cifar10_study_refuses_a_file_as_out_in_one_line_and_passes_on_a_commands_status(tmp_path, capsys, monkeypatch):
+    bench = _load("cifar10_study")
+    f = tmp_path / "a-file"
+    f.write_text("")
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--out", str(f), "--parts", "tune"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "is a file" in err[0]
+    monkeypatch.setattr("stam.cli.main", lambda argv: 2)  # a command that refused its input (it said why itself)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--out", str(tmp_path / "s"), "--parts", "map"])
+    assert e.value.code == 2 and not (tmp_path / "s" / "study.json").exists()
