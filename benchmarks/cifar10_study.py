@@ -57,9 +57,13 @@ PARTS = ("tune", "map", "transfer")
 REGION = Path(__file__).resolve().parent / "results" / "lyapunov_region.json"
 
 
-def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, device: str = "cpu") -> dict[str, list[list[str]]]:
+def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, device: str = "cpu",
+             algos: str | None = None, paper: bool = True) -> dict[str, list[list[str]]]:
     """Each part's commands (argv lists; ``stam`` ones without the program name, the transfer's
-    ``[script, ...]``), from the ``budget``: what the study runs, nothing run here."""
+    ``[script, ...]``), from the ``budget``: what the study runs, nothing run here.  ``algos`` (``A,B``;
+    default every algorithm) and ``paper=False`` (no paper-settings rows) narrow the tuning and the
+    transfers to a part of the study (a run that resumes the rest later, or on another machine)."""
+    pick = ["--algos", algos] if algos else []
     common = ["--dataset", "cifar10", "--data-dir", data_dir, "--width", str(budget["width"]), "--no-progress",
               "--bn-images", str(budget["bn_images"]), "--workers", str(workers)]
     cmds: dict[str, list[list[str]]] = {}
@@ -68,7 +72,7 @@ def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, 
                 "--n-seeds", str(budget["seeds"]), "--schedule", budget["schedule"], "--recipe", budget["recipe"]]
         if budget["halving"]:
             tune += ["--halving", str(budget["halving"])]
-        cmds["tune"] = [tune + ["--out", str(out / "tune")]]
+        cmds["tune"] = [tune + pick + ([] if paper else ["--no-paper"]) + ["--out", str(out / "tune")]]
     if "map" in parts:
         cmds["map"] = [["map", *common, "--epochs", str(budget["map_epochs"]), "--n-seeds", str(budget["map_seeds"]),
                         "--gamma-range" if ":" in budget["map_gammas"] else "--gammas", budget["map_gammas"],
@@ -79,7 +83,7 @@ def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, 
         cmds["transfer"] = [[script, "--out", str(out / f"transfer-{m}"), "--data", data_dir, "--settings",
                              str(out / "tune" / "tune-cifar10.json"), "--model", m, "--width", str(budget["width"]),
                              "--epochs", str(budget["epochs"]), "--seeds", str(budget["transfer_seeds"]),
-                             "--bn-images", str(budget["bn_images"]), "--device", device, "--budget-s", "1e9"]
+                             "--bn-images", str(budget["bn_images"]), "--device", device, "--budget-s", "1e9", *pick]
                             for m in budget["transfer_models"].split(",")]
     return cmds
 
@@ -106,6 +110,8 @@ def main(argv=None) -> dict | None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"which parts, run in the order {', '.join(PARTS)} (default all)")
     ap.add_argument("--device", default="cpu", help="the transfer's device (cpu or cuda; tune and map use a GPU where there is one)")
+    ap.add_argument("--algos", default=None, help="tune and transfer these algorithms only (A,B; default all)")
+    ap.add_argument("--no-paper", action="store_true", help="leave out the tuning's paper-settings rows")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = ap.parse_args(argv)
     parts = [p for p in args.parts.split(",") if p]
@@ -119,7 +125,7 @@ def main(argv=None) -> dict | None:
         check_out_dir(out, "--out")  # a file, or a folder that cannot be written: one line before any part runs
     except UsageError as exc:
         ap.exit(2, f"{ap.prog}: error: {exc}\n")
-    cmds = commands(budget, args.data_dir, out, args.workers, parts, args.device)
+    cmds = commands(budget, args.data_dir, out, args.workers, parts, args.device, args.algos, not args.no_paper)
     if args.dry_run:
         for part, argvs in cmds.items():
             for a in argvs:
@@ -137,6 +143,7 @@ def main(argv=None) -> dict | None:
     seconds = recorded()
     summary = {"kind": "benchmark", "name": "cifar10_study", "provenance": provenance(), "seconds": seconds,
                "budget_name": args.budget, "budget": budget, "workers": args.workers, "data_dir": args.data_dir,
+               "algos": args.algos or "all", "paper_rows": not args.no_paper,
                "commands": {p: [shlex.join(a) for a in argvs] for p, argvs in cmds.items()}}
     atomic_write_json(done, summary)
     if args.results:
