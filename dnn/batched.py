@@ -553,7 +553,8 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     test_acc_float (only with evaluate_test), sign_epoch, sign_since_init, sign_ever}``, every
     accuracy with BatchNorm statistics of the weights it measures (``bn_images``,
     :meth:`Trainer.statistics`); with ``bn_images > 0`` also ``val_acc_binary_as_trained`` (the
-    binary weights with the training's statistics, a diagnostic).  ``options``: fields of
+    binary weights with the training's statistics, a diagnostic; not for Float, whose running
+    statistics belong to its float network and whose projection onto Q was never trained).  ``options``: fields of
     :class:`TrainerOptions` (``device`` default ``"cpu"``; ``compile="auto"``: see
     :func:`compile_pays`).  The data must be on ``device``."""
     if not configs:
@@ -574,7 +575,7 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
         for which in ("binary", "float"):
             for split, acc in tr.accuracies(splits, which).items():
                 rec[f"{split}_acc_{which}"] = acc
-        if bn_images and task.data.val_x is not None:
+        if bn_images and task.data.val_x is not None and tr.rule.binary:  # Float has no binary network to diagnose
             rec["val_acc_binary_as_trained"] = tr.accuracies(("val",), "binary", as_trained=True)["val"]
         rec = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in rec.items()}
         finite = finite.tolist()

@@ -329,7 +329,7 @@ def _evaluate_epoch(s: Setup) -> tuple[dict, dict, dict | None]:
     splits = ("test", "val") if s.cfg.val_fraction else ("test",)
     acc_bin = {k: float(v[0]) for k, v in tr.accuracies(splits, "binary").items()}
     acc_float = {k: float(v[0]) for k, v in tr.accuracies(splits, "float").items()}
-    if s.cfg.bn_images:
+    if s.cfg.bn_images and tr.rule.binary:  # Float: its statistics are its float network's (train_batched)
         split = splits[-1]
         acc_bin[f"{split}_as_trained"] = float(tr.accuracies((split,), "binary", as_trained=True)[split][0])
     sign_flips = None

@@ -233,6 +233,11 @@ def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
     assert cfg["bn_images"] == summary["bn_images"] == 700 and cfg["num_classes"] == 10
     assert all(0 <= r["val_acc_binary_as_trained"] <= 100 and r["test_acc_binary_as_trained"] is None for r in log)
     assert 0 <= summary["sign_ever"] <= 1
+    # Float has no binary network: its running statistics are its float network's, so no diagnostic
+    run(TrainConfig(model="mlp", dataset="digits", algo="float", overrides={}, epochs=1, batch_size=64,
+                    schedule_scale="auto", out=str(tmp_path / "f"), echo=False, progress=False, device="cpu", bn_images=700))
+    flog = [json.loads(line) for line in (tmp_path / "f" / "log.jsonl").read_text().splitlines()]
+    assert [r["val_acc_binary_as_trained"] for r in flog] == [None] and 0 <= flog[0]["val_acc_float"] <= 100
     # a run evaluated with another protocol is another run: --resume refuses the change in one line
     from stam.errors import UsageError
 
