@@ -337,7 +337,7 @@ TUNE = ResultType(
     "tune", Schema(required={"params": DICT, "algorithms": NONEMPTY_LIST, "paper_rows": LIST},
                    optional={"kind": STR, "dataset": NAME, "model": NAME, "width": WIDTH, "data_source": DICT_OR_NULL,
                              "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT,
-                             # search_difficulty: {algo: {"trials": {fraction, level, bar, find}, "map": {...} or null}},
+                             # search_difficulty: {algo: {"trials": {fraction, level, bar, find, own_fraction, own_bar, own_find}, "map": {...} or null}},
                              # search_difficulty(); halving: {eta, rungs: [{trials, epochs}], trial_epochs}
                              "search_difficulty": DICT, "halving": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},

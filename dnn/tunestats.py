@@ -64,11 +64,16 @@ def map_fraction(map_result: dict, algo: str, spaces: dict | None = None, level:
 
 
 def trial_fraction(result_algos: list, level: float = WORKING_LEVEL) -> dict[str, dict]:
-    """Each algorithm's share of trials that work (score at least ``level`` of the best score of any
-    trial of a binary algorithm, one bar for all: Float's float-weight accuracy is another network's,
-    so it sets the bar only where no binary algorithm was tuned; with halving, the first rung's
-    scores, which every trial has at the same epochs): an estimate, from the tuning itself, of the
-    fraction of its space that trains."""
+    """Each algorithm's share of trials that work, two ways, with halving on the first rung's scores
+    (which every trial has at the same epochs): an estimate, from the tuning itself, of the fraction
+    of its space that trains.
+
+    - ``fraction``: the score reaches ``level`` of the best score of any trial of a binary
+      algorithm (``bar``), one bar for all: Float's float-weight accuracy is another network's, so
+      it sets the bar only where no binary algorithm was tuned;
+    - ``own_fraction``: the score reaches ``level`` of the algorithm's own best trial (``own_bar``):
+      how hard its search is, apart from how good its best is (an algorithm that starts slower
+      than another can have no trial at the common bar and still find its own best often)."""
     def first(t):
         return t.get("rung_scores", [t.get("score")])[0]
 
@@ -78,13 +83,22 @@ def trial_fraction(result_algos: list, level: float = WORKING_LEVEL) -> dict[str
         except KeyError:
             return True
 
+    def share(a, bar):
+        return sum(first(t) is not None and first(t) >= bar for t in a["trials"]) / len(a["trials"])
+
     setters = [a for a in result_algos if binary(a)] or result_algos
     scores = [first(t) for a in setters for t in a["trials"] if first(t) is not None]
     if not scores:
         return {a["algo"]: {"fraction": None, "level": level} for a in result_algos}
     bar = level * max(scores)
-    return {a["algo"]: {"fraction": sum(first(t) is not None and first(t) >= bar for t in a["trials"]) / len(a["trials"]),
-                        "level": level, "bar": bar} for a in result_algos if a["trials"]}
+    out = {}
+    for a in result_algos:
+        if not a["trials"]:
+            continue
+        own = [first(t) for t in a["trials"] if first(t) is not None]
+        out[a["algo"]] = {"fraction": share(a, bar), "level": level, "bar": bar,
+                          **({"own_fraction": share(a, level * max(own)), "own_bar": level * max(own)} if own else {})}
+    return out
 
 
 def search_difficulty(result_algos: list, trials: int, spaces: dict | None = None, map_result: dict | None = None) -> dict:
@@ -95,8 +109,9 @@ def search_difficulty(result_algos: list, trials: int, spaces: dict | None = Non
     out = {}
     own = trial_fraction(result_algos)
     for a in result_algos:
-        entry = {"trials": {**own.get(a["algo"], {"fraction": None}),
-                            "find": find_probability(own.get(a["algo"], {}).get("fraction"), trials)}}
+        got = own.get(a["algo"], {"fraction": None})
+        entry = {"trials": {**got, "find": find_probability(got.get("fraction"), trials),
+                            **({"own_find": find_probability(got["own_fraction"], trials)} if "own_fraction" in got else {})}}
         m = map_fraction(map_result, a["algo"], spaces) if map_result else None
         entry["map"] = None if m is None else {**m, "find": find_probability(m["fraction"], trials)}
         out[a["algo"]] = entry
@@ -115,7 +130,10 @@ def difficulty_lines(result: dict) -> list[str]:
         t = d["trials"]
         part = [f"{a['label']}: " + ("no scored trial" if t.get("fraction") is None else
                 f"{100 * t['fraction']:.0f}% of its trials reach {100 * t['level']:.0f}% of the best binary trial's score "
-                f"({counted(n, 'trials')} {'finds' if n == 1 else 'find'} that region with probability {100 * t['find']:.0f}%)")]
+                f"({counted(n, 'trials')} {'finds' if n == 1 else 'find'} that region with probability {100 * t['find']:.0f}%)"
+                + ("" if t.get("own_fraction") is None else
+                   f", {100 * t['own_fraction']:.0f}% reach {100 * t['level']:.0f}% of its own best (found with probability "
+                   f"{100 * t['own_find']:.0f}%)"))]
         m = d.get("map")
         if m:
             part.append(f"the map puts {100 * m['fraction']:.0f}% of its space in the working region "

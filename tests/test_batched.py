@@ -304,6 +304,13 @@ def test_the_working_fraction_from_the_trials_uses_one_bar_for_all():
     got = tune.trial_fraction(algos)
     assert got["stam"]["bar"] == 0.9 * 95.0 and got["stam"]["fraction"] == 0.5  # 95 and 86 reach 85.5
     assert got["bc"]["fraction"] == 0.5  # the first rung's scores: 90 does, 85 does not
+    # against its own best: STAM's bar is the same 85.5; BC's 81 (0.9 * 90), which both its first-rung scores reach
+    assert (got["stam"]["own_fraction"], got["bc"]["own_bar"], got["bc"]["own_fraction"]) == (0.5, 0.9 * 90.0, 1.0)
+    slow = [{"algo": "stam", "trials": [{"score": 40.0}, {"score": 38.0}, {"score": 10.0}]}, {"algo": "bc", "trials": [{"score": 60.0}]}]
+    got = tune.trial_fraction(slow)  # STAM below the common bar (54) everywhere, yet 2 of 3 trials near its own best
+    assert got["stam"]["fraction"] == 0 and got["stam"]["own_fraction"] == pytest.approx(2 / 3)
+    assert tune.search_difficulty(slow, 4)["stam"]["trials"]["own_find"] == pytest.approx(1 - (1 / 3) ** 4)
+    got = tune.trial_fraction(algos)
     d = tune.search_difficulty(algos, 4)
     assert d["bc"]["trials"]["find"] == 1 - 0.5**4 and d["bc"]["map"] is None
     # Float's float-weight accuracy is another network's: it never sets the binary methods' bar
