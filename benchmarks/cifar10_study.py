@@ -11,7 +11,9 @@ Two budgets are declared here (``BUDGETS``), each a complete protocol:
   the map over gamma*lambda from 0.3 to 300 (lambda = 1) at the steps 1/beta = 0.1, 0.01, 0.001
   with 2 seeds and 10 epochs; VGG-16 and ResNet-18 at the same width with the tuned settings
   transferred (3 seeds, 30 epochs).  On one H200 the tuning and the map took about 12 minutes side by
-  side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``).
+  side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``); on this
+  2-core CPU the tuning of STAM and BC took 57 minutes (``--algos stam,bc --no-paper``), with BR
+  (``--algos stam,bc,br``, resumed) ``benchmarks/results/cifar10_deciding_cpu``.
 
 It runs the toolkit's own commands, as a user would, one part at a time (``--parts``), and is
 resumable: run it again after an interruption and finished jobs are read back from ``OUT/*/jobs``::

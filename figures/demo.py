@@ -69,7 +69,7 @@ MARKER = ".stam-demo"
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """Sizes of the demo: the full one (3 min on 2 cores at load 4-5, 13 at load 14) and ``--quick`` (25 s at load 4-5).  Grids are
+    """Sizes of the demo: the full one (2 min on 2 cores at load 1, 13 at load 14) and ``--quick`` (22 s at load 1).  Grids are
     ``(lo, hi, n)``: n values from lo to hi, geometrically spaced."""
 
     synthetic_problem: str = "binary"
