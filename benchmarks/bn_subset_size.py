@@ -3,7 +3,9 @@
 re-estimated on subsets of N training images, against the same networks with the statistics of
 the whole training set (1,294 images).
 
-Trains each algorithm at its tuned digits setting (``benchmarks/results/tune_digits_default_2cores.json``)
+Trains each algorithm at its tuned digits setting (``TUNED``: the choices of the default digits tuning
+in STAM's earlier (gamma, lambda, beta) box, the second table of docs/practice.md, which
+``benchmarks/results/bn_subset_size_cpu.json`` was measured with)
 on ``--seeds`` seeds (batched), then, after epoch ``--early`` and after the last, evaluates the
 binary and the float weights on the validation and test images with the statistics of the whole
 training set and of ``--subsets`` independent random subsets of each size N.  Reported per N: the
@@ -27,7 +29,8 @@ from stam.dnn import batched, presets
 from stam.dnn.catalog import BN_SEED, bn_images_used, BN_IMAGES
 from stam.io import emit_json, provenance
 
-#: the tuned digits settings of the committed table (tune_digits_default_2cores.json)
+#: the tuned digits settings of the default tuning in STAM's earlier (gamma, lambda, beta) box (the
+#: second table of docs/practice.md; bn_subset_size_cpu.json was measured with them)
 TUNED = {"stam": {"gamma": 6.429, "lam": 19.34, "beta": 61.25}, "bc": {"lr": 0.253}, "psgd": {"lr": 0.415},
          "br": {"lr": 0.0217, "lam": 0.45}}
 #: which weights are the forward weights of training (their statistics as trained describe them)

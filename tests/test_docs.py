@@ -559,3 +559,33 @@ def test_the_demo_time_is_the_recorded_one():
         assert f"{seconds:.0f} s" in (ROOT / page).read_text(encoding="utf-8"), page
     demo = next(a for a in build_parser()._subparsers._group_actions).choices["demo"]
     assert f"{seconds / 60:.0f} minutes on 2 CPU cores" in " ".join(demo.description.split())
+
+
+def _readme_row(start: str) -> list[str]:
+    """The cells of the README table row that starts with ``| start``."""
+    line = next(ln for ln in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if ln.startswith(f"| {start}"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def _measured(final: dict) -> str:
+    lo, hi = final["ci95"]
+    return f"{final['mean']:.1f} ± {final['std']:.1f} [{lo:.1f}, {hi:.1f}]"
+
+
+@pytest.mark.parametrize(
+    "row, result, algos",
+    [
+        ("digits, tuned", "benchmarks/results/tune_digits_default_2cores.json", ["stam", "bc", "br", "psgd", "float"]),
+        ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", "benchmarks/results/cifar10_deciding_cpu/tune/tune-cifar10.json", ["stam", "bc", "br"]),
+    ],
+)
+def test_the_readme_table_is_the_committed_result(row, result, algos):
+    """The README's tuned rows are the committed results they name, cell for cell (mean ± std
+    [95% interval] of the fresh seeds' test accuracy), so that a re-run cannot leave them behind."""
+    import json
+
+    cells = _readme_row(row)
+    finals = {a["algo"]: a["final"] for a in json.loads((ROOT / result).read_text(encoding="utf-8"))["algorithms"]}
+    column = {"stam": 1, "bc": 2, "br": 3, "psgd": 4, "float": 5}
+    for algo in algos:
+        assert cells[column[algo]] == _measured(finals[algo]), (row, algo)
