@@ -22,7 +22,8 @@ resumable: run it again after an interruption and finished jobs are read back fr
     stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --n-seeds S --gamma-range ... --out OUT/map
     python benchmarks/gpu_width1.py --model M --settings OUT/tune/tune-cifar10.json --epochs E --seeds S ...
 
-then writes ``OUT/study.json`` (the budget, the wall seconds of each part) and, with ``--results``,
+then writes ``OUT/study.json`` (the budget; ``sittings``, one entry per part run, with its wall
+seconds, algorithms and end time, kept across resumed runs; ``seconds``, their sum per part) and, with ``--results``,
 copies the results (JSON, Markdown, CSV, PNG) there.  ``--dry-run`` prints the commands and runs
 nothing.  Default data: the JPEG copy of CIFAR-10 in ``../shared/data`` (every result records which
 copy it read: ``data_source``).
@@ -135,15 +136,24 @@ def main(argv=None) -> dict | None:
         return None
     done = out / "study.json"
 
-    def recorded() -> dict:  # the wall times of the parts run before (a resumed study, or a part run beside this one)
-        return json.loads(done.read_text()).get("seconds", {}) if done.is_file() else {}
+    def recorded() -> list[dict]:  # the parts run before (a resumed study, or a part run beside this one)
+        old = json.loads(done.read_text()) if done.is_file() else {}
+        if "sittings" in old:
+            return old["sittings"]
+        return [{"part": p, "seconds": s} for p, s in old.get("seconds", {}).items()]  # a file from before sittings
 
     for part, argvs in cmds.items():
         took = sum(run(a) for a in argvs)
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(done, {"seconds": {**recorded(), part: took}})
-    seconds = recorded()
+        sitting = {"part": part, "seconds": took, "algos": args.algos or "all", "paper_rows": not args.no_paper,
+                   "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        atomic_write_json(done, {"sittings": [*recorded(), sitting]})
+    sittings = recorded()
+    seconds: dict[str, float] = {}
+    for s in sittings:  # an interrupted sitting whose time was not recorded has seconds None
+        seconds[s["part"]] = seconds.get(s["part"], 0.0) + (s.get("seconds") or 0.0)
     summary = {"kind": "benchmark", "name": "cifar10_study", "provenance": provenance(), "seconds": seconds,
+               "sittings": sittings,
                "budget_name": args.budget, "budget": budget, "workers": args.workers, "data_dir": args.data_dir,
                "algos": args.algos or "all", "paper_rows": not args.no_paper,
                "commands": {p: [shlex.join(a) for a in argvs] for p, argvs in cmds.items()}}

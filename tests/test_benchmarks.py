@@ -487,3 +487,21 @@ def test_cifar10_study_refuses_a_file_as_out_in_one_line_and_passes_on_a_command
     with pytest.raises(SystemExit) as e:
         bench.main(["--out", str(tmp_path / "s"), "--parts", "map"])
     assert e.value.code == 2 and not (tmp_path / "s" / "study.json").exists()
+
+
+def test_cifar10_study_keeps_every_sitting_and_sums_a_parts_time(tmp_path, monkeypatch, capsys):
+    """A study resumed in several sittings says how long each part took in all (item 8 of issue 35):
+    each sitting is kept with its algorithms, and a study.json from before sittings counts as one."""
+    bench = _load("cifar10_study")
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "study.json").write_text(json.dumps({"seconds": {"tune": 100.0}}))  # written by an earlier version
+    took = iter([7.0, 30.0])
+    monkeypatch.setattr(bench, "run", lambda argv: next(took))
+    bench.main(["--budget", "deciding", "--out", str(out), "--parts", "tune", "--algos", "stam,bc", "--no-paper"])
+    summary = bench.main(["--budget", "deciding", "--out", str(out), "--parts", "tune", "--algos", "br"])
+    capsys.readouterr()
+    assert summary["seconds"] == {"tune": 137.0}
+    assert [(s["seconds"], s.get("algos"), s.get("paper_rows")) for s in summary["sittings"]] == [
+        (100.0, None, None), (7.0, "stam,bc", False), (30.0, "br", True)]
+    assert json.loads((out / "study.json").read_text())["sittings"] == summary["sittings"]
