@@ -137,10 +137,18 @@ def main(argv=None) -> dict | None:
     done = out / "study.json"
 
     def recorded() -> list[dict]:  # the parts run before (a resumed study, or a part run beside this one)
-        old = json.loads(done.read_text()) if done.is_file() else {}
-        if "sittings" in old:
-            return old["sittings"]
-        return [{"part": p, "seconds": s} for p, s in old.get("seconds", {}).items()]  # a file from before sittings
+        try:
+            old = json.loads(done.read_text()) if done.is_file() else {}
+            sittings = old["sittings"] if "sittings" in old else [  # a file from before sittings
+                {"part": p, "seconds": s} for p, s in old.get("seconds", {}).items()]
+            if not all(isinstance(s, dict) and s.get("part") in PARTS
+                       and (s.get("seconds") is None or isinstance(s["seconds"], (int, float))) for s in sittings):
+                raise ValueError("a sitting is not {part, seconds}")
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError) as exc:
+            ap.exit(2, f"{ap.prog}: error: {done} is not a study.json this script wrote ({exc}); move it away\n")
+        return sittings
+
+    recorded()  # a study.json that cannot be read is refused before any part runs
 
     for part, argvs in cmds.items():
         took = sum(run(a) for a in argvs)

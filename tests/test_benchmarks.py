@@ -505,3 +505,17 @@ def test_cifar10_study_keeps_every_sitting_and_sums_a_parts_time(tmp_path, monke
     assert [(s["seconds"], s.get("algos"), s.get("paper_rows")) for s in summary["sittings"]] == [
         (100.0, None, None), (7.0, "stam,bc", False), (30.0, "br", True)]
     assert json.loads((out / "study.json").read_text())["sittings"] == summary["sittings"]
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"sittings": [{"part": "nope", "seconds": 1}]}', '{"seconds": [1, 2]}'])
+def test_cifar10_study_refuses_a_malformed_study_json_before_any_part(tmp_path, monkeypatch, capsys, text):
+    bench = _load("cifar10_study")
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "study.json").write_text(text)
+    monkeypatch.setattr(bench, "run", lambda argv: pytest.fail("a part ran"))
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--budget", "deciding", "--out", str(out), "--parts", "tune"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "study.json" in err[0]
+    assert (out / "study.json").read_text() == text and sorted(p.name for p in out.iterdir()) == ["study.json"]
