@@ -10,7 +10,7 @@ Two budgets are declared here (``BUDGETS``), each a complete protocol:
   warm-up-cosine step for every algorithm, the standard recipe for Float, 5 fresh paired seeds;
   the map over gamma*lambda from 0.3 to 300 (lambda = 1) at the steps 1/beta = 0.1, 0.01, 0.001
   with 2 seeds and 10 epochs; VGG-16 and ResNet-18 at the same width with the tuned settings
-  transferred (3 seeds, 30 epochs).  On one H200 the tuning and the map took about 12 minutes side by
+  transferred (``stam tune --transfer``: 3 seeds, 30 epochs, every job stored as it ends).  On one H200 the tuning and the map took about 12 minutes side by
   side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``); on this
   2-core CPU the tuning of STAM and BC took 57 minutes (``--algos stam,bc --no-paper``), with BR
   (``--algos stam,bc,br``, resumed) ``benchmarks/results/cifar10_deciding_cpu``.
@@ -20,7 +20,7 @@ resumable: run it again after an interruption and finished jobs are read back fr
 
     stam tune --dataset cifar10 --data-dir DATA --width W --epochs E --trials K [--halving ETA ...] --out OUT/tune
     stam map  --dataset cifar10 --data-dir DATA --width W --epochs E --n-seeds S --gamma-range ... --out OUT/map
-    python benchmarks/gpu_width1.py --model M --settings OUT/tune/tune-cifar10.json --epochs E --seeds S ...
+    stam tune --dataset cifar10 ... --model M --transfer OUT/tune/tune-cifar10.json --n-seeds S --no-paper --out OUT/transfer-M
 
 then writes ``OUT/study.json`` (the budget; ``sittings``, one entry per part run, with its wall
 seconds, algorithms and end time, kept across resumed runs; ``seconds``, their sum per part) and, with ``--results``,
@@ -37,7 +37,6 @@ import argparse
 import json
 import shlex
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -60,10 +59,10 @@ PARTS = ("tune", "map", "transfer")
 REGION = Path(__file__).resolve().parent / "results" / "lyapunov_region.json"
 
 
-def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, device: str = "cpu",
+def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS,
              algos: str | None = None, paper: bool = True) -> dict[str, list[list[str]]]:
-    """Each part's commands (argv lists; ``stam`` ones without the program name, the transfer's
-    ``[script, ...]``), from the ``budget``: what the study runs, nothing run here.  ``algos`` (``A,B``;
+    """Each part's commands (``stam`` argv lists without the program name), from the ``budget``: what
+    the study runs, nothing run here.  ``algos`` (``A,B``;
     default every algorithm) and ``paper=False`` (no paper-settings rows) narrow the tuning and the
     transfers to a part of the study (a run that resumes the rest later, or on another machine)."""
     pick = ["--algos", algos] if algos else []
@@ -81,24 +80,20 @@ def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS, 
                         "--gamma-range" if ":" in budget["map_gammas"] else "--gammas", budget["map_gammas"],
                         "--lam-range" if ":" in budget["map_lams"] else "--lams", budget["map_lams"],
                         "--betas", budget["map_betas"], "--region", str(REGION), "--out", str(out / "map")]]
-    if "transfer" in parts and budget["transfer_models"]:
-        script = str(Path(__file__).resolve().parent / "gpu_width1.py")
-        cmds["transfer"] = [[script, "--out", str(out / f"transfer-{m}"), "--data", data_dir, "--settings",
-                             str(out / "tune" / "tune-cifar10.json"), "--model", m, "--width", str(budget["width"]),
-                             "--epochs", str(budget["epochs"]), "--seeds", str(budget["transfer_seeds"]),
-                             "--bn-images", str(budget["bn_images"]), "--device", device, "--budget-s", "1e9", *pick]
+    if "transfer" in parts and budget["transfer_models"]:  # stam tune --transfer: no search, resumable from its job store
+        cmds["transfer"] = [["tune", *common, "--model", m, "--epochs", str(budget["epochs"]),
+                             "--n-seeds", str(budget["transfer_seeds"]), "--transfer", str(out / "tune" / "tune-cifar10.json"),
+                             "--no-paper", *pick, "--out", str(out / f"transfer-{m}")]
                             for m in budget["transfer_models"].split(",")]
     return cmds
 
 
 def run(argv: list[str]) -> float:
-    """One command: ``stam ARGV`` in this process, or a benchmark script in a fresh one; its wall seconds."""
-    import subprocess
-
+    """One command, ``stam ARGV``, in this process; its wall seconds."""
     from stam.cli import main as stam
 
     t0 = time.perf_counter()
-    rc = subprocess.call([sys.executable, *argv]) if argv[0].endswith(".py") else stam(argv)
+    rc = stam(argv)
     if rc != 0:  # the command has said why, in its one line: its exit status is the study's
         raise SystemExit(rc)
     return time.perf_counter() - t0
@@ -112,7 +107,6 @@ def main(argv=None) -> dict | None:
     ap.add_argument("--results", default=None, help="copy the results here (e.g. benchmarks/results/cifar10_study)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"which parts, run in the order {', '.join(PARTS)} (default all)")
-    ap.add_argument("--device", default="cpu", help="the transfer's device (cpu or cuda; tune and map use a GPU where there is one)")
     ap.add_argument("--algos", default=None, help="tune and transfer these algorithms only (A,B; default all)")
     ap.add_argument("--no-paper", action="store_true", help="leave out the tuning's paper-settings rows")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
@@ -128,11 +122,11 @@ def main(argv=None) -> dict | None:
         check_out_dir(out, "--out")  # a file, or a folder that cannot be written: one line before any part runs
     except UsageError as exc:
         ap.exit(2, f"{ap.prog}: error: {exc}\n")
-    cmds = commands(budget, args.data_dir, out, args.workers, parts, args.device, args.algos, not args.no_paper)
+    cmds = commands(budget, args.data_dir, out, args.workers, parts, args.algos, not args.no_paper)
     if args.dry_run:
         for part, argvs in cmds.items():
             for a in argvs:
-                print(f"{part}: " + shlex.join(a if a[0].endswith(".py") else ["stam", *a]))
+                print(f"{part}: " + shlex.join(["stam", *a]))
         return None
     done = out / "study.json"
 

@@ -3,7 +3,7 @@
 #
 # benchmarks/cifar10_study.py --budget deciding (the protocol is declared there), its parts side by
 # side on one GPU: the tuning (6 jobs at a time) beside the map, then, with the time left, the
-# transfers to VGG-16 and ResNet-18.  The job stores are packed into OUT/stores.tar.gz every 40 s, so
+# transfers to VGG-16 and ResNet-18 (stam tune --transfer).  The job stores are packed into OUT/stores.tar.gz every 40 s, so
 # that a run cut short resumes: unpack the archive into STUDY and run this again.
 #
 #   OUT=dir BUDGET=540 bash benchmarks/gpu_cifar10_study.sh     (DATA: the JPEG copy, default .gpu-data)
@@ -28,7 +28,7 @@ MAP=$!
 wait $TUNE; echo "tune exit $? at $(( $(date +%s) - t0 )) s" >> "$W/times.txt"
 wait $MAP; echo "map exit $? at $(( $(date +%s) - t0 )) s" >> "$W/times.txt"
 if [ -f "$W/tune/tune-cifar10.json" ] && [ "$(left)" -gt 120 ]; then
-  timeout $(($(left) - 30)) "${study[@]}" --parts transfer --device cuda > "$W/transfer.log" 2>&1
+  timeout $(($(left) - 30)) "${study[@]}" --parts transfer --workers "${TUNE_WORKERS:-6}" > "$W/transfer.log" 2>&1
   echo "transfer exit $? at $(( $(date +%s) - t0 )) s" >> "$W/times.txt"
 fi
 kill $SNAP 2>/dev/null

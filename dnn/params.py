@@ -255,6 +255,11 @@ class TuneParams(Params):
                           "search space that trains and the chance that --trials trials find it (field "
                           "search_difficulty of the result; always estimated from the trials too)")
     paper: bool = arg("--no-paper", action="store_false", default=True, help="leave out the paper-settings rows")
+    transfer: str | None = arg("--transfer", default=None, metavar="JSON",
+                               help="no search: each algorithm's setting is the one chosen by this finished stam tune "
+                               "result (e.g. VGG-11's), run on --n-seeds fresh seeds of this --model and --width, labelled "
+                               "'transferred, not tuned' (its schedules and recipe come with it; --trials, --halving, "
+                               "--space-file, --map, --schedule and --recipe do not apply)")
     out: str | None = out_arg(help="output folder (default tune-DATASET)")
     progress: bool = arg("--no-progress", action="store_false", default=True, help="no progress bars")
     force: bool = arg("--force", action="store_true", default=False,

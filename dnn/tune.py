@@ -37,7 +37,7 @@ from stam.dnn.params import TuneParams
 from stam.dnn.sweep import check_job, data_source, run_job
 from stam.dnn.tunespace import halving_rungs, promote, read_spaces, sample_trials, search_space
 from stam.dnn.tunestats import counted, read_map, search_difficulty, summarise
-from stam.dnn.tunetext import format_table, label, variants
+from stam.dnn.tunetext import format_table, label, transfer_source, variants
 from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
@@ -87,6 +87,7 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
 
     spaces = read_spaces(params.space_file)
     read_map(params.map, map_type)  # a bad --map is a usage error before any work
+    transferred(params)  # a bad --transfer (or a flag it makes moot) is a usage error before any work
     out = out_path(params)
     check_out_dir(out, "--out")
     task = params.task()
@@ -96,9 +97,9 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
     check_task(task, params.val_fraction, params.split_seed)  # the data set, the model, the split: one line before any work
     n_train = train_size(task)
     rungs = halving_rungs(params.trials, params.epochs, params.halving) if params.halving else [(params.trials, params.epochs)]
-    trial_epochs = sum(n * e for n, e in rungs)  # per algorithm
+    trial_epochs = 0 if params.transfer else sum(n * e for n, e in rungs)  # per algorithm
     runs = len(params.algos) * (trial_epochs / params.epochs + params.n_seeds * 2)  # trials, fresh seeds, the paper rows at most
-    what = (f"{params.trials} trials" if not params.halving else
+    what = ("no trials, settings transferred" if params.transfer else f"{params.trials} trials" if not params.halving else
             f"{params.trials} trials halved by {params.halving} ({trial_epochs} trial epochs)")
     ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({what} + "
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
@@ -187,9 +188,14 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map
     task = params.task()
     p = plan(params, chunk, spaces)
     map_result = read_map(params.map, map_type)
-    trial_rows = _trial_stage(params, p, chunk, _store(params))
     fresh = [FINAL_SEED0 + k for k in range(params.n_seeds)]
-    algorithms = [_tuned(algo, p["trials"][algo], trial_rows[algo], spaces) for algo in params.algos]
+    source = transferred(params)
+    if source:  # no search: each algorithm's setting is the one the source tuning chose
+        algorithms = [{"algo": algo, "label": label(algo), "trials": [], "best": {"overrides": source["overrides"][algo]}}
+                      for algo in params.algos]
+    else:
+        trial_rows = _trial_stage(params, p, chunk, _store(params))
+        algorithms = [_tuned(algo, p["trials"][algo], trial_rows[algo], spaces) for algo in params.algos]
     finals = [{"stage": "final", "algo": a["algo"], "overrides": [a["best"]["overrides"]] * params.n_seeds, "seeds": fresh,
                "test": True, **p["base"]} for a in algorithms if a["best"] is not None]
     if params.paper:
@@ -202,16 +208,52 @@ def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map
         if spec["stage"] == "final":
             by_algo[spec["algo"]]["final"] = final
         else:
-            label = presets.table()["presets"][spec["preset"]]["label"]
-            paper_rows.append({"algo": spec["algo"], "preset": spec["preset"], "label": label, "final": final})
-    result = _result(params, task, p, fresh, algorithms, paper_rows, search_difficulty(algorithms, params.trials, spaces,
-                                                                                       map_result))
+            paper_rows.append({"algo": spec["algo"], "preset": spec["preset"],
+                               "label": presets.table()["presets"][spec["preset"]]["label"], "final": final})
+    difficulty = {} if source else search_difficulty(algorithms, params.trials, spaces, map_result)
+    result = _result(params, task, p, fresh, algorithms, paper_rows, difficulty, source)
     stem = result_stem(task["dataset"])
     table_text = format_table(result) + "\n"
     with staged(out_path(params), last=(f"{stem}.json",)) as stage:  # the JSON and its table replace an earlier pair together
         atomic_write_text(stage / f"{stem}.md", table_text)
         TUNE.write(result, stage / f"{stem}.json")
     return result
+
+
+#: what a transferred result records of the tuning it took its settings from (``transfer``)
+TRANSFER_KEYS = ("file", "dataset", "model", "width", "epochs", "batch_size", "trials", "schedule", "recipe", "halving", "scores")
+
+
+def transferred(params: TuneParams) -> dict | None:
+    """``--transfer``: the finished tuning (a ``stam tune`` result, read through :data:`TUNE`) whose
+    chosen settings are re-run here, as ``{"overrides": {algo: ...}, "scores": {algo: validation
+    score there}, <TRANSFER_KEYS>}``; None without ``--transfer``.  A usage error, before any work,
+    names a file that is not such a result, an algorithm it has no setting for, or a flag that a
+    transfer makes moot (the search's: its settings carry their schedules and recipe)."""
+    if not params.transfer:
+        return None
+    moot = [flag for flag, given in (("--halving", params.halving), ("--space-file", params.space_file is not None),
+                                     ("--map", params.map is not None), ("--schedule", params.schedule != "constant"),
+                                     ("--recipe", params.recipe != "none")) if given]
+    if moot:
+        raise UsageError(f"--transfer {params.transfer}: {', '.join(moot)} does not apply (no search is run; the transferred "
+                         "settings carry their own schedules and recipe): drop it")
+    try:
+        src = TUNE.read(Path(params.transfer))
+    except UsageError as exc:
+        raise UsageError(f"--transfer {exc}") from None
+    best = {a["algo"]: a["best"] for a in src["algorithms"] if a.get("best") and "overrides" in a["best"]}
+    missing = [a for a in params.algos if a not in best]
+    if missing:
+        raise UsageError(f"--transfer {params.transfer}: no tuned setting for {', '.join(missing)}; it has "
+                         f"{', '.join(best) or 'none'} (choose with --algos)")
+    prm = src["params"]
+    return {"overrides": {a: best[a]["overrides"] for a in params.algos},
+            "scores": {a: best[a].get("score") for a in params.algos}, "file": str(params.transfer),
+            "dataset": src.get("dataset", prm.get("dataset", "digits")), "model": src.get("model", prm.get("model", "mlp")),
+            "width": float(src.get("width", prm.get("width", 1.0))), "epochs": prm["epochs"], "batch_size": prm["batch_size"],
+            "trials": prm["trials"], "schedule": prm.get("schedule", "constant"), "recipe": prm.get("recipe", "none"),
+            "halving": prm.get("halving", 0)}
 
 
 def _store(params: TuneParams) -> Path:
@@ -256,8 +298,8 @@ def _final_summary(spec: dict, rows: list[dict]) -> dict:
 
 
 def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: list, paper_rows: list,
-            difficulty: dict) -> dict:
-    """The ``tune`` result (:data:`TUNE`) of the stages' entries."""
+            difficulty: dict, source: dict | None = None) -> dict:
+    """The ``tune`` result (:data:`TUNE`) of the stages' entries (``source``: :func:`transferred`'s, for a transfer)."""
     base, seeds = p["base"], params.n_seeds
     result = {
         "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
@@ -273,6 +315,14 @@ def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: li
         "algorithms": algorithms, "paper_rows": paper_rows,
         "search_difficulty": difficulty,
     }
+    if source:
+        result["params"].update(trials=source["trials"], schedule=source["schedule"], recipe=source["recipe"], halving=0)
+        result["transfer"] = {k: source[k] for k in TRANSFER_KEYS}
+        result["protocol"] = ("transferred, not tuned: each algorithm's setting is the one chosen on validation accuracy by "
+                              f"{transfer_source(source)}, re-run on {seeds} fresh seeds of this network, test "
+                              "accuracy at each run's validation-selected epoch; every accuracy with "
+                              + catalog.bn_protocol(base.get("bn_images")))
+        return result
     if p["rungs"]:
         result["halving"] = {"eta": params.halving, "rungs": [{"trials": n, "epochs": e} for n, e in p["rungs"]],
                              "trial_epochs": sum(n * e for n, e in p["rungs"])}
@@ -332,6 +382,13 @@ TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoc
                items={"rung_scores": PCT_OR_NULL}, rules=(_schedules,))
 TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
                inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
+#: ``transfer``: the tuning a transferred result took its settings from (:func:`transferred`)
+TRANSFER = Schema(required={"file": STR, "model": NAME, "width": WIDTH, "epochs": EPOCHS, "trials": POSINT},
+                  optional={"dataset": NAME, "batch_size": POSINT, "schedule": NAME, "recipe": NAME, "halving": COUNT,
+                            "scores": DICT},
+                  rules=(holds("scores", lambda t: all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                    and 0 <= v <= 100) for v in (t.get("scores") or {}).values()),
+                               "must map each algorithm to its validation score there, a percentage or null"),))
 PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final": DICT}, inner={"final": FINAL})
 TUNE = ResultType(
     "tune", Schema(required={"params": DICT, "algorithms": NONEMPTY_LIST, "paper_rows": LIST},
@@ -339,7 +396,7 @@ TUNE = ResultType(
                              "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT,
                              # search_difficulty: {algo: {"trials": {fraction, level, bar, find, own_fraction, own_bar, own_find}, "map": {...} or null}},
                              # search_difficulty(); halving: {eta, rungs: [{trials, epochs}], trial_epochs}
-                             "search_difficulty": DICT, "halving": DICT},
+                             "search_difficulty": DICT, "halving": DICT, "transfer": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    rules=(distinct("algorithms", "algo", what="the algorithm"),
                           distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most),
@@ -347,11 +404,11 @@ TUNE = ResultType(
                                                      "batch_size": POSINT}, optional={"bn_images": COUNT},
                                            rules=(holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
                                                         f"is above {MAX_TRIALS}, the most trials stam tune draws"),)),
-                          "provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+                          "provenance": PROVENANCE, "data_source": DATA_SOURCE, "transfer": TRANSFER}),
     files="tune-*.json", writer="stam tune")
 
 
-__all__ = ["coordinates", "to_hyper", "to_coordinates", "step_schedule", "recipe", "find_probability", "map_fraction",
+__all__ = ["transferred", "TRANSFER_KEYS", "coordinates", "to_hyper", "to_coordinates", "step_schedule", "recipe", "find_probability", "map_fraction",
            "trial_fraction", "search_difficulty", "difficulty_lines", "read_map", "halving_rungs", "promote", "rung_jobs",
            "WORKING_LEVEL", "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline", "paired_differences", "paired_lines", "paired_text", "curve_epochs",
            "summarise", "budget_note", "counted", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "expected_best_curve", "CURVE_TAIL", "tuning_curves"]

@@ -43,6 +43,14 @@ def describe(result: dict) -> str:
     return f"{name[:1].upper()}{name[1:]}, {model}" + ("" if width == 1.0 else f" at width {width:g}")
 
 
+def transfer_source(src: dict) -> str:
+    """The tuning a transferred result took its settings from, in words (its ``transfer``)."""
+    model = MODELS.get(src["model"], src["model"])
+    width = "" if src["width"] == 1.0 else f" at width {src['width']:g}"
+    return (f"the tuning of {model}{width} ({counted(src['epochs'], 'epochs')}, {counted(src['trials'], 'trials')} per "
+            f"algorithm; {src['file']})")
+
+
 def fmt_hyper(overrides: dict) -> str:
     parts = []
     for k, v in overrides.items():
@@ -70,21 +78,27 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
         signs = [v for v in f.get("sign_ever") or [] if v is not None]
         return f"{100 * sum(signs) / len(signs):.1f}%" if signs and algorithm(algo).binary else "-"
 
+    src = result.get("transfer")
+    chosen = (f"each algorithm's setting transferred, not tuned: the one chosen on validation accuracy by {transfer_source(src)}"
+              if src else f"the same {counted(prm['trials'], 'Sobol trials')} per algorithm, chosen on validation accuracy")
     caption = (f"{describe(result)} ({counted(prm['epochs'], 'epochs')}, batch {prm['batch_size']}): test accuracy (%) with "
                f"binary weights (Float: float weights) on {counted(prm['seeds'], 'fresh seeds')}, each at its validation-selected "
-               f"epoch; the same {counted(prm['trials'], 'Sobol trials')} per algorithm, chosen on validation accuracy; "
+               f"epoch; {chosen}; "
                f"{catalog.bn_protocol(prm.get('bn_images'))}; signs flipped: the binary weights whose sign ever changed")
     note = budget_note(prm)
     if note:
         caption = f"{caption} ({note})"
-    header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial)", "test acc. mean \u00b1 std",
+    header = ["algorithm", "protocol", "hyperparameters", "val. acc. (best trial" + (", there)" if src else ")"),
+              "test acc. mean \u00b1 std",
               "95% interval", "signs flipped", "diverged"]
     rows = []
     for a in result["algorithms"]:
         f = a.get("final", {})
         best = a.get("best") or {}
-        rows.append([a["label"], f"tuned, {len(a['trials'])} trials", fmt_hyper(best.get("overrides", {})) or "-",
-                     "-" if best.get("score") is None else format(best["score"], ".1f"), mean_cell(f), ci(f),
+        score = ((src.get("scores") or {}).get(a["algo"]) if src else best.get("score"))
+        rows.append([a["label"], f"transferred from {catalog.MODELS.get(src['model'], src['model'])}" if src else
+                     f"tuned, {len(a['trials'])} trials", fmt_hyper(best.get("overrides", {})) or "-",
+                     "-" if score is None else format(score, ".1f"), mean_cell(f), ci(f),
                      flips(f, a["algo"]), str(f.get("diverged", "-"))])
     for r in result["paper_rows"]:
         f = r["final"]
@@ -119,11 +133,14 @@ def headline(result: dict) -> str:
     note = budget_note(prm)
     bn = (f"re-estimated on {prm['bn_images']:,} images, at most {catalog.BN_MAX_SHARE:.0%} of the training set"
           if prm.get("bn_images") else "as trained")
-    return ((f"[{note}] " if note else "") + f"{describe(result)}, equal budget ({counted(prm['trials'], 'trials')} each, chosen on "
-            f"validation, {counted(prm['seeds'], 'fresh seeds')}, {counted(prm['epochs'], 'epochs')}), test accuracy with binary "
+    src = result.get("transfer")
+    how = (f"transferred settings (from {transfer_source(src)}" if src else
+           f"equal budget ({counted(prm['trials'], 'trials')} each, chosen on validation")
+    return ((f"[{note}] " if note else "") + f"{describe(result)}, {how}, {counted(prm['seeds'], 'fresh seeds')}, "
+            f"{counted(prm['epochs'], 'epochs')}), test accuracy with binary "
             f"weights (Float: float; BatchNorm {bn}) and 95% interval "
             "(none from fewer than 3 distinct values): " + ", ".join(parts)
             + "".join(f"; paired {paired_text(d)}" for d in paired_differences(result) if d["seeds"]))
 
 
-__all__ = ["label", "variants", "describe", "fmt_hyper", "table", "format_table", "headline"]
+__all__ = ["label", "transfer_source", "variants", "describe", "fmt_hyper", "table", "format_table", "headline"]

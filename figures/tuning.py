@@ -23,7 +23,7 @@ def caption(results) -> str:
             "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
                                                     f"{r.data['params']['epochs']} epochs{_rung_note(r.data)}, "
                                                     f"{bn_protocol(r.data['params'].get('bn_images'))}."
-                                                    for r in results["tune"]))
+                                                    for r in results["tune"] if not r.data.get("transfer")))
 
 
 def _rung_note(result: dict) -> str:
@@ -43,9 +43,10 @@ def draw(results, nc=None):
 
     from stam.dnn.tune import describe, tuning_curves
 
-    tuned = [r.data for r in results["tune"]]
+    tuned = [r.data for r in results["tune"] if not r.data.get("transfer")]  # a transfer has no trials: no curve
     if not tuned:
-        raise ValueError("no tune results to draw tuning curves from")
+        raise ValueError("no tune results with trials to draw tuning curves from (a transferred result, stam tune "
+                         "--transfer, has none)")
     fig, axes = new_figure(len(tuned), 1, panel_size=(5.2, 3.6))
     for ax, result in zip(axes[0], tuned):
         labels = {a["label"]: a["algo"] for a in result["algorithms"]}

@@ -548,6 +548,96 @@ def test_tune_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, 
     assert not out.exists()
 
 
+@pytest.fixture(scope="module")
+def tuned_digits(tmp_path_factory):
+    """A finished smoke-budget tuning of STAM and BC on digits (the source of the transfers below)."""
+    from stam.cli import main
+
+    out = tmp_path_factory.mktemp("source") / "t"
+    assert main(["tune", "--algos", "stam,bc", "--trials", "2", "--n-seeds", "2", "--epochs", "1", "--batch-size", "64",
+                 "--no-paper", "--no-progress", "--out", str(out)]) == 0
+    return out / "tune-digits.json"
+
+
+def test_tune_transfer_reruns_the_chosen_settings_on_another_network_and_resumes(tuned_digits, tmp_path, capsys):
+    """``stam tune --transfer`` (issue 35, item 5): no trials; each algorithm's setting is the source's
+    choice, re-run on fresh seeds of the network given, labelled as transferred; resumable from its job
+    store; on the source's own network it gives the source's fresh-seed numbers (the same jobs)."""
+    from stam.cli import main
+
+    source = json.loads(tuned_digits.read_text())
+    argv = ["tune", "--algos", "stam,bc", "--transfer", str(tuned_digits), "--model", "cnn", "--n-seeds", "2",
+            "--epochs", "1", "--batch-size", "64", "--no-paper", "--no-progress", "--out", str(tmp_path / "tr")]
+    capsys.readouterr()
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    result = json.loads((tmp_path / "tr" / "tune-digits.json").read_text())
+    assert result["model"] == "cnn" and result["transfer"]["model"] == "mlp" and result["transfer"]["file"] == str(tuned_digits)
+    assert result["protocol"].startswith("transferred, not tuned") and "Search difficulty" not in first
+    for a, s in zip(result["algorithms"], source["algorithms"]):
+        assert a["trials"] == [] and a["best"]["overrides"] == s["best"]["overrides"]
+        assert result["transfer"]["scores"][a["algo"]] == s["best"]["score"]
+        assert a["final"]["seeds"] == s["final"]["seeds"] and len(a["final"]["test_acc"]) == 2
+    assert "transferred from MLP" in first and "tuned, 2 trials" not in first and "the tuning of MLP" in first
+    assert "transferred settings (from the tuning of MLP" in tune.headline(result)
+    jobs = sorted((tmp_path / "tr" / "jobs").glob("*.json"))
+    specs = [json.loads(p.read_text())["spec"] for p in jobs]
+    assert sum(len(s["seeds"]) for s in specs) == 4 and {s["model"] for s in specs} == {"cnn"}  # 2 algorithms x 2 seeds
+    stamps = [p.stat().st_mtime_ns for p in jobs]
+    assert main(argv) == 0 and [p.stat().st_mtime_ns for p in jobs] == stamps  # resumed: nothing re-run
+    assert capsys.readouterr().out == first
+    same = argv[:argv.index("--model")] + argv[argv.index("--model") + 2:]  # onto the source's own network
+    same[-1] = str(tmp_path / "same")
+    assert main(same) == 0
+    again = json.loads((tmp_path / "same" / "tune-digits.json").read_text())
+    for a, s in zip(again["algorithms"], source["algorithms"]):
+        assert a["final"]["test_acc"] == pytest.approx(s["final"]["test_acc"], abs=1e-6)
+    from stam.figures import tuning
+
+    class R:
+        data = result
+
+    with pytest.raises(ValueError, match="transferred"):  # no trials, no tuning curve
+        tuning.draw({"tune": [R()]})
+
+
+@pytest.mark.parametrize("extra, bad", [
+    (["--halving", "3"], "--halving does not apply"), (["--schedule", "warmup-cosine"], "--schedule does not apply"),
+    (["--recipe", "standard"], "--recipe does not apply"), (["--algos", "stam,br"], "no tuned setting for br; it has stam, bc"),
+])
+def test_tune_transfer_bad_input_is_one_line_and_writes_nothing(tuned_digits, tmp_path, capsys, extra, bad):
+    from stam.cli import main
+
+    out = tmp_path / "t"
+    capsys.readouterr()
+    assert main(["tune", "--transfer", str(tuned_digits), "--algos", "stam,bc", "--epochs", "1", "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--transfer {tuned_digits}" in err[0] and bad in err[0], err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("content, bad", [(None, "cannot read"), ('{"kind": "tune"}', "params"), ("[1", "JSON")])
+def test_tune_transfer_refuses_a_file_that_is_not_a_tuning(tmp_path, capsys, content, bad):
+    from stam.cli import main
+
+    f = tmp_path / "src.json"
+    if content is not None:
+        f.write_text(content)
+    assert main(["tune", "--transfer", str(f), "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"stam: error: --transfer ") and bad in err[0], err
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_transfer_records_scores_that_are_percentages(tuned_digits):
+    ok = {"file": "x.json", "model": "mlp", "width": 1.0, "epochs": 1, "trials": 2, "scores": {"stam": 50.0, "bc": None}}
+    result = {**json.loads(tuned_digits.read_text()), "transfer": ok}
+    tune.TUNE.validate(result, "t.json")
+    for bad in ({**ok, "scores": {"stam": 150.0}}, {**ok, "scores": {"stam": "high"}}, {**ok, "width": -1}):
+        with pytest.raises(UsageError, match="transfer"):
+            tune.TUNE.validate({**result, "transfer": bad}, "t.json")
+
+
 def test_tune_space_file_errors(tmp_path, capsys):
     from stam.cli import main
 

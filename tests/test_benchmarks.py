@@ -440,7 +440,7 @@ def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_pat
     protocol (issue 35: the deciding study's epochs, trials, halving, schedule, recipe, seeds, map grid)."""
     from stam.cli import build_parser
 
-    bench, gpu = _load("cifar10_study"), _load("gpu_width1")
+    bench = _load("cifar10_study")
     b = bench.BUDGETS[budget]
     cmds = bench.commands(b, "DATA", tmp_path, 2)
     parser = build_parser()
@@ -451,10 +451,11 @@ def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_pat
     assert (m["epochs"], m["n_seeds"]) == (b["map_epochs"], b["map_seeds"])
     transfers = cmds.get("transfer", [])
     assert [a[a.index("--model") + 1] for a in transfers] == [x for x in b["transfer_models"].split(",") if x]
-    for a in transfers:
-        _, args = gpu.parse(a[1:])
-        assert (args.epochs, args.seeds, args.width) == (b["epochs"], b["transfer_seeds"], b["width"])
-        assert args.settings == str(tmp_path / "tune" / "tune-cifar10.json")  # the tuned settings of this study
+    for a in transfers:  # stam tune --transfer: resumable from its own job store
+        t = vars(parser.parse_args(a))
+        assert (t["epochs"], t["n_seeds"], t["width"], t["paper"]) == (b["epochs"], b["transfer_seeds"], b["width"], False)
+        assert t["transfer"] == str(tmp_path / "tune" / "tune-cifar10.json")  # the tuned settings of this study
+        assert t["out"] == str(tmp_path / f"transfer-{t['model']}")
 
 
 def test_cifar10_study_dry_run_prints_and_runs_nothing(tmp_path, capsys):
