@@ -2,6 +2,7 @@
 arithmetic is right.  Timings themselves are never asserted here (they belong to the JSON the
 scripts write)."""
 
+import math
 import importlib.util
 import json
 from pathlib import Path
@@ -236,6 +237,49 @@ def test_epoch_vs_loop_times_stam_train_against_plain_loops(tmp_path, capsys):
     assert b["evaluation_s"] == pytest.approx(b["evaluate_binary_s"] + b["evaluate_float_s"] + b["as_trained_val_s"])
     assert set(result["variants"]) == {"float32", "float32, channels_last", "bf16", "bf16, channels_last"}
     assert result["variants"]["float32"]["over_float32"] == 1.0
+
+
+def test_float_ceiling_trains_each_recipe_and_reads_the_studys_float_from_its_result(tmp_path):
+    """benchmarks/float_ceiling.py (issue 35, point 4) on a tiny JPEG collection: both recipes, one
+    record per epoch; the 'study' recipe is the committed tuning's Float (lr, momentum, weight decay)
+    and the declared warm-up-cosine family, not a copy of them."""
+    from test_imagefolder import small
+
+    from stam.dnn import presets
+    from stam.dnn.tune import TUNE
+
+    archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
+    bench = _load("float_ceiling")
+    out = tmp_path / "ceiling.json"
+    result = bench.main(["--data-dir", str(archive), "--epochs", "2", "--width", "0.0625", "--out", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    assert set(result["runs"]) == set(bench.RECIPES) and result["train_images"] == 30  # 4 per class, 1 of each to validation
+    for run in result["runs"].values():
+        assert [r["epoch"] for r in run["log"]] == [1, 2] and all(0 <= r["test_acc"] <= 100 for r in run["log"])
+        assert run["last"] == run["log"][-1]["test_acc"] and run["best"] == max(r["test_acc"] for r in run["log"])
+    float_best = next(a for a in TUNE.read(bench.SETTINGS)["algorithms"] if a["algo"] == "float")["best"]["overrides"]
+    study = result["runs"]["study"]
+    assert study["lr"] == float_best["lr"][0]["value"] and study["momentum"] == float_best["momentum"]
+    family = presets.step_schedules()["warmup-cosine"]
+    assert study["warmup"] == family["warmup"] / family["until"] and study["floor"] == family["floor"]
+
+
+def test_float_ceilings_schedules_are_the_declared_shapes():
+    """The per-step warm-up-cosine: linear to the peak over the warm-up share, then cosine to the floor."""
+    import torch
+
+    bench = _load("float_ceiling")
+    net = torch.nn.Linear(1, 1)
+    recipe = {"schedule": "warmup-cosine", "lr": 0.1, "warmup": 0.1, "floor": 1e-3}
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    sched, lrs = bench.scheduler(opt, recipe, 100), []
+    for _ in range(100):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs[0] == pytest.approx(0.01) and lrs[9] == pytest.approx(0.1) and max(lrs) == pytest.approx(0.1)
+    assert lrs[-1] == pytest.approx(0.1 * (1e-3 + (1 - 1e-3) * 0.5 * (1 + math.cos(math.pi * 89 / 90))))
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))
 
 
 # --------------------------------------------------------------------------- the GPU run at width 1, dry on the CPU

@@ -1,0 +1,156 @@
+"""What float training of the study's network reaches in a plain torch loop (issue 35, point 4:
+"tuned Float at least 80% test" at VGG-11 width 1/8 and 30 epochs).
+
+The study's tuned Float (``stam tune``, warm-up-cosine lr 0.0987, heavy-ball momentum 0.9, weight
+decay 5e-4; ``--settings``, by default the CPU study's result) reached 77.6 ± 0.2% at 30 epochs.  Is the 80% target missed by the trainer or by the
+budget?  This script trains the same network (:func:`stam.dnn.models.build_model`, channels_last)
+on the same data (the JPEG copy, the toolkit's validation split: 45,000 training images) with
+nothing but ``torch.optim.SGD`` and a per-step ``torch.optim.lr_scheduler``, the crops and flips of
+:func:`stam.dnn.data.augment`, and reports the test accuracy after every epoch with the network in
+evaluation mode (its own running BatchNorm statistics), for each recipe of :data:`RECIPES`:
+
+- ``study``: the study's tuned Float recipe (read from ``--settings``; the family's warm-up share
+  and floor from ``presets.json``), its warm-up-cosine step per step instead of per epoch (linear
+  warm-up over the first 5% of the steps, cosine decay to 1e-3 of the peak);
+- ``one-cycle``: the recipe the issue measured (Nesterov momentum 0.9, weight decay 5e-4,
+  ``OneCycleLR`` with peak 0.05: 30% warm-up, momentum cycled 0.85-0.95).
+
+One seed per recipe (the study's first fresh seed, 1000); one thread each.  Writes JSON::
+
+    python benchmarks/float_ceiling.py --data-dir ../shared/data --out benchmarks/results/float_ceiling_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from stam.dnn import data as data_mod, epochs as ep
+from stam.dnn.catalog import VAL_FRACTION
+from stam.dnn.models import build_model
+from stam.io import emit_json, provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the study whose tuned Float is checked (its ``tune-cifar10.json``)
+SETTINGS = ROOT / "benchmarks" / "results" / "cifar10_deciding_cpu" / "tune" / "tune-cifar10.json"
+#: the issue's recipe (torch's OneCycleLR with its defaults: 30% warm-up, momentum cycled 0.85-0.95)
+ONE_CYCLE = {"lr": 0.05, "nesterov": True, "schedule": "one-cycle",
+             "about": "the issue's recipe: Nesterov momentum 0.9, wd 5e-4, OneCycleLR peak 0.05 (torch defaults)"}
+RECIPES = ("study", "one-cycle")
+
+
+def recipes(settings: Path) -> dict:
+    """Each recipe: peak lr, momentum, weight decay, Nesterov, the schedule; ``study`` read from the
+    tuning ``settings`` (Float's chosen lr, momentum and weight decay) and its step schedule from
+    ``presets.json`` (the warm-up share and the floor of the study's family, per step here)."""
+    from stam.dnn import presets
+    from stam.dnn.tune import TUNE
+
+    tuned = next((a for a in TUNE.read(settings)["algorithms"] if a["algo"] == "float" and a.get("best")), None)
+    if tuned is None:
+        raise SystemExit(f"{settings}: no tuned Float setting")
+    over = tuned["best"]["overrides"]
+    lr = over["lr"][0]["value"] if isinstance(over["lr"], list) else over["lr"]
+    family = presets.step_schedules()["warmup-cosine"]
+    study = {"lr": lr, "momentum": over.get("momentum", 0.0), "weight_decay": over.get("weight_decay", 0.0), "nesterov": False,
+             "schedule": "warmup-cosine", "warmup": family["warmup"] / family["until"], "floor": family["floor"],
+             "about": f"the study's tuned Float ({settings.name}): lr {lr:.3g}, heavy-ball momentum {over.get('momentum', 0)}, "
+                      f"wd {over.get('weight_decay', 0)}, warm-up {family['warmup'] / family['until']:.0%} then cosine to "
+                      f"{family['floor']:g} of the peak, per step"}
+    return {"study": study, "one-cycle": {**ONE_CYCLE, "momentum": 0.9, "weight_decay": 5e-4}}
+
+
+def scheduler(opt, recipe: dict, total: int):
+    """The per-step schedule of ``opt`` over ``total`` steps."""
+    if recipe["schedule"] == "one-cycle":
+        return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=recipe["lr"], total_steps=total)
+    warm, floor = max(1, round(recipe["warmup"] * total)), recipe["floor"]
+
+    def factor(k):
+        if k < warm:
+            return (k + 1) / warm
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * (k - warm) / max(1, total - warm)))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def train(data, recipe: dict, epochs: int, width: float, seed: int, batch_size: int = 128) -> list[dict]:
+    """Per epoch: the test accuracy (%) in evaluation mode and the seconds so far."""
+    fmt = torch.channels_last
+    torch.manual_seed(seed)
+    net = build_model("vgg11", data.num_classes, data.image_shape, width).to(memory_format=fmt)
+    opt = torch.optim.SGD(net.parameters(), lr=recipe["lr"], momentum=recipe["momentum"], nesterov=recipe["nesterov"],
+                          weight_decay=recipe["weight_decay"])
+    n = len(data.train_x)
+    steps = ep.steps_per_epoch(n, batch_size)
+    sched = scheduler(opt, recipe, epochs * steps)
+    order, crops = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
+
+    def accuracy():
+        net.eval()
+        with torch.no_grad():
+            right = sum(int((net(data.normalise(data.test_x[i : i + 1000]).contiguous(memory_format=fmt)).argmax(1)
+                             == data.test_y[i : i + 1000]).sum()) for i in range(0, len(data.test_x), 1000))
+        net.train()
+        return 100.0 * right / len(data.test_x)
+
+    log, t0 = [], time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        perm = torch.randperm(n, generator=order)
+        with ep.flush_denormal():
+            for k in range(steps):
+                idx = perm[k * batch_size : (k + 1) * batch_size]
+                x = data.normalise(data_mod.augment(data.train_x[idx], crops)).contiguous(memory_format=fmt)
+                loss = F.cross_entropy(net(x), data.train_y[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                sched.step()
+        log.append({"epoch": epoch, "test_acc": accuracy(), "seconds": time.perf_counter() - t0})
+        print(f"  epoch {epoch}: test {log[-1]['test_acc']:.2f}%", flush=True)
+    return log
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--recipes", default=",".join(RECIPES), help=f"some of {', '.join(RECIPES)}")
+    ap.add_argument("--settings", default=str(SETTINGS), help="the tuning whose Float recipe is 'study' (a stam tune result)")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--width", type=float, default=0.125)
+    ap.add_argument("--seed", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--max-train", type=int, default=0, help="at most this many training images (0: all; for a smoke test)")
+    ap.add_argument("--out", default=None, help="JSON file (default: print only)")
+    args = ap.parse_args(argv)
+    names = [r for r in args.recipes.split(",") if r]
+    bad = [r for r in names if r not in RECIPES]
+    if bad or not names:
+        ap.error(f"--recipes {args.recipes!r}: give some of {', '.join(RECIPES)}")
+    table = recipes(Path(args.settings))
+    torch.set_num_threads(args.threads)
+    data = data_mod.split_validation(data_mod.load("cifar10", args.data_dir), VAL_FRACTION, 0)
+    if args.max_train:
+        data = data_mod.ImageData(data.name, data.train_x[: args.max_train], data.train_y[: args.max_train], data.test_x,
+                                  data.test_y, data.num_classes, data.augment, val_x=data.val_x, val_y=data.val_y,
+                                  source=data.source)
+    runs = {}
+    for name in names:
+        print(f"{name}: {table[name]['about']}", flush=True)
+        log = train(data, table[name], args.epochs, args.width, args.seed)
+        runs[name] = {**table[name], "log": log, "last": log[-1]["test_acc"], "best": max(r["test_acc"] for r in log)}
+    result = {"kind": "benchmark", "name": "float_ceiling", "provenance": provenance(), "model": "vgg11", "width": args.width,
+              "epochs": args.epochs, "seed": args.seed, "threads": args.threads, "train_images": len(data.train_x),
+              "data_source": getattr(data, "source", None), "evaluation": "test split, evaluation mode, running BatchNorm statistics",
+              "runs": runs}
+    emit_json(result, args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()
