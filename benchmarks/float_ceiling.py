@@ -7,11 +7,15 @@ budget?  This script trains the same network (:func:`stam.dnn.models.build_model
 on the same data (the JPEG copy, the toolkit's validation split: 45,000 training images) with
 nothing but ``torch.optim.SGD`` and a per-step ``torch.optim.lr_scheduler``, the crops and flips of
 :func:`stam.dnn.data.augment`, and reports the test accuracy after every epoch with the network in
-evaluation mode (its own running BatchNorm statistics), for each recipe of :data:`RECIPES`:
+evaluation mode, with its own running BatchNorm statistics and with statistics re-estimated as
+the trainer does (:func:`stam.dnn.bnstats.reestimated` on the same 2,500 images), for each recipe
+of :data:`RECIPES`:
 
 - ``study``: the study's tuned Float recipe (read from ``--settings``; the family's warm-up share
   and floor from ``presets.json``), its warm-up-cosine step per step instead of per epoch (linear
   warm-up over the first 5% of the steps, cosine decay to 1e-3 of the peak);
+- ``study-per-epoch``: the same, its lr held through each epoch at the value the trainer uses
+  (:meth:`stam.dnn.presets.Preset.at`, the schedule read at the epoch's centre);
 - ``one-cycle``: the recipe the issue measured (Nesterov momentum 0.9, weight decay 5e-4,
   ``OneCycleLR`` with peak 0.05: 30% warm-up, momentum cycled 0.85-0.95).
 
@@ -30,8 +34,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from stam.dnn import data as data_mod, epochs as ep
-from stam.dnn.catalog import VAL_FRACTION
+from stam.dnn import bnstats, data as data_mod, epochs as ep
+from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn.models import build_model
 from stam.io import emit_json, provenance
 
@@ -41,7 +45,7 @@ SETTINGS = ROOT / "benchmarks" / "results" / "cifar10_deciding_cpu" / "tune" / "
 #: the issue's recipe (torch's OneCycleLR with its defaults: 30% warm-up, momentum cycled 0.85-0.95)
 ONE_CYCLE = {"lr": 0.05, "nesterov": True, "schedule": "one-cycle",
              "about": "the issue's recipe: Nesterov momentum 0.9, wd 5e-4, OneCycleLR peak 0.05 (torch defaults)"}
-RECIPES = ("study", "one-cycle")
+RECIPES = ("study", "study-per-epoch", "one-cycle")
 
 
 def recipes(settings: Path) -> dict:
@@ -62,11 +66,21 @@ def recipes(settings: Path) -> dict:
              "about": f"the study's tuned Float ({settings.name}): lr {lr:.3g}, heavy-ball momentum {over.get('momentum', 0)}, "
                       f"wd {over.get('weight_decay', 0)}, warm-up {family['warmup'] / family['until']:.0%} then cosine to "
                       f"{family['floor']:g} of the peak, per step"}
-    return {"study": study, "one-cycle": {**ONE_CYCLE, "momentum": 0.9, "weight_decay": 5e-4}}
+    per_epoch = {**study, "schedule": "per-epoch", "overrides": over,
+                 "about": study["about"].replace("per step", "per epoch, as the trainer reads it (presets: each epoch's centre)")}
+    return {"study": study, "study-per-epoch": per_epoch, "one-cycle": {**ONE_CYCLE, "momentum": 0.9, "weight_decay": 5e-4}}
 
 
-def scheduler(opt, recipe: dict, total: int):
-    """The per-step schedule of ``opt`` over ``total`` steps."""
+def scheduler(opt, recipe: dict, total: int, epochs: int = 1):
+    """The per-step schedule of ``opt`` over ``total`` steps (``epochs`` of them: ``per-epoch`` holds
+    each epoch's lr, the trainer's, :meth:`stam.dnn.presets.Preset.at`)."""
+    if recipe["schedule"] == "per-epoch":
+        from stam.dnn import presets
+
+        preset = presets.resolve(None, "float", "cifar10", recipe["overrides"], "auto", epochs)
+        per = total // epochs
+        lrs = [preset.at(e)["lr"] for e in range(1, epochs + 1)]
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lrs[min(k // per, epochs - 1)] / recipe["lr"])
     if recipe["schedule"] == "one-cycle":
         return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=recipe["lr"], total_steps=total)
     warm, floor = max(1, round(recipe["warmup"] * total)), recipe["floor"]
@@ -88,8 +102,10 @@ def train(data, recipe: dict, epochs: int, width: float, seed: int, batch_size: 
                           weight_decay=recipe["weight_decay"])
     n = len(data.train_x)
     steps = ep.steps_per_epoch(n, batch_size)
-    sched = scheduler(opt, recipe, epochs * steps)
+    sched = scheduler(opt, recipe, epochs * steps, epochs)
     order, crops = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
+
+    subset = data.normalise(data.train_x[bnstats.bn_subset(n, BN_IMAGES)]).contiguous(memory_format=fmt)
 
     def accuracy():
         net.eval()
@@ -111,8 +127,11 @@ def train(data, recipe: dict, epochs: int, width: float, seed: int, batch_size: 
                 loss.backward()
                 opt.step()
                 sched.step()
-        log.append({"epoch": epoch, "test_acc": accuracy(), "seconds": time.perf_counter() - t0})
-        print(f"  epoch {epoch}: test {log[-1]['test_acc']:.2f}%", flush=True)
+        seconds = time.perf_counter() - t0
+        with bnstats.reestimated(net, subset):  # the trainer's evaluation (issue 34): statistics re-estimated
+            again = accuracy()
+        log.append({"epoch": epoch, "test_acc": accuracy(), "test_acc_reestimated": again, "seconds": seconds})
+        print(f"  epoch {epoch}: test {log[-1]['test_acc']:.2f}% (re-estimated {again:.2f}%)", flush=True)
     return log
 
 
@@ -146,7 +165,8 @@ def main(argv=None) -> dict:
         runs[name] = {**table[name], "log": log, "last": log[-1]["test_acc"], "best": max(r["test_acc"] for r in log)}
     result = {"kind": "benchmark", "name": "float_ceiling", "provenance": provenance(), "model": "vgg11", "width": args.width,
               "epochs": args.epochs, "seed": args.seed, "threads": args.threads, "train_images": len(data.train_x),
-              "data_source": getattr(data, "source", None), "evaluation": "test split, evaluation mode, running BatchNorm statistics",
+              "data_source": getattr(data, "source", None), "evaluation": ("test split, evaluation mode: test_acc with the running BatchNorm statistics, test_acc_reestimated "
+                             f"with statistics re-estimated on {BN_IMAGES:,} training images (the trainer's rule)"),
               "runs": runs}
     emit_json(result, args.out)
     return result

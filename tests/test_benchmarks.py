@@ -257,6 +257,7 @@ def test_float_ceiling_trains_each_recipe_and_reads_the_studys_float_from_its_re
     for run in result["runs"].values():
         assert [r["epoch"] for r in run["log"]] == [1, 2] and all(0 <= r["test_acc"] <= 100 for r in run["log"])
         assert run["last"] == run["log"][-1]["test_acc"] and run["best"] == max(r["test_acc"] for r in run["log"])
+        assert all(0 <= r["test_acc_reestimated"] <= 100 for r in run["log"])
     float_best = next(a for a in TUNE.read(bench.SETTINGS)["algorithms"] if a["algo"] == "float")["best"]["overrides"]
     study = result["runs"]["study"]
     assert study["lr"] == float_best["lr"][0]["value"] and study["momentum"] == float_best["momentum"]
@@ -280,6 +281,20 @@ def test_float_ceilings_schedules_are_the_declared_shapes():
     assert lrs[0] == pytest.approx(0.01) and lrs[9] == pytest.approx(0.1) and max(lrs) == pytest.approx(0.1)
     assert lrs[-1] == pytest.approx(0.1 * (1e-3 + (1 - 1e-3) * 0.5 * (1 + math.cos(math.pi * 89 / 90))))
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))
+    # per epoch: each epoch's lr is the trainer's (the preset read at the epoch's centre), held through the epoch
+    from stam.dnn import presets
+
+    over = {"lr": [{"from": 1, "value": 0.1, "warmup_cosine": {"warmup": 50, "until": 1000, "floor": 0.001}}]}
+    recipe = {"schedule": "per-epoch", "lr": 0.1, "overrides": over}
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    sched, lrs = bench.scheduler(opt, recipe, 30, 3), []
+    for _ in range(30):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    preset = presets.resolve(None, "float", "cifar10", over, "auto", 3)
+    assert lrs == pytest.approx([preset.at(e)["lr"] for e in (1, 2, 3) for _ in range(10)])
+    assert len(set(lrs)) == 3
 
 
 # --------------------------------------------------------------------------- the GPU run at width 1, dry on the CPU
