@@ -58,14 +58,9 @@ def optim_loop(cfg: batched.Config, task: batched.Task, epochs: int, bs: int, de
     net = build_model(task.model, data.num_classes, data.image_shape, task.width).to(device)
     opt = loop.make_optimizer(preset.algo, param_groups(net), preset.at(1))
     gen, gen_aug = torch.Generator().manual_seed(cfg.seed), torch.Generator(device=device).manual_seed(cfg.seed + 1)
-    n = len(data.train_x)
     for epoch in range(1, epochs + 1):
         loop.apply_hyper(opt, preset.algo, preset.at(epoch))
-        perm = torch.randperm(n, generator=gen).to(device)
-        with ep_mod.flush_denormal():
-            for step in range(ep_mod.steps_per_epoch(n, bs)):
-                idx = perm[step * bs : (step + 1) * bs]
-                loop.train_step(net, opt, data_mod.augment(data.train_x[idx], gen_aug), data.train_y[idx], data)
+        loop.epoch(net, opt, data, bs, gen, gen_aug)
         for split in ("val", "test"):
             with loop.binary_weights(opt):
                 loop.evaluate(net, data, split)

@@ -39,9 +39,8 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from stam.dnn import batched, bnstats, data as data_mod, epochs as ep, presets, train
+from stam.dnn import batched, bnstats, data as data_mod, epochs as ep, loop, presets, train
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.params import TrainConfig
@@ -95,28 +94,13 @@ def plain_epochs(data, algo: str, epochs: int, bs: int, width: float, bn_images:
     n = len(data.train_x)
     subset = data.normalise(data.train_x[bnstats.bn_subset(n, bn_images)]).contiguous(memory_format=fmt)
 
-    def accuracy(split):
-        xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
-        net.eval()
-        with torch.no_grad():
-            correct = sum(int((net(data.normalise(xs[i : i + 1000]).contiguous(memory_format=fmt)).argmax(1)
-                                   == ys[i : i + 1000]).sum())
-                          for i in range(0, len(xs), 1000))
-        net.train()
-        return 100.0 * correct / len(xs)
+    def accuracy(split):  # evaluation mode, the statistics as they stand
+        return loop.evaluate(net, data, split, bn_images=0, memory_format=fmt)
 
     out = []
     for _ in range(epochs):
         t0 = time.perf_counter()
-        perm = torch.randperm(n, generator=gen)
-        with ep.flush_denormal():
-            for step in range(ep.steps_per_epoch(n, bs)):
-                idx = perm[step * bs : (step + 1) * bs]
-                x = data.normalise(data_mod.augment(data.train_x[idx], gen_aug)).contiguous(memory_format=fmt)
-                loss = F.cross_entropy(net(x), data.train_y[idx])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
+        loop.epoch(net, opt, data, bs, gen, gen_aug, memory_format=fmt)
         if not same_eval:
             [accuracy(s) for s in ("val", "test")]
         else:

@@ -5,8 +5,8 @@ The study's tuned Float (``stam tune``, warm-up-cosine lr 0.0987, heavy-ball mom
 decay 5e-4; ``--settings``, by default the CPU study's result) reached 77.6 ± 0.2% at 30 epochs.  Is the 80% target missed by the trainer or by the
 budget?  This script trains the same network (:func:`stam.dnn.models.build_model`, channels_last)
 on the same data (the JPEG copy, the toolkit's validation split: 45,000 training images) with
-nothing but ``torch.optim.SGD`` and a per-step ``torch.optim.lr_scheduler``, the crops and flips of
-:func:`stam.dnn.data.augment`, and reports the test accuracy after every epoch with the network in
+nothing but ``torch.optim.SGD`` and a per-step ``torch.optim.lr_scheduler`` in a plain loop
+(:func:`stam.dnn.loop.epoch`: the crops and flips of :func:`stam.dnn.data.augment`), and reports the test accuracy after every epoch with the network in
 evaluation mode, with its own running BatchNorm statistics and with statistics re-estimated as
 the trainer does (:func:`stam.dnn.bnstats.reestimated` on the same 2,500 images) and on those
 images cropped and flipped once, as the training sees them, for each recipe of :data:`RECIPES`:
@@ -32,9 +32,8 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from stam.dnn import bnstats, data as data_mod, epochs as ep
+from stam.dnn import bnstats, data as data_mod, epochs as ep, loop
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
 from stam.dnn.models import build_model
 from stam.io import emit_json, provenance
@@ -112,26 +111,12 @@ def train(data, recipe: dict, epochs: int, width: float, seed: int, batch_size: 
     # the same images as the training sees them (crops and flips, one fixed draw)
     augmented = data.normalise(data_mod.augment(chosen, torch.Generator().manual_seed(AUGMENT_SEED))).contiguous(memory_format=fmt)
 
-    def accuracy():
-        net.eval()
-        with torch.no_grad():
-            right = sum(int((net(data.normalise(data.test_x[i : i + 1000]).contiguous(memory_format=fmt)).argmax(1)
-                             == data.test_y[i : i + 1000]).sum()) for i in range(0, len(data.test_x), 1000))
-        net.train()
-        return 100.0 * right / len(data.test_x)
+    def accuracy():  # evaluation mode, the statistics as they stand
+        return loop.evaluate(net, data, "test", bn_images=0, memory_format=fmt)
 
     log, t0 = [], time.perf_counter()
     for epoch in range(1, epochs + 1):
-        perm = torch.randperm(n, generator=order)
-        with ep.flush_denormal():
-            for k in range(steps):
-                idx = perm[k * batch_size : (k + 1) * batch_size]
-                x = data.normalise(data_mod.augment(data.train_x[idx], crops)).contiguous(memory_format=fmt)
-                loss = F.cross_entropy(net(x), data.train_y[idx])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
+        loop.epoch(net, opt, data, batch_size, order, crops, memory_format=fmt, after_step=sched.step)
         seconds = time.perf_counter() - t0
         with bnstats.reestimated(net, subset):  # the trainer's evaluation (issue 34): statistics re-estimated
             again = accuracy()

@@ -92,27 +92,59 @@ def train_step(net, opt, x_uint8, y, data: data_mod.ImageData, autocast=contextl
     return loss.detach(), (out.argmax(1) == y).sum()
 
 
+def epoch(net, opt, data: data_mod.ImageData, batch_size: int, order: torch.Generator, crops: torch.Generator | None = None,
+          *, autocast=contextlib.nullcontext, memory_format=torch.contiguous_format, after_step=None) -> float:
+    """One epoch of a loop of one's own, drawn as the trainer draws it (:class:`stam.dnn.batched.Trainer`
+    with seed ``s`` uses ``order`` seeded with ``s`` and ``crops`` with ``s + 1``): the training images
+    in the order ``torch.randperm(n, generator=order)``, :func:`stam.dnn.epochs.steps_per_epoch`
+    batches of ``batch_size``, each cropped and flipped by :func:`stam.dnn.data.augment` with
+    ``crops`` where the data set augments, one :func:`train_step` each, and ``after_step()`` after
+    every step (a per-step lr scheduler, a record of the optimiser's state).  Subnormal floats are
+    flushed, as in the trainer.  Returns the mean training loss over the images seen."""
+    from stam.dnn import epochs as ep
+
+    if data.augment and crops is None:
+        raise ValueError(f"{data.name} is augmented: give the generator of its crops and flips (crops=)")
+    n = len(data.train_x)
+    perm = torch.randperm(n, generator=order).to(data.train_x.device)
+    total, seen = torch.zeros((), dtype=torch.float64, device=data.train_x.device), 0
+    with ep.flush_denormal():
+        for step in range(ep.steps_per_epoch(n, batch_size)):
+            idx = perm[step * batch_size : (step + 1) * batch_size]
+            x = data_mod.augment(data.train_x[idx], crops) if data.augment else data.train_x[idx]
+            loss, _ = train_step(net, opt, x, data.train_y[idx], data, autocast, memory_format)
+            total += loss.double() * len(idx)
+            seen += len(idx)
+            if after_step is not None:
+                after_step()
+    return float(total) / seen
+
+
 @torch.no_grad()
-def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000, bn_images: int = BN_IMAGES) -> float:
+def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000, bn_images: int = BN_IMAGES,
+             memory_format=torch.contiguous_format) -> float:
     """Accuracy (percent) of ``model`` with the weights it holds now on ``split`` (``"test"`` or
     ``"val"``), measured with BatchNorm statistics of those weights: re-estimated on the toolkit's
     fixed subset of ``bn_images`` unaugmented training images (:mod:`stam.dnn.bnstats`; the rule
     of every accuracy ``stam train``, ``stam tune`` and ``stam map`` report), and the model's own
     statistics put back after.  So ``with opt.binary_weights(): evaluate(model, data)`` measures
     the binary network, whatever statistics training left.  ``bn_images=0``: the statistics as
-    they stand (as trained: those of the training's forward weights)."""
+    they stand (as trained: those of the training's forward weights).  ``memory_format``: the layout
+    the images are given in (the model's, e.g. ``torch.channels_last``)."""
     xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
     with contextlib.ExitStack() as stack:
         if bn_images:
             idx = bn_subset(len(data.train_x), bn_images, data.train_x.device)
-            stack.enter_context(reestimated(model, [data.normalise(data.train_x[i]) for i in even_batches(idx, batch)]))
+            stack.enter_context(reestimated(model, [data.normalise(data.train_x[i]).contiguous(memory_format=memory_format)
+                                                    for i in even_batches(idx, batch)]))
         model.eval()
         try:
-            correct = sum(int((model(data.normalise(xs[i : i + batch])).argmax(1) == ys[i : i + batch]).sum())
+            correct = sum(int((model(data.normalise(xs[i : i + batch]).contiguous(memory_format=memory_format)).argmax(1)
+                               == ys[i : i + batch]).sum())
                           for i in range(0, len(xs), batch))
         finally:
             model.train()
     return 100.0 * correct / len(xs)
 
 
-__all__ = ["make_optimizer", "apply_hyper", "projected_weights", "binary_weights", "float_weights", "train_step", "evaluate"]
+__all__ = ["make_optimizer", "apply_hyper", "projected_weights", "binary_weights", "float_weights", "train_step", "epoch", "evaluate"]

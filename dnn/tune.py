@@ -86,8 +86,8 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
     from stam.io import check_out_dir
 
     spaces = read_spaces(params.space_file)
-    read_map(params.map, map_type)  # a bad --map is a usage error before any work
-    transferred(params)  # a bad --transfer (or a flag it makes moot) is a usage error before any work
+    map_result = read_map(params.map, map_type)  # a bad --map is a usage error before any work
+    source = transferred(params)  # a bad --transfer (or a flag it makes moot) is a usage error before any work
     out = out_path(params)
     check_out_dir(out, "--out")
     task = params.task()
@@ -103,7 +103,7 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
             f"{params.trials} trials halved by {params.halving} ({trial_epochs} trial epochs)")
     ep.check_work(float(runs) * params.epochs * n_train, f"{len(params.algos)} algorithms x ({what} + "
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
-    result = tune(params, chunk=chunk, spaces=spaces, map_type=map_type)
+    result = tune(params, chunk=chunk, spaces=spaces, map_type=map_type, read=(map_result, source))
     return result, out / (result_stem(params.dataset) + ".json")
 
 
@@ -180,16 +180,16 @@ def _trial_stage(params: TuneParams, p: dict, chunk: int, store: Path) -> dict[s
     return rows
 
 
-def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map_type=None) -> dict:
+def tune(params: TuneParams, *, chunk: int = 16, spaces: dict | None = None, map_type=None, read: tuple | None = None) -> dict:
     """Run the protocol of the module docstring with ``params`` (what is trained on what: its
     ``task()``, default digits and the MLP); returns (and writes ``OUT/tune-DATASET.json`` and
     ``.md``) the result.  ``chunk``: the most runs one job trains at once; ``spaces``: search
-    spaces instead of the rules' own."""
+    spaces instead of the rules' own; ``read``: ``(map, transfer source)`` as :func:`read_map` and
+    :func:`transferred` already read them for ``params`` (:func:`run_tune`), else they are read here."""
     task = params.task()
     p = plan(params, chunk, spaces)
-    map_result = read_map(params.map, map_type)
+    map_result, source = read if read is not None else (read_map(params.map, map_type), transferred(params))
     fresh = [FINAL_SEED0 + k for k in range(params.n_seeds)]
-    source = transferred(params)
     if source:  # no search: each algorithm's setting is the one the source tuning chose
         algorithms = [{"algo": algo, "label": label(algo), "trials": [], "best": {"overrides": source["overrides"][algo]}}
                       for algo in params.algos]

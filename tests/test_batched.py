@@ -62,7 +62,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     """The reference: a training loop written by hand with the torch.optim classes (the public API,
     :mod:`stam.dnn.loop`): per epoch the mean loss, the test accuracies with binary and float
     weights, and STAM's mean stationarity proxies."""
-    from stam.dnn import data as data_mod, epochs as ep, loop
+    from stam.dnn import loop
     from stam.dnn.models import build_model, param_groups
 
     preset = presets.resolve(None, algo, data.name, overrides, "auto", epochs)
@@ -70,28 +70,20 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     net = build_model(model, data.num_classes, data.image_shape, width)
     opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1))
     gen, gen_aug = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
-    n = len(data.train_x)
     fmt = batched.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
     log = []
     for epoch in range(1, epochs + 1):
         loop.apply_hyper(opt, algo, preset.at(epoch))
-        perm = torch.randperm(n, generator=gen)
-        loss_sum, prox = 0.0, []
-        steps = ep.steps_per_epoch(n, bs)
-        with ep.flush_denormal():
-            for step in range(steps):
-                idx = perm[step * bs : (step + 1) * bs]
-                x = data_mod.augment(data.train_x[idx], gen_aug) if data.augment else data.train_x[idx]
-                loss, _ = loop.train_step(net, opt, x, data.train_y[idx], data, memory_format=fmt)
-                loss_sum += float(loss) * len(idx)
-                if hasattr(opt, "stationarity_proxies"):
-                    prox.append([float(v) for v in opt.stationarity_proxies().values()])
+        prox = []
+        record = (lambda: prox.append([float(v) for v in opt.stationarity_proxies().values()])) \
+            if hasattr(opt, "stationarity_proxies") else None
+        loss = loop.epoch(net, opt, data, bs, gen, gen_aug, memory_format=fmt, after_step=record)
         with loop.binary_weights(opt):
             binary = loop.evaluate(net, data)
         with loop.float_weights(opt):
             flt = loop.evaluate(net, data)
         mean = [sum(c) / len(c) for c in zip(*prox)] if prox else [None, None]
-        log.append({"train_loss": loss_sum / n, "test_acc_binary": binary, "test_acc_float": flt, "proxy_grad": mean[0], "proxy_z": mean[1]})
+        log.append({"train_loss": loss, "test_acc_binary": binary, "test_acc_float": flt, "proxy_grad": mean[0], "proxy_z": mean[1]})
     return log
 
 

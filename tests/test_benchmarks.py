@@ -579,3 +579,26 @@ def test_cifar10_study_refuses_a_malformed_study_json_before_any_part(tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and "study.json" in err[0]
     assert (out / "study.json").read_text() == text and sorted(p.name for p in out.iterdir()) == ["study.json"]
+
+
+def test_bn_augment_measures_each_rule_and_its_unaugmented_rule_is_the_trainers(tmp_path):
+    """benchmarks/bn_augment.py (issue 35's open question) on a tiny JPEG collection: every epoch, the
+    test accuracy under the three BatchNorm rules; its own unaugmented re-estimation is exactly the
+    trainer's (Trainer.accuracies), so the augmented column differs from the toolkit's only by the images."""
+    from test_imagefolder import small
+
+    archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
+    bench = _load("bn_augment")
+    out = tmp_path / "bn.json"
+    result = bench.main(["--data-dir", str(archive), "--epochs", "2", "--algos", "stam,float", "--out", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    assert set(result["runs"]) == {"stam", "float"}
+    assert result["runs"]["stam"]["which"] == "binary" and result["runs"]["float"]["which"] == "float"
+    for run in result["runs"].values():
+        assert [r["epoch"] for r in run["log"]] == [1, 2]
+        for r in run["log"]:
+            assert all(0 <= r[k] <= 100 for k in bench.RULES) and r["toolkit"] == r["unaugmented"]
+        gain = run[f"augmented_minus_unaugmented_last_{bench.TAIL}"]
+        assert gain["mean"] == pytest.approx(sum(r["augmented"] - r["unaugmented"] for r in run["log"]) / 2)
+    with pytest.raises(SystemExit, match="no tuned setting for nope"):
+        bench.main(["--data-dir", str(archive), "--epochs", "1", "--algos", "stam,nope"])
