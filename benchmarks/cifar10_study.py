@@ -10,7 +10,10 @@ Two budgets are declared here (``BUDGETS``), each a complete protocol:
   warm-up-cosine step for every algorithm, the standard recipe for Float, 5 fresh paired seeds;
   the map over gamma*lambda from 0.3 to 300 (lambda = 1) at the steps 1/beta = 0.1, 0.01, 0.001
   with 2 seeds and 10 epochs; VGG-16 and ResNet-18 at the same width with the tuned settings
-  transferred (``stam tune --transfer``: 3 seeds, 30 epochs, every job stored as it ends).  On one H200 the tuning and the map took about 12 minutes side by
+  transferred (``stam tune --transfer``: 3 seeds, 30 epochs, every job stored as it ends); BatchNorm's
+  images unaugmented (``--bn-unaugmented``, the rule it was measured under);
+- ``deciding-augmented``: ``deciding`` under the toolkit's evaluation rule since 2026-11-29 (BatchNorm's
+  images cropped and flipped once, as the training sees them).  On one H200 the tuning and the map took about 12 minutes side by
   side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``); on this
   2-core CPU the tuning of STAM and BC took 57 minutes (``--algos stam,bc --no-paper``), with BR
   (``--algos stam,bc,br``, resumed) ``benchmarks/results/cifar10_deciding_cpu``.
@@ -49,11 +52,16 @@ from stam.io import atomic_write_json, check_out_dir, provenance
 BUDGETS = {
     "committed": {"width": 0.125, "epochs": 5, "trials": 4, "seeds": 3, "halving": 0, "schedule": "constant",
                   "recipe": "none", "bn_images": 5000, "map_epochs": 5, "map_seeds": 1, "map_gammas": "0.01:30:3",
-                  "map_lams": "0.05:30:3", "map_betas": "20", "transfer_models": "", "transfer_seeds": 3},
+                  "map_lams": "0.05:30:3", "map_betas": "20", "transfer_models": "", "transfer_seeds": 3, "bn_augment": False},
     "deciding": {"width": 0.125, "epochs": 30, "trials": 16, "seeds": 5, "halving": 3, "schedule": "warmup-cosine",
                  "recipe": "standard", "bn_images": 2500, "map_epochs": 10, "map_seeds": 2, "map_gammas": "0.3:300:7",
-                 "map_lams": "1", "map_betas": "10,100,1000", "transfer_models": "vgg16,resnet18", "transfer_seeds": 3},
+                 "map_lams": "1", "map_betas": "10,100,1000", "transfer_models": "vgg16,resnet18", "transfer_seeds": 3,
+                 "bn_augment": False},
 }
+#: ``deciding`` under the evaluation rule of 2026-11-29 (:data:`stam.dnn.catalog.BN_AUGMENT`: BatchNorm's images
+#: cropped and flipped once, as the training sees them); the two budgets above keep the unaugmented rule their
+#: committed job stores were measured under (``--bn-unaugmented``), so that those stores resume
+BUDGETS["deciding-augmented"] = {**BUDGETS["deciding"], "bn_augment": True}
 PARTS = ("tune", "map", "transfer")
 #: the lines of the lyapunov region drawn on the map (``stam map --region``)
 REGION = Path(__file__).resolve().parent / "results" / "lyapunov_region.json"
@@ -67,7 +75,8 @@ def commands(budget: dict, data_dir: str, out: Path, workers: int, parts=PARTS,
     transfers to a part of the study (a run that resumes the rest later, or on another machine)."""
     pick = ["--algos", algos] if algos else []
     common = ["--dataset", "cifar10", "--data-dir", data_dir, "--width", str(budget["width"]), "--no-progress",
-              "--bn-images", str(budget["bn_images"]), "--workers", str(workers)]
+              "--bn-images", str(budget["bn_images"]), *([] if budget["bn_augment"] else ["--bn-unaugmented"]),
+              "--workers", str(workers)]
     cmds: dict[str, list[list[str]]] = {}
     if "tune" in parts:
         tune = ["tune", *common, "--epochs", str(budget["epochs"]), "--trials", str(budget["trials"]),

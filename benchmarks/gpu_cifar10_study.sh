@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deciding CIFAR-10 study of issue 35 on one GPU, in one call of at most BUDGET seconds.
 #
-# benchmarks/cifar10_study.py --budget deciding (the protocol is declared there), its parts side by
+# benchmarks/cifar10_study.py --budget $PROTOCOL (default deciding-augmented: the protocol is declared there), its parts side by
 # side on one GPU: the tuning (6 jobs at a time) beside the map, then, with the time left, the
 # transfers to VGG-16 and ResNet-18 (stam tune --transfer).  The job stores are packed into OUT/stores.tar.gz every 40 s, so
 # that a run cut short resumes: unpack the archive into STUDY and run this again.
@@ -17,7 +17,7 @@ mkdir -p "$W" "$OUT"
 t0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - t0))); }
 snap() { tar czf "$OUT/stores.tmp" -C "$W" . 2>/dev/null && mv "$OUT/stores.tmp" "$OUT/stores.tar.gz"; }
-study=($PY benchmarks/cifar10_study.py --budget deciding --data-dir "$DATA" --out "$W")
+study=($PY benchmarks/cifar10_study.py --budget "${PROTOCOL:-deciding-augmented}" --data-dir "$DATA" --out "$W")
 (while sleep 40; do snap; done) &
 SNAP=$!
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$W/device.txt" 2>&1

@@ -30,8 +30,8 @@ y-step eq. (algy) with H = 0; the others: ``lr``).
 
 Evaluation measures exactly the network it names (:func:`reestimate_bn`): before the accuracy
 of any weights is taken (binary or float, every algorithm alike), BatchNorm's statistics are
-re-estimated for those weights on a fixed, seeded subset of ``bn_images`` unaugmented training
-images (train-mode forward passes, cumulative averages, no gradient, never a validation or test
+re-estimated for those weights on a fixed, seeded subset of ``bn_images`` training images, as the
+training sees them (``bn_augment``: cropped and flipped once on CIFAR; :func:`stam.dnn.data.bn_images`), (train-mode forward passes, cumulative averages, no gradient, never a validation or test
 image), and the training's own running statistics are put back afterwards, so training, its
 checkpoints and an exact resume never see them.  The running statistics of a training describe
 its forward weights (STAM's W, PSGD's U, BR's relaxed weights), not the binary network it
@@ -75,7 +75,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from stam.dnn import bnstats, distributed, epochs as ep
-from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION
+from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES, VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.compiled import (COMPILE_MODES, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, aot_update_fn, compile_pays,
@@ -187,22 +187,24 @@ BN_INPUT_CACHE_BYTES = 64 << 20
 
 
 def bn_inputs(net: Net, data: data_mod.ImageData, index: Tensor, chunk: int = 1000,
-              memory_format=torch.contiguous_format) -> Iterator[Tensor]:
+              memory_format=torch.contiguous_format, augmented: bool = False) -> Iterator[Tensor]:
     """The passes :func:`reestimate_bn` feeds the network, one at a time: the training images
-    ``data.train_x[index]`` (unaugmented), normalised, in equal passes of about ``chunk`` images
-    (fewer for many runs: :func:`stam.dnn.bnstats.even_batches`); none for fewer than two images.
-    Reads no validation or test image."""
-    for part in bnstats.even_batches(index, min(chunk, (1 << 16) // net.wide.runs)):
+    ``data.train_x[index]`` (``augmented``: cropped and flipped once, :func:`stam.dnn.data.bn_images`),
+    normalised, in equal passes of about ``chunk`` images (fewer for many runs:
+    :func:`stam.dnn.bnstats.even_batches`); none for fewer than two images.  Reads no validation or
+    test image."""
+    images = data_mod.bn_images(data, augmented=augmented, index=index)
+    for part in bnstats.even_batches(images, min(chunk, (1 << 16) // net.wide.runs)):
         with torch.no_grad():
-            yield data.normalise(data.train_x[part]).contiguous(memory_format=memory_format)
+            yield data.normalise(part).contiguous(memory_format=memory_format)
 
 
 @torch.no_grad()
 def reestimate_bn(net: Net, weights: dict[str, Tensor], inputs: Iterable[Tensor], autocast=contextlib.nullcontext) -> bool:
     """BatchNorm's running statistics of ``net`` (every run's own channels) re-estimated, in place,
     for the networks with ``weights`` by :func:`stam.dnn.bnstats.reestimate`: train-mode forward
-    passes over ``inputs`` (:func:`bn_inputs`: a fixed subset of normalised, unaugmented training
-    images in equal passes), no gradient, cumulative averages.  Returns False (nothing changed)
+    passes over ``inputs`` (:func:`bn_inputs`: a fixed subset of normalised training images, as the
+    training sees them, in equal passes), no gradient, cumulative averages.  Returns False (nothing changed)
     for a network without BatchNorm or no pass."""
     inputs = iter(inputs)
     first = next(inputs, None)
@@ -266,7 +268,9 @@ class TrainerOptions:
     the rule's stationarity proxies every step (STAM's, eq. (algy)/(algz)); ``compile``: one of
     :data:`COMPILE_MODES` (``"auto"``: :func:`compile_pays` over ``epochs``); ``eval_batch_size``;
     ``bn_images``: the training images BatchNorm's statistics are re-estimated on for every
-    evaluation (:meth:`Trainer.statistics`; 0 = evaluate with the statistics as trained)."""
+    evaluation (:meth:`Trainer.statistics`; 0 = evaluate with the statistics as trained);
+    ``bn_augment``: on a data set trained on crops and flips, those images cropped and flipped once
+    (:data:`stam.dnn.catalog.BN_AUGMENT`; False: unaugmented, the rule before 2026-11-29)."""
 
     epochs: int = 1
     device: object = None
@@ -277,6 +281,7 @@ class TrainerOptions:
     compile: bool | str = "auto"
     eval_batch_size: int = 1000
     bn_images: int = BN_IMAGES
+    bn_augment: bool = BN_AUGMENT
 
 
 class Trainer:
@@ -291,6 +296,8 @@ class Trainer:
         self.options = o = dataclasses.replace(options or TrainerOptions(), **changes)
         epochs, device, ctx, keep_float, compile = o.epochs, o.device, o.ctx, o.keep_float, o.compile
         bf16, proxies, eval_batch_size, bn_images = o.bf16, o.proxies, o.eval_batch_size, o.bn_images
+        #: whether BatchNorm's images are cropped and flipped (the option, where the data set is trained so)
+        self.bn_augment = bool(o.bn_augment and task.data.augment)
         if not configs:
             raise ValueError("a Trainer needs at least one configuration")
         algos = {c.preset.algo for c in configs}
@@ -457,10 +464,10 @@ class Trainer:
 
     def _bn_inputs(self) -> Iterable[Tensor]:
         """The normalised passes of BatchNorm's subset (:func:`bn_inputs`), kept from the first call
-        on where they fit in :data:`BN_INPUT_CACHE_BYTES` (they never change: the same images,
-        unaugmented); else made afresh, one pass at a time."""
+        on where they fit in :data:`BN_INPUT_CACHE_BYTES` (they never change: the same images, and
+        where augmented the same crops and flips); else made afresh, one pass at a time."""
         if self._bn_cache is None:
-            made = bn_inputs(self.net, self.data, self._bn_index, self.eval_batch_size, self.memory_format)
+            made = bn_inputs(self.net, self.data, self._bn_index, self.eval_batch_size, self.memory_format, self.bn_augment)
             if len(self._bn_index) * self.data.train_x[0].numel() * 4 > BN_INPUT_CACHE_BYTES:
                 return made
             self._bn_cache = list(made)

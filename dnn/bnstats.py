@@ -7,8 +7,9 @@ toolkit reports (STAM's V = Proj_Q(2U - X), Proj_Q(U) for PSGD and BR) is anothe
 with those statistics, its accuracy measures a mismatch, not the network (on CIFAR-10 it moved
 STAM's binary accuracy from 34-38% to 54-55% at the same weights).  So before any network is
 evaluated, its statistics are re-estimated for its own weights: reset, then train-mode forward
-passes over a fixed subset of unaugmented training images with cumulative averaging (no
-gradient, never a validation or test image), as ``torch.optim.swa_utils.update_bn`` does.  The
+passes over a fixed subset of training images (:func:`stam.dnn.data.bn_images`: as the training sees them, cropped
+and flipped once where it trains on crops and flips) with cumulative averaging (no gradient, never a
+validation or test image), as ``torch.optim.swa_utils.update_bn`` does.  The
 training's own statistics are put back afterwards, so training, checkpoints and exact resume
 never see them.
 
@@ -94,11 +95,11 @@ def even_batches(images: Tensor, batch: int) -> list[Tensor]:
 def reestimated(model: nn.Module, images, batch: int = 1000):
     """Within the block the BatchNorm statistics of ``model`` are those of its current weights,
     re-estimated on ``images`` (a tensor of inputs as the model takes them, split into equal
-    passes of about ``batch``, or an iterable of such batches: training images, unaugmented,
-    never validation or test images); on leaving, the statistics the block found are put back.
-    For a loop of one's own::
+    passes of about ``batch``, or an iterable of such batches: training images, e.g. ``data.normalise(
+    data.bn_images(data))``, never validation or test images); on leaving, the statistics the block found
+    are put back.  For a loop of one's own::
 
-        with opt.binary_weights(), reestimated(model, train_images[:2500]):
+        with opt.binary_weights(), reestimated(model, data.normalise(data_mod.bn_images(data))):
             accuracy = evaluate(model, test_loader)
     """
     batches = even_batches(images, batch) if isinstance(images, Tensor) else images

@@ -46,7 +46,9 @@ import torch
 from torch import Tensor
 
 from stam.dnn import imagefolder
-from stam.dnn.catalog import DATASET_NAMES, VAL_FRACTION  # declared once, in the catalog
+from stam.datasets import AUGMENTED
+from stam.dnn.bnstats import bn_subset
+from stam.dnn.catalog import BN_AUGMENT, BN_AUGMENT_SEED, BN_IMAGES, DATASET_NAMES, VAL_FRACTION  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
 
@@ -210,6 +212,22 @@ def augment(x: Tensor, generator: torch.Generator, pad: int = 4) -> Tensor:
     return out.permute(0, 3, 1, 2).contiguous()
 
 
+def bn_images(data, n_images: int = BN_IMAGES, augmented: bool = BN_AUGMENT, index: Tensor | None = None) -> Tensor:
+    """The training images (uint8, as ``data.train_x`` holds them, on its device) that BatchNorm's
+    statistics are re-estimated on: the subset :func:`stam.dnn.bnstats.bn_subset` of ``data`` (an
+    :class:`ImageData`; or the images ``index`` names), and where ``augmented`` and the data set
+    is trained on crops and flips (``data.augment``), those images cropped and flipped once, as the
+    training sees its images (:func:`augment`, on the CPU with a generator seeded by
+    :data:`stam.dnn.catalog.BN_AUGMENT_SEED`: the same images on every device, for every algorithm,
+    run and epoch)."""
+    if index is None:
+        index = bn_subset(len(data.train_x), n_images, data.train_x.device)
+    chosen = data.train_x[index]
+    if not (augmented and data.augment):
+        return chosen
+    return augment(chosen.cpu(), torch.Generator().manual_seed(BN_AUGMENT_SEED)).to(data.train_x.device)
+
+
 # --------------------------------------------------------------------------- CIFAR
 
 def _md5(data: bytes) -> str:
@@ -333,9 +351,11 @@ def image_collection(name: str, data_dir: str | Path) -> Path | None:
 
 
 def load_image_folder(path: str | Path, name: str, expect: imagefolder.Expect = imagefolder.Expect(), device="cpu",
-                      cache_dir: str | Path | None = None, augment: bool = True) -> ImageData:
+                      cache_dir: str | Path | None = None, augment: bool | None = None) -> ImageData:
     """The image collection at ``path`` (:func:`stam.dnn.imagefolder.read`: decoded once, then from
-    the cache) as the data set ``name``; ``expect`` its classes and image shape."""
+    the cache) as the data set ``name``; ``expect`` its classes and image shape; ``augment``:
+    trained on crops and flips (default: as :data:`stam.datasets.AUGMENTED` declares ``name``)."""
+    augment = name in AUGMENTED if augment is None else augment
     c = imagefolder.read(path, expect, cache_dir)
     t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
     source = c.source
@@ -396,7 +416,7 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
         name,
         torch.from_numpy(train_x).to(device), torch.from_numpy(train_y).to(device),
         torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device),
-        layout.num_classes, augment=True, manifest=manifest, source=source,
+        layout.num_classes, augment=name in AUGMENTED, manifest=manifest, source=source,
     )
 
 
@@ -440,7 +460,7 @@ def load_digits(device="cpu") -> ImageData:
     source = {"kind": "scikit-learn", "file": "sklearn.datasets.load_digits", "sha256": h.hexdigest(),
               "hash_of": "uint8 images and int64 labels",
               "note": f"scikit-learn {version}'s bundled 8x8 digits (1797 images, 16 grey levels scaled to 0..255)"}
-    return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment=False,
+    return ImageData("digits", t(images[~test]), t(labels[~test]), t(images[test]), t(labels[test]), 10, augment="digits" in AUGMENTED,
                      source=source)
 
 
@@ -498,4 +518,4 @@ def load(name: str, data_dir: str | Path = "data", download: bool = False, devic
 
 
 __all__ = ["ImageData", "load", "split_validation", "load_cifar", "load_digits", "load_image_folder", "image_collection",
-           "CIFAR10_CLASSES", "CIFAR100_CLASSES", "augment", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]
+           "CIFAR10_CLASSES", "CIFAR100_CLASSES", "augment", "bn_images", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]

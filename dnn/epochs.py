@@ -12,7 +12,7 @@ import math
 from stam.datasets import DATA_SOURCE
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.dnn.presets import paper_epochs
-from stam.results import (BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
+from stam.results import (BOOL, BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
                           NUM_OR_NULL, PCT_OR_NULL, POS, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
                           Schema, increasing)
 
@@ -151,7 +151,7 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL
             "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
-            "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "num_classes": POSINT_OR_NULL,
+            "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "bn_augment": BOOL, "num_classes": POSINT_OR_NULL,
             "test_size": COUNT_OR_NULL, "train_size": COUNT_OR_NULL, "sign_ever": FRAC_OR_NULL}
 #: ``summary.json``: what a run reached (accuracies in percent)
 RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from stam.dnn import catalog, optim
-from stam.dnn.bnstats import bn_subset, even_batches, reestimated
-from stam.dnn.catalog import BN_IMAGES
+from stam.dnn.bnstats import even_batches, reestimated
+from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES
 from stam.dnn import data as data_mod
 from stam.dnn.optim import project_layer
 from stam.errors import UsageError
@@ -122,10 +122,11 @@ def epoch(net, opt, data: data_mod.ImageData, batch_size: int, order: torch.Gene
 
 @torch.no_grad()
 def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 1000, bn_images: int = BN_IMAGES,
-             memory_format=torch.contiguous_format) -> float:
+             memory_format=torch.contiguous_format, bn_augment: bool = BN_AUGMENT) -> float:
     """Accuracy (percent) of ``model`` with the weights it holds now on ``split`` (``"test"`` or
     ``"val"``), measured with BatchNorm statistics of those weights: re-estimated on the toolkit's
-    fixed subset of ``bn_images`` unaugmented training images (:mod:`stam.dnn.bnstats`; the rule
+    fixed subset of ``bn_images`` training images (:func:`stam.dnn.data.bn_images`; ``bn_augment``:
+    cropped and flipped once where the data set is trained so, else unaugmented; the rule
     of every accuracy ``stam train``, ``stam tune`` and ``stam map`` report), and the model's own
     statistics put back after.  So ``with opt.binary_weights(): evaluate(model, data)`` measures
     the binary network, whatever statistics training left.  ``bn_images=0``: the statistics as
@@ -134,9 +135,9 @@ def evaluate(model, data: data_mod.ImageData, split: str = "test", batch: int = 
     xs, ys = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
     with contextlib.ExitStack() as stack:
         if bn_images:
-            idx = bn_subset(len(data.train_x), bn_images, data.train_x.device)
-            stack.enter_context(reestimated(model, [data.normalise(data.train_x[i]).contiguous(memory_format=memory_format)
-                                                    for i in even_batches(idx, batch)]))
+            images = data_mod.bn_images(data, bn_images, bn_augment)
+            stack.enter_context(reestimated(model, [data.normalise(x).contiguous(memory_format=memory_format)
+                                                    for x in even_batches(images, batch)]))
         model.eval()
         try:
             correct = sum(int((model(data.normalise(xs[i : i + batch]).contiguous(memory_format=memory_format)).argmax(1)

@@ -300,8 +300,8 @@ class RuleOptimizer(torch.optim.Optimizer):
     def binary_weights(self, model=None, images=None, batch: int = 1000):
         """Within the block every quantised parameter holds its truly binary weights (in Q);
         the previous values are restored exactly on exit.  Non-quantised parameters are left as
-        they are.  With ``model`` and ``images`` (training images as the model takes them,
-        unaugmented), the BatchNorm statistics of ``model`` are, within the block, those of the
+        they are.  With ``model`` and ``images`` (training images as the model takes them, e.g. the
+        normalised :func:`stam.dnn.data.bn_images`), the BatchNorm statistics of ``model`` are, within the block, those of the
         binary network (:func:`stam.dnn.bnstats.reestimated`), and the training's are put back
         on exit: without them BatchNorm normalises the binary network with the statistics of the
         weights training ran on (STAM's W, PSGD's U), which measures another network.

@@ -199,7 +199,7 @@ def run_job(spec: dict) -> dict:
     configs = [batched.Config(resolve(spec["algo"], ov, spec["epochs"], spec.get("preset"), what["dataset"]), seed)
                for ov, seed in zip(spec["overrides"], spec["seeds"])]
     results = batched.train_batched(configs, task, spec["epochs"], spec["batch_size"], evaluate_test=spec["test"], device=device,
-                                    bn_images=spec.get("bn_images", BN_IMAGES))
+                                    bn_images=spec.get("bn_images", BN_IMAGES), bn_augment=bool(spec.get("bn_augment")))
     key = score_key(spec["algo"])
     out = []
     for res in results:

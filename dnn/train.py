@@ -52,10 +52,10 @@ MAX_COST_AT_WIDTH_1 = 8.0
 
 #: Settings that must not change across a ``--resume`` (``epochs`` may grow).
 RUN_IDENTITY = ("model", "width", "dataset", "algo", "preset", "batch_size", "seed", "overrides", "schedule_scale", "keep_float",
-                "bf16", "compile", "val_fraction", "split_seed", "bn_images")
+                "bf16", "compile", "val_fraction", "split_seed", "bn_images", "bn_augment")
 #: what a run written before a setting existed had (a checkpoint without ``width`` trained the paper's width; one
-#: without ``bn_images`` evaluated with the statistics as trained)
-IDENTITY_DEFAULTS = {"width": 1.0, "compile": "auto", "bn_images": 0}
+#: without ``bn_images`` evaluated with the statistics as trained, one without ``bn_augment`` on unaugmented images)
+IDENTITY_DEFAULTS = {"width": 1.0, "compile": "auto", "bn_images": 0, "bn_augment": False}
 
 
 class Diverged(RuntimeError):
@@ -142,7 +142,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     if ctx.main:
         _speak(cfg, f"stam train: {s.config['label']} on {DISPLAY_NAMES[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
                     f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
-                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x))}")
+                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x), s.trainer.bn_augment)}")
     _start(s, done)
     try:
         for epoch in range(len(done.records) + 1, s.epochs + 1):
@@ -211,7 +211,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     groups = param_groups(model, cfg.keep_float)
     options = batched.TrainerOptions(epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
                                      proxies=catalog.algorithm(preset.algo).theorem, compile=COMPILE_MODE[cfg.compile],
-                                     eval_batch_size=cfg.eval_batch_size, bn_images=cfg.bn_images)
+                                     eval_batch_size=cfg.eval_batch_size, bn_images=cfg.bn_images, bn_augment=cfg.bn_augment)
     trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size, options)
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
@@ -221,7 +221,7 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
         "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),
         "val_fraction": cfg.val_fraction or None, "split_seed": cfg.split_seed,
-        "val_size": len(data.val_x) if cfg.val_fraction else 0, "bn_images": cfg.bn_images,
+        "val_size": len(data.val_x) if cfg.val_fraction else 0, "bn_images": cfg.bn_images, "bn_augment": trainer.bn_augment,
         "num_classes": data.num_classes,
     }
     return Setup(cfg, ctx, preset, epochs, batch_size, out, data, trainer, config)
@@ -246,7 +246,7 @@ def _resume(s: Setup) -> Done:
     may change)."""
     path = s.out / "checkpoint.pt"
     expected = checkpoint.Expected(_payload(s, Done(), 0), RECORD_KEYS,  # absent from checkpoints written before them:
-                                   newer_config=frozenset({"data_source", "compile", "bn_images", "num_classes"}),
+                                   newer_config=frozenset({"data_source", "compile", "bn_images", "bn_augment", "num_classes"}),
                                    newer_records=frozenset(NEWER_RECORD_KEYS))
     ckpt = checkpoint.read(path, expected)
     old = ckpt["config"]
@@ -455,7 +455,7 @@ def closing_text(summary: dict, out: Path) -> str:
         pick += f" -- AT OR BELOW CHANCE ({catalog.chance_level(classes):g}%): a bug until shown otherwise"
     if summary.get("sign_ever") is not None and binary:
         pick += f"; {100 * summary['sign_ever']:.1f}% of the binary signs ever flipped"
-    protocol = catalog.bn_protocol(summary.get("bn_images"), summary.get("train_size"))
+    protocol = catalog.bn_protocol(summary.get("bn_images"), summary.get("train_size"), bool(summary.get("bn_augment")))
     n = summary["epochs"]
     paper_epochs = presets.table()["defaults"]["epochs"]
     hint = ""
@@ -510,6 +510,7 @@ def _summary(config, records, seconds_total, status) -> dict:
         "batch_size": config["batch_size"], "schedule_scale": config["schedule_scale"], "overrides": config["overrides"],
         "keep_float": config["keep_float"], "device": config["device"], "world_size": config["world_size"], "params": config["params"],
         "data_source": config.get("data_source"), "bn_images": config.get("bn_images", 0),
+        "bn_augment": config.get("bn_augment", False),
         "num_classes": config.get("num_classes"), "test_size": config.get("test_size"), "train_size": config.get("train_size"),
         "sign_ever": (records[-1].get("sign_flips") or {}).get("ever") if records else None,
     }

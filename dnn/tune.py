@@ -42,7 +42,7 @@ from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import DATA_SOURCE
-from stam.results import (COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
                           POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown as _shown)
 # the public names of the search, its numbers and its text, importable from here as when they lived here
 from stam.dnn.tunespace import coordinates, recipe, step_schedule, to_coordinates, to_hyper  # noqa: F401
@@ -303,7 +303,7 @@ def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: li
     base, seeds = p["base"], params.n_seeds
     result = {
         "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
-        "bn_images": base.get("bn_images", 0),
+        "bn_images": base.get("bn_images", 0), "bn_augment": catalog.bn_augmented(base),
         "data_source": data_source(task),
         "params": {"algos": list(params.algos), "trials": params.trials, "seeds": seeds, "tune_seed": params.tune_seed,
                    "final_seeds": fresh, "schedule": params.schedule, "recipe": params.recipe, "halving": params.halving,
@@ -311,7 +311,7 @@ def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: li
         "protocol": ("equal budget: the same number of scrambled-Sobol trials per algorithm over its declared search space; "
                      "trials chosen on validation accuracy (binary weights; float weights for Float); the chosen configuration "
                      f"re-run on {seeds} fresh seeds, test accuracy at each run's validation-selected epoch; every accuracy with "
-                     + catalog.bn_protocol(base.get("bn_images")) + variants(params)),
+                     + catalog.bn_protocol(base.get("bn_images"), None, catalog.bn_augmented(base)) + variants(params)),
         "algorithms": algorithms, "paper_rows": paper_rows,
         "search_difficulty": difficulty,
     }
@@ -321,7 +321,7 @@ def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: li
         result["protocol"] = ("transferred, not tuned: each algorithm's setting is the one chosen on validation accuracy by "
                               f"{transfer_source(source)}, re-run on {seeds} fresh seeds of this network, test "
                               "accuracy at each run's validation-selected epoch; every accuracy with "
-                              + catalog.bn_protocol(base.get("bn_images")))
+                              + catalog.bn_protocol(base.get("bn_images"), None, catalog.bn_augmented(base)))
         return result
     if p["rungs"]:
         result["halving"] = {"eta": params.halving, "rungs": [{"trials": n, "epochs": e} for n, e in p["rungs"]],
@@ -393,7 +393,7 @@ PAPER_ROW = Schema(required={"algo": NAME, "preset": STR, "label": STR, "final":
 TUNE = ResultType(
     "tune", Schema(required={"params": DICT, "algorithms": NONEMPTY_LIST, "paper_rows": LIST},
                    optional={"kind": STR, "dataset": NAME, "model": NAME, "width": WIDTH, "data_source": DICT_OR_NULL,
-                             "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT,
+                             "protocol": STR, "provenance": DICT_OR_NULL, "bn_images": COUNT, "bn_augment": BOOL,
                              # search_difficulty: {algo: {"trials": {fraction, level, bar, find, own_fraction, own_bar, own_find}, "map": {...} or null}},
                              # search_difficulty(); halving: {eta, rungs: [{trials, epochs}], trial_epochs}
                              "search_difficulty": DICT, "halving": DICT, "transfer": DICT},
@@ -401,7 +401,7 @@ TUNE = ResultType(
                    rules=(distinct("algorithms", "algo", what="the algorithm"),
                           distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most),
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
-                                                     "batch_size": POSINT}, optional={"bn_images": COUNT},
+                                                     "batch_size": POSINT}, optional={"bn_images": COUNT, "bn_augment": BOOL},
                                            rules=(holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
                                                         f"is above {MAX_TRIALS}, the most trials stam tune draws"),)),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE, "transfer": TRANSFER}),

@@ -84,7 +84,7 @@ def table(result: dict) -> tuple[str, list[str], list[list[str]]]:
     caption = (f"{describe(result)} ({counted(prm['epochs'], 'epochs')}, batch {prm['batch_size']}): test accuracy (%) with "
                f"binary weights (Float: float weights) on {counted(prm['seeds'], 'fresh seeds')}, each at its validation-selected "
                f"epoch; {chosen}; "
-               f"{catalog.bn_protocol(prm.get('bn_images'))}; signs flipped: the binary weights whose sign ever changed")
+               f"{catalog.bn_protocol(prm.get('bn_images'), None, catalog.bn_augmented(prm))}; signs flipped: the binary weights whose sign ever changed")
     note = budget_note(prm)
     if note:
         caption = f"{caption} ({note})"
@@ -131,8 +131,8 @@ def headline(result: dict) -> str:
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}{chance}")
     prm = result["params"]
     note = budget_note(prm)
-    bn = (f"re-estimated on {prm['bn_images']:,} images, at most {catalog.BN_MAX_SHARE:.0%} of the training set"
-          if prm.get("bn_images") else "as trained")
+    bn = (f"re-estimated on {prm['bn_images']:,} images{' (cropped and flipped once)' * catalog.bn_augmented(prm)}, "
+          f"at most {catalog.BN_MAX_SHARE:.0%} of the training set" if prm.get("bn_images") else "as trained")
     src = result.get("transfer")
     how = (f"transferred settings (from {transfer_source(src)}" if src else
            f"equal budget ({counted(prm['trials'], 'trials')} each, chosen on validation")

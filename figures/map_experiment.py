@@ -23,8 +23,8 @@ from typing import NamedTuple
 
 from stam.cliargs import ListArg, RangeArg, n_seeds_arg, out_arg
 from stam.datasets import DATASET_NAMES
-from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, sweep_settings
-from stam.dnn.params import bn_images_arg, data_dir_arg, model_arg, width_arg
+from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES, VAL_FRACTION, sweep_settings
+from stam.dnn.params import bn_augment_arg, bn_images_arg, data_dir_arg, model_arg, width_arg
 from stam.errors import UsageError, batch_int, epochs_int, positive_float, positive_int, seed_int, threads_int
 from stam.io import check_out_dir
 from stam.jobs import scheduler_arg, workers_arg
@@ -101,6 +101,7 @@ class MapParams(Params):
     width: float | None = width_arg()
     data_dir: str = data_dir_arg()
     bn_images: int | None = bn_images_arg(default=None, job=True)
+    bn_augment: bool | None = bn_augment_arg(default=None, job=True)
     n_seeds: int | None = n_seeds_arg(None, f"seeds per cell (default: {FAM.MAP_SEEDS} synthetic, {DIGITS_SEEDS} digits)")
     seed: int | None = arg("--seed", type=seed_int, default=None,
                            help=f"synthetic: seed of the instance and of the sampling (default {SYNTHETIC_SEED})")
@@ -128,7 +129,8 @@ class MapParams(Params):
         dataset = self.dataset or "digits"
         d = sweep_settings(dataset, self)
         return dataclasses.replace(self, dataset=dataset, **dict(d, width=float(d["width"])), data_dir=str(self.data_dir),
-                                   bn_images=BN_IMAGES if self.bn_images is None else self.bn_images)
+                                   bn_images=BN_IMAGES if self.bn_images is None else self.bn_images,
+                                   bn_augment=BN_AUGMENT if self.bn_augment is None else self.bn_augment)
 
 
 # --- the result in words ---------------------------------------------------------------------
@@ -189,7 +191,8 @@ def _bn_words(data: dict) -> str:
     recorded evaluated with the statistics as trained)."""
     from stam.dnn.catalog import bn_protocol  # light: no torch
 
-    return bn_protocol((data.get("params") or {}).get("bn_images"))
+    prm = data.get("params") or {}
+    return bn_protocol(prm.get("bn_images"), None, bool(prm.get("bn_augment")))
 
 
 def _network_colours(data: dict) -> str:
@@ -313,17 +316,18 @@ def digits_map(params: MapParams, gammas, lams, betas, *, store=None, task: dict
     width = "" if task["width"] == 1.0 else f"-w{task['width']:g}"
     from stam.dnn.sweep import data_source
 
-    from stam.dnn.catalog import BN_IMAGES, bn_protocol
+    from stam.dnn.catalog import BN_IMAGES, bn_augmented, bn_protocol
 
-    bn_images = spec.get("bn_images", BN_IMAGES)
+    bn_images, bn_augment = spec.get("bn_images", BN_IMAGES), bn_augmented({**spec, **task})
     return {"kind": CM.KIND, "source": task["dataset"], "problem": f"{task['dataset']}-{task['model']}{width}",
             "data_source": data_source(task),
             "metric": "val_acc_binary",
-            "metric_label": f"validation accuracy with binary weights, {bn_protocol(bn_images)} (higher is better)",
+            "metric_label": f"validation accuracy with binary weights, {bn_protocol(bn_images, None, bn_augment)} (higher is better)",
             "beta_rule": rule, "beta_rule_text": rule_text, "budget": {"epochs": epochs},
             # the training seeds are 0 .. seeds - 1, so the first is recorded as the seed
             "params": dict(gammas=list(gammas), lams=list(lams), betas=list(betas), seeds=seeds, epochs=epochs, seed=0,
-                           batch_size=batch_size, model=task["model"], width=task["width"], bn_images=bn_images),
+                           batch_size=batch_size, model=task["model"], width=task["width"], bn_images=bn_images,
+                           **({"bn_augment": True} if bn_augment else {})),
             "rows": rows}
 
 
@@ -404,9 +408,10 @@ class _Plan:
 def _refuse_other_flags(params: MapParams, source: str) -> None:
     """A flag of the other kind of map (network or synthetic) is an error, not ignored."""
     if source == "synthetic":
-        for flag in ("epochs", "batch_size", "model", "width", "bn_images"):
-            if getattr(params, flag) is not None:
-                raise UsageError(f"--{flag.replace('_', '-')} is for a network map (--dataset); the synthetic map takes --iterations")
+        for field, flag in (("epochs", "--epochs"), ("batch_size", "--batch-size"), ("model", "--model"), ("width", "--width"),
+                            ("bn_images", "--bn-images"), ("bn_augment", "--bn-unaugmented")):
+            if getattr(params, field) is not None:
+                raise UsageError(f"{flag} is for a network map (--dataset); the synthetic map takes --iterations")
         if params.scheduler is not None or params.workers != 1:
             flag = "--scheduler" if params.scheduler is not None else "--workers"
             raise UsageError(f"{flag} is for a network map (--dataset), whose trainings are jobs; the synthetic map runs "

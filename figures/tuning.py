@@ -15,14 +15,14 @@ _STYLES = ("-", "--", "-.", ":")
 
 def caption(results) -> str:
     """The caption of the figure kind ``tuning-curves``."""
-    from stam.dnn.catalog import bn_protocol
+    from stam.dnn.catalog import bn_augmented, bn_protocol
     from stam.dnn.tune import describe
 
     return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
             "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
             "budget up to the one run. " + " ".join(f"{describe(r.data)}: {r.data['params']['trials']} trials per algorithm, "
                                                     f"{r.data['params']['epochs']} epochs{_rung_note(r.data)}, "
-                                                    f"{bn_protocol(r.data['params'].get('bn_images'))}."
+                                                    f"{bn_protocol(r.data['params'].get('bn_images'), None, bn_augmented(r.data['params']))}."
                                                     for r in results["tune"] if not r.data.get("transfer")))
 
 

@@ -15,6 +15,10 @@ DATASET_NAMES = tuple(DATASETS)
 #: the data sets that come with a package (scikit-learn's digits): they read no folder, so
 #: ``--data-dir`` is refused with them
 BUNDLED = ("digits",)
+#: the data sets trained on random crops and flips (:func:`stam.dnn.data.augment`): their loaders set
+#: ``ImageData.augment`` from this, and BatchNorm's statistics are re-estimated on their images as
+#: the training sees them (:data:`stam.dnn.catalog.BN_AUGMENT`)
+AUGMENTED = ("cifar10", "cifar100")
 #: name -> its number of classes (chance is 100 / classes percent)
 CLASSES = {"cifar10": 10, "cifar100": 100, "digits": 10}
 
@@ -30,4 +34,4 @@ DATA_SOURCE = Schema(required={"kind": STR},
                                "formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL},
                      rules=(one_of("kind", DATA_SOURCE_KINDS),))
 
-__all__ = ["DATASETS", "DATASET_NAMES", "BUNDLED", "CLASSES", "DATA_SOURCE", "DATA_SOURCE_KINDS"]
+__all__ = ["DATASETS", "DATASET_NAMES", "BUNDLED", "AUGMENTED", "CLASSES", "DATA_SOURCE", "DATA_SOURCE_KINDS"]

@@ -31,7 +31,8 @@ def arg(*flags: str, default=_NO, default_factory=_NO, help: str | None = None, 
     ``flags``: its spellings (none: a library-only parameter); ``help``, ``type``, ``metavar``,
     ``choices``, ``action`` ...: passed to ``argparse.add_argument`` (the destination is the
     field's name, so ``--quiet`` with ``action="store_false"`` sets a field ``echo``);
-    ``job``: part of :meth:`Params.spec`; ``convert``: turns the parsed value into the field's
+    ``job``: part of :meth:`Params.spec` (True; or a predicate of the value: part of it where the
+    predicate holds, e.g. ``job=bool`` for a switch whose off state is what specs without it meant); ``convert``: turns the parsed value into the field's
     (e.g. ``--set K=V`` strings into a dict); ``cli_default``: the flag's default where it differs
     from the field's (before ``convert``); ``old``: earlier spellings kept hidden for one release;
     ``exclusive``: the name of a mutually exclusive group of flags (at most one of them given); ``group``:
@@ -109,8 +110,13 @@ class Params:
         return cls(**values, **given)
 
     def spec(self) -> dict:
-        """The job specification: the fields declared ``job=True``, by name."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("job")}
+        """The job specification: the fields declared ``job=True`` (or ``job=predicate`` where it holds for
+        the field's value), by name."""
+        def part(f):
+            job = f.metadata.get("job")
+            return job is True or (callable(job) and job(getattr(self, f.name)))
+
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if part(f)}
 
 
 __all__ = ["arg", "add_arguments", "add_field", "flagged", "Params"]

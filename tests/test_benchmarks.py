@@ -493,7 +493,7 @@ def test_structure_scan_counts_the_places_to_add_an_optimiser_a_figure_and_a_tun
     assert (alone["places"], alone["found"]) == (1, False) and "Error" in alone["check"][-1]
 
 
-@pytest.mark.parametrize("budget", ["committed", "deciding"])
+@pytest.mark.parametrize("budget", ["committed", "deciding", "deciding-augmented"])
 def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_path, budget):
     """Every command of the study is one the toolkit's own parsers accept, and carries the budget's
     protocol (issue 35: the deciding study's epochs, trials, halving, schedule, recipe, seeds, map grid)."""
@@ -508,6 +508,8 @@ def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_pat
         == (b["epochs"], b["trials"], b["seeds"], b["halving"], b["schedule"], b["recipe"], b["bn_images"])
     m = vars(parser.parse_args(cmds["map"][0]))
     assert (m["epochs"], m["n_seeds"]) == (b["map_epochs"], b["map_seeds"])
+    # the rule its job stores were measured under (a map's flag unset: the toolkit's rule, augmented)
+    assert tune["bn_augment"] is b["bn_augment"] and (m["bn_augment"] is not False) is b["bn_augment"]
     transfers = cmds.get("transfer", [])
     assert [a[a.index("--model") + 1] for a in transfers] == [x for x in b["transfer_models"].split(",") if x]
     for a in transfers:  # stam tune --transfer: resumable from its own job store

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from stam.dnn import batched, bnstats, catalog, loop, presets
+from stam.dnn import batched, bnstats, catalog, data as data_mod, loop, presets
 from stam.dnn.models import build_model
 
 OVER = {"stam": {"gamma": 1.0, "lam": 2.0, "beta": 20.0}, "bc": {"lr": 0.05}, "br": {"lr": 0.05}, "psgd": {"lr": 0.05},
@@ -63,7 +63,9 @@ def test_the_default_subset_is_half_a_small_training_set_and_2500_of_cifar(task)
     tr = batched.Trainer([_cfg("stam")], task, 64, epochs=1, compile=False)
     assert tr.bn_images == catalog.BN_IMAGES and len(tr._bn_index) == 647
     assert "on 647 of the 1,294 training images" in catalog.bn_protocol(tr.bn_images, n_digits)
-    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar).endswith("on 2,500 training images")
+    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar).endswith("on 2,500 training images, unaugmented")
+    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar, True).endswith("on 2,500 training images, cropped and flipped "
+                                                                         "once, as the training sees them")
 
 
 @settings(max_examples=200, deadline=None)
@@ -277,3 +279,114 @@ def test_the_kept_subset_gives_the_statistics_made_afresh_bit_for_bit(task, monk
         fresh = _buffers(fresh_tr)
     assert fresh_tr._bn_cache is None
     assert all(torch.equal(a, b) for a, b in zip(kept, fresh))
+
+
+# --------------------------------------------------------------------------- the images, as the training sees them
+
+@pytest.fixture(scope="module")
+def cifar(tmp_path_factory):
+    """A fake CIFAR-10 (5 x 12 training images of random pixels), trained on crops and flips."""
+    from test_dnn_data import write_fake_cifar
+
+    root = tmp_path_factory.mktemp("cifar")
+    sums = write_fake_cifar(root, "cifar10", n=12)
+    return data_mod.split_validation(data_mod.load("cifar10", root, checksums=sums), 0.2, 0)
+
+
+def _crops_and_flips(image, pad=4):
+    """Every image stam.dnn.data.augment can make of ``image`` (uint8 (C, H, W)): each crop of the
+    zero-padded image, flipped or not."""
+    c, h, w = image.shape
+    padded = torch.nn.functional.pad(image, (pad, pad, pad, pad))
+    crops = [padded[:, i : i + h, j : j + w] for i in range(2 * pad + 1) for j in range(2 * pad + 1)]
+    return torch.stack(crops + [x.flip(-1) for x in crops])
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(2, 60))
+def test_the_augmented_images_are_the_subset_each_cropped_and_flipped_once(cifar, n):
+    """data.bn_images on a data set trained on crops and flips: the images of the fixed subset, in
+    order, each one of the crops and flips of its own image; the same draw at every call; without
+    augmentation (or on digits) the subset itself."""
+    idx = bnstats.bn_subset(len(cifar.train_x), n)
+    plain = data_mod.bn_images(cifar, n, augmented=False)
+    seen = data_mod.bn_images(cifar, n, augmented=True)
+    assert torch.equal(plain, cifar.train_x[idx]) and seen.shape == plain.shape and seen.dtype == torch.uint8
+    assert torch.equal(seen, data_mod.bn_images(cifar, n, augmented=True))
+    for source, got in zip(plain, seen):
+        assert (_crops_and_flips(source) == got).flatten(1).all(dim=1).any()
+    assert not torch.equal(seen, plain)  # 162 versions each: n >= 2 images all drawn as they are has chance <= 1/162^2
+
+
+def test_the_trainer_feeds_the_augmented_subset_on_cifar_and_the_plain_one_when_asked(cifar):
+    """Instrumented: on CIFAR the trainer re-estimates on the subset cropped and flipped once (the
+    default, BN_AUGMENT), the same images at every evaluation; with bn_augment=False on the subset as
+    it is; digits is never augmented (the option is moot there)."""
+    assert catalog.BN_AUGMENT is True
+    cfg = batched.Config(presets.resolve(None, "psgd", "cifar10", {"lr": 0.05}, "auto", 1), 0)
+    task = batched.Task(cifar, "vgg11", 0.0625)
+
+    def fed(tr):
+        got = []
+        hook = tr.net.wide.body.register_forward_pre_hook(lambda m, args: got.append(args[0].detach().clone()))
+        try:
+            with tr.statistics("binary"):
+                pass
+        finally:
+            hook.remove()
+        return torch.cat([g.flatten(1) for g in got])
+
+    seen = batched.Trainer([cfg], task, 16, epochs=1, compile=False)
+    assert seen.bn_augment is True
+    first = fed(seen)
+    want = cifar.normalise(data_mod.bn_images(cifar, catalog.BN_IMAGES, True)).flatten(1)
+    assert torch.equal(first, want) and torch.equal(fed(seen), first)
+    plain = batched.Trainer([cfg], task, 16, epochs=1, compile=False, bn_augment=False)
+    assert plain.bn_augment is False
+    assert torch.equal(fed(plain), cifar.normalise(data_mod.bn_images(cifar, catalog.BN_IMAGES, False)).flatten(1))
+    digits = batched.Trainer([_cfg("psgd")], batched.digits_task(val_fraction=0.1), 64, epochs=1, compile=False)
+    assert digits.bn_augment is False
+
+
+def test_the_own_loop_helper_reestimates_on_the_same_images_as_the_trainer(cifar):
+    """loop.evaluate measures a network as the trainer does, under either rule."""
+    cfg = batched.Config(presets.resolve(None, "float", "cifar10", {"lr": 0.05}, "auto", 1), 0)
+    task = batched.Task(cifar, "vgg11", 0.0625)
+    for aug in (True, False):
+        tr = batched.Trainer([cfg], task, 16, epochs=1, compile=False, bn_augment=aug)
+        tr.train_epoch(1)
+        model = tr.module(0, "float")
+        mine = loop.evaluate(model, cifar, "val", bn_augment=aug)
+        assert abs(mine - float(tr.accuracy("val", "float")[0])) <= 100 / len(cifar.val_y) + 1e-9
+
+
+def test_job_specs_keep_their_meaning_across_the_rule_change():
+    """A job's spec names the augmented rule only where it is on (job=bool): a spec without it is one
+    of the unaugmented rule (every store written before 2026-11-29), so --bn-unaugmented resumes such
+    a store, and the default's jobs are new ones; a network map records the rule it ran."""
+    from stam.dnn.params import TuneParams
+    from stam.figures.map_experiment import MapParams
+
+    new, old = TuneParams(dataset="cifar10"), TuneParams(dataset="cifar10", bn_augment=False)
+    assert new.spec()["bn_augment"] is True and "bn_augment" not in old.spec()
+    assert {k: v for k, v in new.spec().items() if k != "bn_augment"} == old.spec()
+    assert catalog.bn_augmented(new.spec()) and not catalog.bn_augmented(old.spec())
+    assert not catalog.bn_augmented(TuneParams(dataset="digits").spec())  # digits is never augmented
+    net = MapParams(dataset="cifar10").network()
+    assert net.spec()["bn_augment"] is True and "bn_augment" not in MapParams(dataset="cifar10", bn_augment=False).network().spec()
+    assert "bn_augment" not in MapParams().spec()  # a synthetic map has no such field
+
+
+def test_the_flag_parses_and_a_synthetic_map_refuses_it(capsys):
+    import argparse
+
+    from stam.cli import main
+    from stam.dnn.params import TuneParams
+    from stam.params import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, TuneParams)
+    assert TuneParams.from_args(parser.parse_args(["--bn-unaugmented"])).bn_augment is False
+    assert TuneParams.from_args(parser.parse_args([])).bn_augment is True
+    assert main(["map", "--problem", "binary", "--bn-unaugmented"]) == 2
+    assert "--bn-unaugmented is for a network map" in capsys.readouterr().err
