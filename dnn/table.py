@@ -195,12 +195,13 @@ def _title(summaries: list[dict], dataset: str, metric: str, copies: set) -> str
         title = (f"Best test accuracy (%) over the epochs, the paper's metric (the epoch is selected on the test set), "
                  f"binary weights (Float: float weights) — {where}")
     shown = [s for s in summaries if s.get("dataset") == dataset and completed(s) and best_accuracy(s, metric) is not None]
-    protocols = sorted({(int(s.get("bn_images") or 0), bool(s.get("bn_images") and s.get("bn_augment"))) for s in shown})
+    protocols = sorted({(int(s.get("bn_images") or 0), catalog.bn_augmented(s) if s.get("bn_images") else None) for s in shown},
+                       key=lambda p: (p[0], p[1] is None, bool(p[1])))
     if len(protocols) == 1:
         trains = [s["train_size"] for s in shown if isinstance(s.get("train_size"), int)]
         title += f" ({bn_protocol(protocols[0][0], max(trains) if trains else None, protocols[0][1])})"
     elif protocols:
-        kinds = ", ".join(f"{n} images{' augmented' * aug}" if n else "as trained (0)" for n, aug in protocols)
+        kinds = ", ".join(f"{n} images{' augmented' * bool(aug)}" if n else "as trained (0)" for n, aug in protocols)
         title += (f" (runs of different evaluation protocols, BatchNorm statistics re-estimated on: {kinds}; "
                   "compare like with like)")
     left_out = sum(1 for s in summaries if s.get("dataset") == dataset and not completed(s))

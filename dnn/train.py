@@ -142,7 +142,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     if ctx.main:
         _speak(cfg, f"stam train: {s.config['label']} on {DISPLAY_NAMES[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
                     f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
-                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x), s.trainer.bn_augment)}")
+                    f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x), catalog.bn_augmented(s.config))}")
     _start(s, done)
     try:
         for epoch in range(len(done.records) + 1, s.epochs + 1):
@@ -455,7 +455,7 @@ def closing_text(summary: dict, out: Path) -> str:
         pick += f" -- AT OR BELOW CHANCE ({catalog.chance_level(classes):g}%): a bug until shown otherwise"
     if summary.get("sign_ever") is not None and binary:
         pick += f"; {100 * summary['sign_ever']:.1f}% of the binary signs ever flipped"
-    protocol = catalog.bn_protocol(summary.get("bn_images"), summary.get("train_size"), bool(summary.get("bn_augment")))
+    protocol = catalog.bn_protocol(summary.get("bn_images"), summary.get("train_size"), catalog.bn_augmented(summary))
     n = summary["epochs"]
     paper_epochs = presets.table()["defaults"]["epochs"]
     hint = ""

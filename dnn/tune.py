@@ -303,7 +303,7 @@ def _result(params: TuneParams, task: dict, p: dict, fresh: list, algorithms: li
     base, seeds = p["base"], params.n_seeds
     result = {
         "kind": "tune", "provenance": provenance(), "dataset": task["dataset"], "model": task["model"], "width": task["width"],
-        "bn_images": base.get("bn_images", 0), "bn_augment": catalog.bn_augmented(base),
+        "bn_images": base.get("bn_images", 0), "bn_augment": bool(catalog.bn_augmented(base)),
         "data_source": data_source(task),
         "params": {"algos": list(params.algos), "trials": params.trials, "seeds": seeds, "tune_seed": params.tune_seed,
                    "final_seeds": fresh, "schedule": params.schedule, "recipe": params.recipe, "halving": params.halving,

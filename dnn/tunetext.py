@@ -131,7 +131,7 @@ def headline(result: dict) -> str:
         parts.append(f"{a['label']} {f['mean']:.1f}%{iv}{chance}")
     prm = result["params"]
     note = budget_note(prm)
-    bn = (f"re-estimated on {prm['bn_images']:,} images{' (cropped and flipped once)' * catalog.bn_augmented(prm)}, "
+    bn = (f"re-estimated on {prm['bn_images']:,} images{' (cropped and flipped once)' * bool(catalog.bn_augmented(prm))}, "
           f"at most {catalog.BN_MAX_SHARE:.0%} of the training set" if prm.get("bn_images") else "as trained")
     src = result.get("transfer")
     how = (f"transferred settings (from {transfer_source(src)}" if src else

@@ -189,10 +189,10 @@ def _verb(data) -> str:
 def _bn_words(data: dict) -> str:
     """A network map's evaluation protocol (``params.bn_images``; a map written before it was
     recorded evaluated with the statistics as trained)."""
-    from stam.dnn.catalog import bn_protocol  # light: no torch
+    from stam.dnn.catalog import bn_augmented, bn_protocol  # light: no torch
 
     prm = data.get("params") or {}
-    return bn_protocol(prm.get("bn_images"), None, bool(prm.get("bn_augment")))
+    return bn_protocol(prm.get("bn_images"), None, bn_augmented({**prm, "dataset": data.get("source")}))
 
 
 def _network_colours(data: dict) -> str:

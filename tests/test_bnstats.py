@@ -63,7 +63,8 @@ def test_the_default_subset_is_half_a_small_training_set_and_2500_of_cifar(task)
     tr = batched.Trainer([_cfg("stam")], task, 64, epochs=1, compile=False)
     assert tr.bn_images == catalog.BN_IMAGES and len(tr._bn_index) == 647
     assert "on 647 of the 1,294 training images" in catalog.bn_protocol(tr.bn_images, n_digits)
-    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar).endswith("on 2,500 training images, unaugmented")
+    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar).endswith("on 2,500 training images")  # digits: nothing to say
+    assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar, False).endswith("on 2,500 training images, unaugmented")
     assert catalog.bn_protocol(catalog.BN_IMAGES, n_cifar, True).endswith("on 2,500 training images, cropped and flipped "
                                                                          "once, as the training sees them")
 
@@ -370,8 +371,8 @@ def test_job_specs_keep_their_meaning_across_the_rule_change():
     new, old = TuneParams(dataset="cifar10"), TuneParams(dataset="cifar10", bn_augment=False)
     assert new.spec()["bn_augment"] is True and "bn_augment" not in old.spec()
     assert {k: v for k, v in new.spec().items() if k != "bn_augment"} == old.spec()
-    assert catalog.bn_augmented(new.spec()) and not catalog.bn_augmented(old.spec())
-    assert not catalog.bn_augmented(TuneParams(dataset="digits").spec())  # digits is never augmented
+    assert catalog.bn_augmented(new.spec()) is True and catalog.bn_augmented(old.spec()) is False
+    assert catalog.bn_augmented(TuneParams(dataset="digits").spec()) is None  # digits is never augmented
     net = MapParams(dataset="cifar10").network()
     assert net.spec()["bn_augment"] is True and "bn_augment" not in MapParams(dataset="cifar10", bn_augment=False).network().spec()
     assert "bn_augment" not in MapParams().spec()  # a synthetic map has no such field
