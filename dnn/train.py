@@ -257,6 +257,8 @@ def _resume(s: Setup) -> Done:
     if s.cfg.schedule_scale == "auto" and old.get("schedule_scale") != s.config["schedule_scale"] and isinstance(old.get("schedule_scale"), float):
         changed = [c if not c.startswith("schedule_scale") else f"{c} (--schedule-scale auto follows --epochs: pass "
                    f"--schedule-scale {old['schedule_scale']!r} to keep the run's schedule)" for c in changed]
+    changed = [c if not c.startswith("bn_augment was False") else f"{c} (a run evaluated on unaugmented BatchNorm images, "
+               "the rule before 2026-11-29: pass --bn-unaugmented)" for c in changed]
     if changed:
         raise UsageError(f"--resume: {', '.join(changed)}; use the same settings (only --epochs may change)")
     s.trainer.load_state_dict({k: ckpt[k] for k in ("model", "optimizer", "rng", "signs")})

@@ -563,6 +563,35 @@ def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
     assert torch.load(path, weights_only=True)["config"]["data_source"]["kind"] == "scikit-learn"
 
 
+def test_a_cifar_run_from_before_the_augmented_rule_resumes_under_its_own_rule(tmp_path, cache):
+    """A checkpoint written before bn_augment (evaluated on unaugmented BatchNorm images) resumes with
+    --bn-unaugmented; under the new default it is refused in one line that says so; the run records
+    and says its rule."""
+    import torch
+
+    from stam.dnn import checkpoint
+    from stam.dnn import train as T
+
+    path, _ = small(tmp_path, "tar", n_train=2)
+    cfg = T.TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
+                        out=str(tmp_path / "run"), progress=False, echo=False, bn_augment=False)
+    assert T.run(cfg).summary["bn_augment"] is False
+    ck = tmp_path / "run" / "checkpoint.pt"
+    ckpt = torch.load(ck, weights_only=True)
+    del ckpt["config"]["bn_augment"]  # as a checkpoint written before the rule existed
+    torch.save(checkpoint.seal({k: ckpt[k] for k in checkpoint.HASHED}), ck)
+    from dataclasses import replace
+
+    with pytest.raises(UsageError, match=r"bn_augment was False, now True \(a run evaluated on unaugmented .* pass --bn-unaugmented\)"):
+        T.run(replace(cfg, bn_augment=True, epochs=2, resume=True))
+    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+    assert summary["epochs"] == 2 and summary["bn_augment"] is False
+    fresh = T.run(replace(cfg, bn_augment=True, out=str(tmp_path / "new"))).summary
+    assert fresh["bn_augment"] is True
+    assert "cropped and flipped once, as the training sees them" in T.closing_text(fresh, tmp_path / "new")
+    assert ", unaugmented" in T.closing_text(summary, tmp_path / "run")
+
+
 # --------------------------------------------------------------------------- hostile and broken input
 
 def _tar_info(name, type_=tarfile.REGTYPE, size=0, linkname=""):
