@@ -158,7 +158,7 @@ def transferred_settings(path: Path, algos) -> dict:
     study = {k: tune["params"].get(k, tune.get(k)) for k in ("model", "width", "epochs", "batch_size", "trials", "seeds")}
     bn = tune.get("bn_images") or 0
     return {"file": _shown(path), "study": study, "overrides": {a: best[a] for a in algos}, "provisional": not bn,
-            "scored": catalog.bn_protocol(bn, None)}
+            "scored": catalog.bn_protocol(bn, None, catalog.bn_augmented(tune["params"]))}
 
 
 def _shown(path: Path) -> str:
@@ -210,7 +210,7 @@ def _from_job_store(store: Path, algos) -> dict:
                           for a in algos}
     bn = first.get("bn_images") or 0
     return {"file": _shown(store), "study": study, "overrides": best, "provisional": not bn,
-            "scored": catalog.bn_protocol(bn, None)}
+            "scored": catalog.bn_protocol(bn, None, catalog.bn_augmented(first))}
 
 
 def configs(algo: str, overrides: dict, seeds, epochs: int) -> list[batched.Config]:
@@ -544,7 +544,8 @@ def main(argv=None) -> dict:
     except RuntimeError as exc:  # torch.OutOfMemoryError among them
         upd = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
     runs = [run for g in groups for run in g["runs"]]
-    bn_text = catalog.bn_protocol(args.bn_images, len(data.train_x))
+    bn_augment = catalog.BN_AUGMENT if data.augment else None  # the trainers' default rule
+    bn_text = catalog.bn_protocol(args.bn_images, len(data.train_x), bn_augment)
     ratio = tp["stam"]["images_per_s"] / tp["float"]["images_per_s"] if tp.get("stam") and tp.get("float") else None
 
     # ---------------------------------------------------------------- 6. the result
@@ -558,7 +559,7 @@ def main(argv=None) -> dict:
         "settings": {"model": args.model, "width": args.width, "batch_size": args.batch_size, "seeds": seeds, "algos": algos,
                      "epochs": epochs, "epochs_done": done, "stopped": stopped, "budget_s": args.budget_s, "bf16": args.bf16_on,
                      "batch_seeds": args.batch_seeds_on, "compile": args.compile_on, "eval_batch_size": args.eval_batch_size,
-                     "bn_images": args.bn_images, "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,
+                     "bn_images": args.bn_images, "bn_augment": bool(bn_augment), "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,
                      "keep_float": [], "max_train": args.max_train},
         "choices": [
             {"setting": "hyperparameters", "value": tuned["overrides"], "why": f"transferred: the best trial of each algorithm in "

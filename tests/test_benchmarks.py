@@ -333,7 +333,8 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     assert st["compile"] is False and st["bf16"] == (result["probe"]["bf16_R1_ms"] < result["probe"]["float32_R1_ms"])
     assert st["batch_seeds"] == (result["probe"]["wide_R2_ms"] < 2 * result["probe"]["float32_R1_ms" if not st["bf16"] else "bf16_R1_ms"])
     # every accuracy with BatchNorm statistics of the weights evaluated (issue 34), the as-trained one beside it
-    assert st["bn_images"] == catalog.BN_IMAGES and st["bn_statistics"] == catalog.bn_protocol(catalog.BN_IMAGES, 30)
+    assert st["bn_images"] == catalog.BN_IMAGES and st["bn_statistics"] == catalog.bn_protocol(catalog.BN_IMAGES, 30, True)
+    assert st["bn_augment"] is True  # CIFAR: the images as the training sees them
     # every setting labelled; the hyperparameters are the study's best trials, transferred
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
     # (the re-measured study's job store: the settings its final-stage jobs train, else the best trial)
