@@ -979,3 +979,28 @@ def test_long_training_work_is_said_before_it_starts(capsys):
     assert "about 5e+07 image passes in all (1 of the paper's 1000-epoch CIFAR run)" in err
     with pytest.raises(UsageError):
         ep.check_work(ep.WORK_LIMIT_IMAGES * 2, "too much", False)
+
+
+def test_a_loops_epoch_on_augmented_data_needs_the_generator_of_its_crops(tmp_path):
+    """stam.dnn.loop.epoch draws crops and flips from the generator it is given (the trainer's seed + 1),
+    never from torch's global one: without it, on a data set trained so, a one-line ValueError."""
+    from test_dnn_data import write_fake_cifar
+
+    from stam.dnn import data as data_mod, loop
+    from stam.dnn.models import build_model
+
+    sums = write_fake_cifar(tmp_path, "cifar10", n=4)
+    data = data_mod.load("cifar10", tmp_path, checksums=sums)
+    net = build_model("vgg11", 10, data.image_shape, 0.0625)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    with pytest.raises(ValueError, match="cifar10 is augmented: give the generator of its crops and flips"):
+        loop.epoch(net, opt, data, 8, torch.Generator().manual_seed(0))
+
+    def one_epoch():  # from the same start with the same generators: the same epoch
+        torch.manual_seed(3)
+        net = build_model("vgg11", 10, data.image_shape, 0.0625)
+        return loop.epoch(net, torch.optim.SGD(net.parameters(), lr=0.01), data, 8, torch.Generator().manual_seed(0),
+                          torch.Generator().manual_seed(1))
+
+    first = one_epoch()
+    assert math.isfinite(first) and first > 0 and one_epoch() == first
