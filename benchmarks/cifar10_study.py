@@ -13,7 +13,7 @@ Two budgets are declared here (``BUDGETS``), each a complete protocol:
   transferred (``stam tune --transfer``: 3 seeds, 30 epochs, every job stored as it ends); BatchNorm's
   images unaugmented (``--bn-unaugmented``, the rule it was measured under);
 - ``deciding-augmented``: ``deciding`` under the toolkit's evaluation rule since 2026-11-29 (BatchNorm's
-  images cropped and flipped once, as the training sees them).  On one H200 the tuning and the map took about 12 minutes side by
+  images cropped and flipped once, as the training sees them), at 45 epochs (Float's 80%).  On one H200 the tuning and the map took about 12 minutes side by
   side (``benchmarks/gpu_cifar10_study.sh``; ``benchmarks/results/cifar10_deciding_h200``); on this
   2-core CPU the tuning of STAM and BC took 57 minutes (``--algos stam,bc --no-paper``), with BR
   (``--algos stam,bc,br``, resumed) ``benchmarks/results/cifar10_deciding_cpu``.
@@ -59,9 +59,11 @@ BUDGETS = {
                  "bn_augment": False},
 }
 #: ``deciding`` under the evaluation rule of 2026-11-29 (:data:`stam.dnn.catalog.BN_AUGMENT`: BatchNorm's images
-#: cropped and flipped once, as the training sees them); the two budgets above keep the unaugmented rule their
-#: committed job stores were measured under (``--bn-unaugmented``), so that those stores resume
-BUDGETS["deciding-augmented"] = {**BUDGETS["deciding"], "bn_augment": True}
+#: cropped and flipped once, as the training sees them) and at 45 epochs, where tuned Float reaches the issue's 80%:
+#: its 30-epoch setting reached 79.4% at 30 epochs and 79.9% at 45 (80.0% its best epoch; one seed,
+#: ``benchmarks/results/float45_cpu``).  The two budgets above keep the unaugmented rule their committed job stores
+#: were measured under (``--bn-unaugmented``), so that those stores resume.
+BUDGETS["deciding-augmented"] = {**BUDGETS["deciding"], "epochs": 45, "bn_augment": True}
 PARTS = ("tune", "map", "transfer")
 #: the lines of the lyapunov region drawn on the map (``stam map --region``)
 REGION = Path(__file__).resolve().parent / "results" / "lyapunov_region.json"
