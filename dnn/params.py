@@ -93,7 +93,7 @@ def bn_images_int(text: str) -> int:
 def bn_images_arg(default: int | None = BN_IMAGES, job: bool = False):
     """``--bn-images N``: the evaluation protocol of every accuracy (:data:`stam.dnn.catalog.BN_IMAGES`)."""
     return arg("--bn-images", type=bn_images_int, default=default, metavar="N", job=job,
-               help=f"evaluate every network with BatchNorm statistics re-estimated for its own weights on N fixed, "
+               help=f"evaluate every network with BatchNorm statistics re-estimated for its own weights on N fixed "
                f"training images (default {BN_IMAGES}; cropped and flipped once on CIFAR, see --bn-unaugmented; at most {BN_MAX_SHARE:.0%}% of the training set, "
                "so digits uses 647 of its 1,294: the whole set would cost 17%% of an epoch, half of it 9%% and moves an "
                "accuracy by 0.2 points on average; 0 = the statistics as trained, which describe the training's forward "
