@@ -30,9 +30,9 @@ y-step eq. (algy) with H = 0; the others: ``lr``).
 
 Evaluation measures exactly the network it names (:func:`reestimate_bn`): before the accuracy
 of any weights is taken (binary or float, every algorithm alike), BatchNorm's statistics are
-re-estimated for those weights on a fixed, seeded subset of ``bn_images`` training images, as the
-training sees them (``bn_augment``: cropped and flipped once on CIFAR; :func:`stam.dnn.data.bn_images`), (train-mode forward passes, cumulative averages, no gradient, never a validation or test
-image), and the training's own running statistics are put back afterwards, so training, its
+re-estimated for those weights on a fixed, seeded subset of ``bn_images`` training images as the
+training sees them (on CIFAR cropped and flipped once, ``bn_augment``: :func:`stam.dnn.data.bn_images`;
+train-mode forward passes, cumulative averages, no gradient, never a validation or test image), and the training's own running statistics are put back afterwards, so training, its
 checkpoints and an exact resume never see them.  The running statistics of a training describe
 its forward weights (STAM's W, PSGD's U, BR's relaxed weights), not the binary network it
 reports; ``bn_images = 0`` evaluates with them (labelled "as trained"), the number that a
