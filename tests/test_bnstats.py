@@ -35,6 +35,18 @@ def _trained(task, cfgs, epochs=2, **kw):
     return tr
 
 
+def _fed(tr):
+    """Every image the re-estimation for the binary weights feeds ``tr``'s network, flattened, in order."""
+    got = []
+    hook = tr.net.wide.body.register_forward_pre_hook(lambda m, args: got.append(args[0].detach().clone()))
+    try:
+        with tr.statistics("binary"):
+            pass
+    finally:
+        hook.remove()
+    return torch.cat([g.flatten(1) for g in got])
+
+
 def _buffers(tr):
     return [b.clone() for m in bnstats.batchnorms(tr.net.wide) for b in m.buffers()]
 
@@ -139,14 +151,7 @@ def test_no_validation_or_test_image_is_read(task):
     fixed subset, in order, unaugmented; none is a validation or a test image."""
     tr = _trained(task, [_cfg("psgd")], epochs=1)
     data = task.data
-    fed = []
-    hook = tr.net.wide.body.register_forward_pre_hook(lambda m, args: fed.append(args[0].detach().clone()))
-    try:
-        with tr.statistics("binary"):
-            pass
-    finally:
-        hook.remove()
-    got = torch.cat([f.flatten(1) for f in fed])
+    got = _fed(tr)
     idx = bnstats.bn_subset(len(data.train_x), tr.bn_images)
     assert len(got) == len(idx) == catalog.bn_images_used(catalog.BN_IMAGES, len(data.train_x)) == 647
     want = data.normalise(data.train_x[idx]).flatten(1)
@@ -326,25 +331,14 @@ def test_the_trainer_feeds_the_augmented_subset_on_cifar_and_the_plain_one_when_
     assert catalog.BN_AUGMENT is True
     cfg = batched.Config(presets.resolve(None, "psgd", "cifar10", {"lr": 0.05}, "auto", 1), 0)
     task = batched.Task(cifar, "vgg11", 0.0625)
-
-    def fed(tr):
-        got = []
-        hook = tr.net.wide.body.register_forward_pre_hook(lambda m, args: got.append(args[0].detach().clone()))
-        try:
-            with tr.statistics("binary"):
-                pass
-        finally:
-            hook.remove()
-        return torch.cat([g.flatten(1) for g in got])
-
     seen = batched.Trainer([cfg], task, 16, epochs=1, compile=False)
     assert seen.bn_augment is True
-    first = fed(seen)
+    first = _fed(seen)
     want = cifar.normalise(data_mod.bn_images(cifar, catalog.BN_IMAGES, True)).flatten(1)
-    assert torch.equal(first, want) and torch.equal(fed(seen), first)
+    assert torch.equal(first, want) and torch.equal(_fed(seen), first)
     plain = batched.Trainer([cfg], task, 16, epochs=1, compile=False, bn_augment=False)
     assert plain.bn_augment is False
-    assert torch.equal(fed(plain), cifar.normalise(data_mod.bn_images(cifar, catalog.BN_IMAGES, False)).flatten(1))
+    assert torch.equal(_fed(plain), cifar.normalise(data_mod.bn_images(cifar, catalog.BN_IMAGES, False)).flatten(1))
     digits = batched.Trainer([_cfg("psgd")], batched.digits_task(val_fraction=0.1), 64, epochs=1, compile=False)
     assert digits.bn_augment is False
 
