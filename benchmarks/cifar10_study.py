@@ -26,7 +26,8 @@ resumable: run it again after an interruption and finished jobs are read back fr
     stam tune --dataset cifar10 ... --model M --transfer OUT/tune/tune-cifar10.json --n-seeds S --no-paper --out OUT/transfer-M
 
 then writes ``OUT/study.json`` (the budget; ``sittings``, one entry per part run, with its wall
-seconds, algorithms and end time, kept across resumed runs; ``seconds``, their sum per part) and, with ``--results``,
+seconds, algorithms and end time, kept across resumed runs, a sitting stopped by Ctrl-C or ``kill``
+recorded too, with a note; ``seconds``, their sum per part) and, with ``--results``,
 copies the results (JSON, Markdown, CSV, PNG) there.  ``--dry-run`` prints the commands and runs
 nothing.  Default data: the JPEG copy of CIFAR-10 in ``../shared/data`` (every result records which
 copy it read: ``data_source``).
@@ -40,6 +41,7 @@ import argparse
 import json
 import shlex
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -110,6 +112,44 @@ def run(argv: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def _terminated(signum, frame):
+    """SIGTERM (``kill``, ``pkill``) as Ctrl-C: the sitting so far is recorded before the study stops."""
+    raise KeyboardInterrupt
+
+
+def _stored(out: Path) -> int:
+    """How many jobs the study's job stores hold (``OUT/*/jobs``)."""
+    return sum(1 for _ in out.glob("*/jobs/*.json"))
+
+
+def _sitting(part: str, argvs: list, done: Path, recorded, args) -> SystemExit | None:
+    """Run one part's commands and append its sitting to ``done`` (study.json): its wall seconds,
+    algorithms and end.  A sitting stopped by hand (Ctrl-C, SIGTERM), or by a command that failed after
+    it stored jobs, is recorded too, with a note; then the stop is returned, for the study to end with
+    its status."""
+    out = done.parent
+    before, t0, took, stopped = _stored(out), time.perf_counter(), 0.0, None
+    try:
+        for a in argvs:
+            took += run(a)
+    except KeyboardInterrupt:  # stopped by hand: the jobs that ended are in the job store
+        stopped = SystemExit(130)
+    except SystemExit as exc:  # a command refused or failed (it said why)
+        stopped = exc
+    if stopped is not None:
+        took = time.perf_counter() - t0
+    sitting = {"part": part, "seconds": took, "algos": args.algos or "all",
+               "paper_rows": not args.no_paper, "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if stopped is not None:
+        if stopped.code != 130 and _stored(out) == before:
+            raise stopped  # it stored nothing (a refused command): no sitting to record
+        sitting["note"] = ("interrupted (SIGINT or SIGTERM); the jobs that had ended are in the job store"
+                           if stopped.code == 130 else f"stopped: a command exited with status {stopped.code}")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(done, {"sittings": [*recorded(), sitting]})
+    return stopped
+
+
 def main(argv=None) -> dict | None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", choices=tuple(BUDGETS), default="committed", help="the protocol (default committed)")
@@ -155,12 +195,13 @@ def main(argv=None) -> dict | None:
 
     recorded()  # a study.json that cannot be read is refused before any part runs
 
-    for part, argvs in cmds.items():
-        took = sum(run(a) for a in argvs)
-        out.mkdir(parents=True, exist_ok=True)
-        sitting = {"part": part, "seconds": took, "algos": args.algos or "all", "paper_rows": not args.no_paper,
-                   "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        atomic_write_json(done, {"sittings": [*recorded(), sitting]})
+    previous, stopped = signal.signal(signal.SIGTERM, _terminated), None  # `kill` records the sitting as Ctrl-C does
+    try:
+        for part, argvs in cmds.items():
+            if (stopped := _sitting(part, argvs, done, recorded, args)) is not None:
+                break
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     sittings = recorded()
     seconds: dict[str, float] = {}
     for s in sittings:  # an interrupted sitting whose time was not recorded has seconds None
@@ -171,6 +212,8 @@ def main(argv=None) -> dict | None:
                "algos": args.algos or "all", "paper_rows": not args.no_paper,
                "commands": {p: [shlex.join(a) for a in argvs] for p, argvs in cmds.items()}}
     atomic_write_json(done, summary)
+    if stopped is not None:  # the sittings so far are recorded: the study ends with the command's status
+        raise stopped
     if args.results:
         dest = Path(args.results)
         dest.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,11 @@
 arithmetic is right.  Timings themselves are never asserted here (they belong to the JSON the
 scripts write)."""
 
-import math
 import importlib.util
 import json
+import math
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -568,6 +570,39 @@ def test_cifar10_study_keeps_every_sitting_and_sums_a_parts_time(tmp_path, monke
     assert [(s["seconds"], s.get("algos"), s.get("paper_rows")) for s in summary["sittings"]] == [
         (100.0, None, None), (7.0, "stam,bc", False), (30.0, "br", True)]
     assert json.loads((out / "study.json").read_text())["sittings"] == summary["sittings"]
+
+
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c", "failed"])
+def test_cifar10_study_records_a_stopped_sitting_and_ends_with_its_status(tmp_path, monkeypatch, capsys, how):
+    """A sitting stopped by ``kill`` (SIGTERM), by Ctrl-C, or by a command that failed after it stored
+    jobs is recorded with its seconds and a note (item 8: the time of every part is known without
+    hand edits); the study then ends with that status, the summary written, SIGTERM's handler restored."""
+    import signal
+
+    bench = _load("cifar10_study")
+    out = tmp_path / "s"
+
+    def run(argv):
+        jobs = out / "tune" / "jobs"
+        jobs.mkdir(parents=True, exist_ok=True)
+        (jobs / "k.json").write_text("{}")  # a job that ended before the stop
+        if how == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler interrupts this
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        raise SystemExit(1)
+
+    monkeypatch.setattr(bench, "run", run)
+    handler = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--budget", "deciding", "--out", str(out), "--parts", "tune,map"])
+    capsys.readouterr()
+    assert e.value.code == (1 if how == "failed" else 130) and signal.getsignal(signal.SIGTERM) == handler
+    study = json.loads((out / "study.json").read_text())
+    [sitting] = study["sittings"]  # the map never started
+    assert sitting["part"] == "tune" and 0 <= sitting["seconds"] < 5 and study["seconds"] == {"tune": sitting["seconds"]}
+    assert ("interrupted" in sitting["note"]) == (how != "failed") and study["budget_name"] == "deciding"
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"sittings": [{"part": "nope", "seconds": 1}]}', '{"seconds": [1, 2]}'])
