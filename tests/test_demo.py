@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
 from stam.cli import main
 from stam.figures import demo as D
 from stam.figures.report import SECTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Ids(HTMLParser):
@@ -52,6 +55,9 @@ def test_quick_demo_end_to_end(quick_demo):
     conclusion = next(line for line in lines if line.startswith("Conclusion"))
     assert conclusion.startswith("Conclusion (--quick, smoke-test budgets): The theory certifies STAM up to gamma*lambda = ")
     assert "the two regions do not meet" in conclusion and "points" in conclusion and record["conclusion"] == conclusion
+    # digits is what it ran; CIFAR-10's answer is named where it lives (the demo trains no CIFAR), and those files exist
+    assert "on digits" in conclusion and conclusion.endswith(" " + D.Demo.CIFAR_NOTE)
+    assert all((ROOT / f).is_file() for f in re.findall(r"[\w/]+\.(?:md|py)", D.Demo.CIFAR_NOTE)) and "practice.md" in D.Demo.CIFAR_NOTE
     assert lines.index(conclusion) < lines.index(next(line for line in lines if line.startswith("Report:")))
     marked = [line for line in lines if line.startswith("  ")]
     assert len(marked) == 6 and all(len(m) <= 162 for m in marked)  # one short line each; in full in demo.json
