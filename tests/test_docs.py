@@ -589,3 +589,27 @@ def test_the_readme_table_is_the_committed_result(row, result, algos):
     column = {"stam": 1, "bc": 2, "br": 3, "psgd": 4, "float": 5}
     for algo in algos:
         assert cells[column[algo]] == written[algo], (row, algo)
+
+
+def test_the_practice_finals_are_the_committed_result():
+    """docs/practice.md's table of the 45-epoch finals and its paired differences STAM - BC and
+    STAM - BR are the committed ``tune-cifar10.json`` they describe (written by hand there, beside the
+    tool's own ``tune-cifar10.md``; this keeps them from drifting apart)."""
+    import json
+
+    from stam.dnn.tunestats import paired_differences, paired_text
+    from stam.dnn.tunetext import table
+
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    section = page.split("#### The finals under the toolkit's rule, 45 epochs", 1)[1].split("\n#", 1)[0]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| test accuracy |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    result = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json").read_text(encoding="utf-8"))
+    _, header, rows = table(result)
+    mean, interval = header.index("test acc. mean \u00b1 std"), header.index("95% interval")
+    tuned = rows[: len(result["algorithms"])]
+    assert [a["algo"] for a in result["algorithms"]] == ["stam", "bc", "br", "psgd", "float"]
+    assert cells == [f"{r[mean]} {r[interval]}" for r in tuned]
+    flat = " ".join(section.split())
+    for d in paired_differences(result):
+        assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
