@@ -212,27 +212,36 @@ def summarise(values: list[float], bounds: tuple[float, float] = (0.0, 100.0)) -
 PAIRED = (("stam", "bc"), ("stam", "br"))
 
 
-def paired_differences(result: dict) -> list[dict]:
+def _paired(a: str, fa: dict, b: str, fb: dict, **extra) -> dict:
+    """The differences ``a - b`` of two finals' test accuracies, matched by seed, and their summary."""
+    acc_a = dict(zip(fa.get("seeds") or [], fa.get("test_acc") or []))
+    diffs = [acc_a[s] - y for s, y in zip(fb.get("seeds") or [], fb.get("test_acc") or [])
+             if acc_a.get(s) is not None and y is not None]
+    return {"a": a, "b": b, "seeds": len(diffs), **extra, **summarise(diffs, bounds=(-100.0, 100.0))}
+
+
+def paired_differences(result: dict, paper: bool = False) -> list[dict]:
     """Per pair ``(a, b)`` of :data:`PAIRED` with both tuned: the differences ``a - b`` of the test
     accuracies (points) of their fresh-seed runs, matched by seed (every algorithm's finals run on
     the same seeds, so the same initial draws of the data order and the augmentation), and their
-    :func:`summarise` (mean, std, the 95% t-interval of the mean difference); ``seeds``, the pairs."""
+    :func:`summarise` (mean, std, the 95% t-interval of the mean difference); ``seeds``, the pairs.
+    With ``paper``, then the same pairs among the paper's settings (not tuned; the paper's own
+    protocol, e.g. Our3 against BC's setting of Table para), each with ``labels`` (the rows' labels)
+    and ``paper`` True."""
     finals = {a["algo"]: a.get("final") or {} for a in result.get("algorithms") or []}
-    out = []
-    for a, b in PAIRED:
-        fa, fb = finals.get(a), finals.get(b)
-        if not fa or not fb:
-            continue
-        acc_a = dict(zip(fa.get("seeds") or [], fa.get("test_acc") or []))
-        diffs = [acc_a[s] - y for s, y in zip(fb.get("seeds") or [], fb.get("test_acc") or [])
-                 if acc_a.get(s) is not None and y is not None]
-        out.append({"a": a, "b": b, "seeds": len(diffs), **summarise(diffs, bounds=(-100.0, 100.0))})
+    out = [_paired(a, finals[a], b, finals[b]) for a, b in PAIRED if finals.get(a) and finals.get(b)]
+    if paper:
+        rows = [r for r in result.get("paper_rows") or [] if r.get("final")]
+        out += [_paired(a, ra["final"], b, rb["final"], labels=(ra["label"], rb["label"]), paper=True)
+                for a, b in PAIRED for ra in rows if ra["algo"] == a for rb in rows if rb["algo"] == b]
     return out
 
 
 def paired_text(d: dict) -> str:
-    """One difference of :func:`paired_differences`, e.g. ``STAM - BC -32.5 [-34.2, -30.8]``."""
-    name = f"{algorithm(d['a']).label} \u2212 {algorithm(d['b']).label}"
+    """One difference of :func:`paired_differences`, e.g. ``STAM - BC -32.5 [-34.2, -30.8]``
+    (a pair of paper rows: ``Our3 - BC, paper settings, +4.2 [-0.9, +9.4]``)."""
+    la, lb = d.get("labels") or (algorithm(d["a"]).label, algorithm(d["b"]).label)
+    name = f"{la} \u2212 {lb}" + (", paper settings," if d.get("paper") else "")
     if d["mean"] is None:
         return f"{name} -"
     iv = f" [{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]" if d.get("ci95") else ""
@@ -240,9 +249,10 @@ def paired_text(d: dict) -> str:
 
 
 def paired_lines(result: dict) -> list[str]:
-    """The lines under a tuning's table: each paired difference with its spread and interval."""
+    """The lines under a tuning's table: each paired difference with its spread and interval, the
+    tuned pairs first, then the same pairs among the paper's settings (not tuned)."""
     lines = []
-    for d in paired_differences(result):
+    for d in paired_differences(result, paper=True):
         spread = f", std {d['std']:.1f}" if d.get("std") is not None else ""
         what = "mean and 95% interval" if d.get("ci95") else "mean"
         why = "" if d.get("ci95") else "; no interval from fewer than 3 distinct values"

@@ -475,6 +475,27 @@ def test_paired_differences_appear_under_the_table_and_in_the_headline():
     assert "+2.3 [" in tune.paired_text(d[0])
 
 
+def test_the_paper_rows_are_paired_too_after_the_tuned_pairs():
+    """The paper's own protocol answers its question too: each STAM paper row (Our1-3) against BC's and
+    BR's paper rows, matched by seed, under the tuned pairs (the headline keeps the tuned pairs)."""
+    fin = lambda accs, seeds=(1000, 1001, 1002): {"seeds": list(seeds), "test_acc": accs, "diverged": 0, **tune.summarise(accs)}  # noqa: E731
+    result = {"params": {"epochs": 30, "trials": 16, "seeds": 3, "batch_size": 128}, "dataset": "cifar10",
+              "model": "vgg11", "width": 0.125,
+              "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
+                             {"algo": "bc", "label": "BC", "trials": [], "final": fin([49.0, 50.0, 51.0])}],
+              "paper_rows": [{"algo": "stam", "preset": "our3", "label": "Our3", "final": fin([40.0, 41.0, 45.0])},
+                             {"algo": "bc", "preset": "bc", "label": "BC", "final": fin([36.0, 30.0, 38.0], (1002, 1001, 1000))},
+                             {"algo": "psgd", "preset": "psgd", "label": "PSGD", "final": fin([10.0, 11.0, 12.0])}]}
+    assert tune.paired_differences(result) == tune.paired_differences(result, paper=True)[:1]
+    d = tune.paired_differences(result, paper=True)
+    assert [(x["a"], x["b"], x.get("paper", False)) for x in d] == [("stam", "bc", False), ("stam", "bc", True)]
+    assert d[1]["mean"] == pytest.approx(((40 - 38) + (41 - 30) + (45 - 36)) / 3)  # by seed, not by position
+    assert tune.paired_text(d[1]).startswith("Our3 \u2212 BC, paper settings, +7.3 [")
+    lines = tune.format_table(result).splitlines()
+    assert lines[-2:] == tune.paired_lines(result) and lines[-1].startswith("Paired difference Our3")
+    assert "Our3" not in tune.headline(result)
+
+
 def test_a_budget_too_small_says_so_in_its_own_line():
     assert tune.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
     note = tune.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
