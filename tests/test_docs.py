@@ -567,6 +567,16 @@ def _readme_row(start: str) -> list[str]:
     return [c.strip() for c in line.strip("|").split("|")]
 
 
+def _tuned_cells(result: dict) -> dict[str, str]:
+    """Each tuned algorithm's ``mean ± std [95% interval]`` cell, as the tune table's own writer
+    (:func:`stam.dnn.tunetext.table`) gives it."""
+    from stam.dnn.tunetext import table
+
+    _, header, rows = table(result)
+    mean, interval = header.index("test acc. mean \u00b1 std"), header.index("95% interval")
+    return {a["algo"]: f"{r[mean]} {r[interval]}" for a, r in zip(result["algorithms"], rows)}
+
+
 @pytest.mark.parametrize(
     "row, result, algos",
     [
@@ -579,13 +589,8 @@ def test_the_readme_table_is_the_committed_result(row, result, algos):
     [95% interval] of the fresh seeds' test accuracy), so that a re-run cannot leave them behind."""
     import json
 
-    from stam.dnn.tunetext import table
-
     cells = _readme_row(row)
-    result = json.loads((ROOT / result).read_text(encoding="utf-8"))
-    _, header, rows = table(result)  # the tune table's own writer: its test-accuracy and interval cells
-    mean, interval = header.index("test acc. mean \u00b1 std"), header.index("95% interval")
-    written = {a["algo"]: f"{r[mean]} {r[interval]}" for a, r in zip(result["algorithms"], rows)}
+    written = _tuned_cells(json.loads((ROOT / result).read_text(encoding="utf-8")))
     column = {"stam": 1, "bc": 2, "br": 3, "psgd": 4, "float": 5}
     for algo in algos:
         assert cells[column[algo]] == written[algo], (row, algo)
@@ -598,18 +603,14 @@ def test_the_practice_finals_are_the_committed_result():
     import json
 
     from stam.dnn.tunestats import paired_differences, paired_text
-    from stam.dnn.tunetext import table
 
     page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
     section = page.split("#### The finals under the toolkit's rule, 45 epochs", 1)[1].split("\n#", 1)[0]
     row = next(ln for ln in section.splitlines() if ln.startswith("| test accuracy |"))
     cells = [c.strip() for c in row.strip("|").split("|")][1:]
     result = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json").read_text(encoding="utf-8"))
-    _, header, rows = table(result)
-    mean, interval = header.index("test acc. mean \u00b1 std"), header.index("95% interval")
-    tuned = rows[: len(result["algorithms"])]
-    assert [a["algo"] for a in result["algorithms"]] == ["stam", "bc", "br", "psgd", "float"]
-    assert cells == [f"{r[mean]} {r[interval]}" for r in tuned]
+    written = _tuned_cells(result)
+    assert cells == [written[a] for a in ("stam", "bc", "br", "psgd", "float")]
     flat = " ".join(section.split())
     for d in paired_differences(result):
         assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
