@@ -596,6 +596,53 @@ def test_the_readme_table_is_the_committed_result(row, result, algos):
         assert cells[column[algo]] == written[algo], (row, algo)
 
 
+@pytest.mark.parametrize(
+    "row, result",
+    [
+        ("digits, paper setting", "benchmarks/results/tune_digits_default_2cores.json"),
+        ("the same, paper setting", "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json"),
+    ],
+)
+def test_the_readme_paper_rows_are_the_committed_result(row, result):
+    """The README's paper-setting rows are the paper rows of the committed result they sit under:
+    Our1-3 by their means in STAM's column, the others' ``mean ± std``, as the tune table writes them."""
+    import json
+
+    from stam.dnn.tunetext import table
+
+    cells = _readme_row(row)
+    _, header, rows = table(json.loads((ROOT / result).read_text(encoding="utf-8")))
+    mean = header.index("test acc. mean \u00b1 std")
+    paper = {r[0]: r[mean] for r in rows if r[1] == "paper setting (not tuned)"}
+    assert set(paper) == {"Our1", "Our2", "Our3", "BC", "BR", "PSGD", "Float"}, sorted(paper)
+    assert cells[1] == ", ".join(f"Our{i} {paper[f'Our{i}'].split(' ')[0]}" for i in (1, 2, 3))
+    assert cells[2:6] == [paper[a] for a in ("BC", "BR", "PSGD", "Float")]
+
+
+def test_the_paper_pairs_in_the_readme_and_practice_are_the_committed_result():
+    """The paired differences among the paper's settings that the README quotes (Our2 and Our3
+    against BC's) and that docs/practice.md lists (all six) are the committed CIFAR-10
+    ``tune-cifar10.json``'s, as ``stam tune`` writes them under its table."""
+    import json
+
+    from stam.dnn.tunestats import paired_differences, paired_text
+
+    result = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json").read_text(encoding="utf-8"))
+    pairs = [d for d in paired_differences(result, paper=True) if d.get("paper")]
+    assert len(pairs) == 6, [paired_text(d) for d in pairs]
+    flat = lambda text: " ".join(text.replace("\u2212", "-").replace("**", "").split())  # noqa: E731
+    readme = flat((ROOT / "README.md").read_text(encoding="utf-8"))
+    for d in pairs:
+        la, lb = d["labels"]
+        if la in ("Our2", "Our3") and lb == "BC":
+            lo, hi = d["ci95"]
+            assert f"{la} - {lb}'s {d['mean']:+.1f} [{lo:+.1f}, {hi:+.1f}]" in readme, (la, lb)
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    paragraph = flat(page.split("**The paper's rows.**", 1)[1].split("\n\n", 1)[0])
+    for d in pairs:
+        assert flat(paired_text(d)) in paragraph, paired_text(d)
+
+
 def test_the_practice_finals_are_the_committed_result():
     """docs/practice.md's table of the 45-epoch finals and its paired differences STAM - BC and
     STAM - BR are the committed ``tune-cifar10.json`` they describe (written by hand there, beside the
