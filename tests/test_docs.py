@@ -643,6 +643,19 @@ def test_the_paper_pairs_in_the_readme_and_practice_are_the_committed_result():
         assert flat(paired_text(d)) in paragraph, paired_text(d)
 
 
+def test_the_practice_part_times_are_the_study_json():
+    """docs/practice.md's time per part of the CIFAR-10 study is what the committed ``study.json``
+    adds up from its sittings (so that a resumed part's time cannot be left behind)."""
+    import json
+
+    study = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/study.json").read_text(encoding="utf-8"))
+    line = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split())
+    line = line.split("as `study.json` adds its sittings up per part,", 1)[1].split(" before the transfers", 1)[0]
+    assert f"the map took {study['seconds']['map']:,.0f} s" in line
+    tune = [s for s in study["sittings"] if s["part"] == "tune"]
+    assert f"the tuning {study['seconds']['tune']:,.0f} s in {len(tune)} sittings" in line
+
+
 def test_the_practice_finals_are_the_committed_result():
     """docs/practice.md's table of the 45-epoch finals and its paired differences STAM - BC and
     STAM - BR are the committed ``tune-cifar10.json`` they describe (written by hand there, beside the
