@@ -561,6 +561,11 @@ def test_the_demo_time_is_the_recorded_one():
     assert f"{seconds / 60:.0f} minutes on 2 CPU cores" in " ".join(demo.description.split())
 
 
+#: the committed CIFAR-10 study (VGG-11 at width 1/8, 45 epochs) that the README and practice.md quote
+CIFAR_STUDY = "benchmarks/results/cifar10_deciding_augmented_cpu"
+CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
+
+
 def _readme_row(start: str) -> list[str]:
     """The cells of the README table row that starts with ``| start``."""
     line = next(ln for ln in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if ln.startswith(f"| {start}"))
@@ -581,7 +586,7 @@ def _tuned_cells(result: dict) -> dict[str, str]:
     "row, result, algos",
     [
         ("digits, tuned", "benchmarks/results/tune_digits_default_2cores.json", ["stam", "bc", "br", "psgd", "float"]),
-        ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json", ["stam", "bc", "br", "psgd", "float"]),
+        ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", CIFAR_TUNE, ["stam", "bc", "br", "psgd", "float"]),
     ],
 )
 def test_the_readme_table_is_the_committed_result(row, result, algos):
@@ -600,7 +605,7 @@ def test_the_readme_table_is_the_committed_result(row, result, algos):
     "row, result",
     [
         ("digits, paper setting", "benchmarks/results/tune_digits_default_2cores.json"),
-        ("the same, paper setting", "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json"),
+        ("the same, paper setting", CIFAR_TUNE),
     ],
 )
 def test_the_readme_paper_rows_are_the_committed_result(row, result):
@@ -627,7 +632,7 @@ def test_the_paper_pairs_in_the_readme_and_practice_are_the_committed_result():
 
     from stam.dnn.tunestats import paired_differences, paired_text
 
-    result = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json").read_text(encoding="utf-8"))
+    result = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
     pairs = [d for d in paired_differences(result, paper=True) if d.get("paper")]
     assert len(pairs) == 6, [paired_text(d) for d in pairs]
     flat = lambda text: " ".join(text.replace("\u2212", "-").replace("**", "").split())  # noqa: E731
@@ -648,7 +653,7 @@ def test_the_practice_part_times_are_the_study_json():
     adds up from its sittings (so that a resumed part's time cannot be left behind)."""
     import json
 
-    study = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/study.json").read_text(encoding="utf-8"))
+    study = json.loads((ROOT / CIFAR_STUDY / "study.json").read_text(encoding="utf-8"))
     line = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split())
     line = line.split("as `study.json` adds its sittings up per part,", 1)[1].split(" before the transfers", 1)[0]
     assert f"the map took {study['seconds']['map']:,.0f} s" in line
@@ -668,7 +673,7 @@ def test_the_practice_finals_are_the_committed_result():
     section = page.split("#### The finals under the toolkit's rule, 45 epochs", 1)[1].split("\n#", 1)[0]
     row = next(ln for ln in section.splitlines() if ln.startswith("| test accuracy |"))
     cells = [c.strip() for c in row.strip("|").split("|")][1:]
-    result = json.loads((ROOT / "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json").read_text(encoding="utf-8"))
+    result = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
     written = _tuned_cells(result)
     assert cells == [written[a] for a in ("stam", "bc", "br", "psgd", "float")]
     flat = " ".join(section.split())
