@@ -679,3 +679,42 @@ def test_the_practice_finals_are_the_committed_result():
     flat = " ".join(section.split())
     for d in paired_differences(result):
         assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
+
+
+def test_the_practice_transfer_paragraph_is_the_committed_job_store():
+    """docs/practice.md's paragraph on the transfers still running (written by hand between sittings,
+    before ``stam tune --transfer`` writes its result) quotes every finished run of each committed
+    ``transfer-<model>/jobs`` store: its count, each algorithm's accuracies by seed with mean ± std,
+    and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
+    import json
+
+    from stam.dnn.tunestats import PAIRED, _paired, paired_text, summarise
+    from stam.dnn.tunetext import label
+
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    paragraph = page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0]
+    paragraph = " ".join(paragraph.replace("\u2212", "-").split())
+    stores = sorted((ROOT / CIFAR_STUDY).glob("transfer-*/jobs"))
+    assert stores, "no transfer job store committed"
+    for store in stores:
+        runs: dict[str, dict[int, float]] = {}
+        for f in sorted(store.glob("*.json")):
+            job = json.loads(f.read_text(encoding="utf-8"))
+            for seed, row in zip(job["spec"]["seeds"], job["result"]["rows"]):
+                runs.setdefault(job["spec"]["algo"], {})[seed] = row["test_acc"]
+        done = sum(len(v) for v in runs.values())
+        model = store.parent.name.removeprefix("transfer-")
+        names = {"vgg16": "VGG-16", "resnet18": "ResNet-18"}
+        assert f"{done} of {names[model]}'s 15 runs" in paragraph, (model, done)
+        finals = {}
+        for algo, by_seed in runs.items():
+            seeds = sorted(by_seed)
+            finals[algo] = {"seeds": seeds, "test_acc": [by_seed[s] for s in seeds]}
+            s = summarise(finals[algo]["test_acc"])
+            spread = f" ({s['mean']:.1f} \u00b1 {s['std']:.1f})" if s["std"] is not None else ""
+            quoted = f"{label(algo)} {', '.join(f'{by_seed[k]:.1f}' for k in seeds)}{spread}"
+            assert quoted in paragraph, quoted
+        for a, b in PAIRED:
+            if a in finals and b in finals:
+                text = paired_text(_paired(a, finals[a], b, finals[b])).replace("\u2212", "-")
+                assert text in paragraph, text
