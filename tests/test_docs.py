@@ -564,6 +564,8 @@ def test_the_demo_time_is_the_recorded_one():
 #: the committed CIFAR-10 study (VGG-11 at width 1/8, 45 epochs) that the README and practice.md quote
 CIFAR_STUDY = "benchmarks/results/cifar10_deciding_augmented_cpu"
 CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
+#: its VGG-11 settings transferred to VGG-16 (``stam tune --transfer``), which the README and practice.md quote
+CIFAR_TRANSFER_VGG16 = f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json"
 
 
 def _readme_row(start: str) -> list[str]:
@@ -587,6 +589,7 @@ def _tuned_cells(result: dict) -> dict[str, str]:
     [
         ("digits, tuned", "benchmarks/results/tune_digits_default_2cores.json", ["stam", "bc", "br", "psgd", "float"]),
         ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", CIFAR_TUNE, ["stam", "bc", "br", "psgd", "float"]),
+        ("VGG-16 at width 1/8", CIFAR_TRANSFER_VGG16, ["stam", "bc", "br", "psgd", "float"]),
     ],
 )
 def test_the_readme_table_is_the_committed_result(row, result, algos):
@@ -718,3 +721,23 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
             if a in finals and b in finals:
                 text = paired_text(_paired(a, finals[a], b, finals[b])).replace("\u2212", "-")
                 assert text in paragraph, text
+
+
+def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result():
+    """The paired STAM - BC and STAM - BR of VGG-11's settings transferred to VGG-16 that the README
+    and docs/practice.md quote are the committed transfer result's, as ``stam tune`` writes them."""
+    import json
+
+    from stam.dnn.tunestats import paired_differences, paired_text
+
+    result = json.loads((ROOT / CIFAR_TRANSFER_VGG16).read_text(encoding="utf-8"))
+    assert result["transfer"]["model"] == "vgg11" and result["params"]["seeds"] == 3
+    pairs = paired_differences(result)
+    assert [(d["a"], d["b"]) for d in pairs] == [("stam", "bc"), ("stam", "br")]
+    flat = lambda text: " ".join(text.replace("\u2212", "-").split())  # noqa: E731
+    readme = flat((ROOT / "README.md").read_text(encoding="utf-8"))
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    paragraph = flat(page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0])
+    for d in pairs:
+        assert flat(paired_text(d)) in readme, paired_text(d)
+        assert flat(paired_text(d)) in paragraph, paired_text(d)
