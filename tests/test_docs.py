@@ -691,6 +691,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
     import json
 
+    from stam.dnn.catalog import MODELS
     from stam.dnn.tunestats import PAIRED, _paired, paired_text, summarise
     from stam.dnn.tunetext import label
 
@@ -707,8 +708,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
                 runs.setdefault(job["spec"]["algo"], {})[seed] = row["test_acc"]
         done = sum(len(v) for v in runs.values())
         model = store.parent.name.removeprefix("transfer-")
-        names = {"vgg16": "VGG-16", "resnet18": "ResNet-18"}
-        assert f"{done} of {names[model]}'s 15 runs" in paragraph, (model, done)
+        assert f"{done} of {MODELS[model]}'s 15 runs" in paragraph, (model, done)
         finals = {}
         for algo, by_seed in runs.items():
             seeds = sorted(by_seed)
