@@ -689,6 +689,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     before ``stam tune --transfer`` writes its result) quotes every finished run of each committed
     ``transfer-<model>/jobs`` store: its count, each algorithm's accuracies by seed with mean ± std,
     and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
+    import importlib.util
     import json
 
     from stam.dnn.catalog import MODELS
@@ -700,6 +701,12 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     paragraph = " ".join(paragraph.replace("\u2212", "-").split())
     stores = sorted((ROOT / CIFAR_STUDY).glob("transfer-*/jobs"))
     assert stores, "no transfer job store committed"
+    # a model's runs: the VGG-11 tuning's algorithms, each on the study budget's transfer seeds
+    spec = importlib.util.spec_from_file_location("bench_cifar10_study", ROOT / "benchmarks/cifar10_study.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    tuned = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
+    planned = len(tuned["params"]["algos"]) * bench.BUDGETS["deciding-augmented"]["transfer_seeds"]
     for store in stores:
         runs: dict[str, dict[int, float]] = {}
         for f in sorted(store.glob("*.json")):
@@ -708,7 +715,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
                 runs.setdefault(job["spec"]["algo"], {})[seed] = row["test_acc"]
         done = sum(len(v) for v in runs.values())
         model = store.parent.name.removeprefix("transfer-")
-        assert f"{done} of {MODELS[model]}'s 15 runs" in paragraph, (model, done)
+        assert f"{done} of {MODELS[model]}'s {planned} runs" in paragraph, (model, done, planned)
         finals = {}
         for algo, by_seed in runs.items():
             seeds = sorted(by_seed)
