@@ -684,6 +684,13 @@ def test_the_practice_finals_are_the_committed_result():
         assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
 
 
+def _transfer_paragraph() -> str:
+    """docs/practice.md's paragraph on the transfers, on one line, minus signs as hyphens."""
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    paragraph = page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0]
+    return " ".join(paragraph.replace("\u2212", "-").split())
+
+
 def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     """docs/practice.md's paragraph on the transfers still running (written by hand between sittings,
     before ``stam tune --transfer`` writes its result) quotes every finished run of each committed
@@ -696,9 +703,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     from stam.dnn.tunestats import PAIRED, _paired, paired_text, summarise
     from stam.dnn.tunetext import label
 
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraph = page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0]
-    paragraph = " ".join(paragraph.replace("\u2212", "-").split())
+    paragraph = _transfer_paragraph()
     stores = sorted((ROOT / CIFAR_STUDY).glob("transfer-*/jobs"))
     assert stores, "no transfer job store committed"
     # a model's runs: the VGG-11 tuning's algorithms, each on the study budget's transfer seeds
@@ -743,8 +748,7 @@ def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(
     assert [(d["a"], d["b"]) for d in pairs] == [("stam", "bc"), ("stam", "br")]
     flat = lambda text: " ".join(text.replace("\u2212", "-").split())  # noqa: E731
     readme = flat((ROOT / "README.md").read_text(encoding="utf-8"))
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraph = flat(page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0])
+    paragraph = _transfer_paragraph()
     for d in pairs:
         assert flat(paired_text(d)) in readme, paired_text(d)
         assert flat(paired_text(d)) in paragraph, paired_text(d)
