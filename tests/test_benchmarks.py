@@ -2,7 +2,6 @@
 arithmetic is right.  Timings themselves are never asserted here (they belong to the JSON the
 scripts write)."""
 
-import importlib.util
 import json
 import math
 import os
@@ -10,15 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from benchscripts import BENCH, load_benchmark
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_load = load_benchmark
 
 
 def test_dnn_train_speed_runs_the_torch_optim_step(tmp_path, capsys):

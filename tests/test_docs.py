@@ -696,9 +696,9 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     before ``stam tune --transfer`` writes its result) quotes every finished run of each committed
     ``transfer-<model>/jobs`` store: its count, each algorithm's accuracies by seed with mean ± std,
     and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
-    import importlib.util
     import json
 
+    from benchscripts import load_benchmark
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunestats import PAIRED, _paired, paired_text, summarise
     from stam.dnn.tunetext import label
@@ -707,9 +707,7 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
     stores = sorted((ROOT / CIFAR_STUDY).glob("transfer-*/jobs"))
     assert stores, "no transfer job store committed"
     # a model's runs: the VGG-11 tuning's algorithms, each on the study budget's transfer seeds
-    spec = importlib.util.spec_from_file_location("bench_cifar10_study", ROOT / "benchmarks/cifar10_study.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("cifar10_study")
     tuned = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
     planned = len(tuned["params"]["algos"]) * bench.BUDGETS["deciding-augmented"]["transfer_seeds"]
     for store in stores:
