@@ -566,6 +566,7 @@ CIFAR_STUDY = "benchmarks/results/cifar10_deciding_augmented_cpu"
 CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
 #: its VGG-11 settings transferred to VGG-16 (``stam tune --transfer``), which the README and practice.md quote
 CIFAR_TRANSFER_VGG16 = f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json"
+CIFAR_TRANSFER_RESNET18 = f"{CIFAR_STUDY}/transfer-resnet18/tune-cifar10.json"
 
 
 def _readme_row(start: str) -> list[str]:
@@ -590,6 +591,7 @@ def _tuned_cells(result: dict) -> dict[str, str]:
         ("digits, tuned", "benchmarks/results/tune_digits_default_2cores.json", ["stam", "bc", "br", "psgd", "float"]),
         ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", CIFAR_TUNE, ["stam", "bc", "br", "psgd", "float"]),
         ("VGG-16 at width 1/8", CIFAR_TRANSFER_VGG16, ["stam", "bc", "br", "psgd", "float"]),
+        ("ResNet-18 at width 1/8", CIFAR_TRANSFER_RESNET18, ["stam", "bc", "br", "psgd", "float"]),
     ],
 )
 def test_the_readme_table_is_the_committed_result(row, result, algos):
@@ -662,6 +664,10 @@ def test_the_practice_part_times_are_the_study_json():
     assert f"the map took {study['seconds']['map']:,.0f} s" in line
     tune = [s for s in study["sittings"] if s["part"] == "tune"]
     assert f"the tuning {study['seconds']['tune']:,.0f} s in {len(tune)} sittings" in line
+    after = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split()).split(line, 1)[1]
+    transfer = [s for s in study["sittings"] if s["part"] == "transfer"]
+    assert f"the transfers took {study['seconds']['transfer']:,.0f} s in {len(transfer)} sittings" in after
+    assert f"{sum(study['seconds'].values()) / 3600:.1f} hours in all" in after
 
 
 def test_the_practice_finals_are_the_committed_result():
@@ -687,13 +693,13 @@ def test_the_practice_finals_are_the_committed_result():
 def _transfer_paragraph() -> str:
     """docs/practice.md's paragraph on the transfers, on one line, minus signs as hyphens."""
     page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraph = page.split("**The transfers, as far as they have run.**", 1)[1].split("\n\n", 1)[0]
+    paragraph = page.split("**The transfers.**", 1)[1].split("\n\n", 1)[0]
     return " ".join(paragraph.replace("\u2212", "-").split())
 
 
 def test_the_practice_transfer_paragraph_is_the_committed_job_store():
-    """docs/practice.md's paragraph on the transfers still running (written by hand between sittings,
-    before ``stam tune --transfer`` writes its result) quotes every finished run of each committed
+    """docs/practice.md's paragraph on the transfers (written by hand between sittings, before
+    ``stam tune --transfer`` writes its result, and kept after) quotes every finished run of each committed
     ``transfer-<model>/jobs`` store: its count, each algorithm's accuracies by seed with mean ± std,
     and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
     import json
@@ -733,15 +739,18 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
                 assert text in paragraph, text
 
 
-def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result():
-    """The paired STAM - BC and STAM - BR of VGG-11's settings transferred to VGG-16 that the README
-    and docs/practice.md quote are the committed transfer result's, as ``stam tune`` writes them."""
+@pytest.mark.parametrize("committed, model", [(CIFAR_TRANSFER_VGG16, "vgg16"), (CIFAR_TRANSFER_RESNET18, "resnet18")])
+def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(committed, model):
+    """The paired STAM - BC and STAM - BR of VGG-11's settings transferred to VGG-16 and to ResNet-18
+    that the README and docs/practice.md quote are the committed transfer result's, as ``stam tune``
+    writes them."""
     import json
 
     from stam.dnn.tunestats import paired_differences, paired_text
 
-    result = json.loads((ROOT / CIFAR_TRANSFER_VGG16).read_text(encoding="utf-8"))
+    result = json.loads((ROOT / committed).read_text(encoding="utf-8"))
     assert result["transfer"]["model"] == "vgg11" and result["params"]["seeds"] == 3
+    assert result["params"]["model"] == model
     pairs = paired_differences(result)
     assert [(d["a"], d["b"]) for d in pairs] == [("stam", "bc"), ("stam", "br")]
     flat = lambda text: " ".join(text.replace("\u2212", "-").split())  # noqa: E731
