@@ -12,11 +12,8 @@ import pytest
 from benchscripts import BENCH, load_benchmark
 
 
-_load = load_benchmark
-
-
 def test_dnn_train_speed_runs_the_torch_optim_step(tmp_path, capsys):
-    bench = _load("dnn_train_speed")
+    bench = load_benchmark("dnn_train_speed")
     out = tmp_path / "speed.json"
     bench.main(["--models", "cnn", "--repeats", "1", "--step-repeats", "1", "--batch-size", "16", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -31,7 +28,7 @@ def test_dnn_train_speed_runs_the_torch_optim_step(tmp_path, capsys):
 
 
 def test_dnn_batched_cifar_times_both_paths_of_the_one_trainer(tmp_path, capsys):
-    bench = _load("dnn_batched_cifar")
+    bench = load_benchmark("dnn_batched_cifar")
     out = tmp_path / "b.json"
     bench.main(["--R", "2", "--width", "0.0625", "--n-train", "64", "--batch-size", "32", "--repeats", "1", "--algos", "bc",
                 "--out", str(out)])
@@ -51,7 +48,7 @@ def test_dnn_batched_cifar_times_both_paths_of_the_one_trainer(tmp_path, capsys)
 
 def test_synthetic_speed_growth_fit_recovers_an_affine_cost(monkeypatch):
     """With times a + c * size, the fit returns (a, c), zero residual, and slopes that tend to 1."""
-    bench = _load("synthetic_speed")
+    bench = load_benchmark("synthetic_speed")
     a, c = 2e-4, 3e-8
     monkeypatch.setattr(bench, "timed", lambda fn, repeat: {"best": fn()})
     sizes = [10**4, 10**5, 10**6, 10**7]
@@ -64,7 +61,7 @@ def test_synthetic_speed_growth_fit_recovers_an_affine_cost(monkeypatch):
 
 
 def test_synthetic_speed_skips_by_peak_memory_and_growth_uses_the_gather_route():
-    bench = _load("synthetic_speed")
+    bench = load_benchmark("synthetic_speed")
     from stam.synthetic.losses import DENSE_RATIO
 
     assert bench.N_GROWTH > DENSE_RATIO * 8  # b = 8: the dense route is never taken in the n-growth fit
@@ -73,7 +70,7 @@ def test_synthetic_speed_skips_by_peak_memory_and_growth_uses_the_gather_route()
 
 def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, capsys):
     pytest.importorskip("cvxpy")
-    bench = _load("lyapunov_region")
+    bench = load_benchmark("lyapunov_region")
     out = tmp_path / "lyap.json"
     bench.main(["--lams", "1", "--repeat", "1", "--max-N", "2", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -93,7 +90,7 @@ def test_lyapunov_region_bench_reports_the_region_and_its_standard(tmp_path, cap
 
 
 def test_user_problem_bench_compares_the_composed_and_hand_written_binary(tmp_path, capsys):
-    bench = _load("user_problem")
+    bench = load_benchmark("user_problem")
     out = tmp_path / "user.json"
     bench.main(["--n", "20", "--N", "30", "--iter-n", "10", "--iter-N", "40", "--R", "2", "--steps", "2", "--repeat", "1",
                 "--warmup", "2", "--threads", "1", "--out", str(out)])
@@ -112,7 +109,7 @@ def test_imagefolder_load_bench_times_a_first_and_cached_loads(tmp_path, capsys)
     from test_imagefolder import small
 
     archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=1, n_test=1)
-    bench = _load("imagefolder_load")
+    bench = load_benchmark("imagefolder_load")
     out = tmp_path / "load.json"
     bench.main(["--archive", str(archive), "--repeats", "2", "--serial", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -123,7 +120,7 @@ def test_imagefolder_load_bench_times_a_first_and_cached_loads(tmp_path, capsys)
 
 
 def test_train_start_times_a_fresh_process_to_its_first_epoch(tmp_path, capsys):
-    bench = _load("train_start")
+    bench = load_benchmark("train_start")
     out = tmp_path / "start.json"
     bench.main(["--repeats", "1", "--algos", "float", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -135,7 +132,7 @@ def test_train_start_times_a_fresh_process_to_its_first_epoch(tmp_path, capsys):
 
 
 def test_dnn_algo_cost_ratios_are_the_measured_times(tmp_path, capsys):
-    bench = _load("dnn_algo_cost")
+    bench = load_benchmark("dnn_algo_cost")
     out = tmp_path / "cost.json"
     bench.main(["--algos", "stam,bc", "--digits-epochs", "1", "--widths", "0.0625", "--batches", "1", "--repeats", "1",
                 "--step-repeats", "1", "--compile-widths", "", "--out", str(out)])
@@ -152,7 +149,7 @@ def test_dnn_algo_cost_ratios_are_the_measured_times(tmp_path, capsys):
 
 
 def test_dnn_algo_cost_times_compiled_updates_in_alternation_with_sgd():
-    bench = _load("dnn_algo_cost")
+    bench = load_benchmark("dnn_algo_cost")
     comp = bench.compiled_updates(["stam"], 0.0625, 3)
     assert set(comp) == {"stam", "torch.optim.SGD"}
     sgd = comp["torch.optim.SGD"]
@@ -166,7 +163,7 @@ def test_cli_start_times_the_installed_command_and_names_its_heavy_imports(tmp_p
     """benchmarks/cli_start.py: one launch per command; ``meets_target`` is the target applied to the measured
     median and imports (stam --help imports none of the heavy libraries; stam plot --help finds the figure kinds,
     which import numpy)."""
-    bench = _load("cli_start")
+    bench = load_benchmark("cli_start")
     out = tmp_path / "cli.json"
     bench.main(["--repeats", "1", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -178,7 +175,7 @@ def test_cli_start_times_the_installed_command_and_names_its_heavy_imports(tmp_p
 
 
 def test_bn_reestimate_cost_reports_the_share_of_an_epoch(tmp_path, capsys):
-    bench = _load("bn_reestimate_cost")
+    bench = load_benchmark("bn_reestimate_cost")
     out = tmp_path / "bn.json"
     bench.main(["--n-train", "128", "--width", "0.0625", "--steps", "1", "--repeats", "1", "--bn-images", "64", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -210,7 +207,7 @@ def test_bn_subset_size_measures_accuracies_against_the_whole_training_set(tmp_p
 def _written(name, argv, tmp_path, capsys) -> dict:
     """The JSON benchmark ``name`` wrote with ``argv`` (and ``--out``), checked to be what it printed."""
     out = tmp_path / f"{name}.json"
-    _load(name).main([*argv, "--out", str(out)])
+    load_benchmark(name).main([*argv, "--out", str(out)])
     result = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out) == result
     return result
@@ -245,7 +242,7 @@ def test_float_ceiling_trains_each_recipe_and_reads_the_studys_float_from_its_re
     from stam.dnn.tune import TUNE
 
     archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
-    bench = _load("float_ceiling")
+    bench = load_benchmark("float_ceiling")
     out = tmp_path / "ceiling.json"
     result = bench.main(["--data-dir", str(archive), "--epochs", "2", "--width", "0.0625", "--out", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
@@ -265,7 +262,7 @@ def test_float_ceilings_schedules_are_the_declared_shapes():
     """The per-step warm-up-cosine: linear to the peak over the warm-up share, then cosine to the floor."""
     import torch
 
-    bench = _load("float_ceiling")
+    bench = load_benchmark("float_ceiling")
     net = torch.nn.Linear(1, 1)
     recipe = {"schedule": "warmup-cosine", "lr": 0.1, "warmup": 0.1, "floor": 1e-3}
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -301,7 +298,7 @@ def _gpu_width1(tmp_path, *extra):
     from test_imagefolder import small
 
     archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
-    bench = _load("gpu_width1")
+    bench = load_benchmark("gpu_width1")
     out = tmp_path / "out"
     argv = ["--device", "cpu", "--data", str(archive), "--out", str(out), "--width", "0.0625", "--batch-size", "8",
             "--probe-steps", "1", "--warmup-steps", "1", "--update-calls", "1", "--eval-batch-size", "16", *extra]
@@ -382,7 +379,7 @@ def test_gpu_width1_keeps_to_its_budget(tmp_path, monkeypatch, capsys):
 
     from test_imagefolder import small
 
-    bench = _load("gpu_width1")
+    bench = load_benchmark("gpu_width1")
     monkeypatch.setattr(bench, "T0", time.monotonic() - 10_000)  # as if 10,000 s had passed
     archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
     common = ["--device", "cpu", "--data", str(archive), "--width", "0.0625", "--batch-size", "8", "--probe-steps", "1",
@@ -402,7 +399,7 @@ def test_gpu_width1_keeps_to_its_budget(tmp_path, monkeypatch, capsys):
 ])
 def test_gpu_width1_refuses_a_mistake_in_one_line(tmp_path, capsys, argv, says):
     (tmp_path / "tune.json").write_text('{"kind": "tune", "params": {}}')
-    bench = _load("gpu_width1")
+    bench = load_benchmark("gpu_width1")
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     with pytest.raises(SystemExit) as exc:
         bench.main(["--device", "cpu", "--out", str(tmp_path / "out"), *argv])
@@ -435,7 +432,7 @@ def test_the_memory_estimate_is_within_its_stated_error_of_the_measured_peaks():
 
 
 def test_memory_estimate_bench_measures_a_training_in_a_fresh_process(tmp_path, capsys):
-    bench = _load("memory_estimate")
+    bench = load_benchmark("memory_estimate")
     out = tmp_path / "m.json"
     bench.main(["--widths", "0.0625", "--batches", "16", "--runs", "1", "--repeats", "1", "--steps", "1", "--out", str(out)])
     result = json.loads(out.read_text())
@@ -448,7 +445,7 @@ def test_structure_scan_counts_long_functions_parameters_and_string_imports(tmp_
     """The static part of benchmarks/structure_scan.py on a tree of its own: a function of 61 lines counts,
     one of 60 does not; ``self`` is no parameter; a ``"module:attr"`` literal is one string-import edge and the
     cycle it closes is found."""
-    bench = _load("structure_scan")
+    bench = load_benchmark("structure_scan")
     (tmp_path / "stam").mkdir()
     body = "".join("    x = 1\n" for _ in range(59))
     (tmp_path / "stam" / "__init__.py").write_text("")
@@ -473,7 +470,7 @@ def test_structure_scan_counts_the_places_to_add_an_optimiser_a_figure_and_a_tun
     its use), and the check fails where a place is left out (the rule's file without its preset)."""
     import shutil
 
-    bench = _load("structure_scan")
+    bench = load_benchmark("structure_scan")
     root = bench.measured_root()
     got = bench.edit_scan(root, str(tmp_path))
     assert {name: (e["places"], e["files"], e["found"]) for name, e in got.items()} == {
@@ -496,7 +493,7 @@ def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_pat
     protocol (issue 35: the deciding study's epochs, trials, halving, schedule, recipe, seeds, map grid)."""
     from stam.cli import build_parser
 
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     b = bench.BUDGETS[budget]
     cmds = bench.commands(b, "DATA", tmp_path, 2)
     parser = build_parser()
@@ -517,7 +514,7 @@ def test_cifar10_study_runs_its_declared_budget_through_the_real_parsers(tmp_pat
 
 
 def test_cifar10_study_dry_run_prints_and_runs_nothing(tmp_path, capsys):
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     assert bench.main(["--budget", "deciding", "--dry-run", "--out", str(tmp_path / "s"), "--parts", "map,tune"]) is None
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split(":")[0] for ln in lines] == ["tune", "map"] and "--halving 3" in lines[0]
@@ -527,7 +524,7 @@ def test_cifar10_study_dry_run_prints_and_runs_nothing(tmp_path, capsys):
 def test_gpu_width1_reads_settings_given_by_a_relative_path(monkeypatch):
     """A tuning result named relative to the working folder (as the study's transfer and a user type
     it) is read and shown relative to the repository, not refused with a traceback."""
-    gpu = _load("gpu_width1")
+    gpu = load_benchmark("gpu_width1")
     monkeypatch.chdir(BENCH.parent)
     rel = Path("benchmarks/results/cifar10_deciding_h200/tune/tune-cifar10.json")
     tuned = gpu.transferred_settings(rel, ["stam", "bc"])
@@ -535,7 +532,7 @@ def test_gpu_width1_reads_settings_given_by_a_relative_path(monkeypatch):
 
 
 def test_cifar10_study_refuses_a_file_as_out_in_one_line_and_passes_on_a_commands_status(tmp_path, capsys, monkeypatch):
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     f = tmp_path / "a-file"
     f.write_text("")
     with pytest.raises(SystemExit) as e:
@@ -551,7 +548,7 @@ def test_cifar10_study_refuses_a_file_as_out_in_one_line_and_passes_on_a_command
 def test_cifar10_study_keeps_every_sitting_and_sums_a_parts_time(tmp_path, monkeypatch, capsys):
     """A study resumed in several sittings says how long each part took in all (item 8 of issue 35):
     each sitting is kept with its algorithms, and a study.json from before sittings counts as one."""
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     out = tmp_path / "s"
     out.mkdir()
     (out / "study.json").write_text(json.dumps({"seconds": {"tune": 100.0}}))  # written by an earlier version
@@ -573,7 +570,7 @@ def test_cifar10_study_records_a_stopped_sitting_and_ends_with_its_status(tmp_pa
     hand edits); the study then ends with that status, the summary written, SIGTERM's handler restored."""
     import signal
 
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     out = tmp_path / "s"
 
     def run(argv):
@@ -601,7 +598,7 @@ def test_cifar10_study_records_a_stopped_sitting_and_ends_with_its_status(tmp_pa
 
 @pytest.mark.parametrize("text", ["{not json", '{"sittings": [{"part": "nope", "seconds": 1}]}', '{"seconds": [1, 2]}'])
 def test_cifar10_study_refuses_a_malformed_study_json_before_any_part(tmp_path, monkeypatch, capsys, text):
-    bench = _load("cifar10_study")
+    bench = load_benchmark("cifar10_study")
     out = tmp_path / "s"
     out.mkdir()
     (out / "study.json").write_text(text)
@@ -620,7 +617,7 @@ def test_bn_augment_measures_each_rule_and_its_unaugmented_rule_is_the_trainers(
     from test_imagefolder import small
 
     archive, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
-    bench = _load("bn_augment")
+    bench = load_benchmark("bn_augment")
     out = tmp_path / "bn.json"
     result = bench.main(["--data-dir", str(archive), "--epochs", "2", "--algos", "stam,float", "--out", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))

@@ -739,14 +739,17 @@ def test_the_practice_transfer_paragraph_is_the_committed_job_store():
                 assert text in paragraph, text
 
 
-@pytest.mark.parametrize("committed, model", [(CIFAR_TRANSFER_VGG16, "vgg16"), (CIFAR_TRANSFER_RESNET18, "resnet18")])
-def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(committed, model):
+@pytest.mark.parametrize(
+    "committed, model, others",
+    [(CIFAR_TRANSFER_VGG16, "vgg16", [("float", "bc")]), (CIFAR_TRANSFER_RESNET18, "resnet18", [("br", "bc"), ("float", "bc")])],
+)
+def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(committed, model, others):
     """The paired STAM - BC and STAM - BR of VGG-11's settings transferred to VGG-16 and to ResNet-18
     that the README and docs/practice.md quote are the committed transfer result's, as ``stam tune``
-    writes them."""
+    writes them; so are the other pairs practice.md quotes (``others``), paired by seed alike."""
     import json
 
-    from stam.dnn.tunestats import paired_differences, paired_text
+    from stam.dnn.tunestats import _paired, paired_differences, paired_text
 
     result = json.loads((ROOT / committed).read_text(encoding="utf-8"))
     assert result["transfer"]["model"] == "vgg11" and result["params"]["seeds"] == 3
@@ -759,3 +762,7 @@ def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(
     for d in pairs:
         assert flat(paired_text(d)) in readme, paired_text(d)
         assert flat(paired_text(d)) in paragraph, paired_text(d)
+    final = {a["algo"]: a["final"] for a in result["algorithms"]}
+    for a, b in others:
+        text = flat(paired_text(_paired(a, final[a], b, final[b])))
+        assert text in paragraph, text
