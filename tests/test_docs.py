@@ -690,6 +690,24 @@ def test_the_practice_finals_are_the_committed_result():
         assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
 
 
+@pytest.mark.parametrize("run", ["float45_cpu", "float90_cpu"])
+def test_the_practice_float_probes_are_their_committed_runs(run):
+    """The single Float runs that docs/practice.md quotes for the 80% target (``benchmarks/results/
+    float45_cpu`` and ``float90_cpu``) are quoted with their epochs and the test accuracy at their
+    validation-selected epoch, as ``stam train`` wrote them."""
+    import json
+
+    folder = ROOT / "benchmarks/results" / run
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    assert summary["status"] == "completed" and config["algo"] == "float"
+    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
+    paragraphs = [" ".join(p.split()) for p in page.split("\n\n") if f"results/{run}`" in p]
+    assert paragraphs, run
+    assert any(f"{summary['selected_test_acc_float']:.1f}% at the epoch selected on validation" in p
+               and f"{config['epochs']} epochs" in p for p in paragraphs), run
+
+
 def _transfer_paragraph() -> str:
     """docs/practice.md's paragraph on the transfers, on one line, minus signs as hyphens."""
     page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
