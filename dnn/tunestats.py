@@ -220,8 +220,8 @@ def _paired(a: str, fa: dict, b: str, fb: dict, **extra) -> dict:
     return {"a": a, "b": b, "seeds": len(diffs), **extra, **summarise(diffs, bounds=(-100.0, 100.0))}
 
 
-def paired_differences(result: dict, paper: bool = False) -> list[dict]:
-    """Per pair ``(a, b)`` of :data:`PAIRED` with both tuned: the differences ``a - b`` of the test
+def paired_differences(result: dict, paper: bool = False, pairs=PAIRED) -> list[dict]:
+    """Per pair ``(a, b)`` of ``pairs`` (default :data:`PAIRED`) with both tuned: the differences ``a - b`` of the test
     accuracies (points) of their fresh-seed runs, matched by seed (every algorithm's finals run on
     the same seeds, so the same initial draws of the data order and the augmentation), and their
     :func:`summarise` (mean, std, the 95% t-interval of the mean difference); ``seeds``, the pairs.
@@ -229,11 +229,11 @@ def paired_differences(result: dict, paper: bool = False) -> list[dict]:
     protocol, e.g. Our3 against BC's setting of Table para), each with ``labels`` (the rows' labels)
     and ``paper`` True."""
     finals = {a["algo"]: a.get("final") or {} for a in result.get("algorithms") or []}
-    out = [_paired(a, finals[a], b, finals[b]) for a, b in PAIRED if finals.get(a) and finals.get(b)]
+    out = [_paired(a, finals[a], b, finals[b]) for a, b in pairs if finals.get(a) and finals.get(b)]
     if paper:
         rows = [r for r in result.get("paper_rows") or [] if r.get("final")]
         out += [_paired(a, ra["final"], b, rb["final"], labels=(ra["label"], rb["label"]), paper=True)
-                for a, b in PAIRED for ra in rows if ra["algo"] == a for rb in rows if rb["algo"] == b]
+                for a, b in pairs for ra in rows if ra["algo"] == a for rb in rows if rb["algo"] == b]
     return out
 
 

@@ -564,7 +564,7 @@ def test_the_demo_time_is_the_recorded_one():
 #: the committed CIFAR-10 study (VGG-11 at width 1/8, 45 epochs) that the README and practice.md quote
 CIFAR_STUDY = "benchmarks/results/cifar10_deciding_augmented_cpu"
 CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
-#: its VGG-11 settings transferred to VGG-16 (``stam tune --transfer``), which the README and practice.md quote
+#: its VGG-11 settings transferred to VGG-16 and ResNet-18 (``stam tune --transfer``), which the README and practice.md quote
 CIFAR_TRANSFER_VGG16 = f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json"
 CIFAR_TRANSFER_RESNET18 = f"{CIFAR_STUDY}/transfer-resnet18/tune-cifar10.json"
 
@@ -659,12 +659,11 @@ def test_the_practice_part_times_are_the_study_json():
     import json
 
     study = json.loads((ROOT / CIFAR_STUDY / "study.json").read_text(encoding="utf-8"))
-    line = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split())
-    line = line.split("as `study.json` adds its sittings up per part,", 1)[1].split(" before the transfers", 1)[0]
+    page = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split())
+    line, after = page.split("as `study.json` adds its sittings up per part,", 1)[1].split(" before the transfers", 1)
     assert f"the map took {study['seconds']['map']:,.0f} s" in line
     tune = [s for s in study["sittings"] if s["part"] == "tune"]
     assert f"the tuning {study['seconds']['tune']:,.0f} s in {len(tune)} sittings" in line
-    after = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split()).split(line, 1)[1]
     transfer = [s for s in study["sittings"] if s["part"] == "transfer"]
     assert f"the transfers took {study['seconds']['transfer']:,.0f} s in {len(transfer)} sittings" in after
     assert f"{sum(study['seconds'].values()) / 3600:.1f} hours in all" in after
@@ -767,7 +766,7 @@ def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(
     writes them; so are the other pairs practice.md quotes (``others``), paired by seed alike."""
     import json
 
-    from stam.dnn.tunestats import _paired, paired_differences, paired_text
+    from stam.dnn.tunestats import paired_differences, paired_text
 
     result = json.loads((ROOT / committed).read_text(encoding="utf-8"))
     assert result["transfer"]["model"] == "vgg11" and result["params"]["seeds"] == 3
@@ -780,7 +779,7 @@ def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(
     for d in pairs:
         assert flat(paired_text(d)) in readme, paired_text(d)
         assert flat(paired_text(d)) in paragraph, paired_text(d)
-    final = {a["algo"]: a["final"] for a in result["algorithms"]}
-    for a, b in others:
-        text = flat(paired_text(_paired(a, final[a], b, final[b])))
-        assert text in paragraph, text
+    quoted = paired_differences(result, pairs=others)
+    assert [(d["a"], d["b"]) for d in quoted] == others
+    for d in quoted:
+        assert flat(paired_text(d)) in paragraph, paired_text(d)
