@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from stam.dnn import catalog as _catalog
+from stam.dnn.onednn import guard_channels_last
 
 #: Layer plans: an int is a 3x3 conv-BN-ReLU block with that many channels, "M" a 2x2 max pool.
 VGG_PLANS: dict[str, tuple] = {
@@ -225,14 +226,19 @@ def relative_cost(name: str, num_classes: int, image_shape: Sequence[int], width
 
 
 def _build(name: str, num_classes: int, image_shape: Sequence[int], width: float) -> nn.Module:
+    """The network, its convolutions guarded against oneDNN's bad channels-last kernel
+    (:func:`stam.dnn.onednn.guard_channels_last`)."""
     channels = int(image_shape[0])
     if name in VGG_PLANS:
-        return VGG(VGG_PLANS[name], num_classes, channels, width)
-    if name == "resnet18":
-        return ResNet18(num_classes, channels, width)
-    if name == "mlp":
-        return MLP(int(torch.Size(image_shape).numel()), num_classes, width=width)
-    raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+        model = VGG(VGG_PLANS[name], num_classes, channels, width)
+    elif name == "resnet18":
+        model = ResNet18(num_classes, channels, width)
+    elif name == "mlp":
+        model = MLP(int(torch.Size(image_shape).numel()), num_classes, width=width)
+    else:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+    guard_channels_last(model)
+    return model
 
 
 KEEP_FLOAT_CHOICES = ("first", "last")

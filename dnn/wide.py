@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from stam.dnn.onednn import guard_channels_last
+
 #: On the CPU a grouped convolution with few input channels per group is several times slower
 #: than the same convolutions one after the other (measured: 3 -> 8 channels, 32x32, batch 128,
 #: R = 8: 0.16 s grouped, 0.057 s looped); at or below this many input channels per run the CPU
@@ -132,6 +134,7 @@ class WideNet(nn.Module):
         self.runs = len(models)
         self.body = copy.deepcopy(models[0])
         _widen_into(self.body, models)
+        guard_channels_last(self.body)  # the R-run convolutions, as build_model guards the plain ones
         wide_params = dict(self.body.named_parameters())
         self.names = [n for n, _ in models[0].named_parameters()]
         self.shapes = {n: tuple(p.shape) for n, p in models[0].named_parameters()}

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from stam import __version__
+from stam import __version__, machine
 from stam.errors import UsageError
 
 
@@ -265,7 +265,9 @@ def bar_disable(progress: bool) -> bool | None:
 
 
 def provenance() -> dict:
-    """Versions and time for a result file's header (the report shows them)."""
+    """Versions, time and machine for a result file's header (the report shows them): the
+    processor's model and instruction set, and, where torch is imported, its CPU capability, oneDNN
+    version and thread count (:func:`stam.machine.facts`)."""
     versions = {"stam": __version__, "python": platform.python_version()}
     for name in ("numpy", "scipy", "sympy", "torch"):
         mod = sys.modules.get(name)
@@ -276,6 +278,7 @@ def provenance() -> dict:
         "host": platform.node(),
         "machine": platform.machine(),
         "versions": versions,
+        **machine.facts(),
     }
 
 

@@ -310,7 +310,9 @@ def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None 
 
 
 #: where and with what a file was made (:func:`stam.io.provenance`), in every result file
-PROVENANCE = Schema(optional={"created": STR, "host": STR, "machine": STR, "versions": DICT})
+PROVENANCE = Schema(optional={"created": STR, "host": STR, "machine": STR, "versions": DICT, "cpu": STR, "cpu_isa": STR,
+                              "cpus": INT, "cpu_capability": STR, "onednn": STR, "threads": INT, "onednn_max_isa": STR,
+                              "gpu": STR})
 
 
 # -- reading JSON ------------------------------------------------------------------------------------
