@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import warnings
 from typing import Callable, Iterator
 
@@ -42,6 +43,7 @@ from stam.operators import IndicatorQ
 from stam.quantize import project_Q
 from stam.registry import load
 from stam.rules import UpdateRule
+from stam.rules.base import is_real
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
 AUTO_COMPILE_MIN_NUMEL = 1 << 20
@@ -119,13 +121,79 @@ def kernel(rule: UpdateRule) -> Callable:
     return run
 
 
+def _step_of(lr: float, power: float) -> float:
+    """The step hyperparameter ``k`` with ``lr = k ** power`` (STAM: ``beta = 1/lr``; lr 0: beta infinite)."""
+    if lr == 0 and power < 0:
+        return math.inf
+    return lr ** (1 / power)
+
+
+def _lr_of(k: float, power: float) -> float:
+    """``k ** power`` (STAM: ``lr = 1/beta``; beta infinite: lr 0)."""
+    if math.isinf(k) and power < 0:
+        return 0.0
+    return k ** power
+
+
+class StepLinkedGroup(dict):
+    """A parameter group of a rule whose step size is not ``lr`` but ``k ** power`` (STAM's y-step
+    ``1/beta``, eq. (algy)): setting either of ``lr`` and ``k`` sets the other at once, so the pair
+    is consistent at every moment: after a ``torch.optim.lr_scheduler`` step, a preset's schedule
+    (:func:`stam.dnn.loop.apply_hyper`), in a saved ``state_dict()`` and after loading one.  ``lr``
+    may fall to 0 (a cosine schedule's end): no step in y, ``beta`` infinite, as ``lr = 0`` is no
+    step for ``torch.optim.SGD``; a negative, infinite or NaN ``lr`` (or a ``beta`` that is not > 0)
+    is a ValueError and changes nothing."""
+
+    def __init__(self, group: dict, key: str, power: float):
+        super().__init__(group)
+        self._link = (key, power)
+        if key in self and "lr" in self:
+            lr, k = self._checked("lr", self["lr"]), self._checked(key, self[key])
+            if not math.isclose(lr, _lr_of(k, power), rel_tol=1e-12, abs_tol=0.0):
+                raise ValueError(f"a parameter group holds lr={lr!r} and {key}={k!r}, which disagree (lr must be "
+                                 f"{key}^{power:g} = {_lr_of(k, power)!r}); give one of them")
+        elif key in self:
+            dict.__setitem__(self, "lr", _lr_of(self._checked(key, self[key]), power))
+        elif "lr" in self:
+            dict.__setitem__(self, key, _step_of(self._checked("lr", self["lr"]), power))
+
+    def _checked(self, name: str, value):
+        key, power = self._link
+        ok = is_real(value) and (value >= 0 and math.isfinite(value) if name == "lr" else value > 0)
+        if not ok:
+            allowed = "a finite number >= 0 (0: no step)" if name == "lr" else "a number > 0 (infinite: no step)"
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        return float(value)
+
+    def __setitem__(self, name, value):
+        link = self.__dict__.get("_link")
+        if link is None or name not in ("lr", link[0]):  # (unpickling sets the items before the link)
+            dict.__setitem__(self, name, value)
+            return
+        key, power = link
+        value = self._checked(name, value)
+        other, other_value = (key, _step_of(value, power)) if name == "lr" else ("lr", _lr_of(value, power))
+        dict.__setitem__(self, name, value)
+        dict.__setitem__(self, other, other_value)
+
+    def setdefault(self, name, default=None):
+        if name not in self:
+            self[name] = default
+        return self[name]
+
+    def update(self, *args, **kwargs):
+        for name, value in dict(*args, **kwargs).items():
+            self[name] = value
+
+
 class RuleOptimizer(torch.optim.Optimizer):
     """The ``torch.optim`` form of an update rule (module docstring); :func:`optimizer_class`
     makes one class per rule (``stam.dnn.optim.STAM``, ...), with the rule's constructor
     arguments.  Every hyperparameter lives in ``param_groups`` and may change between steps;
-    ``state_dict()`` / ``load_state_dict()`` round-trip exactly.  A rule whose step size is not
-    ``lr`` (STAM: ``1/beta``) has ``lr`` kept in step with it, so a ``torch.optim.lr_scheduler``
-    drives it as it drives SGD.  A rule that has stationarity proxies gets ``stationarity_proxies()``,
+    ``state_dict()`` / ``load_state_dict()`` round-trip exactly, and a run resumed from them (with
+    its scheduler's) takes the uninterrupted run's steps.  A rule whose step size is not ``lr``
+    (STAM: ``1/beta``) has ``lr`` linked to it in every group (:class:`StepLinkedGroup`: setting one
+    sets the other), so a ``torch.optim.lr_scheduler`` drives it as it drives SGD, down to ``lr = 0``.  A rule that has stationarity proxies gets ``stationarity_proxies()``,
     the last step's."""
 
     rule: UpdateRule
@@ -136,14 +204,12 @@ class RuleOptimizer(torch.optim.Optimizer):
             raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
         self._compile = compile
         self._last_step: list[tuple[Tensor, Tensor]] = []  # per quantised group: the rule's proxies
-        self._seen: dict[int, tuple[float, float]] = {}  # per group: the (lr, step hyperparameter) of the last sync
         super().__init__(params, {**hyper, **self.rule.group_defaults, "quantize": True})
-        self._sync_lr()
 
     # ------------------------------------------------------------------ groups and state
     def add_param_group(self, param_group: dict) -> None:
         defaulted = "quantize" not in param_group
-        super().add_param_group(param_group)
+        super().add_param_group(self._linked(param_group) if isinstance(param_group, dict) else param_group)
         group = self.param_groups[-1]
         flat = [p for p in group["params"] if p.dim() <= 1]
         if defaulted and flat:
@@ -193,23 +259,14 @@ class RuleOptimizer(torch.optim.Optimizer):
         """Each parameter's state fields (:func:`kernel`)."""
         return [[p.detach() if key is None else self.state[p][key] for key in self.rule.state_keys] for p in params]
 
-    def _sync_lr(self) -> None:
-        """For a rule whose step size is ``k ** power`` (STAM: ``1/beta``), every group's ``lr`` is
-        that step: where ``lr`` changed since the last step (a scheduler), ``k`` follows; where
-        ``k`` changed (a preset's schedule, :func:`stam.dnn.loop.apply_hyper`), ``lr`` follows."""
+    def _linked(self, group: dict) -> dict:
+        """``group`` as a :class:`StepLinkedGroup` for a rule whose step size is not ``lr`` (STAM), else as it is."""
         key, power = self.rule.step_size
-        if key == "lr":
-            return
-        for i, g in enumerate(self.param_groups):
-            g.setdefault("lr", g[key] ** power)
-            lr, k = self._seen.get(i, (g["lr"], g[key]))
-            if g["lr"] != lr:
-                check_hyper(dict(lr=g["lr"]), {})
-                g[key] = g["lr"] ** (1 / power)
-            elif g[key] != k:
-                check_hyper({key: g[key]}, {})
-                g["lr"] = g[key] ** power
-            self._seen[i] = (g["lr"], g[key])
+        return group if key == "lr" or isinstance(group, StepLinkedGroup) else StepLinkedGroup(group, key, power)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.param_groups = [self._linked(g) for g in self.param_groups]
 
     # ------------------------------------------------------------------ the step
     @torch.no_grad()
@@ -219,7 +276,6 @@ class RuleOptimizer(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         self._last_step = []
-        self._sync_lr()
         for group in self.param_groups:
             if group["quantize"]:
                 if group["params"]:
@@ -278,9 +334,41 @@ class RuleOptimizer(torch.optim.Optimizer):
         return bool(self._compile)
 
     def load_state_dict(self, state_dict):
+        """torch's ``load_state_dict``, after checking that ``state_dict`` is one of this optimiser's:
+        its groups match, each with a consistent ``lr`` and step (:class:`StepLinkedGroup`), and every
+        quantised parameter's state holds each of the rule's fields at the parameter's shape (or no
+        state at all: the rule's start).  A ValueError naming what is wrong, and nothing loaded, otherwise."""
+        self._check_state_dict(state_dict)
         super().load_state_dict(state_dict)
-        self._seen = {}
-        self._sync_lr()
+
+    def _check_state_dict(self, sd) -> None:
+        name = type(self).__name__
+        if not isinstance(sd, dict) or not isinstance(sd.get("state"), dict) or not isinstance(sd.get("param_groups"), list):
+            raise ValueError(f"{name}.load_state_dict: not an optimiser state dict (it needs a dict 'state' and a list "
+                             "'param_groups', as state_dict() gives)")
+        saved = sd["param_groups"]
+        if len(saved) != len(self.param_groups) or not all(isinstance(g, dict) and isinstance(g.get("params"), list)
+                                                            for g in saved):
+            raise ValueError(f"{name}.load_state_dict: {len(saved)} parameter groups saved, this optimiser has "
+                             f"{len(self.param_groups)}")
+        fields = [k for k in self.rule.state_keys if k is not None]
+        for i, (group, old) in enumerate(zip(self.param_groups, saved)):
+            if len(old["params"]) != len(group["params"]):
+                raise ValueError(f"{name}.load_state_dict: group {i} saved with {len(old['params'])} parameters, "
+                                 f"this one has {len(group['params'])}")
+            self._linked({k: v for k, v in old.items() if k != "params"})  # lr and step consistent
+            if not old.get("quantize", True):
+                continue
+            for p, idx in zip(group["params"], old["params"]):
+                st = sd["state"].get(idx)
+                if not st:
+                    continue
+                for key in fields:
+                    t = st.get(key) if isinstance(st, dict) else None
+                    if not isinstance(t, Tensor) or t.shape != p.shape or not t.is_floating_point():
+                        got = "missing" if t is None else (f"shape {tuple(t.shape)}" if isinstance(t, Tensor) else type(t).__name__)
+                        raise ValueError(f"{name}.load_state_dict: group {i}, parameter {idx}: state {key!r} must be a "
+                                         f"floating-point tensor of shape {tuple(p.shape)}, got {got}")
 
     # ------------------------------------------------------------------ binary / float weights
     def _views(self, which: str) -> list[tuple[Tensor, Tensor]]:
@@ -422,5 +510,5 @@ def _substituted(pairs: list[tuple[Tensor, Tensor]]):
                 p.copy_(s)
 
 
-__all__ = ["RuleOptimizer", "QuantizingOptimizer", "optimizer_class", "kernel", "BatchedRule", "LAYER_Q", "project_layer", "hyper_tensor",
+__all__ = ["RuleOptimizer", "StepLinkedGroup", "QuantizingOptimizer", "optimizer_class", "kernel", "BatchedRule", "LAYER_Q", "project_layer", "hyper_tensor",
            "check_hyper", "AUTO_COMPILE_MIN_NUMEL", "COMPILE_OPTIONS"]

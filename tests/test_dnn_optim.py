@@ -498,3 +498,133 @@ def test_torch_lr_schedulers_drive_every_optimiser(algo):
         sd = opt.state_dict()
         assert sd["param_groups"][0]["lr"] == pytest.approx(0.1)
         torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0)
+
+
+# --------------------------------------------------------------------------- schedulers and resumes
+
+SCHEDULERS = {
+    "step": (lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5), "epoch"),
+    # eta_min 0 and T_max = the run's epochs: the last epoch trains at lr = 0 (no step in y, beta infinite)
+    "cosine": (lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3, eta_min=0.0), "epoch"),
+    "onecycle": (lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.4, total_steps=8, cycle_momentum=False),
+                 "batch"),
+}
+
+
+def _scheduled_run(algo, which, epochs, resume_at=None):
+    """``epochs`` epochs of 2 steps of ``algo`` under the scheduler ``which``, stepped as its kind is (each
+    batch, or each epoch after the last batch); with ``resume_at``, the model's, optimiser's and scheduler's
+    state dicts saved after that epoch's scheduler step (the usual end-of-epoch checkpoint) and loaded into a
+    fresh model, optimiser and scheduler that finish the run."""
+    make_sched, per = SCHEDULERS[which]
+    m = mlp(21)
+    opt = MAKERS[algo](groups(m), compile=False)
+    sched = make_sched(opt)
+    lrs = []
+    for epoch in range(epochs):
+        for b in range(2):
+            backward(m, 2 * epoch + b)
+            opt.step()
+            lrs.append((opt.param_groups[0]["lr"], opt.param_groups[0].get("beta")))
+            if per == "batch":
+                sched.step()
+        if per == "epoch":
+            sched.step()
+        g = opt.param_groups[0]
+        if "beta" in g:  # the pair is consistent between steps, right after the scheduler's write
+            assert g["beta"] == (torch.inf if g["lr"] == 0 else 1 / g["lr"])
+        if epoch == resume_at:
+            buf = io.BytesIO()
+            torch.save({"m": m.state_dict(), "o": opt.state_dict(), "s": sched.state_dict()}, buf)
+            buf.seek(0)
+            ckpt = torch.load(buf, weights_only=True)
+            m = mlp(22)  # other weights: everything must come from the checkpoint
+            opt = MAKERS[algo](groups(m), compile=False)
+            sched = make_sched(opt)
+            m.load_state_dict(ckpt["m"])
+            opt.load_state_dict(ckpt["o"])
+            sched.load_state_dict(ckpt["s"])
+    return m, opt, lrs
+
+
+@pytest.mark.parametrize("which", list(SCHEDULERS))
+@pytest.mark.parametrize("algo", list(MAKERS))
+def test_a_resumed_run_with_a_scheduler_is_the_uninterrupted_run(algo, which):
+    whole, opt_a, lrs_a = _scheduled_run(algo, which, 4)
+    resumed, opt_b, lrs_b = _scheduled_run(algo, which, 4, resume_at=1)
+    assert lrs_a == lrs_b
+    for p, q in zip(whole.parameters(), resumed.parameters()):
+        assert torch.equal(p, q)
+    sa, sb = opt_a.state_dict(), opt_b.state_dict()
+    assert sa["param_groups"] == sb["param_groups"]
+    for i, st in sa["state"].items():
+        for k, v in st.items():
+            assert torch.equal(v, sb["state"][i][k]), (i, k)
+
+
+def test_a_cosine_schedule_to_zero_freezes_the_y_step_and_keeps_the_proxies():
+    """lr 0 (CosineAnnealingLR's eta_min 0): STAM takes no step in y (beta infinite; W and the float
+    parameters stay), the Douglas-Rachford steps in x go on, and the gradient proxy is the gradient as it stands."""
+    m = mlp(23)
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=1, eta_min=0.0)
+    backward(m, 0)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == 0 and opt.param_groups[0]["beta"] == torch.inf
+    w, b = m[0].weight.detach().clone(), m[0].bias.detach().clone()
+    u = opt.state[m[0].weight]["U"].clone()
+    backward(m, 1)
+    grads = [p.grad.clone() for p in (m[0].weight, m[2].weight)]
+    us = [opt.state[p]["U"].clone() for p in (m[0].weight, m[2].weight)]
+    ws = [p.detach().clone() for p in (m[0].weight, m[2].weight)]
+    opt.step()
+    assert torch.equal(m[0].weight, w) and torch.equal(m[0].bias, b)
+    assert not torch.equal(opt.state[m[0].weight]["U"], u)  # eq. (algx) with the frozen W
+    expect = sum(float((g + 0.7 * (wt - ut)).square().sum()) for g, wt, ut in zip(grads, ws, us))
+    assert float(opt.stationarity_proxies()["grad"]) == pytest.approx(expect, rel=1e-12)
+
+
+def test_lr_and_beta_are_checked_where_they_are_set():
+    opt = STAM(groups(mlp(24)), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    g = opt.param_groups[0]
+    for name, value in (("lr", -0.1), ("lr", float("nan")), ("lr", float("inf")), ("beta", 0.0), ("beta", "5")):
+        with pytest.raises(ValueError, match=name):
+            g[name] = value
+        assert (g["lr"], g["beta"]) == (0.2, 5.0)  # nothing changed
+    g.update(beta=10.0)
+    assert g["lr"] == 0.1
+    for bad, match in ((dict(beta=float("inf")), "beta must be a finite number > 0"),
+                       (dict(gamma="8"), "gamma must be a real number > 0, got '8' \\(str\\)"),
+                       (dict(lam=True), "lam must be a real number")):
+        with pytest.raises(ValueError, match=match):
+            STAM(groups(mlp(24)), **{**dict(gamma=2.0, lam=0.7, beta=5.0), **bad})
+    with pytest.raises(ValueError, match="rho must be a finite number >= 1"):
+        BinaryRelax(groups(mlp(24)), lr=0.1, lam=1.0, rho="2")
+
+
+def test_a_state_dict_that_is_not_this_optimisers_is_refused_and_nothing_loaded():
+    m = mlp(25)
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    train(m, opt, 1)
+    good = opt.state_dict()
+    before = copy.deepcopy(opt.state_dict())
+
+    def edited(change):
+        sd = copy.deepcopy(good)
+        change(sd)
+        return sd
+
+    def cut(sd):
+        sd["state"][0]["U"] = sd["state"][0]["U"][:, :2]
+
+    for sd, match in [({"param_groups": good["param_groups"]}, "not an optimiser state dict"),
+                      (edited(lambda sd: sd["state"][0].pop("U")), "state 'U' must be .* got missing"),
+                      (edited(cut), r"state 'U' must be a floating-point tensor of shape \(4, 5\), got shape \(4, 2\)"),
+                      (edited(lambda sd: sd["param_groups"].pop()), "1 parameter groups saved, this optimiser has 2"),
+                      (edited(lambda sd: sd["param_groups"][0].update(lr=0.3)), "lr=0.3 and beta=5.0, which disagree")]:
+        with pytest.raises(ValueError, match=match):
+            opt.load_state_dict(sd)
+        after = opt.state_dict()
+        assert after["param_groups"] == before["param_groups"]
+        assert all(torch.equal(v, after["state"][i][k]) for i, st in before["state"].items() for k, v in st.items())

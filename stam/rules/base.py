@@ -31,9 +31,16 @@ Imports no torch (a rule that needs torch imports it inside the function).
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 from stam.steps import QuantizedState, as_batch_scalar
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a real number (an int, a float, a numpy scalar; not a bool, a string or a tensor)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
 
 class UpdateRule:
     """An update rule: its declaration, its batched form and its optimiser's needs (module
@@ -138,13 +145,19 @@ class UpdateRule:
 
     # ------------------------------------------------------------------ the optimiser's checks
     def check(self, values: dict) -> None:
-        """ValueError naming the first hyperparameter of ``values`` out of its range."""
-        for name in self.positive:
-            if name in values and not values[name] > 0:
-                raise ValueError(f"{name} must be > 0, got {values[name]}")
-        for name in self.nonneg:
-            if name in values and not values[name] >= 0:
-                raise ValueError(f"{name} must be >= 0, got {values[name]}")
+        """ValueError naming the first hyperparameter of ``values`` that is not a finite real number
+        in its range (``positive``: > 0, ``nonneg``: >= 0).  Infinite values are refused: ``beta = inf``
+        would take no step at all (a scheduler that drives the optimiser's ``lr`` to 0 reaches it
+        mid-run, :class:`stam.dnn.optim_common.RuleOptimizer`, never at the start)."""
+        for names, low, word in ((self.positive, 0.0, "> 0"), (self.nonneg, 0.0, ">= 0")):
+            for name in names:
+                if name not in values:
+                    continue
+                v = values[name]
+                if not is_real(v):
+                    raise ValueError(f"{name} must be a real number {word}, got {v!r} ({type(v).__name__})")
+                if not (math.isfinite(v) and (v > low if word == "> 0" else v >= low)):
+                    raise ValueError(f"{name} must be a finite number {word}, got {v!r}")
 
     def group_hyper(self, group: dict) -> dict:
         """Hyperparameters of the batched step that a parameter group holds in another form (BR's
@@ -155,4 +168,4 @@ class UpdateRule:
         return f"{type(self).__name__}({self.name!r})"
 
 
-__all__ = ["UpdateRule"]
+__all__ = ["UpdateRule", "is_real"]

@@ -23,7 +23,9 @@ resuming as for BinaryConnect (:mod:`stam.rules.bc`; ``W~^0`` relaxed with ``lam
 
 from __future__ import annotations
 
-from stam.rules.base import UpdateRule
+import math
+
+from stam.rules.base import UpdateRule, is_real
 from stam.steps import BR_RHO, QuantizedState, as_batch_scalar, br_step
 
 
@@ -69,8 +71,8 @@ class BRRule(UpdateRule):
 
     def check(self, values):
         super().check(values)
-        if "rho" in values and not values["rho"] >= 1:
-            raise ValueError(f"rho must be >= 1 (lam grows), got {values['rho']}")
+        if "rho" in values and not (is_real(values["rho"]) and math.isfinite(values["rho"]) and values["rho"] >= 1):
+            raise ValueError(f"rho must be a finite number >= 1 (lam grows), got {values['rho']!r}")
 
     def group_hyper(self, group):
         if group["phase"] not in (1, 2):
