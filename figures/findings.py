@@ -39,6 +39,8 @@ CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
 CIFAR_TRANSFERS = {"VGG-16": f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json",
                    "ResNet-18": f"{CIFAR_STUDY}/transfer-resnet18/tune-cifar10.json"}
 GPU_WIDTH1 = f"{RESULTS}/gpu_width1_h200.json"
+#: ``stam pep`` at Theorem conv's admissible parameters (``benchmarks/pep_grid.py``): any proper lsc F, and convex F
+PEP_GRID = {"lsc": f"{RESULTS}/pep_grid_lsc.json", "convex": f"{RESULTS}/pep_grid.json"}
 #: a cell of the committed digits map "trains" from this binary validation accuracy on (below it, the float
 #: BatchNorm parameters around the initial signs reach 84%)
 TRAINS = 90.0
@@ -312,53 +314,20 @@ def _paper_pairs(res: Results) -> str:
 
 
 def _band_block(res: Results) -> str:
+    from stam.figures.tables import band_table, history_table
+
     band = res(BAND)
-    cyc = _cycles(band)
-    betas = sorted(cyc)
-    cases = []
-    for r in band["history"]:
-        key = (r["template"], r["k"], r["h"], r.get("N"), r.get("b"))
-        if key not in cases:
-            cases.append(key)
-    lines = ["| potential | " + " | ".join(f"beta = {b:g}" for b in betas) + " |", "|---" * (len(betas) + 1) + "|"]
-    for template, k, h, N, b in cases:
-        rows = {r["beta"]: r for r in band["history"] if (r["template"], r["k"], r["h"], r.get("N"), r.get("b"))
-                == (template, k, h, N, b)}
-        name = (f"{template}, k = {k}, h = {h}" + (f", minibatches N = {N}, b = {b}" if N else ", full gradient"))
-        cells = []
-        for beta in betas:
-            r = rows.get(beta)
-            if r is None:
-                cells.append("-")
-            elif r["certified"] is None:
-                cells.append(f"none from {r['fails']:g} ({r['solves']} solves)")
-            else:
-                cells.append(f"{r['certified']:.4f} ({r['fails']:.4f} not; 1/rho {1 / r['rho']:.0f}; {r['solves']} solves)")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("| c_beta of the 2-periodic run (no O(1/T) bound from here) | "
-                 + " | ".join(f"{cyc[b]['exact']} = {cyc[b]['threshold']:.6f}" for b in betas) + " |")
-    onset = ["", "| sampling | beta | " + " | ".join(f"T = {t}" for t in sorted({r['T'] for r in band['rows']})) + " |"]
-    Ts = sorted({r["T"] for r in band["rows"]})
-    onset.append("|---|---" + "|---" * len(Ts) + "|")
-    for key in dict.fromkeys((r.get("N"), r.get("b"), r["beta"]) for r in band["rows"]):
-        N, b, beta = key
-        by_T = {r["T"]: r for r in band["rows"] if (r.get("N"), r.get("b"), r["beta"]) == key}
-        cell = lambda r: "-" if r is None else (f"[{r['lo']:.4f}, {r['hi']:.4f})" if r["hi"] is not None  # noqa: E731
-                                                 else f"bounded up to {r['lo']:g}")
-        onset.append(f"| {'full gradient' if N is None else f'N = {N}, b = {b}'} | {beta:g} | "
-                     + " | ".join(cell(by_T.get(t)) for t in Ts) + " |")
-    return ("Largest gamma*lambda certified and proven by each potential (bisection to "
-            f"{band['tol']:g} from 0.05, lambda = L1 = {band['lam']:g}), the smallest tried that was not, and 1/rho at "
-            "the largest:\n\n" + "\n".join(lines) + "\n\nWhere `stam pep` (delta0 + M0'_T <= 1) turns unbounded, "
-            "per horizon T (bracket of the bisection):\n" + "\n".join(onset) + f"\n\n(`{BAND}`)")
+    return history_table(band).to_markdown() + "\n\n" + band_table(band).to_markdown() + f"\n\n(`{BAND}`)"
 
 
 def _region_block(res: Results) -> str:
     from stam.figures.demo_text import region_headline
+    from stam.figures.tables import region_table
 
     r = res(REGION)
-    return (f"At the gamma of a scan (a factor {r['scan_ratio']:g} apart), each certificate proven in exact arithmetic, "
-            f"L1 = {r['L1']:g}, {len(r['betas'])} betas from {min(r['betas']):g} to {max(r['betas']):g}: " + region_headline(r) + f".\n\n(`{REGION}`)")
+    return (region_table(r).to_markdown() + f"\n\nAt the gamma of a scan (a factor {r['scan_ratio']:g} apart), each certificate "
+            f"proven in exact arithmetic, L1 = {r['L1']:g}, {len(r['betas'])} betas from {min(r['betas']):g} to "
+            f"{max(r['betas']):g}: " + region_headline(r) + f".\n\n(`{REGION}`)")
 
 
 def _digits_map_block(res: Results) -> str:
@@ -416,6 +385,36 @@ def _float_block(res: Results) -> str:
     return "\n".join(lines)
 
 
+def _pep_grid_block(res: Results) -> str:
+    from stam.figures.tables import Table, fmt
+
+    lsc, convex = res(PEP_GRID["lsc"]), res(PEP_GRID["convex"])
+    key = lambda r: (r["lam"], r["gamma"], r["beta"], r["T"])  # noqa: E731
+    other = {key(r): r for r in convex["admissible"] if r.get("admissible", True)}
+    rows, spare = [], {"lsc": [], "convex": []}
+    skipped = [r for r in lsc["admissible"] if not r.get("admissible", True)]
+    for r in lsc["admissible"]:
+        if r in skipped:
+            continue
+        c = other.get(key(r))
+        spare["lsc"].append(1 / r["ratio"])
+        if c is not None:
+            spare["convex"].append(1 / c["ratio"])
+        rows.append([fmt(r["lam"]), fmt(r["gamma"]), fmt(r["beta"]), str(r["T"]), fmt(r["worst_case"]), fmt(r["bound"]),
+                     f"{r['ratio']:.3f}", f"{r['delta0']:.2f} / {r['M0_prime']:.2f}",
+                     "\u2013" if c is None else f"{fmt(c['worst_case'])} ({c['ratio']:.3f})"])
+    statuses = sorted({r["status"] for d in (lsc, convex) for r in d["admissible"] if r.get("admissible", True)})
+    table = Table(f"stam pep at Theorem conv's admissible parameters (L1 = {lsc['L1']:g}, beta the smallest it admits, "
+                  "delta0 + M0'_T <= 1)", ["lambda", "gamma", "beta", "T", "worst case (lsc F)", "bound", "ratio",
+                                           "delta0 / M0'_T of the worst instance", "convex F: worst case (ratio)"], rows)
+    lo = lambda v: f"{min(v):.0f} to {max(v):.0f}"  # noqa: E731
+    return (table.to_markdown() + f"\n\nEvery solve {', '.join(statuses)}; the bound exceeds the worst case by a factor "
+            f"{lo(spare['lsc'])} for any proper lsc F ({lo(spare['convex'])} for convex F)."
+            + "".join(f" (lambda = {r['lam']:g}, gamma = {r['gamma']:g} is not admissible: {r.get('note', '')}.)" for r in skipped)
+            + "\n\n"
+            f"(`{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)")
+
+
 #: every generated block a page may hold, by name
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "findings": findings_table,
@@ -425,6 +424,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "cifar10-paper-pairs": _paper_pairs,
     **{f"cifar10-transfer-{m.lower()}": _tune_block(f) for m, f in CIFAR_TRANSFERS.items()},
     "band": _band_block,
+    "pep-grid": _pep_grid_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,
     "cifar10-earlier": _earlier_block,
@@ -452,7 +452,11 @@ def _render(text: str, res: Results, where: str) -> tuple[str, list[str]]:
             raise UsageError(f"{where}: findings:begin {name} is not closed by findings:end {name}")
         if name not in BLOCKS:
             raise UsageError(f"{where}: unknown findings block {name!r}; known: {', '.join(BLOCKS)}")
-        body = "\n" + BLOCKS[name](res) + "\n"
+        try:
+            body = "\n" + BLOCKS[name](res) + "\n"
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, StopIteration) as exc:
+            raise UsageError(f"{where}: block {name}: a result file it reads lacks what it needs "
+                             f"({type(exc).__name__}: {exc}); write it again with the command that made it") from None
         if text[begin.end():end.start()] != body:
             changed.append(name)
         out += [text[pos:begin.end()], body]

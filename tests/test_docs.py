@@ -679,6 +679,8 @@ def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
      "benchmarks/results/pep_band.json: not JSON"),
     (lambda repo: (repo / "benchmarks/results/pep_band.json").unlink(),
      "benchmarks/results/pep_band.json: cannot read"),
+    (lambda repo: (repo / "benchmarks/results/pep_band.json").write_text("{}"),
+     "README.md: block findings: a result file it reads lacks what it needs (KeyError: 'history')"),
 ])
 def test_bad_pages_or_results_are_one_line_errors_and_nothing_is_written(tmp_path, edit, message):
     repo = _copy_repository(tmp_path)
