@@ -415,6 +415,35 @@ def _pep_grid_block(res: Results) -> str:
             f"(`{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)")
 
 
+def _pep_para_block(res: Results) -> str:
+    from stam.figures.tables import Table, fmt
+
+    lsc, convex = res(PEP_GRID["lsc"]), res(PEP_GRID["convex"])
+    other = {(r["setting"], r["T"]): r for r in convex["table_para"]}
+    Ts = sorted({r["T"] for r in lsc["table_para"]})
+    settings = list(dict.fromkeys(r["setting"] for r in lsc["table_para"]))
+    worst = lambda r, bound=False: ("+\u221e" if r is None or r["status"] == "unbounded" else  # noqa: E731
+                                    fmt(r["worst_case"]) + (f" (bound {fmt(r['bound'])})" if bound else ""))
+    rows, costlier = [], []
+    for name in settings:
+        by_T = {r["T"]: r for r in lsc["table_para"] if r["setting"] == name}
+        first = by_T[Ts[0]]
+        rows.append([name, fmt(first["lam"]), fmt(first["gamma"]), fmt(first["beta"]), fmt(first["gamma_lam"])]
+                    + [f"{worst(by_T.get(T), True)} / {worst(other.get((name, T)))}" for T in Ts])
+        costlier += [(name, T, by_T[T]["worst_case"] / other[(name, T)]["worst_case"]) for T in Ts
+                     if by_T[T].get("worst_case") and (other.get((name, T)) or {}).get("worst_case")]
+    table = Table(f"stam pep at the paper's Table para settings (L1 = {lsc['L1']:g}), any proper lsc F / convex F, "
+                  "delta0 + M0'_T <= 1; +\u221e: the solver's certificate of unboundedness",
+                  ["setting", "lambda", "gamma", "beta", "gamma*lambda"] + [f"T = {T}" for T in Ts], rows)
+    admissible = [n for n in settings if all(r["admissible"] for r in lsc["table_para"] if r["setting"] == n)]
+    text = f"Theorem conv's hypotheses hold at {len(admissible)} of these {len(settings)} settings."
+    finite = [c for c in costlier if c[2] > 1.05]
+    if finite:
+        text += (" Where the worst case is finite, any proper lsc F costs "
+                 + ", ".join(f"{c[2]:.1f} times convex F's ({c[0]}, T = {c[1]})" for c in finite) + ".")
+    return table.to_markdown() + "\n\n" + text + f"\n\n(`table_para` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
+
+
 #: every generated block a page may hold, by name
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "findings": findings_table,
@@ -425,6 +454,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     **{f"cifar10-transfer-{m.lower()}": _tune_block(f) for m, f in CIFAR_TRANSFERS.items()},
     "band": _band_block,
     "pep-grid": _pep_grid_block,
+    "pep-table-para": _pep_para_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,
     "cifar10-earlier": _earlier_block,
