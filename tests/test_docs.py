@@ -726,3 +726,23 @@ def test_the_quick_tune_sample_is_a_trial_its_command_draws():
         label, _, hyper = [c.strip() for c in row.strip("|").split("|")][:3]
         drawn = [fmt_hyper(o) for o in sample_trials(label.lower(), trials, 0)]
         assert hyper in drawn, (label, hyper, drawn)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped (word characters, blanks and hyphens
+    kept), blanks as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_anchor_link_between_the_pages_resolves():
+    """A link ``page.md#anchor`` (README.md and docs/) names a heading of that page: a moved or renamed section
+    (a chronicle moved to docs/studies/) cannot leave a link behind."""
+    assert _slug("The equal-budget comparison: `stam tune`") == "the-equal-budget-comparison-stam-tune"
+    bad = []
+    for page in DOC_FILES:
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?#([\w-]+)\)", page.read_text(encoding="utf-8")):
+            dest = (page.parent / target).resolve() if target else page
+            slugs = {_slug(m) for m in re.findall(r"^#+ (.*)$", dest.read_text(encoding="utf-8"), re.M)}
+            if anchor not in slugs:
+                bad.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert not bad, bad
