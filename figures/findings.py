@@ -39,6 +39,8 @@ CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
 CIFAR_TRANSFERS = {"VGG-16": f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json",
                    "ResNet-18": f"{CIFAR_STUDY}/transfer-resnet18/tune-cifar10.json"}
 GPU_WIDTH1 = f"{RESULTS}/gpu_width1_h200.json"
+#: the BatchNorm rule's images, unaugmented against cropped and flipped (``benchmarks/bn_augment.py``)
+BN_AUGMENT = f"{RESULTS}/bn_augment_cpu.json"
 #: ``stam pep`` at Theorem conv's admissible parameters (``benchmarks/pep_grid.py``): any proper lsc F, and convex F
 PEP_GRID = {"lsc": f"{RESULTS}/pep_grid_lsc.json", "convex": f"{RESULTS}/pep_grid.json"}
 #: a cell of the committed digits map "trains" from this binary validation accuracy on (below it, the float
@@ -444,6 +446,26 @@ def _pep_para_block(res: Results) -> str:
     return table.to_markdown() + "\n\n" + text + f"\n\n(`table_para` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
 
 
+def _bn_augment_block(res: Results) -> str:
+    from stam.dnn.catalog import MODELS
+    from stam.dnn.tunetext import label
+    from stam.figures.tables import Table
+
+    d, last = res(BN_AUGMENT), 10
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    rows = []
+    for algo, run in d["runs"].items():
+        log = run["log"][-last:]
+        gain = [e["augmented"] - e["unaugmented"] for e in log]
+        rows.append([label(algo)] + [f"{mean([e[k] for e in log]):.1f}" for k in ("as_trained", "unaugmented", "augmented")]
+                    + [f"{mean(gain):+.1f} ({min(gain):+.1f}, {max(gain):+.1f})"])
+    table = Table(f"Test accuracy (%) by the BatchNorm statistics it is taken with, mean of the last {last} epochs "
+                  f"({MODELS.get(d['model'], d['model'])} at width {_width(d['width'])}, {d['epochs']} epochs, seed {d['seed']}, the study's tuned "
+                  "settings)", ["algorithm (tuned setting)", "as trained", "re-estimated, unaugmented (the earlier rule)",
+                                "re-estimated, cropped and flipped once", "gain (smallest, largest)"], rows)
+    return table.to_markdown() + f"\n\n(`{BN_AUGMENT}`)"
+
+
 #: every generated block a page may hold, by name
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "findings": findings_table,
@@ -455,6 +477,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "band": _band_block,
     "pep-grid": _pep_grid_block,
     "pep-table-para": _pep_para_block,
+    "bn-augment": _bn_augment_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,
     "cifar10-earlier": _earlier_block,
