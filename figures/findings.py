@@ -338,15 +338,23 @@ def _digits_map_block(res: Results) -> str:
     return digits_map_headline(res(DIGITS_MAP), good=TRAINS, region=res(REGION)) + f".\n\n(`{DIGITS_MAP}`)"
 
 
+def _order(means: dict[str, float]) -> str:
+    return " > ".join(f"{k} {v:.1f}" for k, v in sorted(means.items(), key=lambda kv: -kv[1]))
+
+
 def _gpu_block(res: Results) -> str:
     g = res(GPU_WIDTH1)
     s = g["settings"]
     lines = ["| | " + " | ".join(v["label"] for v in g["summary"].values()) + " |", "|---" * (len(g["summary"]) + 1) + "|",
              "| test accuracy (%), mean ± std | " + " | ".join(f"{v['mean']:.1f} ± {v['std']:.1f}" for v in g["summary"].values())
              + " |"]
+    binary = {v["label"]: v["mean"] for k, v in g["summary"].items() if k != "float"}
+    tuned = res(CIFAR_TUNE)
+    narrow = {a["label"]: a["final"]["mean"] for a in tuned["algorithms"] if a["algo"] != "float"}
     return (f"VGG-11 at width {_width(s['width'])} on the JPEG copy of CIFAR-10, {s['epochs_done']} epochs, seeds "
             f"{', '.join(map(str, s['seeds']))}, one {g['device']['name']}, settings transferred from width 1/8:\n\n"
-            + "\n".join(lines) + f"\n\n(`{GPU_WIDTH1}`)")
+            + "\n".join(lines) + f"\n\nThe binary methods in order: {_order(binary)} (at width 1/8, tuned, the study's "
+            f"{tuned['params']['seeds']} seeds: {_order(narrow)}).\n\n(`{GPU_WIDTH1}`, `{CIFAR_TUNE}`)")
 
 
 def _finding_block(f: Finding) -> Callable[[Results], str]:
