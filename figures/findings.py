@@ -529,10 +529,12 @@ def _render(text: str, res: Results, where: str) -> tuple[str, list[str]]:
 def differing(root: Path) -> list[tuple[Path, str, str]]:
     """(page, block, the page's text with every block rendered anew) for each block that differs from what the
     result files give."""
+    from stam.io import read_input_text
+
     res, out = Results(root), []
     for page in pages(root):
-        text = page.read_text(encoding="utf-8")
-        new, changed = _render(text, res, str(page.relative_to(root)))
+        rel = page.relative_to(root).as_posix()
+        new, changed = _render(read_input_text(page, rel), res, rel)
         out += [(page, name, new) for name in changed]
     return out
 

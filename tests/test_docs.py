@@ -679,6 +679,7 @@ def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
      "benchmarks/results/pep_band.json: not JSON"),
     (lambda repo: (repo / "benchmarks/results/pep_band.json").unlink(),
      "benchmarks/results/pep_band.json: cannot read"),
+    (lambda repo: (repo / "docs/bad.md").write_bytes(b"\xff\xfe"), "docs/bad.md: not UTF-8 text"),
     (lambda repo: (repo / "benchmarks/results/pep_band.json").write_text("{}"),
      "README.md: block findings: a result file it reads lacks what it needs (KeyError: 'history')"),
 ])
@@ -686,11 +687,11 @@ def test_bad_pages_or_results_are_one_line_errors_and_nothing_is_written(tmp_pat
     repo = _copy_repository(tmp_path)
     (repo / "docs/studies/digits.md").write_text("<!-- findings:begin digits-tuned -->\nstale\n<!-- findings:end digits-tuned -->\n")
     edit(repo)
-    pages = {p: p.read_text(encoding="utf-8") for p in [repo / "README.md", *(repo / "docs").rglob("*.md")]}
+    pages = {p: p.read_bytes() for p in [repo / "README.md", *(repo / "docs").rglob("*.md")]}
     for flag in ("--check", "--write"):
         rc, out = run_stam(["findings", flag, "--root", str(repo)])
         assert rc == 2 and len(out) == 1 and out[0].startswith("stam: error: ") and message in out[0], out
-    assert {p: p.read_text(encoding="utf-8") for p in pages} == pages
+    assert {p: p.read_bytes() for p in pages} == pages
 
 
 def test_findings_root_must_be_a_repository(tmp_path):
