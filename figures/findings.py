@@ -210,8 +210,9 @@ def _cifar_tuned(res: Results) -> tuple[str, str]:
     seeds = sorted({t["seeds"] for t in transfers.values()})
     claim = (f"Tuned alike on CIFAR-10 (JPEG copy; VGG-11 at width {_width(p['width'])}, {p['epochs']} epochs, "
              f"{p['trials']} trials halved by {p['halving']}, one CPU), {d['seeds']} paired seeds: STAM is {_verdict(d)} BC; "
-             f"VGG-11's settings transferred to {' and '.join(transfers)} ({'/'.join(map(str, seeds))} seeds): "
-             + " and ".join(f"{_verdict(t)}" for t in transfers.values()))
+             f"VGG-11's settings transferred to {' and '.join(transfers)} ({'/'.join(map(str, seeds))} seeds): STAM "
+             + (f"{verdicts.pop()} BC on both" if len(verdicts := {_verdict(t) for t in transfers.values()}) == 1 else
+                ", ".join(f"{_verdict(t)} BC on {m}" for m, t in transfers.items())))
     return claim, (f"{_difference(d)}; " + "; ".join(f"{m} {_difference(t).removeprefix('STAM - BC ')}"
                                                       for m, t in transfers.items()))
 
