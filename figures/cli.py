@@ -69,13 +69,13 @@ def _demo(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add ``stam demo``, ``stam report``, ``stam plot`` and ``stam map``."""
+    """Add ``stam demo``, ``stam report``, ``stam plot``, ``stam map`` and ``stam findings``."""
     subparsers.add_parser(
         "demo",
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
         "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 2 minutes on 2 CPU cores at "
-        "load 1, 13 at load 14 (--quick: 22 s at load 1, 2.5 minutes at load 14).",
+        "load 4, 13 at load 14 (--quick: 22 s at load 1, 2.5 minutes at load 14).",
         build=_build_demo,
     )
     subparsers.add_parser(
@@ -96,6 +96,14 @@ def register(subparsers) -> None:
         "whose sign ever changed). Writes DIR/map-NAME.json and .csv and the figure DIR/map-NAME.png and .pdf "
         "(the theorem's region, gamma*lambda = 1/sqrt(5) and the paper's settings on the same axes), and prints a table.",
         build=_build_map,
+    )
+    subparsers.add_parser(
+        "findings",
+        help="the toolkit's findings, each with its scope, from the committed result files",
+        description="Prints the findings table (Markdown, as README.md holds it), computed from the committed result "
+        "files of benchmarks/results/. --write regenerates every generated block (<!-- findings:begin NAME -->) of "
+        "README.md and docs/; --check exits 1 naming each block that differs from what the result files give.",
+        build=_build_findings,
     )
 
 
@@ -134,3 +142,12 @@ def _build_map(p) -> None:
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
     # (map_command calls the module's run itself)
     p.set_defaults(func=handler("stam.figures.map_experiment:map_command"), run=experiment("stam.figures.map_experiment"))
+
+
+def _build_findings(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--write", action="store_true", help="regenerate every generated block of README.md and docs/")
+    g.add_argument("--check", action="store_true", help="exit 1 naming each generated block that differs")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="the repository whose pages and results to use (default: the checkout this package runs from)")
+    p.set_defaults(func=handler("stam.figures.findings:findings_command"))

@@ -439,30 +439,27 @@ class Demo:
         """A result in one short line, as printed and at the top of the report (``--quick``: marked)."""
         return ("[quick] " if self.quick and key in self.QUICK_REDUCED else "") + self.brief[key]
 
-    #: the demo runs no CIFAR (issue 35: it keeps its budget): its conclusion says where CIFAR-10's answer is
-    CIFAR_NOTE = ("CIFAR-10 is not run here: the study's paired answer (VGG-11, 5 seeds) is in docs/practice.md "
-                  "(python benchmarks/cifar10_study.py).")
-
     def conclusion(self) -> str:
-        """What the demo found, theory beside practice, in plain words from its own numbers: where
-        the theory certifies STAM, where the binary network trains, and how tuned STAM compares with BC
-        on digits; then where the CIFAR-10 answer is (:attr:`CIFAR_NOTE`: the demo trains no CIFAR)."""
+        """What the toolkit found, answering the README's questions with the README's words: the committed findings
+        (:func:`stam.figures.findings.conclusion`, from the committed result files, the same generator as ``stam
+        findings``), then this run's own numbers, labelled as an illustration (its budgets are small: it trains no
+        CIFAR, tunes digits with a few trials and epochs)."""
+        from stam.figures.findings import committed_conclusion
+
+        committed = committed_conclusion()
+        text = ("Conclusion (committed results, stam findings): " + committed[:1].upper() + committed[1:] + "." if committed
+                else "Conclusion: no committed results here (not a checkout of the toolkit); this run's numbers follow.")
         f = self.facts
         cert, trains = f.get("certified"), f.get("trains_from")
         parts = []
-        if cert is not None and trains is not None:
-            meet = "do not meet" if cert < trains else "overlap"
-            parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}"
-                         + " (every O(1/T) bound refuted from 1 - lambda/(2 beta - L1) by a 2-periodic run)"
-                         + f", the binary digits network trains from {trains:.2g}: the two regions {meet}")
-        elif cert is not None:
-            parts.append(f"the theory certifies STAM up to gamma*lambda = {cert:.2f}")
+        if cert is not None:
+            parts.append(f"its region search certifies STAM up to gamma*lambda = {cert:.2f}"
+                         + (f", its digits map trains from {trains:.2g}" if trains is not None else ""))
         if f.get("stam_minus_bc") is not None:
             d = f["stam_minus_bc"]
             parts.append(f"tuned alike on digits ({f['tune_budget']}), STAM is {abs(d):.1f} points {'below' if d < 0 else 'above'} BC")
-        text = "; ".join(parts) if parts else "no step that the conclusion needs has run"
-        return ("Conclusion" + (" (--quick, smoke-test budgets)" if self.quick else "") + ": " + text[:1].upper() + text[1:]
-                + ". " + self.CIFAR_NOTE)
+        budget = "--quick, smoke-test budgets" if self.quick else "small budgets"
+        return text + (f" Illustration ({budget}, not a result): " + "; ".join(parts) + "." if parts else "")
 
 
 def check_out_dir(out) -> Path:

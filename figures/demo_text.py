@@ -63,7 +63,7 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
 
 def region_brief(cert, refuted) -> str:
     text = ("Certified region: nothing certified" if cert is None else
-            f"Certified region (any lsc F): STAM certified up to gamma*lambda = {cert:.2f}")
+            f"Certified region (lsc F, points scanned): certified up to gamma*lambda = {cert:.2f}")
     # the 2-periodic run of stam.theory.onset.two_cycle refutes every O(1/T) bound from c_beta < 1 (exactly)
     return text + ("; O(1/T) refuted from 1 - lambda/(2 beta - L1)" + (f", PEP at T = 1 from {refuted:.4g}"
                                                                        if refuted is not None else ""))

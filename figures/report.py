@@ -218,6 +218,19 @@ def _figures(sections: dict, page: _Page, results: ResultSet, nc) -> None:
         sections[fk.section].add(page.figure(fk.name, fig, fk.caption_for(results, nc), fk.source_results(results)))
 
 
+def _findings(page: _Page) -> str:
+    """The toolkit's findings from its committed results (:mod:`stam.figures.findings`, what ``stam findings``
+    prints), each with its scope; nothing where the package runs from no checkout of the toolkit."""
+    from stam.figures.findings import HEADER, committed_rows
+
+    rows = committed_rows()
+    if rows is None:
+        return ""
+    caption = ("The toolkit's findings, from its committed result files (benchmarks/results/; stam findings), "
+               "each with its scope and the command that reproduces it")
+    return page.table("findings", T.Table(caption, list(HEADER), rows))
+
+
 def _headline(headline: dict | None, sections: dict) -> str:
     """The message first: each headline line (``stam demo``'s, by key) linked to its section, then
     the first figure of the page, so that the first screen shows a result."""
@@ -281,6 +294,9 @@ def _build(results: ResultSet, out_dir: Path, nc, title: str, headline: dict | N
             sec[tk.section].add(part if isinstance(part, str) else page.table(*part))
 
     sec["headline"].add(_headline(headline, sec))
+    findings = _findings(page)
+    if findings:
+        sec["headline"].add(findings)
     for sid, sentence in INTROS.items():
         sec[sid].intro = sentence
     nav = "".join(f'<li><a href="#{sid}">{html.escape(h)}</a></li>' for sid, h in SECTIONS)

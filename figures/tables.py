@@ -469,11 +469,14 @@ def history_table(band: dict) -> Table:
                 else f"{h['template']}, one step, N = {N}, b = {b}")
         rows.append([what, fmt(h["beta"], 4), "\u2013" if h["certified"] is None else fmt(h["certified"], 6),
                      "\u2013" if h["fails"] is None else fmt(h["fails"], 6),
+                     "\u2013" if not h.get("rho") else fmt(1 / h["rho"], 4),
                      "\u2013" if h["beta"] not in cyc else fmt(cyc[h["beta"]], 6)])
     return Table("Potentials with history (stam.theory.history; k-step decrease conditions, a quadratic form over the "
                  "last h + 1 iterates in the general template): the largest \u03b3\u03bb certified and proven in "
-                 "exact arithmetic, the first not certified, and the threshold from which STAM has a 2-periodic run "
-                 "(no O(1/T) bound)", ["potential", "\u03b2", "certified to", "not certified at", "2-cycle from"], rows)
+                 "exact arithmetic (a bisection: every point tried below it certified too), the first not certified, "
+                 "the constant 1/\u03c1 of the bound at the largest, and the threshold from which STAM has a 2-periodic "
+                 "run (no O(1/T) bound)",
+                 ["potential", "\u03b2", "certified to", "not certified at", "1/\u03c1 there", "2-cycle from"], rows)
 
 
 @table_kind("pep-band", ("pep-band",), "pep")

@@ -14,8 +14,9 @@ from stam.cli import build_parser, main
 from stam.cliargs import ListArg, RangeArg
 from stam.errors import positive_int
 
-#: leaf commands that write nothing (they print): every other command has -o/--out
-PRINT_ONLY = {("stepsize",), ("table",)}
+#: leaf commands that write nothing (they print): every other command has -o/--out (``stam findings --write``
+#: rewrites the generated blocks of the repository's own pages in place: it has no output place to name)
+PRINT_ONLY = {("stepsize",), ("table",), ("findings",)}
 
 
 def _commands(parser=None, path=()) -> dict[tuple[str, ...], argparse.ArgumentParser]:

@@ -53,7 +53,7 @@ of the repository, e.g. ``benchmarks/results/``), so running the examples in a c
 status`` clean: the files a block wrote and every shown command's ``-o/--out`` are checked.
 
 Besides the blocks: no ``$ stam`` example may hide in an indented (unfenced) code block, every
-directive must be known, and every file under docs/ must be linked from README.md.
+directive must be known, and every file under docs/ (docs/studies/ included) must be linked from README.md.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 DIRECTIVES = ("test", "test-args", "test-match", "test-needs", "test-files", "test-output", "no-test")
 ERROR_LINE = re.compile(r"^stam( [\w-]+)*: error: ")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*\.?\d*|\.\d+)(?:e[-+]?\d+)?")
@@ -525,7 +525,7 @@ def test_readme_is_the_front_door():
     from stam.cli import build_parser
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) < 250
+    assert len(readme.splitlines()) <= 200
     examples = {tuple(_argv(c.text)[1:3]) for b in BLOCKS if b.path.name == "README.md" and b.kind == "shell"
                 for c in b.commands()}
     commands = []
@@ -536,10 +536,11 @@ def test_readme_is_the_front_door():
     assert len(commands) >= 11
     for cmd in commands:
         assert any(e[:len(cmd)] == cmd for e in examples), f"README.md has no example of stam {' '.join(cmd)}"
-    pages = sorted((ROOT / "docs").glob("*.md"))
+    pages = sorted((ROOT / "docs").rglob("*.md"))
     assert pages
     for page in pages:
-        assert f"(docs/{page.name})" in readme, f"docs/{page.name} is not linked from README.md"
+        rel = page.relative_to(ROOT).as_posix()
+        assert f"({rel})" in readme, f"{rel} is not linked from README.md"
     for link in re.findall(r"\]\(((?:docs/)?[\w./-]+\.md)(?:#[\w-]+)?\)", readme):
         assert (ROOT / link).is_file(), link
     for page in pages:
@@ -548,238 +549,201 @@ def test_readme_is_the_front_door():
 
 
 def test_the_demo_time_is_the_recorded_one():
-    """README, docs/figures.md and ``stam demo --help`` give the full demo's time of the run recorded in
+    """docs/figures.md and ``stam demo --help`` give the full demo's time of the run recorded in
     ``benchmarks/results/demo_2cores.json`` (issue 37: the README said 135 s, --help 'about 2.5 minutes')."""
     import json
 
     from stam.cli import build_parser
 
     seconds = json.loads((ROOT / "benchmarks/results/demo_2cores.json").read_text(encoding="utf-8"))["seconds"]
-    for page in ("README.md", "docs/figures.md"):
-        assert f"{seconds:.0f} s" in (ROOT / page).read_text(encoding="utf-8"), page
+    assert f"{seconds:.0f} s" in (ROOT / "docs/figures.md").read_text(encoding="utf-8")
     demo = next(a for a in build_parser()._subparsers._group_actions).choices["demo"]
     assert f"{seconds / 60:.0f} minutes on 2 CPU cores" in " ".join(demo.description.split())
 
 
-#: the committed CIFAR-10 study (VGG-11 at width 1/8, 45 epochs) that the README and practice.md quote
-CIFAR_STUDY = "benchmarks/results/cifar10_deciding_augmented_cpu"
-CIFAR_TUNE = f"{CIFAR_STUDY}/tune/tune-cifar10.json"
-#: its VGG-11 settings transferred to VGG-16 and ResNet-18 (``stam tune --transfer``), which the README and practice.md quote
-CIFAR_TRANSFER_VGG16 = f"{CIFAR_STUDY}/transfer-vgg16/tune-cifar10.json"
-CIFAR_TRANSFER_RESNET18 = f"{CIFAR_STUDY}/transfer-resnet18/tune-cifar10.json"
+# --------------------------------------------------------------------------------------------
+# the README as a front door (issue 58)
+# --------------------------------------------------------------------------------------------
+
+#: a number in prose: not part of a word or of another number (``L1``, ``cifar10`` and ``1.5``'s ``5`` are not)
+PROSE_NUMBER = re.compile(r"(?<![\w.-])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
 
 
-def _readme_row(start: str) -> list[str]:
-    """The cells of the README table row that starts with ``| start``."""
-    line = next(ln for ln in (ROOT / "README.md").read_text(encoding="utf-8").splitlines() if ln.startswith(f"| {start}"))
-    return [c.strip() for c in line.strip("|").split("|")]
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks and HTML comments: what a reader reads as prose."""
+    out, inside = [], False
+    for ln in text.splitlines():
+        if ln.startswith("```"):
+            inside = not inside
+        elif not inside:
+            out.append(ln)
+    return re.sub(r"<!--.*?-->", "", "\n".join(out), flags=re.S)
 
 
-def _tuned_cells(result: dict) -> dict[str, str]:
-    """Each tuned algorithm's ``mean ± std [95% interval]`` cell, as the tune table's own writer
-    (:func:`stam.dnn.tunetext.table`) gives it."""
-    from stam.dnn.tunetext import table
-
-    _, header, rows = table(result)
-    mean, interval = header.index("test acc. mean \u00b1 std"), header.index("95% interval")
-    return {a["algo"]: f"{r[mean]} {r[interval]}" for a, r in zip(result["algorithms"], rows)}
+def test_prose_numbers_are_counted_outside_code_and_words():
+    text = "A 1.5 and -0.3 [+1.2, 2e-3].\n```\n$ stam x 7 8 9\n```\nL1 cifar10 VGG-16 <!-- 4 5 -->"
+    assert PROSE_NUMBER.findall(prose(text)) == ["1.5", "-0.3", "+1.2", "2e-3"]
 
 
-@pytest.mark.parametrize(
-    "row, result, algos",
-    [
-        ("digits, tuned", "benchmarks/results/tune_digits_default_2cores.json", ["stam", "bc", "br", "psgd", "float"]),
-        ("CIFAR-10 (JPEG copy, VGG-11 at width 1/8", CIFAR_TUNE, ["stam", "bc", "br", "psgd", "float"]),
-        ("VGG-16 at width 1/8", CIFAR_TRANSFER_VGG16, ["stam", "bc", "br", "psgd", "float"]),
-        ("ResNet-18 at width 1/8", CIFAR_TRANSFER_RESNET18, ["stam", "bc", "br", "psgd", "float"]),
-    ],
-)
-def test_the_readme_table_is_the_committed_result(row, result, algos):
-    """The README's tuned rows are the committed results they name, cell for cell (mean ± std
-    [95% interval] of the fresh seeds' test accuracy), so that a re-run cannot leave them behind."""
+def test_the_readme_is_short_states_what_the_toolkit_is_first_and_types_few_numbers():
+    """At most 200 lines and 120 numbers outside code blocks; its first two lines (after the title) say what the
+    toolkit is, with no result number; no test count, suite time or machine load (docs/benchmarks.md keeps speed);
+    the methods are named in words; the two commands say what they install."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert len(lines) <= 200, len(lines)
+    numbers = PROSE_NUMBER.findall(prose(readme))
+    assert len(numbers) <= 120, (len(numbers), numbers)
+    first = [ln for ln in lines[1:] if ln.strip()][:2]
+    assert "toolkit" in first[0] and not any(re.search(r"\d", ln) for ln in first), first
+    flat = " ".join(prose(readme).split())
+    for phrase in (r"\d[\d,]* tests", r"at load \d", r"\d+(\.\d+)? minutes", r"\d+ s\b"):
+        assert not re.search(phrase, flat), phrase
+    for name in ("BinaryConnect", "BinaryRelax", "projected SGD", "Our1-Our3"):
+        assert name in flat, name
+    assert "chromium" in flat and "apt-get" in flat and "extras" in flat
+
+
+# --------------------------------------------------------------------------------------------
+# one source for every finding: stam findings (issue 58)
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_pages_are_what_the_result_files_give():
+    """``stam findings --check`` (what CI runs through this test): every generated block of README.md and docs/
+    is what the committed result files give; ``stam findings`` prints the README's table row for row."""
+    from stam.figures.findings import BEGIN, END
+
+    rc, out = run_stam(["findings", "--check"])
+    assert (rc, out) == (0, []), out
+    rc, table = run_stam(["findings"])
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(BEGIN.format("findings") + "\n", 1)[1].split("\n" + END.format("findings"), 1)[0]
+    assert rc == 0 and table == block.splitlines() and 3 <= len(table) <= 2 + 6
+    header, rule, *rows = table
+    assert header == "| finding (with its scope) | number | reproduce | results |" and rule == "|---|---|---|---|"
+    for row in rows:
+        claim, number, command, files = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert claim and re.search(r"\d", number) and command.startswith("`") and files.startswith("`")
+        assert all((ROOT / "benchmarks/results" / f.strip("` ")).exists() for f in files.split(", "))
+
+
+def _copy_repository(tmp_path: Path) -> Path:
+    """The pages and the committed result files (no job stores, no figures) under ``tmp_path/repo``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(ROOT / "README.md", repo / "README.md")
+    shutil.copytree(ROOT / "docs", repo / "docs")
+    shutil.copytree(ROOT / "benchmarks/results", repo / "benchmarks/results",
+                    ignore=shutil.ignore_patterns("jobs", "*.png", "*.pdf", "*.csv"))
+    return repo
+
+
+def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
+    """A rerun changes a result file: ``--check`` then exits 1 naming each block it changes (the README's table and
+    the study's table), and ``--write`` regenerates them, after which the check passes and the README states the new
+    number; nothing else of the pages changes."""
     import json
 
-    cells = _readme_row(row)
-    written = _tuned_cells(json.loads((ROOT / result).read_text(encoding="utf-8")))
-    column = {"stam": 1, "bc": 2, "br": 3, "psgd": 4, "float": 5}
-    for algo in algos:
-        assert cells[column[algo]] == written[algo], (row, algo)
+    repo = _copy_repository(tmp_path)
+    rel = repo / "benchmarks/results/tune_digits_default_2cores.json"
+    result = json.loads(rel.read_text(encoding="utf-8"))
+    stam = next(a for a in result["algorithms"] if a["algo"] == "stam")
+    stam["final"]["test_acc"] = [x - 3.0 for x in stam["final"]["test_acc"]]
+    stam["final"]["mean"] -= 3.0
+    stam["final"]["ci95"] = [v - 3.0 for v in stam["final"]["ci95"]]
+    rel.write_text(json.dumps(result), encoding="utf-8")
+    before = {p: p.read_text(encoding="utf-8") for p in [repo / "README.md", *(repo / "docs").rglob("*.md")]}
+    rc, out = run_stam(["findings", "--check", "--root", str(repo)])
+    assert rc == 1
+    named = {ln.split(": block ")[0].removeprefix("stam findings: ") + ":" + ln.split(": block ")[1].split()[0] for ln in out}
+    assert {"README.md:findings", "docs/studies/digits.md:digits-tuned",
+            "docs/studies/digits.md:finding-digits-tuned"} <= named, out
+    assert all("differs from what the result files give" in ln for ln in out)
+    assert {p: p.read_text(encoding="utf-8") for p in before} == before  # --check writes nothing
+    rc, out = run_stam(["findings", "--write", "--root", str(repo)])
+    assert rc == 0 and "wrote README.md: findings" in out
+    assert run_stam(["findings", "--check", "--root", str(repo)]) == (0, [])
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    assert "STAM - BC -3.3 [-4.8, -1.8] points" in readme and "STAM is below BC" in readme
+    outside = lambda text: re.sub(r"<!-- findings:begin ([\w-]+) -->.*?<!-- findings:end \1 -->", "", text, flags=re.S)  # noqa: E731
+    assert all(outside(p.read_text(encoding="utf-8")) == outside(text) for p, text in before.items())
 
 
-@pytest.mark.parametrize(
-    "row, result",
-    [
-        ("digits, paper setting", "benchmarks/results/tune_digits_default_2cores.json"),
-        ("the same, paper setting", CIFAR_TUNE),
-    ],
-)
-def test_the_readme_paper_rows_are_the_committed_result(row, result):
-    """The README's paper-setting rows are the paper rows of the committed result they sit under:
-    Our1-3 by their means in STAM's column, the others' ``mean ± std``, as the tune table writes them."""
-    import json
-
-    from stam.dnn.tunetext import table
-
-    cells = _readme_row(row)
-    _, header, rows = table(json.loads((ROOT / result).read_text(encoding="utf-8")))
-    mean = header.index("test acc. mean \u00b1 std")
-    paper = {r[0]: r[mean] for r in rows if r[1] == "paper setting (not tuned)"}
-    assert set(paper) == {"Our1", "Our2", "Our3", "BC", "BR", "PSGD", "Float"}, sorted(paper)
-    assert cells[1] == ", ".join(f"Our{i} {paper[f'Our{i}'].split(' ')[0]}" for i in (1, 2, 3))
-    assert cells[2:6] == [paper[a] for a in ("BC", "BR", "PSGD", "Float")]
-
-
-def test_the_paper_pairs_in_the_readme_and_practice_are_the_committed_result():
-    """The paired differences among the paper's settings that the README quotes (Our2 and Our3
-    against BC's) and that docs/practice.md lists (all six) are the committed CIFAR-10
-    ``tune-cifar10.json``'s, as ``stam tune`` writes them under its table."""
-    import json
-
-    from stam.dnn.tunestats import paired_differences, paired_text
-
-    result = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
-    pairs = [d for d in paired_differences(result, paper=True) if d.get("paper")]
-    assert len(pairs) == 6, [paired_text(d) for d in pairs]
-    flat = lambda text: " ".join(text.replace("\u2212", "-").replace("**", "").split())  # noqa: E731
-    readme = flat((ROOT / "README.md").read_text(encoding="utf-8"))
-    for d in pairs:
-        la, lb = d["labels"]
-        if la in ("Our2", "Our3") and lb == "BC":
-            lo, hi = d["ci95"]
-            assert f"{la} - {lb}'s {d['mean']:+.1f} [{lo:+.1f}, {hi:+.1f}]" in readme, (la, lb)
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraph = flat(page.split("**The paper's rows.**", 1)[1].split("\n\n", 1)[0])
-    for d in pairs:
-        assert flat(paired_text(d)) in paragraph, paired_text(d)
+@pytest.mark.parametrize("edit, message", [
+    (lambda repo: (repo / "README.md").write_text("<!-- findings:begin nothing -->\n<!-- findings:end nothing -->\n"),
+     "README.md: unknown findings block 'nothing'"),
+    (lambda repo: (repo / "README.md").write_text("<!-- findings:begin findings -->\nx\n"),
+     "README.md: a findings marker without its pair"),
+    (lambda repo: (repo / "benchmarks/results/pep_band.json").write_text("{"),
+     "benchmarks/results/pep_band.json: not JSON"),
+    (lambda repo: (repo / "benchmarks/results/pep_band.json").unlink(),
+     "benchmarks/results/pep_band.json: cannot read"),
+    (lambda repo: (repo / "docs/bad.md").write_bytes(b"\xff\xfe"), "docs/bad.md: not UTF-8 text"),
+    (lambda repo: (repo / "benchmarks/results/pep_band.json").write_text("{}"),
+     "README.md: block findings: a result file it reads lacks what it needs (KeyError: 'history')"),
+])
+def test_bad_pages_or_results_are_one_line_errors_and_nothing_is_written(tmp_path, edit, message):
+    repo = _copy_repository(tmp_path)
+    (repo / "docs/studies/digits.md").write_text("<!-- findings:begin digits-tuned -->\nstale\n<!-- findings:end digits-tuned -->\n")
+    edit(repo)
+    pages = {p: p.read_bytes() for p in [repo / "README.md", *(repo / "docs").rglob("*.md")]}
+    for flag in ("--check", "--write"):
+        rc, out = run_stam(["findings", flag, "--root", str(repo)])
+        assert rc == 2 and len(out) == 1 and out[0].startswith("stam: error: ") and message in out[0], out
+    assert {p: p.read_bytes() for p in pages} == pages
 
 
-def test_the_practice_part_times_are_the_study_json():
-    """docs/practice.md's time per part of the CIFAR-10 study is what the committed ``study.json``
-    adds up from its sittings (so that a resumed part's time cannot be left behind)."""
-    import json
-
-    study = json.loads((ROOT / CIFAR_STUDY / "study.json").read_text(encoding="utf-8"))
-    page = " ".join((ROOT / "docs/practice.md").read_text(encoding="utf-8").split())
-    line, after = page.split("as `study.json` adds its sittings up per part,", 1)[1].split(" before the transfers", 1)
-    assert f"the map took {study['seconds']['map']:,.0f} s" in line
-    tune = [s for s in study["sittings"] if s["part"] == "tune"]
-    assert f"the tuning {study['seconds']['tune']:,.0f} s in {len(tune)} sittings" in line
-    transfer = [s for s in study["sittings"] if s["part"] == "transfer"]
-    assert f"the transfers took {study['seconds']['transfer']:,.0f} s in {len(transfer)} sittings" in after
-    assert f"{sum(study['seconds'].values()) / 3600:.1f} hours in all" in after
+def test_findings_root_must_be_a_repository(tmp_path):
+    rc, out = run_stam(["findings", "--root", str(tmp_path)])
+    assert rc == 2 and out == [f"stam: error: --root {tmp_path}: no README.md there; give the toolkit's repository"]
 
 
-def test_the_practice_finals_are_the_committed_result():
-    """docs/practice.md's table of the 45-epoch finals and its paired differences STAM - BC and
-    STAM - BR are the committed ``tune-cifar10.json`` they describe (written by hand there, beside the
-    tool's own ``tune-cifar10.md``; this keeps them from drifting apart)."""
-    import json
+def test_the_recorded_demo_states_the_committed_findings():
+    """The demo's recorded output (the README's sample) begins with the conclusion the generator gives from the
+    committed results now, and labels its own run's numbers as an illustration (so a changed result file fails
+    here until the demo is recorded again)."""
+    from stam.figures.findings import committed_conclusion
 
-    from stam.dnn.tunestats import paired_differences, paired_text
-
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    section = page.split("#### The finals under the toolkit's rule, 45 epochs", 1)[1].split("\n#", 1)[0]
-    row = next(ln for ln in section.splitlines() if ln.startswith("| test accuracy |"))
-    cells = [c.strip() for c in row.strip("|").split("|")][1:]
-    result = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
-    written = _tuned_cells(result)
-    assert cells == [written[a] for a in ("stam", "bc", "br", "psgd", "float")]
-    flat = " ".join(section.split())
-    for d in paired_differences(result):
-        assert paired_text(d).replace("\u2212", "-") in flat.replace("**", ""), paired_text(d)
+    first = (ROOT / "benchmarks/results/demo_2cores.txt").read_text(encoding="utf-8").splitlines()[0]
+    committed = committed_conclusion()
+    assert first.startswith("Conclusion (committed results, stam findings): " + committed[:1].upper() + committed[1:] + ".")
+    assert " Illustration (small budgets, not a result): " in first
 
 
-@pytest.mark.parametrize("run", ["float45_cpu", "float90_cpu"])
-def test_the_practice_float_probes_are_their_committed_runs(run):
-    """The single Float runs that docs/practice.md quotes for the 80% target (``benchmarks/results/
-    float45_cpu`` and ``float90_cpu``) are quoted with their epochs and the test accuracy at their
-    validation-selected epoch, as ``stam train`` wrote them."""
-    import json
+def test_the_quick_tune_sample_is_a_trial_its_command_draws():
+    """The quick ``stam tune`` sample of docs/practice.md shows, for each tuned algorithm, a setting among the trials
+    its command draws now (the same Sobol points for any epochs), so a sample from another search space fails
+    (the issue's: STAM at gamma 5.57e+04, lambda 0.0112, which the command no longer draws)."""
+    from stam.dnn.tunespace import sample_trials
+    from stam.dnn.tunetext import fmt_hyper
 
-    folder = ROOT / "benchmarks/results" / run
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    assert summary["status"] == "completed" and config["algo"] == "float"
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraphs = [" ".join(p.split()) for p in page.split("\n\n") if f"results/{run}`" in p]
-    assert paragraphs, run
-    assert any(f"{summary['selected_test_acc_float']:.1f}% at the epoch selected on validation" in p
-               and f"{config['epochs']} epochs" in p for p in paragraphs), run
-
-
-def _transfer_paragraph() -> str:
-    """docs/practice.md's paragraph on the transfers, on one line, minus signs as hyphens."""
-    page = (ROOT / "docs/practice.md").read_text(encoding="utf-8")
-    paragraph = page.split("**The transfers.**", 1)[1].split("\n\n", 1)[0]
-    return " ".join(paragraph.replace("\u2212", "-").split())
+    block = next(b for b in BLOCKS if b.path.name == "practice.md" and "tune-quick" in b.lines[0])
+    cmd = block.commands()[0]
+    trials = int(_argv(cmd.text)[_argv(cmd.text).index("--trials") + 1])
+    rows = [ln for ln in cmd.shown if re.match(r"\| \w+ \| tuned, ", ln)]
+    assert rows
+    for row in rows:
+        label, _, hyper = [c.strip() for c in row.strip("|").split("|")][:3]
+        drawn = [fmt_hyper(o) for o in sample_trials(label.lower(), trials, 0)]
+        assert hyper in drawn, (label, hyper, drawn)
 
 
-def test_the_practice_transfer_paragraph_is_the_committed_job_store():
-    """docs/practice.md's paragraph on the transfers (written by hand between sittings, before
-    ``stam tune --transfer`` writes its result, and kept after) quotes every finished run of each committed
-    ``transfer-<model>/jobs`` store: its count, each algorithm's accuracies by seed with mean ± std,
-    and the paired STAM - BC and STAM - BR where both have run, as the tool's summaries compute them."""
-    import json
-
-    from benchscripts import load_benchmark
-    from stam.dnn.catalog import MODELS
-    from stam.dnn.tunestats import PAIRED, _paired, paired_text, summarise
-    from stam.dnn.tunetext import label
-
-    paragraph = _transfer_paragraph()
-    stores = sorted((ROOT / CIFAR_STUDY).glob("transfer-*/jobs"))
-    assert stores, "no transfer job store committed"
-    # a model's runs: the VGG-11 tuning's algorithms, each on the study budget's transfer seeds
-    bench = load_benchmark("cifar10_study")
-    tuned = json.loads((ROOT / CIFAR_TUNE).read_text(encoding="utf-8"))
-    planned = len(tuned["params"]["algos"]) * bench.BUDGETS["deciding-augmented"]["transfer_seeds"]
-    for store in stores:
-        runs: dict[str, dict[int, float]] = {}
-        for f in sorted(store.glob("*.json")):
-            job = json.loads(f.read_text(encoding="utf-8"))
-            for seed, row in zip(job["spec"]["seeds"], job["result"]["rows"]):
-                runs.setdefault(job["spec"]["algo"], {})[seed] = row["test_acc"]
-        done = sum(len(v) for v in runs.values())
-        model = store.parent.name.removeprefix("transfer-")
-        assert f"{done} of {MODELS[model]}'s {planned} runs" in paragraph, (model, done, planned)
-        finals = {}
-        for algo, by_seed in runs.items():
-            seeds = sorted(by_seed)
-            finals[algo] = {"seeds": seeds, "test_acc": [by_seed[s] for s in seeds]}
-            s = summarise(finals[algo]["test_acc"])
-            spread = f" ({s['mean']:.1f} \u00b1 {s['std']:.1f})" if s["std"] is not None else ""
-            quoted = f"{label(algo)} {', '.join(f'{by_seed[k]:.1f}' for k in seeds)}{spread}"
-            assert quoted in paragraph, quoted
-        for a, b in PAIRED:
-            if a in finals and b in finals:
-                text = paired_text(_paired(a, finals[a], b, finals[b])).replace("\u2212", "-")
-                assert text in paragraph, text
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped (word characters, blanks and hyphens
+    kept), blanks as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@pytest.mark.parametrize(
-    "committed, model, others",
-    [(CIFAR_TRANSFER_VGG16, "vgg16", [("float", "bc")]), (CIFAR_TRANSFER_RESNET18, "resnet18", [("br", "bc"), ("float", "bc")])],
-)
-def test_the_transfer_pairs_in_the_readme_and_practice_are_the_committed_result(committed, model, others):
-    """The paired STAM - BC and STAM - BR of VGG-11's settings transferred to VGG-16 and to ResNet-18
-    that the README and docs/practice.md quote are the committed transfer result's, as ``stam tune``
-    writes them; so are the other pairs practice.md quotes (``others``), paired by seed alike."""
-    import json
-
-    from stam.dnn.tunestats import paired_differences, paired_text
-
-    result = json.loads((ROOT / committed).read_text(encoding="utf-8"))
-    assert result["transfer"]["model"] == "vgg11" and result["params"]["seeds"] == 3
-    assert result["params"]["model"] == model
-    pairs = paired_differences(result)
-    assert [(d["a"], d["b"]) for d in pairs] == [("stam", "bc"), ("stam", "br")]
-    flat = lambda text: " ".join(text.replace("\u2212", "-").split())  # noqa: E731
-    readme = flat((ROOT / "README.md").read_text(encoding="utf-8"))
-    paragraph = _transfer_paragraph()
-    for d in pairs:
-        assert flat(paired_text(d)) in readme, paired_text(d)
-        assert flat(paired_text(d)) in paragraph, paired_text(d)
-    quoted = paired_differences(result, pairs=others)
-    assert [(d["a"], d["b"]) for d in quoted] == others
-    for d in quoted:
-        assert flat(paired_text(d)) in paragraph, paired_text(d)
+def test_every_anchor_link_between_the_pages_resolves():
+    """A link ``page.md#anchor`` (README.md and docs/) names a heading of that page: a moved or renamed section
+    (a chronicle moved to docs/studies/) cannot leave a link behind."""
+    assert _slug("The equal-budget comparison: `stam tune`") == "the-equal-budget-comparison-stam-tune"
+    bad = []
+    for page in DOC_FILES:
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?#([\w-]+)\)", page.read_text(encoding="utf-8")):
+            dest = (page.parent / target).resolve() if target else page
+            slugs = {_slug(m) for m in re.findall(r"^#+ (.*)$", dest.read_text(encoding="utf-8"), re.M)}
+            if anchor not in slugs:
+                bad.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert not bad, bad

@@ -211,7 +211,7 @@ def test_segments_and_tables_with_history_minibatches_and_the_cycle(tmp_path):
     hist = history_segments(WIDE)
     assert hist[0]["open"] == (0.9468, 18 / 19) and hist[0]["no_decay"] == (18 / 19, 1.6)
     parts = dict(band_parts([type("R", (), {"data": WIDE})()], None))
-    assert parts["pep-band-history-0"].rows[0] == ["general, k = 2, h = 1", "10", "0.9468", "0.9474", "0.947368"]
+    assert parts["pep-band-history-0"].rows[0] == ["general, k = 2, h = 1", "10", "0.9468", "0.9474", "\u2013", "0.947368"]
     assert parts["pep-band-0"].rows[3][0] == "N = 2, b = 1"
     fig = draw(load_results([tmp_path / "wide.json"]))
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]

@@ -260,6 +260,26 @@ def test_the_table_registry_is_consistent():
     assert {s for tk in T.TABLES for s in tk.sources} == set(KINDS) - {"convergence-map"}  # the map is a figure only
 
 
+def test_the_report_states_the_committed_findings_first(tmp_path):
+    """``stam report`` shows the findings table of the generator that ``stam findings`` prints (the committed
+    results, each with its scope and the command that reproduces it) in its first section, and writes it to
+    tables/findings.md as the same rows."""
+    import html
+
+    from stam.figures.findings import HEADER, committed_rows
+
+    rows = committed_rows()
+    assert rows and len(rows) <= 6
+    assert main(["report", "-o", str(tmp_path)]) == 0
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    head = text[text.index('<section id="headline">'):text.index('<section id="paper-check">')]
+    assert html.escape("The toolkit's findings, from its committed result files") in head
+    for claim, number, command, files in rows:
+        assert html.escape(claim) in head and html.escape(number) in head and html.escape(command) in head
+    md = (tmp_path / "tables" / "findings.md").read_text(encoding="utf-8")
+    assert "| " + " | ".join(HEADER) + " |" in md and md.count("\n| ") == len(rows) + 1
+
+
 def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):
     """The headline lines come first, each linked to its section, with a figure in the first
     screen; every section opens with what it shows; provenance is last and folded."""
