@@ -1,0 +1,242 @@
+"""Certificates as artifacts (issue 59): ``stam pep --certify`` writes a proven certificate as exact rationals,
+``stam pep --check FILE`` re-proves it with the independent checker (:mod:`stam.theory.certcheck`, which imports no
+module of the toolkit), an altered or malformed file fails with one line, the region points to its certificates,
+and the committed certificates the docs cite hold."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stam.cli import main
+from stam.theory import certcheck
+from stam.theory.certificates import certify_point, text
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "benchmarks" / "results" / "certificates"
+
+
+def cli(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse rejects a flag
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def docs():
+    """Two proven certificates (general and paper template, any proper lsc F) at lam = 1, gamma = 1/2, beta = 10."""
+    out = {}
+    for tpl in ("general", "paper"):
+        cert, doc = certify_point("1", "0.5", "10", template=tpl)
+        assert cert.certified and doc is not None
+        out[tpl] = doc
+    return out
+
+
+def dump(doc) -> str:
+    return json.dumps(doc, indent=2)
+
+
+def test_certify_writes_a_file_that_check_proves(capsys, tmp_path):
+    path = tmp_path / "c.json"
+    code, out, err = cli(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path)], capsys)
+    assert code == 0, err
+    assert out.startswith("certified: ") and f"wrote {path}" in out
+    doc = json.loads(path.read_text())
+    assert doc["parameters"] == {"lam": "1", "gamma": "1/2", "beta": "10", "L1": "1"}  # the decimals typed, exactly
+    assert len(doc["potential"]["P"]) == 3 and set(doc["multipliers"]) == set(certcheck.INEQUALITIES)
+    code, out, err = cli(["pep", "--check", str(path)], capsys)
+    assert code == 0, err
+    assert out.startswith(f"proven: {path}") and "negative semidefinite" in out and err == ""
+    rho = Fraction(doc["rho"])
+    assert f"rho = {float(rho):.6g}" in out
+    assert 0.05 < rho < 0.2  # measured 0.0871
+
+
+def test_a_point_without_a_certificate_writes_nothing(capsys, tmp_path):
+    # the paper's potential stops at gamma*lam = 0.930 at beta = 10 (its reach); at 0.94 nothing is certified
+    path = tmp_path / "c.json"
+    code, out, _ = cli(["pep", "--certify", "--template", "paper", "--lam", "1", "--gamma", "0.94", "--beta", "10",
+                        "--out", str(path)], capsys)
+    assert code == 1 and out.startswith("not certified: ") and "nothing written" in out
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--certify", "--lam", "1", "--gamma", "0.5"], "--beta"),
+    (["--certify", "--check", "x.json"], "one of"),
+    (["--check"], "needs a FILE"),
+    (["--check", "nothing-here.json"], "cannot read"),
+    (["--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--T", "3"], "--T"),
+    (["--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--N", "2", "--b", "1"], "--N"),
+    (["--certify", "--lam", "-1", "--gamma", "0.5", "--beta", "10"], "-1"),
+    (["--family", "--lam", "1"], "--lam"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, says, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(["pep", *argv], capsys)
+    assert code == 2 and re.match(r"stam( pep)?: error: ", err) and err.count("\n") == 1 and says in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- tampering ---------------------------------------------------------------------------------------------------------
+def _numbers(doc):
+    """Every number of a certificate: (a function that sets it, its value)."""
+    out = []
+
+    def walk(node, setter):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, lambda new, node=node, k=k: node.__setitem__(k, new))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, lambda new, node=node, i=i: node.__setitem__(i, new))
+        elif isinstance(node, str) and re.fullmatch(r"-?\d+(/\d+)?", node):
+            out.append((setter, Fraction(node)))
+
+    for k in certcheck.DIGESTED:  # the numbers the digest covers, set in the document itself
+        walk(doc[k], lambda new, k=k: doc.__setitem__(k, new))
+    return out
+
+
+@pytest.mark.parametrize("which, change, reason", [
+    ("rho", lambda q: q * Fraction(11, 10), "not negative semidefinite"),
+    ("b", lambda q: q * Fraction(999, 1000), "do not cancel"),
+    ("mu", lambda q: q + Fraction(1, 10**6), "do not cancel"),
+    ("P", lambda q: q + Fraction(1, 10**9), "not null"),
+    ("gamma", lambda q: q * Fraction(1001, 1000), "not null"),
+    ("rho-down", lambda q: q / 2, "digest"),
+])
+def test_a_tampered_certificate_fails_with_one_line(which, change, reason, docs, capsys, tmp_path):
+    doc = json.loads(dump(docs["general"]))
+    if which in ("rho", "rho-down"):
+        doc["rho"] = text(change(Fraction(doc["rho"])))
+    elif which == "b":
+        doc["potential"]["b"] = text(change(Fraction(doc["potential"]["b"])))
+    elif which == "mu":
+        k = certcheck.INEQUALITIES[1]
+        doc["multipliers"][k] = text(change(Fraction(doc["multipliers"][k])))
+    elif which == "P":
+        doc["potential"]["P"][0][1] = doc["potential"]["P"][1][0] = text(change(Fraction(doc["potential"]["P"][0][1])))
+    else:
+        doc["parameters"]["gamma"] = text(change(Fraction(doc["parameters"]["gamma"])))
+    path = tmp_path / "t.json"
+    path.write_text(dump(doc))
+    code, out, err = cli(["pep", "--check", str(path)], capsys)
+    assert code == 1 and out.startswith("not proven: ") and out.count("\n") == 1 and reason in out, out
+    assert err == ""
+
+
+def test_a_convex_certificate_relabelled_lsc_fails_the_proof_itself(capsys, tmp_path):
+    # for convex F the general template certifies far beyond c_beta (gamma = 2 at lam = 1, beta = 10); for any lsc F
+    # nothing does: the same numbers with the class changed fail the mathematics, before the digest is looked at
+    _, doc = certify_point("1", "2", "10", f_class="convex")
+    assert doc is not None
+    doc["f_class"] = "lsc"
+    with pytest.raises(certcheck.NotProven, match="not negative semidefinite"):
+        certcheck.check(dump(doc))
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_any_number_altered_fails_the_check(data, docs):
+    tpl = data.draw(st.sampled_from(sorted(docs)))
+    doc = json.loads(dump(docs[tpl]))
+    numbers = _numbers(doc)
+    setter, value = numbers[data.draw(st.integers(0, len(numbers) - 1))]
+    delta = data.draw(st.fractions(min_value=Fraction(-1, 2), max_value=Fraction(1, 2), max_denominator=10**12)
+                      .filter(lambda d: d != 0))
+    new = value + delta if value == 0 else value * (1 + delta)
+    setter(text(new))
+    with pytest.raises((certcheck.NotProven, certcheck.Malformed)):
+        certcheck.check(dump(doc))
+
+
+# -- malformed files ---------------------------------------------------------------------------------------------------
+def _malformed(doc):
+    yield "not JSON", "{"
+    yield "a float", dump({**doc, "rho": 0.5})
+    yield "exponent", dump({**doc, "rho": "1e5"})
+    yield "expression", dump({**doc, "rho": "__import__('os').system('true')"})
+    yield "huge", dump({**doc, "rho": "1" + "0" * 10000})
+    yield "zero denominator", dump({**doc, "rho": "1/0"})
+    yield "NaN", dump(doc).replace('"format": 1', '"format": NaN')
+    yield "P shape", dump({**doc, "potential": {**doc["potential"], "P": [["1", "0"], ["0", "1"]]}})
+    yield "missing key", dump({k: v for k, v in doc.items() if k != "multipliers"})
+    yield "unknown key", dump({**doc, "extra": 1})
+    yield "negative beta", dump({**doc, "parameters": {**doc["parameters"], "beta": "-10"}})
+    yield "a list", "[1, 2]"
+    yield "deep", "[" * 100000 + "]" * 100000
+
+
+def test_a_malformed_file_is_one_line_exit_2(docs, capsys, tmp_path):
+    for name, content in _malformed(docs["general"]):
+        path = tmp_path / "m.json"
+        path.write_text(content)
+        code, out, err = cli(["pep", "--check", str(path)], capsys)
+        assert code == 2 and err.startswith(f"stam: error: {path}: not a certificate: ") and err.count("\n") == 1, \
+            (name, err)
+        assert out == ""
+
+
+@given(st.fractions(max_denominator=10**30))
+def test_rationals_round_trip_and_nothing_else_parses(q):
+    assert certcheck.rational(text(q), "x") == q
+    for bad in (str(float(q)) + "0", f"{q.numerator}/{q.denominator} ", f"+{abs(q.numerator)}", f"{q}/1/1"):
+        with pytest.raises(certcheck.Malformed):
+            certcheck.rational(bad, "x")
+
+
+def test_semidefinite_is_exact():
+    F = Fraction
+    assert certcheck.semidefinite([[F(1), F(1)], [F(1), F(1)]]) is None  # singular, semidefinite
+    assert certcheck.semidefinite([[F(1), F(1)], [F(1), F(1) - F(1, 10**40)]]) is not None  # off by 1e-40
+    assert certcheck.semidefinite([[F(0), F(1)], [F(1), F(0)]]) is not None  # zero pivot, nonzero row
+    assert certcheck.semidefinite([[F(2), F(-1), F(0)], [F(-1), F(2), F(-1)], [F(0), F(-1), F(2)]]) is None
+
+
+def test_the_checker_imports_no_module_of_the_toolkit():
+    tree = ast.parse((ROOT / "theory" / "certcheck.py").read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert names <= {"__future__", "hashlib", "json", "re", "fractions"}, names
+
+
+# -- the region and the committed certificates -------------------------------------------------------------------------
+def test_the_region_points_to_its_certificates(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    code, _, err = cli(["pep", "--region", "--lams", "1", "--betas", "10", "--gamma-range", "0.5:1:4", "--out", str(out),
+                        "--workers", "1"], capsys)
+    assert code == 0, err
+    result = json.loads(out.read_text())
+    files = result["certificates"]
+    row = result["rows"][0]
+    assert any(f"gamma{row['general']['lo']:.6g}" in f for f in files)  # the last certified gamma of the bracket
+    assert files and all((tmp_path / f).is_file() for f in files)
+    for f in files:
+        proved = certcheck.check((tmp_path / f).read_text())
+        assert proved["params"]["lam"] == 1 and proved["params"]["beta"] == 10
+
+
+def test_every_committed_certificate_holds():
+    files = sorted(COMMITTED.glob("*.json"))
+    assert len(files) >= 4
+    for f in files:
+        certcheck.check(f.read_text())
+
+
+def test_every_certificate_the_docs_cite_is_committed_and_holds():
+    page = (ROOT / "docs" / "certificates.md").read_text()
+    cited = set(re.findall(r"benchmarks/results/certificates/[\w.\-]+\.json", page))
+    assert len(cited) >= 4
+    for rel in cited:
+        certcheck.check((ROOT / rel).read_text())

@@ -1,0 +1,135 @@
+"""Certificates as artifacts (issue 59): a proven Lyapunov certificate of STAM written as a small JSON file of exact
+rationals, for anyone to check without a solver (``stam pep --check FILE``, the independent checker
+:mod:`stam.theory.certcheck`).
+
+:func:`certify_point` (``stam pep --certify``) certifies one point ``(lam, gamma, beta)`` with
+:func:`stam.theory.lyapunov.certify_stam`, the proof made at the exact rationals given (``"0.1"`` is ``1/10``), and
+:func:`document` turns the exact proof (:func:`stam.theory.sdpproof.prove`: the point ``x`` of the SDP's variables,
+projected exactly onto the identities, its null directions) into the file's fields: the parameters, ``rho``, the
+potential's weights ``a``, ``b`` and (general template) ``P``, the multiplier of every interpolation inequality, the
+null directions over the checker's basis, and the claim in words.  :func:`write` writes it atomically.
+:func:`region_certificates` certifies again the last certified point of every bracket of a region
+(``stam pep --region``) and writes its certificate beside the result.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+from stam.errors import UsageError, require
+from stam.io import atomic_write_text, dumps, provenance
+from stam.theory.certcheck import BASIS, FORMAT, INEQUALITIES, KIND, VALUES, digest
+from stam.theory.lyapunov import certify_stam
+from stam.theory.sdp import forms
+from stam.theory.settings import ProblemClass
+
+
+def exact_decimal(value, name: str) -> Fraction:
+    """The exact rational of a decimal the user typed (``"0.1"`` -> ``1/10``; a float: its shortest decimal form),
+    finite and ``> 0``; else a usage error naming it."""
+    try:
+        q = Fraction(str(value)) if not isinstance(value, Fraction) else value
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"--{name} {value}: not a finite decimal number") from None
+    require(q > 0, f"--{name} {value} must be > 0")
+    return q
+
+
+def text(q) -> str:
+    """A rational as the file writes it: ``"p"`` or ``"p/q"``."""
+    q = Fraction(q)
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def document(cert, template: str, f_class: str) -> dict:
+    """The certificate file of a proven full-gradient certificate ``cert`` (:func:`certify_stam`'s, with
+    ``cert.proof``): every number an exact rational (:func:`text`)."""
+    proof = cert.proof
+    require(proof is not None, "no proven certificate to write")
+    step, x, free_P = proof["step"], proof["x"], proof["free_P"]
+    _, _, names, pairs, k, _ = forms(step, free_P)
+    interp = [c.name for c in step.interp]
+    require(tuple(interp) == INEQUALITIES and step.basis.nb == len(BASIS) and step.basis.nv == len(VALUES),
+            "only full-gradient certificates are written as files")
+    pieces = {p.name: x[1 + i] for i, p in enumerate(step.pieces)}
+    mu = x[1 + len(step.pieces): 1 + len(step.pieces) + len(interp)]
+    potential = {"a": text(pieces["a"]), "b": text(pieces["b"])}
+    if free_P:
+        P = [[Fraction(0)] * k for _ in range(k)]
+        for (i, j), v in zip(pairs, x[len(names) - len(pairs):]):
+            P[i][j] = P[j][i] = v
+        potential["P"] = [[text(v) for v in row] for row in P]
+    lam, gamma, beta, L1 = (proof["params"][n] for n in ("lam", "gamma", "beta", "L1"))
+    rho = x[0]
+    numerator = ("V_0 - b Phi^inf - (a - b) G^inf, V_0 = a G(y^0) + b F(u^0) + xi_0' P xi_0, "
+                 "xi_0 = (y^0 - z^{-1}, grad G(y^0), s_0)" if free_P else
+                 "delta0 + M0'_T (Theorem conv's numerator: V = a (G + H) + b M_t)")
+    doc = {
+        "kind": KIND, "format": FORMAT, "method": "STAM, full gradient", "template": template, "f_class": f_class,
+        "parameters": {"lam": text(lam), "gamma": text(gamma), "beta": text(beta), "L1": text(L1)},
+        "rho": text(rho), "potential": potential,
+        "multipliers": {name: text(v) for name, v in zip(interp, mu)},
+        "null_directions": [[text(v) for v in n] for n in proof["null"]],
+        "basis": list(BASIS), "values": list(VALUES),
+        "claim": (f"for every L1-smooth G bounded below and F of class {f_class!r} bounded below, every run of STAM "
+                  f"(full gradient) has V_(t+1) - V_t + rho S_t <= 0, so min_(t<T) S_t <= ({numerator}) / (rho T)"),
+        "numerator": numerator,
+        "float": {"rho": float(rho), "1/rho": float(1 / rho), "gamma*lam": float(gamma * lam),
+                  "c_beta": float(1 - lam / (2 * beta - L1)) if 2 * beta > L1 else None},
+        "source": {"solver": cert.solver, "status": cert.status, "solver_rho": cert.details.get("solver_rho")},
+        "provenance": provenance(),
+    }
+    doc["digest"] = digest(doc)
+    return doc
+
+
+def certify_point(lam, gamma, beta, L1=1, template: str = "general", f_class: str = "lsc", solver=None):
+    """Certify STAM (full gradient) at one point, the proof at the exact rationals of the decimals given: returns
+    ``(cert, document or None)`` (None: no proven certificate; ``cert`` says why)."""
+    at = tuple(exact_decimal(v, n) for v, n in ((lam, "lam"), (gamma, "gamma"), (beta, "beta"), (L1, "L1")))
+    cert = certify_stam(float(at[0]), float(at[1]), float(at[2]), template=template,
+                        problem=ProblemClass(float(at[3]), f_class), solver=solver, at=at)
+    if cert.proof is None:
+        return cert, None
+    return cert, document(cert, template, f_class)
+
+
+def write(doc: dict, path) -> Path:
+    """Write a certificate file atomically."""
+    return atomic_write_text(path, dumps(doc) + "\n")
+
+
+def file_name(doc: dict) -> str:
+    """A certificate's file name: ``<template>-<F>-lam<..>-gamma<..>-beta<..>.json`` (the parameters as short
+    decimals)."""
+    p = doc["parameters"]
+    short = lambda s: f"{float(Fraction(s)):.6g}"  # noqa: E731
+    L1 = "" if p["L1"] == "1" else f"-L1{short(p['L1'])}"
+    return f"{doc['template']}-{doc['f_class']}-lam{short(p['lam'])}-gamma{short(p['gamma'])}-beta{short(p['beta'])}{L1}.json"
+
+
+def region_certificates(result: dict, folder) -> list[str]:
+    """Certify again the last certified point of every full-gradient bracket of a ``lyapunov-region`` result
+    (``lo`` at its ``beta``, each template, each class of F searched) and write its certificate into ``folder``;
+    returns the paths written (a point whose certificate is not proven again is skipped: the region's proof was
+    made at the float, this one at its decimal)."""
+    folder = Path(folder)
+    paths = []
+    for row in result["rows"]:
+        parts = [(result["f_class"], row)] + [(cls, row[cls]) for cls in ("convex",) if cls in row]
+        for f_class, part in parts:
+            for template in ("general", "paper"):
+                b = part.get(template) or {}
+                if b.get("lo") is None or b.get("beta") is None or not math.isfinite(b["lo"]):
+                    continue
+                _, doc = certify_point(repr(row["lam"]), repr(b["lo"]), repr(b["beta"]), repr(result["L1"]),
+                                       template, f_class, result.get("solver"))
+                if doc is not None:
+                    paths.append(str(write(doc, folder / file_name(doc))))
+    return paths
+
+
+__all__ = ["exact_decimal", "text", "document", "certify_point", "write", "file_name",
+           "region_certificates"]
