@@ -96,6 +96,34 @@ def certify_point(lam, gamma, beta, L1=1, template: str = "general", f_class: st
     return cert, document(cert, template, f_class)
 
 
+def family_document(lam, gamma, beta, L1=1) -> dict:
+    """The certificate file of the closed-form family (:mod:`stam.theory.family`) at one point (the decimals given as
+    exact rationals; ``rho`` its rational rate ``c q / (2 e)``), for the independent checker: the theorem's instance,
+    written without a solver."""
+    from stam.theory import family
+
+    at = [exact_decimal(v, n) for v, n in ((lam, "lam"), (gamma, "gamma"), (beta, "beta"), (L1, "L1"))]
+    require(2 * at[2] > at[3] + at[0] and 0 < at[0] * at[1] < 1,
+            "the family needs 2 beta > L1 + lam and 0 < gamma*lam < 1")
+    inst = family.instance(*at)
+    require(inst["rho"] > 0, f"gamma*lam = {float(at[0] * at[1]):.6g} is beyond the family's reach c_DR")
+    p = inst["params"]
+    c = p["gamma"] * p["lam"]
+    doc = {"kind": KIND, "format": FORMAT, "method": "STAM, full gradient", "template": "general", "f_class": "lsc",
+           "parameters": {k: text(p[k]) for k in ("lam", "gamma", "beta", "L1")}, "rho": text(inst["rho"]),
+           "potential": {"a": "1", "b": "1", "P": [[text(v) for v in row] for row in inst["potential"]["P"]]},
+           "multipliers": {k: text(v) for k, v in inst["mu"].items()},
+           "null_directions": [[text(v) for v in ((1 + c) / p["lam"], -1, 1, -1, 1)], ["0", "0", "0", "0", "1"]],
+           "basis": list(BASIS), "values": list(VALUES),
+           "claim": "an instance of the closed-form DR-envelope family (stam pep --family), rho = c q / (2 e)",
+           "numerator": "V_0 - Phi^inf, V_0 = G(y^0) + F(u^0) + P11 |y^0 - z^{-1}|^2 + (gamma/2)|s_0|^2",
+           "float": {"rho": float(inst["rho"]), "1/rho": float(1 / inst["rho"]), "gamma*lam": float(c),
+                     "c_beta": float(1 - p["lam"] / (2 * p["beta"] - p["L1"]))},
+           "source": {"solver": None, "status": "closed form", "solver_rho": None}, "provenance": provenance()}
+    doc["digest"] = digest(doc)
+    return doc
+
+
 def write(doc: dict, path) -> Path:
     """Write a certificate file atomically."""
     return atomic_write_text(path, dumps(doc) + "\n")
@@ -131,5 +159,5 @@ def region_certificates(result: dict, folder) -> list[str]:
     return paths
 
 
-__all__ = ["exact_decimal", "text", "document", "certify_point", "write", "file_name",
+__all__ = ["exact_decimal", "text", "document", "family_document", "certify_point", "write", "file_name",
            "region_certificates"]
