@@ -188,6 +188,47 @@ def test_a_malformed_file_is_one_line_exit_2(docs, capsys, tmp_path):
         assert out == ""
 
 
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12)
+
+
+@settings(max_examples=60)
+@given(data=st.data())
+def test_any_value_replaced_is_rejected_with_a_reason_never_a_crash(data, docs):
+    """Whatever a file holds in place of one of its values (any JSON), the checker answers Malformed or NotProven."""
+    doc = json.loads(dump(docs[data.draw(st.sampled_from(sorted(docs)))]))
+    paths = []
+
+    def walk(node, trail):
+        paths.append(trail)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, trail + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, trail + (i,))
+
+    walk(doc, ())
+    trail = data.draw(st.sampled_from([t for t in paths if t]))
+    node = doc
+    for k in trail[:-1]:
+        node = node[k]
+    new = data.draw(JSON.filter(lambda v: v != node[trail[-1]]))
+    node[trail[-1]] = new
+    if trail[0] in certcheck.INFORMATIVE:
+        certcheck.check(dump(doc))  # what the check does not read changes nothing
+    else:
+        with pytest.raises((certcheck.Malformed, certcheck.NotProven)):
+            certcheck.check(dump(doc))
+
+
+def test_a_number_of_too_many_digits_is_malformed_not_a_crash():
+    for text_ in ("1" * 5000, "1/" + "3" * 5000, "-" + "7" * 4001):
+        with pytest.raises(certcheck.Malformed, match="digits"):
+            certcheck.rational(text_, "x")
+
+
 @given(st.fractions(max_denominator=10**30))
 def test_rationals_round_trip_and_nothing_else_parses(q):
     assert certcheck.rational(text(q), "x") == q

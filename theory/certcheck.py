@@ -86,6 +86,8 @@ def rational(text, where: str) -> Fraction:
     if not _RATIONAL.fullmatch(text):
         raise Malformed(f"{where}: {_short(text)} is not a rational \"p\" or \"p/q\" (decimal integers, q > 0)")
     num, _, den = text.partition("/")
+    if max(len(num.lstrip("-")), len(den)) > MAX_DIGITS:
+        raise Malformed(f"{where}: a number of more than {MAX_DIGITS} digits")
     return Fraction(int(num), int(den) if den else 1)
 
 
