@@ -138,11 +138,11 @@ def file_name(doc: dict) -> str:
     return f"{doc['template']}-{doc['f_class']}-lam{short(p['lam'])}-gamma{short(p['gamma'])}-beta{short(p['beta'])}{L1}.json"
 
 
-def region_certificates(result: dict, folder) -> list[str]:
+def region_certificates(result: dict, folder, solver: str | None = None) -> list[str]:
     """Certify again the last certified point of every full-gradient bracket of a ``lyapunov-region`` result
     (``lo`` at its ``beta``, each template, each class of F searched) and write its certificate into ``folder``;
     returns the paths written (a point whose certificate is not proven again is skipped: the region's proof was
-    made at the float, this one at its decimal)."""
+    made at the float, this one at its decimal); ``solver``: the region's."""
     folder = Path(folder)
     paths = []
     for row in result["rows"]:
@@ -153,7 +153,7 @@ def region_certificates(result: dict, folder) -> list[str]:
                 if b.get("lo") is None or b.get("beta") is None or not math.isfinite(b["lo"]):
                     continue
                 _, doc = certify_point(repr(row["lam"]), repr(b["lo"]), repr(b["beta"]), repr(result["L1"]),
-                                       template, f_class, result.get("solver"))
+                                       template, f_class, solver)
                 if doc is not None:
                     paths.append(str(write(doc, folder / file_name(doc))))
     return paths

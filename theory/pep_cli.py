@@ -313,12 +313,12 @@ def run_region(params: RegionParams) -> dict:
             raise
         raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
                          "are beyond floating point; give values of ordinary size") from None
-    result["certificates"] = region_certificate_files(result, params.out)
+    result["certificates"] = region_certificate_files(result, params.out, params.solver)
     lyapunov.REGION.write(result, params.out)
     return result
 
 
-def region_certificate_files(result: dict, out) -> list[str]:
+def region_certificate_files(result: dict, out, solver: str | None = None) -> list[str]:
     """The certificates of a region's brackets (:func:`stam.theory.certificates.region_certificates`: the last
     certified gamma of each, proven again at its decimal) in the folder ``FILE-certificates`` beside ``out``; their
     paths relative to the result file's folder, for its ``certificates`` list."""
@@ -328,7 +328,7 @@ def region_certificate_files(result: dict, out) -> list[str]:
     from stam.theory.certificates import region_certificates
 
     out = Path(out)
-    paths = region_certificates(result, out.with_name(out.stem + "-certificates"))
+    paths = region_certificates(result, out.with_name(out.stem + "-certificates"), solver)
     return [os.path.relpath(p, out.parent) for p in paths]
 
 
