@@ -120,16 +120,21 @@ def _unique_keys(pairs):
     return dict(pairs)
 
 
-def parse(text: str) -> dict:
-    """The certificate of ``text`` (JSON) read strictly: its fields as exact numbers, every shape checked; raises
-    :class:`Malformed` with a one-line reason."""
+def load(text: str) -> dict:
+    """The JSON object of ``text``, read strictly (size, no NaN, no key twice, an object); :class:`Malformed` else."""
     if len(text) > MAX_BYTES:
         raise Malformed(f"{len(text)} characters, above the limit {MAX_BYTES} of a certificate file")
     try:
         doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise Malformed(f"not JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
-    doc = _object(doc, "the file")
+    return _object(doc, "the file")
+
+
+def parse(text: str) -> dict:
+    """The certificate of ``text`` (JSON) read strictly: its fields as exact numbers, every shape checked; raises
+    :class:`Malformed` with a one-line reason."""
+    doc = load(text)
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
         raise Malformed(f"no {missing[0]!r} (a certificate has {', '.join(REQUIRED)})")
@@ -179,12 +184,12 @@ def parse(text: str) -> dict:
             "null": [_vector(v, len(BASIS), f"null_directions[{i}]") for i, v in enumerate(nulls)]}
 
 
-def digest(doc: dict) -> str:
+def digest(doc: dict, keys=DIGESTED) -> str:
     """``sha256:`` of the canonical JSON of the certificate's mathematics (the keys :data:`DIGESTED`): a number
     altered in a file, even to another valid certificate (a smaller ``rho`` is one), no longer matches the digest
     written with it.  It is integrity, not authentication: whoever alters a file can write a new digest, and then the
     proof (:func:`check`) is what stands."""
-    canon = json.dumps({k: doc[k] for k in DIGESTED}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    canon = json.dumps({k: doc[k] for k in keys}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return "sha256:" + hashlib.sha256(canon.encode("ascii")).hexdigest()
 
 
@@ -388,4 +393,4 @@ def check(text: str) -> dict:
 
 
 __all__ = ["KIND", "FORMAT", "MAX_BYTES", "MAX_DIGITS", "BASIS", "VALUES", "INEQUALITIES", "DIGESTED", "Malformed",
-           "NotProven", "rational", "parse", "digest", "decrease_form", "lower_bound_form", "semidefinite", "check"]
+           "NotProven", "rational", "load", "parse", "digest", "decrease_form", "lower_bound_form", "semidefinite", "check"]

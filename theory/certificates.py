@@ -124,6 +124,105 @@ def family_document(lam, gamma, beta, L1=1) -> dict:
     return doc
 
 
+def _piece_sdp(forms, c0: float, solver=None):
+    """The constants of a piece at ``c = c0`` (:func:`stam.theory.family.slice_forms`): the largest rate, then, at
+    0.7 of it, the point with the largest margin of ``M`` and ``W`` (so that it holds on an interval around ``c0``);
+    floats, or None."""
+    import cvxpy as cp
+    import numpy as np
+    import sympy as sp
+
+    from stam.theory.family import c as csym
+
+    M, W, syms = forms
+    f = sp.lambdify([csym, *syms], [M, W], "numpy")
+    zero = [0.0] * len(syms)
+    base = [np.array(m, dtype=float) for m in f(c0, *zero)]
+    parts = [[np.array(m, dtype=float) - b for m, b in zip(f(c0, *[float(i == j) for j in range(len(syms))]), base)]
+             for i in range(len(syms))]
+    x, t = cp.Variable(len(syms)), cp.Variable()
+
+    def forms_at(k):
+        A = base[k] + sum(x[i] * parts[i][k] for i in range(len(syms)))
+        return (A + A.T) / 2
+
+    signs = [x[3] >= 0, x[4] >= 0, cp.abs(x) <= 1e4]
+    best = cp.Problem(cp.Maximize(x[5]), signs + [forms_at(0) >> 0, forms_at(1) >> 0])
+    best.solve(solver=solver or "CLARABEL")
+    if best.status != "optimal" or x.value is None or x.value[5] <= 0:
+        return None
+    rate = 0.7 * float(x.value[5])
+    inner = cp.Problem(cp.Maximize(t), signs + [x[5] == rate, t <= 1, forms_at(0) >> t * np.eye(4), forms_at(1) >> t * np.eye(2)])
+    inner.solve(solver=solver or "CLARABEL")
+    return None if inner.status != "optimal" or x.value is None else [float(v) for v in x.value]
+
+
+def certify_slice(lam, gamma, beta, L1=1, solver=None) -> dict:
+    """A slice certificate (``stam pep --certify --slice``): at ``(lam, beta, L1)`` every ``gamma lam`` up to the
+    ``gamma`` given, ``(0, c_DR)`` by the theorem of :mod:`stam.theory.family` and the rest by pieces of constant
+    certificates (:func:`stam.theory.family.prove_piece`, each proven for its whole interval) from ``0.97 c_DR`` up,
+    each found at a point ``c0`` by an SDP (:func:`_piece_sdp`) and stretched to the nearest sign change of its
+    minors.  Raises a usage error where no piece is found (at or beyond ``c_beta`` nothing is certified)."""
+    import sympy as sp
+
+    from stam.theory import family
+
+    at = [exact_decimal(v, n) for v, n in ((lam, "lam"), (gamma, "gamma"), (beta, "beta"), (L1, "L1"))]
+    lam_q, gamma_q, beta_q, L1_q = at
+    require(2 * beta_q > L1_q + lam_q, f"--beta {beta}: a slice needs 2 beta > L1 + lam")
+    sub = {family.lam: sp.Rational(lam_q), family.beta: sp.Rational(beta_q), family.L1: sp.Rational(L1_q)}
+    c_beta = Fraction(str(sp.Rational(family.C_BETA.subs(sub))))
+    top = gamma_q * lam_q
+    require(top < c_beta, f"--gamma {gamma}: gamma*lam = {float(top):.6g} is not below c_beta = {float(c_beta):.6g} "
+            "(nothing is certified there)")
+    forms = family.slice_forms(lam_q, beta_q, L1_q)
+    end = Fraction(float(family.C_DR.subs(sub)) * 0.97).limit_denominator(10**6)
+    pieces = []
+    while end < top and len(pieces) < 200:
+        piece = _stretch(forms, end, top, float(c_beta), solver)
+        require(piece is not None, f"no certificate piece found above gamma*lam = {float(end):.9g} (the solver's "
+                "accuracy near c_beta); give a smaller --gamma")
+        pieces.append(piece)
+        end = Fraction(piece["to"])
+    doc = {"kind": family.SLICE_KIND, "format": 1, "method": "STAM, full gradient", "f_class": "lsc",
+           "parameters": {"lam": text(lam_q), "beta": text(beta_q), "L1": text(L1_q)}, "gamma_lam_max": text(top),
+           "pieces": pieces}
+    doc["digest"] = digest(doc, family.SLICE_KEYS[:-1])
+    return doc
+
+
+def _stretch(forms, end: Fraction, top: Fraction, c_beta: float, solver):
+    """The next piece of :func:`certify_slice`: from ``end`` as far as its constants hold (up to ``top``), proven."""
+    import sympy as sp
+
+    from stam.theory import family
+
+    step = (c_beta - float(end)) * 0.5
+    for _ in range(12):
+        c0 = float(end) + step
+        step /= 2
+        values = _piece_sdp(forms, min(c0, float(top)), solver)
+        if values is None:
+            continue
+        q = [Fraction(v).limit_denominator(10**6) for v in values]
+        q[3], q[4] = max(q[3], Fraction(0)), max(q[4], Fraction(0))
+        exact = [sp.Rational(v.numerator, v.denominator) for v in q]
+        hi = Fraction(top)
+        for m in family.piece_minors(forms, exact):
+            for part in sp.fraction(m):
+                poly = sp.Poly(part, family.c)
+                if poly.degree() > 0:
+                    roots = [float(r) for r in poly.real_roots() if float(r) >= c0]
+                    if roots:
+                        hi = min(hi, Fraction(min(roots) - (min(roots) - c0) / 1000).limit_denominator(10**9))
+        if hi <= end:
+            continue
+        if family.prove_piece(forms, sp.Rational(end.numerator, end.denominator), sp.Rational(hi.numerator, hi.denominator),
+                              exact) is None:
+            return {"from": text(end), "to": text(hi), **{k: text(v) for k, v in zip(family.PIECE_KEYS, q)}}
+    return None
+
+
 def write(doc: dict, path) -> Path:
     """Write a certificate file atomically."""
     return atomic_write_text(path, dumps(doc) + "\n")
@@ -159,5 +258,5 @@ def region_certificates(result: dict, folder, solver: str | None = None) -> list
     return paths
 
 
-__all__ = ["exact_decimal", "text", "document", "family_document", "certify_point", "write", "file_name",
+__all__ = ["exact_decimal", "text", "document", "family_document", "certify_slice", "certify_point", "write", "file_name",
            "region_certificates"]

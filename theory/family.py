@@ -54,12 +54,17 @@ inequalities are those of the independent checker :mod:`stam.theory.certcheck`, 
    vanishes on ``((1+c)/lam, -1, 1)`` and off it has the minors ``1/(2(L1+lam))`` and ``c (1-c) / (4 lam
    (L1+lam))``: semidefinite for ``0 < c <= 1``.
 
-What is not proven here: beyond ``c_DR`` the general potential (a free ``P``, all four multipliers) is certified up to
-``c_beta`` at sampled points only (``stam pep --certify``, ``--region``); the paper's potential with free weights and
-multipliers was measured to stop at ``c_DR`` too (sampled); b-nice minibatches have no closed-form family.
+What is not proven in closed form: beyond ``c_DR`` the general potential (a free ``P``, all four multipliers) is
+certified up to ``c_beta`` one ``(lam, beta, L1)`` at a time (**slices**, :func:`check_slice`: ``P = P_DR`` plus the
+directions that keep the fixed points null, the multipliers ``(mu1, 1 + mu1, mu3, 1 + mu3)``, constant on each piece of
+``gamma lam`` and proven there for every point by Sturm sequences on the minors) and at sampled points elsewhere
+(``stam pep --certify``, ``--region``); the paper's potential with free weights and multipliers was measured to stop
+at ``c_DR`` too (sampled); b-nice minibatches have no closed-form family.
 """
 
 from __future__ import annotations
+
+import functools
 
 import sympy as sp
 
@@ -215,13 +220,145 @@ def instance(lam_v, gamma_v, beta_v, L1_v=1) -> dict:
     cert = certificate("general", RHO_RATIONAL)
 
     def fr(x):
-        x = sp.Rational(sp.nsimplify(sp.sympify(x).subs(sub)))
+        x = sp.sympify(x).subs(sub)
+        if not x.is_Rational:
+            raise ValueError(f"the family's instance has a non-rational entry {x}")
         return Fraction(int(x.p), int(x.q))
 
     P = [[fr(v) for v in row] for row in cert["potential"]["P"]]
     return {"template": "general", "f_class": "lsc", "params": {k: fr(v) for k, v in cert["params"].items()},
             "rho": fr(cert["rho"]), "potential": {"a": Fraction(1), "b": Fraction(1), "P": P},
             "mu": {k: fr(v) for k, v in cert["mu"].items()}}
+
+
+# --------------------------------------------------------------------------- slices: beyond c_DR, one (lam, beta, L1)
+#: ``kind`` of a slice certificate file (``stam pep --certify --slice``, :func:`check_slice`)
+SLICE_KIND = "stam-lyapunov-certificate-slice"
+#: the constants of a piece: ``P = P_DR + alpha u1 u1' + b2 (u1 u2' + u2 u1') + delta u2 u2'`` (``u1 = (lam, 1 + c, 0)``,
+#: ``u2 = (0, 1, 1)``, both orthogonal to ``v = ((1+c)/lam, -1, 1)``, so ``P v`` is the family's and the fixed points
+#: stay null), the multipliers ``(mu1, 1 + mu1, mu3, 1 + mu3)`` (``a = b = 1``: the function values cancel), the rate
+PIECE_KEYS = ("alpha", "b2", "delta", "mu1", "mu3", "rho")
+SLICE_KEYS = ("kind", "format", "method", "f_class", "parameters", "gamma_lam_max", "pieces", "digest")
+
+
+@functools.lru_cache(maxsize=8)
+def _slice_forms(key: tuple):
+    return _build_slice_forms(*key)
+
+
+def slice_forms(lam_v, beta_v, L1_v):
+    """:func:`_build_slice_forms`, kept for the last few ``(lam, beta, L1)`` (a slice's pieces share them)."""
+    return _slice_forms(tuple(str(sp.Rational(str(v))) for v in (lam_v, beta_v, L1_v)))
+
+
+def _build_slice_forms(lam_v, beta_v, L1_v):
+    """``(M, W, symbols)`` of a slice at ``(lam, beta, L1)`` (exact rationals): ``M`` the restriction of ``-D`` to
+    ``(g_t, s_t, g_(t+1), s_(t+1))`` (the complement of the fixed points, a null direction for every value of the
+    constants), ``W`` that of the lower-bound form to ``(g_t, s_t)``, both in ``c`` and the constants
+    :data:`PIECE_KEYS` (sympy symbols); the step and the inequalities of :mod:`stam.theory.certcheck`."""
+    lam_, beta_, L1_ = (sp.Rational(str(v)) for v in (lam_v, beta_v, L1_v))
+    syms = sp.symbols(" ".join(PIECE_KEYS))
+    alpha, b2, delta, mu1, mu3, rate = syms
+    u1, u2 = sp.Matrix([lam_, 1 + c, 0]), sp.Matrix([0, 1, 1])
+    P = (sp.Matrix([[lam_ * (1 - c) / (2 * (1 + c)**2), 0, 0], [0, 0, 0], [0, 0, c / lam_ / 2]])
+         + alpha * u1 * u1.T + b2 * (u1 * u2.T + u2 * u1.T) + delta * u2 * u2.T)
+    one = sp.Integer(1)
+    cert = {"template": "general", "f_class": "lsc", "params": {"lam": lam_, "gamma": c / lam_, "beta": beta_, "L1": L1_},
+            "rho": rate, "potential": {"a": one, "b": one, "P": [[P[i, j] for j in range(3)] for i in range(3)]},
+            "mu": dict(zip(certcheck.INEQUALITIES, (mu1, 1 + mu1, mu3, 1 + mu3)))}
+    lin, D = certcheck.decrease_form(cert)
+    D = sp.Matrix(D)
+    n = sp.Matrix([(1 + c) / lam_, -1, 1, -1, 1])
+    if not all(_zero(v) for v in list(lin) + list(D * n)):
+        raise AssertionError("the slice's identities fail")  # a derivation error, never a user's input
+    M = (-D).extract([1, 2, 3, 4], [1, 2, 3, 4])
+    W = sp.Matrix(certcheck.lower_bound_form(cert)).extract([1, 2], [1, 2])
+    return M, W, syms
+
+
+def piece_minors(forms, values) -> list:
+    """The leading principal minors of ``M`` and ``W`` (:func:`slice_forms`) at the constants ``values``, as rational
+    functions of ``c``."""
+    M, W, syms = forms
+    sub = dict(zip(syms, values))
+    return [sp.cancel(sp.together(A.subs(sub)[:k, :k].det())) for A, n in ((M, 4), (W, 2)) for k in range(1, n + 1)]
+
+
+def prove_piece(forms, lo, hi, values) -> str | None:
+    """None when the constants ``values`` certify every ``c`` of ``[lo, hi]`` (exact): ``mu1, mu3 >= 0``, ``rho > 0``,
+    and every leading minor of ``M`` and ``W`` positive on the interval (its numerator and denominator without a real
+    root in ``[lo, hi]``, Sturm sequences, and positive at ``lo``); else why not."""
+    d = dict(zip(PIECE_KEYS, values))
+    if d["mu1"] < 0 or d["mu3"] < 0 or not d["rho"] > 0 or not 0 < lo < hi < 1:
+        return "a sign: mu1, mu3 >= 0, rho > 0, 0 < from < to < 1"
+    for k, m in enumerate(piece_minors(forms, values)):
+        for part in sp.fraction(m):
+            poly = sp.Poly(part, c)
+            if poly.degree() > 0 and poly.count_roots(lo, hi) != 0:
+                return f"minor {k + 1} changes sign in [{lo}, {hi}]"
+        if not m.subs(c, lo) > 0:
+            return f"minor {k + 1} is not positive at {lo}"
+    return None
+
+
+def check_slice(text: str) -> dict:
+    """Prove a slice certificate file (``stam pep --check FILE``): at its ``(lam, beta, L1)``, every ``gamma lam`` in
+    ``(0, gamma_lam_max]`` certified: ``(0, c_DR)`` by the theorem (:func:`prove_family`, proven again here), the
+    pieces from below ``c_DR`` up, contiguous, each by :func:`prove_piece`.  Raises
+    :class:`stam.theory.certcheck.Malformed` or :class:`stam.theory.certcheck.NotProven` with a one-line reason."""
+    doc = certcheck.load(text)
+    if sorted(doc) != sorted(SLICE_KEYS) or doc["kind"] != SLICE_KIND or doc["format"] != 1:
+        raise certcheck.Malformed(f"a slice certificate has exactly the keys {', '.join(SLICE_KEYS)} (kind {SLICE_KIND!r}, "
+                                  "format 1)")
+    if doc["method"] != "STAM, full gradient" or doc["f_class"] != "lsc":
+        raise certcheck.Malformed("a slice certificate is for 'STAM, full gradient' and f_class 'lsc'")
+    prm = doc["parameters"]
+    if not isinstance(prm, dict) or sorted(prm) != ["L1", "beta", "lam"]:
+        raise certcheck.Malformed("parameters: must be exactly lam, beta, L1")
+    lam_v, beta_v, L1_v = (certcheck.rational(prm[k], f"parameters.{k}") for k in ("lam", "beta", "L1"))
+    top = certcheck.rational(doc["gamma_lam_max"], "gamma_lam_max")
+    pieces = doc["pieces"]
+    if not isinstance(pieces, list) or not 1 <= len(pieces) <= 200:
+        raise certcheck.Malformed("pieces: not a list of 1 to 200 pieces")
+    rows = []
+    for i, pc in enumerate(pieces):
+        if not isinstance(pc, dict) or sorted(pc) != sorted(("from", "to") + PIECE_KEYS):
+            raise certcheck.Malformed(f"pieces[{i}]: must be exactly from, to, {', '.join(PIECE_KEYS)}")
+        rows.append({k: certcheck.rational(pc[k], f"pieces[{i}].{k}") for k in pc})
+    if min(lam_v, beta_v, L1_v) <= 0 or not 2 * beta_v > L1_v + lam_v:
+        raise certcheck.NotProven("the parameters are outside 2 beta > L1 + lam > 0")
+    sub = {lam: sp.Rational(lam_v), beta: sp.Rational(beta_v), L1: sp.Rational(L1_v)}
+    start = sp.Rational(rows[0]["from"])
+    if not (start > 0 and Q.subs(sub).subs(c, start) > 0):
+        raise certcheck.NotProven(f"the first piece starts at {rows[0]['from']}, not inside (0, c_DR) of the theorem")
+    if rows[-1]["to"] != top or any(a["to"] != b["from"] for a, b in zip(rows, rows[1:])):
+        raise certcheck.NotProven("the pieces are not contiguous up to gamma_lam_max")
+    family = prove_family()
+    if not family["proven"]:
+        raise certcheck.NotProven("the theorem (stam pep --family) did not prove")
+    forms = slice_forms(lam_v, beta_v, L1_v)
+    for i, r in enumerate(rows):
+        why = prove_piece(forms, sp.Rational(r["from"]), sp.Rational(r["to"]), [sp.Rational(r[k]) for k in PIECE_KEYS])
+        if why is not None:
+            raise certcheck.NotProven(f"piece {i} [{float(r['from']):.9g}, {float(r['to']):.9g}]: {why}")
+    if doc["digest"] != certcheck.digest(doc, SLICE_KEYS[:-1]):
+        raise certcheck.NotProven("the numbers prove a slice, but not the one written: they do not match the file's digest")
+    return {"params": {"lam": lam_v, "beta": beta_v, "L1": L1_v}, "gamma_lam_max": top,
+            "c_DR": float(C_DR.subs(sub)), "c_beta": float(C_BETA.subs(sub)), "pieces": rows}
+
+
+def slice_text(path, proved: dict) -> str:
+    """What ``stam pep --check FILE`` prints for a slice certificate."""
+    p = proved["params"]
+    lines = [f"proven: {path}",
+             f"  STAM, full gradient, F lsc, G L1-smooth; lam={p['lam']} beta={p['beta']} L1={p['L1']}: every gamma*lam in "
+             f"(0, {float(proved['gamma_lam_max']):.9g}] (c_beta = {proved['c_beta']:.9g})",
+             f"  (0, c_DR = {proved['c_DR']:.9g}): the DR-envelope family (stam pep --family), proven again"]
+    for i, r in enumerate(proved["pieces"]):
+        lines.append(f"  piece {i}: [{float(r['from']):.9g}, {float(r['to']):.9g}]  rho = {float(r['rho']):.6g}  "
+                     f"mu1 = {float(r['mu1']):.4g}  mu3 = {float(r['mu3']):.4g}: every leading minor positive (Sturm)")
+    lines.append("  the digest of the numbers matches the file's")
+    return "\n".join(lines)
 
 
 def text(result: dict) -> str:
@@ -234,11 +371,13 @@ def text(result: dict) -> str:
     lines.append("  so (6, 7) det(M0 - rho S) > 0 on [0, rho) (rho the smaller root, real: S is definite on (g_t, s_t), so "
                  "two eigenvalues are negative for large rho) and M0 - rho S, positive definite at 0 (4, 5), stays so "
                  "(no eigenvalue crosses 0); -D is semidefinite (3), the lower bound holds (8).")
-    lines.append("Not proven (sampled only): c_DR <= gamma*lam < c_beta (the general potential, stam pep --certify); "
-                 "b-nice minibatches.")
+    lines.append("Beyond c_DR (c_DR <= gamma*lam < c_beta, the general potential): proven one (lam, beta, L1) at a time by "
+                 "stam pep --certify --slice (pieces of constant certificates, each proven on its whole interval), "
+                 "sampled elsewhere; b-nice minibatches: sampled only.")
     lines.append("the theorem is proven" if result["proven"] else "the proof did NOT go through")
     return "\n".join(lines)
 
 
-__all__ = ["certificate", "prove_family", "theorem_lines", "numbers", "instance", "text", "Q", "E", "C_DR", "C_BETA",
+__all__ = ["SLICE_KIND", "PIECE_KEYS", "SLICE_KEYS", "slice_forms", "piece_minors", "prove_piece", "check_slice",
+           "slice_text", "certificate", "prove_family", "theorem_lines", "numbers", "instance", "text", "Q", "E", "C_DR", "C_BETA",
            "RHO_STAR", "RHO_RATIONAL", "P11"]

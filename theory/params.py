@@ -216,6 +216,9 @@ class CertifyParams(Params):
     certify: bool = arg("--certify", action="store_true", default=False,
                         help="certify one point (--lam --gamma --beta; full gradient) with a Lyapunov function, prove it "
                         "in exact arithmetic and write the certificate (JSON of exact rationals; check it with --check)")
+    slice: bool = arg("--slice", action="store_true", default=False,
+                      help="--certify: every gamma*lam in (0, gamma*lam] at this lam, beta, L1 (the closed-form family "
+                      "below c_DR, pieces of constant certificates above, each proven for its whole interval)")
     template: str = arg("--template", choices=("general", "paper"), default="general",
                         help="--certify: the potential: general = a G + b F + xi' P xi (the default), paper = a (G + H) + "
                         "b M_t (Theorem conv's)")
@@ -251,7 +254,7 @@ class FamilyParams(Params):
 
 
 #: the flags only ``--certify``, ``--check`` and ``--family`` add (the rest are a single PEP's)
-CERTIFICATE_ONLY = ("certify", "template", "check", "family")
+CERTIFICATE_ONLY = ("certify", "slice", "template", "check", "family")
 
 #: the fields of :class:`RegionParams` whose flags only ``--region`` takes (the rest, --L1 --F --N --b
 #: --solver --force -o/--out, a single PEP reads too)

@@ -385,6 +385,8 @@ def run_certify(params: CertifyParams) -> dict:
     require(not missing, f"--certify needs {', '.join('--' + m for m in missing)} (one point)")
     if params.out is not None:
         check_out_file(params.out, "--out")
+    if params.slice:
+        return _certify_slice(params)
     with _beyond_floats(params.lam, params.gamma, params.beta, params.L1):
         cert, doc = certificates.certify_point(params.lam, params.gamma, params.beta, params.L1, params.template,
                                                params.f_class, params.solver)
@@ -399,6 +401,23 @@ def run_certify(params: CertifyParams) -> dict:
             "reason": reason, "file": path, "certificate": doc}
 
 
+def _certify_slice(params: CertifyParams) -> dict:
+    """``stam pep --certify --slice``: :func:`stam.theory.certificates.certify_slice`, written (default name
+    ``slice-lam<..>-beta<..>-to<..>.json``) and proven again by :func:`stam.theory.family.check_slice`."""
+    from stam.io import dumps
+    from stam.theory import certificates, family
+
+    require(params.template == "general", "--slice certifies with the general potential; drop --template paper")
+    require(params.f_class == "lsc", "--slice is for any proper lsc F (--F lsc), the largest class")
+    doc = certificates.certify_slice(params.lam, params.gamma, params.beta, params.L1, params.solver)
+    proved = family.check_slice(dumps(doc))
+    path = params.out or (f"slice-lam{params.lam:g}-beta{params.beta:g}-to{float(proved['gamma_lam_max']):.6g}"
+                          + ("" if params.L1 == 1 else f"-L1{params.L1:g}") + ".json")
+    certificates.write(doc, path)
+    return {"certified": True, "slice": True, "file": str(path), "certificate": doc,
+            "text": family.slice_text(path, proved)}
+
+
 def run_check(params: CheckParams) -> dict:
     """``stam pep --check FILE``: the independent checker (:func:`stam.theory.certcheck.check`) on one file.
     Returns ``{"file", "proven", "reason", "proved"}``; a file that is no certificate is a usage error."""
@@ -408,6 +427,12 @@ def run_check(params: CheckParams) -> dict:
     require(bool(params.check), "--check needs a FILE (a certificate written by stam pep --certify or --region)")
     text = read_input_text(params.check, max_bytes=certcheck.MAX_BYTES)
     try:
+        if certcheck.load(text).get("kind") == "stam-lyapunov-certificate-slice":
+            from stam.theory import family
+
+            proved = family.check_slice(text)
+            return {"file": params.check, "proven": True, "reason": None, "proved": None,
+                    "text": family.slice_text(params.check, proved)}
         proved = certcheck.check(text)
     except certcheck.Malformed as exc:
         raise UsageError(f"{params.check}: not a certificate: {exc}") from None
@@ -454,6 +479,8 @@ def _certificates(args) -> int:
 
 def certify_text(result: dict) -> str:
     """What ``stam pep --certify`` prints."""
+    if result.get("slice"):
+        return result["text"].replace("proven: ", "certified and proven: ", 1) + f"\nwrote {result['file']}"
     doc = result["certificate"]
     if doc is None:
         return f"not certified: {result['reason']} (solver status {result['status']}); nothing written"
@@ -473,6 +500,8 @@ def check_text(result: dict) -> str:
 
     if not result["proven"]:
         return f"not proven: {result['file']}: {result['reason']}"
+    if result.get("text"):
+        return result["text"]
     r = result["proved"]
     p = {k: str(v) for k, v in r["params"].items()}
     lines = [f"proven: {result['file']}",
