@@ -403,3 +403,14 @@ def test_slice_input_errors_are_one_line(capsys, tmp_path, monkeypatch):
     code, _, err = cli(["pep", "--certify", "--slice", "--lam", "1", "--gamma", "0.5", "--beta", "0.9"], capsys)
     assert code == 2 and "2 beta > L1 + lam" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_json_output_of_certify_and_check(capsys, tmp_path):
+    path = tmp_path / "c.json"
+    code, out, _ = cli(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path), "--json"],
+                       capsys)
+    got = json.loads(out)
+    assert code == 0 and got["certified"] and got["file"] == str(path) and got["certificate"]["digest"].startswith("sha256:")
+    code, out, _ = cli(["pep", "--check", str(path), "--json"], capsys)
+    got = json.loads(out)
+    assert code == 0 and got["proven"] and got["text"].startswith(f"proven: {path}")

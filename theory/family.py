@@ -253,8 +253,9 @@ def slice_forms(lam_v, beta_v, L1_v):
 
 def _build_slice_forms(lam_v, beta_v, L1_v):
     """``(M, W, symbols)`` of a slice at ``(lam, beta, L1)`` (exact rationals): ``M`` the restriction of ``-D`` to
-    ``(g_t, s_t, g_(t+1), s_(t+1))`` (the complement of the fixed points, a null direction for every value of the
-    constants), ``W`` that of the lower-bound form to ``(g_t, s_t)``, both in ``c`` and the constants
+    ``(g_t, s_t, g_(t+1), s_(t+1))`` (the complement of the fixed points ``n``, with ``D n = 0`` for every value of
+    the constants, checked here), ``W`` that of the lower-bound form to ``(g_t, s_t)`` (the complement of its null
+    direction ``((1+c)/lam, -1, 1)``, checked too), both in ``c`` and the constants
     :data:`PIECE_KEYS` (sympy symbols); the step and the inequalities of :mod:`stam.theory.certcheck`."""
     lam_, beta_, L1_ = (sp.Rational(str(v)) for v in (lam_v, beta_v, L1_v))
     syms = sp.symbols(" ".join(PIECE_KEYS))
@@ -269,11 +270,11 @@ def _build_slice_forms(lam_v, beta_v, L1_v):
     lin, D = certcheck.decrease_form(cert)
     D = sp.Matrix(D)
     n = sp.Matrix([(1 + c) / lam_, -1, 1, -1, 1])
-    if not all(_zero(v) for v in list(lin) + list(D * n)):
+    W = sp.Matrix(certcheck.lower_bound_form(cert))
+    v = sp.Matrix([(1 + c) / lam_, -1, 1])
+    if not all(_zero(x) for x in list(lin) + list(D * n) + list(W * v)):  # for every value of the constants
         raise AssertionError("the slice's identities fail")  # a derivation error, never a user's input
-    M = (-D).extract([1, 2, 3, 4], [1, 2, 3, 4])
-    W = sp.Matrix(certcheck.lower_bound_form(cert)).extract([1, 2], [1, 2])
-    return M, W, syms
+    return (-D).extract([1, 2, 3, 4], [1, 2, 3, 4]), W.extract([1, 2], [1, 2]), syms
 
 
 def piece_minors(forms, values) -> list:

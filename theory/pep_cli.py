@@ -438,7 +438,8 @@ def run_check(params: CheckParams) -> dict:
         raise UsageError(f"{params.check}: not a certificate: {exc}") from None
     except certcheck.NotProven as exc:
         return {"file": params.check, "proven": False, "reason": str(exc), "proved": None}
-    return {"file": params.check, "proven": True, "reason": None, "proved": proved}
+    return {"file": params.check, "proven": True, "reason": None, "proved": proved, "text": check_text(
+        {"file": params.check, "proven": True, "proved": proved})}
 
 
 def run_family(params: FamilyParams) -> dict:
@@ -469,7 +470,7 @@ def _certificates(args) -> int:
     params = cls.from_args(args)
     result = args.run(params)
     if args.json:
-        print(dumps(result, indent=2))
+        print(dumps({k: v for k, v in result.items() if k != "proved"}, indent=2))
     else:
         print({"certify": certify_text, "check": check_text, "family": family_text}[mode](result))
     if mode == "certify":
@@ -502,7 +503,7 @@ def check_text(result: dict) -> str:
         return f"not proven: {result['file']}: {result['reason']}"
     if result.get("text"):
         return result["text"]
-    r = result["proved"]
+    r = result["proved"]  # (the exact numbers: printed here, dropped from the JSON of --json)
     p = {k: str(v) for k, v in r["params"].items()}
     lines = [f"proven: {result['file']}",
              f"  STAM, full gradient, F {r['f_class']}, G L1-smooth; lam={p['lam']} gamma={p['gamma']} beta={p['beta']} "
