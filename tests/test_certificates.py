@@ -80,6 +80,8 @@ def test_a_point_without_a_certificate_writes_nothing(capsys, tmp_path):
     (["--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--N", "2", "--b", "1"], "--N"),
     (["--certify", "--lam", "-1", "--gamma", "0.5", "--beta", "10"], "-1"),
     (["--family", "--lam", "1"], "--lam"),
+    (["--slice", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--T", "1"], "for --certify"),
+    (["--check", "x.json", "--template", "paper"], "for --certify"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, says, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -189,6 +189,7 @@ def _pep(args) -> int:
     from stam.theory.params import REGION_ONLY, PepParams
 
     check_sampling(args.N, args.b)
+    require(args.certify or not (args.slice or args.template != "general"), "--slice and --template are for --certify")
     if args.certify or args.check is not None or args.family:
         return _certificates(args)
     if args.region:
