@@ -285,7 +285,8 @@ def test_family_prints_the_theorem_and_proves_it(capsys):
     code, out, err = cli(["pep", "--family"], capsys)
     assert code == 0, err
     assert out.startswith("Theorem (DR-envelope family).") and "2 beta > L1 + lam" in out
-    assert out.count("[proven]") == 8 and "NOT PROVEN" not in out and out.rstrip().endswith("the theorem is proven")
+    assert out.count("[proven]") == 8 + 5 and "NOT PROVEN" not in out and out.rstrip().endswith("the theorem is proven")
+    assert "Reach of Theorem conv's potential a (G + H) + b M_t (any proper lsc F, full gradient): exactly c_DR" in out
     assert "Beyond c_DR (c_DR <= gamma*lam < c_beta, the general potential): proven one (lam, beta, L1) at a time" in out
 
 
@@ -314,6 +315,30 @@ def test_every_instance_of_the_family_passes_the_independent_checker(lam, L1, ex
     doc = family_document(str(lam), str(c / lam), str(beta), str(L1))
     proved = certcheck.check(dump(doc))
     assert proved["rho"] > 0
+
+
+def test_beyond_c_dr_the_dual_vector_refutes_every_paper_potential_numerically():
+    """At lam = 1, beta = 10, gamma*lam = 0.94 (beyond c_DR): the vector y of prove_paper_reach makes y' D y > 0 for
+    sampled weights and multipliers, and the solver finds no certificate of the paper form there."""
+    import numpy as np
+    import sympy
+
+    from stam.theory import family
+
+    sub = {family.lam: 1, family.beta: 10, family.L1: 1, family.c: sympy.Rational(94, 100)}
+    (_, Aa), (_, Ab), (_, I12), (_, I34) = family.paper_parts()
+    A = [np.array(M.subs(sub), dtype=float) for M in (Aa, Ab, I12, I34)]
+    M0 = -(A[0] + A[1])[1:4, 1:4]
+    adj = np.linalg.det(M0) * np.linalg.inv(M0)
+    z = np.array([0, *adj[:, 0], 0])
+    n = np.array([1.94, -1, 1, -1, 1])
+    t = (z @ A[1] @ z - z @ A[0] @ z) / (4 * (z @ A[0] @ n))
+    y = z + t * n
+    rng = np.random.default_rng(0)
+    for a, b, m1, m3 in rng.uniform(0, 10, size=(200, 4)):
+        assert y @ (a * A[0] + b * A[1] - m1 * A[2] - m3 * A[3]) @ y > 0
+    cert, doc = certify_point("1", "0.94", "10", template="paper")
+    assert doc is None
 
 
 def test_the_family_reaches_c_dr_and_not_beyond():

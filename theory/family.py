@@ -54,6 +54,14 @@ inequalities are those of the independent checker :mod:`stam.theory.certcheck`, 
    vanishes on ``((1+c)/lam, -1, 1)`` and off it has the minors ``1/(2(L1+lam))`` and ``c (1-c) / (4 lam
    (L1+lam))``: semidefinite for ``0 < c <= 1``.
 
+**The reach of Theorem conv's potential** (:func:`prove_paper_reach`): exactly ``c_DR`` for any proper lsc ``F`` and
+the full gradient.  Below ``c_DR`` the theorem (the same decrease form); for ``c_DR < c < 1`` the function values
+force the multipliers ``(mu1, a + mu1, mu3, b + mu3)``, so the decrease form is ``a A_a + b A_b - mu1 I12 - mu3 I34 +
+rho S``, and the vector ``y = z + t n`` (``z = (0, adj(M0) e_1, 0)``, ``n`` the fixed points, ``t`` balancing
+``A_a`` and ``A_b``) has ``y' I12 y = 0``, ``y' I34 y <= 0`` and ``y' A_a y = y' A_b y = c^2 (1-c)(1+2c)(-q) / (256 L1^2
+beta^2 lam^2 (1+c)^4) > 0``: ``y' D y > 0`` for all weights ``a, b >= 0`` not both 0, all multipliers and every
+``rho >= 0``, so no such potential even decreases.
+
 What is not proven in closed form: beyond ``c_DR`` the general potential (a free ``P``, all four multipliers) is
 certified up to ``c_beta`` one ``(lam, beta, L1)`` at a time (**slices**, :func:`check_slice`: ``P = P_DR`` plus the
 directions that keep the fixed points null, the multipliers ``(mu1, 1 + mu1, mu3, 1 + mu3)``, constant on each piece of
@@ -160,9 +168,69 @@ def prove_family() -> dict:
          "c (1-c)/(4 lam (L1+lam)): V_t >= Phi^inf for 0 < c <= 1",
          all(_zero(x) for x in W * v) and _zero(wm[0] - 1 / (2 * (L1 + lam)))
          and _zero(wm[1] - c * (1 - c) / (4 * lam * (L1 + lam))))
-    return {"proven": all(s["proven"] for s in steps), "steps": steps, "theorem": theorem_lines(),
+    reach = prove_paper_reach(Dg)
+    return {"proven": all(s["proven"] for s in steps + reach), "steps": steps, "paper_reach": reach,
+            "theorem": theorem_lines(),
             "set": "L1 > 0, lam > 0, 2 beta > L1 + lam, 0 < gamma lam < c_DR(lam, beta, L1)",
             "c_DR": str(C_DR), "rho": str(RHO_STAR), "e": str(E), "q": str(Q)}
+
+
+def paper_parts():
+    """The decrease form of Theorem conv's potential ``a (G + H) + b M_t`` (lsc F, full gradient) in its parts: with
+    the function values cancelled the multipliers are ``(mu1, a + mu1, mu3, b + mu3)``, so ``D = a A_a + b A_b - mu1
+    I12 - mu3 I34 + rho S`` (``I12``, ``I34`` the sums of the two inequalities of ``G`` and of ``F``, each ``<= 0``
+    on every run)."""
+    one, zero = sp.Integer(1), sp.Integer(0)
+
+    def form(a, b, mu):
+        cert = {**certificate("paper", zero), "potential": {"a": a, "b": b},
+                "mu": dict(zip(certcheck.INEQUALITIES, mu))}
+        lin, D = certcheck.decrease_form(cert)
+        return [sp.cancel(v) for v in lin], sp.Matrix(D)
+
+    sums = [form(zero, zero, (one, one, zero, zero)), form(zero, zero, (zero, zero, one, one))]  # -I12, -I34
+    return [form(one, zero, (zero, one, zero, zero)), form(zero, one, (zero, zero, zero, one))] + [
+        (lin, -D) for lin, D in sums]
+
+
+def prove_paper_reach(D_family) -> list[dict]:
+    """The reach of Theorem conv's potential is exactly ``c_DR`` (any proper lsc F, full gradient): below it the
+    theorem (its decrease form is the family's); for ``c_DR < c < 1`` no weights ``a, b >= 0`` (not both 0), no
+    multipliers and no rate ``rho >= 0`` make ``a (G + H) + b M_t`` a certificate, because one vector ``y`` has
+    ``y' D y > 0`` for all of them (a dual certificate of the SDP): ``z = (0, adj(M0) e_1, 0)`` and ``y = z + t n``
+    with ``t`` balancing the two parts.  Steps, each an identity or a sign decided exactly."""
+    (la, Aa), (lb, Ab), (l12, I12), (l34, I34) = paper_parts()
+    steps = []
+
+    def step(claim: str, ok: bool):
+        steps.append({"step": len(steps) + 1, "claim": claim, "proven": bool(ok)})
+
+    a, b, m1, m2, m3, m4 = sp.symbols("a b mu1 mu2 mu3 mu4")
+    generic = {**certificate("paper", sp.Integer(0)), "potential": {"a": a, "b": b},
+               "mu": dict(zip(certcheck.INEQUALITIES, (m1, m2, m3, m4)))}
+    lin = [sp.expand(v) for v in certcheck.decrease_form(generic)[0]]
+    only = sp.solve(lin, [m2, m4], dict=True)
+    step("the function values of a (G + H) + b M_t cancel only with the multipliers (mu1, a + mu1, mu3, b + mu3): the "
+         "decrease form is a A_a + b A_b - mu1 I12 - mu3 I34 + rho S, with no function value left in A_a, A_b, I12, I34",
+         only == [{m2: a + m1, m4: b + m3}] and all(_zero(v) for v in la + lb + l12 + l34)
+         and all(_zero(v) for v in (Aa + Ab) - D_family.subs(rho, 0)))
+    M0 = (-(Aa + Ab)).extract([1, 2, 3], [1, 2, 3])
+    adj = M0.adjugate()
+    z = sp.Matrix([0, adj[0, 0], adj[1, 0], adj[2, 0], 0])
+    n = sp.Matrix([(1 + c) / lam, -1, 1, -1, 1])
+    q_ = lambda A, u, v: sp.factor(sp.cancel((u.T * A * v)[0]))  # noqa: E731
+    f12, f34, fsum, zan = q_(I12, z, z), q_(I34, z, z), q_(Aa + Ab, z, z), q_(Aa, z, n)
+    step("z' I12 z = 0, n' I12 = n' I34 = 0 and n' (A_a + A_b) = 0 (n the fixed points)",
+         _zero(f12) and all(_zero(v) for v in list(I12 * n) + list(I34 * n) + list((Aa + Ab) * n)))
+    step("z' I34 z = c^3 (c - 1) / (32 L1^2 beta^2 lam (1+c)^3) <= 0 on (0, 1)",
+         _zero(f34 - c**3 * (c - 1) / (32 * L1**2 * beta**2 * lam * (1 + c)**3)))
+    step("z' (A_a + A_b) z = c^2 (1-c)(1+2c) (-q) / (128 L1^2 beta^2 lam^2 (1+c)^4) > 0 where q < 0, i.e. c_DR < c < 1",
+         _zero(fsum - c**2 * (1 - c) * (1 + 2 * c) * (-Q) / (128 * L1**2 * beta**2 * lam**2 * (1 + c)**4)))
+    step("n' A_a n = 0 and z' A_a n = -c^3 / (8 L1 beta lam (1+c)^2) != 0: with y = z + t n, t = (z'A_b z - z'A_a z) / "
+         "(4 z' A_a n), y' A_a y = y' A_b y = z' (A_a + A_b) z / 2 > 0; so y' D y > 0 for every a, b >= 0 not both 0, "
+         "mu1, mu3, rho >= 0",
+         _zero(q_(Aa, n, n)) and _zero(zan + c**3 / (8 * L1 * beta * lam * (1 + c)**2)))
+    return steps
 
 
 def _e_positive() -> bool:
@@ -369,6 +437,10 @@ def text(result: dict) -> str:
     lines.append("Proof (sympy, exact; stam.theory.family):")
     for s in result["steps"]:
         lines.append(f"  {s['step']}. [{'proven' if s['proven'] else 'NOT PROVEN'}] {s['claim']}")
+    lines.append("Reach of Theorem conv's potential a (G + H) + b M_t (any proper lsc F, full gradient): exactly c_DR. "
+                 "Below: the theorem. For c_DR < gamma*lam < 1 nothing (a dual certificate y, sympy):")
+    for s_ in result["paper_reach"]:
+        lines.append(f"  {s_['step']}. [{'proven' if s_['proven'] else 'NOT PROVEN'}] {s_['claim']}")
     lines.append("  so (6, 7) det(M0 - rho S) > 0 on [0, rho) (rho the smaller root, real: S is definite on (g_t, s_t), so "
                  "two eigenvalues are negative for large rho) and M0 - rho S, positive definite at 0 (4, 5), stays so "
                  "(no eigenvalue crosses 0); -D is semidefinite (3), the lower bound holds (8).")
@@ -379,6 +451,6 @@ def text(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SLICE_KIND", "PIECE_KEYS", "SLICE_KEYS", "slice_forms", "piece_minors", "prove_piece", "check_slice",
+__all__ = ["paper_parts", "prove_paper_reach", "SLICE_KIND", "PIECE_KEYS", "SLICE_KEYS", "slice_forms", "piece_minors", "prove_piece", "check_slice",
            "slice_text", "certificate", "prove_family", "theorem_lines", "numbers", "instance", "text", "Q", "E", "C_DR", "C_BETA",
            "RHO_STAR", "RHO_RATIONAL", "P11"]
