@@ -53,6 +53,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -98,7 +99,8 @@ def rate_floor(beta: float) -> float:
 
 
 def certify_stam(lam: float, gamma: float, beta: float, *, template: str = "general",
-                 problem: ProblemClass | None = None, sdp: SdpOptions | None = None, **fields) -> Certificate:
+                 problem: ProblemClass | None = None, sdp: SdpOptions | None = None, at: tuple | None = None,
+                 **fields) -> Certificate:
     """The best certificate of ``template`` for STAM at ``(lam, gamma, beta)`` over the class ``problem``
     (:class:`stam.theory.settings.ProblemClass`: ``L1``, ``F`` of ``f_class``, the gradient): deterministic
     (``N = b = 1``, the full gradient) or with b-nice minibatches of ``G = (1/N) sum_i G_i`` (paper template only;
@@ -106,7 +108,9 @@ def certify_stam(lam: float, gamma: float, beta: float, *, template: str = "gene
     its options, ``rho_min``).  It counts with a rate of at least ``rho_min`` (default :func:`rate_floor`); an
     optimal rate below that floor is marked ``details["below_floor"]`` (the solver's accuracy, not a certificate).
     The fields of both also by keyword (``certify_stam(lam, gamma, beta, template="paper", f_class="convex",
-    solver="scs")``)."""
+    solver="scs")``).  ``at``: the exact rationals ``(lam, gamma, beta, L1)`` the proof is made at (default: the
+    values the floats store; ``stam pep --certify`` gives the decimals typed, ``0.1`` as ``1/10``); a proven
+    certificate keeps its exact point and step in ``cert.proof`` (:mod:`stam.theory.certificates` writes it)."""
     problem, sdp = ProblemClass.of(problem, fields), SdpOptions.of(sdp, fields)
     no_other(fields, "certify_stam")
     L1, f_class, N, b = problem.L1, problem.f_class, problem.N, problem.b
@@ -115,10 +119,11 @@ def certify_stam(lam: float, gamma: float, beta: float, *, template: str = "gene
     check_f_class(f_class)
     validate_sampling(N, b)
     def build(exact=False):
+        p = at if exact and at is not None else (lam, gamma, beta, L1)
         if (N, b) != (1, 1):
             require(template == "paper", f"sampled gradients (N={N}, b={b}) are searched with the paper template only")
-            return stam_step_sdp_sampled(lam, gamma, beta, L1, f_class, N, b, exact=exact)
-        return stam_step_sdp(lam, gamma, beta, L1, template, f_class, exact=exact)
+            return stam_step_sdp_sampled(*p[:3], p[3], f_class, N, b, exact=exact)
+        return stam_step_sdp(*p[:3], p[3], template, f_class, exact=exact)
 
     with np.errstate(over="raise", invalid="raise"):  # FloatingPointError: coefficients beyond floating point
         step = build()
@@ -134,6 +139,10 @@ def certify_stam(lam: float, gamma: float, beta: float, *, template: str = "gene
         if not proof["proven"]:
             cert.certified = False
             cert.details["numerical_only"] = True
+        else:
+            cert.proof = {**proof, "step": exact, "free_P": free_P,
+                          "params": dict(zip(("lam", "gamma", "beta", "L1"),
+                                             (Fraction(v) for v in (at or (lam, gamma, beta, L1)))))}
     cert.details.update(template=step.note, f_class=f_class, N=N, b=b, size=step.basis.nb,
                         constraints=len(step.interp), rate_floor=floor)
     solver_rho = cert.details.get("solver_rho")
@@ -579,14 +588,16 @@ REGION = ResultType(
     "lyapunov-region", Schema(required={"rows": LIST, "L1": POS},
                               optional={"kind": STR, "betas": LIST, "gamma_range": LIST, "rtol": POS, "refute_Ts": LIST,
                                         "refute_betas": LIST, "seconds": NONNEG, "provenance": DICT_OR_NULL,
-                                        "f_class": STR, "sampling": DICT_OR_NULL},
+                                        "f_class": STR, "sampling": DICT_OR_NULL, "certificates": LIST},
                               rules=(one_of("f_class", F_CLASSES),),
                               each={"rows": REGION_ROW},
                               inner={"provenance": PROVENANCE,
                                      # the sampled gradient's N and b (b-nice sampling, 1 <= b <= N)
                                      "sampling": Schema(required={"N": POSINT, "b": POSINT}, optional={"growth_per_rate": POS},
                                                         rules=(at_most("b", "N", "N"),))},
-                              items={"betas": POS, "gamma_range": POS, "refute_Ts": POSINT, "refute_betas": POS}),
+                              items={"betas": POS, "gamma_range": POS, "refute_Ts": POSINT, "refute_betas": POS,
+                                     # the certificate files of the brackets (stam pep --check FILE), relative paths
+                                     "certificates": STR}),
     files="region.json", writer="stam pep --region --out FILE")
 
 

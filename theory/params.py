@@ -51,6 +51,18 @@ MAX_GRAM = 50
 
 # -- the flags a single PEP (:class:`PepParams`) and ``--region`` (:class:`RegionParams`) share: one
 # declaration each, a field factory as :func:`stam.cliargs.out_arg`
+def lam_arg():
+    return arg("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
+
+
+def gamma_arg():
+    return arg("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
+
+
+def beta_arg():
+    return arg("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
+
+
 def L1_arg():
     return arg("--L1", type=positive_float, default=1.0, job=True, help="Lipschitz constant of grad G (default 1)")
 
@@ -98,9 +110,9 @@ class PepParams(Params):
     ``sweep_T`` are required (None here so that the command line names what is missing).  The run is
     :func:`stam.theory.pep_cli.run_pep` (the PEP of :func:`stam.theory.pep.stam_pep` beside Theorem conv)."""
 
-    lam: float | None = arg("--lam", type=positive_float, default=None, help="coupling weight lambda of H (> 0)")
-    gamma: float | None = arg("--gamma", type=positive_float, default=None, help="step size gamma of the x/u-steps (> 0)")
-    beta: float | None = arg("--beta", type=positive_float, default=None, help="proximal weight beta of the y-step (> 0)")
+    lam: float | None = lam_arg()
+    gamma: float | None = gamma_arg()
+    beta: float | None = beta_arg()
     T: int | None = arg("--T", type=positive_int, default=None, help="iterations (>= 1)")
     sweep_T: list | None = arg("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None,
                                metavar="N1,N2,...", help="several horizons; writes a pep-sweep result file (--out)")
@@ -193,10 +205,62 @@ class PaperCheckParams(Params):
                             "with the toolkit)")
 
 
+@dataclass(frozen=True)
+class CertifyParams(Params):
+    """``stam pep --certify``'s parameters (issue 59): one point ``(lam, gamma, beta)`` (the flags of a single PEP;
+    the decimals typed are the exact rationals the proof is made at), ``L1``, the class of F, the ``template`` of the
+    potential, the solver, where the certificate is written (``out``; default
+    ``certificate-<template>-lam<..>-gamma<..>-beta<..>.json`` in the working folder) and whether the text is JSON.  The
+    run is :func:`stam.theory.pep_cli.run_certify` (:func:`stam.theory.certificates.certify_point`)."""
+
+    certify: bool = arg("--certify", action="store_true", default=False,
+                        help="certify one point (--lam --gamma --beta; full gradient) with a Lyapunov function, prove it "
+                        "in exact arithmetic and write the certificate (JSON of exact rationals; check it with --check)")
+    slice: bool = arg("--slice", action="store_true", default=False,
+                      help="--certify: every gamma*lam in (0, gamma*lam] at this lam, beta, L1 (the closed-form family "
+                      "below c_DR, pieces of constant certificates above, each proven for its whole interval)")
+    template: str = arg("--template", choices=("general", "paper"), default="general",
+                        help="--certify: the potential: general = a G + b F + xi' P xi (the default), paper = a (G + H) + "
+                        "b M_t (Theorem conv's)")
+    lam: float | None = lam_arg()
+    gamma: float | None = gamma_arg()
+    beta: float | None = beta_arg()
+    L1: float = L1_arg()
+    f_class: str = f_class_arg()
+    solver: str | None = solver_arg()
+    out: str | None = pep_out_arg()
+    json: bool = arg("--json", action="store_true", default=False, help="print JSON instead of text")
+
+
+@dataclass(frozen=True)
+class CheckParams(Params):
+    """``stam pep --check FILE``'s parameters: the certificate file.  The run is :func:`stam.theory.pep_cli.run_check`
+    (the independent checker :mod:`stam.theory.certcheck`)."""
+
+    check: str | None = arg("--check", nargs="?", const="", default=None, metavar="FILE",
+                            help="re-verify a certificate file with the independent exact checker (shares no code with "
+                            "the solver): exit 0 proven, 1 not proven, 2 not a certificate")
+    json: bool = arg("--json", action="store_true", default=False, help="print JSON instead of text")
+
+
+@dataclass(frozen=True)
+class FamilyParams(Params):
+    """``stam pep --family``'s parameters.  The run is :func:`stam.theory.pep_cli.run_family` (the closed-form
+    certificate family of :mod:`stam.theory.family`, proven symbolically)."""
+
+    family: bool = arg("--family", action="store_true", default=False,
+                       help="print the closed-form certificate family (the theorem) and prove it symbolically (sympy)")
+    json: bool = arg("--json", action="store_true", default=False, help="print JSON instead of text")
+
+
+#: the flags only ``--certify``, ``--check`` and ``--family`` add (the rest are a single PEP's)
+CERTIFICATE_ONLY = ("certify", "slice", "template", "check", "family")
+
 #: the fields of :class:`RegionParams` whose flags only ``--region`` takes (the rest, --L1 --F --N --b
 #: --solver --force -o/--out, a single PEP reads too)
 REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
 
-__all__ = ["PepParams", "RegionParams", "L1_arg", "f_class_arg", "N_arg", "b_arg", "solver_arg", "force_arg", "pep_out_arg", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
+__all__ = ["PepParams", "RegionParams", "CertifyParams", "CheckParams", "FamilyParams", "CERTIFICATE_ONLY", "lam_arg",
+           "gamma_arg", "beta_arg", "L1_arg", "f_class_arg", "N_arg", "b_arg", "solver_arg", "force_arg", "pep_out_arg", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
            "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASSES", "DEFAULT_F_CLASS", "POSITIVE_LIST",
            "MAX_GRAM"]

@@ -17,7 +17,7 @@ from stam.errors import UsageError, positive_float, positive_int, require
 from stam.registry import experiment
 
 if TYPE_CHECKING:
-    from stam.theory.params import PepParams, RegionParams
+    from stam.theory.params import CertifyParams, CheckParams, FamilyParams, PepParams, RegionParams
 
 # (the toolkit's modules below are imported where they are used: registering ``stam pep`` for ``stam --help``
 # imports none of them)
@@ -189,6 +189,9 @@ def _pep(args) -> int:
     from stam.theory.params import REGION_ONLY, PepParams
 
     check_sampling(args.N, args.b)
+    require(args.certify or not (args.slice or args.template != "general"), "--slice and --template are for --certify")
+    if args.certify or args.check is not None or args.family:
+        return _certificates(args)
     if args.region:
         return _region(args)
     stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
@@ -311,8 +314,23 @@ def run_region(params: RegionParams) -> dict:
             raise
         raise UsageError("--lams/--betas/--gamma-range/--L1: the SDP's coefficients (products and ratios of these) "
                          "are beyond floating point; give values of ordinary size") from None
+    result["certificates"] = region_certificate_files(result, params.out, params.solver)
     lyapunov.REGION.write(result, params.out)
     return result
+
+
+def region_certificate_files(result: dict, out, solver: str | None = None) -> list[str]:
+    """The certificates of a region's brackets (:func:`stam.theory.certificates.region_certificates`: the last
+    certified gamma of each, proven again at its decimal) in the folder ``FILE-certificates`` beside ``out``; their
+    paths relative to the result file's folder, for its ``certificates`` list."""
+    import os
+    from pathlib import Path
+
+    from stam.theory.certificates import region_certificates
+
+    out = Path(out)
+    paths = region_certificates(result, out.with_name(out.stem + "-certificates"), solver)
+    return [os.path.relpath(p, out.parent) for p in paths]
 
 
 def _region(args) -> int:
@@ -356,13 +374,176 @@ def _region(args) -> int:
     return 0
 
 
-def run(params: PepParams | RegionParams) -> dict:
-    """The one library entry of ``stam pep``: :func:`run_region` for :class:`~stam.theory.params.RegionParams`
-    (``--region``), :func:`run_pep` for :class:`~stam.theory.params.PepParams`; the result, nothing printed but
-    :func:`run_region`'s estimate of a long search."""
-    from stam.theory.params import RegionParams
+# -- certificates as artifacts (issue 59): --certify, --check, --family ---------------------------------------------
+def run_certify(params: CertifyParams) -> dict:
+    """``stam pep --certify``: the certificate of one point (:func:`stam.theory.certificates.certify_point`), written
+    to ``params.out`` (default :func:`stam.theory.certificates.file_name` in the working folder) when proven.  Returns
+    ``{"certified", "rho", "status", "reason", "file", "certificate"}``."""
+    from stam.io import check_out_file
+    from stam.theory import certificates
 
-    return run_region(params) if isinstance(params, RegionParams) else run_pep(params)
+    missing = [name for name in ("lam", "gamma", "beta") if getattr(params, name) is None]
+    require(not missing, f"--certify needs {', '.join('--' + m for m in missing)} (one point)")
+    if params.out is not None:
+        check_out_file(params.out, "--out")
+    if params.slice:
+        return _certify_slice(params)
+    with _beyond_floats(params.lam, params.gamma, params.beta, params.L1):
+        cert, doc = certificates.certify_point(params.lam, params.gamma, params.beta, params.L1, params.template,
+                                               params.f_class, params.solver)
+    reason = None if doc is not None else (cert.details.get("proof", {}).get("reason")
+                                           or ("rate below the floor" if cert.details.get("below_floor") else
+                                               "rejected by the verification" if cert.details.get("unverified") else
+                                               f"solver status {cert.status}"))
+    path = None
+    if doc is not None:
+        path = str(certificates.write(doc, params.out or certificates.file_name(doc)))
+    return {"certified": doc is not None, "rho": None if doc is None else doc["float"]["rho"], "status": cert.status,
+            "reason": reason, "file": path, "certificate": doc}
+
+
+def _certify_slice(params: CertifyParams) -> dict:
+    """``stam pep --certify --slice``: :func:`stam.theory.certificates.certify_slice`, written (default name
+    ``slice-lam<..>-beta<..>-to<..>.json``) and proven again by :func:`stam.theory.family.check_slice`."""
+    from stam.io import dumps
+    from stam.theory import certificates, family
+
+    require(params.template == "general", "--slice certifies with the general potential; drop --template paper")
+    require(params.f_class == "lsc", "--slice is for any proper lsc F (--F lsc), the largest class")
+    doc = certificates.certify_slice(params.lam, params.gamma, params.beta, params.L1, params.solver)
+    proved = family.check_slice(dumps(doc))
+    path = params.out or (f"slice-lam{params.lam:g}-beta{params.beta:g}-to{float(proved['gamma_lam_max']):.6g}"
+                          + ("" if params.L1 == 1 else f"-L1{params.L1:g}") + ".json")
+    certificates.write(doc, path)
+    return {"certified": True, "slice": True, "file": str(path), "certificate": doc,
+            "text": family.slice_text(path, proved)}
+
+
+def run_check(params: CheckParams) -> dict:
+    """``stam pep --check FILE``: the independent checker (:func:`stam.theory.certcheck.check`) on one file.
+    Returns ``{"file", "proven", "reason", "proved"}``; a file that is no certificate is a usage error."""
+    from stam.io import read_input_text
+    from stam.theory import certcheck
+
+    require(bool(params.check), "--check needs a FILE (a certificate written by stam pep --certify or --region)")
+    text = read_input_text(params.check, max_bytes=certcheck.MAX_BYTES)
+    try:
+        if certcheck.load(text).get("kind") == "stam-lyapunov-certificate-slice":
+            from stam.theory import family
+
+            proved = family.check_slice(text)
+            return {"file": params.check, "proven": True, "reason": None, "proved": None,
+                    "text": family.slice_text(params.check, proved)}
+        proved = certcheck.check(text)
+    except certcheck.Malformed as exc:
+        raise UsageError(f"{params.check}: not a certificate: {exc}") from None
+    except certcheck.NotProven as exc:
+        return {"file": params.check, "proven": False, "reason": str(exc), "proved": None}
+    return {"file": params.check, "proven": True, "reason": None, "proved": proved, "text": check_text(
+        {"file": params.check, "proven": True, "proved": proved})}
+
+
+def run_family(params: FamilyParams) -> dict:
+    """``stam pep --family``: the closed-form certificate family and its symbolic proof
+    (:func:`stam.theory.family.prove_family`)."""
+    from stam.theory import family
+
+    return family.prove_family()
+
+
+def _certificates(args) -> int:
+    """``stam pep --certify``, ``--check FILE``, ``--family``: one of them, the flags of the others refused."""
+    from stam.io import dumps
+    from stam.theory.params import CertifyParams, CheckParams, FamilyParams
+
+    modes = [m for m, on in (("certify", args.certify), ("check", args.check is not None), ("family", args.family)) if on]
+    require(len(modes) == 1 and not args.region, f"give one of --certify, --check, --family, --region (got "
+            f"{', '.join('--' + m for m in modes + (['region'] if args.region else []))})")
+    mode = modes[0]
+    if mode != "certify":
+        stray = [f for f in ("lam", "gamma", "beta", "T", "sweep_T", "out") if getattr(args, f) is not None]
+        require(not stray, f"--{mode} takes no {', '.join('--' + f.replace('_', '-') for f in stray)}")
+    else:
+        stray = [f for f in ("T", "sweep_T", "N", "b") if getattr(args, f) is not None]
+        require(not stray, f"--certify takes no {', '.join('--' + f.replace('_', '-') for f in stray)} "
+                "(one point, full gradient)")
+    cls = {"certify": CertifyParams, "check": CheckParams, "family": FamilyParams}[mode]
+    params = cls.from_args(args)
+    result = args.run(params)
+    if args.json:
+        print(dumps({k: v for k, v in result.items() if k != "proved"}, indent=2))
+    else:
+        print({"certify": certify_text, "check": check_text, "family": family_text}[mode](result))
+    if mode == "certify":
+        return 0 if result["certified"] else 1
+    return 0 if result["proven"] else 1
+
+
+def certify_text(result: dict) -> str:
+    """What ``stam pep --certify`` prints."""
+    if result.get("slice"):
+        return result["text"].replace("proven: ", "certified and proven: ", 1) + f"\nwrote {result['file']}"
+    doc = result["certificate"]
+    if doc is None:
+        return f"not certified: {result['reason']} (solver status {result['status']}); nothing written"
+    p, f = doc["parameters"], doc["float"]
+    lines = [f"certified: STAM, full gradient, F {doc['f_class']}, template {doc['template']}, lam={p['lam']} "
+             f"gamma={p['gamma']} beta={p['beta']} L1={p['L1']}",
+             f"  rho = {f['rho']:.6g}   1/rho = {f['1/rho']:.6g}   gamma*lam = {f['gamma*lam']:.6g}"
+             + ("" if f["c_beta"] is None else f"   c_beta = {f['c_beta']:.6g}"),
+             f"  proven in exact rational arithmetic; min_(t<T) S_t <= ({doc['numerator']}) / (rho T)",
+             f"wrote {result['file']} (check it: stam pep --check {result['file']})"]
+    return "\n".join(lines)
+
+
+def check_text(result: dict) -> str:
+    """What ``stam pep --check FILE`` prints."""
+    from stam.theory.certcheck import BASIS
+
+    if not result["proven"]:
+        return f"not proven: {result['file']}: {result['reason']}"
+    if result.get("text"):
+        return result["text"]
+    r = result["proved"]  # (the exact numbers: printed here, dropped from the JSON of --json)
+    p = {k: str(v) for k, v in r["params"].items()}
+    lines = [f"proven: {result['file']}",
+             f"  STAM, full gradient, F {r['f_class']}, G L1-smooth; lam={p['lam']} gamma={p['gamma']} beta={p['beta']} "
+             f"L1={p['L1']}",
+             f"  1. the function values cancel exactly in V_(t+1) - V_t + rho S_t - sum_k mu_k (interpolation k), "
+             f"rho = {float(r['rho']):.6g}, every mu_k >= 0",
+             f"  2. that form is negative semidefinite over ({', '.join(BASIS)}) (exact LDL^T; {r['null']} null "
+             "direction(s) checked null)"]
+    if r["template"] == "general":
+        a, b = r["potential"]["a"], r["potential"]["b"]
+        lines.append(f"  3. V_t = a G(y^t) + b F(u^t) + xi_t' P xi_t >= b Phi^inf + (a - b) G^inf (a = {float(a):.6g} >= "
+                     f"b = {float(b):.6g} >= 0; its form semidefinite, exact LDL^T)")
+        lines.append("  so min_(t<T) S_t <= (V_0 - b Phi^inf - (a - b) G^inf) / (rho T)")
+    else:
+        lines.append("  3. V_t = a (G(y^t) + H(x^t, y^t)) + b M_t (eq. (eq651)), a, b >= 0")
+        lines.append("  so min_(t<T) S_t <= (a delta0 + b M0'_T) / (rho T) (delta_t = G(y^t) + H(x^t, y^t) - G^inf >= 0)")
+    lines.append("  the digest of the numbers matches the file's")
+    return "\n".join(lines)
+
+
+def family_text(result: dict) -> str:
+    """What ``stam pep --family`` prints (:func:`stam.theory.family.text`)."""
+    from stam.theory import family
+
+    return family.text(result)
+
+
+def run(params: PepParams | RegionParams | CertifyParams | CheckParams | FamilyParams) -> dict:
+    """The one library entry of ``stam pep``: :func:`run_region` for :class:`~stam.theory.params.RegionParams`
+    (``--region``), :func:`run_certify`, :func:`run_check`, :func:`run_family` for ``--certify``, ``--check``,
+    ``--family``, :func:`run_pep` for :class:`~stam.theory.params.PepParams`; the result, nothing printed but
+    :func:`run_region`'s estimate of a long search."""
+    from stam.theory.params import CertifyParams, CheckParams, FamilyParams, RegionParams
+
+    for cls, entry in ((RegionParams, run_region), (CertifyParams, run_certify), (CheckParams, run_check),
+                       (FamilyParams, run_family)):
+        if isinstance(params, cls):
+            return entry(params)
+    return run_pep(params)
 
 
 def _handler(args) -> int:
@@ -391,7 +572,8 @@ def register(subparsers) -> None:
 
 def _build(p) -> None:
     from stam.params import add_arguments, add_field, flagged
-    from stam.theory.params import REGION_ONLY, PepParams, RegionParams
+    from stam.theory.params import (CERTIFICATE_ONLY, REGION_ONLY, CertifyParams, CheckParams, FamilyParams, PepParams,
+                                    RegionParams)
 
     add_arguments(p, PepParams)  # a single PEP's flags, the ones --region shares among them (the same factories)
     g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
@@ -402,4 +584,12 @@ def _build(p) -> None:
     for f in flagged(RegionParams):  # REGION_ONLY, in the order of the fields
         if f.name in REGION_ONLY:
             add_field(g, f.name, f)
-    p.set_defaults(func=_handler, params_modes={"region": RegionParams}, run=experiment("stam.theory.pep_cli"))  # --region: the other experiment
+    c = p.add_argument_group("certificates (docs/certificates.md): one point certified and its certificate written, a "
+                             "certificate file checked, the closed-form family proven")
+    modes = {"certify": CertifyParams, "check": CheckParams, "family": FamilyParams}
+    for cls in modes.values():
+        for f in flagged(cls):
+            if f.name in CERTIFICATE_ONLY:
+                add_field(c, f.name, f)
+    p.set_defaults(func=_handler, params_modes={"region": RegionParams, **modes},
+                   run=experiment("stam.theory.pep_cli"))  # --region, --certify, ...: the other experiments

@@ -61,6 +61,9 @@ class Certificate:
     details: dict = field(default_factory=dict)
     #: the verified point (the SDP's variable vector of :func:`forms`, floats) that :func:`prove` rounds; not in the JSON
     point: list | None = field(default=None, repr=False, compare=False)
+    #: the exact proof of :func:`stam.theory.sdpproof.prove` (its point ``x``, ``null``, ...) and the exact step it
+    #: proved (``"step"``), for the certificate file of :mod:`stam.theory.certificates`; not in the JSON
+    proof: dict | None = field(default=None, repr=False, compare=False)
 
     def as_json(self) -> dict:
         return {"certified": self.certified, "rho": self.rho, "status": self.status, "solver": self.solver,
