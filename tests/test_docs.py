@@ -681,7 +681,7 @@ def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
      "benchmarks/results/pep_band.json: cannot read"),
     (lambda repo: (repo / "docs/bad.md").write_bytes(b"\xff\xfe"), "docs/bad.md: not UTF-8 text"),
     (lambda repo: (repo / "benchmarks/results/pep_band.json").write_text("{}"),
-     "README.md: block findings: a result file it reads lacks what it needs (KeyError: 'history')"),
+     "README.md: block findings: a result file it reads lacks what it needs (KeyError: 'lam')"),
 ])
 def test_bad_pages_or_results_are_one_line_errors_and_nothing_is_written(tmp_path, edit, message):
     repo = _copy_repository(tmp_path)
