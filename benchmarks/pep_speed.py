@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     from stam.theory.pep import stam_pep
 
-    stam_pep(*PARAMS[0], 1)  # imports PEPit, cvxpy, torch (stam.algorithm) and warms cvxpy up
+    stam_pep(*PARAMS[0], 1)  # imports PEPit, cvxpy, torch (stam.steps) and warms cvxpy up
     first_call_s = time.perf_counter() - start
 
     rows = []

@@ -1,7 +1,7 @@
 """Speed of the batched STAM iteration on the synthetic problems (prints JSON; --out FILE writes it).
 
 Measures, on problem 1 (``binary``, float32 by default; one STAM iteration = one minibatch
-stochastic gradient + :func:`stam.algorithm.stam_step`):
+stochastic gradient + :func:`stam.steps.stam_step`):
 
 1. seconds per iteration over n in {1e3, 1e4, 1e5, 1e6} x R in {1, 4, 16, 64, 256} (b = 8,
    N = 64); a combination is skipped when its estimated peak memory exceeds ``--max-gib``
@@ -34,7 +34,7 @@ import time
 import numpy as np
 import torch
 
-from stam.algorithm import stam_step
+from stam.steps import stam_step
 from stam.io import emit_json, provenance
 from stam.synthetic.losses import DENSE_RATIO
 from stam.synthetic.problems import binary

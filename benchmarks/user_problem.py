@@ -9,7 +9,7 @@
    sample, given as its ``reg`` as docs/your-problem.md advises), ``H = (1/2)||x - y||^2``,
    ``F = I_Q`` at ``n = N = 1e4`` (target: both under 30 s on 2 cores).  ``--cos-in-loss`` writes
    the cosine inside the per-sample loss instead (N times the work for that term).
-2. Seconds per STAM iteration (minibatch gradient + :func:`stam.algorithm.stam_step`) on the
+2. Seconds per STAM iteration (minibatch gradient + :func:`stam.steps.stam_step`) on the
    binary family, hand-written ``FiniteSumLoss`` against the same G composed from its per-sample
    torch function (autograd, ``torch.func``; compiled after a warm-up, as ``compile="auto"``
    does, and kept eager); target: composed at most 2x the hand-written.
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from stam.algorithm import as_batch_scalar, stam_step
+from stam.steps import as_batch_scalar, stam_step
 from stam.io import emit_json, provenance
 from stam.synthetic.api import AUTO_COMPILE_CALLS, TorchFiniteSum, compose
 from stam.synthetic.couplings import Quadratic

@@ -7,9 +7,9 @@ CNN, VGG-11/16, ResNet-18, at any ``width``) on any data set of :mod:`stam.dnn.d
 R networks are one :class:`stam.dnn.wide.WideNet` (convolutions grouped over the runs, BatchNorm
 statistics per run), the weights of each layer are ``(R, ...)`` tensors, and every hyperparameter
 is an ``(R,)``-shaped tensor, which is exactly what the shared updates accept
-(:func:`stam.algorithm.stam_step`, :func:`~stam.algorithm.bc_step`,
-:func:`~stam.algorithm.br_step`, :func:`~stam.algorithm.psgd_step`; per-run scalars are
-broadcast by :func:`stam.algorithm.as_batch_scalar`).  Nothing of an update is written here
+(:func:`stam.steps.stam_step`, :func:`~stam.steps.bc_step`,
+:func:`~stam.steps.br_step`, :func:`~stam.steps.psgd_step`; per-run scalars are
+broadcast by :func:`stam.steps.as_batch_scalar`).  Nothing of an update is written here
 again, nor is any algorithm named: each algorithm's update rule (:class:`stam.rules.UpdateRule`, one
 module of :mod:`stam.rules` each, found through :mod:`stam.dnn.catalog`) calls the same functions
 that serve the synthetic problems.

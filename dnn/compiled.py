@@ -17,7 +17,7 @@ import functools
 import torch
 from torch import Tensor
 
-from stam.algorithm import as_batch_scalar
+from stam.steps import as_batch_scalar
 from stam.compiling import compiled_or_eager, is_compiling
 from stam.dnn import catalog
 from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule

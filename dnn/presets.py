@@ -6,7 +6,7 @@ them and evaluates their epoch-based schedules.  Epochs count from 1 as in Table
 Schedule language.  A hyperparameter is either a number (constant) or a list of *pieces*
 ``{"from": e0, "value": v0, "decay": {...}}``; the last piece with ``from <= epoch`` applies.
 Without ``decay`` the piece is the constant ``v0``.  With ``decay = {factor, start, every, until,
-min, max}`` (``factor`` a number, or ``"stam.algorithm:BR_RHO"``: a constant of the paper read
+min, max}`` (``factor`` a number, or ``"stam.steps:BR_RHO"``: a constant of the paper read
 where it is defined) the value at epoch ``e`` is ``clip(v0 * factor**n, min, max)`` where ``n`` counts the
 epochs ``start, start + every, ... <= min(e, until)`` (defaults ``start = from + 1``,
 ``every = 1``, no ``until``, no clipping).  Since ``max(f*g, m)`` iterated equals
@@ -77,7 +77,7 @@ _NAMED: dict = {}
 @lru_cache(maxsize=1)
 def table() -> dict:
     """The parsed ``presets.json``, a decay ``factor`` given as ``"module:NAME"`` (a constant of the
-    paper, e.g. ``"stam.algorithm:BR_RHO"``) replaced by its value."""
+    paper, e.g. ``"stam.steps:BR_RHO"``) replaced by its value."""
     def resolve(ref):
         return _NAMED.setdefault(ref, load(ref))
 
@@ -87,7 +87,7 @@ def table() -> dict:
 def named_constants(obj, where: str):
     """``obj`` (a user's schedule or search spaces) with each decay ``factor`` given as ``"module:NAME"``
     replaced by its value as :func:`table` replaces those of ``presets.json`` (so a copy of its
-    ``"stam.algorithm:BR_RHO"`` means what it means there); only the constants ``presets.json`` names,
+    ``"stam.steps:BR_RHO"`` means what it means there); only the constants ``presets.json`` names,
     nothing else is imported: another string is a one-line :class:`UsageError` naming ``where``."""
     table()
 

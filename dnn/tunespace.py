@@ -201,7 +201,7 @@ def read_spaces(space_file: str | None) -> dict | None:
         raise UsageError(f"--space-file {space_file}: not a readable JSON file ({type(exc).__name__})") from None
     if not isinstance(spaces, dict):
         raise UsageError(f"--space-file {space_file}: expected an object algorithm -> search space")
-    return presets.named_constants(spaces, f"--space-file {space_file}")  # "stam.algorithm:BR_RHO" as presets.json reads it
+    return presets.named_constants(spaces, f"--space-file {space_file}")  # "stam.steps:BR_RHO" as presets.json reads it
 
 
 # --------------------------------------------------------------------------- successive halving

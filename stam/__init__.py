@@ -8,7 +8,7 @@ Subpackages (one namespace, mapped from the repository's top-level folders):
 - ``stam.dnn``       binary-weight network training (STAM, BinaryConnect, BinaryRelax, PSGD)
 - ``stam.figures``   figures, tables, the HTML report and ``stam demo``
 
-Shared here: the STAM iteration (``stam.algorithm``), its standard operators
+Shared here: the STAM iteration (``stam.steps``, the update rules that run it in ``stam.rules``), its standard operators
 (``stam.operators``, ``stam.quantize``), errors and atomic file output.
 Importing ``stam`` imports neither torch nor any heavy dependency.
 """

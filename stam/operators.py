@@ -1,4 +1,4 @@
-"""Standard operators for :mod:`stam.algorithm`.
+"""Standard operators for :mod:`stam.steps`.
 
 - :class:`QuadraticCoupling`: ``H(x, y) = (lam / 2) ||x - y||^2``, the coupling of the paper's
   network model (eq. (binary-model), eq. (stam)).
@@ -7,7 +7,7 @@
 Together they give the four updates of eq. (alg:stamm) as derived from Algorithm 1 (with the
 W-update using ``x^t``; see ``stam paper-check``).
 
-Like :mod:`stam.algorithm`, this module imports no array library: ``QuadraticCoupling`` and
+Like :mod:`stam.steps`, this module imports no array library: ``QuadraticCoupling`` and
 ``Composite`` work on torch tensors, numpy arrays and PEPit expressions alike (``stam.theory.pep``
 uses them without torch); ``IndicatorQ`` imports :mod:`stam.quantize` (torch) when it is built.
 """
@@ -46,7 +46,7 @@ class QuadraticCoupling:
         return self.lam * (y - x)
 
     def y_step(self, x: Tensor, y: Tensor, grad_G: Tensor, beta: Scalar):
-        """eq. (algy) for this H (:func:`stam.algorithm.y_step`) on torch tensors, fused:
+        """eq. (algy) for this H (:func:`stam.steps.y_step`) on torch tensors, fused:
         ``y - (grad_G + lam (y - x)) / beta = lerp(y, x, lam / beta) - grad_G / beta``, two passes
         over memory (a ``lerp``, then ``addcdiv_`` in place) instead of five; None for other arrays
         (numpy, PEPit expressions), which take the unfused form."""
@@ -75,7 +75,7 @@ class IndicatorQ:
     num_blocks: int = 1
 
     #: :meth:`prox_F` returns a new tensor (never its input or a view of it), which a caller may
-    #: overwrite (:func:`stam.algorithm.br_relax`)
+    #: overwrite (:func:`stam.steps.br_relax`)
     PROX_IS_NEW: ClassVar[bool] = True
 
     def __post_init__(self):
@@ -103,7 +103,7 @@ class Composite:
 
     @property
     def y_step(self):
-        """The H-part's fused form of eq. (algy), where it has one (:func:`stam.algorithm.y_step`)."""
+        """The H-part's fused form of eq. (algy), where it has one (:func:`stam.steps.y_step`)."""
         return getattr(self.h, "y_step", None)
 
     def prox_F(self, v: Tensor, gamma: Scalar) -> Tensor:

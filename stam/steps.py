@@ -1,5 +1,5 @@
 """The STAM iteration (Algorithm 1, eq. (algalg1)) and the baselines' steps, written once (read
-through :mod:`stam.algorithm`, which adds the update rules that use them, :mod:`stam.rules`).
+through :mod:`stam.steps`, which adds the update rules that use them, :mod:`stam.rules`).
 
 Everything here is expressed through the paper's operators, so the synthetic problems
 (``stam.synthetic``) and the network optimiser (``stam.dnn``) run the very same update:

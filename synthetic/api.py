@@ -2,7 +2,7 @@
 
 Three protocols say what each block provides; :class:`stam.synthetic.problems.ThreeBlockProblem`
 (built by :func:`compose`) joins three blocks and a sampling into what STAM
-(:func:`stam.algorithm.stam_step`), the stationarity measure ``S_t`` of Theorem conv, the
+(:func:`stam.steps.stam_step`), the stationarity measure ``S_t`` of Theorem conv, the
 constants of Assumption ass2 / Lemma es-lemma and the rate experiment need.  The built-in
 families are instances of the same protocols (:class:`stam.synthetic.losses.FiniteSumLoss`,
 the couplings of :mod:`stam.synthetic.couplings`, the penalties of
@@ -36,7 +36,7 @@ from typing import Callable, Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
-from stam.algorithm import Scalar
+from stam.steps import Scalar
 from stam.synthetic.estimate import LARGE
 from stam.synthetic.sampling import Sampling
 
@@ -468,7 +468,7 @@ def _check_operators(probe: _Probe, R: int, gamma: float) -> None:
     step (eqs. (algx), (algu), (algy)) and the measure: tensors of the right shape, finite values."""
     state = probe.call("start", R, gamma)
     if not (isinstance(state, tuple) and len(state) == 4):
-        probe.fail(f"start() returned {type(state).__name__}, not the state (y, x, u, z) of stam.algorithm.stam_init")
+        probe.fail(f"start() returned {type(state).__name__}, not the state (y, x, u, z) of stam.steps.stam_init")
     y = probe.tensor("start", state[0], None)
     if y.dim() < 2 or y.shape[0] != R:
         probe.fail(f"start({R}, gamma) returned y of shape {tuple(y.shape)}, not ({R}, n)")

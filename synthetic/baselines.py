@@ -3,7 +3,7 @@
 The budget is counted in evaluations of sample gradients ``nabla G_i``: an iteration with a
 minibatch of ``b`` costs ``b``, a full gradient costs ``N``.  For a budget ``E``:
 
-- ``stam``: Algorithm 1 (:func:`stam.algorithm.stam_step`), ``E // b`` iterations;
+- ``stam``: Algorithm 1 (:func:`stam.steps.stam_step`), ``E // b`` iterations;
 - ``stam-det``: deterministic STAM (full gradient, ``E // N`` iterations);
 - ``spring-sgd``: stochastic PALM (SPRING of Driggs et al. with the plain SGD estimator) on the
   same three-block model: ``x+ = prox_{eta_x F}(x - eta_x nabla_x H(x, y))``,
@@ -16,7 +16,7 @@ minibatch of ``b`` costs ``b``, a full gradient costs ``N``.  For a budget ``E``
   ``br`` eq. (alg:BR): ``U+ = U - eta tilde-nabla L(W)`` and ``W+ = (lam_t Proj_Q(U+) + U+)/(lam_t + 1)``
   with ``lam_{t+1} = rho lam_t`` for the first quarter of the iterations (the paper switches at
   epoch 250 of 1000), then ``W+ = Proj_Q(U+)``; ``lam_0 = 1``, ``rho`` =
-  :data:`stam.algorithm.BR_RHO` (Table para's 1.02) per epoch of ``N/b`` iterations.
+  :data:`stam.steps.BR_RHO` (Table para's 1.02) per epoch of ``N/b`` iterations.
   Each is its update rule's synthetic form (:mod:`stam.rules`, :func:`run_rule`): every rule
   that declares one is a method.
 
@@ -40,8 +40,8 @@ import time
 import torch
 from tqdm import tqdm
 
-from stam import algorithm
-from stam.algorithm import stam_step
+from stam.rules import rule as update_rule
+from stam.steps import stam_step
 from stam.io import bar_disable
 from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
 from stam.synthetic.problems import ThreeBlockProblem
@@ -70,7 +70,7 @@ def _report(problem, u, y, seconds, evals):
 
 
 def run_stam(problem, iters, R, gamma, beta, gen):
-    """Algorithm 1: :func:`stam.algorithm.stam_step` ``iters`` times."""
+    """Algorithm 1: :func:`stam.steps.stam_step` ``iters`` times."""
     state = problem.start(R, gamma)
     for _ in range(iters):
         state = stam_step(state, problem.stochastic_grad(state.y, gen), problem, gamma, beta)
@@ -95,7 +95,7 @@ def run_rule(problem, iters, R, gamma, beta, gen, rule: str):
     ``U^0 = y^0`` and by its :meth:`~stam.rules.UpdateRule.synthetic_step` (its shared step of
     :mod:`stam.steps`, the gradient taken at its forward weights ``W``); its output is
     ``(Proj_Q(W^T), U^T)``."""
-    r = algorithm.rule(rule)
+    r = update_rule(rule)
     F, lr = problem.F, 1 / beta
     state = r.synthetic_start(problem.y0.expand(R, -1).clone(), F, lr)
     epoch = problem.sampling.N / problem.sampling.b

@@ -48,8 +48,8 @@ Synthetic evaluator (:func:`run_map`)
 -------------------------------------
 For each lambda, the problem family's instance with that lambda (same data, y^0 and sampling
 seed; only H changes) is built once; all (gamma, beta, seed) of that lambda run as one batch of
-``len(gammas) * len(betas) * R`` rows of :func:`stam.algorithm.stam_step` (per-row gamma and beta,
-:func:`stam.algorithm.as_batch_scalar`) for ``T`` iterations.  Recorded per row:
+``len(gammas) * len(betas) * R`` rows of :func:`stam.steps.stam_step` (per-row gamma and beta,
+:func:`stam.steps.as_batch_scalar`) for ``T`` iterations.  Recorded per row:
 
 - ``S_t``, the stationarity measure of Theorem conv (:meth:`ThreeBlockProblem.stationarity`,
   full gradient), on the schedule of :func:`stam.synthetic.rates.eval_schedule` up to ``t = T``;
@@ -69,7 +69,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from stam.algorithm import as_batch_scalar, stam_step
+from stam.steps import as_batch_scalar, stam_step
 from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
 from stam.io import bar_disable, provenance
 from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST,

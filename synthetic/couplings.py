@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from stam.algorithm import Scalar
+from stam.steps import Scalar
 from stam.operators import QuadraticCoupling
 
 

@@ -1,7 +1,7 @@
 """The methods of ``stam synthetic compare``, declared once (imports no torch).
 
 Each :class:`Method` names its runner (``"module:function"``, in :mod:`stam.synthetic.baselines`:
-a loop over a shared step of :mod:`stam.algorithm`), so the comparison, the figure labels and the
+a loop over a shared step of :mod:`stam.steps`), so the comparison, the figure labels and the
 tests read the same declaration.  Every update rule of :mod:`stam.rules` with a synthetic form
 (PSGD, BC, BR on ``min G(W) + I_Q(W)``) is a method, with its label, equation, colour and marker,
 as the networks' are; STAM takes its colour and marker from its rule.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stam.algorithm import RULES, rule
+from stam.rules import RULES, rule
 from stam.registry import load, lookup
 from stam.rules import UpdateRule
 from stam.results import (COUNT_OR_NULL, DICT, DICT_OR_NULL, LIST, NONNEG_OR_NULL, NUM_OR_NULL, PROVENANCE, STR,

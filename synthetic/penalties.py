@@ -19,7 +19,7 @@ import math
 import torch
 from torch import Tensor
 
-from stam.algorithm import Scalar
+from stam.steps import Scalar
 from stam.operators import IndicatorQ
 from stam.quantize import block_scales
 

@@ -3,7 +3,7 @@
 A :class:`ThreeBlockProblem` combines a finite sum ``G`` (:mod:`stam.synthetic.losses`), a
 coupling ``H`` (:mod:`stam.synthetic.couplings`), a nonsmooth ``F``
 (:mod:`stam.synthetic.penalties`) and a sampling (:mod:`stam.synthetic.sampling`).  It provides
-the operators :func:`stam.algorithm.stam_step` needs, the stationarity measure of Theorem conv,
+the operators :func:`stam.steps.stam_step` needs, the stationarity measure of Theorem conv,
 the Lyapunov term ``M_t`` of Lemma conv-lemma and every constant of Assumption ass2 and Lemma
 es-lemma.
 
@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from stam.algorithm import Scalar, STAMState, stam_init
+from stam.steps import Scalar, STAMState, stam_init
 from stam.quantize import Blocks, block_ids_from_sizes, project_Q
 from stam.synthetic import estimate as E
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
@@ -72,7 +72,7 @@ class ThreeBlockProblem:
     gh_starts: int = 1  # L-BFGS starts of the near-minimiser of G + H (y^0 first; more: random points)
     settings: object = None  # stam.synthetic.estimate.Settings of the estimators (None: the defaults)
 
-    # --- operators of stam.algorithm ----------------------------------------------------
+    # --- operators of stam.steps -------------------------------------------------------
     def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
         return self.H.grad_y_H(x, y)
 
@@ -107,7 +107,7 @@ class ThreeBlockProblem:
         return clone
 
     def start(self, R: int, gamma: Scalar) -> STAMState:
-        """``R`` copies of the start of :func:`stam.algorithm.stam_init` at ``y^0``."""
+        """``R`` copies of the start of :func:`stam.steps.stam_init` at ``y^0``."""
         y0 = self.y0.expand(R, -1).clone()
         z_prev = None if self.z_prev is None else self.z_prev.expand(R, -1).clone()
         return stam_init(y0, self, gamma, z_prev)

@@ -1,8 +1,8 @@
 """Rate experiment: STAM on a synthetic problem, min_t E S_t against Theorem conv.
 
 For each horizon ``T`` of a geometric grid, ``R`` independent runs (seeds of the sampling; all
-start from the problem's ``y^0`` by the start rule of :mod:`stam.algorithm`) are advanced by
-:func:`stam.algorithm.stam_step`.  All horizons and all seeds form one batch of
+start from the problem's ``y^0`` by the start rule of :mod:`stam.steps`) are advanced by
+:func:`stam.steps.stam_step`.  All horizons and all seeds form one batch of
 ``R * len(T_grid)`` rows; rows are ordered by horizon and the batch shrinks as horizons end, so
 the whole experiment is ``max(T_grid)`` vectorised steps (never a Python loop over runs).
 
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stam.algorithm import as_batch_scalar, stam_step
+from stam.steps import as_batch_scalar, stam_step
 from stam.io import bar_disable
 from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONEMPTY_LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
                           POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, holds, increasing, ordered)

@@ -6,7 +6,7 @@ or the number of instances it held on.  Worked example: ``docs/your-problem.md``
 
 A :class:`Trajectory` has, for ``t = 0 .. T`` (index t of each array; ``(T+1, d)`` for vectors):
 ``y, x, u, z`` (the iterates ``y^t, x^t, u^t, z^t`` of eq. (alg:stamm), started by the rule of
-:mod:`stam.algorithm`), ``z_prev`` (``z^{t-1}``; ``z^{-1}`` at t = 0), the scalars
+:mod:`stam.steps`), ``z_prev`` (``z^{t-1}``; ``z^{-1}`` at t = 0), the scalars
 ``Z = ||z^t - z^{t-1}||^2``, ``eta = ||nabla G(y^t) + nabla_y H(x^t, y^t)||^2``, ``S`` (the
 stationarity measure of Theorem conv at ``(u^t, y^t)``), ``M`` (``M_t`` of Lemma conv-lemma),
 ``Phi`` (``F(u^t) + G(y^t) + H(u^t, y^t)``), and for ``t = 0 .. T-1`` the differences
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from stam.algorithm import stam_step
+from stam.steps import stam_step
 from stam.synthetic.families import NAMES
 from stam.synthetic.problems import make_problem
 from stam.theory import numeric

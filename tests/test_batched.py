@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.algorithm import QuantizedState, bc_step, br_relax, br_step, psgd_step
+from stam.steps import QuantizedState, bc_step, br_relax, br_step, psgd_step
 from stam.dnn import batched, catalog, presets, sweep, tune
 from stam.errors import UsageError
 from stam.operators import IndicatorQ

@@ -1,4 +1,4 @@
-"""The shared STAM update (stam.algorithm) and the quantised set Q (stam.quantize)."""
+"""The shared STAM update (stam.steps) and the quantised set Q (stam.quantize)."""
 
 import itertools
 import subprocess
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.algorithm import STAMState, stam_init, stam_step
+from stam.steps import STAMState, stam_init, stam_step
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 from stam import quantize
 from stam.quantize import Blocks, block_ids_from_sizes, block_scales, project_Q
@@ -204,7 +204,7 @@ def test_the_fused_y_step_of_the_quadratic_coupling_is_eq_algy(lam, beta, beta_a
     ``y - (grad_G + lam (y - x)) / beta`` to rounding, per run; non-torch arrays take the plain form."""
     import numpy as np
 
-    from stam.algorithm import y_step
+    from stam.steps import y_step
     from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 
     gen = torch.Generator().manual_seed(seed)

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.algorithm import STAMState, stam_init, stam_step
+from stam.steps import STAMState, stam_init, stam_step
 from stam.dnn import optim
 from stam.dnn.optim import PSGD, STAM, BinaryConnect, BinaryRelax
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
@@ -106,7 +106,7 @@ def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules():
 
 @pytest.mark.parametrize("algo", ["bc", "br", "psgd"])
 def test_compiled_bc_br_psgd_kernels_agree_with_eager(algo):
-    """The compiled kernels call the shared steps of stam.algorithm (bc_step, br_step, psgd_step)
+    """The compiled kernels call the shared steps of stam.steps (bc_step, br_step, psgd_step)
     as the eager ones do: the same iterates, schedules included."""
     ms = [mlp(16, torch.float32), mlp(16, torch.float32)]
     opts = [MAKERS[algo](groups(ms[0]), compile=False), MAKERS[algo](groups(ms[1]), compile=True)]

@@ -394,14 +394,14 @@ def _cielab(hex_color: str) -> tuple[float, float, float]:
 
 
 def test_the_algorithms_drawn_together_have_distinguishable_colours():
-    """Issue 37, point 5: the five network algorithms (stam.algorithm.RULES) and the synthetic comparison's methods
+    """Issue 37, point 5: the five network algorithms (stam.rules.RULES) and the synthetic comparison's methods
     (stam.synthetic.methods.REGISTRY), each set drawn in one figure, differ pairwise by a CIELAB distance of at
     least 30 (STAM's blue and BC's former sky blue: 26, reported as hardly distinguishable); deterministic STAM,
     the same algorithm with full gradients, keeps a lighter blue beside STAM's (and a marker of its own)."""
     import itertools
     import math
 
-    from stam.algorithm import RULES
+    from stam.rules import RULES
     from stam.figures.style import ALGO_COLORS, OKABE_ITO
     from stam.synthetic.methods import REGISTRY
 

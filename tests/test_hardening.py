@@ -740,22 +740,22 @@ def test_an_override_that_is_not_a_number_or_schedule_is_refused_by_the_tune_typ
 
 def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_path):
     """BR's space grows its lambda by ``BR_RHO``; a --space-file naming that factor as presets.json names the
-    paper's constants, ``"stam.algorithm:BR_RHO"``, failed inside the first job.  It is resolved as presets.json
+    paper's constants, ``"stam.steps:BR_RHO"``, failed inside the first job.  It is resolved as presets.json
     resolves it: the same trials (so the same jobs) as the rules' own spaces, and so is a file holding those
     spaces as written out (a tune result's ``space``)."""
-    from stam.algorithm import BR_RHO
+    from stam.steps import BR_RHO
     from stam.dnn import presets, tune, tunespace
 
     raw = tunespace.declared_spaces()
     assert raw["br"]["lam"]["decay"]["factor"] == BR_RHO
     path = tmp_path / "spaces.json"
-    for factor in (BR_RHO, "stam.algorithm:BR_RHO"):
+    for factor in (BR_RHO, "stam.steps:BR_RHO"):
         raw["br"]["lam"]["decay"]["factor"] = factor
         path.write_text(json.dumps(raw))
         spaces = tune.read_spaces(str(path))
         assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
         assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
-    key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.algorithm:BR_RHO"}}]')
+    key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.steps:BR_RHO"}}]')
     assert value[0]["decay"]["factor"] == BR_RHO
 
 

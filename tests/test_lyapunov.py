@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("cvxpy")
 
-from stam.algorithm import stam_init, stam_step  # noqa: E402
+from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.theory import lyapunov as ly  # noqa: E402
 
@@ -170,7 +170,7 @@ def cert(lam, gamma, beta, template):
                               (1.0, 2.0, 50.0, "general"), (0.5, 8.0, 1000.0, "general"), (2.0, 3.0, 20.0, "general")]),
        seed=st.integers(0, 2**31 - 1))
 def test_certificate_holds_along_simulated_runs(point, seed):
-    """V_{t+1} - V_t + rho S_t <= 0 along STAM runs (stam.algorithm) on random instances:
+    """V_{t+1} - V_t + rho S_t <= 0 along STAM runs (stam.steps) on random instances:
     G(y) = sum_i a_i cos(y_i + phi_i) (L1 = 1 smooth, nonconvex), F = kappa ||u - c||_1; and for the
     general template V_t >= b Phi(u^t, y^t)-bound of the module docstring."""
     lam, gamma, beta, template = point

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
-from stam.algorithm import stam_init, stam_step  # noqa: E402
+from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.operators import Composite, QuadraticCoupling  # noqa: E402
 from stam.theory import numeric, pep  # noqa: E402
@@ -175,7 +175,7 @@ def run_stam(lam, gamma, beta, T, G, gradG, Fp, y0, z_prev):
 @given(st.data())
 def test_no_concrete_instance_beats_the_pep(data):
     """Every L1-smooth G, convex F and start give min_t S_t <= worst case * (delta0 + M0'_T)
-    (the PEP is homogeneous of degree 2), run through stam.algorithm itself."""
+    (the PEP is homogeneous of degree 2), run through stam.steps itself."""
     lam, gamma, beta = data.draw(st.sampled_from(PARAMS))
     T = data.draw(st.integers(1, 3))
     free = data.draw(st.booleans())

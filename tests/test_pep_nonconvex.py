@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
-from stam.algorithm import stam_init, stam_step  # noqa: E402
+from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.theory import lyapunov as ly  # noqa: E402
 from stam.theory import templates  # noqa: E402
@@ -197,7 +197,7 @@ def _instance(rng, N, n):
 @given(seed=st.integers(0, 2**31 - 1), point=st.sampled_from([(1.0, 0.1, 250.0, 2, 1), (0.5, 1.0, 100.0, 2, 1),
                                                                 (1.0, 0.1, 250.0, 3, 2), (1.0, 0.3, 100.0, 1, 1)]))
 def test_no_binary_instance_exceeds_the_certified_bounds(seed, point):
-    """Actual STAM runs (stam.algorithm.stam_step) with F = I_Q, Q binary, and random smooth G_i, every
+    """Actual STAM runs (stam.steps.stam_step) with F = I_Q, Q binary, and random smooth G_i, every
     minibatch of every step enumerated (expectations exact): the one-step certificate's inequality
     E_t V_{t+1} - V_t + rho S_t <= kappa D_t holds at every visited state, and min_{t<T} E S_t never
     exceeds the exact worst case of stam pep times the instance's delta0 + Delta + M0'_T."""

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.theory.onset import t1_onset, t1_onset_value
 from stam.theory.pep import merit_of
 
@@ -57,7 +57,7 @@ class _PointOps:
 
 @pytest.mark.parametrize("c", [0.5, 1.0, 1.3, 1.36, 1.367, 1.5, 3.0])
 def test_the_worst_instance_along_a_run(c):
-    """The instance of the derivation, run by stam.algorithm: G = 0, F = indicator of {u}, y^0 = 0; delta0 = 0 and
+    """The instance of the derivation, run by stam.steps: G = 0, F = indicator of {u}, y^0 = 0; delta0 = 0 and
     M_1 - M_0 = (2c^2 - 2c - 1)|u|^2 / (2 gamma (1 + c)^2), >= 0 exactly from c*, while S_0 > 0."""
     rng = np.random.default_rng(int(c * 1000))
     lam = float(rng.uniform(0.1, 5))

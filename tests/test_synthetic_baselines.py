@@ -1,12 +1,12 @@
 """The methods of `stam synthetic compare` (stam.synthetic.baselines.REGISTRY): each runner is the
-shared step of stam.algorithm in a loop, at the budget it declares."""
+shared step of stam.steps in a loop, at the budget it declares."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from stam.algorithm import QuantizedState, bc_step, br_step, psgd_step, stam_step
+from stam.steps import QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.synthetic import baselines
 from stam.synthetic.problems import make_problem
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize, minimize_scalar
 
-from stam.algorithm import stam_step
+from stam.steps import stam_step
 from stam.quantize import block_ids_from_sizes, project_Q
 from stam.synthetic.families import NAMES as PROBLEM_NAMES
 from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic

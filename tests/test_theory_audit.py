@@ -1,5 +1,5 @@
 """stam paper-check: verdicts, counterexamples that really are counterexamples, and the tiny
-STAM runs of the audit replayed through stam.algorithm (the project's one STAM update)."""
+STAM runs of the audit replayed through stam.steps (the project's one STAM update)."""
 
 import json
 
@@ -60,9 +60,9 @@ def search():
 
 
 def test_audit_runs_are_stam_algorithm_runs(search):
-    """The audit's tiny runs (derived updates, numpy) equal stam.algorithm's (torch, float64)."""
+    """The audit's tiny runs (derived updates, numpy) equal stam.steps's (torch, float64)."""
     torch = pytest.importorskip("torch")
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
     from stam.operators import Composite, QuadraticCoupling
 
     inst, tr = search["inst"], search["traj"]
@@ -122,9 +122,9 @@ def test_brief_and_as_printed_text(capsys):
 
 @pytest.mark.parametrize("label", ["conv-rate beta conditions", "conv-rate upper bound on beta (eq703)"])
 def test_conv_rate_counterexamples_are_actual_runs(items, label):
-    """Replayed here through stam.algorithm.stam_step (H = F = 0, G = y^2/2, exact gradients): every
+    """Replayed here through stam.steps.stam_step (H = F = 0, G = y^2/2, exact gradients): every
     hypothesis of Theorem conv-rate as printed holds, and no t < T has |grad G(y^t)| <= eps."""
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
 
     f = items[label]
     ce = f.counterexample
@@ -176,12 +176,12 @@ def test_brief_counts_and_names_the_kinds(capsys):
 
 
 def test_adversarial_search_finds_a_step_that_is_false_on_runs():
-    """The search of stam.theory.adversary finds eq25 (false on actual runs) and none for eq36."""
-    from stam.theory import adversary
+    """The search of stam.theory.chainsearch finds eq25 (false on actual runs) and none for eq36."""
+    from stam.theory import chainsearch
 
-    hit = adversary.search("eq25")
+    hit = chainsearch.search("eq25")
     assert hit["found"] is not None and hit["found"]["evidence"] == "run"
-    miss = adversary.search("eq36")
+    miss = chainsearch.search("eq36")
     assert miss["found"] is None and len(miss["classes"]) == 36 and miss["runs"] >= len(miss["classes"]) * 64
 
 

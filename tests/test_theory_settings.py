@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stam.theory import adversary, history, lyapunov, numeric, onset, pep
+from stam.theory import history, lyapunov, numeric, onset, pep, statementsearch
 from stam.theory.settings import Bisection, ProblemClass, SdpOptions, Settings, no_other
 from stam.theory.statementsearch import StatementBudget  # noqa: F401 (a Settings declared there)
 
@@ -52,7 +52,7 @@ def test_of_refuses_an_object_of_another_kind_and_no_other_names_the_keyword():
     lambda: history.history_rows(Ll=1.0),
     lambda: onset.onset_by_horizon([1], 10.0, Ll=1.0),
     lambda: onset.band([1], [10.0], None, Ll=1.0),
-    lambda: adversary.statement_search(Ll=1.0),
+    lambda: statementsearch.statement_search(Ll=1.0),
     lambda: numeric.admissible_parameters(numeric.quadratic_coupling(1.0), 1, Ll=1.0),
 ], ids=["stam_pep", "compare", "pep_sweep", "certify_stam", "certified_gamma", "stam_window_sdp", "certify_history",
         "history_reach", "history_rows", "onset_by_horizon", "band", "statement_search", "admissible_parameters"])

@@ -15,7 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stam.algorithm import as_batch_scalar, stam_step
+from stam.steps import as_batch_scalar, stam_step
 from stam.cli import main
 from stam.synthetic.api import Coupling, FiniteSum, Penalty, TorchCoupling, TorchFiniteSum, compose, missing_methods
 from stam.synthetic.couplings import CosineCoupling, Quadratic

@@ -145,7 +145,7 @@ _FIELDS = tuple(STORED_FINDING.required)
 
 def source_key() -> str:
     """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
-    (items included), :mod:`stam.algorithm` and :mod:`stam.steps`, the bundled paper, the seed and the versions of Python,
+    (items included), :mod:`stam.steps` and :mod:`stam.steps`, the bundled paper, the seed and the versions of Python,
     numpy, sympy and mpmath.  Any change to them gives another key, so a stored result is never stale."""
     import hashlib
     import sys
@@ -154,14 +154,14 @@ def source_key() -> str:
     import numpy
     import sympy
 
-    from stam import algorithm, steps
+    from stam import rules, steps
 
     root = Path(__file__).resolve().parent
     from importlib.metadata import version
 
     h = hashlib.sha256(f"{sys.version} numpy {numpy.__version__} sympy {sympy.__version__} mpmath {version('mpmath')} "
                        f"seed {SEED}".encode())
-    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(algorithm.__file__).resolve(),
+    for f in sorted(root.rglob("*.py")) + [root / "stam-paper.tex", Path(rules.__file__).resolve(),
                                                                   Path(steps.__file__).resolve()]:
         name = f.relative_to(root).as_posix() if root in f.parents else f.name
         h.update(name.encode() + b"\0" + f.read_bytes())

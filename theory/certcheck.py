@@ -1,7 +1,7 @@
 """The independent checker of a STAM Lyapunov certificate file (``stam pep --check FILE``, issue 59).
 
 It shares no code with the search that found the certificate (:mod:`stam.theory.lyapunov`, :mod:`stam.theory.sdp`,
-:mod:`stam.theory.sdpproof`, :mod:`stam.theory.templates`, :mod:`stam.algorithm`): it imports only the standard
+:mod:`stam.theory.sdpproof`, :mod:`stam.theory.templates`, :mod:`stam.steps`): it imports only the standard
 library (:mod:`fractions`, :mod:`json`, :mod:`re`), and writes down one step of STAM itself, from the paper's
 equations, in exact rational arithmetic.  A certificate is read as data only (strict parsing: no ``eval``, every number
 a string ``"p"`` or ``"p/q"`` of bounded length, every shape checked) and then proven:

@@ -1,9 +1,48 @@
 """The adversarial search for counterexamples to the printed chain steps eq. (eq36) and eq. (eq39) (and the other
-printed steps of :data:`LABELS`) on *actual* runs of Algorithm 1 (:func:`stam.algorithm.stam_step`): the classes
+printed steps of :data:`LABELS`) on *actual* runs of Algorithm 1 (:func:`stam.steps.stam_step`): the classes
 (couplings, sets Q, G, deterministic or stochastic gradients), the runs and their chain quantities
 (:func:`runs`), the objective (:func:`margin`), the batched local search (:func:`search_all`) and its record
-(:class:`Search`, :func:`runs_search`).  What is searched and why is the docstring of :mod:`stam.theory.adversary`,
-which names every public name of this module and of :mod:`stam.theory.statementsearch` (the statements that rest
+(:class:`Search`, :func:`runs_search`).
+
+What is searched and why.  An adversarial search for counterexamples to the printed steps eq. (eq36) and eq. (eq39) (and so
+to K3, eq. (eq38), Lemmas par2 and conv-lemma, Theorem conv, which rest on them) on *actual* runs of
+Algorithm 1 (:func:`stam.steps.stam_step`), beyond the quadratic instances of
+:func:`stam.theory.stamruns.iterate_search`.  The classes are the product of
+
+- the coupling H: quadratic ``(lam/2)||x - y||^2`` and two smooth non-quadratic ones,
+  ``(lam/2)||x - y||^2 + kappa sum_i phi(alpha x_i + b y_i)`` with ``phi`` log-cosh or softplus
+  (``kappa`` of either sign: ``H(., y)`` convex or only weakly convex; ``alpha``, ``b`` free, so that
+  ``L2*`` and ``L4*`` are no longer tied as in the quadratic coupling).  Their gradients and Hessian
+  blocks are derived in sympy (:func:`stam.theory.problemclasses.coupling_derivatives`) and their constants ``L2*, ..., L5*``,
+  ``l`` are exact: the Hessian blocks are affine in ``phi''``, whose range ``(0, sup phi'']`` is
+  derived too; the x-step ``argmin_x H(x, y) + ||x - z||^2/(2 gamma)`` is solved by a safeguarded
+  Newton iteration (strongly monotone since ``gamma l < 1``);
+- F = I_Q for closed sets Q: binary ``{-1, 1}^n``, ternary ``{-1, 0, 1}^n`` and the paper's own
+  scaled-binary set of eq. (eq01) read as closed, ``{s z : s >= 0, z in {-1, 1}^n}`` (projection
+  ``s = ||v||_1/n``, ``z = sign v``);
+- G: quadratic, or the nonconvex double well ``a sum (y_i^2 - 1)^2/4``;
+- gradients: deterministic, or stochastic (Gaussian noise, sigma = 1).
+
+gamma is drawn below ``gamma_max`` of the instance's constants (K1 > 0 and the second condition
+of Theorem conv), so that every hypothesis of the statements holds.  Each class: a random stage
+(R runs), then a local search from its best run (rounds of Gaussian perturbations in the class's
+box, a shrinking step) that minimises :func:`margin`, negative exactly where the print fails; all
+classes of a coupling, and all searched steps, run in one batch per round (:func:`search_all`).
+
+The printed gap of each step is evaluated with the lambdified gaps of :mod:`stam.theory.chain` at
+every step of every run (``d = grad_x H(x^t, y^{t+1}) - grad_x H(x^t, y^t)`` and ``Phi`` computed
+from the coupling itself); a negative gap (relative to the size of the terms, below -1e-9) on a run
+is a counterexample.  The derived chain is checked on the same runs by the tests: it must hold.
+
+The statements that rest on eq39 are also checked themselves (:func:`statement_search`): Lemma
+conv-lemma's summed inequality eq. (ineq1) and Theorem conv's conclusion eq. (con-inequality), as
+printed (the printed K3), at every horizon along actual runs of 36 classes (the couplings with
+``kappa >= 0``, so that H is bounded below as the constant C needs; the three sets Q; quadratic or
+cosine-well G, which have the L1 of (a1) the double well lacks; exact gradients, or b-nice sampling
+of ``G = (G_1 + G_2)/2`` with every path enumerated, so that the expectations are exact).
+
+The statements' part of the search (Lemma conv-lemma's eq. (ineq1), Theorem conv's eq. (con-inequality)) is
+:mod:`stam.theory.statementsearch`.theory.statementsearch` (the statements that rest
 on eq39, checked themselves)."""
 
 from __future__ import annotations
@@ -13,7 +52,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.theory import numeric as num
 from stam.theory.problemclasses import COUPLINGS, GRADIENTS, SETS, CouplingClass
 from stam.theory.stamruns import SEED, chain_counterexample, dot, gap_functions, iterate_search, relative_scale, rounded
@@ -67,7 +106,7 @@ def select_rows(index, values):
 
 
 def runs(ops, gfrac, bfac, combo, rng, T, n=3) -> dict:
-    """T steps of STAM (:func:`stam.algorithm.stam_step`) per run (row) with coupling ``ops``,
+    """T steps of STAM (:func:`stam.steps.stam_step`) per run (row) with coupling ``ops``,
     F = I_Q and G of the run's combination ``combo = (set index, gradient index, sigma)`` (arrays,
     one entry per run); returns the chain's arguments, the scale of its terms, the constants."""
     c = constants_of(ops)
@@ -245,9 +284,9 @@ def runs_search(label: str, seed: int = SEED) -> Search:
     if adv["closest"] is not None and adv["closest"]["margin"] < closest["margin"]:
         closest = adv["closest"]
     return Search(
-        method=f"seeded (seed {seed}): {R} random deterministic runs of {T} steps through stam.algorithm.stam_step, "
+        method=f"seeded (seed {seed}): {R} random deterministic runs of {T} steps through stam.steps.stam_step, "
                f"then {adv['runs']} adversarial runs over {len(adv['classes'])} classes (random, then a batched local "
-               f"search from the most violated per class; stam.theory.adversary; {adv['blown up']} more blew up, "
+               f"search from the most violated per class; stam.theory.chainsearch; {adv['blown up']} more blew up, "
                f"their gradient clipped: no actual runs, not judged); the printed {label} evaluated at every step",
         classes=("G = (a/2)||y - g0||^2 in R^2, H = (lam/2)||x - y||^2 (L4* = lam in [0.2, 6]), "
                  "F = (mu/2)||u - c||^2, gamma < gamma_max, beta/lam in [0.5, 50]",) + adv["classes"],

@@ -5,7 +5,7 @@ below 1, and ``stam pep`` is unbounded from ``(1 + sqrt 3)/2`` (:mod:`stam.theor
 certified or refuted.  This module asks whether potentials that see more than one step certify beyond ``gamma*lam =
 1``.  The class is the paper's (``G`` ``L1``-smooth nonconvex, ``F`` any proper lsc function reached through its
 proximal step eq. (algu), ``H = (lam/2)||x - y||^2``), the method deterministic STAM (Algorithm 1, eq. (algalg1),
-the full gradient), run by the project's one update (:func:`stam.algorithm.stam_init`, :func:`stam.algorithm.stam_step`)
+the full gradient), run by the project's one update (:func:`stam.steps.stam_init`, :func:`stam.steps.stam_step`)
 on coefficient vectors, as in :func:`stam.theory.templates.stam_step_sdp`.
 
 **The window.**  ``h + k + 1`` consecutive iterates ``t - h, ..., t + k`` are described by ``w = y^{t-h} -
@@ -49,7 +49,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.errors import require
 from stam.theory.lyapunov import certify_stam, rate_floor
 from stam.theory.sdp import search

@@ -8,7 +8,7 @@ worst case of ``S_0`` at ``T = 1`` is ``+infinity`` exactly when
 
 for **every** ``beta > 0`` and ``L1 > 0`` (no bound on ``beta``: it does not move at small ``beta``).
 :func:`t1_onset` derives it in sympy from the PEP's own structure, running the project's one STAM update
-(:func:`stam.algorithm.stam_init`, :func:`stam.algorithm.stam_step`, the x-step derived from eq. (algx)) on sympy
+(:func:`stam.steps.stam_init`, :func:`stam.steps.stam_step`, the x-step derived from eq. (algx)) on sympy
 numbers and the merit ``M_t`` of :func:`stam.theory.pep.merit_of`:
 
 1. ``delta0 >= ||grad G(y^0)||^2 / (2 L1) + H(x^0, y^0) >= 0`` (the PEP's constraint on ``G^inf``, Lemma Lip-lemma)
@@ -51,7 +51,7 @@ from stam.theory.settings import Bisection, no_other
 
 
 class _Ops1D:
-    """The operators of :mod:`stam.algorithm` on sympy numbers (one dimension): ``H = (lam/2)(x - y)^2`` with the
+    """The operators of :mod:`stam.steps` on sympy numbers (one dimension): ``H = (lam/2)(x - y)^2`` with the
     x-step derived in sympy from eq. (algx), and a proximal step of ``F`` returning the next given point and
     recording the point it was asked for (``v^t``)."""
 
@@ -86,7 +86,7 @@ def t1_onset() -> dict:
     ``w = u``)."""
     import sympy as sp
 
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
     from stam.theory.pep import merit_of
 
     gamma, lam, beta = sp.symbols("gamma lambda beta", positive=True)
@@ -198,7 +198,7 @@ def cycle_threshold(beta, lam=1, L1=1):
 
 
 class _CycleOps:
-    """The operators of :mod:`stam.algorithm` in one dimension on Fractions: ``H = (lam/2)(x - y)^2`` (the x-step
+    """The operators of :mod:`stam.steps` in one dimension on Fractions: ``H = (lam/2)(x - y)^2`` (the x-step
     eq. (algx) in closed form, ``(gamma lam y + z) / (1 + gamma lam)``: :func:`two_cycle` checks it against the sympy
     derivation) and ``F`` the indicator of ``{-1, +1}``, whose proximal step eq. (algu) is the nearest point (a tie,
     ``v = 0``, may return either: the run takes the sign opposite to ``z``)."""
@@ -238,13 +238,13 @@ def two_cycle(lam, gamma, beta, L1=1, periods: int = 2) -> dict | None:
     delta0`` at every horizon, and ``T W(T) -> infinity``.  With ``G_i = G`` for every ``i`` the minibatch gradient is
     ``grad G`` and ``Delta = 0``: the same run refutes the stochastic PEP's ``O(1/T)`` bounds too.
 
-    The run is checked, not assumed: ``periods`` periods of the project's one update (:func:`stam.algorithm.stam_init`,
-    :func:`stam.algorithm.stam_step`) on Fractions from that start must return to it exactly, with ``S_t`` and ``M_t``
+    The run is checked, not assumed: ``periods`` periods of the project's one update (:func:`stam.steps.stam_init`,
+    :func:`stam.steps.stam_step`) on Fractions from that start must return to it exactly, with ``S_t`` and ``M_t``
     constant.  Returns None below ``c_beta`` (or when ``2 beta <= L1 + lam``); else the orbit, ``S``, ``delta0``, ``M``
     (Fractions) and ``threshold``."""
     from fractions import Fraction
 
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
     from stam.theory.pep import merit_of
 
     lam, gamma, beta, L1 = (Fraction(v) for v in (lam, gamma, beta, L1))

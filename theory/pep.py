@@ -24,7 +24,7 @@ Setting (the paper's model (model) with the network coupling of eq. (binary-mode
 
 The method is Algorithm 1 (eq. (algalg1)) with the *full* gradient of ``G`` (deterministic
 STAM).  It is not re-written here: :func:`stam_pep` calls the project's one STAM update,
-:func:`stam.algorithm.stam_init` and :func:`stam.algorithm.stam_step`, on PEPit points, with
+:func:`stam.steps.stam_init` and :func:`stam.steps.stam_step`, on PEPit points, with
 :class:`stam.operators.QuadraticCoupling` for ``H`` and a proximal step of ``F`` that records the
 subgradient it produces.  The start rule is therefore that of ``stam_init``: from ``y^0`` and
 ``z^{-1}`` (``z^{-1} = y^0`` by default, or a free point), one x-, u- and z-step gives
@@ -87,7 +87,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
@@ -192,7 +192,7 @@ def declare_F(problem, f_class: str, gamma: float):
 
 
 class _RecordedProxF:
-    """``prox_F`` for :mod:`stam.algorithm` on PEPit points: a proximal step of the convex ``F``
+    """``prox_F`` for :mod:`stam.steps` on PEPit points: a proximal step of the convex ``F``
     (eq. (algu)) that keeps the subgradient and value it produces, ``u = v - gamma g_F(u)``."""
 
     def __init__(self, F):

@@ -1,4 +1,4 @@
-"""The classes of problems the adversarial search (:mod:`stam.theory.adversary`) runs STAM on: the sets ``Q`` of
+"""The classes of problems the adversarial search (:mod:`stam.theory.chainsearch`) runs STAM on: the sets ``Q`` of
 ``F = I_Q`` (:data:`SETS`), the gradients of ``G`` (:data:`GRADIENTS`), and the couplings ``H``, quadratic or
 ``(lam/2)||x - y||^2 + kappa sum_i phi(alpha x_i + b y_i)`` with ``phi`` log-cosh or softplus (:data:`PHI`), their
 derivatives in sympy (:func:`coupling_derivatives`) and their exact constants (:class:`SmoothCoupling`), on boxes of
@@ -69,7 +69,7 @@ def coupling_derivatives(kind: str) -> dict:
 
 class SmoothCoupling:
     """``H(x, y) = (lam/2)||x - y||^2 + kappa sum_i phi(alpha x_i + b y_i)`` for
-    :mod:`stam.algorithm` on numpy arrays (each parameter one value per run, shape ``(R,)``)."""
+    :mod:`stam.steps` on numpy arrays (each parameter one value per run, shape ``(R,)``)."""
 
     def __init__(self, kind: str, lam, kappa, alpha, b):
         self.kind = kind

@@ -1,5 +1,5 @@
 """What the audit's items (:mod:`stam.theory.items`), :mod:`stam.theory.audit`, the adversarial search
-(:mod:`stam.theory.adversary`) and the Lyapunov search (:mod:`stam.theory.templates`) share: tiny STAM runs, seeded
+(:mod:`stam.theory.chainsearch`) and the Lyapunov search (:mod:`stam.theory.templates`) share: tiny STAM runs, seeded
 searches, counterexample records, rounding and display (public names: nothing private is imported across modules;
 ``tests/test_layering.py`` checks it).  The items' own helpers are :mod:`stam.theory.items.common`, which re-exports
 these names.
@@ -8,7 +8,7 @@ Counterexamples on iterates use tiny deterministic STAM runs on the instance
 ``G(y) = (a/2)||y - g0||^2``, ``H = (lam/2)||x - y||^2``, ``F(u) = (mu/2)||u - c||^2`` in R^2,
 with the updates of Algorithm 1 for this H derived in sympy
 (:func:`stam.theory.constants.network_updates`; the u-step is the same prox with
-``(lam, y) -> (mu, c)``), run by :func:`stam.algorithm.stam_step`, so that ``stam paper-check``
+``(lam, y) -> (mu, c)``), run by :func:`stam.steps.stam_step`, so that ``stam paper-check``
 needs no torch; a test replays them through :mod:`stam.operators` (torch).
 """
 
@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
@@ -93,9 +93,9 @@ def random_instances(R: int, rng: np.random.Generator, n: int = 2) -> dict:
 
 
 class DerivedCoupling:
-    """``H = (lam/2)||x - y||^2`` for :mod:`stam.algorithm` on numpy arrays (``lam`` per run,
+    """``H = (lam/2)||x - y||^2`` for :mod:`stam.steps` on numpy arrays (``lam`` per run,
     shape ``(R,)``), with the x-step lambdified from the sympy derivation; F's prox comes from a
-    subclass (the audit's quadratic F here, a projection onto Q in :mod:`stam.theory.adversary`)."""
+    subclass (the audit's quadratic F here, a projection onto Q in :mod:`stam.theory.problemclasses`)."""
 
     def __init__(self, lam):
         self.lam = lam[:, None]
@@ -123,8 +123,8 @@ class QuadraticOps(DerivedCoupling):
 
 def run_stam(inst: dict, T: int) -> dict:
     """T steps of Algorithm 1 (deterministic gradient ``a (y - g0)``), run by the one STAM
-    update :func:`stam.algorithm.stam_step` on numpy arrays from the start rule of
-    :func:`stam.algorithm.stam_init`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
+    update :func:`stam.steps.stam_step` on numpy arrays from the start rule of
+    :func:`stam.steps.stam_init`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
     gam, beta, a = (inst[key][:, None] for key in ("gamma", "beta", "a"))
     ops = QuadraticOps(inst)
     state = stam_init(inst["y0"], ops, gam, z_prev=inst["zm1"])

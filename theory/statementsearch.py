@@ -1,9 +1,9 @@
 """The statements that rest on eq. (eq39), checked themselves on actual runs of Algorithm 1
-(:func:`stam.algorithm.stam_step`): Lemma conv-lemma's summed inequality eq. (ineq1) and Theorem conv's conclusion
+(:func:`stam.steps.stam_step`): Lemma conv-lemma's summed inequality eq. (ineq1) and Theorem conv's conclusion
 eq. (con-inequality), as printed (the printed K3), at every horizon (:func:`statement_ratio`), along runs of 36
 classes (:func:`statement_runs`), searched adversarially (:func:`statement_search`) and recorded as a
 :class:`stam.theory.chainsearch.Search` (:func:`statement_search_result`).  Part of the adversarial search of
-:mod:`stam.theory.adversary` (its docstring: the classes and why), beside the search of the chain steps
+:mod:`stam.theory.chainsearch` (its docstring: the classes and why), beside the search of the chain steps
 (:mod:`stam.theory.chainsearch`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.theory import numeric as num
 from stam.theory.chainsearch import Search, constants_of, select_rows
 from stam.theory.problemclasses import COUPLINGS, SETS, CouplingClass
@@ -81,7 +81,7 @@ def _select1(index, values):
 
 
 def statement_runs(cls: CouplingClass, P, gi, si, stochastic: bool, seed: int, T: int, data: dict | None = None) -> dict:
-    """Runs of STAM (:func:`stam.algorithm.stam_step`) for the parameter rows ``P`` (coupling
+    """Runs of STAM (:func:`stam.steps.stam_step`) for the parameter rows ``P`` (coupling
     parameters, gamma/sup{gamma: K1 > 0}, log(beta K1/(2 K2))), G of :data:`STATEMENT_G` number
     ``gi[r]``, F = I_Q with Q of :data:`SETS` number ``si[r]``.  Deterministic: the gradient of G;
     stochastic: G_1 or G_2 (b-nice, N = 2, b = 1), every path of ``T`` steps enumerated.  The data
@@ -388,12 +388,12 @@ def statement_search_result(label: str, seed: int = SEED) -> Search:
     name = "Lemma conv-lemma's eq. (ineq1)" if label == "conv-lemma" else "Theorem conv's eq. (con-inequality)"
     return Search(
         method=f"seeded (seed {seed}): {name} as printed (printed K3, M = 2 K3, L = L1 + L3*, A and C of Lemma ES-GH) "
-               f"checked at every horizon T' on actual runs through stam.algorithm.stam_step: "
+               f"checked at every horizon T' on actual runs through stam.steps.stam_step: "
                f"{r['deterministic runs']} deterministic runs of {r['T']} steps and {r['stochastic instances']} "
                f"stochastic instances, each with all its 2^{T_STOCH} b-nice paths of {T_STOCH} steps (exact "
                f"expectations; {r['runs']} runs in all), random then a batched local search per class maximising "
                "left/right "
-               "(stam.theory.adversary.statement_search); M0' with the infimum over the run's steps and an upper "
+               "(stam.theory.statementsearch.statement_search); M0' with the infimum over the run's steps and an upper "
                "bound of (G+H)^inf, so that the checked right side is at most the printed one; "
                f"{r['blown up']} more blew up, their gradient clipped: no actual runs, not judged; "
                f"{r['violations']} runs or stochastic instances where it fails",

@@ -12,7 +12,7 @@ translation, so one step of the method is described by the five vectors
     w = y^t - z^{t-1},   g_t = grad G(y^t),   s_t,   g_{t+1} = grad G(y^{t+1}),   s_{t+1}
 
 and the four values ``G(y^t), G(y^{t+1}), F(u^t), F(u^{t+1})``.  The iterates are *computed* from
-these by the project's one STAM update (:func:`stam.algorithm.stam_init`, :func:`stam_step`)
+these by the project's one STAM update (:func:`stam.steps.stam_init`, :func:`stam_step`)
 run on coefficient vectors, with the x-step derived in sympy from eq. (algx)
 (:func:`stam.theory.stamruns.derived_updates`) -- no second copy of the algorithm, and no torch.
 
@@ -91,7 +91,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from stam.algorithm import stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.errors import require
 from stam.theory import numeric
 from stam.theory.pep import DEFAULT_F_CLASS, minibatches
@@ -164,7 +164,7 @@ def proximal_gradient(L: float, gamma: float, rho_min: float = RHO_MIN, solver: 
 
 # --------------------------------------------------------------------------- STAM
 class SymbolicOps:
-    """The operators of :mod:`stam.algorithm` on coefficient vectors: ``H = (lam/2)||x - y||^2``
+    """The operators of :mod:`stam.steps` on coefficient vectors: ``H = (lam/2)||x - y||^2``
     with the x-step lambdified from the sympy derivation of eq. (algx), and a proximal step of
     ``F`` (eq. (algu)) that returns ``v - gamma s`` for the next recorded subgradient ``s``."""
 

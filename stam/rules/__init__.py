@@ -18,9 +18,6 @@ import pkgutil
 from stam.registry import lookup
 from stam.rules.base import UpdateRule
 
-#: the older name of a rule's declaration (it now also carries the batched form)
-Rule = UpdateRule
-
 _REGISTERED: dict[str, UpdateRule] = {}
 
 
@@ -57,4 +54,4 @@ for _info in pkgutil.iter_modules(__path__):
     if isinstance(getattr(_module, "RULE", None), UpdateRule):
         register(_module.RULE)
 
-__all__ = ["UpdateRule", "Rule", "RULES", "NAMES", "rule", "register"]
+__all__ = ["UpdateRule", "RULES", "NAMES", "rule", "register"]

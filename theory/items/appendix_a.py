@@ -290,7 +290,7 @@ def gap_start() -> Result:
                   gap=Gap("z^{-1}, z^0, u^0 with grad_x H(x^0, y^0) = (z^{-1} - x^0)/gamma (eq13 at t = -1)",
                           "Algorithm 1 Step 0: 'an initial point x^0, y^0'",
                           "start from z^{-1}: x^0 = prox_{gamma H(., y^0)}(z^{-1}), u^0 = prox_{gamma F}(2x^0 - z^{-1}), "
-                          "z^0 = z^{-1} + u^0 - x^0 (stam.algorithm.stam_init)", wit))
+                          "z^0 = z^{-1} + u^0 - x^0 (stam.steps.stam_init)", wit))
 
 
 @item("gap: the u-step may have no minimiser (F only proper, lsc)", covers=("eq261",))

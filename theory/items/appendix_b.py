@@ -248,7 +248,7 @@ def theorem_conv(seed: int = SEED) -> Result:
 
 
 class _NoCoupling:
-    """``H = 0`` and ``F = 0`` for :mod:`stam.algorithm`: both proxes are the identity."""
+    """``H = 0`` and ``F = 0`` for :mod:`stam.steps`: both proxes are the identity."""
 
     def grad_y_H(self, x, y):
         return 0 * y
@@ -268,12 +268,12 @@ _RATE_INSTANCE = {"G": "y^2/2 (R^1, L1 = 1)", "H": "0", "F": "0", "gradients": "
 def rate_run(beta: float, gamma: float, eps: float, T: int, replay: int = 200) -> dict:
     """Theorem conv-rate on an actual run of Algorithm 1 for :data:`_RATE_INSTANCE` (all of
     Assumption ass2 holds: ``L1 = 1``, ``L2* = ... = L5* = 0``, ``l = 0``, ``(A, C) = (2, 0)`` by
-    Lemma ES-GH): the first ``replay`` steps through :func:`stam.algorithm.stam_step`, the rest by
+    Lemma ES-GH): the first ``replay`` steps through :func:`stam.steps.stam_step`, the rest by
     the closed form ``y^t = (1 - 1/beta)^t y^0`` (sympy's ``rsolve`` of eq. (algy)), checked
     against the replayed steps.  ``x = u = z = 0`` throughout, so ``dist(0, ...) = 0``, ``M_t = 0``
     (``M0' = 0``) and the stationarity measure is ``|grad G(y^t)| = |y^t|``; the conclusion fails
     iff ``min_{t < T} |y^t| > eps``."""
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
 
     tt = sp.Symbol("t", integer=True, nonnegative=True)
     yf, b_, y0 = sp.Function("y"), sp.Symbol("beta", positive=True), sp.Symbol("y0")

@@ -85,7 +85,7 @@ def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> boo
     semidefinite, decided exactly (its kernel computed exactly, an exact ``LDL^T`` on a complement)."""
     from fractions import Fraction
 
-    from stam.algorithm import stam_init, stam_step
+    from stam.steps import stam_init, stam_step
     from stam.theory import lyapunov as ly
     from stam.theory import rational as rq
 

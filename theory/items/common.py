@@ -1,5 +1,5 @@
 """The audit items' own helpers (premise witnesses, the instances of Lemma es-lemma, the stationarity terms of a
-search); what they share with :mod:`stam.theory.audit` and :mod:`stam.theory.adversary` (tiny STAM runs, seeded
+search); what they share with :mod:`stam.theory.audit` and :mod:`stam.theory.chainsearch` (tiny STAM runs, seeded
 searches, counterexample records, rounding and display) is :mod:`stam.theory.stamruns`, whose names are importable
 from here too (public names: nothing private is imported across modules; ``tests/test_layering.py`` checks it).
 """

@@ -2,7 +2,7 @@
 algorithm and the application use, the minimisers the algorithm takes and the constants the
 assumptions name, re-read for closedness, lower semicontinuity, existence, and constants that
 the application needs but that do not exist.  Each finding is a gap with a witness computed
-here (sympy, or an actual start of Algorithm 1 through :func:`stam.algorithm.stam_init`).
+here (sympy, or an actual start of Algorithm 1 through :func:`stam.steps.stam_init`).
 
 What the re-reading found well-posed is not an item (it would repeat items that exist): the
 y-step (3a) is a strongly convex quadratic; the x-step (3b) is strongly convex under (k1)
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from stam.algorithm import stam_init
+from stam.steps import stam_init
 from stam.theory.items.declare import Gap, Result, item
 from stam.theory.items.common import DerivedCoupling, rounded, scaled_binary_projection
 
@@ -30,7 +30,7 @@ def gap_q_closed() -> Result:
     ``s (1, ..., 1)`` of Q tend to 0, which is not in Q: ``dist(0, Q) = 0`` is not attained, so
     ``Proj_Q(0)`` is empty and the printed closed form returns ``s* = 0``, outside Q.  Algorithm 1
     asks for it at its first u-step from ``y^0 = z^{-1} = 0`` (witness run through
-    :func:`stam.algorithm.stam_init`, H = (lam/2)||x - y||^2)."""
+    :func:`stam.steps.stam_init`, H = (lam/2)||x - y||^2)."""
     s, n = sp.symbols("s n", positive=True)
     dist = s * sp.sqrt(n)  # ||s (1, ..., 1) - 0|| for a layer of n weights
     inf = sp.limit(dist, s, 0, "+")
