@@ -83,7 +83,6 @@ from stam.dnn.compiled import (COMPILE_MODES, MMAP_THRESHOLD_BYTES, TRIM_THRESHO
 from stam.dnn.wide import Layout, WideNet, chunks, stack_runs, widen
 
 #: the update and its compiled forms moved to :mod:`stam.dnn.compiled`; their old names here
-_update_fn, _aot_update_fn, _remake = update_fn, aot_update_fn, remake
 
 
 @dataclass

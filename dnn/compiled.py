@@ -20,16 +20,17 @@ from torch import Tensor
 from stam.steps import as_batch_scalar
 from stam.compiling import compiled_or_eager, is_compiling
 from stam.dnn import catalog
-from stam.dnn.optim_common import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS, BatchedRule
+from stam.compiling import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS
+from stam.rules.base import UpdateRule
 from stam.operators import IndicatorQ
 
 
-def rule(name: str) -> BatchedRule:
+def rule(name: str) -> UpdateRule:
     """The batched rule of algorithm ``name`` (``KeyError`` naming the known ones)."""
     return catalog.algorithm(name).batched_rule()
 
 
-def update(rule: BatchedRule, states: list, floats: Tensor, fmom: Tensor, grads_w: list[Tensor], grad_f: Tensor,
+def update(rule: UpdateRule, states: list, floats: Tensor, fmom: Tensor, grads_w: list[Tensor], grad_f: Tensor,
            hyper: dict[str, Tensor], qs: list, proxies: bool = False):
     """One step of ``rule`` for all R runs and all layers, pure: returns ``(states, floats, fmom,
     proxies)``.  ``states`` hold the quantised weights of a run in flat ``(R, n)`` buffers, one per
@@ -52,13 +53,13 @@ def update(rule: BatchedRule, states: list, floats: Tensor, fmom: Tensor, grads_
     return new, floats, fmom, prox
 
 
-def _step(rule: BatchedRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
+def _step(rule: UpdateRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
     """The rule's step on a whole flat buffer and, where asked, its proxies: ``(new, proxies or None)``."""
     new = rule.step(state, grad, hyper, q)
     return new, (rule.proxies(state, new, grad, hyper) if proxies else None)
 
 
-def _step_by_layer(rule: BatchedRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
+def _step_by_layer(rule: UpdateRule, state, grad: Tensor, hyper: dict, q, proxies: bool):
     """:func:`_step`, layer by layer (block by block of Q, each with its own F = I_Q of one block),
     the new state concatenated: what :func:`update` runs under ``torch.compile``.  Every rule is
     separable over the blocks of Q (F = I_Q is a product over layers, the other terms act
@@ -127,7 +128,7 @@ def aot_update_fn(name: str, proxies: bool = False):
     return run
 
 
-def _aot_package(rule_: BatchedRule, name: str, proxies: bool, args: tuple, qs: list):
+def _aot_package(rule_: UpdateRule, name: str, proxies: bool, args: tuple, qs: list):
     """The compiled package of :func:`aot_update_fn` for the arguments ``args`` of :func:`update`
     (``states, floats, fmom, grads_w, grad_f, hyper``) and the blocks ``qs`` (see there)."""
     states, floats, fmom, grads_w, grad_f, hyper = args
@@ -167,7 +168,7 @@ def compile_pays(R: int, steps: int, numel: int = 0) -> bool:
     and R on 2 CPU cores and saves 20-45% of an eager step from R = 16 on, less below (measured with
     ``benchmarks/dnn_batched_speed.py``), and fuses the many element-wise passes over a large
     network's weights (``numel`` quantised entries per run; the optimisers' threshold
-    :data:`stam.dnn.optim_common.AUTO_COMPILE_MIN_NUMEL`), so: at least 1000 steps, and R >= 16
+    :data:`stam.compiling.AUTO_COMPILE_MIN_NUMEL`), so: at least 1000 steps, and R >= 16
     or R x numel above that threshold."""
     return steps >= 1000 and (R >= 16 or R * numel >= AUTO_COMPILE_MIN_NUMEL)
 

@@ -37,6 +37,7 @@ from typing import Callable, Iterator
 import torch
 from torch import Tensor
 
+from stam.compiling import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS
 from stam.compiling import compile_errors as _compile_errors
 from stam.errors import first_line, warn
 from stam.operators import IndicatorQ
@@ -44,16 +45,6 @@ from stam.quantize import project_Q
 from stam.registry import load
 from stam.rules import UpdateRule
 from stam.rules.base import is_real
-
-#: ``compile="auto"`` compiles a quantised group with at least this many entries.
-AUTO_COMPILE_MIN_NUMEL = 1 << 20
-
-#: Inductor options of the kernels.  The steps are memory-bound; by default inductor stores an
-#: intermediate with several consumers (e.g. ``y^{t+1}``, read by the reduction of the projection
-#: and by the write-back) in a full-size temporary, which costs more than recomputing it (and on
-#: the CPU every step page-faults the freshly mapped temporaries in).  A high threshold makes it
-#: recompute: each layer is then one reduction pass and one update pass over its tensors.
-COMPILE_OPTIONS = {"realize_reads_threshold": 64}
 
 _COMPILED: dict[Callable, Callable] = {}
 
@@ -80,9 +71,6 @@ def check_hyper(positive: dict[str, float], nonneg: dict[str, float]) -> None:
         if not v >= 0:
             raise ValueError(f"{name} must be >= 0, got {v}")
 
-
-#: the older name of a rule's batched form (every :class:`stam.rules.UpdateRule` is one)
-BatchedRule = UpdateRule
 
 #: F = I_Q of one layer (one run, one block): the optimiser steps each parameter as one run
 LAYER_Q = IndicatorQ(None)
@@ -409,9 +397,6 @@ class RuleOptimizer(torch.optim.Optimizer):
             yield
 
 
-#: the older name of the optimisers' base class
-QuantizingOptimizer = RuleOptimizer
-
 
 def _stationarity_proxies(self) -> dict[str, Tensor]:
     """The last step's proxies of the rule (:meth:`stam.rules.UpdateRule.proxies`; STAM's
@@ -510,5 +495,5 @@ def _substituted(pairs: list[tuple[Tensor, Tensor]]):
                 p.copy_(s)
 
 
-__all__ = ["RuleOptimizer", "StepLinkedGroup", "QuantizingOptimizer", "optimizer_class", "kernel", "BatchedRule", "LAYER_Q", "project_layer", "hyper_tensor",
-           "check_hyper", "AUTO_COMPILE_MIN_NUMEL", "COMPILE_OPTIONS"]
+__all__ = ["RuleOptimizer", "StepLinkedGroup", "optimizer_class", "kernel", "LAYER_Q", "project_layer", "hyper_tensor",
+           "check_hyper"]

@@ -209,7 +209,7 @@ class Demo:
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
-        from stam.theory.stepsize import StepsizeParams, evaluate
+        from stam.theory import stepsize
 
         if self.rates is None:
             step.status = "missing"
@@ -220,7 +220,7 @@ class Demo:
         flags = {"L1": c["L1"], "L2": c["L2"], "L3": c["L3"], "L4": c["L4"], "L5": c["L5"], "l": c["l"],
                  "A": c["A"], "C": c["C"], "delta0": max(d0["delta0"], 0.0), "M0": max(d0["M0_prime"], 0.0),
                  "eps": self.cfg.eps}
-        rec = evaluate(StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
+        rec = stepsize.run(stepsize.StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
         step.outputs.append(numeric.STEPSIZE.write({
             "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec},
             self.stage / "stepsize.json"))

@@ -11,6 +11,17 @@ from typing import Callable
 from stam.errors import first_line, warn
 
 
+#: ``compile="auto"`` compiles a quantised group with at least this many entries.
+AUTO_COMPILE_MIN_NUMEL = 1 << 20
+
+#: Inductor options of the kernels.  The steps are memory-bound; by default inductor stores an
+#: intermediate with several consumers (e.g. ``y^{t+1}``, read by the reduction of the projection
+#: and by the write-back) in a full-size temporary, which costs more than recomputing it (and on
+#: the CPU every step page-faults the freshly mapped temporaries in).  A high threshold makes it
+#: recompute: each layer is then one reduction pass and one update pass over its tensors.
+COMPILE_OPTIONS = {"realize_reads_threshold": 64}
+
+
 def compile_errors() -> tuple[type[BaseException], ...]:
     """The exceptions by which ``torch.compile`` says it cannot compile here (no C++ compiler, no
     Triton, an unsupported construct).  They are raised while compiling, before the kernel has

@@ -159,9 +159,9 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
 
     a = catalog.algorithm(name)
     assert issubclass(a.optimizer_class(), torch.optim.Optimizer)
-    from stam.dnn.optim_common import BatchedRule
+    from stam.rules.base import UpdateRule
 
-    assert isinstance(a.batched_rule(), BatchedRule)  # its batched form (maps, tuning)
+    assert isinstance(a.batched_rule(), UpdateRule)  # its batched form (maps, tuning)
     preset = P.table()["presets"][P.default_preset(name, "cifar10")]
     assert preset["algo"] == name and set(preset["hyper"]) == set(a.hyper)
     assert tune.search_space(name)  # declared in presets.json

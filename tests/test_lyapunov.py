@@ -65,14 +65,14 @@ def test_the_lower_bound_is_imposed():
     step = ly.stam_step_sdp(lam, gamma, beta, f_class="convex")
     c = ly.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
     assert c.certified and c.residual["lower_min_eig"] > 0
-    lay = ly._layout(step, True)
+    lay = ly.layout(step, True)
     names = lay["names"]
     point = np.array([c.rho, c.theta["a"], c.theta["b"], *c.details["multipliers"].values(),
                       *[c.P[i][j] for i, j in lay["pairs"]]])
-    assert ly._verify(lay, point, (1, 2), None, ly.rate_floor(beta))[1] is not None
+    assert ly.verify(lay, point, (1, 2), None, ly.rate_floor(beta))[1] is not None
     bent = point.copy()
     bent[names.index("P") + lay["pairs"].index((1, 1))] -= 10.0  # the weight of ||g_t||^2 in V: far below zero
-    assert ly._verify(lay, bent, (1, 2), None, ly.rate_floor(beta))[1] is None
+    assert ly.verify(lay, bent, (1, 2), None, ly.rate_floor(beta))[1] is None
 
 
 # ----------------------------------------------------------------------------- STAM vs Theorem conv and stam pep
@@ -439,7 +439,7 @@ def test_every_certificate_is_proven_in_exact_arithmetic(point):
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
     proof = ly.prove(step, c.point, free_P, order, step.growth[2] if step.growth else None, c.residual.get("near", ()))
     assert proof["proven"] and proof["rho"] == c.rho
-    cols, lins, names, _, k, low = ly._forms(step, free_P)
+    cols, lins, names, _, k, low = ly.forms(step, free_P)
     x = [sp.Rational(v.numerator, v.denominator) for v in proof["x"]]
     R = lambda m: sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in row] for row in np.atleast_2d(m)])  # noqa: E731
     D = sum((xv * (R(cm) + R(cm).T) / 2 for xv, cm in zip(x, cols)), sp.zeros(step.basis.nb))
@@ -475,7 +475,7 @@ def test_a_point_off_the_certificate_is_not_proven(template):
     assert c.certified
     step = _exact_step(1.0, 0.5, 100.0, template, "lsc")
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
-    names = ly._forms(step, free_P)[2]
+    names = ly.forms(step, free_P)[2]
     up = [c.point[0] * 1.02] + c.point[1:]
     r = ly.prove(step, up, free_P, order)
     assert not r["proven"] and "decrease form" in r["reason"]

@@ -405,7 +405,7 @@ def test_small_lambda_spurious_certificates_are_gone():
 @given(lam=st.floats(0.005, 0.05), gamma_lam=st.floats(0.05, 1.2), beta=st.sampled_from([10.0, 1e3, 1e5]),
        template=st.sampled_from(["general", "paper"]))
 def test_small_lambda_certificates_hold_along_binary_runs(lam, gamma_lam, beta, template):
-    """Every certificate at small lambda is verified (:func:`stam.theory.lyapunov._verify`): along actual STAM runs
+    """Every certificate at small lambda is verified (:func:`stam.theory.sdp.verify`): along actual STAM runs
     with binary Q its one-step inequality holds (to floating-point rounding of the runs, 1e-6 of rho S)."""
     c = ly.certify_stam(lam, gamma_lam / lam, beta, template=template, f_class="lsc")
     assert c.status == "optimal"

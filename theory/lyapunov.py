@@ -77,9 +77,6 @@ from stam.theory.sdpstep import (Basis, Interp, OneStep, Piece, convex_pair, f_p
                                  smooth_pair, sq)
 from stam.theory.templates import TEMPLATES, SymbolicOps, gradient_descent, growth_cap, proximal_gradient  # noqa: F401
 
-#: the names the SDP's functions had when they lived here (tests read them so)
-_forms, _layout, _verify, _validate = forms, layout, verify, check_parameters
-
 #: STAM certificates count only with ``rho * beta >= RHO_BETA_MIN`` (:func:`rate_floor`; scale-free, as ``rho``
 #: scales like ``1/beta``): the y-step moves by ``1/beta`` of a gradient step, and a rate a thousand times below
 #: that proves a bound too weak to matter (near the end of a region the rate falls continuously to 0; the floor

@@ -348,10 +348,6 @@ def run(params: StepsizeParams) -> Stepsize:
     return Stepsize(dict(answer, constants=report) if report else answer, c, report)
 
 
-#: the earlier name of :func:`run` (the same three values)
-evaluate = run
-
-
 def text(params: StepsizeParams, result: Stepsize) -> str:
     """What ``stam stepsize`` prints of ``result`` (``json``: one JSON object)."""
     answer, c, report = result
@@ -361,6 +357,3 @@ def text(params: StepsizeParams, result: Stepsize) -> str:
         return _check_text(answer, c, params, report)
     return _recommend_text(answer, c, params, report)
 
-
-#: the earlier name (it took the parsed command line; now the parameters)
-constants_from_args = constants_from_flags

@@ -46,7 +46,5 @@ class FloatRule(UpdateRule):
 
 RULE = FloatRule()
 
-#: the older name of the float baseline's batched form
-BatchedSGD = FloatRule
 
-__all__ = ["FloatRule", "BatchedSGD", "RULE"]
+__all__ = ["FloatRule", "RULE"]
