@@ -17,7 +17,7 @@ import functools
 import torch
 from torch import Tensor
 
-from stam.steps import as_batch_scalar
+from stam.steps import decayed
 from stam.compiling import compiled_or_eager, is_compiling
 from stam.dnn import catalog
 from stam.compiling import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS
@@ -41,15 +41,14 @@ def update(rule: UpdateRule, states: list, floats: Tensor, fmom: Tensor, grads_w
     stationarity proxies (:meth:`stam.rules.UpdateRule.proxies`), ``(R,)`` tensors
     summed over the chunks; None when not asked for or when the rule has none."""
     wd = hyper.get("weight_decay")
-    decay = (lambda g, p: g) if wd is None else (lambda g, p: g + as_batch_scalar(wd, p) * p)  # noqa: E731
     step = _step_by_layer if is_compiling() else _step
     new, prox = [], None
     for state, grad_w, q in zip(states, grads_w, qs):
-        st, part = step(rule, state, decay(grad_w, rule.float_weights(state)), hyper, q, proxies)
+        st, part = step(rule, state, decayed(grad_w, rule.float_weights(state), wd), hyper, q, proxies)
         new.append(st)
         if part is not None:
             prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
-    floats, fmom = rule.float_step(floats, decay(grad_f, floats), fmom, hyper)
+    floats, fmom = rule.float_step(floats, decayed(grad_f, floats, wd), fmom, hyper)
     return new, floats, fmom, prox
 
 

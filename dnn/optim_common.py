@@ -45,6 +45,7 @@ from stam.quantize import project_Q
 from stam.registry import load
 from stam.rules import UpdateRule
 from stam.rules.base import is_real
+from stam.steps import decayed
 
 _COMPILED: dict[Callable, Callable] = {}
 
@@ -93,8 +94,7 @@ def kernel(rule: UpdateRule) -> Callable:
         for P, G, fields in zip(params, grads, layers):
             state = rule.state_type(*(f.unsqueeze(0) for f in fields))
             g = G.unsqueeze(0)
-            if weight_decay is not None:
-                g = g + weight_decay * rule.float_weights(state)
+            g = decayed(g, rule.float_weights(state), weight_decay)
             new = rule.step(state, g, hyper, LAYER_Q)
             part = rule.proxies(state, new, g, hyper)
             if part is not None:
@@ -289,9 +289,9 @@ class RuleOptimizer(torch.optim.Optimizer):
         if not params:
             return
         hyper = self._hyper(group, params[0])
-        wd = group.get("weight_decay")
+        wd = group.get("weight_decay") or None
         for p in params:
-            g = p.grad if not wd else p.grad + wd * p
+            g = decayed(p.grad, p, wd)
             new, _ = self.rule.float_step(p.detach().unsqueeze(0), g.unsqueeze(0), None, hyper)
             p.copy_(new.squeeze(0))
 

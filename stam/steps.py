@@ -131,6 +131,13 @@ def as_batch_scalar(value: Scalar, like: Tensor) -> Scalar:
     return value
 
 
+def decayed(grad: Tensor, weights: Tensor, weight_decay: Scalar | None) -> Tensor:
+    """``grad + weight_decay * weights``: weight decay added to a gradient at the weights it decays (the float
+    weights of a quantised layer, a float parameter itself); ``grad`` where ``weight_decay`` is None.  The one
+    form of weight decay of the trainer and the ``torch.optim`` classes; a per-run ``(R,)`` decay broadcasts."""
+    return grad if weight_decay is None else grad + as_batch_scalar(weight_decay, weights) * weights
+
+
 # --------------------------------------------------------------------------- the baselines of Section 3.1
 
 class QuantizedState(NamedTuple):
@@ -209,5 +216,5 @@ def _descend(u: Tensor, grad: Tensor, lr: Scalar) -> Tensor:
     return u.add(grad, alpha=-lr)
 
 
-__all__ = ["BR_RHO", "Scalar", "ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar",
+__all__ = ["BR_RHO", "Scalar", "ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar", "decayed",
            "QuantizedState", "psgd_step", "bc_step", "br_step", "br_relax"]
