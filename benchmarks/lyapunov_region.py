@@ -37,6 +37,7 @@ def main(argv=None) -> int:
 
     from stam.io import emit_json, provenance
     from stam.theory import lyapunov, pep
+    from stam.theory import templates
     from stam.theory.params import RegionParams
 
     lams = [float(v) for v in args.lams.split(",")] if args.lams else list(lyapunov.REGION_LAMS)
@@ -46,7 +47,7 @@ def main(argv=None) -> int:
 
     single = []
     for lam, gamma, beta in POINTS:
-        for template in lyapunov.TEMPLATES:
+        for template in templates.TEMPLATES:
             walls, last = [], None
             for _ in range(args.repeat):
                 t0 = time.perf_counter()

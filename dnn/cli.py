@@ -83,6 +83,7 @@ def add_task_args(p, dataset_default: str | None = "digits") -> None:
 
 def _tune(args) -> int:
     from stam.dnn import tune
+    from stam.dnn import tunestats
     from stam.dnn.params import TuneParams
 
     from stam.dnn.params import refuse_data_dir
@@ -93,7 +94,7 @@ def _tune(args) -> int:
         from stam.synthetic.convergence_map import MAP as map_type
     result, path = args.run(TuneParams.from_args(args, map_type=map_type))
     print(tune.format_table(result))
-    for line in tune.difficulty_lines(result):
+    for line in tunestats.difficulty_lines(result):
         print(f"Search difficulty: {line}")
     print(f"Results: {path}")
     return 0

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from stam.dnn.imagecache import array_sha256, entry_lock, load_npy, manifest_sha256, sha256_file
-from stam.dnn.imageread import (ARCHIVE_SUFFIXES, IMAGE_SUFFIXES, MODES, SPLITS, Expect, Limits, archive_kind,  # noqa: F401
-                                decode_chunk, decode_spec, fail, jpeg_info, layout, read_members, safe_parts)
+from stam.dnn.imageread import (ARCHIVE_SUFFIXES, IMAGE_SUFFIXES, SPLITS, Expect, Limits, archive_kind, decode_chunk,
+                                decode_spec, fail, jpeg_info, layout, read_members, safe_parts)
 from stam.errors import UsageError, warn
 from stam.io import atomic_path
 from stam.results import COUNT, DICT, LIST, POSINT, STR, ResultType, Schema, holds

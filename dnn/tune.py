@@ -45,11 +45,6 @@ from stam.datasets import DATA_SOURCE
 from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
                           POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown as _shown)
 # the public names of the search, its numbers and its text, importable from here as when they lived here
-from stam.dnn.tunespace import coordinates, recipe, step_schedule, to_coordinates, to_hyper  # noqa: F401
-from stam.dnn.tunestats import (CURVE_TAIL, MIN_BUDGET, WORKING_LEVEL, budget_note, difficulty_lines,  # noqa: F401
-                                expected_best, expected_best_curve, find_probability, map_fraction, trial_fraction,
-                                paired_differences, paired_lines, paired_text, tuning_curves, curve_epochs)
-from stam.dnn.tunetext import describe, headline, table  # noqa: F401
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
 FINAL_SEED0 = 1000
@@ -408,7 +403,6 @@ TUNE = ResultType(
     files="tune-*.json", writer="stam tune")
 
 
-__all__ = ["transferred", "TRANSFER_KEYS", "coordinates", "to_hyper", "to_coordinates", "step_schedule", "recipe", "find_probability", "map_fraction",
-           "trial_fraction", "search_difficulty", "difficulty_lines", "read_map", "halving_rungs", "promote", "rung_jobs",
-           "WORKING_LEVEL", "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "table", "headline", "paired_differences", "paired_lines", "paired_text", "curve_epochs",
-           "summarise", "budget_note", "counted", "MIN_BUDGET", "format_table", "describe", "result_stem", "data_source", "expected_best", "expected_best_curve", "CURVE_TAIL", "tuning_curves"]
+__all__ = ["transferred", "TRANSFER_KEYS", "search_difficulty", "read_map", "halving_rungs", "promote", "rung_jobs",
+           "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "summarise", "counted",
+           "format_table", "result_stem", "data_source"]

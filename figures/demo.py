@@ -283,13 +283,14 @@ class Demo:
     def tune(self, step: Step) -> None:
         """The equal-budget comparison (all five algorithms, the paper's settings as labelled rows)."""
         from stam.dnn import catalog, tune
+        from stam.dnn import tunetext
         from stam.dnn.params import TuneParams
 
         out = self.stage / "tune"
         self.tuned = tune.tune(TuneParams(algos=catalog.NAMES, out=str(out), trials=self.cfg.tune_trials,
                                           n_seeds=self.cfg.tune_seeds, epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
                                           paper=self.cfg.tune_paper, progress=self.progress))
-        self.headline["tune"] = tune.headline(self.tuned)
+        self.headline["tune"] = tunetext.headline(self.tuned)
         self.brief["tune"] = tune_brief(self.tuned)
         finals = {a["algo"]: (a.get("final") or {}).get("mean") for a in self.tuned["algorithms"]}
         if finals.get("stam") is not None and finals.get("bc") is not None:  # of the numbers as printed (one decimal)

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from stam.dnn.table import build, to_markdown
-from stam.dnn.tune import table
+from stam.dnn.tunetext import table
 from stam.figures.results import finite
 from stam.theory.mathml import sanitize
 
@@ -124,7 +124,7 @@ def accuracy_table(summaries: list[dict], dataset: str) -> Table:
 
 
 def tune_table(result: dict) -> Table:
-    """The equal-budget comparison of ``stam tune`` (:func:`stam.dnn.tune.table`)."""
+    """The equal-budget comparison of ``stam tune`` (:func:`stam.dnn.tunetext.table`)."""
     return Table(*table(result))
 
 

@@ -1,6 +1,6 @@
 """The tuning curves of ``stam tune`` (Dodge et al. 2019, "Show your work"): each algorithm's
 expected best validation accuracy against the number of trials, by resampling its trials
-(:func:`stam.dnn.tune.tuning_curves`), so an equal-budget comparison is shown at every budget up
+(:func:`stam.dnn.tunestats.tuning_curves`), so an equal-budget comparison is shown at every budget up
 to the one run, not at that one alone.  matplotlib and :mod:`stam.dnn.tune` are imported when a
 figure or its caption is made, so that finding the figure kinds stays cheap."""
 
@@ -16,7 +16,7 @@ _STYLES = ("-", "--", "-.", ":")
 def caption(results) -> str:
     """The caption of the figure kind ``tuning-curves``."""
     from stam.dnn.catalog import bn_augmented, bn_protocol
-    from stam.dnn.tune import describe
+    from stam.dnn.tunetext import describe
 
     return ("Expected best validation accuracy (binary weights; float weights for Float) against the number of "
             "trials, by resampling each algorithm's trials (Dodge et al. 2019): the equal-budget comparison at every "
@@ -41,7 +41,8 @@ def draw(results, nc=None):
     """The figure kind ``tuning-curves`` (:mod:`stam.figures.kinds`): one panel per tune result."""
     from matplotlib.ticker import MaxNLocator
 
-    from stam.dnn.tune import describe, tuning_curves
+    from stam.dnn.tunetext import describe
+    from stam.dnn.tunestats import tuning_curves
 
     tuned = [r.data for r in results["tune"] if not r.data.get("transfer")]  # a transfer has no trials: no curve
     if not tuned:

@@ -25,7 +25,7 @@ from stam.synthetic.families import NAMES, SIZE, WITH_LAM
 from stam.synthetic.params import CompareParams, RunParams, SweepParams
 from stam.userfile import guard, is_file_spec, load, split_spec
 
-from stam.synthetic.params import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS, SWEEP_DEFAULTS  # noqa: F401 (the commands' defaults)
+from stam.synthetic.params import COMPARE_DEFAULTS, QUICK, RUN_DEFAULTS
 
 
 def _setup(args):

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from stam.steps import QuantizedState, bc_step, br_relax, br_step, psgd_step
 from stam.dnn import batched, catalog, presets, sweep, tune
+from stam.dnn import tunetext
+from stam.dnn import tunestats
+from stam.dnn import tunespace
 from stam.dnn.compiled import update_fn
 from stam.errors import UsageError
 from stam.operators import IndicatorQ
@@ -223,10 +226,10 @@ def test_trials_fill_the_declared_space_and_contain_the_papers_setting(algo):
     assert trials == tune.sample_trials(algo, 16, seed=3) and trials != tune.sample_trials(algo, 16, seed=4)
     assert all(list(t) == [h for h in presets.ALGO_HYPER[algo] if h in t] for t in trials)  # its own names, in its order
     value = lambda v: v[0]["value"] if isinstance(v, list) else v  # noqa: E731
-    paper = tune.to_coordinates(space, presets.resolve(None, algo, "cifar10").at(1))
+    paper = tunespace.to_coordinates(space, presets.resolve(None, algo, "cifar10").at(1))
     for key, dim in space.items():
         lo, hi = dim["log_uniform"]
-        vals = [tune.to_coordinates(space, {h: value(v) for h, v in t.items()})[key] for t in trials]
+        vals = [tunespace.to_coordinates(space, {h: value(v) for h, v in t.items()})[key] for t in trials]
         assert all(lo * (1 - 1e-3) <= v <= hi * (1 + 1e-3) for v in vals)  # 4 significant digits per hyperparameter
         # quasi-random: every quarter of the log range is hit
         quarters = {min(3, max(0, int(4 * (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo) + 1e-300)))) for v in vals}
@@ -241,7 +244,7 @@ def test_stams_space_is_its_step_its_coupling_and_its_pull():
     """STAM with F = I_Q depends on (gamma, lam, beta) only through 1/beta, gamma*lam and lam/beta
     (eqs. (algy), (algx)): its space samples these, the step on BC's lr range."""
     space = tune.search_space("stam")
-    assert tune.coordinates(space) == {"step": {"beta": -1}, "gamma_lam": {"gamma": 1, "lam": 1},
+    assert tunespace.coordinates(space) == {"step": {"beta": -1}, "gamma_lam": {"gamma": 1, "lam": 1},
                                        "lam_over_beta": {"lam": 1, "beta": -1}}
     assert space["step"]["log_uniform"] == tune.search_space("bc")["lr"]["log_uniform"]
     assert space["lam_over_beta"]["log_uniform"][1] <= 1.0
@@ -257,10 +260,10 @@ def test_stams_space_is_its_step_its_coupling_and_its_pull():
 @given(st.floats(1e-4, 1.0), st.floats(1.0, 1e3), st.floats(1e-4, 1.0))
 def test_the_map_back_inverts_the_coordinates(step, gl, pull):
     space = tune.search_space("stam")
-    h = tune.to_hyper("stam", space, {"step": step, "gamma_lam": gl, "lam_over_beta": pull})
+    h = tunespace.to_hyper("stam", space, {"step": step, "gamma_lam": gl, "lam_over_beta": pull})
     assert math.isclose(1 / h["beta"], step, rel_tol=1e-9) and math.isclose(h["gamma"] * h["lam"], gl, rel_tol=1e-9)
     assert math.isclose(h["lam"] / h["beta"], pull, rel_tol=1e-9)
-    back = tune.to_coordinates(space, h)
+    back = tunespace.to_coordinates(space, h)
     assert all(math.isclose(back[k], v, rel_tol=1e-9) for k, v in {"step": step, "gamma_lam": gl, "lam_over_beta": pull}.items())
 
 
@@ -277,40 +280,40 @@ def test_the_working_fraction_of_a_space_from_a_map_and_the_chance_that_trials_f
     ll = [math.exp(math.log(0.05) + i * (math.log(30) - math.log(0.05)) / 59) for i in range(60)]
     m = _map_of(lambda g, l: g * l >= 1.5, lg, ll)
     old = {"stam": {"gamma": {"log_uniform": [1e-3, 30.0]}, "lam": {"log_uniform": [0.05, 30.0]}, "beta": {"log_uniform": [5.0, 5e3]}}}
-    got = tune.map_fraction(m, "stam", old, samples=4096)
+    got = tunestats.map_fraction(m, "stam", old, samples=4096)
     a, b, c = math.log(30 / 1e-3), math.log(30 / 0.05), math.log(1.5 / (1e-3 * 0.05))  # x + y >= c in [0, a] x [0, b]
     corner = max(0.0, a + b - c) ** 2 / 2  # the triangle above the line (the line cuts both far sides here)
     assert c >= max(a, b) and math.isclose(got["fraction"], corner / (a * b), abs_tol=0.02)  # grid steps: 0.17, 0.11 in log
     assert got["outside"] == 0 and set(got["held"]) == {"beta"} and got["cells"] == 3600
     # the rule's space at the map's step 1/20: lambda = 20 lambda/beta in [0.06, 20], gamma*lambda in [1, 30], all
     # on the map, which works on the share log(30/1.5)/log(30) of it (Sobol points: about 1/1024 apart)
-    new = tune.map_fraction(m, "stam", samples=1024)
+    new = tunestats.map_fraction(m, "stam", samples=1024)
     assert math.isclose(new["fraction"], math.log(20) / math.log(30), abs_tol=0.02) and new["fraction"] > got["fraction"]
     assert new["outside"] == 0 and set(new["held"]) == {"step"}
-    assert tune.map_fraction(m, "bc") is None  # the map is STAM's
-    assert tune.find_probability(0.25, 4) == 1 - 0.75**4 and tune.find_probability(None, 4) is None
+    assert tunestats.map_fraction(m, "bc") is None  # the map is STAM's
+    assert tunestats.find_probability(0.25, 4) == 1 - 0.75**4 and tunestats.find_probability(None, 4) is None
 
 
 def test_the_working_fraction_from_the_trials_uses_one_bar_for_all():
     algos = [{"algo": "stam", "trials": [{"score": 95.0}, {"score": 20.0}, {"score": None}, {"score": 86.0}]},
              {"algo": "bc", "trials": [{"score": 50.0, "rung_scores": [90.0, 50.0]}, {"score": 85.0, "rung_scores": [85.0]}]}]
-    got = tune.trial_fraction(algos)
+    got = tunestats.trial_fraction(algos)
     assert got["stam"]["bar"] == 0.9 * 95.0 and got["stam"]["fraction"] == 0.5  # 95 and 86 reach 85.5
     assert got["bc"]["fraction"] == 0.5  # the first rung's scores: 90 does, 85 does not
     # against its own best: STAM's bar is the same 85.5; BC's 81 (0.9 * 90), which both its first-rung scores reach
     assert (got["stam"]["own_fraction"], got["bc"]["own_bar"], got["bc"]["own_fraction"]) == (0.5, 0.9 * 90.0, 1.0)
     slow = [{"algo": "stam", "trials": [{"score": 40.0}, {"score": 38.0}, {"score": 10.0}]}, {"algo": "bc", "trials": [{"score": 60.0}]}]
-    got = tune.trial_fraction(slow)  # STAM below the common bar (54) everywhere, yet 2 of 3 trials near its own best
+    got = tunestats.trial_fraction(slow)  # STAM below the common bar (54) everywhere, yet 2 of 3 trials near its own best
     assert got["stam"]["fraction"] == 0 and got["stam"]["own_fraction"] == pytest.approx(2 / 3)
     assert tune.search_difficulty(slow, 4)["stam"]["trials"]["own_find"] == pytest.approx(1 - (1 / 3) ** 4)
-    got = tune.trial_fraction(algos)
+    got = tunestats.trial_fraction(algos)
     d = tune.search_difficulty(algos, 4)
     assert d["bc"]["trials"]["find"] == 1 - 0.5**4 and d["bc"]["map"] is None
     # Float's float-weight accuracy is another network's: it never sets the binary methods' bar
     with_float = algos + [{"algo": "float", "trials": [{"score": 99.0}, {"score": 80.0}]}]
-    got = tune.trial_fraction(with_float)
+    got = tunestats.trial_fraction(with_float)
     assert got["stam"]["bar"] == 0.9 * 95.0 and got["stam"]["fraction"] == 0.5 and got["float"]["fraction"] == 0.5
-    assert tune.trial_fraction(with_float[2:])["float"]["bar"] == 0.9 * 99.0  # alone, it sets its own
+    assert tunestats.trial_fraction(with_float[2:])["float"]["bar"] == 0.9 * 99.0  # alone, it sets its own
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -452,13 +455,13 @@ def test_paired_differences_match_seeds_not_positions(accs, rnd):
     final = lambda idx, k: {"seeds": [seeds[i] for i in idx], "test_acc": [accs[i][k] for i in idx], "diverged": 0}  # noqa: E731
     result = {"algorithms": [{"algo": "stam", "final": final(range(len(accs)), 0)}, {"algo": "bc", "final": final(order, 1)},
                              {"algo": "br", "final": final(order[::-1], 2)}, {"algo": "float", "final": final(order, 1)}]}
-    got = tune.paired_differences(result)
+    got = tunestats.paired_differences(result)
     assert [(d["a"], d["b"]) for d in got] == [("stam", "bc"), ("stam", "br")]
     for d, k in zip(got, (1, 2)):
         want = tune.summarise([a[0] - a[k] for a in accs], bounds=(-100.0, 100.0))
         assert d["seeds"] == len(accs) and d["mean"] == pytest.approx(want["mean"], abs=1e-9)
         assert (d["ci95"] is None) == (want["ci95"] is None)
-    lines = tune.paired_lines(result)
+    lines = tunestats.paired_lines(result)
     assert len(lines) == 2 and lines[0].startswith("Paired difference STAM \u2212 BC ")
 
 
@@ -468,12 +471,12 @@ def test_paired_differences_appear_under_the_table_and_in_the_headline():
               "model": "vgg11", "width": 0.125,
               "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
                              {"algo": "bc", "label": "BC", "trials": [], "final": fin([49.0, 50.0, 51.0])}]}
-    d = tune.paired_differences(result)  # differences 1, 2, 4: mean 7/3, std sqrt(7/3), t(0.975, 2) = 4.302653
+    d = tunestats.paired_differences(result)  # differences 1, 2, 4: mean 7/3, std sqrt(7/3), t(0.975, 2) = 4.302653
     assert len(d) == 1 and d[0]["mean"] == pytest.approx(7 / 3)
     assert d[0]["ci95"][1] - d[0]["mean"] == pytest.approx(4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6)
-    assert tune.format_table(result).splitlines()[-1] == tune.paired_lines(result)[0]
-    assert tune.headline(result).endswith(f"; paired {tune.paired_text(d[0])}")
-    assert "+2.3 [" in tune.paired_text(d[0])
+    assert tune.format_table(result).splitlines()[-1] == tunestats.paired_lines(result)[0]
+    assert tunetext.headline(result).endswith(f"; paired {tunestats.paired_text(d[0])}")
+    assert "+2.3 [" in tunestats.paired_text(d[0])
 
 
 def test_the_paper_rows_are_paired_too_after_the_tuned_pairs():
@@ -487,23 +490,23 @@ def test_the_paper_rows_are_paired_too_after_the_tuned_pairs():
               "paper_rows": [{"algo": "stam", "preset": "our3", "label": "Our3", "final": fin([40.0, 41.0, 45.0])},
                              {"algo": "bc", "preset": "bc", "label": "BC", "final": fin([36.0, 30.0, 38.0], (1002, 1001, 1000))},
                              {"algo": "psgd", "preset": "psgd", "label": "PSGD", "final": fin([10.0, 11.0, 12.0])}]}
-    assert tune.paired_differences(result) == tune.paired_differences(result, paper=True)[:1]
-    d = tune.paired_differences(result, paper=True)
+    assert tunestats.paired_differences(result) == tunestats.paired_differences(result, paper=True)[:1]
+    d = tunestats.paired_differences(result, paper=True)
     assert [(x["a"], x["b"], x.get("paper", False)) for x in d] == [("stam", "bc", False), ("stam", "bc", True)]
     assert d[1]["mean"] == pytest.approx(((40 - 38) + (41 - 30) + (45 - 36)) / 3)  # by seed, not by position
-    assert tune.paired_text(d[1]).startswith("Our3 \u2212 BC, paper settings, +7.3 [")
+    assert tunestats.paired_text(d[1]).startswith("Our3 \u2212 BC, paper settings, +7.3 [")
     lines = tune.format_table(result).splitlines()
-    assert lines[-2:] == tune.paired_lines(result) and lines[-1].startswith("Paired difference Our3")
-    assert "Our3" not in tune.headline(result)
+    assert lines[-2:] == tunestats.paired_lines(result) and lines[-1].startswith("Paired difference Our3")
+    assert "Our3" not in tunetext.headline(result)
 
 
 def test_a_budget_too_small_says_so_in_its_own_line():
-    assert tune.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
-    note = tune.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
+    assert tunestats.budget_note({"epochs": 60, "trials": 16, "seeds": 5}) is None
+    note = tunestats.budget_note({"epochs": 1, "trials": 2, "seeds": 5})
     assert note.startswith("smoke-test budget (1 epoch, 2 trials; comparisons need at least 5 epochs, 4 trials, 3 seeds)")
     result = {"params": {"epochs": 1, "trials": 2, "seeds": 2, "batch_size": 32}, "algorithms": [], "paper_rows": [], "dataset": "digits"}
-    assert tune.headline(result).startswith(f"[{tune.budget_note(result['params'])}] ")
-    assert tune.budget_note(result["params"]) in tune.table(result)[0]
+    assert tunetext.headline(result).startswith(f"[{tunestats.budget_note(result['params'])}] ")
+    assert tunestats.budget_note(result["params"]) in tunetext.table(result)[0]
 
 
 @pytest.mark.parametrize("space, message", [
@@ -593,7 +596,7 @@ def test_tune_transfer_reruns_the_chosen_settings_on_another_network_and_resumes
         assert result["transfer"]["scores"][a["algo"]] == s["best"]["score"]
         assert a["final"]["seeds"] == s["final"]["seeds"] and len(a["final"]["test_acc"]) == 2
     assert "transferred from MLP" in first and "tuned, 2 trials" not in first and "the tuning of MLP" in first
-    assert "transferred settings (from the tuning of MLP" in tune.headline(result)
+    assert "transferred settings (from the tuning of MLP" in tunetext.headline(result)
     jobs = sorted((tmp_path / "tr" / "jobs").glob("*.json"))
     specs = [json.loads(p.read_text())["spec"] for p in jobs]
     assert sum(len(s["seeds"]) for s in specs) == 4 and {s["model"] for s in specs} == {"cnn"}  # 2 algorithms x 2 seeds
@@ -701,11 +704,11 @@ def test_expected_best_is_the_mean_at_one_trial_and_grows_to_the_best(scores):
     """Dodge et al.'s expected maximum: k = 1 gives the mean, it never falls with k, never exceeds
     the best trial and tends to it; a trial without a score counts as 0."""
     v = [0.0 if s is None else s for s in scores]
-    curve = [tune.expected_best(scores, k) for k in range(1, 40)]
+    curve = [tunestats.expected_best(scores, k) for k in range(1, 40)]
     assert math.isclose(curve[0], sum(v) / len(v), rel_tol=1e-9, abs_tol=1e-9)
     assert all(b >= a - 1e-9 for a, b in zip(curve, curve[1:]))
     assert all(c <= max(v) + 1e-9 for c in curve)
-    assert max(v) - tune.expected_best(scores, 4000) <= 1e-3 * max(1.0, max(v))  # n <= 12: (1 - 1/n)^k vanishes
+    assert max(v) - tunestats.expected_best(scores, 4000) <= 1e-3 * max(1.0, max(v))  # n <= 12: (1 - 1/n)^k vanishes
 
 
 @settings(max_examples=60, deadline=None)
@@ -713,10 +716,10 @@ def test_expected_best_is_the_mean_at_one_trial_and_grows_to_the_best(scores):
 def test_the_fast_tuning_curve_is_expected_best_at_every_budget(scores):
     """expected_best_curve (O(n log n), the tail of weights below e^-50 left out) is expected_best
     (the full sum) at every k, to the rounding of a sum of n terms of at most 100."""
-    curve = tune.expected_best_curve(scores)
+    curve = tunestats.expected_best_curve(scores)
     assert len(curve) == len(scores)
     for k, c in enumerate(curve, start=1):
-        assert abs(c - tune.expected_best(scores, k)) <= 1e-12 * 100 * len(scores)
+        assert abs(c - tunestats.expected_best(scores, k)) <= 1e-12 * 100 * len(scores)
 
 
 def test_a_tune_file_of_100000_trials_draws_its_curves_in_seconds():
@@ -743,13 +746,13 @@ def test_a_tune_file_of_100000_trials_draws_its_curves_in_seconds():
 
 
 def test_expected_best_by_hand_and_the_tuning_curves_figure(tmp_path):
-    assert math.isclose(tune.expected_best([10.0, 20.0], 2), 10 * 0.25 + 20 * 0.75)
+    assert math.isclose(tunestats.expected_best([10.0, 20.0], 2), 10 * 0.25 + 20 * 0.75)
     with pytest.raises(ValueError):
-        tune.expected_best([], 1)
+        tunestats.expected_best([], 1)
     result = {"dataset": "digits", "model": "mlp", "width": 1.0, "params": {"trials": 3, "epochs": 2},
               "algorithms": [{"algo": "stam", "label": "STAM", "trials": [{"score": s} for s in (50.0, 70.0, None)]},
                              {"algo": "bc", "label": "BC", "trials": [{"score": s} for s in (80.0, 60.0, 90.0)]}]}
-    curves = tune.tuning_curves(result)
+    curves = tunestats.tuning_curves(result)
     assert list(curves) == ["STAM", "BC"] and len(curves["BC"]) == 3 and curves["BC"][0] == pytest.approx(230 / 3)
     from stam.figures import tuning
 
@@ -771,8 +774,8 @@ def test_a_halved_tunings_curves_resample_one_budget_the_first_rung(tmp_path):
     result = {"dataset": "digits", "model": "mlp", "width": 1.0, "params": {"trials": 3, "epochs": 9},
               "halving": {"eta": 3, "rungs": [{"trials": 3, "epochs": 3}, {"trials": 1, "epochs": 9}]},
               "algorithms": [{"algo": "stam", "label": "STAM", "trials": trials}]}
-    assert tune.tuning_curves(result)["STAM"][0] == pytest.approx((20.0 + 30.0 + 10.0) / 3)  # not (60 + 30 + 10) / 3
-    assert tune.curve_epochs(result) == 3 and tune.curve_epochs({"params": {"epochs": 7}}) == 7
+    assert tunestats.tuning_curves(result)["STAM"][0] == pytest.approx((20.0 + 30.0 + 10.0) / 3)  # not (60 + 30 + 10) / 3
+    assert tunestats.curve_epochs(result) == 3 and tunestats.curve_epochs({"params": {"epochs": 7}}) == 7
     from stam.figures import tuning
 
     class R:
@@ -975,7 +978,7 @@ def test_tuning_text_counts_agree_in_number():
     assert tune.counted(1, "epochs") == "1 epoch" and tune.counted(2, "epochs") == "2 epochs"
     assert tune.counted(1, "fresh seeds") == "1 fresh seed"
     prm = {"epochs": 1, "trials": 2, "seeds": 1, "batch_size": 32}
-    assert "(1 epoch, 2 trials, 1 seed;" in tune.budget_note(prm)
+    assert "(1 epoch, 2 trials, 1 seed;" in tunestats.budget_note(prm)
 
 
 def test_a_cpu_trainer_keeps_freed_memory_for_reuse():

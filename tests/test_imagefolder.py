@@ -815,6 +815,8 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     CIFAR-10 JPEG copy; the results record the data set, model, width and the copy they read,
     and the table, headline and map say so."""
     from stam.dnn import tune
+    from stam.dnn import tunestats
+    from stam.dnn import tunetext
 
     path, _ = small(tmp_path, "tar.gz", "JPEG", n_train=4, n_test=1)
     common = ["--dataset", "cifar10", "--data-dir", str(path), "--model", "vgg11", "--width", "0.0625", "--epochs", "1",
@@ -827,7 +829,7 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     assert (result["dataset"], result["model"], result["width"]) == ("cifar10", "vgg11", 0.0625)
     assert result["data_source"]["kind"] == "jpeg-copy" and result["data_source"]["sha256"] == I.sha256_file(path)
     assert printed.startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625 (1 epoch, batch 8)")
-    assert tune.headline(result).startswith(f"[{tune.budget_note(result['params'])}] CIFAR-10 (JPEG copy), VGG-11 at width 0.0625, equal budget")
+    assert tunetext.headline(result).startswith(f"[{tunestats.budget_note(result['params'])}] CIFAR-10 (JPEG copy), VGG-11 at width 0.0625, equal budget")
     assert "tune-cifar10.json" in printed and (out / "tune-cifar10.md").is_file()
     for a in result["algorithms"]:
         assert a["final"]["n"] == 2 and len(a["trials"]) == 1

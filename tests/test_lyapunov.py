@@ -17,10 +17,12 @@ pytest.importorskip("cvxpy")
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.theory import lyapunov as ly  # noqa: E402
+from stam.theory import sdp
+from stam.theory import templates
 
 
 # ----------------------------------------------------------------------------- known answers
-@pytest.mark.parametrize("method", [ly.gradient_descent, ly.proximal_gradient])
+@pytest.mark.parametrize("method", [templates.gradient_descent, templates.proximal_gradient])
 @pytest.mark.parametrize("L", [1.0, 2.5])
 def test_gradient_and_proximal_gradient_are_certified_exactly_below_2_over_L(method, L):
     for gamma in (0.3 / L, 1.0 / L, 1.9 / L):
@@ -36,7 +38,7 @@ def test_gradient_and_proximal_gradient_are_certified_exactly_below_2_over_L(met
 def test_gradient_descent_rate_beats_the_descent_lemma():
     """The descent lemma gives rho = gamma (1 - L gamma / 2) with V = f; the search finds at least that."""
     for gamma in (0.5, 1.0, 1.5):
-        assert ly.gradient_descent(1.0, gamma).rho >= gamma * (1 - gamma / 2) - 1e-7
+        assert templates.gradient_descent(1.0, gamma).rho >= gamma * (1 - gamma / 2) - 1e-7
 
 
 def test_autolyap_agrees_on_gradient_descent():
@@ -54,7 +56,7 @@ def test_autolyap_agrees_on_gradient_descent():
         r = autolyap.IterationIndependent.search_lyapunov(InclusionProblem([Smooth(1.0)]), algo, P, T, p=p, t=t,
                                                           rho=1.0, remove_C2=True, solver_options=opts, verbosity=0)
         assert (r["status"] == "feasible") is expected
-        assert ly.gradient_descent(1.0, gamma).certified is expected
+        assert templates.gradient_descent(1.0, gamma).certified is expected
 
 
 def test_the_lower_bound_is_imposed():
@@ -65,14 +67,14 @@ def test_the_lower_bound_is_imposed():
     step = ly.stam_step_sdp(lam, gamma, beta, f_class="convex")
     c = ly.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
     assert c.certified and c.residual["lower_min_eig"] > 0
-    lay = ly.layout(step, True)
+    lay = sdp.layout(step, True)
     names = lay["names"]
     point = np.array([c.rho, c.theta["a"], c.theta["b"], *c.details["multipliers"].values(),
                       *[c.P[i][j] for i, j in lay["pairs"]]])
-    assert ly.verify(lay, point, (1, 2), None, ly.rate_floor(beta))[1] is not None
+    assert sdp.verify(lay, point, (1, 2), None, ly.rate_floor(beta))[1] is not None
     bent = point.copy()
     bent[names.index("P") + lay["pairs"].index((1, 1))] -= 10.0  # the weight of ||g_t||^2 in V: far below zero
-    assert ly.verify(lay, bent, (1, 2), None, ly.rate_floor(beta))[1] is None
+    assert sdp.verify(lay, bent, (1, 2), None, ly.rate_floor(beta))[1] is None
 
 
 # ----------------------------------------------------------------------------- STAM vs Theorem conv and stam pep
@@ -439,7 +441,7 @@ def test_every_certificate_is_proven_in_exact_arithmetic(point):
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
     proof = ly.prove(step, c.point, free_P, order, step.growth[2] if step.growth else None, c.residual.get("near", ()))
     assert proof["proven"] and proof["rho"] == c.rho
-    cols, lins, names, _, k, low = ly.forms(step, free_P)
+    cols, lins, names, _, k, low = sdp.forms(step, free_P)
     x = [sp.Rational(v.numerator, v.denominator) for v in proof["x"]]
     R = lambda m: sp.Matrix([[sp.Rational(v.numerator, v.denominator) for v in row] for row in np.atleast_2d(m)])  # noqa: E731
     D = sum((xv * (R(cm) + R(cm).T) / 2 for xv, cm in zip(x, cols)), sp.zeros(step.basis.nb))
@@ -475,7 +477,7 @@ def test_a_point_off_the_certificate_is_not_proven(template):
     assert c.certified
     step = _exact_step(1.0, 0.5, 100.0, template, "lsc")
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
-    names = ly.forms(step, free_P)[2]
+    names = sdp.forms(step, free_P)[2]
     up = [c.point[0] * 1.02] + c.point[1:]
     r = ly.prove(step, up, free_P, order)
     assert not r["proven"] and "decrease form" in r["reason"]

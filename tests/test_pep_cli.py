@@ -12,6 +12,7 @@ pytest.importorskip("cvxpy")
 
 from stam.cli import main  # noqa: E402
 from stam.theory import pep  # noqa: E402
+from stam.theory import pepsolve
 
 ADMISSIBLE = ["--lam", "1", "--gamma", "0.1", "--beta", "250"]
 
@@ -125,8 +126,8 @@ def test_sweep_writes_pep_sweep_file(capsys, tmp_path):
 
 
 def test_status_other_than_optimal_is_never_a_bare_number(capsys, monkeypatch, tmp_path):
-    monkeypatch.setitem(pep.SOLVER_DEFAULTS, "CLARABEL", {**pep.SOLVER_DEFAULTS["CLARABEL"], "max_iter": 2})
-    monkeypatch.setitem(pep.SOLVER_DEFAULTS, "SCS", {"max_iters": 2})
+    monkeypatch.setitem(pepsolve.SOLVER_DEFAULTS, "CLARABEL", {**pepsolve.SOLVER_DEFAULTS["CLARABEL"], "max_iter": 2})
+    monkeypatch.setitem(pepsolve.SOLVER_DEFAULTS, "SCS", {"max_iters": 2})
     code, out, _ = run(["pep", *ADMISSIBLE, "--T", "2", "--solver", "clarabel", "--json"], capsys)
     row = json.loads(out)
     assert code == 0 and row["status"] == "user_limit"

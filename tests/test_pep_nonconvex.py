@@ -16,8 +16,10 @@ pytest.importorskip("cvxpy")
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.theory import lyapunov as ly  # noqa: E402
+from stam.theory import sdp
 from stam.theory import templates  # noqa: E402
 from stam.theory import pep  # noqa: E402
+from stam.theory import pepsolve
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,22 +72,22 @@ def test_nonconvex_proximal_gradient_is_certified_exactly_below_1_over_L(f_class
     Bolte-Sabach-Teboulle holds for gamma < 1/L, and the search finds exactly that limit (half the
     convex one, 2/L)."""
     for gamma in (0.3 / L, 0.9 / L):
-        c = ly.proximal_gradient(L, gamma, f_class=f_class)
+        c = templates.proximal_gradient(L, gamma, f_class=f_class)
         assert c.certified and c.status == "optimal"
     for gamma in (1.1 / L, 1.9 / L):
-        c = ly.proximal_gradient(L, gamma, f_class=f_class)
+        c = templates.proximal_gradient(L, gamma, f_class=f_class)
         assert not c.certified and c.status == "optimal"
-        assert ly.proximal_gradient(L, gamma, f_class="convex").certified
-    lo, hi, _ = ly._bisect(lambda g: ly.proximal_gradient(L, g, f_class=f_class).certified, 0.1 / L, 10 / L, 0.01)
+        assert templates.proximal_gradient(L, gamma, f_class="convex").certified
+    lo, hi, _ = ly._bisect(lambda g: templates.proximal_gradient(L, g, f_class=f_class).certified, 0.1 / L, 10 / L, 0.01)
     assert lo < 1 / L <= hi and hi / lo <= 1.01
 
 
 def test_sufficient_decrease_rate_is_found():
     """Phi(x+) <= Phi(x) - (1/gamma - L)|x+ - x|^2/2 with S = |x - x+|^2/gamma^2: rho >= gamma (1 - gamma L)/2."""
     for gamma in (0.2, 0.5, 0.8):  # the verified rate: at most a share 1e-3 below the solver's optimum
-        c = ly.proximal_gradient(1.0, gamma, f_class="lsc")
+        c = templates.proximal_gradient(1.0, gamma, f_class="lsc")
         assert c.details["solver_rho"] >= gamma * (1 - gamma) / 2 - 1e-7
-        assert c.rho >= (1 - ly.VERIFY_SHARES[1]) * gamma * (1 - gamma) / 2 - 1e-7
+        assert c.rho >= (1 - sdp.VERIFY_SHARES[1]) * gamma * (1 - gamma) / 2 - 1e-7
 
 
 # ----------------------------------------------------------------------------- nonconvex never certifies more
@@ -153,7 +155,7 @@ def test_minibatch_noise_needs_the_growth_term(monkeypatch):
     lam, gamma, beta = 1.0, 0.1, 250.0
     c = cert(lam, gamma, beta, "paper", "lsc", 2, 1)
     assert c.status == "optimal" and c.certified
-    assert 0 < c.details["kappa"] <= ly.growth_cap(lam, beta, 1.0, 2, 1) * c.rho * (1 + 1e-3) + 1e-9
+    assert 0 < c.details["kappa"] <= templates.growth_cap(lam, beta, 1.0, 2, 1) * c.rho * (1 + 1e-3) + 1e-9
     monkeypatch.setattr(templates, "GROWTH_PER_RATE", 0.0)  # read where it is declared (stam.theory.templates)
     c0 = ly.certify_stam(lam, gamma, beta, template="paper", f_class="lsc", N=2, b=1)
     assert c0.status == "optimal" and not c0.certified
@@ -465,22 +467,22 @@ RESULTS = __import__("pathlib").Path(__file__).parents[1] / "benchmarks" / "resu
 def solver_accuracy(value: float, solver: str = "CLARABEL") -> float:
     """How far two solves of one SDP may report its optimum apart, from the solver's own stopping rule: Clarabel
     stops when the duality gap of the objective is below ``tol_gap_abs`` or below ``tol_gap_rel`` times
-    ``max(1, |objective|)`` (:data:`stam.theory.pep.SOLVER_DEFAULTS`), so each reported value lies within that of
+    ``max(1, |objective|)`` (:data:`stam.theory.pepsolve.SOLVER_DEFAULTS`), so each reported value lies within that of
     the optimum, and two within twice it.  A stored number is a regression guard, not a definition: the last
     digits move with the machine (BLAS, threads), 1.4e-6 and 1.3e-5 relative on another of this kind (issue 37).
     The objective of :func:`stam.theory.lyapunov.search` is ``rho`` itself (below 1, so the bound is absolute
     there); of a PEP the worst case."""
     assert solver == "CLARABEL", f"the stored numbers were solved by Clarabel, not {solver}"
-    tol = pep.SOLVER_DEFAULTS[solver]
+    tol = pepsolve.SOLVER_DEFAULTS[solver]
     return 2 * max(tol["tol_gap_abs"], tol["tol_gap_rel"] * max(1.0, abs(value)))
 
 
 def same_rate(c, stored_rho: float) -> bool:
     """A proven rate recomputed: the certificate's is ``(1 - share)`` times the solver's optimal rate for the first
-    share of :data:`stam.theory.lyapunov.VERIFY_SHARES` at which the verification passes (which share that is can
+    share of :data:`stam.theory.sdp.VERIFY_SHARES` at which the verification passes (which share that is can
     move with the solver's last digits), and the solver's optimum is known to :func:`solver_accuracy`."""
     tol = solver_accuracy(stored_rho, c.solver)
-    return any(abs((1 - s) * c.details["solver_rho"] - stored_rho) <= tol for s in ly.VERIFY_SHARES)
+    return any(abs((1 - s) * c.details["solver_rho"] - stored_rho) <= tol for s in sdp.VERIFY_SHARES)
 
 
 @pytest.mark.parametrize("name, row", [("pep_grid_lsc.json", 16), ("pep_grid.json", 16), ("pep_grid_lsc.json", 4)])

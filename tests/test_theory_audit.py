@@ -9,6 +9,7 @@ import pytest
 from stam.cli import main
 from stam.theory import audit
 from stam.theory.items import common
+from stam.theory import stamruns
 from stam.theory import numeric as n
 
 EXPECTED = {
@@ -56,7 +57,7 @@ def test_threshold_counterexample(items):
 
 @pytest.fixture(scope="module")
 def search():
-    return common.iterate_search()
+    return stamruns.iterate_search()
 
 
 def test_audit_runs_are_stam_algorithm_runs(search):
@@ -83,7 +84,7 @@ def test_audit_runs_are_stam_algorithm_runs(search):
 
 
 def test_derived_chain_holds_on_every_iterate(search):
-    scale = common.relative_scale(search["q"])
+    scale = stamruns.relative_scale(search["q"])
     for label, (_, derived) in search["gaps"].items():
         assert np.min(derived / scale) > -1e-9, label
 

@@ -71,11 +71,6 @@ from stam.theory.templates import GROWTH_PER_RATE, check_parameters, stam_step_s
 from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
                           STR, ResultType, Schema, at_most, one_of, ordered)
 # the public names of the search's other modules, importable from here as when they lived here
-from stam.theory.sdp import DPP_MAX_ENTRIES, VERIFY_MARGIN, VERIFY_NULL, VERIFY_SHARES, forms, layout, verify  # noqa: F401
-from stam.theory.sdpproof import PROJECTION_RTOL  # noqa: F401
-from stam.theory.sdpstep import (Basis, Interp, OneStep, Piece, convex_pair, f_pair, inner, prox_pair, scaled,  # noqa: F401
-                                 smooth_pair, sq)
-from stam.theory.templates import TEMPLATES, SymbolicOps, gradient_descent, growth_cap, proximal_gradient  # noqa: F401
 
 #: STAM certificates count only with ``rho * beta >= RHO_BETA_MIN`` (:func:`rate_floor`; scale-free, as ``rho``
 #: scales like ``1/beta``): the y-step moves by ``1/beta`` of a gradient step, and a rate a thousand times below
@@ -598,7 +593,6 @@ REGION = ResultType(
     files="region.json", writer="stam pep --region --out FILE")
 
 
-__all__ = ["BRACKET", "REGION_ROW", "REGION", "TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
-           "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
-           "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region", "compute_region",
-           "region_specs", "resolved"]
+__all__ = ["BRACKET", "REGION_ROW", "REGION", "Certificate", "search", "stam_step_sdp", "stam_step_sdp_sampled",
+           "F_CLASSES", "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region",
+           "compute_region", "region_specs", "resolved"]

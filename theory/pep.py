@@ -93,8 +93,7 @@ from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
 from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
 # the solve (stam.theory.pepsolve), importable from here as when it lived here
-from stam.theory.pepsolve import (NO_VALUE_STATUSES, SOLVER_DEFAULTS, SOLVERS, PEPResult, check_solver,  # noqa: F401
-                                  evaluated, finite_or_none, solve)
+from stam.theory.pepsolve import PEPResult, evaluated, finite_or_none, solve
 from stam.theory.settings import ProblemClass, no_other
 from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
                           increasing)
@@ -496,18 +495,5 @@ PEP_SWEEP = ResultType(
     params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
 
 
-__all__ = ["PEP_ROW", "PEP_SWEEP", 
-    "PEPResult",
-    "solve",
-    "gradient_descent_pep",
-    "stam_pep",
-    "F_CLASSES",
-    "DEFAULT_F_CLASS",
-    "minibatches",
-    "gram_size",
-    "paper_bound",
-    "compare",
-    "pep_sweep",
-    "check_solver",
-    "validate_sampling",
-]
+__all__ = ["PEP_ROW", "PEP_SWEEP", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES",
+           "DEFAULT_F_CLASS", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]

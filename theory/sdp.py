@@ -309,7 +309,7 @@ def search(step: OneStep, free_P: bool = False, order: tuple | None = None, rho_
     (:data:`VERIFY_SHARES`) seeks the point with the largest margin in the matrix inequalities, and that point
     is checked (``rho`` of the result: the rate proven, None when none; ``details["solver_rho"]``: the
     solver's).
-    ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`."""
+    ``solver_options`` maps a solver name to cvxpy options over :data:`stam.theory.pepsolve.SOLVER_DEFAULTS`."""
     lay = layout(step, free_P)
     names = lay["names"]
     piece_idx = {p.name: 1 + i for i, p in enumerate(step.pieces)}

@@ -65,7 +65,7 @@ class ProblemClass(Settings):
 @dataclass(frozen=True)
 class SdpOptions(Settings):
     """How a Lyapunov SDP is solved (:func:`stam.theory.sdp.search`): ``solver`` (None: Clarabel, then SCS),
-    ``solver_options`` (a solver's name -> cvxpy options over :data:`stam.theory.pep.SOLVER_DEFAULTS`) and the
+    ``solver_options`` (a solver's name -> cvxpy options over :data:`stam.theory.pepsolve.SOLVER_DEFAULTS`) and the
     smallest rate a certificate counts with (``rho_min``; None: :func:`stam.theory.lyapunov.rate_floor`)."""
 
     solver: str | None = None

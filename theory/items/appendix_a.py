@@ -13,7 +13,8 @@ import sympy as sp
 from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import symbols as s
-from stam.theory.items.common import SEED, rounded, derived_updates, pretty
+from stam.theory.items.common import SEED, rounded
+from stam.theory.stamruns import derived_updates, pretty
 from stam.theory.items.declare import Corrected, Gap, Result, Tex, item
 from stam.theory.items.steps import declare_steps, identity_result, step_result
 from stam.theory.items.section2 import INTEGRABLE_DESCENT, definitions

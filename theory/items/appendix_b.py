@@ -12,8 +12,8 @@ from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.chainsearch import runs_search
 from stam.theory.statementsearch import statement_search_result
-from stam.theory.items.common import (SEED, iterate_search, premise_witness, pretty, rounded, run_counterexample, run_stam,
-                                      stationarity_terms)
+from stam.theory.items.common import SEED, premise_witness, rounded, stationarity_terms
+from stam.theory.stamruns import iterate_search, pretty, run_counterexample, run_stam
 from stam.theory.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, constants_K

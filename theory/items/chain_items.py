@@ -11,7 +11,8 @@ from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.chainsearch import runs_search
-from stam.theory.items.common import SEED, rounded, chain_counterexample, premise_witness, pretty
+from stam.theory.items.common import SEED, rounded, premise_witness
+from stam.theory.stamruns import chain_counterexample, pretty
 from stam.theory.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.items.steps import identity_result, step_result
 from stam.theory.items.section2 import COMMON, INTEGRABLE_STEP, definitions
@@ -49,7 +50,7 @@ def eq25_network() -> dict:
     gap is exactly ``(lam/2)||dx - dy||^2 + (lam + 1 + 2l) X / 2``: on runs it fails only when ``l < -(lam + 1)/2``
     (the counterexample's ``l = -lam``, the smallest admissible, with ``lam > 1``); with the paper's own ``l = L2* =
     lam`` it holds.  (One dimension suffices: every term is an isotropic form in ``dx, dy``.)"""
-    from stam.theory.items.common import derived_updates
+    from stam.theory.stamruns import derived_updates
 
     x_step = derived_updates()[1]
     y0, y1, z0, zm1 = sp.symbols("y0 y1 z0 zm1", real=True)
@@ -87,24 +88,26 @@ def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> boo
 
     from stam.steps import stam_init, stam_step
     from stam.theory import lyapunov as ly
+    from stam.theory import templates
+    from stam.theory import sdpstep
     from stam.theory import rational as rq
 
     lamF, gamF, betaF = Fraction(lam), Fraction(gamma), Fraction(beta)
-    B = ly.Basis(5, 4, exact=True)
+    B = sdpstep.Basis(5, 4, exact=True)
     w, g0, s0, g1, s1 = (B.vec(i) for i in range(5))
-    ops = ly.SymbolicOps(lamF, [s0, s1])
+    ops = templates.SymbolicOps(lamF, [s0, s1])
     st0 = stam_init(w, ops, gamF, z_prev=B.zero())  # z^{t-1} = 0: y^t - z^{t-1} = w
     st1 = stam_step(st0, g0, ops, gamF, betaF)
 
     def H(x, y):
-        return ly.scaled(ly.sq(x - y), lamF / 2)
+        return sdpstep.scaled(sdpstep.sq(x - y), lamF / 2)
 
     def M(st):  # the quadratic part of M_t (eq. (eq651)); its F(u) is the function value
         x, u, z = st.x, st.u, st.z
-        return (ly.scaled(ly.sq(2 * x - u - z), div=2 * gamF) - ly.scaled(ly.sq(x - z), div=2 * gamF)
-                - ly.scaled(ly.sq(u - x), div=gamF))
+        return (sdpstep.scaled(sdpstep.sq(2 * x - u - z), div=2 * gamF) - sdpstep.scaled(sdpstep.sq(x - z), div=2 * gamF)
+                - sdpstep.scaled(sdpstep.sq(u - x), div=gamF))
 
-    forms = {chain.X: ly.sq(st1.x - st0.x), chain.Y: ly.sq(st1.y - st0.y), chain.Z: ly.sq(st0.z),
+    forms = {chain.X: sdpstep.sq(st1.x - st0.x), chain.Y: sdpstep.sq(st1.y - st0.y), chain.Z: sdpstep.sq(st0.z),
              chain.dPhi: H(st1.x, st1.y) + M(st1) - H(st0.x, st1.y) - M(st0)}  # dPhi: plus F(u^{t+1}) - F(u^t)
     R = lambda v: sp.Rational(v.numerator, v.denominator)  # noqa: E731
     expr = chain.step(label).printed.subs({s.K1: k.K1_expr(), s.K2: k.K2_expr()})
@@ -116,8 +119,8 @@ def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> boo
         cf = sp.nsimplify(sp.diff(expr, sym))
         if cf != 0:
             num_, den_ = sp.fraction(cf)
-            Mx = Mx + ly.scaled(form, Fraction(int(num_), int(den_)))
-    Mx = Mx + ly.inner(s1, st0.u - st1.u) - ly.scaled(ly.sq(st0.u - st1.u), div=2 * gamF)  # eq261, multiplier 1
+            Mx = Mx + sdpstep.scaled(form, Fraction(int(num_), int(den_)))
+    Mx = Mx + sdpstep.inner(s1, st0.u - st1.u) - sdpstep.scaled(sdpstep.sq(st0.u - st1.u), div=2 * gamF)  # eq261, multiplier 1
     if any(isinstance(e, float) for e in Mx.flat):
         return False
     Mq = rq.symmetric_part(Mx)

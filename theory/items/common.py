@@ -14,10 +14,7 @@ import sympy as sp
 
 from stam.theory import chain
 from stam.theory import numeric as num
-from stam.theory.stamruns import (CHAIN_ARGS, DISPLAY_NAMES, SEED, DerivedCoupling, QuadraticOps,  # noqa: F401
-                                  chain_counterexample, chain_gaps, chain_quantities, derived_updates, dot,
-                                  gap_functions, instance_record, iterate_search, pretty, random_instances,
-                                  relative_scale, rounded, run_counterexample, run_stam, scaled_binary_projection)
+from stam.theory.stamruns import CHAIN_ARGS, SEED, dot, gap_functions, rounded
 
 
 @lru_cache(maxsize=None)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sympy as sp
 
 from stam.theory import constants as k
-from stam.theory.items.common import rounded, pretty
+from stam.theory.items.common import rounded
+from stam.theory.stamruns import pretty
 from stam.theory.items.declare import Occurrence, Result, item
 
 

@@ -13,7 +13,8 @@ from stam.theory import numeric as num
 from stam.theory import symbols as s
 from stam.theory.chainsearch import runs_search
 from stam.theory.statementsearch import statement_search_result
-from stam.theory.items.common import SEED, rounded, chain_counterexample, es_lemma_instance, premise_witness, pretty
+from stam.theory.items.common import SEED, rounded, es_lemma_instance, premise_witness
+from stam.theory.stamruns import chain_counterexample, pretty
 from stam.theory.items.declare import Corrected, Gap, Occurrence, Result, Tex, item
 
 

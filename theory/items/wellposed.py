@@ -20,7 +20,8 @@ import sympy as sp
 
 from stam.steps import stam_init
 from stam.theory.items.declare import Gap, Result, item
-from stam.theory.items.common import DerivedCoupling, rounded, scaled_binary_projection
+from stam.theory.items.common import rounded
+from stam.theory.stamruns import DerivedCoupling, scaled_binary_projection
 
 
 @item("gap: Q of eq01 not closed (s_i in (0, inf))", covers=("eq01", "0411", "0412"))
