@@ -206,6 +206,17 @@ class _RecordedProxF:
         return self.last[0]
 
 
+#: below this step the PEP is solved at unit step (:func:`stam_pep`: the problem scaled by ``gamma``).  Its worst
+#: case grows like ``1/gamma``; solved as written, with coefficients ``1/gamma``, Clarabel's answer drifts from
+#: ``gamma ~ 1e-6`` on (lam = L1 = 1, beta = 100, T = 2: "optimal" 0.83/gamma at 1e-7 for 1.0/gamma) and is
+#: "unbounded" from ``1e-7``; at unit step it is exact to 1e-6 down to ``gamma * L1 = 1e-10``.
+UNIT_STEP_BELOW = 1e-3
+#: the smallest ``gamma * L1`` where the PEP's solver is trusted: at unit step Clarabel calls the PEP "unbounded"
+#: from ``gamma * L1 ~ 1e-11`` on (the coefficients ``1/(gamma L1)``); every case probed (lambda and L1 from 0.01 to
+#: 100, T up to 4, N = 2, lsc and convex F) is optimal at ``gamma * L1 >= 1e-10``: the floor keeps a factor 10.
+GAMMA_L1_MIN = 1e-9
+
+
 def _validate(lam, gamma, beta, T, L1):
     for name, value in (("lam", lam), ("gamma", gamma), ("beta", beta), ("L1", L1)):
         require(
@@ -213,6 +224,9 @@ def _validate(lam, gamma, beta, T, L1):
             f"{name}={value} must be a finite number > 0",
         )
     require(isinstance(T, int) and T >= 1, f"T={T} must be an integer >= 1")
+    require(gamma * L1 >= GAMMA_L1_MIN,
+            f"gamma={gamma:g} with L1={L1:g}: gamma * L1 = {gamma * L1:.3g} is below {GAMMA_L1_MIN:g}, where the PEP's "
+            f"solver is trusted (the worst case grows like 1/gamma); give gamma >= {GAMMA_L1_MIN / L1:.3g}")
 
 
 def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
@@ -288,6 +302,24 @@ def stam_pep(lam: float, gamma: float, beta: float, T: int, *, problem: ProblemC
     _validate(lam, gamma, beta, T, L1)
     check_f_class(f_class)
     validate_sampling(N, b)
+    pep = (T, f_class, N, b, free_start, solver, solver_options)
+    # below UNIT_STEP_BELOW, the same PEP at unit step: G, H and F scaled by c = gamma (L1 and lam times c, the step
+    # gamma / c = 1) run the same iterates with S_t times c^2 and delta0 + M0'_T times c, so the worst case (and every
+    # E S_t) is the scaled one over c, delta0 and M0'_T of the worst instance unchanged
+    c = gamma if gamma < UNIT_STEP_BELOW else 1.0
+    result = _solve_pep(lam * c, gamma / c, beta, L1 * c, *pep)
+    if c != 1.0:
+        for name in ("worst_case", "primal"):
+            if getattr(result, name) is not None:
+                setattr(result, name, getattr(result, name) / c)
+        if result.details.get("metrics") is not None:
+            result.details["metrics"] = [None if m is None else m / c for m in result.details["metrics"]]
+        result.details["unit_step"] = True
+    return result
+
+
+def _solve_pep(lam, gamma, beta, L1, T, f_class, N, b, free_start, solver, solver_options) -> PEPResult:
+    """The PEP of :func:`stam_pep` built and solved as written."""
     from PEPit import PEP, Point
 
     problem = PEP()
@@ -496,7 +528,7 @@ PEP_SWEEP = ResultType(
     params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
 
 
-__all__ = ["PEP_ROW", "PEP_SWEEP", 
+__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW",
     "PEPResult",
     "solve",
     "gradient_descent_pep",
