@@ -441,8 +441,24 @@ TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoc
                          "diverged_epoch": POSINT_OR_NULL, "score_as_trained": PCT_OR_NULL, "sign_ever": FRAC_OR_NULL,
                          "rung": COUNT, "epochs": POSINT, "rung_scores": LIST},
                items={"rung_scores": PCT_OR_NULL}, rules=(_schedules,))
+def _own_hyperparameters(obj):
+    """Every trial's (and the best's) ``overrides`` names hyperparameters of the row's own algorithm
+    (:data:`stam.dnn.presets.ALGO_HYPER`): a ``--transfer`` of a file holding another algorithm's would fail
+    seconds into the run, an internal error."""
+    allowed = presets.ALGO_HYPER.get(obj.get("algo"))
+    if allowed is None:
+        return None
+    rows = [(f"trials[{i}]", t) for i, t in enumerate(obj.get("trials") or [])] + [("best", obj.get("best"))]
+    for where, row in rows:
+        stray = [k for k in ((row or {}).get("overrides") or {}) if k not in allowed] if isinstance(row, dict) else []
+        if stray:
+            return (f"{where}.overrides.{stray[0]}", f"is not a hyperparameter of {obj['algo']} "
+                    f"(allowed: {', '.join(allowed)})")
+    return None
+
+
 TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
-               inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
+               inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL}, rules=(_own_hyperparameters,))
 #: ``transfer``: the tuning a transferred result took its settings from (:func:`transferred`)
 TRANSFER = Schema(required={"file": STR, "model": NAME, "width": WIDTH, "epochs": EPOCHS, "trials": POSINT},
                   optional={"dataset": NAME, "batch_size": POSINT, "schedule": NAME, "recipe": NAME, "halving": COUNT,

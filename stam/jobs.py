@@ -123,6 +123,26 @@ _INSTALL_HINT = "install the 'cluster' extra: pip install 'stam-toolkit[cluster]
 _ADDRESS = re.compile(r"^(?:tcp://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
 
 
+def memory_limit_bytes() -> float:
+    """The memory this process may allocate: the machine's physical memory, and at most its address-space limit
+    (``RLIMIT_AS``, ``ulimit -v``: an allocation past it fails whatever the machine has); ``inf`` where neither is
+    known (not POSIX)."""
+    limits = []
+    try:
+        limits.append(float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")))
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(float(soft))
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(limits, default=float("inf"))
+
+
 def canonical_json(spec: Any) -> str:
     """The one text of ``spec`` that its key hashes and that resuming compares: JSON with sorted
     keys and no spaces (numpy scalars and arrays as numbers and lists, paths as strings)."""

@@ -69,7 +69,9 @@ ANY = ("any",)
 
 
 def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A JSON number as the toolkit writes one: a float, or an integer a float can hold (an integer of 400 digits
+    is no number any producer writes, and ``math.isnan`` of it is an OverflowError)."""
+    return isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool) and abs(v) <= sys.float_info.max)
 
 
 def _fin(v) -> bool:

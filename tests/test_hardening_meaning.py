@@ -196,3 +196,67 @@ def test_halving_that_halves_nothing_is_refused(tmp_path, capsys, flags):
     rc, out, err = run(["tune", "--algos", "bc", "--n-seeds", 2, *flags, "--out", tmp_path / "t"], capsys)
     one_line_error(rc, err, "halves nothing")
     assert not (tmp_path / "t").exists()
+
+
+# -- 5. internal errors where a line is due ---------------------------------------------------------
+def test_a_transfer_of_another_algorithms_hyperparameter_is_refused_before_any_work(tmp_path, capsys):
+    """It passed the check and failed 13 s later: "internal error ... --set lr: not a hyperparameter of stam"."""
+    def edit(d):
+        stam = next(a for a in d["algorithms"] if a["algo"] == "stam")
+        stam["best"]["overrides"]["lr"] = 0.1
+
+    f = _damaged_tune(tmp_path, edit)
+    rc, out, err = run(["tune", "--algos", "stam", "--transfer", f, "--n-seeds", 2, "--out", tmp_path / "t"], capsys)
+    one_line_error(rc, err, "--transfer", "best.overrides.lr", "not a hyperparameter of stam")
+    assert not (tmp_path / "t").exists()
+
+
+def test_region_beyond_floating_point_is_one_line_and_leaves_no_store(tmp_path, capsys):
+    rc, out, err = run(["pep", "--region", "--lams", 1, "--betas", 100, "--N", 2, "--b", 1, "--L1", "1e308",
+                        "--workers", 1, "--out", tmp_path / "r.json"], capsys)
+    one_line_error(rc, err, "L1 1e+308", "beyond floating point")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stepsize_file_with_an_integer_beyond_floats_is_one_line(tmp_path, capsys):
+    """T_min 10^400 was an OverflowError in stam report (math.isnan of the integer)."""
+    f = tmp_path / "stepsize.json"
+    f.write_text('{"gamma_max": 0.2, "gamma": 0.1, "beta_min": 40.0, "binding": "2*K2/K1", "T_min": 1%s}' % ("0" * 400))
+    rc, out, err = run(["report", f, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, str(f), "T_min must be a number >= 0 or null")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_memory_estimate_reads_the_address_space_limit(monkeypatch, tmp_path, capsys):
+    """--width 64 under an 8 GB address-space limit: the estimate read the machine's memory, not RLIMIT_AS."""
+    import resource
+
+    from stam.dnn.models import memory_bytes
+    from stam.jobs import memory_limit_bytes
+
+    free = memory_limit_bytes()
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (2 * 10**9, resource.RLIM_INFINITY)
+                        if which == resource.RLIMIT_AS else (resource.RLIM_INFINITY,) * 2)
+    assert memory_bytes("cpu") == memory_limit_bytes() == min(free, 2e9)
+    # mlp at width 8, 16 runs at once: about 2.2 GB (139 GB at width 64, in proportion to width^2)
+    rc, out, err = run(["tune", "--algos", "bc", "--width", 8, "--trials", 1, "--n-seeds", 2, "--epochs", 1,
+                        "--out", tmp_path / "t"], capsys)
+    one_line_error(rc, err, "--width 8", f"more than the {min(free, 2e9) / 1e9:.3g} GB")
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--width", "nan"], "argument --width: nan"),  # a 31-line traceback before
+    (["--max-train", "-5"], "argument --max-train: -5 must be an integer >= 1"),  # a 10-line one
+    (["--max-train", "0"], "argument --max-train: 0 must be an integer >= 1"),  # trained on everything
+    (["--budget-s", "nan"], "argument --budget-s: 'nan' is not finite"),  # ran unbounded
+])
+def test_gpu_width1_bad_values_are_one_line(tmp_path, capsys, flags, needle):
+    from benchscripts import load_benchmark
+
+    bench = load_benchmark("gpu_width1")
+    with pytest.raises(SystemExit) as exc:
+        bench.parse(["--out", str(tmp_path / "g"), *flags])
+    err = capsys.readouterr().err
+    one_line_error(exc.value.code, err.replace("gpu_width1.py:", "stam:", 1), needle)
+    assert not (tmp_path / "g").exists()
