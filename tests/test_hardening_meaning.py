@@ -260,3 +260,53 @@ def test_gpu_width1_bad_values_are_one_line(tmp_path, capsys, flags, needle):
     err = capsys.readouterr().err
     one_line_error(exc.value.code, err.replace("gpu_width1.py:", "stam:", 1), needle)
     assert not (tmp_path / "g").exists()
+
+
+# -- 2. every wait on a cluster is bounded and says what it waits for ---------------------------------
+@pytest.fixture
+def idle_scheduler():
+    """An in-process Dask scheduler on the loopback interface with no worker."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        yield cluster
+
+
+def test_a_dask_run_without_a_worker_stops_within_its_bound(idle_scheduler, tmp_path, capsys, monkeypatch):
+    """stam tune --scheduler on a scheduler with no worker printed nothing and waited past 60 s."""
+    import time
+
+    import stam.jobs as jobs
+    from jobs_fns import square
+
+    monkeypatch.setattr(jobs, "WORKER_WAIT_S", 1.0)
+    start = time.monotonic()
+    with pytest.raises(jobs.UsageError, match=r"has had no worker for 1 s with 2 of 2 jobs left to run .* the 0 finished"):
+        jobs.run_jobs(square, [{"x": x, "log": str(tmp_path / "log")} for x in (1, 2)], tmp_path / "store",
+                      scheduler=idle_scheduler.scheduler_address, progress=False)
+    assert time.monotonic() - start < 1.0 + 10  # the bound, and the connection's few seconds at most
+    assert "has no worker; waiting up to 1 s for one to run the 2 jobs left" in capsys.readouterr().err
+
+
+def test_a_dask_run_whose_only_worker_leaves_stops_within_its_bound(tmp_path, capsys, monkeypatch):
+    """The only worker dying 8 s in left the run waiting without end; the finished jobs stay stored."""
+    import threading
+
+    distributed = pytest.importorskip("distributed")
+    import stam.jobs as jobs
+    from jobs_fns import slow_square
+
+    monkeypatch.setattr(jobs, "WORKER_WAIT_S", 1.0)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        threading.Timer(1.5, lambda: cluster.scale(0)).start()
+        with pytest.raises(jobs.UsageError, match=r"has had no worker for 1 s with \d of 6 jobs left"):
+            jobs.run_jobs(slow_square, [{"x": x, "log": str(tmp_path / "log"), "sleep": 1.0} for x in range(6)],
+                          tmp_path / "store", scheduler=cluster.scheduler_address, progress=False)
+
+
+def test_region_refuses_workers_with_a_scheduler_as_tune_does(tmp_path, capsys):
+    rc, out, err = run(["pep", "--region", "--lams", 1, "--betas", 100, "--scheduler", "127.0.0.1:1", "--workers", 2,
+                        "--out", tmp_path / "r.json"], capsys)
+    one_line_error(rc, err, "--workers 2 counts local processes", "leave out --workers")
+    assert list(tmp_path.iterdir()) == []

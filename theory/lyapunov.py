@@ -539,7 +539,7 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     import contextlib
     import tempfile
 
-    from stam.jobs import run_jobs
+    from stam.jobs import check_workers, run_jobs
 
     f_class, L1, rtol, sampling, workers = params.f_class, params.L1, params.rtol, params.sampling, params.workers
     gamma_range = params.gamma_range if params.gamma_range is not None else REGION_GAMMA_RANGE
@@ -554,6 +554,7 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
             f"gamma/2, is below {RHO_MIN:g}, the smallest the SDP's solver is trusted with, under {REGION_GAMMA_MIN:g}; "
             f"the PEP's solver is trusted from gamma * L1 = {GAMMA_L1_MIN:g})")
     require(workers is None or (isinstance(workers, int) and workers >= 1), f"workers={workers} must be an integer >= 1")
+    check_workers(params.scheduler, 1 if workers is None else workers)  # --workers is not for --scheduler (as stam tune)
     if sampling is not None:
         validate_sampling(*sampling)
     full = resolved(params)
