@@ -296,8 +296,10 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
     or dynamo, about 1.5 s of a process's start, and a few milliseconds to load).  The loader
     extracts the package into a temporary folder: here one inside the package folder
     (:data:`EXTRACT_PREFIX`, ``TMPDIR`` pointed there while it loads), removed at once when the
-    load fails, else by the loader when the model is freed, else (a killed process) by the next
-    load (:func:`remove_stale_extracts`); nothing is left in the system's temporary folder."""
+    load fails, else when the process exits (the loader frees only part of it: every run left its 1.7 MB), else
+    (a killed process) by the next load (:func:`remove_stale_extracts`); nothing is left in the system's temporary
+    folder."""
+    import atexit
     import os
     import shutil
     import tempfile
@@ -315,9 +317,10 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
     os.environ["TMPDIR"] = extract
     try:
         loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
-        if loader_type is not None:
-            return _Package(loader_type(str(path), "model", False, 1, -1))
-        return torch._inductor.aoti_load_package(str(path))
+        loaded = (_Package(loader_type(str(path), "model", False, 1, -1)) if loader_type is not None
+                  else torch._inductor.aoti_load_package(str(path)))
+        atexit.register(shutil.rmtree, extract, True)  # the loaded library stays mapped until then
+        return loaded
     except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
         shutil.rmtree(extract, ignore_errors=True)
         if not quiet:

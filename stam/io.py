@@ -224,6 +224,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return Path(path)
 
 
+def atomic_write_texts(files: dict) -> list[Path]:
+    """Write every ``{path: text}`` of ``files`` all or nothing: each to a temporary (:func:`atomic_path`) before
+    any is renamed into place, then renamed in the reverse of their order (so the first is renamed last: a
+    result after its twin).  A write that fails (a full disk) removes every temporary: each file is as it was."""
+    with contextlib.ExitStack() as stack:
+        tmps = [(stack.enter_context(atomic_path(path)), text) for path, text in files.items()]
+        for tmp, text in tmps:
+            tmp.write_text(text, encoding="utf-8")
+    return [Path(p) for p in files]
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)

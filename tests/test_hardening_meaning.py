@@ -310,3 +310,82 @@ def test_region_refuses_workers_with_a_scheduler_as_tune_does(tmp_path, capsys):
                         "--out", tmp_path / "r.json"], capsys)
     one_line_error(rc, err, "--workers 2 counts local processes", "leave out --workers")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- 6. nothing left behind ------------------------------------------------------------------------------
+from test_full_disk import full  # noqa: E402,F401 - the fixture that fills the disk below a folder
+
+
+def test_paper_check_on_a_full_disk_leaves_no_corrected_files(tmp_path, capsys, full):
+    """stam paper-check --out on a full disk left its complete --corrected files behind."""
+    (tmp_path / "out").mkdir()
+    full(tmp_path / "out")
+    rc = main_rc(["paper-check", "--out", tmp_path / "out" / "pc.json", "--corrected", tmp_path / "corr"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "No space left on device" in err and str(tmp_path / "out" / "pc.json") in err, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out"]
+
+
+def main_rc(argv):
+    from stam.cli import main
+
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_a_loaded_packages_extraction_is_removed_when_the_process_exits(tmp_path):
+    """Every run that loaded a compiled package left its .extract-<pid>-* folder (about 1.7 MB) in the cache:
+    torch's loader (here a stand-in that extracts a file as it does) frees only part of it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    folder = tmp_path / "aot"
+    folder.mkdir()
+    (folder / "update-x.pt2").write_bytes(b"not read by the stand-in")
+    code = textwrap.dedent(f"""
+        import os, torch
+        import torch.utils._pytree as pytree
+        from pathlib import Path
+        from stam import compiling
+
+        class Loader:
+            def __init__(self, path, *args):
+                Path(os.environ["TMPDIR"], "model.so").write_bytes(b"x" * 1000)  # what the loader extracts
+            def get_call_spec(self):
+                spec = pytree.treespec_dumps(pytree.tree_flatten(0)[1])
+                return [spec, spec]
+
+        torch._C._aoti.AOTIModelPackageLoader = Loader
+        assert compiling._load_package(Path({str(folder)!r}) / "update-x.pt2", "test") is not None
+        assert len(list(Path({str(folder)!r}).glob(compiling.EXTRACT_PREFIX + "*"))) == 1  # while it lives
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["update-x.pt2"]
+
+
+def test_a_cache_sidecar_with_a_bad_field_is_a_miss_and_written_anew(tmp_path):
+    """A bad field in the image cache's sidecar was copied into the run's data_source, blamed on the run's own
+    config.json, and stayed: every later run failed the same way."""
+    from pathlib import Path
+
+    from stam.datasets import DATA_SOURCE
+    from stam.dnn import imagefolder as I
+    from stam.results import validate
+    from test_imagefolder import CIFAR10, small
+
+    path, _ = small(tmp_path, "tar", "JPEG")
+    cache = tmp_path / "cache"
+    assert not I.read(path, CIFAR10, cache_dir=cache).cached
+    meta = next(cache.rglob("meta.json"))
+    d = json.loads(meta.read_text())
+    d["info"]["jpeg_quality"] = "high"
+    meta.write_text(json.dumps(d))
+    again = I.read(path, CIFAR10, cache_dir=cache)
+    assert not again.cached  # decoded again, not read from the bad entry
+    validate(again.source, DATA_SOURCE, Path("config.json"))
+    assert json.loads(meta.read_text())["info"]["jpeg_quality"] != "high"  # the entry written anew
+    assert I.read(path, CIFAR10, cache_dir=cache).cached

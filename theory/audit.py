@@ -16,10 +16,11 @@ searches, rounding, display) is :mod:`stam.theory.stamruns`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from stam.io import dumps, provenance, remove_stale_files
+from stam.io import atomic_write_texts, dumps, provenance, remove_stale_files
 from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.stamruns import SEED, pretty, rounded
@@ -433,13 +434,33 @@ def run(params: PaperCheckParams) -> PaperCheck:
     counter = params.assumption_counter or "own"
     items = stored_findings(with_math=bool(params.json or params.out))
     cov = coverage(items, tex)  # every registered item has its finding
+    files = {}  # written all or nothing: a full disk at --out leaves no --corrected files either
     if params.corrected:
         from stam.theory import corrected
 
-        corrected.write(params.corrected, evaluated())
+        files.update(corrected.documents(params.corrected, evaluated()))
     if params.out:
-        PAPER_CHECK.write(result(items, cov, tex, counter), params.out)
+        files.update(PAPER_CHECK.texts(result(items, cov, tex, counter), params.out))
+    if files:
+        write_all(files, params.corrected)
     return PaperCheck(items, cov, tex, counter)
+
+
+def write_all(files: dict, folder=None) -> None:
+    """:func:`stam.io.atomic_write_texts` of ``files``; ``folder`` (``--corrected``) made for them, and removed
+    again, when it was made here, if the writes fail."""
+    from pathlib import Path
+
+    made = folder is not None and not Path(folder).exists()
+    if folder is not None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    try:
+        atomic_write_texts(files)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                Path(folder).rmdir()
+        raise
 
 
 def text(params: PaperCheckParams, found: PaperCheck) -> str:
