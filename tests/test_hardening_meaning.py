@@ -389,3 +389,48 @@ def test_a_cache_sidecar_with_a_bad_field_is_a_miss_and_written_anew(tmp_path):
     validate(again.source, DATA_SOURCE, Path("config.json"))
     assert json.loads(meta.read_text())["info"]["jpeg_quality"] != "high"  # the entry written anew
     assert I.read(path, CIFAR10, cache_dir=cache).cached
+
+
+# -- 7. library warnings reach the user as one line naming the file and value, or not at all ---------------
+def _fuzz_file(tmp_path, name, edit):
+    from test_fuzz import valid_files
+
+    obj = valid_files()[name]
+    edit(obj)
+    f = tmp_path / name
+    f.write_text(json.dumps(obj))
+    return f
+
+
+def test_a_map_whose_cells_overflow_is_one_line_naming_it(tmp_path, capsys):
+    """numpy's "overflow encountered in exp" reached the user raw (gammas 1e300 and 1e308 side by side)."""
+    def edit(d):
+        for row, gamma in zip(d["rows"], (1e300, 1e308)):
+            row["gamma"] = gamma
+
+    f = _fuzz_file(tmp_path, "map.json", edit)
+    rc, out, err = run(["report", f, "-o", tmp_path / "out"], capsys)  # a RuntimeWarning fails here (run)
+    one_line_error(rc, err, str(f), "gammas at beta = 20.0 from 1e+300 to 1e+308", "beyond floating point")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_panel_with_nothing_labelled_draws_no_legend_and_no_warning(tmp_path, capsys):
+    """matplotlib's "No artists with labels found to put in legend" reached the user raw (a tuning whose
+    algorithm has no trials draws no curve)."""
+    import warnings
+
+    def edit(d):
+        d["algorithms"][0].update(trials=[], best=None)
+
+    f = _fuzz_file(tmp_path, "tune.json", edit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rc, out, err = run(["report", f, "-o", tmp_path / "out"], capsys)
+    assert rc == 0 and "warning" not in err, err
+
+
+def test_a_sampled_pep_beyond_floating_point_is_one_line_without_numpys_warning(capsys):
+    """"stam: warning: RuntimeWarning: overflow encountered in multiply" came before the one-line error."""
+    rc, out, err = run(["pep", "--lam", 1, "--gamma", 0.1, "--beta", 250, "--T", 1, "--N", 2, "--b", 1,
+                        "--L1", "1e308"], capsys)
+    one_line_error(rc, err, "--L1 1e+308", "beyond floating point")

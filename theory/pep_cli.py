@@ -126,9 +126,13 @@ def _print_sweep(sweep: dict) -> None:
 @contextlib.contextmanager
 def _beyond_floats(lam: float, gamma: float, beta: float, L1: float):
     """Parameters whose PEP has coefficients beyond floating point (cvxpy refuses data with inf or
-    nan; an overflow in building it) as a one-line usage error."""
+    nan; an overflow in building it) as a one-line usage error; numpy's overflow warnings on the way there are not
+    shown (the error names the values)."""
+    import numpy as np
+
     try:
-        yield
+        with np.errstate(over="ignore", invalid="ignore"):
+            yield
     except (ValueError, ArithmeticError) as exc:
         text = str(exc)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in text and "=inf is not allowed" not in text:
