@@ -142,6 +142,19 @@ def test_report_refuses_a_pep_band_with_a_repeated_potential(tmp_path, capsys):
     one_line_error(rc, err, str(f), "history[1]", "repeats the potential")
 
 
+@pytest.mark.parametrize("row, field", [
+    ({"worst_case": 0.5, "bound": 2.0, "ratio": 99.0, "status": "optimal"}, "rows[0].ratio"),
+    ({"worst_case": 0.5, "bound": 2.0, "ratio": 0.25, "status": "unbounded"}, "rows[0].worst_case"),
+    ({"worst_case": None, "bound": 2.0, "ratio": 0.25, "status": "optimal_inaccurate"}, "rows[0].ratio"),
+])
+def test_report_refuses_a_pep_sweep_whose_ratio_or_worst_case_is_not_derived(tmp_path, capsys, row, field):
+    """A ratio is the worst case over the bound, and a solver status other than optimal gives no worst case."""
+    f = tmp_path / "pep.json"
+    f.write_text(json.dumps({"kind": "pep-sweep", "lam": 1.0, "gamma": 0.1, "beta": 10.0, "rows": [{"T": 1, **row}]}))
+    rc, out, err = run(["report", f, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, str(f), field)
+
+
 def test_report_refuses_an_unknown_verdict(tmp_path, capsys):
     f = tmp_path / "paper-check.json"
     f.write_text(json.dumps({"kind": "paper-check", "items": [{"label": "thm:conv", "verdict": "proved by magic"}]}))
@@ -434,3 +447,62 @@ def test_a_sampled_pep_beyond_floating_point_is_one_line_without_numpys_warning(
     rc, out, err = run(["pep", "--lam", 1, "--gamma", 0.1, "--beta", 250, "--T", 1, "--N", 2, "--b", 1,
                         "--L1", "1e308"], capsys)
     one_line_error(rc, err, "--L1 1e+308", "beyond floating point")
+
+
+def _stand_in_loader(monkeypatch, example_in):
+    """torch's package loader replaced by one that extracts a file as it does and whose graph takes arguments
+    of the structure of ``example_in``."""
+    import os
+    from pathlib import Path
+
+    import torch
+    import torch.utils._pytree as pytree
+
+    class Loader:
+        def __init__(self, path, *args):
+            Path(os.environ["TMPDIR"], "model.so").write_bytes(b"x")
+
+        def get_call_spec(self):
+            return [pytree.treespec_dumps(pytree.tree_flatten((tuple(example_in), {}))[1]),
+                    pytree.treespec_dumps(pytree.tree_flatten(0)[1])]
+
+    monkeypatch.setattr(torch._C._aoti, "AOTIModelPackageLoader", Loader)
+
+
+def test_a_package_of_another_graph_is_never_called_but_built_again(tmp_path, monkeypatch):
+    """A package holding another graph's library was loaded and called ("expected inputs vector size to be 8, but
+    got 11") and never rebuilt: its input spec is checked against the example at load."""
+    import torch
+
+    from stam import compiling
+
+    package = tmp_path / "update-x.pt2"
+    package.write_bytes(b"read by the stand-in only")
+    _stand_in_loader(monkeypatch, (torch.zeros(2), torch.zeros(2), torch.zeros(2)))
+    with pytest.warns(RuntimeWarning, match="update-x.pt2 could not be loaded .it takes another graph's inputs.; "
+                                            "building it again"):
+        assert compiling._load_package(package, "test", example=(torch.zeros(2),)) is None
+    assert compiling._load_package(package, "test", example=(torch.zeros(3), torch.ones(3), torch.ones(1))) is not None
+
+
+def test_a_load_removes_the_stages_of_killed_builds_where_no_build_runs(tmp_path, monkeypatch):
+    """Stale .stage-* files survived every run that only loaded the package (only a build removed them)."""
+    import fcntl
+    import os
+
+    import torch
+
+    from stam import compiling
+
+    package = tmp_path / "update-x.pt2"
+    package.write_bytes(b"read by the stand-in only")
+    (tmp_path / ".stage-killed.pt2").write_bytes(b"x" * 100)
+    _stand_in_loader(monkeypatch, (torch.zeros(2),))
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a build in progress elsewhere: its stage is spared
+        assert compiling._load_package(package, "test") is not None and (tmp_path / ".stage-killed.pt2").exists()
+    finally:
+        os.close(fd)
+    assert compiling._load_package(package, "test") is not None
+    assert not (tmp_path / ".stage-killed.pt2").exists()

@@ -97,7 +97,7 @@ from stam.theory.pepsolve import (NO_VALUE_STATUSES, SOLVER_DEFAULTS, SOLVERS, P
                                   evaluated, finite_or_none, solve)
 from stam.theory.settings import ProblemClass, no_other
 from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
-                          increasing)
+                          increasing, shown)
 
 # --------------------------------------------------------------------------- machinery check
 def gradient_descent_pep(L: float, gamma: float, n: int, solver: str | None = None,
@@ -514,9 +514,23 @@ def pep_sweep(lam: float, gamma: float, beta: float, Ts, *, problem: ProblemClas
 
 
 # -- the result of ``stam pep --sweep-T ... --out FILE`` (:func:`pep_sweep`) --------------------------
+def _derived_row(row):
+    """A row as :func:`compare` writes it: a worst case only where the solver said optimal (another status is the
+    solver's, never a worst case), and the ratio the worst case over the bound (computed from the values beside it,
+    to rounding), null where either is."""
+    worst, bound, ratio = row.get("worst_case"), row.get("bound"), row.get("ratio")
+    if worst is not None and row.get("status", "optimal") != "optimal":
+        return "worst_case", f"is {shown(worst)} with status {shown(row['status'])}: only an optimal solve gives a worst case"
+    want = worst / bound if worst is not None and bound else None
+    if (want is None) != (ratio is None) or (want is not None and not math.isclose(ratio, want, rel_tol=1e-9)):
+        return "ratio", f"is {shown(ratio)}, not worst_case / bound ({shown(want)}): it is computed from them"
+    return None
+
+
 #: a worst case of min_t S_t (>= 0) beside the theorem's bound
 PEP_ROW = Schema(required={"T": POSINT},
-                 optional={"worst_case": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL, "status": STR})
+                 optional={"worst_case": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL, "status": STR},
+                 rules=(_derived_row,))
 #: lambda finite and > 0, horizons each once, increasing
 PEP_SWEEP = ResultType(
     "pep-sweep", Schema(required={"rows": LIST, "lam": POS, "gamma": POS, "beta": POS},
