@@ -54,6 +54,15 @@ def test_region_bracket_that_never_began_says_whose_it_is():
     assert _fmt_bracket({"lo": None, "hi": 2.0, "statuses": {"unbounded": 2}}, certified=False) == "[none, 2)"
 
 
+def test_theorem_cell_says_the_solvers_status_not_no():
+    from stam.theory.pep_cli import _theorem_cell
+
+    points = [{"certified": True, "status": "optimal"}, {"certified": False, "status": "optimal_inaccurate"}]
+    assert _theorem_cell({"certified": False, "points": points}) == "solver: optimal_inaccurate (1/2)"
+    points[1]["status"] = "infeasible"  # the solver's verdict: no certificate of the template there
+    assert _theorem_cell({"certified": False, "points": points}) == "no (1/2)"
+
+
 @pytest.mark.slow
 def test_region_from_the_floor_refutes_where_the_pep_is_unbounded(capsys, tmp_path):
     """From the floor (1e-6) the refutation is the T = 1 onset gamma lam = 1.366, not the solver's failure."""

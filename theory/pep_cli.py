@@ -247,7 +247,9 @@ def _theorem_cell(theorem: dict) -> str:
     the largest ``1/(rho beta)``), else ``no`` with the number of points certified."""
     if theorem["certified"]:
         return f"yes ({theorem['max_inv_rho_beta']:.3f})"
-    return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
+    count = f"{sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])}"
+    failed = [p["status"] for p in theorem["points"] if not p["certified"] and p.get("status") not in ("optimal", "infeasible")]
+    return f"solver: {failed[0]} ({count})" if failed else f"no ({count})"  # a solver's failure is no verdict
 
 
 #: CPU seconds of ``stam pep --region`` per lambda whatever the betas (the refutation at T = 1, 2, the
