@@ -9,6 +9,7 @@ import warnings
 from typing import Callable
 
 from stam.errors import first_line, warn
+from stam.io import folder_lock
 
 
 def compile_errors() -> tuple[type[BaseException], ...]:
@@ -117,7 +118,7 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
         return loaded
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _folder_lock(path.parent):
+        with folder_lock(path.parent):
             if os.path.lexists(path):  # built meanwhile by the process that held the lock?
                 loaded = _load_package(path, what, key, quiet=True, example=example)
                 if loaded is not None:
@@ -167,34 +168,6 @@ def _build_package(fn: Callable, example: tuple, path, key: str, options: dict |
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _folder_lock(folder, wait: bool = True):
-    """An exclusive lock (``flock``) on the folder ``folder`` itself (no lock file to leave behind or
-    to find replaced by a FIFO), released when the block ends; no lock where there is no ``fcntl``.  The block is
-    given whether the lock is held: always when ``wait``, else only where no other process holds it."""
-    import contextlib
-    import os
-
-    @contextlib.contextmanager
-    def held():
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover  (not POSIX)
-            yield wait
-            return
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            yield True
-        finally:
-            os.close(fd)
-
-    return held()
 
 
 def remove_stale_stages(folder, older_than: float = STALE_S) -> list:
@@ -330,7 +303,7 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False, 
                  "another graph's); building it again", stacklevel=3)
         return None
     remove_stale_extracts(path.parent)
-    with _folder_lock(path.parent, wait=False) as free:
+    with folder_lock(path.parent, wait=False) as free:
         if free:  # no build in progress: every stage is a killed build's
             remove_stale_stages(path.parent, older_than=0)
     extract = tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{os.getpid()}-", dir=path.parent)

@@ -14,6 +14,7 @@ import torch
 
 from stam import compiling
 from stam.dnn import batched, catalog, presets
+from stam.io import folder_lock
 
 HYPER = {"gamma": 8.0, "lam": 0.5, "beta": 20.0}
 
@@ -232,7 +233,7 @@ def test_a_second_build_waits_for_the_first_and_loads_its_package(built, tmp_pat
     calls = []
     _no_export(monkeypatch, calls)
     got = {}
-    with compiling._folder_lock(folder):  # "the first build"
+    with folder_lock(folder):  # "the first build"
         t = threading.Thread(target=lambda: got.setdefault("fn", compiling.ahead_of_time(
             lambda *x: x, example, good.stem, "second")))
         t.start()

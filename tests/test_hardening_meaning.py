@@ -515,3 +515,23 @@ def test_a_load_removes_the_stages_of_killed_builds_where_no_build_runs(tmp_path
         os.close(fd)
     assert compiling._load_package(package, "test") is not None
     assert not (tmp_path / ".stage-killed.pt2").exists()
+
+
+def test_paper_check_removes_a_killed_writes_temporaries_where_no_write_runs(tmp_path, monkeypatch, capsys):
+    """.paper-check-*.tmp files of a killed run survived (only those older than an hour were removed)."""
+    import fcntl
+    import os
+
+    monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
+    assert main_rc(["paper-check", "--brief"]) == 0  # the store written: the runs below only read it
+    killed = tmp_path / ".paper-check-0123.json.k2j3h4ab.tmp"
+    killed.write_text("{")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another run writing its store: a temporary of an hour or less is spared
+        assert main_rc(["paper-check", "--brief"]) == 0 and killed.exists()
+    finally:
+        os.close(fd)
+    assert main_rc(["paper-check", "--brief"]) == 0
+    capsys.readouterr()
+    assert not killed.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

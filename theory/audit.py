@@ -20,7 +20,7 @@ import contextlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from stam.io import atomic_write_texts, dumps, provenance, remove_stale_files
+from stam.io import STALE_S, atomic_write_texts, dumps, folder_lock, provenance, remove_stale_files
 from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.stamruns import SEED, pretty, rounded
@@ -185,7 +185,8 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     :func:`stam.theory.store.read_store` accepts is read back; any other (damaged, edited, a link, a
     folder, unreadable, huge) is derived anew and replaced, and a store that cannot be written is
     skipped: the output is the same as with no store.  Temporaries of a killed run's write beside
-    the store (``.paper-check-*.json.*``, older than :data:`stam.io.STALE_S`) are removed."""
+    the store (``.paper-check-*.json.*``) are removed: all of them where no run holds the store folder's lock (every
+    write holds it), else those older than :data:`stam.io.STALE_S`."""
     import contextlib
 
     from stam.errors import UsageError
@@ -193,7 +194,9 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     path = cache_file()
     key = path.stem.removeprefix("paper-check-") if path is not None else ""
     if path is not None:
-        remove_stale_files(path.parent, ".paper-check-*.json.*")  # a killed run's temporaries (an hour old)
+        if path.parent.is_dir():
+            with folder_lock(path.parent, wait=False) as free:  # free: no write in progress, every temporary a killed one's
+                remove_stale_files(path.parent, ".paper-check-*.json.*", older_than=0 if free else STALE_S)
         store = read_store(path, key)
         if store is not None and (store["with_math"] or not with_math):
             return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])
@@ -204,7 +207,9 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
                 f.mathml()
         rows_ = [{k: f.text(k) if k in ("printed", "derived") else getattr(f, k) for k in _FIELDS} for f in items]
         try:
-            write_store(path, key, with_math, rows_)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with folder_lock(path.parent):
+                write_store(path, key, with_math, rows_)
             for old in path.parent.glob("paper-check-*.json"):  # stores of other sources are stale
                 if old != path:
                     with contextlib.suppress(OSError):
