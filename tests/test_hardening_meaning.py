@@ -42,6 +42,14 @@ def test_region_below_the_trusted_floor_is_refused_and_writes_nothing(capsys, tm
     assert out == "" and list(tmp_path.iterdir()) == []
 
 
+def test_region_past_the_trusted_ceiling_is_refused_and_leaves_no_store(capsys, tmp_path):
+    """--gamma-range 1e-4:1e300:50 failed in a row's job ("NaN or Inf") and left the job store behind."""
+    rc, out, err = run(["pep", "--region", "--lams", 1, "--betas", 100, "--gamma-range", "1e-4:1e300:50",
+                        "--workers", 1, "--out", tmp_path / "r.json"], capsys)
+    one_line_error(rc, err, "gamma range to 1e+300", "ends at 1e+09 at the most")
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
 def test_region_bracket_that_never_began_says_whose_it_is():
     from stam.theory.pep_cli import _fmt_bracket
 

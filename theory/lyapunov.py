@@ -96,6 +96,10 @@ BELOW_FLOOR = "rate below rho*beta = 1e-3"
 #: ``10 RHO_MIN`` none reaches :data:`RHO_MIN`, the smallest rate the solver is trusted with, and the bracket would
 #: be the solver's accuracy, not the template's
 REGION_GAMMA_MIN = 10 * RHO_MIN
+#: the largest ``gamma * max(L1, lambda)`` a region's search reaches (``--gamma-range ...:HI``): the inverse of the
+#: PEP's floor :data:`stam.theory.pep.GAMMA_L1_MIN`, so that its coefficients ``gamma L1`` and ``1/(gamma L1)`` both
+#: stay within a factor 1e9 (at 1e300 cvxpy refuses the data: NaN or Inf); the default region reaches 3.2e5
+REGION_SCALE_MAX = 1 / GAMMA_L1_MIN
 
 
 def rate_floor(beta: float) -> float:
@@ -553,6 +557,12 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
             f"gamma range from {gamma_range[0]:g}: the search starts at {low:g} at the least (a certificate's rate, about "
             f"gamma/2, is below {RHO_MIN:g}, the smallest the SDP's solver is trusted with, under {REGION_GAMMA_MIN:g}; "
             f"the PEP's solver is trusted from gamma * L1 = {GAMMA_L1_MIN:g})")
+    largest = max([L1, *(params.lams if params.lams is not None else REGION_LAMS)])
+    require(gamma_range[1] * largest <= REGION_SCALE_MAX,
+            f"gamma range to {gamma_range[1]:g}: with L1 and lambda up to {largest:g} the search ends at "
+            f"{REGION_SCALE_MAX / largest:.3g} at the most (gamma * max(L1, lambda) <= {REGION_SCALE_MAX:g}: beyond, the "
+            "PEP's and the SDP's coefficients leave the range the solvers are trusted in, and reach beyond floating "
+            "point)")
     require(workers is None or (isinstance(workers, int) and workers >= 1), f"workers={workers} must be an integer >= 1")
     check_workers(params.scheduler, 1 if workers is None else workers)  # --workers is not for --scheduler (as stam tune)
     if sampling is not None:
@@ -622,7 +632,7 @@ REGION = ResultType(
     files="region.json", writer="stam pep --region --out FILE")
 
 
-__all__ = ["BRACKET", "REGION_ROW", "REGION", "REGION_GAMMA_MIN", "TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
+__all__ = ["BRACKET", "REGION_ROW", "REGION", "REGION_GAMMA_MIN", "REGION_SCALE_MAX", "TEMPLATES", "Certificate", "search", "gradient_descent", "proximal_gradient", "stam_step_sdp",
            "stam_step_sdp_sampled", "prox_pair", "F_CLASSES",
            "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region", "compute_region",
            "region_specs", "resolved"]
