@@ -34,6 +34,7 @@ from pathlib import Path
 
 from stam.dnn import presets
 from stam.dnn import catalog
+from stam.dnn.epochs import BN_IMAGES_RAN
 from stam.dnn.params import TuneParams
 from stam.dnn.sweep import check_job, data_source, run_job
 from stam.dnn.tunespace import halving_rungs, promote, read_spaces, sample_trials, search_space
@@ -477,10 +478,10 @@ TUNE = ResultType(
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    rules=(distinct("algorithms", "algo", what="the algorithm"),
                           distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most,
-                          _halving_derived),
+                          _halving_derived, BN_IMAGES_RAN),
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
                                                      "batch_size": POSINT}, optional={"bn_images": COUNT, "bn_augment": BOOL},
-                                           rules=(holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
+                                           rules=(BN_IMAGES_RAN, holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
                                                         f"is above {MAX_TRIALS}, the most trials stam tune draws"),)),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE, "transfer": TRANSFER}),
     files="tune-*.json", writer="stam tune")

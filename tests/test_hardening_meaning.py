@@ -189,6 +189,16 @@ def test_bn_images_1_is_refused_as_it_gives_no_batch(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("where", [["bn_images"], ["params", "bn_images"]])
+def test_a_tuning_that_states_bn_images_1_is_refused(tmp_path, capsys, where):
+    """A record of "re-estimated on 1 image" states a protocol that did not run."""
+    from json_edits import set_at
+
+    f = _damaged_tune(tmp_path, lambda d: set_at(d, where, 1))
+    rc, out, err = run(["report", f, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, str(f), ".".join(where), "one image gives no batch")
+
+
 WARMUP = '[{"from": 1, "value": 0.1, "warmup_cosine": %s}]'
 
 
