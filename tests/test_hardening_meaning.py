@@ -254,7 +254,7 @@ def test_a_transfer_of_another_algorithms_hyperparameter_is_refused_before_any_w
 def test_region_beyond_floating_point_is_one_line_and_leaves_no_store(tmp_path, capsys):
     rc, out, err = run(["pep", "--region", "--lams", 1, "--betas", 100, "--N", 2, "--b", 1, "--L1", "1e308",
                         "--workers", 1, "--out", tmp_path / "r.json"], capsys)
-    one_line_error(rc, err, "L1 1e+308", "beyond floating point")
+    one_line_error(rc, err, "with L1 and lambda up to 1e+308", "beyond floating point")
     assert list(tmp_path.iterdir()) == []
 
 

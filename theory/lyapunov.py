@@ -520,22 +520,6 @@ def resolved(params: RegionParams) -> RegionParams:
         workers=params.workers or (1 if params.scheduler else default_workers()))
 
 
-def _check_representable(full: RegionParams) -> None:
-    """Refuse, before any job (and its store), a region whose constants are beyond floating point: Theorem conv's
-    ``gamma_max(lam)`` and, with a sampled gradient, the growth cap of Lemma es-lemma (``2 (L1 + lam) A / beta``,
-    which ``--L1 1e308`` overflows in a row's job)."""
-    for lam in full.lams:
-        try:
-            with np.errstate(over="raise", invalid="raise"):
-                numeric.gamma_max(numeric.quadratic_coupling(float(lam), L1=full.L1))
-                for beta in ((min(full.betas), max(full.betas)) if full.sampling is not None else ()):
-                    growth_cap(float(lam), beta, full.L1, *full.sampling)
-        except (ArithmeticError, ValueError) as exc:
-            raise UsageError(f"lambda {lam:g} with L1 {full.L1:g}: the constants of Theorem conv and Lemma es-lemma are "
-                             f"beyond floating point ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-                             "give values of ordinary size") from None
-
-
 def compute_region(params: RegionParams, progress=None, store=None, bar: bool = False) -> dict:
     """:func:`region` of the parameters ``params`` (:class:`stam.theory.params.RegionParams`: its grids, the
     class of F, the sampled gradient, the search's settings, ``workers`` and ``scheduler``); each lambda one job
@@ -572,7 +556,6 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
         check_parameters(lam, 1.0, 1.0, L1)
     twice = sorted({lam for lam in full.lams if full.lams.count(lam) > 1})
     require(not twice, f"lambdas {', '.join(f'{lam:g}' for lam in twice)} listed more than once; give each lambda once")
-    _check_representable(full)
     start = time.perf_counter()
     require(math.isfinite(params.scan_ratio) and params.scan_ratio > 1,
             f"scan_ratio={params.scan_ratio} must be a finite number > 1")
