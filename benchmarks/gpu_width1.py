@@ -91,7 +91,8 @@ from stam.dnn import epochs as ep  # noqa: E402
 from stam.dnn.catalog import VAL_FRACTION  # noqa: E402
 from stam.dnn.tune import TUNE  # noqa: E402
 from stam.dnn.wide import stack_runs  # noqa: E402
-from stam.errors import UsageError  # noqa: E402
+from stam.dnn.params import bn_images_int, width_float  # noqa: E402
+from stam.errors import UsageError, positive_float, positive_int  # noqa: E402
 from stam.io import atomic_write_json, check_out_dir, provenance  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -420,26 +421,27 @@ def fail(ap, message: str):
 
 def parse(argv):
     ap = argparse.ArgumentParser(prog="gpu_width1.py", description=__doc__.split("\n\n")[0])
+    ap.error = lambda message: fail(ap, message)  # a bad value: one line, as the toolkit's own commands
     ap.add_argument("--out", required=True, help=f"folder for {RESULT}")
     ap.add_argument("--data", default=str(DATA), help="the JPEG copy of CIFAR-10 (archive or folder; default %(default)s)")
     ap.add_argument("--settings", default=str(TUNED), help="the stam tune result whose best trials are transferred")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--budget-s", type=float, default=420.0, help="wall seconds for everything (default 420: 7 minutes)")
+    ap.add_argument("--budget-s", type=positive_float, default=420.0, help="wall seconds for everything (default 420: 7 minutes)")
     ap.add_argument("--epochs", type=int, default=None, help="fixed epochs (default: as many as fit the budget)")
     ap.add_argument("--min-epochs", type=int, default=8, help="drop BR and PSGD when fewer epochs fit with them (default 8)")
     ap.add_argument("--algos", default=",".join(ALGOS))
     ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--width", type=float, default=1.0)
+    ap.add_argument("--width", type=width_float, default=1.0)
     ap.add_argument("--model", choices=("vgg11", "vgg16", "resnet18"), default="vgg11",
                     help="the network (default vgg11, the tuned one; another model's settings are transferred, labelled so)")
     ap.add_argument("--batch-size", type=int, default=presets.paper_batch_size())
     ap.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     ap.add_argument("--batch-seeds", choices=("auto", "on", "off"), default="auto")
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto", help="the update: auto = on a GPU")
-    ap.add_argument("--bn-images", type=int, default=catalog.BN_IMAGES,
+    ap.add_argument("--bn-images", type=bn_images_int, default=catalog.BN_IMAGES,
                     help="training images BatchNorm's statistics are re-estimated on for every evaluation (default %(default)s; 0: as trained)")
     ap.add_argument("--eval-batch-size", type=int, default=2500)
-    ap.add_argument("--max-train", type=int, default=None, help="train on the first N training images only (dry runs)")
+    ap.add_argument("--max-train", type=positive_int, default=None, help="train on the first N training images only (dry runs)")
     ap.add_argument("--probe-steps", type=int, default=30)
     ap.add_argument("--warmup-steps", type=int, default=40)
     ap.add_argument("--update-calls", type=int, default=50)
@@ -451,8 +453,8 @@ def parse(argv):
     for flag in ("seeds", "batch_size", "probe_steps", "warmup_steps", "update_calls", "eval_batch_size", "min_epochs"):
         if getattr(args, flag) < 1:
             fail(ap, f"--{flag.replace('_', '-')} {getattr(args, flag)}: give a number >= 1")
-    if args.epochs is not None and args.epochs < 1 or args.budget_s <= 0 or args.width <= 0 or args.bn_images < 0:
-        fail(ap, "--epochs, --budget-s and --width must be > 0, --bn-images >= 0")
+    if args.epochs is not None and args.epochs < 1:
+        fail(ap, f"--epochs {args.epochs}: give a number >= 1")
     args.algos = algos
     return ap, args
 
@@ -476,7 +478,7 @@ def main(argv=None) -> dict:
                                                        device=device), device)
     except UsageError as exc:
         fail(ap, str(exc))
-    if args.max_train:
+    if args.max_train is not None:
         task = batched.Task(subset(task.data, args.max_train), task.model, task.width)
     data = task.data
     log(f"data: {len(data.train_x)} training, {len(data.val_x)} validation, {len(data.test_x)} test images in {load_s:.1f} s")

@@ -14,7 +14,7 @@ from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.dnn.presets import paper_epochs
 from stam.results import (BOOL, BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
                           NUM_OR_NULL, PCT_OR_NULL, POS, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
-                          Schema, increasing)
+                          Schema, holds, increasing)
 
 #: image passes of the paper's run: 1000 epochs of CIFAR's 50,000 training images (Section 3.2)
 PAPER_IMAGE_PASSES = paper_epochs() * CIFAR_TRAIN_IMAGES
@@ -153,13 +153,19 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
             "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "bn_augment": BOOL, "num_classes": POSINT_OR_NULL,
             "test_size": COUNT_OR_NULL, "train_size": COUNT_OR_NULL, "sign_ever": FRAC_OR_NULL}
+#: ``bn_images`` as a record states it: 0 (the statistics as trained) or at least 2 images; 1 gives no batch (nothing
+#: is re-estimated), so a record of it states a protocol that did not run (``--bn-images 1`` is refused)
+BN_IMAGES_RAN = holds("bn_images", lambda o: o.get("bn_images") != 1,
+                      "is 1: one image gives no batch, so nothing was re-estimated (0: as trained, or at least 2)")
 #: ``summary.json``: what a run reached (accuracies in percent)
 RUN_SUMMARY = ResultType("train-run", Schema(required={"model": NAME}, optional=RUN_KEYS,
-                                             inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+                                             inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE},
+                                             rules=(BN_IMAGES_RAN,)),
                          files="summary.json", writer="stam train --out DIR")
 #: ``config.json``: what the run was asked to do (found with its folder, not on its own)
 RUN_CONFIG = ResultType("train-config", Schema(optional=dict(RUN_KEYS, epochs=EPOCHS),
-                                               inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE}),
+                                               inner={"provenance": PROVENANCE, "data_source": DATA_SOURCE},
+                                               rules=(BN_IMAGES_RAN,)),
                         files="config.json", writer="stam train --out DIR", found=False)
 #: ``log.jsonl``: one line per epoch, numbered from 1, each once and in order; accuracies in percent,
 #: the loss of a diverged run may be nan; the sign flips of the binary weights (:class:`SignFlips`)
@@ -178,5 +184,5 @@ RUN_LOG = ResultType(
     files="log.jsonl", writer="stam train --out DIR", lines=True, line_rules=(increasing("lines", "epoch"),), found=False)
 
 
-__all__ = ["DATA_SOURCE", "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
+__all__ = ["DATA_SOURCE", "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "BN_IMAGES_RAN", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
            "PAPER_IMAGE_PASSES"]

@@ -38,7 +38,7 @@ from stam.dnn.imageread import (ARCHIVE_SUFFIXES, IMAGE_SUFFIXES, SPLITS, Expect
                                 decode_spec, fail, jpeg_info, layout, read_members, safe_parts)
 from stam.errors import UsageError, warn
 from stam.io import atomic_path
-from stam.results import COUNT, DICT, LIST, POSINT, STR, ResultType, Schema, holds
+from stam.results import COUNT, DICT, INT_OR_NULL, LIST, POSINT, STR, STR_OR_NULL, ResultType, Schema, holds
 
 #: the names these had when they lived here (tests read them so)
 _safe_parts = safe_parts
@@ -194,12 +194,17 @@ ARRAYS = ("train_x", "train_y", "test_x", "test_y")
 _CACHED_ARRAY = Schema(required={"shape": LIST, "dtype": STR, "sha256": STR}, items={"shape": COUNT})
 
 
+#: what the sidecar records of the images (:func:`_decode_collection`), as a run's ``data_source`` records it
+#: (:data:`stam.datasets.DATA_SOURCE`): a bad field is a cache miss here, never blamed on the run's config.json
+_CACHED_INFO = Schema(optional={"formats": LIST, "jpeg_quality": INT_OR_NULL, "chroma_subsampling": STR_OR_NULL},
+                      items={"formats": STR})
 #: the sidecar ``meta.json`` of a cache entry: what the arrays beside it are (a file that breaks it is a
-#: cache miss: the collection is decoded again)
+#: cache miss: the collection is decoded again, and the entry written anew)
 CACHE_META = ResultType(
     "stam-imagefolder-cache", Schema(required={"kind": STR, "format": POSINT, "source_sha256": STR, "classes": LIST,
                                               "arrays": DICT},
                                      optional={"info": DICT}, items={"classes": STR}, values={"arrays": _CACHED_ARRAY},
+                                     inner={"info": _CACHED_INFO},
                                      rules=(holds("arrays", lambda m: set(m["arrays"]) == set(ARRAYS),
                                                   "must record exactly " + ", ".join(ARRAYS)),)),
     files="CACHE/<sha256>/meta.json", writer="stam.dnn.imagefolder (the decoded-image cache)", found=False)

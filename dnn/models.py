@@ -168,15 +168,13 @@ def _on_meta() -> bool:
 
 
 def memory_bytes(device: str = "cpu") -> float:
-    """The memory of ``device``: the GPU's (device 0) for ``cuda``, else the machine's physical memory."""
+    """The memory of ``device``: the GPU's (device 0) for ``cuda``, else what this process may allocate (the
+    machine's physical memory, at most its address-space limit: :func:`stam.jobs.memory_limit_bytes`)."""
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return float(torch.cuda.get_device_properties(0).total_memory)
-    import os
+    from stam.jobs import memory_limit_bytes
 
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # not POSIX: no bound from here
-        return float("inf")
+    return memory_limit_bytes()
 
 
 _COSTS: dict = {}

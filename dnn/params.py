@@ -85,8 +85,9 @@ def halving_int(text: str) -> int:
 def bn_images_int(text: str) -> int:
     """argparse type: ``--bn-images``, an integer >= 0."""
     value = integer(text)
-    if not 0 <= value <= 10**9:
-        raise argparse.ArgumentTypeError(f"{text} must be an integer from 0 to 10^9 (0 = BatchNorm statistics as trained)")
+    if not (value == 0 or 2 <= value <= 10**9):
+        raise argparse.ArgumentTypeError(f"{text} must be 0 (BatchNorm statistics as trained) or an integer from 2 to 10^9 "
+                                         "(the statistics are re-estimated on batches of at least 2 images)")
     return value
 
 

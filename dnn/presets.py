@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
 from stam.dnn.catalog import ALGORITHMS, algorithm
 from stam.dnn.catalog import NAMES as ALGOS
-from stam.errors import UsageError
+from stam.errors import MAX_EPOCHS, UsageError
 from stam.registry import load
 
 #: The hyperparameters each algorithm's optimiser takes from the schedule, as the algorithm
@@ -188,7 +189,10 @@ def value_at(spec, epoch: int, dataset: str = "default", time: float | None = No
     if shape:
         t = (epoch - 0.5 if time is None else time) - (piece["from"] - 1)
         m, power = shape_multiplier(shape, t), float(shape.get("power", 1.0))
-        return math.inf if m == 0 and power < 0 else value * m**power  # m > 0 at every epoch's centre (t > 0)
+        try:
+            return math.inf if m == 0 and power < 0 else value * m**power  # m > 0 at every epoch's centre (t > 0)
+        except OverflowError:  # m < 1 to a power far below -1: beyond floating point (resolve refuses the schedule)
+            return math.inf
     decay = piece.get("decay")
     if decay:
         start = decay.get("start", piece["from"] + 1)
@@ -357,11 +361,43 @@ def resolve(name: str | None, algo: str | None, dataset: str, overrides: dict | 
         schedule_scale = (epochs or table()["defaults"]["epochs"]) / table()["defaults"]["epochs"]
     if not (isinstance(schedule_scale, (int, float)) and math.isfinite(schedule_scale) and schedule_scale > 0):
         raise UsageError(f"--schedule-scale {schedule_scale!r} must be a number > 0 or 'auto'")
-    if epochs and not math.isfinite((epochs - 1) / schedule_scale):
+    if epochs and not (epochs - 1) / schedule_scale < MAX_EPOCHS:
         raise UsageError(f"--schedule-scale {schedule_scale!r} is too small: epoch {epochs} of the run would follow paper epoch "
-                         f"infinity; give a scale of at least {(epochs - 1) / 1e300:.3g}")
+                         f"{(epochs - 1) / schedule_scale + 1:.3g}, beyond {MAX_EPOCHS:,} (the paper's schedules span 1000); "
+                         f"give a scale of at least {(epochs - 1) / (MAX_EPOCHS - 1):.3g}")
     label = entry["label"] + ("*" if overrides else "")
-    return Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
+    preset = Preset(name, entry["algo"], label, dataset, hyper, overrides, float(schedule_scale))
+    if epochs:
+        _check_in_force(preset, epochs)
+    return preset
+
+
+def _check_in_force(preset: Preset, epochs: int) -> None:
+    """Every positive hyperparameter (:data:`POSITIVE`) with a ``warmup_cosine`` piece is a finite normal number (>=
+    the smallest, 2.2e-308) at every epoch of a run of ``epochs``, as a constant must be > 0: a shape that underflows
+    (power 1e308, until 1e-300, warm-up 1e307) or overflows (power -1e308) sets nothing.  ``value * m^power`` is
+    monotone on the warm-up and on the decay, so its extremes over the run epochs a piece is in force in are at the
+    first and last of them, and at the last of the warm-up: only those are evaluated."""
+    import bisect
+
+    shaped = {k: _per_dataset(v, preset.dataset) for k, v in preset.hyper.items() if k in POSITIVE}
+    shaped = {k: v for k, v in shaped.items() if isinstance(v, list) and any(p.get("warmup_cosine") for p in v)}
+    run = range(1, epochs + 1)
+    for key, spec in shaped.items():
+        ends = [p["from"] for p in spec[1:]] + [math.inf]
+        for piece, end in zip(spec, ends):
+            first = bisect.bisect_left(run, piece["from"], key=preset.paper_epoch)
+            last = bisect.bisect_left(run, end, key=preset.paper_epoch) - 1
+            if first > last:
+                continue  # the run never reaches this piece
+            peak = piece["from"] - 1 + float((piece.get("warmup_cosine") or {}).get("warmup", 0.0))
+            at_peak = bisect.bisect_left(run, peak * preset.schedule_scale + 0.5, key=float)
+            for i in {first, last, min(max(at_peak, first), last)}:
+                value = value_at(spec, preset.paper_epoch(run[i]), preset.dataset, (run[i] - 0.5) / preset.schedule_scale)
+                if not (math.isfinite(value) and value >= sys.float_info.min):
+                    raise UsageError(f"{key}: the schedule {json.dumps(piece)} gives {key} = {value:g} at epoch {run[i]} "
+                                     f"of {epochs}: a positive hyperparameter must stay a finite number > 0 (at least "
+                                     f"{sys.float_info.min:.3g}) at every epoch")
 
 
 #: The STAM settings of Table para that ``stam synthetic run --preset`` (and the demo) take as

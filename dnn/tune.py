@@ -28,11 +28,13 @@ one batched computation (:func:`stam.dnn.batched.train_batched`).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 from stam.dnn import presets
 from stam.dnn import catalog
+from stam.dnn.epochs import BN_IMAGES_RAN
 from stam.dnn.params import TuneParams
 from stam.dnn.sweep import check_job, data_source, run_job
 from stam.dnn.tunespace import halving_rungs, promote, read_spaces, sample_trials, search_space
@@ -121,6 +123,10 @@ def plan(params: TuneParams, chunk: int, spaces: dict | None = None) -> dict:
         raise UsageError(f"--n-seeds {seeds}: at least 2 fresh seeds are needed for a spread (5 or more recommended)")
     base = params.spec()
     rungs = halving_rungs(trials, params.epochs, params.halving) if params.halving else None
+    if rungs is not None and len(rungs) < 2:
+        raise UsageError(f"--halving {params.halving} with --trials {trials} and --epochs {params.epochs} halves nothing "
+                         f"(one rung: a promotion needs at least {params.halving} trials and {params.halving} epochs); give "
+                         "more trials and epochs, a smaller factor, or --halving 0")
     out = {"base": base, "trials": {}, "jobs": [], "rungs": rungs}
     for algo in algos:
         cfgs = sample_trials(algo, trials, tune_seed, spaces, params.schedule, params.recipe)
@@ -333,6 +339,39 @@ def _raise_errors(specs, results) -> None:
 
 
 # -- the result (``stam tune``: OUT/tune-DATASET.json, :func:`tune`) --------------------------------------
+#: the per-run lists of a setting's fresh-seed runs (:func:`_final_summary`): one entry per run, as ``test_acc``
+PER_RUN = ("seeds", "val_acc", "test_acc_final_epoch", "selected_epoch", "val_acc_as_trained", "sign_ever")
+#: how far a stored summary may be from the one recomputed from its accuracies (percentages of at most 100, fewer
+#: than 10^6 runs: sums in float64 differ from any order of summation by far less than 1e-8)
+SUMMARY_TOL = 1e-8
+
+
+def _summary_of_values(final: dict):
+    """A setting's fresh-seed runs as the producer wrote them: one seed per run, each seed once (a paired difference
+    matches by seed), every per-run list (:data:`PER_RUN`) as long as ``test_acc``, and the summary (``n``,
+    ``mean``, ``std``, ``ci95``) the one :func:`summarise` gives of ``test_acc``: a summary is never trusted over
+    its values."""
+    acc = final.get("test_acc") or []
+    for key in PER_RUN:
+        if isinstance(final.get(key), list) and len(final[key]) != len(acc):
+            return key, f"holds {len(final[key])} entries for {len(acc)} runs (test_acc): one per run"
+    seeds = final.get("seeds") or []
+    twice = next((s for i, s in enumerate(seeds) if s in seeds[:i]), None)
+    if twice is not None:
+        return "seeds", f"lists seed {twice} more than once: each run has its own seed"
+    want = summarise(acc)
+    for key in ("n", "mean", "std", "ci95"):
+        if key not in final:
+            continue
+        got, exp = final[key], want[key]
+        pairs = list(zip(got, exp)) if isinstance(got, list) and isinstance(exp, list) and len(got) == len(exp) else [(got, exp)]
+        if not all(a is None and b is None or (a is not None and b is not None and
+                                                math.isclose(a, b, rel_tol=SUMMARY_TOL, abs_tol=SUMMARY_TOL)) for a, b in pairs):
+            return key, (f"is {_shown(got)}, but the {key} of its accuracies (test_acc) is {_shown(exp)}: the summary "
+                         "is computed from the values beside it")
+    return None
+
+
 #: the fresh-seed runs of a tuned or paper setting: test accuracies in percent, their summary
 FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
                optional={"mean": PCT_OR_NULL, "std": NONNEG_OR_NULL, "ci95": LIST_OR_NULL, "n": COUNT, "seeds": LIST,
@@ -344,7 +383,8 @@ FINAL = Schema(required={"test_acc": LIST, "diverged": COUNT},
                rules=(at_most("diverged", "test_acc", "the runs"), at_most("n", "test_acc", "the runs"),
                       holds("ci95", lambda r: r.get("ci95") is None or (len(r["ci95"]) == 2 and (
                           None in r["ci95"] or r["ci95"][0] <= r["ci95"][1])),
-                            "must be two bounds [lo, hi] with lo <= hi (a 95% confidence interval, summarise)")))
+                            "must be two bounds [lo, hi] with lo <= hi (a 95% confidence interval, summarise)"),
+                      _summary_of_values))
 def _schedules(obj):
     """A trial's ``overrides``: each a hyperparameter's number or schedule (:func:`sample_trials` writes a
     number, or a list of pieces starting at the sampled value), valid in the schedule language
@@ -357,6 +397,28 @@ def _schedules(obj):
             presets.check_spec(key, spec)
         except UsageError as exc:
             return f"overrides.{key}", str(exc).removeprefix(f"{key}: ")
+    return None
+
+
+def _halving_derived(obj):
+    """``halving`` is what :func:`halving_rungs` gives for ``params``' trials and epochs at its factor ``eta``:
+    its rungs and their trial epochs are derived, never read as given (a caption of 10^30 epochs)."""
+    halving, prm = obj.get("halving"), obj.get("params") or {}
+    if halving is None:
+        return None
+    eta = halving.get("eta")
+    if isinstance(eta, bool) or not isinstance(eta, int) or not 2 <= eta <= 1000:
+        return "halving.eta", f"must be the reduction factor, an integer from 2 to 1000, not {_shown(eta)}"
+    if not all(isinstance(prm.get(k), int) and not isinstance(prm.get(k), bool) for k in ("trials", "epochs")):
+        return None  # params' own schema names it
+    want = halving_rungs(prm["trials"], prm["epochs"], eta)
+    rungs = [{"trials": n, "epochs": e} for n, e in want]
+    if halving.get("rungs") != rungs:
+        return "halving.rungs", (f"must be the rungs of factor {eta} for params.trials = {prm['trials']} and params.epochs = "
+                                 f"{prm['epochs']}, {json.dumps(rungs)}, not {_shown(halving.get('rungs'))}")
+    if "trial_epochs" in halving and halving["trial_epochs"] != sum(n * e for n, e in want):
+        return "halving.trial_epochs", (f"must be {sum(n * e for n, e in want)}, the rungs' trials times epochs, not "
+                                        f"{_shown(halving['trial_epochs'])}")
     return None
 
 
@@ -375,8 +437,24 @@ TRIAL = Schema(optional={"overrides": DICT, "score": PCT_OR_NULL, "selected_epoc
                          "diverged_epoch": POSINT_OR_NULL, "score_as_trained": PCT_OR_NULL, "sign_ever": FRAC_OR_NULL,
                          "rung": COUNT, "epochs": POSINT, "rung_scores": LIST},
                items={"rung_scores": PCT_OR_NULL}, rules=(_schedules,))
+def _own_hyperparameters(obj):
+    """Every trial's (and the best's) ``overrides`` names hyperparameters of the row's own algorithm
+    (:data:`stam.dnn.presets.ALGO_HYPER`): a ``--transfer`` of a file holding another algorithm's would fail
+    seconds into the run, an internal error."""
+    allowed = presets.ALGO_HYPER.get(obj.get("algo"))
+    if allowed is None:
+        return None
+    rows = [(f"trials[{i}]", t) for i, t in enumerate(obj.get("trials") or [])] + [("best", obj.get("best"))]
+    for where, row in rows:
+        stray = [k for k in ((row or {}).get("overrides") or {}) if k not in allowed] if isinstance(row, dict) else []
+        if stray:
+            return (f"{where}.overrides.{stray[0]}", f"is not a hyperparameter of {obj['algo']} "
+                    f"(allowed: {', '.join(allowed)})")
+    return None
+
+
 TUNED = Schema(required={"algo": NAME, "label": STR, "trials": LIST}, optional={"best": DICT_OR_NULL, "final": DICT, "space": DICT},
-               inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL})
+               inner={"final": FINAL, "best": TRIAL}, each={"trials": TRIAL}, rules=(_own_hyperparameters,))
 #: ``transfer``: the tuning a transferred result took its settings from (:func:`transferred`)
 TRANSFER = Schema(required={"file": STR, "model": NAME, "width": WIDTH, "epochs": EPOCHS, "trials": POSINT},
                   optional={"dataset": NAME, "batch_size": POSINT, "schedule": NAME, "recipe": NAME, "halving": COUNT,
@@ -394,10 +472,11 @@ TUNE = ResultType(
                              "search_difficulty": DICT, "halving": DICT, "transfer": DICT},
                    each={"algorithms": TUNED, "paper_rows": PAPER_ROW},
                    rules=(distinct("algorithms", "algo", what="the algorithm"),
-                          distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most),
+                          distinct("paper_rows", "algo", "preset", what="the paper setting"), _trials_at_most,
+                          _halving_derived, BN_IMAGES_RAN),
                    inner={"params": Schema(required={"trials": POSINT, "seeds": POSINT, "epochs": EPOCHS,
                                                      "batch_size": POSINT}, optional={"bn_images": COUNT, "bn_augment": BOOL},
-                                           rules=(holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
+                                           rules=(BN_IMAGES_RAN, holds("trials", lambda p: p["trials"] <= MAX_TRIALS,
                                                         f"is above {MAX_TRIALS}, the most trials stam tune draws"),)),
                           "provenance": PROVENANCE, "data_source": DATA_SOURCE, "transfer": TRANSFER}),
     files="tune-*.json", writer="stam tune")

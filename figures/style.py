@@ -177,10 +177,13 @@ def log_axes(ax, x: bool = True, y: bool = True) -> None:
 
 def legend_below(ax, ncol: int = 1, wrap: int | None = None, **kwargs) -> None:
     """The legend under the axes, where it never covers data (constrained layout makes room); ``wrap``: labels
-    broken into lines of at most that many characters, so that a long one does not widen the panel's column."""
+    broken into lines of at most that many characters, so that a long one does not widen the panel's column.  No
+    legend where nothing drawn has a label (a run of one epoch draws no proxy line): matplotlib would warn."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
     if wrap:
         import textwrap
 
-        handles, labels = ax.get_legend_handles_labels()
         kwargs.update(handles=handles, labels=[textwrap.fill(label, wrap) for label in labels])
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol, fontsize=7, frameon=False, **kwargs)

@@ -9,6 +9,7 @@ import warnings
 from typing import Callable
 
 from stam.errors import first_line, warn
+from stam.io import folder_lock
 
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
@@ -123,14 +124,14 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
     if home is None:
         return compiled_or_eager(fn, what, dynamic=False, options=options)
     path = home / AOT_FOLDER / f"{key}.pt2"
-    loaded = _load_package(path, what, key) if os.path.lexists(path) else None
+    loaded = _load_package(path, what, key, example=example) if os.path.lexists(path) else None
     if loaded is not None:
         return loaded
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _folder_lock(path.parent):
+        with folder_lock(path.parent):
             if os.path.lexists(path):  # built meanwhile by the process that held the lock?
-                loaded = _load_package(path, what, key, quiet=True)
+                loaded = _load_package(path, what, key, quiet=True, example=example)
                 if loaded is not None:
                     return loaded
             _build_package(fn, example, path, key, options)
@@ -138,7 +139,7 @@ def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: di
         warn(f"{what}: ahead-of-time compilation unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
              "compiling in this process instead")
         return compiled_or_eager(fn, what, dynamic=False, options=options)
-    loaded = _load_package(path, what, key)
+    loaded = _load_package(path, what, key, example=example)
     if loaded is None:
         return compiled_or_eager(fn, what, dynamic=False, options=options)
     return loaded
@@ -178,29 +179,6 @@ def _build_package(fn: Callable, example: tuple, path, key: str, options: dict |
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _folder_lock(folder):
-    """An exclusive lock (``flock``) on the folder ``folder`` itself (no lock file to leave behind or
-    to find replaced by a FIFO), released when the block ends; no lock where there is no ``fcntl``."""
-    import contextlib
-    import os
-
-    @contextlib.contextmanager
-    def held():
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover  (not POSIX)
-            yield
-            return
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    return held()
 
 
 def remove_stale_stages(folder, older_than: float = STALE_S) -> list:
@@ -277,6 +255,17 @@ class _Package:
     def __call__(self, *args):
         return self._unflatten(self._loader.boxed_run([t for t in self._flatten(args) if t is not None]), self._out)
 
+    def accepts(self, example: tuple) -> bool:
+        """Whether the package's graph takes arguments of the structure of ``example`` (its exported input spec):
+        a package of another graph under this key would be called with the wrong inputs."""
+        import torch.utils._pytree as pytree
+
+        return pytree.treespec_loads(self._loader.get_call_spec()[0]) == pytree.tree_flatten((tuple(example), {}))[1]
+
+
+class _ForeignGraph(ValueError):
+    """A loaded package whose graph takes other inputs than the example's (:meth:`_Package.accepts`)."""
+
 
 #: the prefix of the folder (in the package folder, ``.extract-<pid>-<random>``) into which torch's
 #: loader extracts a package it loads (it removes what it extracted when the loaded model is freed)
@@ -300,15 +289,19 @@ def remove_stale_extracts(folder) -> list:
     return removed
 
 
-def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
+def _load_package(path, what: str, key: str | None = None, quiet: bool = False, example: tuple | None = None):
     """The callable of the AOTInductor package ``path``, or None (with a warning unless ``quiet``)
-    where it is not the package of ``key`` (:func:`package_key`; not checked without a key) or
-    cannot be loaded.  Loaded by torch's C++ loader itself where it has one (no import of inductor
+    where it is not the package of ``key`` (:func:`package_key`; not checked without a key), does not take
+    arguments of the structure of ``example`` (:meth:`_Package.accepts`; not checked without one) or
+    cannot be loaded.  The stages of killed builds in its folder are removed where no build holds the folder's
+    lock (a process that only loads would leave them for ever).  Loaded by torch's C++ loader itself where it has one (no import of inductor
     or dynamo, about 1.5 s of a process's start, and a few milliseconds to load).  The loader
     extracts the package into a temporary folder: here one inside the package folder
     (:data:`EXTRACT_PREFIX`, ``TMPDIR`` pointed there while it loads), removed at once when the
-    load fails, else by the loader when the model is freed, else (a killed process) by the next
-    load (:func:`remove_stale_extracts`); nothing is left in the system's temporary folder."""
+    load fails, else when the process exits (the loader frees only part of it: every run left its 1.7 MB), else
+    (a killed process) by the next load (:func:`remove_stale_extracts`); nothing is left in the system's temporary
+    folder."""
+    import atexit
     import os
     import shutil
     import tempfile
@@ -321,18 +314,25 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False):
                  "another graph's); building it again", stacklevel=3)
         return None
     remove_stale_extracts(path.parent)
+    with folder_lock(path.parent, wait=False) as free:
+        if free:  # no build in progress: every stage is a killed build's
+            remove_stale_stages(path.parent, older_than=0)
     extract = tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{os.getpid()}-", dir=path.parent)
     saved = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = extract
     try:
         loader_type = getattr(getattr(torch._C, "_aoti", None), "AOTIModelPackageLoader", None)
-        if loader_type is not None:
-            return _Package(loader_type(str(path), "model", False, 1, -1))
-        return torch._inductor.aoti_load_package(str(path))
+        loaded = (_Package(loader_type(str(path), "model", False, 1, -1)) if loader_type is not None
+                  else torch._inductor.aoti_load_package(str(path)))
+        if example is not None and isinstance(loaded, _Package) and not loaded.accepts(example):
+            raise _ForeignGraph
+        atexit.register(shutil.rmtree, extract, True)  # the loaded library stays mapped until then
+        return loaded
     except Exception as exc:  # a damaged or foreign file: built again by the caller  # noqa: BLE001
         shutil.rmtree(extract, ignore_errors=True)
         if not quiet:
-            warn(f"{what}: the compiled package {path.name} could not be loaded ({type(exc).__name__}); building it again",
+            why = "it takes another graph's inputs" if isinstance(exc, _ForeignGraph) else type(exc).__name__
+            warn(f"{what}: the compiled package {path.name} could not be loaded ({why}); building it again",
                  stacklevel=3)
         return None
     finally:

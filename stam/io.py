@@ -100,6 +100,28 @@ def remove_stale_files(folder: str | os.PathLike, pattern: str, older_than: floa
     return removed
 
 
+@contextlib.contextmanager
+def folder_lock(folder, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock (``flock``) on the folder ``folder`` itself (no lock file to leave behind or
+    to find replaced by a FIFO), released when the block ends; no lock where there is no ``fcntl``.  The block is
+    given whether the lock is held: always when ``wait``, else only where no other process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover  (not POSIX)
+        yield wait
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
 #: the prefix of a staging folder of :func:`staged` (``.stage-<pid>-<random>`` inside the output folder)
 STAGE_PREFIX = ".stage-"
 
@@ -222,6 +244,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def atomic_write_texts(files: dict) -> list[Path]:
+    """Write every ``{path: text}`` of ``files`` all or nothing: each to a temporary (:func:`atomic_path`) before
+    any is renamed into place, then renamed in the reverse of their order (so the first is renamed last: a
+    result after its twin).  A write that fails (a full disk) removes every temporary: each file is as it was."""
+    with contextlib.ExitStack() as stack:
+        tmps = [(stack.enter_context(atomic_path(path)), text) for path, text in files.items()]
+        for tmp, text in tmps:
+            tmp.write_text(text, encoding="utf-8")
+    return [Path(p) for p in files]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:

@@ -115,12 +115,37 @@ JOB_RECORD = ResultType(KIND, Schema(required={"kind": STR, "spec": ANY, "result
 CONNECT_TIMEOUT_S = 8.0
 #: seconds between looks at jobs another process has claimed (its result, or its death)
 CLAIM_POLL_S = 0.5
+#: the longest a run waits on a Dask cluster without a worker (none at the start, or every one gone with jobs
+#: left): then it stops with one line saying so (the finished jobs are stored)
+WORKER_WAIT_S = 60.0
+#: seconds between looks at a Dask run's jobs and the cluster's workers
+DASK_POLL_S = 0.5
 #: Hex digits of the SHA-256 of a spec's canonical JSON kept in its key (96 bits).
 KEY_DIGITS = 24
 
 _INSTALL_HINT = "install the 'cluster' extra: pip install 'stam-toolkit[cluster]'"
 # tcp://HOST:PORT or HOST:PORT; HOST a name, an IPv4 address or a bracketed IPv6 address.
 _ADDRESS = re.compile(r"^(?:tcp://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
+
+
+def memory_limit_bytes() -> float:
+    """The memory this process may allocate: the machine's physical memory, and at most its address-space limit
+    (``RLIMIT_AS``, ``ulimit -v``: an allocation past it fails whatever the machine has); ``inf`` where neither is
+    known (not POSIX)."""
+    limits = []
+    try:
+        limits.append(float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")))
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(float(soft))
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(limits, default=float("inf"))
 
 
 def canonical_json(spec: Any) -> str:
@@ -365,6 +390,20 @@ def _connect(address: str):
     return box["client"]
 
 
+def check_workers(scheduler: str | None, workers) -> str | None:
+    """``--scheduler`` and ``--workers`` as every command takes them: ``workers`` an integer >= 1, and 1 (its
+    default) with a scheduler, whose workers run the jobs; the scheduler's address (None without one)."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise UsageError(f"--workers {workers!r}: give an integer >= 1 (local processes)")
+    if scheduler is None:
+        return None
+    address = scheduler_address(scheduler)
+    if workers != 1:
+        raise UsageError(f"--workers {workers} counts local processes; with --scheduler {address} the "
+                         "cluster's workers run the jobs (leave out --workers)")
+    return address
+
+
 def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *, scheduler: str | None = None,
              workers: int = 1, progress: bool = True, desc: str = "jobs", check: Callable | None = None) -> list[dict]:
     """Run ``fn(spec) -> dict`` (JSON-able) for every spec; the results in the order of ``specs``.
@@ -378,14 +417,8 @@ def run_jobs(fn: Callable[[dict], dict], specs: list[dict], store: Path | str, *
     raises :class:`UsageError` (naming ``path`` and the field) for a result that makes no sense: a
     stored one is run again, a fresh one is a failed job.  See the module docstring.
     """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise UsageError(f"--workers {workers!r}: give an integer >= 1 (local processes)")
-    address = None
-    if scheduler is not None:
-        address = scheduler_address(scheduler)
-        if workers != 1:
-            raise UsageError(f"--workers {workers} counts local processes; with --scheduler {address} the "
-                             "cluster's workers run the jobs (leave out --workers)")
+    address = check_workers(scheduler, workers)
+    if address is not None:
         _distributed()  # installed? checked before any job runs
     for i, spec in enumerate(specs):
         if not isinstance(spec, dict):
@@ -560,32 +593,90 @@ def _keyed(key: str, fn: Callable[[dict], dict], spec: dict) -> tuple[str, tuple
 def _run_dask(fn, client, address: str, jobs: list[tuple[str, dict]], finish: Callable[[str, tuple], None], stored: int) -> None:
     """Submit ``jobs`` through ``client``; ``finish`` each as it completes; on the way out (also on
     Ctrl-C) cancel what has not finished, so the cluster does not compute for nobody.  A lost
-    scheduler cancels every outstanding job: a :class:`UsageError` (the finished ones are stored)."""
+    scheduler cancels every outstanding job: a :class:`UsageError` (the finished ones are stored).  Every wait is
+    bounded (:class:`_Workers`): a cluster without a worker for :data:`WORKER_WAIT_S` (none at the start, or all
+    gone with jobs left, a finished job's result lost with its worker too) is a :class:`UsageError` saying so; while
+    a worker is there the jobs take what they take."""
     distributed = _distributed()
     futures: dict = {}
-    done = 0
+    watch = _Workers(client, address, len(jobs), stored)
     try:
         token = uuid.uuid4().hex[:8]  # task keys unique to this run (another fn may share a spec)
         name = getattr(fn, "__name__", "job")
         for key, spec in jobs:
             futures[client.submit(_execute, fn, spec, key=f"stam-{name}-{key}-{token}", pure=False)] = key
-        for future in distributed.as_completed(list(futures), loop=client.loop):
+        for future in watch.completed(distributed.as_completed(list(futures), loop=client.loop)):
             key = futures[future]
             try:
-                outcome = future.result()
+                outcome = watch.result(future)
+            except UsageError:
+                raise
             except Exception as exc:  # noqa: BLE001 - a worker died, fn could not be unpickled there, ...
                 if getattr(exc, "reason", None) == "scheduler-connection-lost" or client.status != "running":
                     raise UsageError(
-                        f"lost the connection to the Dask scheduler at {address} with {done} of "
-                        f"{len(jobs)} jobs done; the {stored + done} finished are stored: run the same command "
+                        f"lost the connection to the Dask scheduler at {address} with {watch.done} of "
+                        f"{len(jobs)} jobs done; the {stored + watch.done} finished are stored: run the same command "
                         "again to resume") from None
                 outcome = ("error", _one_line(exc), 0.0, None)
             finish(key, outcome)
-            done += 1
+            watch.done += 1
     finally:
         pending = [f for f in futures if not f.done()]
         if pending and client.status == "running":
             client.cancel(pending)
+
+
+class _Workers:
+    """The waits of a Dask run, each bounded: looking every :data:`DASK_POLL_S` seconds, a :class:`UsageError` once
+    the cluster has had no worker for :data:`WORKER_WAIT_S` seconds with jobs left (``jobs`` of the run, ``done`` of
+    them finished; ``stored``: how many were stored before it); the first look without a worker says on stderr
+    what the run waits for."""
+
+    def __init__(self, client, address: str, jobs: int, stored: int):
+        self.client, self.address, self.jobs, self.stored = client, address, jobs, stored
+        self.done = 0
+        self.since = None  # when the cluster was first seen without a worker
+
+    def completed(self, pending):
+        """The futures of the ``distributed.as_completed`` ``pending`` as they complete."""
+        while not pending.is_empty():
+            batch = pending.next_batch(block=False)
+            if batch:
+                self.since = None
+                yield from batch
+            elif self.client.status != "running":  # the lost connection: reported by the futures it fails
+                yield from pending
+                return
+            else:
+                self.look()
+
+    def result(self, future):
+        """``future.result()``, the wait bounded as :meth:`look` bounds it (a finished job's result lost with its
+        worker waits for a worker to compute it again)."""
+        from distributed import TimeoutError as DaskTimeout
+
+        while True:
+            try:
+                return future.result(timeout=DASK_POLL_S)
+            except (DaskTimeout, TimeoutError):
+                if self.client.status != "running":
+                    raise
+                self.look(sleep=False)
+
+    def look(self, sleep: bool = True) -> None:
+        if self.client.scheduler_info().get("workers"):
+            self.since = None
+        elif self.since is None:
+            self.since = time.monotonic()
+            print(f"stam: the Dask scheduler at {self.address} has no worker; waiting up to {WORKER_WAIT_S:g} s for one "
+                  f"to run the {self.jobs - self.done} jobs left", file=sys.stderr, flush=True)
+        elif time.monotonic() - self.since >= WORKER_WAIT_S:
+            raise UsageError(f"the Dask scheduler at {self.address} has had no worker for {WORKER_WAIT_S:g} s with "
+                             f"{self.jobs - self.done} of {self.jobs} jobs left to run (waiting for a worker to run them); "
+                             f"the {self.stored + self.done} finished are stored: start workers (`dask worker "
+                             f"{self.address}`) and run the same command again, or leave out --scheduler")
+        if sleep:
+            time.sleep(DASK_POLL_S)
 
 
 def _close(client) -> None:

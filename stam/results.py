@@ -69,7 +69,9 @@ ANY = ("any",)
 
 
 def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A JSON number as the toolkit writes one: a float, or an integer a float can hold (an integer of 400 digits
+    is no number any producer writes, and ``math.isnan`` of it is an OverflowError)."""
+    return isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool) and abs(v) <= sys.float_info.max)
 
 
 def _fin(v) -> bool:
@@ -478,21 +480,21 @@ class ResultType:
         return dumps(obj) + "\n"
 
     def write(self, obj, path) -> Path:
-        """Write ``obj`` to ``path`` atomically (:func:`stam.io.atomic_write_text`), checked first;
+        """Write ``obj`` to ``path`` atomically (:func:`stam.io.atomic_write_texts`), checked first;
         a type with a CSV twin writes ``path`` with ``.csv`` beside it: both made and written to
         temporaries before either is renamed into place, the CSV first (so a JSON always has its
         CSV, and a write that fails, a full disk, leaves both as they were).  Returns ``path``."""
-        from stam.io import atomic_path, atomic_write_text
+        from stam.io import atomic_write_texts
 
         path = Path(path)
-        text = self.text(obj, path.name)
-        if not self.csv:
-            return atomic_write_text(path, text)
-        table = rows_csv(obj["rows"], self.csv)
-        with atomic_path(path) as tmp_json, atomic_path(path.with_suffix(".csv")) as tmp_csv:
-            tmp_json.write_text(text, encoding="utf-8")
-            tmp_csv.write_text(table, encoding="utf-8")
+        atomic_write_texts(self.texts(obj, path))
         return path
+
+    def texts(self, obj, path) -> dict:
+        """``{path: text}`` of :meth:`write`: the file, and its CSV twin where the type has one (checked first)."""
+        path = Path(path)
+        text = self.text(obj, path.name)
+        return {path: text, **({path.with_suffix(".csv"): rows_csv(obj["rows"], self.csv)} if self.csv else {})}
 
 
 def result_types() -> tuple:

@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -70,13 +69,11 @@ def _memory_estimate(args) -> int:
 def _check_memory(args) -> None:
     """Refuse, before allocating anything, an instance larger than half this machine's memory (it
     would thrash or be killed); one line with the estimate and the limit."""
-    need = _memory_estimate(args)
-    try:
-        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (ValueError, OSError, AttributeError):  # not on every platform
-        return
+    from stam.jobs import memory_limit_bytes
+
+    need, limit = _memory_estimate(args), memory_limit_bytes() / 2
     require(need <= limit, f"--n {args.n} --N {args.N} --R {args.R or args.default_R} needs about {need / 2**30:.3g} GiB, "
-            f"more than half this machine's memory ({limit / 2**30:.3g} GiB); lower --n, --N or --R")
+            f"more than half the memory this process may use ({limit / 2**30:.3g} GiB); lower --n, --N or --R")
 
 
 def _run_work(R: int, T_grid, b: int, n: int) -> float:

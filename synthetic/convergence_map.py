@@ -65,6 +65,7 @@ every seed).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -161,6 +162,32 @@ def _percent_rows(obj):
     return None
 
 
+def _drawable_grid(obj):
+    """Each panel's grid (the rows of one beta) has its cells' edges within floating point: a map is drawn on
+    cells reaching half a log step beyond the grid's ends (``stam.figures.map_figure.cell_edges``), so gammas or
+    lambdas of 1e300 and 1e308 side by side (no grid a map writes) would overflow there."""
+    rows = [r for r in obj.get("rows") or [] if isinstance(r, dict)]
+    for beta in {r.get("beta") for r in rows}:
+        for key in ("gamma", "lam"):
+            logs = sorted({math.log(r[key]) for r in rows if r.get("beta") == beta and _positive(r.get(key))})
+            if len(logs) < 2:
+                continue
+            ends = (1.5 * logs[0] - 0.5 * logs[1], 1.5 * logs[-1] - 0.5 * logs[-2])  # v0 - (mid0 - v0), likewise
+            if not all(_LOG_TINY < e < _LOG_HUGE for e in ends):
+                return "rows", (f"holds {key}s at beta = {_shown(beta)} from {math.exp(logs[0]):g} to "
+                                f"{math.exp(logs[-1]):g}: the map's cells, half a log step beyond the ends, would reach "
+                                "beyond floating point")
+    return None
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+#: the logarithms of the largest and the smallest normal float (a cell edge beyond them is no number)
+_LOG_HUGE, _LOG_TINY = math.log(sys.float_info.max), math.log(sys.float_info.min)
+
+
 def _older(obj, path, version):
     """A format-1 map: a synthetic one holds no accuracy and reads as it is; a network one held its
     accuracies as fractions, so it is refused by name (run ``stam map`` again)."""
@@ -183,7 +210,8 @@ MAP = ResultType(
                         # a network map's network (a synthetic map has no width or epochs)
                         "params": Schema(optional={"width": WIDTH_OR_NULL, "epochs": EPOCHS_OR_NULL})},
                  each={"rows": MAP_ROW}, rules=(one_of("source", SOURCES), _metric_of_source, _percent_rows,
-                                                 distinct("rows", "gamma", "lam", "beta", what="the cell"))),
+                                                 distinct("rows", "gamma", "lam", "beta", what="the cell"),
+                                                 _drawable_grid)),
     files="map-*.json", writer="stam map", format=MAP_FORMAT, csv=ROW_KEYS, older=_older,
     title=lambda d, path: f"convergence map: {d.get('source')} {d.get('problem', path.stem)}")
 

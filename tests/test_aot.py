@@ -14,6 +14,7 @@ import torch
 
 from stam import compiling
 from stam.dnn import batched, catalog, presets
+from stam.io import folder_lock
 
 HYPER = {"gamma": 8.0, "lam": 0.5, "beta": 20.0}
 
@@ -220,16 +221,21 @@ def test_a_second_build_waits_for_the_first_and_loads_its_package(built, tmp_pat
     waits, then loads what the first built instead of building it again."""
     import threading
 
+    import torch.utils._pytree as pytree
+
     good = next((built[0] / compiling.AOT_FOLDER).glob("*.pt2"))
+    # arguments of the structure the package's graph takes (a load checks it: issue 64)
+    spec = pytree.treespec_loads(compiling._load_package(good, "test")._loader.get_call_spec()[0])
+    example = pytree.tree_unflatten([torch.zeros(2)] * spec.num_leaves, spec)[0]
     folder = tmp_path / compiling.AOT_FOLDER
     folder.mkdir()
     monkeypatch.setenv("STAM_CACHE_DIR", str(tmp_path))
     calls = []
     _no_export(monkeypatch, calls)
     got = {}
-    with compiling._folder_lock(folder):  # "the first build"
+    with folder_lock(folder):  # "the first build"
         t = threading.Thread(target=lambda: got.setdefault("fn", compiling.ahead_of_time(
-            lambda x: x, (torch.zeros(2),), good.stem, "second")))
+            lambda *x: x, example, good.stem, "second")))
         t.start()
         t.join(1.0)
         assert t.is_alive()  # waiting for the lock

@@ -41,14 +41,16 @@ def rates_fixture(problem="regression", inadmissible_last=True, pep=False) -> di
             "constants": {"L1": 1.0, "L2": 0.5}, "rows": rows, "slope": -0.5, "bound_slope": -0.5,
             "provenance": provenance()}
     if pep:
-        data["pep"] = {"rows": [{"T": T, "worst_case": 1.0 / T, "bound": 10.0 / math.sqrt(T), "ratio": 1.0,
+        data["pep"] = {"rows": [{"T": T, "worst_case": 1.0 / T, "bound": 10.0 / math.sqrt(T), "ratio": 0.1 / math.sqrt(T),
                                  "status": "optimal"} for T in (1, 2, 3)]}
     return data
 
 
 def pep_fixture() -> dict:
     return {"kind": "pep-sweep", "lam": 1.0, "gamma": 0.05, "beta": 10.0, "provenance": provenance(),
-            "rows": [{"T": T, "worst_case": 0.5 / T, "bound": 5.0 / T ** 0.5, "ratio": 10 / T ** 0.5,
+            # the ratio worst_case / bound; a status other than optimal gives no worst case (issue 64)
+            "rows": [{"T": T, "worst_case": 0.5 / T if T < 3 else None, "bound": 5.0 / T ** 0.5,
+                      "ratio": 0.1 / T ** 0.5 if T < 3 else None,
                       "status": "optimal" if T < 3 else "optimal_inaccurate"} for T in (1, 2, 3)]}
 
 

@@ -473,7 +473,7 @@ def valid_files() -> dict[str, object]:
                       "algorithms": [{"algo": "bc", "label": "BC", "trials": [{"overrides": {"lr": 0.1}, "score": 90.0,
                                                                               "selected_epoch": 1, "diverged_epoch": None}],
                                       "best": {"overrides": {"lr": 0.1}, "score": 90.0},
-                                      "final": {"test_acc": [90.0, 91.0], "diverged": 0, "mean": 90.5, "std": 0.7}}],
+                                      "final": {"test_acc": [90.0, 91.0], "diverged": 0, "mean": 90.5, "std": 0.5 ** 0.5}}],
                       "paper_rows": []},
         "region.json": {"kind": "lyapunov-region", "L1": 1.0,
                         "rows": [{"lam": lam, "gamma_theorem": 0.2, "general": {"lo": 10.0, "hi": 12.0, "beta": 100.0},

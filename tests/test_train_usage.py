@@ -73,7 +73,11 @@ def test_schedules_far_beyond_the_paper_epochs_stay_numbers():
     assert presets.value_at([grow], 10**9) == float("inf")
     assert presets.value_at([{**grow, "decay": {"factor": 1.02, "max": 5.0}}], 10**9) == 5.0
     assert presets.value_at([{**grow, "decay": {"factor": 0.5}}], 10**9) == 0.0
-    preset = presets.resolve(None, "br", "digits", schedule_scale=1e-300, epochs=2)
+    from stam.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"paper epoch 1e\+300, beyond 1,000,000"):  # a run there is refused (issue 64)
+        presets.resolve(None, "br", "digits", schedule_scale=1e-300, epochs=2)
+    preset = presets.resolve(None, "br", "digits", schedule_scale=1e-300)  # evaluated without a run: numbers still
     assert preset.paper_epoch(2) > 10**299 and preset.at(2)["lr"] >= 0
 
 

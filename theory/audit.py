@@ -16,10 +16,11 @@ searches, rounding, display) is :mod:`stam.theory.stamruns`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from stam.io import dumps, provenance, remove_stale_files
+from stam.io import STALE_S, atomic_write_texts, dumps, folder_lock, provenance, remove_stale_files
 from stam.theory import numeric as num
 from stam.theory.items import EVIDENCE, PAPER_CHECK, VERDICTS, evaluate, evidence, registry
 from stam.theory.stamruns import SEED, pretty, rounded
@@ -184,7 +185,8 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     :func:`stam.theory.store.read_store` accepts is read back; any other (damaged, edited, a link, a
     folder, unreadable, huge) is derived anew and replaced, and a store that cannot be written is
     skipped: the output is the same as with no store.  Temporaries of a killed run's write beside
-    the store (``.paper-check-*.json.*``, older than :data:`stam.io.STALE_S`) are removed."""
+    the store (``.paper-check-*.json.*``) are removed: all of them where no run holds the store folder's lock (every
+    write holds it), else those older than :data:`stam.io.STALE_S`."""
     import contextlib
 
     from stam.errors import UsageError
@@ -192,7 +194,9 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     path = cache_file()
     key = path.stem.removeprefix("paper-check-") if path is not None else ""
     if path is not None:
-        remove_stale_files(path.parent, ".paper-check-*.json.*")  # a killed run's temporaries (an hour old)
+        if path.parent.is_dir():
+            with folder_lock(path.parent, wait=False) as free:  # free: no write in progress, every temporary a killed one's
+                remove_stale_files(path.parent, ".paper-check-*.json.*", older_than=0 if free else STALE_S)
         store = read_store(path, key)
         if store is not None and (store["with_math"] or not with_math):
             return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])
@@ -203,7 +207,9 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
                 f.mathml()
         rows_ = [{k: f.text(k) if k in ("printed", "derived") else getattr(f, k) for k in _FIELDS} for f in items]
         try:
-            write_store(path, key, with_math, rows_)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with folder_lock(path.parent):
+                write_store(path, key, with_math, rows_)
             for old in path.parent.glob("paper-check-*.json"):  # stores of other sources are stale
                 if old != path:
                     with contextlib.suppress(OSError):
@@ -433,13 +439,33 @@ def run(params: PaperCheckParams) -> PaperCheck:
     counter = params.assumption_counter or "own"
     items = stored_findings(with_math=bool(params.json or params.out))
     cov = coverage(items, tex)  # every registered item has its finding
+    files = {}  # written all or nothing: a full disk at --out leaves no --corrected files either
     if params.corrected:
         from stam.theory import corrected
 
-        corrected.write(params.corrected, evaluated())
+        files.update(corrected.documents(params.corrected, evaluated()))
     if params.out:
-        PAPER_CHECK.write(result(items, cov, tex, counter), params.out)
+        files.update(PAPER_CHECK.texts(result(items, cov, tex, counter), params.out))
+    if files:
+        write_all(files, params.corrected)
     return PaperCheck(items, cov, tex, counter)
+
+
+def write_all(files: dict, folder=None) -> None:
+    """:func:`stam.io.atomic_write_texts` of ``files``; ``folder`` (``--corrected``) made for them, and removed
+    again, when it was made here, if the writes fail."""
+    from pathlib import Path
+
+    made = folder is not None and not Path(folder).exists()
+    if folder is not None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    try:
+        atomic_write_texts(files)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                Path(folder).rmdir()
+        raise
 
 
 def text(params: PaperCheckParams, found: PaperCheck) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sympy as sp
 
-from stam.io import atomic_write_text
 from stam.theory.items import Corrected, Tex
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -166,17 +165,13 @@ def markdown_document(stmts) -> str:
     return "\n".join(lines)
 
 
-def write(out_dir, evaluated) -> list:
-    """Write ``corrected.tex`` and ``corrected.md`` into ``out_dir`` (checked by the caller before
-    any work), atomically; return their paths."""
+def documents(out_dir, evaluated) -> dict:
+    """``{path: text}``: ``corrected.tex`` and ``corrected.md`` in ``out_dir`` (``stam paper-check --corrected``; nothing
+    written here: the caller writes them with its other files, all or nothing)."""
     from pathlib import Path
 
-
     stmts = statements(evaluated)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return [atomic_write_text(out / "corrected.tex", latex_document(stmts)),
-            atomic_write_text(out / "corrected.md", markdown_document(stmts))]
+    return {Path(out_dir) / "corrected.tex": latex_document(stmts), Path(out_dir) / "corrected.md": markdown_document(stmts)}
 
 
-__all__ = ["statements", "latex_document", "markdown_document", "write", "tex_text", "md_text"]
+__all__ = ["statements", "latex_document", "markdown_document", "documents", "tex_text", "md_text"]

@@ -63,13 +63,13 @@ from stam.io import provenance
 from stam.theory import numeric
 from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REGION_RTOL, REGION_SAMPLING, SCAN_MAX_STEPS,
                                 SCAN_RATIO, RegionParams)
-from stam.theory.pep import DEFAULT_F_CLASS, F_CLASSES, check_f_class, stam_pep, validate_sampling
+from stam.theory.pep import DEFAULT_F_CLASS, F_CLASSES, GAMMA_L1_MIN, check_f_class, stam_pep, validate_sampling
 from stam.theory.sdp import RHO_MIN, Certificate, search
 from stam.theory.sdpproof import NUMERICAL_ONLY, prove
 from stam.theory.settings import GammaScan, ProblemClass, SdpOptions, no_other
 from stam.theory.templates import GROWTH_PER_RATE, check_parameters, stam_step_sdp, stam_step_sdp_sampled
 from stam.results import (COUNT, DICT, DICT_OR_NULL, LIST, NONNEG, NONNEG_OR_NULL, POS, POS_OR_NULL, POSINT, PROVENANCE,
-                          STR, ResultType, Schema, at_most, one_of, ordered)
+                          STR, ResultType, Schema, at_most, distinct, one_of, ordered)
 # the public names of the search's other modules, importable from here as when they lived here
 
 #: STAM certificates count only with ``rho * beta >= RHO_BETA_MIN`` (:func:`rate_floor`; scale-free, as ``rho``
@@ -82,6 +82,17 @@ RHO_BETA_MIN = 1e-3
 UNVERIFIED = "rejected by the verification"
 #: how a status is counted when the solver's optimal rate is below :func:`rate_floor` (``details["below_floor"]``).
 BELOW_FLOOR = "rate below rho*beta = 1e-3"
+
+
+#: the smallest gamma a region's search starts from (``stam pep --region --gamma-range LO:...``): a certificate's
+#: rate is about ``gamma/2`` for small gamma (whatever L1 and lambda: the rate scales as the step), so below
+#: ``10 RHO_MIN`` none reaches :data:`RHO_MIN`, the smallest rate the solver is trusted with, and the bracket would
+#: be the solver's accuracy, not the template's
+REGION_GAMMA_MIN = 10 * RHO_MIN
+#: the largest ``gamma * max(L1, lambda)`` a region's search reaches (``--gamma-range ...:HI``): the inverse of the
+#: PEP's floor :data:`stam.theory.pep.GAMMA_L1_MIN`, so that its coefficients ``gamma L1`` and ``1/(gamma L1)`` both
+#: stay within a factor 1e9 (at 1e300 cvxpy refuses the data: NaN or Inf); the default region reaches 3.2e5
+REGION_SCALE_MAX = 1 / GAMMA_L1_MIN
 
 
 def rate_floor(beta: float) -> float:
@@ -517,7 +528,7 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
     import contextlib
     import tempfile
 
-    from stam.jobs import run_jobs
+    from stam.jobs import check_workers, run_jobs
 
     f_class, L1, rtol, sampling, workers = params.f_class, params.L1, params.rtol, params.sampling, params.workers
     gamma_range = params.gamma_range if params.gamma_range is not None else REGION_GAMMA_RANGE
@@ -526,12 +537,26 @@ def compute_region(params: RegionParams, progress=None, store=None, bar: bool = 
         require(math.isfinite(value) and value > 0, f"{name}={value} must be a finite number > 0")
     require(0 < gamma_range[0] < gamma_range[1] and math.isfinite(gamma_range[1]),
             f"gamma range {gamma_range} must be 0 < lo < hi < inf")
+    low = max(REGION_GAMMA_MIN, GAMMA_L1_MIN / L1)
+    require(gamma_range[0] >= low,
+            f"gamma range from {gamma_range[0]:g}: the search starts at {low:g} at the least (a certificate's rate, about "
+            f"gamma/2, is below {RHO_MIN:g}, the smallest the SDP's solver is trusted with, under {REGION_GAMMA_MIN:g}; "
+            f"the PEP's solver is trusted from gamma * L1 = {GAMMA_L1_MIN:g})")
+    largest = max([L1, *(params.lams if params.lams is not None else REGION_LAMS)])
+    require(gamma_range[1] * largest <= REGION_SCALE_MAX,
+            f"gamma range to {gamma_range[1]:g}: with L1 and lambda up to {largest:g} the search ends at "
+            f"{REGION_SCALE_MAX / largest:.3g} at the most (gamma * max(L1, lambda) <= {REGION_SCALE_MAX:g}: beyond, the "
+            "PEP's and the SDP's coefficients leave the range the solvers are trusted in, and reach beyond floating "
+            "point)")
     require(workers is None or (isinstance(workers, int) and workers >= 1), f"workers={workers} must be an integer >= 1")
+    check_workers(params.scheduler, 1 if workers is None else workers)  # --workers is not for --scheduler (as stam tune)
     if sampling is not None:
         validate_sampling(*sampling)
     full = resolved(params)
     for lam in full.lams:
         check_parameters(lam, 1.0, 1.0, L1)
+    twice = sorted({lam for lam in full.lams if full.lams.count(lam) > 1})
+    require(not twice, f"lambdas {', '.join(f'{lam:g}' for lam in twice)} listed more than once; give each lambda once")
     start = time.perf_counter()
     require(math.isfinite(params.scan_ratio) and params.scan_ratio > 1,
             f"scan_ratio={params.scan_ratio} must be a finite number > 1")
@@ -581,7 +606,7 @@ REGION = ResultType(
                               optional={"kind": STR, "betas": LIST, "gamma_range": LIST, "rtol": POS, "refute_Ts": LIST,
                                         "refute_betas": LIST, "seconds": NONNEG, "provenance": DICT_OR_NULL,
                                         "f_class": STR, "sampling": DICT_OR_NULL, "certificates": LIST},
-                              rules=(one_of("f_class", F_CLASSES),),
+                              rules=(one_of("f_class", F_CLASSES), distinct("rows", "lam", what="the lambda")),
                               each={"rows": REGION_ROW},
                               inner={"provenance": PROVENANCE,
                                      # the sampled gradient's N and b (b-nice sampling, 1 <= b <= N)
@@ -593,6 +618,6 @@ REGION = ResultType(
     files="region.json", writer="stam pep --region --out FILE")
 
 
-__all__ = ["BRACKET", "REGION_ROW", "REGION", "Certificate", "search", "stam_step_sdp", "stam_step_sdp_sampled",
+__all__ = ["BRACKET", "REGION_ROW", "REGION", "REGION_GAMMA_MIN", "REGION_SCALE_MAX", "Certificate", "search", "stam_step_sdp", "stam_step_sdp_sampled",
            "F_CLASSES", "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region",
            "compute_region", "region_specs", "resolved"]

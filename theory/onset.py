@@ -340,7 +340,9 @@ PEP_BAND = ResultType(
                                     and o["gamma_lam_range"][0] < o["gamma_lam_range"][1],
                                     "must be [lo, hi] with lo < hi"),
                               holds("rows", _in_range, "a row's lo or hi lies outside gamma_lam_range"),
-                              distinct("rows", "beta", "T", "N", "b"))),
+                              distinct("rows", "beta", "T", "N", "b"),
+                              distinct("history", "template", "k", "h", "beta", "N", "b", what="the potential"),
+                              distinct("cycles", "beta", what="the threshold"))),
     files="pep_band.json", writer="benchmarks/pep_band.py --out FILE")
 
 

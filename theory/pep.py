@@ -92,11 +92,11 @@ from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
 from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
-# the solve (stam.theory.pepsolve), importable from here as when it lived here
+# the solve and its outcome (stam.theory.pepsolve)
 from stam.theory.pepsolve import PEPResult, evaluated, finite_or_none, solve
 from stam.theory.settings import ProblemClass, no_other
 from stam.results import (BOOL, DICT_OR_NULL, LIST, NONNEG_OR_NULL, POS, POSINT, PROVENANCE, STR, ResultType, Schema,
-                          increasing)
+                          increasing, shown)
 
 # --------------------------------------------------------------------------- machinery check
 def gradient_descent_pep(L: float, gamma: float, n: int, solver: str | None = None,
@@ -205,6 +205,17 @@ class _RecordedProxF:
         return self.last[0]
 
 
+#: below this step the PEP is solved at unit step (:func:`stam_pep`: the problem scaled by ``gamma``).  Its worst
+#: case grows like ``1/gamma``; solved as written, with coefficients ``1/gamma``, Clarabel's answer drifts from
+#: ``gamma ~ 1e-6`` on (lam = L1 = 1, beta = 100, T = 2: "optimal" 0.83/gamma at 1e-7 for 1.0/gamma) and is
+#: "unbounded" from ``1e-7``; at unit step it is exact to 1e-6 down to ``gamma * L1 = 1e-10``.
+UNIT_STEP_BELOW = 1e-3
+#: the smallest ``gamma * L1`` where the PEP's solver is trusted: at unit step Clarabel calls the PEP "unbounded"
+#: from ``gamma * L1 ~ 1e-11`` on (the coefficients ``1/(gamma L1)``); every case probed (lambda and L1 from 0.01 to
+#: 100, T up to 4, N = 2, lsc and convex F) is optimal at ``gamma * L1 >= 1e-10``: the floor keeps a factor 10.
+GAMMA_L1_MIN = 1e-9
+
+
 def _validate(lam, gamma, beta, T, L1):
     for name, value in (("lam", lam), ("gamma", gamma), ("beta", beta), ("L1", L1)):
         require(
@@ -212,6 +223,9 @@ def _validate(lam, gamma, beta, T, L1):
             f"{name}={value} must be a finite number > 0",
         )
     require(isinstance(T, int) and T >= 1, f"T={T} must be an integer >= 1")
+    require(gamma * L1 >= GAMMA_L1_MIN,
+            f"gamma={gamma:g} with L1={L1:g}: gamma * L1 = {gamma * L1:.3g} is below {GAMMA_L1_MIN:g}, where the PEP's "
+            f"solver is trusted (the worst case grows like 1/gamma); give gamma >= {GAMMA_L1_MIN / L1:.3g}")
 
 
 def minibatches(N: int, b: int) -> list[tuple[int, ...]]:
@@ -287,6 +301,24 @@ def stam_pep(lam: float, gamma: float, beta: float, T: int, *, problem: ProblemC
     _validate(lam, gamma, beta, T, L1)
     check_f_class(f_class)
     validate_sampling(N, b)
+    pep = (T, f_class, N, b, free_start, solver, solver_options)
+    # below UNIT_STEP_BELOW, the same PEP at unit step: G, H and F scaled by c = gamma (L1 and lam times c, the step
+    # gamma / c = 1) run the same iterates with S_t times c^2 and delta0 + M0'_T times c, so the worst case (and every
+    # E S_t) is the scaled one over c, delta0 and M0'_T of the worst instance unchanged
+    c = gamma if gamma < UNIT_STEP_BELOW else 1.0
+    result = _solve_pep(lam * c, gamma / c, beta, L1 * c, *pep)
+    if c != 1.0:
+        for name in ("worst_case", "primal"):
+            if getattr(result, name) is not None:
+                setattr(result, name, getattr(result, name) / c)
+        if result.details.get("metrics") is not None:
+            result.details["metrics"] = [None if m is None else m / c for m in result.details["metrics"]]
+        result.details["unit_step"] = True
+    return result
+
+
+def _solve_pep(lam, gamma, beta, L1, T, f_class, N, b, free_start, solver, solver_options) -> PEPResult:
+    """The PEP of :func:`stam_pep` built and solved as written."""
     from PEPit import PEP, Point
 
     problem = PEP()
@@ -481,9 +513,23 @@ def pep_sweep(lam: float, gamma: float, beta: float, Ts, *, problem: ProblemClas
 
 
 # -- the result of ``stam pep --sweep-T ... --out FILE`` (:func:`pep_sweep`) --------------------------
+def _derived_row(row):
+    """A row as :func:`compare` writes it: a worst case only where the solver said optimal (another status is the
+    solver's, never a worst case), and the ratio the worst case over the bound (computed from the values beside it,
+    to rounding), null where either is."""
+    worst, bound, ratio = row.get("worst_case"), row.get("bound"), row.get("ratio")
+    if worst is not None and row.get("status", "optimal") != "optimal":
+        return "worst_case", f"is {shown(worst)} with status {shown(row['status'])}: only an optimal solve gives a worst case"
+    want = worst / bound if worst is not None and bound else None
+    if (want is None) != (ratio is None) or (want is not None and not math.isclose(ratio, want, rel_tol=1e-9)):
+        return "ratio", f"is {shown(ratio)}, not worst_case / bound ({shown(want)}): it is computed from them"
+    return None
+
+
 #: a worst case of min_t S_t (>= 0) beside the theorem's bound
 PEP_ROW = Schema(required={"T": POSINT},
-                 optional={"worst_case": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL, "status": STR})
+                 optional={"worst_case": NONNEG_OR_NULL, "bound": NONNEG_OR_NULL, "ratio": NONNEG_OR_NULL, "status": STR},
+                 rules=(_derived_row,))
 #: lambda finite and > 0, horizons each once, increasing
 PEP_SWEEP = ResultType(
     "pep-sweep", Schema(required={"rows": LIST, "lam": POS, "gamma": POS, "beta": POS},
@@ -495,5 +541,5 @@ PEP_SWEEP = ResultType(
     params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
 
 
-__all__ = ["PEP_ROW", "PEP_SWEEP", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES",
+__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES",
            "DEFAULT_F_CLASS", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]

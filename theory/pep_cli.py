@@ -126,9 +126,13 @@ def _print_sweep(sweep: dict) -> None:
 @contextlib.contextmanager
 def _beyond_floats(lam: float, gamma: float, beta: float, L1: float):
     """Parameters whose PEP has coefficients beyond floating point (cvxpy refuses data with inf or
-    nan; an overflow in building it) as a one-line usage error."""
+    nan; an overflow in building it) as a one-line usage error; numpy's overflow warnings on the way there are not
+    shown (the error names the values)."""
+    import numpy as np
+
     try:
-        yield
+        with np.errstate(over="ignore", invalid="ignore"):
+            yield
     except (ValueError, ArithmeticError) as exc:
         text = str(exc)
         if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in text and "=inf is not allowed" not in text:
@@ -208,7 +212,15 @@ def _pep(args) -> int:
     return 0
 
 
-def _fmt_bracket(part: dict) -> str:
+def _fmt_bracket(part: dict, certified: bool = True) -> str:
+    """A bracket ``[lo, hi)`` of ``stam pep --region``; a certified one not even begun (``lo`` None) where no solve
+    concluded (every status of the scan's first gamma other than optimal or infeasible) is the solver's, ``solver:
+    <status>``, and one whose optimal rates were all refused says why, ``none (<why>)``: neither is a verdict."""
+    statuses = part.get("statuses") or {}
+    if certified and part["lo"] is None and statuses and not any(k in ("optimal", "infeasible") for k in statuses):
+        key = max(statuses, key=statuses.get)
+        status, _, why = key.partition(", ")
+        return f"none ({why})" if status in ("optimal", "infeasible") and why else f"solver: {key}"
     lo = "none" if part["lo"] is None else f"{part['lo']:.4g}"
     hi = "none" if part["hi"] is None else f"{part['hi']:.4g}"
     return f"[{lo}, {hi}){'?' if part.get('hi_unverified') else ''}{'*' if part.get('start_unverified') else ''}"
@@ -238,7 +250,9 @@ def _theorem_cell(theorem: dict) -> str:
     the largest ``1/(rho beta)``), else ``no`` with the number of points certified."""
     if theorem["certified"]:
         return f"yes ({theorem['max_inv_rho_beta']:.3f})"
-    return f"no ({sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])})"
+    count = f"{sum(p['certified'] for p in theorem['points'])}/{len(theorem['points'])}"
+    failed = [p["status"] for p in theorem["points"] if not p["certified"] and p.get("status") not in ("optimal", "infeasible")]
+    return f"solver: {failed[0]} ({count})" if failed else f"no ({count})"  # a solver's failure is no verdict
 
 
 #: CPU seconds of ``stam pep --region`` per lambda whatever the betas (the refutation at T = 1, 2, the
@@ -361,7 +375,7 @@ def _region(args) -> int:
                 part = row if cls == f_class else row[cls]
                 sampled = _fmt_bracket(row["sampled"]) if cls == f_class else "-"
                 print(f"{cls:>9} {row['lam']:>9.4g} {row['gamma_theorem']:>10.4g} {_fmt_bracket(part['general']):>17} "
-                      f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted']):>15}   "
+                      f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted'], certified=False):>15}   "
                       f"{_theorem_cell(row['theorem']) if cls == f_class else '-':>12}", flush=True)
 
     result = args.run(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))

@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from stam.errors import UsageError
-from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most
+from stam.results import COUNT, DICT, DICT_OR_NULL, LIST, PROVENANCE, STR, STR_OR_NULL, ResultType, Schema, at_most, one_of
 from stam.theory.items.declare import (EVIDENCE, NETWORK_EVIDENCE, REGISTRY, VERDICTS, Corrected, Evaluated, Gap, Item,
                                        Network, Occurrence, Result, Tex, evaluate, evidence, item, verdict)
 
@@ -68,7 +68,8 @@ def registry() -> tuple[Item, ...]:
 # -- the result of the audit (``stam paper-check --out FILE``; :func:`stam.theory.audit.result`) --
 #: one finding: a label, its verdict, the printed and derived forms, a counterexample
 FINDING = Schema(required={"label": STR, "verdict": STR},
-                 optional={"printed": STR_OR_NULL, "derived": STR_OR_NULL, "counterexample": DICT_OR_NULL, "note": STR})
+                 optional={"printed": STR_OR_NULL, "derived": STR_OR_NULL, "counterexample": DICT_OR_NULL, "note": STR},
+                 rules=(one_of("verdict", VERDICTS),))
 
 
 def _findings(obj, path):
