@@ -121,6 +121,7 @@ class ProxOracle:
     def __init__(self, problem, f_class: str):
         self.f_class = f_class
         self.F = None
+        self.values = {}  # id(u) -> F(u) of every point a proximal step produced (F = 0: none)
         if f_class == "convex":
             from PEPit.functions import ConvexFunction
 
@@ -136,12 +137,18 @@ class ProxOracle:
         if self.f_class == "convex":
             from PEPit.primitive_steps import proximal_step
 
-            return proximal_step(v, self.F, gamma)[0]
-        s, Fu = Point(), Expression()
-        u = v - gamma * s
-        self.F.steps[id(s)] = float(gamma)
-        self.F.add_point((u, s, Fu))
+            u, _, Fu = proximal_step(v, self.F, gamma)
+        else:
+            s, Fu = Point(), Expression()
+            u = v - gamma * s
+            self.F.steps[id(s)] = float(gamma)
+            self.F.add_point((u, s, Fu))
+        self.values[id(u)] = Fu
         return u
+
+    def value(self, u):
+        """``F(u)`` at a point ``u`` this oracle produced (0 for F = 0)."""
+        return 0 if self.F is None else self.values[id(u)]
 
 
 def check_choices(f_class: str, initial: str, measure: str) -> None:
@@ -175,21 +182,31 @@ def method_pep(algo: str, T: int, hyper: dict, *, L1: float = 1.0, f_class: str 
         return g, Gp
 
     state = rule.theory_start(problem.set_initial_point(), hyper, q)
-    metrics, G_first, G_last = [], None, None
+    metrics, G_first, G_last, w0 = [], None, None, None
     for t in range(T + 1):
         g, G_last = oracle(rule.forward_weights(state))
         G_first = G_last if G_first is None else G_first
+        # the binary output, one proximal step (of a nonconvex F any selection: each call is a point of its own)
+        w = rule.binary_weights(state, q) if measure == "common" or (initial == "objective" and t == 0) else None
+        w0 = w if t == 0 else w0
         if measure == "natural":
             metric = rule.theory_measure(state, g, hyper)
         else:  # the proximal-gradient residual at the weights it outputs, step 1/L1
-            w = rule.binary_weights(state, q)
             gw, _ = oracle(w)
             metric = L1 ** 2 * (w - q.prox_F(w - gw / L1, 1.0 / L1)) ** 2
         problem.set_performance_metric(metric)
         metrics.append(metric)
         if t < T:
             state = rule.theory_step(state, g, hyper, q, t)
-    problem.set_initial_condition((G_first - f_star if initial == "gap" else G_first - G_last) <= 1)
+    if initial == "objective":  # (G + F)(w^0) - inf G - inf F at the first output, F^inf below every F(u_i)
+        F_star = Expression()
+        for Fu in q.values.values():
+            problem.add_constraint(F_star <= Fu)
+        _, G_w0 = oracle(w0)
+        gap = G_w0 + q.value(w0) - f_star - (0 if q.F is None else F_star)
+    else:
+        gap = G_first - f_star if initial == "gap" else G_first - G_last
+    problem.set_initial_condition(gap <= 1)
     result = solve(problem, solver, solver_options)
     result.details.update(gram_size=Point.counter)
     if result.has_solution:
@@ -219,7 +236,8 @@ def run_method(algo: str, T: int, hyper: dict, *, L1: float = 1.0, f_class: str 
 #: the common measure as the outputs name it
 COMMON_MEASURE_TEXT = "L1^2 ||w^t - prox_{F/L1}(w^t - grad G(w^t)/L1)||^2 at the binary output w^t"
 #: the normalisations as the outputs name them
-INITIAL_TEXT = {"gap": "G(w^0) - inf G <= 1", "last-gap": "G(w^0) - G(w^T) <= 1"}
+INITIAL_TEXT = {"gap": "G(w^0) - inf G <= 1", "last-gap": "G(w^0) - G(w^T) <= 1",
+                "objective": "(G + F)(w^0) - inf G - inf F <= 1 (w^0 the first binary output)"}
 
 
 def text(row: dict) -> str:

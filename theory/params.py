@@ -42,7 +42,7 @@ DEFAULT_F_CLASS = "lsc"
 #: ``stam pep --algo NAME`` (:mod:`stam.theory.methods_pep`) also takes F = 0 (``--F zero``); its normalisations
 #: (``--initial``) and its measures (``--measure``: each method's own, or one common to all)
 METHOD_F_CLASSES = F_CLASSES + ("zero",)
-INITIALS = ("gap", "last-gap")
+INITIALS = ("gap", "last-gap", "objective")
 MEASURES = ("natural", "common")
 #: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``SCAN_MAX_STEPS + 1``
 MAX_SCAN_POINTS = SCAN_MAX_STEPS + 1
@@ -118,7 +118,8 @@ class PepParams(Params):
                             help="--algo br: lam_t = lam rho^t grown once per step (>= 1; default 1, lam fixed)")
     initial: str | None = arg("--initial", choices=INITIALS, default=None,
                               help="--algo psgd/bc/br (or stam's common PEP): the normalisation, gap = G(w^0) - inf G "
-                              "<= 1 (default), last-gap = G(w^0) - G(w^T) <= 1 (PEPit's gradient-descent example)")
+                              "<= 1 (default), last-gap = G(w^0) - G(w^T) <= 1 (PEPit's gradient-descent example), objective = "
+                              "(G + F)(w^0) - inf G - inf F <= 1 at the first binary output")
     measure: str = arg("--measure", choices=MEASURES, default="natural",
                        help="natural = each method's own stationarity measure (default), common = the proximal-gradient "
                        "residual of G + F with step 1/L1 at the binary weights it outputs (docs/methods-theory.md)")
