@@ -8,17 +8,8 @@ import pytest
 pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
-from stam.cli import main  # noqa: E402
 from stam.theory import methods_pep, methods_region  # noqa: E402
-
-
-def run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from test_pep_cli import run  # noqa: E402  (stam's main in-process: exit code, stdout, stderr)
 
 
 @pytest.mark.parametrize("L, gamma, n", [(1.0, 1.0, 5), (1.0, 0.5, 3), (2.0, 0.4, 4), (1.0, 1.5, 2), (1.0, 1.9, 3),
