@@ -109,3 +109,43 @@ def test_every_rule_has_a_theory_form_and_stam_runs():
     assert {r.name for r in methods_pep.theory_rules()} == {"psgd", "bc", "br", "stam"}
     row = methods_pep.run_method("stam", 2, {"gamma": 0.5, "lam": 1.0, "beta": 4.0}, f_class="zero")
     assert row["status"] == "optimal" and row["worst_case"] > 0
+
+
+@pytest.mark.parametrize("algo, f_class, lam", [("bc", "lsc", 1), ("bc", "convex", 1), ("br", "indicator", 0.5),
+                                                ("psgd", "zero", 1)])
+def test_every_refuting_run_is_below_the_pep(algo, f_class, lam):
+    """A refuting run is one instance of the class, so the PEP's worst case over the class (same rule, same gamma, same
+    normalisation G(w^0) - inf G <= 1, T = 2) is at least the run's min_{t<=2} measure / (G(w^0) - inf G)."""
+    v = methods_region.verdict(algo, f_class, lam=Fraction(str(lam)))
+    assert v["runs"]
+    for r in v["runs"][:2]:
+        hyper = {"gamma": float(r["h"]), "lam": float(lam), "rho": 1.0}
+        hyper = {k: hyper[k] for k in methods_pep.theory_rule(algo).theory_params}
+        row = methods_pep.run_method(algo, 2, hyper, f_class=f_class)
+        assert row["status"] == "optimal"
+        assert row["worst_case"] >= float(min(r["ratios"][:3])) * (1 - 1e-4)
+
+
+def test_stam_theory_measure_is_theorem_convs_S_t():
+    """STAM's declared measure, with g_F(u^t) = (x^t - z^t)/gamma, is the S_t of stam.theory.pep (g_F = (v - u)/gamma
+    recorded at the proximal step), on a numeric run with F = I_{-1,1}."""
+    import numpy as np
+
+    from stam.rules import rule
+
+    stam = rule("stam")
+
+    class Recorded:
+        def prox_F(self, v, gamma):
+            u = np.where(v >= 0, 1.0, -1.0)
+            self.gF = (v - u) / gamma
+            return u
+
+    q, hyper = Recorded(), {"gamma": 0.7, "lam": 1.3, "beta": 3.0}
+    state = stam.theory_start(np.array([0.3, -2.0]), hyper, q)
+    for t in range(4):
+        grad = 2.0 * (state.y - np.array([0.5, 0.1]))
+        S = np.sum((grad + hyper["lam"] * (state.y - state.u)) ** 2) + np.sum((hyper["lam"] * (state.u - state.y) + q.gF) ** 2)
+        declared = stam.theory_measure(state, grad, hyper)
+        assert np.sum(declared) == pytest.approx(S, rel=1e-12)
+        state = stam.theory_step(state, grad, hyper, q, t)
