@@ -76,7 +76,7 @@ def test_refuting_runs_hold_and_can_fail():
     assert all(r["held"] for r in br["runs"]) and br["runs"][0]["bound"] == Fraction(1, 8)
     # at h = 1 gradient descent converges: the same run does not stay above its bound
     assert not methods_region.refuting_run("psgd", "gd", Fraction(1))["held"]
-    assert methods_region.verdict("br", "convex")["refuted"] is None  # said, not guessed
+    assert methods_region.verdict("br", "convex", rho=Fraction(51, 50))["refuted"] is None  # said, not guessed
 
 
 def test_region_cli_all_three(capsys):
@@ -149,3 +149,16 @@ def test_stam_theory_measure_is_theorem_convs_S_t():
         declared = stam.theory_measure(state, grad, hyper)
         assert np.sum(declared) == pytest.approx(S, rel=1e-12)
         state = stam.theory_step(state, grad, hyper, q, t)
+
+
+@pytest.mark.parametrize("h, lam, T", [(0.5, 1.0, 2), (1.5, 1.0, 4), (1.0, 0.25, 3), (1.9, 4.0, 2)])
+def test_br_convex_certificate_bounds_the_pep(h, lam, T):
+    """BR's relaxed phase with a convex F and lam fixed: the mirror-descent certificate 2 L1 (1 + lam)/(T h (2 - h))
+    bounds the PEP's worst case of min_{t<=T} ||grad G(W~^t)||^2 (the min over t <= T-1 already)."""
+    row = methods_pep.run_method("br", T, {"gamma": h, "lam": lam, "rho": 1.0}, f_class="convex")
+    cert = methods_region.certificate(Fraction(str(h)), T, lam=Fraction(str(lam)))
+    assert row["status"] == "optimal"
+    assert row["worst_case"] <= float(cert) * (1 + 1e-6)
+    v = methods_region.verdict("br", "convex", lam=Fraction(str(lam)))
+    assert v["certified"] == [0, 2] and all(r["held"] for r in v["runs"])
+    assert methods_region.verdict("br", "convex", rho=Fraction(51, 50))["certified"] is None  # a growing lam: not claimed

@@ -29,7 +29,15 @@ normalisation ``G(w^0) - inf G <= 1``, in units of ``h = gamma L1``.  Each is ex
     and ``lam > 0``: ``G = (L1/2) x^2``, ``|W~^t| = (lam_t + |U^t|)/(lam_t + 1) >= lam/(lam + 1)``; from ``U^0 = 1``:
     ratio ``>= 2 L1 (lam/(lam + 1))^2``.
 
-- **not determined** where neither holds (BR with a convex F): said so, with no verdict.
+- **certified** ``0 < h < 2`` for BR's relaxed phase with a convex F = I_Q and ``lam`` fixed (``rho = 1``): the relaxed
+  weights are ``W~ = prox_r(U)``, ``r = (lam/2) dist^2(., Q)`` (``P(W~) = P(U)`` for a convex Q), so ``U^t = grad
+  h(W~^t)`` with ``h = ||.||^2/2 + r`` 1-strongly convex and ``(1 + lam)``-smooth, and BR is mirror descent on G:
+  ``grad h(W~^{t+1}) = grad h(W~^t) - gamma grad G(W~^t)``.  With ``D = W~^{t+1} - W~^t`` and ``S = <grad h(W~^{t+1}) -
+  grad h(W~^t), D>``, strong convexity gives ``S >= ||D||^2``, smoothness (co-coercivity) ``S >= gamma^2 ||grad
+  G(W~^t)||^2 / (1 + lam)``, and the descent lemma of G ``G(W~^{t+1}) <= G(W~^t) - S/gamma + (L1/2)||D||^2 <= G(W~^t) -
+  (1 - h/2) S / gamma``; so ``min_{t<=T} ||grad G(W~^t)||^2 <= 2 L1 (1 + lam) / (T h (2 - h))``.  Refuted at ``h >= 2``
+  by gradient descent's run (Q the whole space).
+- **not determined** where neither holds (BR with a convex F and a growing ``lam``): said so, with no verdict.
 
 STAM's region is :func:`stam.theory.lyapunov.compute_region` (``stam pep --region``, exact Lyapunov certificates).
 """
@@ -74,13 +82,14 @@ INSTANCES = {
 }
 
 
-def certificate(h: Fraction, T: int, L1: Fraction = Fraction(1)) -> Fraction:
-    """The descent lemma's bound ``2 L1 / (T h (2 - h))`` on ``min_{t<=T} ||grad G(x^t)||^2`` of gradient descent
-    under ``G(x^0) - inf G <= 1``, exact, for ``0 < h < 2`` (module docstring)."""
-    h, L1 = Fraction(h), Fraction(L1)
-    if not (0 < h < 2) or T < 1:
-        raise ValueError(f"the descent lemma certifies 0 < h < 2 and T >= 1, got h={h}, T={T}")
-    return 2 * L1 / (T * h * (2 - h))
+def certificate(h: Fraction, T: int, L1: Fraction = Fraction(1), lam: Fraction = Fraction(0)) -> Fraction:
+    """The bound ``2 L1 (1 + lam) / (T h (2 - h))`` on ``min_{t<=T} ||grad G(w^t)||^2`` under ``G(w^0) - inf G <= 1``,
+    exact, for ``0 < h < 2``: gradient descent's (the descent lemma, ``lam = 0``) and BR's relaxed phase with a convex
+    Q and ``lam`` fixed (the mirror-descent argument of the module docstring)."""
+    h, L1, lam = Fraction(h), Fraction(L1), Fraction(lam)
+    if not (0 < h < 2) or T < 1 or lam < 0:
+        raise ValueError(f"the certificate holds for 0 < h < 2, T >= 1, lam >= 0, got h={h}, T={T}, lam={lam}")
+    return 2 * L1 * (1 + lam) / (T * h * (2 - h))
 
 
 def refuting_run(algo: str, instance: str, h, L1=1, lam=1, rho=1, steps: int = RUN_STEPS) -> dict:
@@ -122,11 +131,19 @@ def verdict(algo: str, f_class: str, L1=1, lam=1, rho=1) -> dict:
                 "proof": "descent lemma: min_(t<=T) ||grad G||^2 <= 2 L1/(T h (2 - h)) (G(x^0) - inf G), exact",
                 "refutation": INSTANCES["gd"][4] + " (G = (L1/2) x^2, x^0 = 1, F = 0: the indicator of the whole space, "
                 "in every class)", "runs": runs}
+    if (algo, f_class) == ("br", "convex") and Fraction(rho) == 1:
+        runs = [refuting_run(algo, "gd", h, L1, lam, rho) for h in RUN_HS if h >= 2]
+        return {"algo": algo, "f_class": f_class, "certified": [0, 2], "refuted": [2, None],
+                "proof": "mirror descent: U^t = grad h(W~^t), h = ||.||^2/2 + (lam/2) dist^2(., Q) 1-strongly convex and "
+                "(1+lam)-smooth: min_(t<=T) ||grad G(W~^t)||^2 <= 2 L1 (1 + lam)/(T h (2 - h)) (G(W~^0) - inf G), exact",
+                "refutation": INSTANCES["gd"][4] + " (G = (L1/2) x^2, x^0 = 1, Q the whole space: F = 0, convex)",
+                "runs": runs}
     instance = {("bc", "lsc"): "pm1", ("bc", "indicator"): "pm1", ("bc", "convex"): "box",
                 ("br", "lsc"): "br_pm1", ("br", "indicator"): "br_pm1"}.get((algo, f_class))
     if instance is None:
         return {"algo": algo, "f_class": f_class, "certified": None, "refuted": None, "proof": None,
-                "refutation": None, "runs": [], "undetermined": "no certificate and no refuting run here"}
+                "refutation": None, "runs": [], "undetermined": "no certificate and no refuting run here (BR with a convex "
+                "Q is certified with lam fixed, --rho 1; a growing lam breaks the argument)"}
     runs = [refuting_run(algo, instance, h, L1, lam, rho) for h in RUN_HS]
     return {"algo": algo, "f_class": f_class, "certified": None, "refuted": [0, None], "proof": None,
             "refutation": INSTANCES[instance][4], "runs": runs}
@@ -169,6 +186,9 @@ def text(result: dict) -> str:
     for v in result["verdicts"]:
         cert, ref = _cell(v)
         lines.append(f"{v['f_class']:>10}  {cert:<30}  {ref}")
+    for v in result["verdicts"]:
+        if v["proof"]:
+            lines.append(f"  {v['f_class']}: certified by {v['proof']}")
     for v in result["verdicts"]:
         if v["refutation"]:
             lines.append(f"  {v['f_class']}: {'none, refuted by' if v['certified'] is None else 'beyond, refuted by'} "
