@@ -29,10 +29,12 @@ def test_pepit_gradient_descent_reproduced(L, gamma, n, capsys):
 
 @pytest.mark.parametrize("h, n", [(0.2, 1), (0.7, 3), (1.0, 5), (0.5, 7)])
 def test_closed_form_for_short_steps(h, n):
-    """For h = gamma L <= 1 the PEP gives 4 L / (n h (4 - h)) (at h = 1 PEPit's 4L/(3n)); checked, not derived."""
+    """For h = gamma L <= 1 the PEP attains the bound 4 L / (n h (4 - h)) derived in methods_region (at h = 1 PEPit's
+    4L/(3n))."""
     L = 2.0
     row = methods_pep.run_method("psgd", n, {"gamma": h / L}, L1=L, f_class="zero", initial="last-gap")
-    assert row["worst_case"] == pytest.approx(4 * L / (n * h * (4 - h)), rel=1e-5)
+    bound = methods_region.gradient_descent_last_gap(Fraction(str(h)), n, Fraction(2))
+    assert row["worst_case"] == pytest.approx(float(bound), rel=1e-5)
 
 
 def test_closed_form_stops_at_one():

@@ -92,6 +92,25 @@ def certificate(h: Fraction, T: int, L1: Fraction = Fraction(1), lam: Fraction =
     return 2 * L1 * (1 + lam) / (T * h * (2 - h))
 
 
+def gradient_descent_last_gap(h, n: int, L1=1) -> Fraction:
+    """``4 L1 / (n h (4 - h))``, for ``0 < h = gamma L1 <= 1``: a bound on ``min_{0<=t<=n} ||grad G(x^t)||^2`` of ``n``
+    steps of gradient descent under ``G(x^0) - G(x^n) <= 1`` (PEPit's gradient-descent example; at ``h = 1`` its
+    ``4 L1 / (3 n)``), exact.  Derivation: the interpolation inequality of an ``L1``-smooth G (Taylor, Hendrickx and
+    Glineur), ``G_k >= G_{k+1} - (L1/4)||x_k - x_{k+1}||^2 + (1/2)<g_k + g_{k+1}, x_k - x_{k+1}> + ||g_k - g_{k+1}||^2/(4
+    L1)``, at ``x_k - x_{k+1} = gamma g_k``, with ``a = ||g_k||^2``, ``b = ||g_{k+1}||^2``, ``c = <g_k, g_{k+1}>``::
+
+        L1 (G_k - G_{k+1}) >= (-h^2/4 + h/2 + 1/4) a + (h - 1)/2 c + b/4
+                          >= h (3 - h)/4 a + h/4 b          (h <= 1: (h - 1) c >= (h - 1)(a + b)/2)
+
+    summed over ``k < n``: ``L1 (G_0 - G_n) >= (h (3 - h)/4) a_0 + (h (4 - h)/4)(a_1 + ... + a_{n-1}) + (h/4) a_n >= n h (4
+    - h)/4 min_t a_t``.  The PEP attains it at the points a test checks (so it is the worst case there); above ``h = 1``
+    the step ``(h - 1) c`` no longer goes this way and the PEP exceeds it."""
+    h, L1 = Fraction(h), Fraction(L1)
+    if not (0 < h <= 1) or n < 1:
+        raise ValueError(f"the bound is derived for 0 < h <= 1 and n >= 1, got h={h}, n={n}")
+    return 4 * L1 / (n * h * (4 - h))
+
+
 def refuting_run(algo: str, instance: str, h, L1=1, lam=1, rho=1, steps: int = RUN_STEPS) -> dict:
     """The run of the rule ``algo``'s theory form on the 1-D instance ``instance`` of :data:`INSTANCES`, exact:
     its measure over ``G(w^0) - inf G`` at each step, the bound it never goes below, and whether it held."""
@@ -236,5 +255,5 @@ def run_cli(args) -> int:
     return 0
 
 
-__all__ = ["RUN_HS", "RUN_STEPS", "INSTANCES", "certificate", "refuting_run", "verdict", "region", "text", "jsonable",
+__all__ = ["RUN_HS", "RUN_STEPS", "INSTANCES", "certificate", "gradient_descent_last_gap", "refuting_run", "verdict", "region", "text", "jsonable",
            "run_cli"]
