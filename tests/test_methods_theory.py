@@ -98,6 +98,8 @@ def test_region_cli_all_three(capsys):
     (["pep", "--algo", "psgd", "--gamma", "1", "--T", "2", "--sweep-T", "1,2", "--out", "x.json"], "--sweep-T"),
     (["pep", "--region", "--algo", "bc", "--out", "x.json"], "--out"),
     (["pep", "--region", "--F", "zero", "--lams", "1", "--out", "x.json"], "--F"),
+    (["pep", "--algo", "psgd", "--gamma", "1e300", "--T", "2"], "ordinary size"),
+    (["pep", "--algo", "bc", "--gamma", "1", "--L1", "1e308", "--T", "2"], "ordinary size"),
 ])
 def test_bad_input_is_one_line(argv, word, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

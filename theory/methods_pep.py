@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 
-from stam.errors import require
+from stam.errors import UsageError, require
 from stam.theory.params import INITIALS, MEASURES, METHOD_F_CLASSES
 from stam.theory.pepsolve import PEPResult, solve
 
@@ -267,6 +267,10 @@ def text(row: dict) -> str:
 
 
 
+#: the range of every coefficient of ``stam pep --algo NAME``'s PEP (a parameter, its product with L1 and ratio to it)
+COEFFICIENT_RANGE = (1e-60, 1e60)
+
+
 def is_method_pep(params) -> bool:
     """Whether ``stam pep``'s parameters ask for this module's PEP (:func:`run_params`) rather than STAM's own
     (:func:`stam.theory.pep.compare`): another rule, F = 0, a normalisation or a measure named, BR's ``--rho``."""
@@ -294,9 +298,24 @@ def run_params(params) -> dict:
     size = 1 + per_step * (params.T + 1)
     require(params.force or size <= 2 * MAX_GRAM,
             f"--T {params.T}: a PEP of about {size} points, above the limit {2 * MAX_GRAM}; give a smaller --T or add --force")
-    return run_method(rule.name, params.T, hyper, L1=params.L1, f_class=params.f_class,
-                      initial=params.initial or "gap", measure=params.measure, solver=params.solver)
+    L1 = params.L1
+    coefficients = [L1, L1 ** 2 if L1 < 1e154 else math.inf] + [v * f for v in hyper.values() if v is not None
+                                                                    for f in (1.0, L1, 1 / L1)]
+    given = " ".join(f"--{k} {v:g}" for k, v in {**hyper, "L1": L1}.items() if v is not None and k != "rho")
+    require(all(COEFFICIENT_RANGE[0] <= c <= COEFFICIENT_RANGE[1] for c in coefficients),
+            f"{given}: the PEP's coefficients (these, their products with L1 and ratios to it) leave "
+            f"[{COEFFICIENT_RANGE[0]:g}, {COEFFICIENT_RANGE[1]:g}], where the SDP solvers' tolerances (1e-7) still mean "
+            "something; give values of ordinary size")
+    try:
+        return run_method(rule.name, params.T, hyper, L1=params.L1, f_class=params.f_class,
+                          initial=params.initial or "gap", measure=params.measure, solver=params.solver)
+    except (ValueError, ArithmeticError) as exc:  # cvxpy refuses inf/nan data; SCS cannot set up such a problem
+        text = str(exc)
+        if not isinstance(exc, ArithmeticError) and "NaN or Inf" not in text and "allocation error" not in text:
+            raise
+        raise UsageError(f"{given}: the PEP's coefficients (products and ratios of these) are beyond floating point; "
+                         "give values of ordinary size") from None
 
 
 __all__ = ["theory_rules", "theory_rule", "check_hyper", "multistep_prox_class", "ProxOracle", "check_choices",
-           "method_pep", "run_method", "COMMON_MEASURE_TEXT", "INITIAL_TEXT", "text", "is_method_pep", "run_params"]
+           "method_pep", "run_method", "COMMON_MEASURE_TEXT", "INITIAL_TEXT", "text", "is_method_pep", "run_params", "COEFFICIENT_RANGE"]
