@@ -211,7 +211,7 @@ def test_the_regions_flags_come_from_its_parameters():
     library's default object; the classes of F are the PEP's."""
     from stam.params import flagged
     from stam.theory.params import REGION_ONLY, RegionParams
-    from stam.theory.pep import F_CLASSES
+    from stam.theory.params import METHOD_F_CLASSES
 
     parser = _commands()[("pep",)]
     actions = {a.dest: a for a in parser._actions}
@@ -226,7 +226,7 @@ def test_the_regions_flags_come_from_its_parameters():
     got = RegionParams.from_args(parser.parse_args(["--region", "-o", "x.json", "--N", "3", "--b", "2", "--solver", "scs",
                                                     "--F", "convex", "--lams", "1,2", "--workers", "1"]))
     assert (got.sampling, got.solver, got.f_class, got.lams, got.workers) == ((3, 2), "scs", "convex", [1.0, 2.0], 1)
-    assert tuple(actions["f_class"].choices) == F_CLASSES  # --F offers the PEP's classes
+    assert tuple(actions["f_class"].choices) == METHOD_F_CLASSES  # --F offers the PEP's classes and F = 0 (--algo)
 
 
 @pytest.mark.parametrize("argv, why", [

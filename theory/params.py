@@ -39,6 +39,11 @@ SCAN_MAX_STEPS = 110
 #: them here, so that ``stam pep --help`` imports no PEP): the paper's class first, the default
 F_CLASSES = ("lsc", "indicator", "convex")
 DEFAULT_F_CLASS = "lsc"
+#: ``stam pep --algo NAME`` (:mod:`stam.theory.methods_pep`) also takes F = 0 (``--F zero``); its normalisations
+#: (``--initial``) and its measures (``--measure``: each method's own, or one common to all)
+METHOD_F_CLASSES = F_CLASSES + ("zero",)
+INITIALS = ("gap", "last-gap", "objective")
+MEASURES = ("natural", "common")
 #: ``--region --gamma-range LO:HI:N``: N gammas scanned, at most ``SCAN_MAX_STEPS + 1``
 MAX_SCAN_POINTS = SCAN_MAX_STEPS + 1
 POSITIVE_LIST = ListArg(positive_float, "numbers > 0", "0.1,1,10")
@@ -68,10 +73,10 @@ def L1_arg():
 
 
 def f_class_arg():
-    return arg("--F", choices=F_CLASSES, default=DEFAULT_F_CLASS, job=True,
+    return arg("--F", choices=METHOD_F_CLASSES, default=DEFAULT_F_CLASS, job=True,
                help="class of F, reached through its proximal step: lsc = any proper lower semicontinuous F "
                "(nonconvex; the paper's class, the default), indicator = the indicator of any closed set, "
-               "convex = closed proper convex")
+               "convex = closed proper convex, zero = F = 0 (with --algo psgd, bc, br, or stam's common PEP)")
 
 
 def N_arg():
@@ -97,6 +102,12 @@ def force_arg():
                help=f"solve a PEP above the size limit (Gram matrix {MAX_GRAM} x {MAX_GRAM}, T <= 24)")
 
 
+def algo_arg():
+    return arg("--algo", default="stam", metavar="NAME",
+               help="the update rule (stam/rules/NAME.py) with a theory form: stam (default), psgd, bc, br "
+               "(docs/methods-theory.md)")
+
+
 def pep_out_arg():
     return out_arg(metavar="FILE", help="result file for --sweep-T and --region (JSON)")
 
@@ -114,6 +125,16 @@ class PepParams(Params):
     gamma: float | None = gamma_arg()
     beta: float | None = beta_arg()
     T: int | None = arg("--T", type=positive_int, default=None, help="iterations (>= 1)")
+    algo: str = algo_arg()
+    rho: float | None = arg("--rho", type=positive_float, default=None,
+                            help="--algo br: lam_t = lam rho^t grown once per step (>= 1; default 1, lam fixed)")
+    initial: str | None = arg("--initial", choices=INITIALS, default=None,
+                              help="--algo psgd/bc/br (or stam's common PEP): the normalisation, gap = G(w^0) - inf G "
+                              "<= 1 (default), last-gap = G(w^0) - G(w^T) <= 1 (PEPit's gradient-descent example), objective = "
+                              "(G + F)(w^0) - inf G - inf F <= 1 at the first binary output")
+    measure: str = arg("--measure", choices=MEASURES, default="natural",
+                       help="natural = each method's own stationarity measure (default), common = the proximal-gradient "
+                       "residual of G + F with step 1/L1 at the binary weights it outputs (docs/methods-theory.md)")
     sweep_T: list | None = arg("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None,
                                metavar="N1,N2,...", help="several horizons; writes a pep-sweep result file (--out)")
     L1: float = L1_arg()
@@ -147,6 +168,7 @@ class RegionParams(Params):
     solver: str | None = solver_arg()
     force: bool = force_arg()
     out: str | None = pep_out_arg()
+    algo: str = algo_arg()
     lams: list | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...",
                              help="lambdas (default: 12 on a log grid from 0.01 to 31.6)")
     betas: list | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...", job=True,
@@ -263,4 +285,4 @@ REGION_ONLY = ("lams", "betas", "gamma_range", "workers", "scheduler")
 __all__ = ["PepParams", "RegionParams", "CertifyParams", "CheckParams", "FamilyParams", "CERTIFICATE_ONLY", "lam_arg",
            "gamma_arg", "beta_arg", "L1_arg", "f_class_arg", "N_arg", "b_arg", "solver_arg", "force_arg", "pep_out_arg", "PaperCheckParams", "REGION_ONLY", "REGION_GAMMA_RANGE", "REGION_RTOL", "REFUTE_TS", "REFUTE_BETAS",
            "REGION_SAMPLING", "SCAN_RATIO", "SCAN_MAX_STEPS", "MAX_SCAN_POINTS", "F_CLASSES", "DEFAULT_F_CLASS", "POSITIVE_LIST",
-           "MAX_GRAM"]
+           "MAX_GRAM", "METHOD_F_CLASSES", "INITIALS", "MEASURES", "algo_arg"]

@@ -161,8 +161,10 @@ def run_pep(params: PepParams) -> dict:
     PEP or a sweep above the size limits without ``force`` (:func:`_check_size`), ``out`` with a single horizon
     or missing with a sweep."""
     from stam.io import check_out_file
-    from stam.theory import pep
+    from stam.theory import methods_pep, pep
 
+    if methods_pep.is_method_pep(params):  # another update rule, F = 0, a normalisation or measure named
+        return methods_pep.run_params(params)
     check_sampling(params.N, params.b)
     (N, b), solver = params.sampling, params.solver
     lam, gamma, beta, L1 = params.lam, params.gamma, params.beta, params.L1
@@ -204,6 +206,10 @@ def _pep(args) -> int:
     result = args.run(params)
     if params.json:
         print(dumps(result))
+    elif "algo" in result:  # stam.theory.methods_pep
+        from stam.theory.methods_pep import text
+
+        print(text(result))
     elif params.sweep_T is None:
         _print_row(params, result)
     else:
@@ -355,6 +361,11 @@ def _region(args) -> int:
     from stam.io import dumps
     from stam.theory.params import RegionParams
 
+    if args.algo != "stam":  # PSGD, BC, BR: their verdicts (stam.theory.methods_region)
+        from stam.theory.methods_region import run_cli
+
+        return run_cli(args)
+    require(args.f_class != "zero", "--region of STAM: --F lsc, indicator or convex (F = 0: --algo psgd, bc or br)")
     extra = [flag for flag in ("lam", "gamma", "beta", "T", "sweep_T") if getattr(args, flag) is not None]
     require(not extra, f"--region searches over gamma and beta itself; drop {', '.join('--' + e.replace('_', '-') for e in extra)}"
             " (give lambdas with --lams)")

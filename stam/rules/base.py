@@ -143,6 +143,30 @@ class UpdateRule:
         hyperparameters (its schedule over the run, where it has one)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------------ the theory form (stam pep --algo)
+    #: its parameters in the theory (``stam pep --algo NAME``, :mod:`stam.theory.methods_pep`), each with its
+    #: flag's name there; None: the rule has no theory form.  The theory form is the rule's step in terms of
+    #: the oracles only: the full gradient of G at :meth:`forward_weights` and the proximal step ``q.prox_F(v,
+    #: gamma)`` of F (the coupling, where it has one, is affine and needs no oracle)
+    theory_params: tuple | None = None
+    #: its natural stationarity measure, as the theory's outputs name it (:meth:`theory_measure`)
+    theory_measure_text: str = "||grad G(w^t)||^2 (w^t the forward weights)"
+
+    def theory_start(self, x0, hyper: dict, q):
+        """The state at the start of the theory's run from the point ``x0`` (PEPit points, or numbers)."""
+        raise NotImplementedError
+
+    def theory_step(self, state, grad, hyper: dict, q, t: int):
+        """Step ``t`` of the theory's run: the rule's pure step with float hyperparameters ``hyper`` (the
+        gradient ``grad`` of G taken at :meth:`forward_weights`); by default :meth:`step`."""
+        return self.step(state, grad, hyper, q)
+
+    def theory_measure(self, state, grad, hyper: dict):
+        """Its natural stationarity measure at ``state`` (``grad``: the gradient of G at the forward
+        weights), in the arithmetic of the state (``p ** 2`` the squared norm): by default ``||grad||^2``,
+        for the baselines the fixed-point residual ``||U^{t+1} - U^t||^2 / gamma^2`` of their float weights."""
+        return grad ** 2
+
     # ------------------------------------------------------------------ the optimiser's checks
     def check(self, values: dict) -> None:
         """ValueError naming the first hyperparameter of ``values`` that is not a finite real number

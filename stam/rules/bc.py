@@ -36,6 +36,16 @@ class BCRule(UpdateRule):
     def step(self, state, grad, hyper, q):
         return bc_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
 
+    #: eq. (alg:BC) with constant step ``gamma``; ``W~^0 = Proj_Q(U^0)`` as the batched start
+    theory_params = ("gamma",)
+    theory_measure_text = "||grad G(W~^t)||^2 = ||U^{t+1} - U^t||^2 / gamma^2"
+
+    def theory_start(self, x0, hyper, q):
+        return QuantizedState(x0, q.prox_F(x0, hyper["gamma"]))
+
+    def theory_step(self, state, grad, hyper, q, t):
+        return bc_step(state, grad, q, hyper["gamma"])
+
     def synthetic_start(self, U, F, lr):
         return QuantizedState(U, F.prox_F(U, lr))
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from stam.rules.base import UpdateRule, is_real
-from stam.steps import BR_RHO, QuantizedState, as_batch_scalar, br_step
+from stam.steps import BR_RHO, QuantizedState, as_batch_scalar, br_relax, br_step
 
 
 class BRRule(UpdateRule):
@@ -68,6 +68,17 @@ class BRRule(UpdateRule):
         for the first quarter of the iterations, then projected (BC)."""
         switch = iters // 4
         return br_step(state, grad, F, lr, BR_RHO ** (min(t, switch) / epoch), relaxed=t < switch)
+
+    #: eq. (alg:BR)'s first phase (the relaxed one; its second phase is BC) with constant step ``gamma``,
+    #: ``lam_t = lam rho^t`` grown once per step (``rho = 1``: fixed; the network runs grow it per epoch)
+    theory_params = ("gamma", "lam", "rho")
+    theory_measure_text = "||grad G(W~^t)||^2 = ||U^{t+1} - U^t||^2 / gamma^2"
+
+    def theory_start(self, x0, hyper, q):
+        return QuantizedState(x0, br_relax(x0, q, hyper["lam"], hyper["gamma"]))
+
+    def theory_step(self, state, grad, hyper, q, t):
+        return br_step(state, grad, q, hyper["gamma"], hyper["lam"] * hyper["rho"] ** (t + 1), relaxed=True)
 
     def check(self, values):
         super().check(values)

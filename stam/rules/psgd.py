@@ -36,6 +36,16 @@ class PSGDRule(UpdateRule):
     def step(self, state, grad, hyper, q):
         return psgd_step(state, grad, q, as_batch_scalar(hyper["lr"], state.u))
 
+    #: eq. (alg:PSGD) with constant step ``gamma`` (the flag ``--gamma`` of ``stam pep --algo psgd``)
+    theory_params = ("gamma",)
+    theory_measure_text = "||grad G(U^t)||^2"
+
+    def theory_start(self, x0, hyper, q):
+        return QuantizedState(x0, x0)
+
+    def theory_step(self, state, grad, hyper, q, t):
+        return psgd_step(state, grad, q, hyper["gamma"])
+
     def synthetic_start(self, U, F, lr):
         return QuantizedState(U, U)
 

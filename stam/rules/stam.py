@@ -65,6 +65,23 @@ class STAMRule(UpdateRule):
     state_type = STAMState
     state_keys = (None, "U", "V", "X")  # y = W is the parameter
 
+    #: Algorithm 1 (eq. (algalg1)) with the full gradient; its natural measure is Theorem conv's S_t
+    theory_params = ("gamma", "lam", "beta")
+    theory_measure_text = "S_t = ||grad G(y^t) + lam (y^t - u^t)||^2 + ||lam (u^t - y^t) + (x^t - z^t)/gamma||^2"
+
+    def theory_start(self, x0, hyper, q):
+        return stam_init(x0, _ops(hyper["lam"], q), hyper["gamma"])
+
+    def theory_step(self, state, grad, hyper, q, t):
+        return stam_step(state, grad, _ops(hyper["lam"], q), hyper["gamma"], hyper["beta"])
+
+    def theory_measure(self, state, grad, hyper):
+        """Theorem conv's ``S_t`` with ``g_F(u^t) = (x^t - z^t)/gamma``, the subgradient of F that eq. (algu)
+        produced (eq. (algz): ``2 x^t - z^{t-1} - u^t = x^t - z^t``)."""
+        lam, gamma = hyper["lam"], hyper["gamma"]
+        y, x, u, z = state
+        return (grad + lam * (y - u)) ** 2 + (lam * (u - y) + (x - z) / gamma) ** 2
+
     def init(self, w, hyper, q):
         return stam_init(w, _ops(as_batch_scalar(hyper["lam"], w), q), as_batch_scalar(hyper["gamma"], w))
 
