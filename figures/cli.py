@@ -75,7 +75,7 @@ def register(subparsers) -> None:
         help="run the whole toolkit on built-in defaults and write an HTML report (the main job)",
         description="The paper audit, admissible step sizes, a synthetic rate experiment, a short digits training "
         "of STAM, BC, BR, PSGD and float, then the report. Nothing is downloaded. 2 minutes on 2 CPU cores at "
-        "load 4, 13 at load 14 (--quick: 22 s at load 1, 2.5 minutes at load 14).",
+        "load 1, 13 at load 14 (--quick: 18 s at load 1, 2.5 minutes at load 14).",
         build=_build_demo,
     )
     subparsers.add_parser(
