@@ -349,7 +349,8 @@ def test_random_edits_never_crash_and_never_change_the_output(case, mode):
 
 def test_a_killed_runs_temporaries_beside_the_store_are_removed_when_an_hour_old(tmp_path, derived):
     """Issue 40: ``.paper-check-*.json.*.tmp`` that a run killed mid-write left beside the store are
-    removed by the next run once an hour old (a young one may be another process writing now)."""
+    removed by the next run: the store is written under a lock, so where no write holds it every temporary is a
+    killed write's, an hour old or not (issue 64); a link is removed, never followed."""
     place(tmp_path)
     old = [tmp_path / f".{valid_store()[0]}.k1ll3d.tmp", tmp_path / ".paper-check-0123abcd.json.x.tmp"]
     young = tmp_path / f".{valid_store()[0]}.wr1t1ng.tmp"
@@ -361,4 +362,4 @@ def test_a_killed_runs_temporaries_beside_the_store_are_removed_when_an_hour_old
     (tmp_path / "target").write_text("kept")
     os.utime(tmp_path / "target", (1, 1))
     assert run(tmp_path, "brief") == (0, off("brief"), "")
-    assert not any(p.exists() for p in old) and young.exists() and (tmp_path / "target").read_text() == "kept"
+    assert not any(p.exists() for p in old) and not young.exists() and (tmp_path / "target").read_text() == "kept"

@@ -275,7 +275,11 @@ def test_cli_classes_match_the_library():
 
     parser = build_parser()  # (stam pep's flags are built with it: register's build=, stam.cli's parsers)
     action = next(a for a in parser._subparsers._group_actions[0].choices["pep"]._actions if "--F" in a.option_strings)
-    assert tuple(action.choices) == pep.F_CLASSES and action.default == pep.DEFAULT_F_CLASS
+    from stam.theory.params import METHOD_F_CLASSES
+
+    # STAM's classes (the library's), and F = 0, which the baselines' PEPs take too (stam pep --algo)
+    assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(pep.F_CLASSES)] == pep.F_CLASSES
+    assert action.default == pep.DEFAULT_F_CLASS
 
 
 @pytest.mark.parametrize("argv", [
