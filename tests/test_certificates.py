@@ -14,21 +14,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stam.cli import main
+from test_pep_cli import run  # stam's command line: (exit code, stdout, stderr)
 from stam.theory import certcheck
 from stam.theory.certificates import certify_point, text
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "results" / "certificates"
 
-
-def cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse rejects a flag
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +40,13 @@ def dump(doc) -> str:
 
 def test_certify_writes_a_file_that_check_proves(capsys, tmp_path):
     path = tmp_path / "c.json"
-    code, out, err = cli(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path)], capsys)
+    code, out, err = run(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path)], capsys)
     assert code == 0, err
     assert out.startswith("certified: ") and f"wrote {path}" in out
     doc = json.loads(path.read_text())
     assert doc["parameters"] == {"lam": "1", "gamma": "1/2", "beta": "10", "L1": "1"}  # the decimals typed, exactly
     assert len(doc["potential"]["P"]) == 3 and set(doc["multipliers"]) == set(certcheck.INEQUALITIES)
-    code, out, err = cli(["pep", "--check", str(path)], capsys)
+    code, out, err = run(["pep", "--check", str(path)], capsys)
     assert code == 0, err
     assert out.startswith(f"proven: {path}") and "negative semidefinite" in out and err == ""
     rho = Fraction(doc["rho"])
@@ -65,7 +57,7 @@ def test_certify_writes_a_file_that_check_proves(capsys, tmp_path):
 def test_a_point_without_a_certificate_writes_nothing(capsys, tmp_path):
     # the paper's potential stops at gamma*lam = 0.930 at beta = 10 (its reach); at 0.94 nothing is certified
     path = tmp_path / "c.json"
-    code, out, _ = cli(["pep", "--certify", "--template", "paper", "--lam", "1", "--gamma", "0.94", "--beta", "10",
+    code, out, _ = run(["pep", "--certify", "--template", "paper", "--lam", "1", "--gamma", "0.94", "--beta", "10",
                         "--out", str(path)], capsys)
     assert code == 1 and out.startswith("not certified: ") and "nothing written" in out
     assert not path.exists()
@@ -85,7 +77,7 @@ def test_a_point_without_a_certificate_writes_nothing(capsys, tmp_path):
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, says, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = cli(["pep", *argv], capsys)
+    code, out, err = run(["pep", *argv], capsys)
     assert code == 2 and re.match(r"stam( pep)?: error: ", err) and err.count("\n") == 1 and says in err, err
     assert list(tmp_path.iterdir()) == []
 
@@ -133,7 +125,7 @@ def test_a_tampered_certificate_fails_with_one_line(which, change, reason, docs,
         doc["parameters"]["gamma"] = text(change(Fraction(doc["parameters"]["gamma"])))
     path = tmp_path / "t.json"
     path.write_text(dump(doc))
-    code, out, err = cli(["pep", "--check", str(path)], capsys)
+    code, out, err = run(["pep", "--check", str(path)], capsys)
     assert code == 1 and out.startswith("not proven: ") and out.count("\n") == 1 and reason in out, out
     assert err == ""
 
@@ -184,7 +176,7 @@ def test_a_malformed_file_is_one_line_exit_2(docs, capsys, tmp_path):
     for name, content in _malformed(docs["general"]):
         path = tmp_path / "m.json"
         path.write_text(content)
-        code, out, err = cli(["pep", "--check", str(path)], capsys)
+        code, out, err = run(["pep", "--check", str(path)], capsys)
         assert code == 2 and err.startswith(f"stam: error: {path}: not a certificate: ") and err.count("\n") == 1, \
             (name, err)
         assert out == ""
@@ -257,7 +249,7 @@ def test_the_checker_imports_no_module_of_the_toolkit():
 # -- the region and the committed certificates -------------------------------------------------------------------------
 def test_the_region_points_to_its_certificates(capsys, tmp_path):
     out = tmp_path / "r.json"
-    code, _, err = cli(["pep", "--region", "--lams", "1", "--betas", "10", "--gamma-range", "0.5:1:4", "--out", str(out),
+    code, _, err = run(["pep", "--region", "--lams", "1", "--betas", "10", "--gamma-range", "0.5:1:4", "--out", str(out),
                         "--workers", "1"], capsys)
     assert code == 0, err
     result = json.loads(out.read_text())
@@ -282,7 +274,7 @@ def test_every_committed_certificate_holds_and_the_docs_cite_them():
 
 # -- the closed-form family (stam pep --family) ------------------------------------------------------------------------
 def test_family_prints_the_theorem_and_proves_it(capsys):
-    code, out, err = cli(["pep", "--family"], capsys)
+    code, out, err = run(["pep", "--family"], capsys)
     assert code == 0, err
     assert out.startswith("Theorem (DR-envelope family).") and "2 beta > L1 + lam" in out
     assert out.count("[proven]") == 8 + 5 and "NOT PROVEN" not in out and out.rstrip().endswith("the theorem is proven")
@@ -294,7 +286,7 @@ def test_a_family_whose_proof_fails_exits_1(capsys, monkeypatch):
     from stam.theory import family
 
     monkeypatch.setattr(family, "P11", family.P11 * 2)  # another potential: its identities fail
-    code, out, _ = cli(["pep", "--family"], capsys)
+    code, out, _ = run(["pep", "--family"], capsys)
     assert code == 1 and "NOT PROVEN" in out and out.rstrip().endswith("the proof did NOT go through")
 
 
@@ -414,30 +406,30 @@ def test_a_tampered_slice_fails(tmp_path, capsys):
     doc["pieces"][1]["from"] = text(Fraction(doc["pieces"][1]["from"]) + Fraction(1, 10**6))  # a gap
     path = tmp_path / "s.json"
     path.write_text(dump(doc))
-    code, out, _ = cli(["pep", "--check", str(path)], capsys)
+    code, out, _ = run(["pep", "--check", str(path)], capsys)
     assert code == 1 and out.startswith("not proven: ") and "contiguous" in out
     doc = json.loads(SLICE.read_text())
     doc["gamma_lam_max"] = doc["pieces"][-1]["to"] = text(Fraction(19, 20))  # up to c_beta and beyond
     path.write_text(dump(doc))
-    code, out, _ = cli(["pep", "--check", str(path)], capsys)
+    code, out, _ = run(["pep", "--check", str(path)], capsys)
     assert code == 1 and "piece" in out and out.count("\n") == 1
 
 
 def test_slice_input_errors_are_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli(["pep", "--certify", "--slice", "--lam", "1", "--gamma", "0.95", "--beta", "10"], capsys)
+    code, _, err = run(["pep", "--certify", "--slice", "--lam", "1", "--gamma", "0.95", "--beta", "10"], capsys)
     assert code == 2 and "not below c_beta" in err and err.count("\n") == 1
-    code, _, err = cli(["pep", "--certify", "--slice", "--lam", "1", "--gamma", "0.5", "--beta", "0.9"], capsys)
+    code, _, err = run(["pep", "--certify", "--slice", "--lam", "1", "--gamma", "0.5", "--beta", "0.9"], capsys)
     assert code == 2 and "2 beta > L1 + lam" in err
     assert list(tmp_path.iterdir()) == []
 
 
 def test_json_output_of_certify_and_check(capsys, tmp_path):
     path = tmp_path / "c.json"
-    code, out, _ = cli(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path), "--json"],
+    code, out, _ = run(["pep", "--certify", "--lam", "1", "--gamma", "0.5", "--beta", "10", "--out", str(path), "--json"],
                        capsys)
     got = json.loads(out)
     assert code == 0 and got["certified"] and got["file"] == str(path) and got["certificate"]["digest"].startswith("sha256:")
-    code, out, _ = cli(["pep", "--check", str(path), "--json"], capsys)
+    code, out, _ = run(["pep", "--check", str(path), "--json"], capsys)
     got = json.loads(out)
     assert code == 0 and got["proven"] and got["text"].startswith(f"proven: {path}")
