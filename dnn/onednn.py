@@ -63,12 +63,12 @@ def channels_last_bad(in_channels: int, kernel_size, stride, block: int | None =
 
 
 def _layer_shape(module: nn.Module):
-    """(input channels per run and group, kernel size, stride) of a convolution of the toolkit's models
-    (``nn.Conv2d``, or :class:`stam.dnn.wide.RunConv2d`, whose ``in_channels`` are one run's), else None."""
-    weight = getattr(module, "weight", None)
-    if not (isinstance(module, nn.Conv2d) or type(module).__name__ == "RunConv2d") or weight is None or weight.dim() != 4:
+    """(input channels per group, kernel size, stride) of a 2-D convolution: a module with a 4-D ``weight`` and a
+    ``stride`` (``nn.Conv2d``, :class:`stam.dnn.wide.RunConv2d`, whose weight holds one run's input channels), else None."""
+    weight, stride = getattr(module, "weight", None), getattr(module, "stride", None)
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 4 or stride is None:
         return None
-    return weight.shape[1], tuple(weight.shape[2:]), tuple(module.stride)
+    return weight.shape[1], tuple(weight.shape[2:]), tuple(stride)
 
 
 def _is_channels_last(x: torch.Tensor) -> bool:

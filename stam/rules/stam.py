@@ -108,13 +108,10 @@ class STAMRule(UpdateRule):
 
         dims = tuple(range(1, grad.dim()))
         norm = lambda t: torch.linalg.vector_norm(t, dim=dims).double()  # noqa: E731  (one pass each)
-        # eq. (algy): grad + lam (y^t - x^t) = beta (y^t - y^{t+1}), so one difference gives it; where beta is
-        # infinite (a scheduler's lr = 0: no step in y) the difference is 0 and the gradient is formed as it stands
-        beta, gamma = hyper["beta"].double(), hyper["gamma"].double()
-        # (both formed, no host synchronisation: one more fused pass under torch.compile)
-        via_step = (beta * norm(state.y - new.y)) ** 2
-        direct = norm(grad + as_batch_scalar(hyper["lam"], grad) * (state.y - state.x)) ** 2
-        return torch.where(torch.isinf(beta), direct, via_step), (norm(new.z - state.z) / gamma) ** 2
+        # the y-gradient of eq. (algy) as it stands: also where beta is infinite (a scheduler's lr = 0, no step in y),
+        # where beta (y^t - y^{t+1}) would be inf * 0
+        grad_y = grad + as_batch_scalar(hyper["lam"], grad) * (state.y - state.x)
+        return norm(grad_y) ** 2, (norm(new.z - state.z) / hyper["gamma"].double()) ** 2
 
 
 RULE = STAMRule()
