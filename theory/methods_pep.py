@@ -9,11 +9,11 @@ gradient.  The class of problems is the one of :mod:`stam.theory.pep`: ``G`` ``L
 ``"indicator"`` the indicator of a closed set, ``"convex"`` closed proper convex, or ``"zero"``, F = 0 (its
 proximal step is the identity: PSGD, BC and BR are then gradient descent).
 
-The nonconvex classes are interpolated exactly through proximal steps of *several* sizes (:class:`MultiStepProx`:
+The nonconvex classes are interpolated exactly through proximal steps of *several* sizes (:func:`stam.theory.pep.prox_function_class`:
 a method's own step and the common measure's ``1/L1``): triples ``(u_i, s_i, F_i)`` with ``u_i in prox_{g_i F}(u_i +
 g_i s_i)`` are consistent with some proper lsc F iff ``F_j >= F_i + <s_i, u_j - u_i> - ||u_j - u_i||^2/(2 g_i)`` for
 all ``i, j`` (necessary: the prox's definition; sufficient: F = F_i at u_i, +infinity elsewhere), with ``F_i = 0``
-for an indicator; the same argument as :func:`stam.theory.pep.prox_function_class`, with the step per point.
+for an indicator.
 
 Performance metric ``min_{0<=t<=T}`` of a measure at the ``T + 1`` points where the gradient is taken:
 
@@ -45,6 +45,7 @@ import math
 
 from stam.errors import UsageError, require
 from stam.theory.params import INITIALS, MEASURES, METHOD_F_CLASSES
+from stam.theory.pep import ProxOracle
 from stam.theory.pepsolve import PEPResult, solve
 
 
@@ -75,80 +76,6 @@ def check_hyper(rule, hyper: dict) -> dict:
         require(isinstance(v, (int, float)) and math.isfinite(v) and (v >= low if k == "rho" else v > low),
                 f"--{k} {v}: must be a finite number {'>= 1' if k == 'rho' else '> 0'}")
     return {k: float(hyper[k]) for k in rule.theory_params}
-
-
-_MULTI = None
-
-
-def multistep_prox_class():
-    """The PEPit ``Function`` class of a proper lsc F (or the indicator of a closed set) reached through proximal
-    steps of any sizes (module docstring); built on first use so that PEPit loads only when a PEP runs.  Its points
-    come from :meth:`ProxOracle.prox_F`, which records each step's size."""
-    global _MULTI
-    if _MULTI is not None:
-        return _MULTI
-    from PEPit.function import Function
-
-    class MultiStepProx(Function):
-        def __init__(self, indicator=False, is_leaf=True, decomposition_dict=None, reuse_gradient=False, name=None):
-            super().__init__(is_leaf=is_leaf, decomposition_dict=decomposition_dict, reuse_gradient=reuse_gradient,
-                             name=name)
-            self.indicator = bool(indicator)
-            self.steps = {}  # id(s_i) -> g_i
-
-        def constraint_i_j(self, xi, gi, fi, xj, gj, fj):
-            # F_i >= F_j + <s_j, u_i - u_j> - ||u_i - u_j||^2 / (2 g_j)   (u_j in prox_{g_j F}(u_j + g_j s_j))
-            return fi - fj >= gj * (xi - xj) - (xi - xj) ** 2 / (2 * self.steps[id(gj)])
-
-        def add_class_constraints(self):
-            self.add_constraints_from_two_lists_of_points(
-                list_of_points_1=self.list_of_points, list_of_points_2=self.list_of_points,
-                constraint_name="prox_lsc_steps", set_class_constraint_i_j=self.constraint_i_j)
-            if self.indicator:
-                self.add_constraints_from_one_list_of_points(
-                    list_of_points=self.list_of_points, constraint_name="indicator_zero",
-                    set_class_constraint_i=lambda x, g, f: f == 0)
-
-    _MULTI = MultiStepProx
-    return _MULTI
-
-
-class ProxOracle:
-    """``prox_F(v, gamma)`` on PEPit points for F of ``f_class`` declared in ``problem``: the identity for
-    ``"zero"``, PEPit's proximal step of a convex function for ``"convex"``, a step of :func:`multistep_prox_class`
-    otherwise (the subgradient ``s = (v - u)/gamma`` and the value ``F(u)`` new unknowns, ``u = v - gamma s``)."""
-
-    def __init__(self, problem, f_class: str):
-        self.f_class = f_class
-        self.F = None
-        self.values = {}  # id(u) -> F(u) of every point a proximal step produced (F = 0: none)
-        if f_class == "convex":
-            from PEPit.functions import ConvexFunction
-
-            self.F = problem.declare_function(ConvexFunction)
-        elif f_class in ("lsc", "indicator"):
-            self.F = problem.declare_function(multistep_prox_class(), indicator=(f_class == "indicator"))
-
-    def prox_F(self, v, gamma):
-        if self.F is None:
-            return v
-        from PEPit import Expression, Point
-
-        if self.f_class == "convex":
-            from PEPit.primitive_steps import proximal_step
-
-            u, _, Fu = proximal_step(v, self.F, gamma)
-        else:
-            s, Fu = Point(), Expression()
-            u = v - gamma * s
-            self.F.steps[id(s)] = float(gamma)
-            self.F.add_point((u, s, Fu))
-        self.values[id(u)] = Fu
-        return u
-
-    def value(self, u):
-        """``F(u)`` at a point ``u`` this oracle produced (0 for F = 0)."""
-        return 0 if self.F is None else self.values[id(u)]
 
 
 def check_choices(f_class: str, initial: str, measure: str) -> None:
@@ -317,5 +244,5 @@ def run_params(params) -> dict:
                          "give values of ordinary size") from None
 
 
-__all__ = ["theory_rules", "theory_rule", "check_hyper", "multistep_prox_class", "ProxOracle", "check_choices",
+__all__ = ["theory_rules", "theory_rule", "check_hyper", "check_choices",
            "method_pep", "run_method", "COMMON_MEASURE_TEXT", "INITIAL_TEXT", "text", "is_method_pep", "run_params", "COEFFICIENT_RANGE"]

@@ -144,28 +144,28 @@ _PROX_CLASS = None
 
 def prox_function_class():
     """A PEPit ``Function`` class for ``F`` in the classes ``"lsc"`` / ``"indicator"`` (built on first
-    use so that PEPit is imported only when a PEP runs): ``declare_function(cls, gamma=...,
-    indicator=...)``.  Its points must come from PEPit's ``proximal_step`` with the same ``gamma``
-    (``(u_i, s_i, F_i)`` with ``s_i = (v_i - u_i)/gamma``), which is how STAM reaches ``F``."""
+    use so that PEPit is imported only when a PEP runs): ``declare_function(cls, indicator=...)``.  Its points come
+    from :meth:`ProxOracle.prox_F`, proximal steps of any sizes, each step recorded with its subgradient
+    (``(u_i, s_i, F_i)`` with ``u_i in prox_{g_i F}(u_i + g_i s_i)``): exact interpolation conditions (module
+    docstring; STAM's own steps all have ``g_i = gamma``, the baselines' PEPs add the step ``1/L1`` of a common measure)."""
     global _PROX_CLASS
     if _PROX_CLASS is not None:
         return _PROX_CLASS
     from PEPit.function import Function
 
     class ProxInterpolableFunction(Function):
-        """Proper lsc ``F`` (or the indicator of a closed set) seen through proximal steps of size
-        ``gamma``: exact interpolation conditions (issue 22; :mod:`stam.theory.pep` docstring)."""
+        """Proper lsc ``F`` (or the indicator of a closed set) seen through proximal steps:
+        ``F_i >= F_j + <s_j, u_i - u_j> - ||u_i - u_j||^2 / (2 g_j)`` for all ``i, j`` (and ``F_i = 0`` for an indicator)."""
 
-        def __init__(self, gamma, indicator=False, is_leaf=True, decomposition_dict=None, reuse_gradient=False,
-                     name=None):
+        def __init__(self, indicator=False, is_leaf=True, decomposition_dict=None, reuse_gradient=False, name=None):
             super().__init__(is_leaf=is_leaf, decomposition_dict=decomposition_dict, reuse_gradient=reuse_gradient,
                              name=name)
-            self.gamma = float(gamma)
             self.indicator = bool(indicator)
+            self.steps = {}  # id(s_j) -> g_j, the size of the proximal step that produced the point
 
         def set_prox_constraint_i_j(self, xi, gi, fi, xj, gj, fj):
-            # F_i >= F_j + <s_j, u_i - u_j> - ||u_i - u_j||^2 / (2 gamma)   (u_j = prox_{gamma F}(u_j + gamma s_j))
-            return fi - fj >= gj * (xi - xj) - (xi - xj) ** 2 / (2 * self.gamma)
+            # F_i >= F_j + <s_j, u_i - u_j> - ||u_i - u_j||^2 / (2 g_j)   (u_j = prox_{g_j F}(u_j + g_j s_j))
+            return fi - fj >= gj * (xi - xj) - (xi - xj) ** 2 / (2 * self.steps[id(gj)])
 
         def add_class_constraints(self):
             self.add_constraints_from_two_lists_of_points(
@@ -180,29 +180,47 @@ def prox_function_class():
     return _PROX_CLASS
 
 
-def declare_F(problem, f_class: str, gamma: float):
-    """``F`` of class ``f_class`` in the PEPit ``problem`` (reached by proximal steps of size ``gamma``)."""
-    check_f_class(f_class)
-    if f_class == "convex":
-        from PEPit.functions import ConvexFunction
+class ProxOracle:
+    """``prox_F(v, gamma)`` for :mod:`stam.steps` on PEPit points, ``F`` of class ``f_class`` declared in ``problem``
+    (eq. (algu)): the identity for ``"zero"`` (F = 0, the baselines' PEPs), PEPit's proximal step of a convex function
+    for ``"convex"``, a step of :func:`prox_function_class` otherwise (the subgradient ``s = (v - u)/gamma`` and the
+    value ``F(u)`` new unknowns, ``u = v - gamma s``).  ``last``: ``(u, g_F(u), F(u))`` of the last step (``g_F``
+    None for F = 0); :meth:`value`: ``F(u)`` at any point it produced."""
 
-        return problem.declare_function(ConvexFunction)
-    return problem.declare_function(prox_function_class(), gamma=gamma, indicator=(f_class == "indicator"))
+    def __init__(self, problem, f_class: str):
+        self.f_class = f_class
+        self.F = None
+        self.last = None
+        self.values = {}  # id(u) -> F(u) of every point a proximal step produced (F = 0: none)
+        if f_class == "convex":
+            from PEPit.functions import ConvexFunction
 
-
-class _RecordedProxF:
-    """``prox_F`` for :mod:`stam.steps` on PEPit points: a proximal step of the convex ``F``
-    (eq. (algu)) that keeps the subgradient and value it produces, ``u = v - gamma g_F(u)``."""
-
-    def __init__(self, F):
-        self.F = F
-        self.last = None  # (u, g_F(u), F(u))
+            self.F = problem.declare_function(ConvexFunction)
+        elif f_class in ("lsc", "indicator"):
+            self.F = problem.declare_function(prox_function_class(), indicator=(f_class == "indicator"))
 
     def prox_F(self, v, gamma):
-        from PEPit.primitive_steps import proximal_step
+        if self.F is None:
+            self.last = (v, None, 0)
+            return v
+        from PEPit import Expression, Point
 
-        self.last = proximal_step(v, self.F, gamma)
-        return self.last[0]
+        if self.f_class == "convex":
+            from PEPit.primitive_steps import proximal_step
+
+            u, s, Fu = proximal_step(v, self.F, gamma)
+        else:
+            s, Fu = Point(), Expression()
+            u = v - gamma * s
+            self.F.steps[id(s)] = float(gamma)
+            self.F.add_point((u, s, Fu))
+        self.values[id(u)] = Fu
+        self.last = (u, s, Fu)
+        return u
+
+    def value(self, u):
+        """``F(u)`` at a point ``u`` this oracle produced (0 for F = 0)."""
+        return 0 if self.F is None else self.values[id(u)]
 
 
 #: below this step the PEP is solved at unit step (:func:`stam_pep`: the problem scaled by ``gamma``).  Its worst
@@ -352,7 +370,7 @@ class _PathTree:
         self.problem, self.lam, self.gamma, self.beta, self.L1, self.N, self.b = problem, lam, gamma, beta, L1, N, b
         self.Gs = [problem.declare_function(SmoothFunction, L=L1) for _ in range(N)]
         self.H = QuadraticCoupling(lam)
-        self.proxF = _RecordedProxF(declare_F(problem, f_class, gamma))
+        self.proxF = ProxOracle(problem, check_f_class(f_class))
         self.ops = Composite(self.H, self.proxF)
         self.batches = minibatches(N, b)
         self.f_stars, self.metrics, self.leaves_m = [], [], []
@@ -542,4 +560,4 @@ PEP_SWEEP = ResultType(
 
 
 __all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES",
-           "DEFAULT_F_CLASS", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]
+           "DEFAULT_F_CLASS", "prox_function_class", "ProxOracle", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]
