@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from stam.errors import UsageError
+from stam.errors import UsageError, require
 
 #: the results the findings are computed from, relative to the repository
 RESULTS = "benchmarks/results"
@@ -119,7 +119,8 @@ def _family(res: Results) -> tuple[str, str]:
              "growth factor; a certificate family proven symbolically, its constant 1/rho growing like "
              "1/(c_DR - gamma*lambda); for c_DR < gamma*lambda < 1 no one-step certificate of Theorem conv's potential exists, "
              "whatever its weights and multipliers (proven)")
-    assert inst["kind"] == "stam-lyapunov-certificate"
+    require(inst.get("kind") == "stam-lyapunov-certificate",
+            f"{FAMILY_INSTANCE}: kind {inst.get('kind')!r}, not a certificate of `stam pep --certify` (stam-lyapunov-certificate)")
     return claim, f"c_DR = {reach} (beta = {' / '.join(f'{b:g}' for b in betas)}; lambda = L1 = {lam:g})"
 
 
