@@ -10,7 +10,10 @@ Timings on a shared machine drift (here by factors of several over minutes), so 
 are measured *interleaved*: each round times one step of every optimiser in turn, and each ratio
 is the median over rounds of the per-round ratio, which cancels the drift common to a round.
 
-    python benchmarks/dnn_optim_speed.py [--device cpu|cuda] [--rounds 60] [--threads N] [--only stam,bc] [--out FILE]
+    python benchmarks/dnn_optim_speed.py [--device cpu|cuda] [--rounds 60] [--threads N] [--only stam,bc] [--cold] [--out FILE]
+
+``auto_start``: STAM as a torch user builds it (``compile="auto"``), its first step and the step that
+compiles; ``traffic_limit``: the ratio to SGD with momentum that memory traffic alone sets.
 """
 
 from __future__ import annotations
@@ -56,8 +59,9 @@ def optimizers(device: torch.device) -> dict[str, tuple[str, callable]]:
         "sgd": ("torch.optim.SGD, foreach, lr 5e-4, weight decay 1e-7, no momentum (the paper's PSGD/BC/BR settings)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, weight_decay=wd, foreach=True)),
         "sgd_nowd": ("torch.optim.SGD, foreach, lr 5e-4, no weight decay, no momentum (the cheapest possible step)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, foreach=True)),
         "sgd_momentum": ("torch.optim.SGD, foreach, lr 5e-4, momentum 0.9, weight decay 1e-7", lambda gs: torch.optim.SGD(flat(gs), lr=lr, momentum=0.9, weight_decay=wd, foreach=True)),
-        "stam": ("STAM, compiled, gamma 8, lam 0.5, beta 1e3 (Our1/Our3 at epoch 1)", lambda gs: make("stam", gs, **stam, compile=True)),
-        "stam_proxies": ("STAM, compiled, step + stationarity_proxies() (what stam train runs per batch)", lambda gs: _with_proxies(make("stam", gs, **stam, compile=True))),
+        "sgd_momentum_nowd": ("torch.optim.SGD as a torch user builds it: lr 5e-4, momentum 0.9, no weight decay (issue 62's yardstick)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, momentum=0.9)),
+        "stam": ("STAM, compiled (its two halves, one pass over each layer each), gamma 8, lam 0.5, beta 1e3 (Our1/Our3 at epoch 1)", lambda gs: make("stam", gs, **stam, compile=True)),
+        "stam_proxies": ("STAM, compiled, proxies=True: step + stationarity_proxies() (one kernel)", lambda gs: _with_proxies(make("stam", gs, **stam, compile=True, proxies=True))),
         "bc": ("BinaryConnect, compiled, lr 5e-4, weight decay 1e-7", lambda gs: make("bc", gs, lr=lr, weight_decay=wd, compile=True)),
         "br": ("BinaryRelax phase 1, compiled, lr 5e-4, lam 1, rho 1.02, weight decay 1e-7", lambda gs: make("br", gs, **br, compile=True)),
         "psgd": ("PSGD (an SGD step on U, foreach), lr 5e-4, weight decay 1e-7", lambda gs: make("psgd", gs, lr=lr, weight_decay=wd)),
@@ -93,7 +97,50 @@ def state_bytes(opt: torch.optim.Optimizer) -> int:
     return sum(v.numel() * v.element_size() for st in opt.state.values() for v in st.values() if torch.is_tensor(v))
 
 
-BASELINES = ("sgd", "sgd_nowd", "sgd_momentum")
+BASELINES = ("sgd", "sgd_nowd", "sgd_momentum", "sgd_momentum_nowd")
+
+#: tensors of the parameters' size read and written per step by a compiled STAM step (its first half reads
+#: W, grad, U, X and writes W, U; its second reads U, X and writes V, X) and by torch.optim.SGD with momentum
+#: on the CPU (buf *= m; buf += g; p -= lr buf: reads buf, buf, g, p, buf; writes buf, buf, p)
+TRAFFIC = {"stam": {"reads": 6, "writes": 4}, "sgd_momentum_nowd": {"reads": 5, "writes": 3}}
+
+
+def traffic_limit() -> dict:
+    """The ratio of STAM's step to SGD-momentum's that memory traffic alone sets: counting a written tensor
+    once, and twice (a write first reads its cache line)."""
+    st, sg = TRAFFIC["stam"], TRAFFIC["sgd_momentum_nowd"]
+    return {"passes": TRAFFIC, "ratio_writes_once": (st["reads"] + st["writes"]) / (sg["reads"] + sg["writes"]),
+            "ratio_writes_twice": (st["reads"] + 2 * st["writes"]) / (sg["reads"] + 2 * sg["writes"])}
+
+
+def auto_start(device: torch.device) -> dict:
+    """STAM as a torch user builds it (``compile="auto"``): its first step (eager: a first step never
+    compiles), the step from which it compiles (:func:`stam.compiling.compile_after_steps`), and that step,
+    which compiles (with the inductor cache this process was given: a fresh folder with ``--cold``)."""
+    from stam.compiling import compile_after_steps
+
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    groups = make_params(device)
+    opt = make("stam", groups, gamma=PAPER["gamma"], lam=PAPER["lam"], beta=PAPER["beta"])
+    sync()
+    t0 = time.perf_counter()
+    opt.step()
+    sync()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    opt.step()
+    sync()
+    eager = time.perf_counter() - t0
+    quantised = [g for g in opt.param_groups if g["quantize"]]
+    after = compile_after_steps(sum(p.numel() for p in quantised[0]["params"]))
+    for g in quantised:
+        g["steps"] = after  # on to the step that compiles
+    t0 = time.perf_counter()
+    opt.step()
+    sync()
+    switch = time.perf_counter() - t0
+    return {"first_step_s": first, "second_step_s": eager, "compile_after_steps": after, "compiling_step_s": switch,
+            "cold_cache": bool(os.environ.get("STAM_BENCH_COLD"))}
 
 
 def run(device: torch.device, rounds: int, only: list[str] | None = None, warmup: int = 3) -> dict:
@@ -146,8 +193,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     ap.add_argument("--only", default=None, help="comma-separated optimisers to time besides the SGD baselines")
+    ap.add_argument("--cold", action="store_true", help="compile with an empty inductor cache (a fresh folder)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.cold:
+        import tempfile
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cold-")
+        os.environ["STAM_BENCH_COLD"] = "1"
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -158,7 +211,9 @@ def main(argv=None) -> int:
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU: {cpu_name()} ({os.cpu_count()} logical CPUs)",
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "auto_start": auto_start(device),
         **run(device, args.rounds, args.only.split(",") if args.only else None),
+        "traffic_limit": traffic_limit(),
     }
     emit_json(result, args.out)
     return 0

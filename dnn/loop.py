@@ -20,22 +20,25 @@ from stam.dnn.bnstats import even_batches, reestimated
 from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES
 from stam.dnn import data as data_mod
 from stam.dnn.optim import project_layer
+from stam.dnn.optim_common import has_proxies
 from stam.errors import UsageError
 
 
-def make_optimizer(algo: str, groups: list[dict], hyper: dict) -> torch.optim.Optimizer:
+def make_optimizer(algo: str, groups: list[dict], hyper: dict, proxies: bool = False) -> torch.optim.Optimizer:
     """The optimiser of ``algo`` over the parameter groups of :func:`stam.dnn.models.param_groups`,
     built from the hyperparameters ``hyper`` of the first epoch as the algorithm declares it
     (:mod:`stam.dnn.catalog`): ``torch.optim.SGD`` for the float baseline, otherwise
     :func:`stam.dnn.optim.make` (the one factory of the quantising optimisers).  BR gets its fixed
-    ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`."""
+    ``rho = 1``: its ``lam`` schedule is put into the groups each epoch by :func:`apply_hyper`.
+    ``proxies``: keep the stationarity proxies where the rule has them (STAM's ``stationarity_proxies()``)."""
     try:
         a = catalog.algorithm(algo)
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
     if not a.binary:
         return a.optimizer_class()(groups, **a.constructor_args(hyper))
-    return optim.make(algo, groups, **a.constructor_args(hyper))
+    keep = {"proxies": True} if proxies and has_proxies(a.batched_rule()) else {}
+    return optim.make(algo, groups, **a.constructor_args(hyper), **keep)
 
 
 def apply_hyper(opt: torch.optim.Optimizer, algo: str, hyper: dict) -> None:

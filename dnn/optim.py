@@ -7,7 +7,7 @@ Contract (with ``stam.dnn.loop``)
 ---------------------------------
 Constructors (the rule's ``arguments``)::
 
-    STAM(params, gamma, lam, beta, weight_decay=0, compile="auto")        # eq. (alg:stamm)
+    STAM(params, gamma, lam, beta, weight_decay=0, compile="auto", proxies=False)   # eq. (alg:stamm)
     BinaryConnect(params, lr, weight_decay=0, compile="auto")             # eq. (alg:BC)
     BinaryRelax(params, lr, lam, rho, weight_decay=0, compile="auto")     # eq. (alg:BR)
     PSGD(params, lr, weight_decay=0, compile="auto")                      # eq. (alg:PSGD)
@@ -27,15 +27,18 @@ Constructors (the rule's ``arguments``)::
   truly binary / the float weights and restore the previous values exactly.
 - ``STAM.stationarity_proxies()``: the last step's ``{"grad": ||grad L(W) + lam (W - U)||^2,
   "z": ||X^t - X^{t-1}|| / gamma}`` over all quantised parameters (0-d tensors, no host sync),
-  the formula of the batched trainer (:meth:`stam.rules.stam.STAMRule.proxies`).
+  the formula of the batched trainer (:meth:`stam.rules.stam.STAMRule.proxies`); kept where the
+  optimiser is built with ``proxies=True`` (they cost a pass over the weights every step).
 - BR: lam grows by ``rho`` once per epoch through ``grow_lambda()`` (or a schedule setting
   ``group["lam"]`` with ``rho = 1``); ``switch_to_projection()`` (or ``group["phase"] = 2``)
   starts the pure-projection phase.
 - BC and BR replace the parameters by ``W~^0`` when built; to resume, build the optimiser, then
   load the model's and the optimiser's state dicts.
-- Speed: the update of a quantised group is one ``torch.compile``-d kernel (inductor; CPU and
-  CUDA) calling the rule's step, with an eager fallback; ``compile=False`` disables it,
-  ``"auto"`` compiles groups of >= 2^20 entries.
+- Speed: the update of a quantised group is ``torch.compile``-d kernels (inductor; CPU and
+  CUDA) calling the rule's step (STAM: its two halves, one pass over each layer each), with an
+  eager fallback; ``compile=False`` disables it, ``True`` compiles at the first step, ``"auto"``
+  from the step at which the eager steps' lost time pays for compiling
+  (:func:`stam.compiling.compile_after_steps`), so a first step never waits for a compiler.
 """
 
 from __future__ import annotations

@@ -14,12 +14,17 @@ same formula (:meth:`stam.rules.UpdateRule.proxies`).
   of tensors and a dict of hyperparameter tensors that writes the new state into the parameters
   and the optimiser state in place.  Its Python loop over the layers is unrolled by
   ``torch.compile`` (inductor: one fused C++/OpenMP loop per layer and pass on the CPU, Triton
-  kernels on CUDA), so the hot path is one compiled call per group.  Hyperparameters enter as
-  float64 tensors, so schedules that change them between steps cause no recompilation.
-  ``compile="auto"`` (default) compiles groups of at least :data:`AUTO_COMPILE_MIN_NUMEL`
-  quantised entries (compilation costs seconds once; it pays off for CIFAR networks, not for
-  the tiny test models); ``True``/``False`` force it.  Where compilation is unavailable (no C++
-  compiler, no Triton) the optimiser warns once and runs the same kernel eagerly.
+  kernels on CUDA), so the hot path is one compiled call per group; a rule declared in two halves
+  around its projection (STAM) runs compiled as two calls, one pass over each layer each
+  (:func:`staged_kernels`).  Hyperparameters enter as float64 tensors, so schedules that change them
+  between steps cause no recompilation.  ``compile="auto"`` (default) runs a group's first steps
+  eagerly and compiles from its step :func:`stam.compiling.compile_after_steps` on, the step by which
+  the time its eager steps lost pays for the compilation (never for the tiny test models; for VGG-11
+  at width 1 after a few hundred steps), so a first step never waits for a compiler;
+  ``True``/``False`` force it.  Where compilation is unavailable (no C++ compiler, no Triton) the
+  optimiser warns once and runs the same kernel eagerly.
+- The stationarity proxies (:meth:`stam.rules.UpdateRule.proxies`, STAM's) are computed within the step
+  where the optimiser is built with ``proxies=True`` (one kernel then; ``stationarity_proxies()`` reads them).
 - :meth:`~RuleOptimizer.binary_weights` / :meth:`~RuleOptimizer.float_weights` temporarily put
   the truly binary (in Q) / the float weights into the parameters and restore the previous
   values bit for bit on exit.
@@ -37,17 +42,20 @@ from typing import Callable, Iterator
 import torch
 from torch import Tensor
 
-from stam.compiling import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS
+from stam.compiling import COMPILE_OPTIONS, compile_after_steps
 from stam.compiling import compile_errors as _compile_errors
 from stam.errors import first_line, warn
 from stam.operators import IndicatorQ
-from stam.quantize import project_Q
+from stam.quantize import block_scales, project_Q, scaled_signs
 from stam.registry import load
 from stam.rules import UpdateRule
 from stam.rules.base import is_real
 from stam.steps import decayed
 
 _COMPILED: dict[Callable, Callable] = {}
+#: the entry of a quantised parameter group that counts its steps (saved with ``state_dict()``, so a
+#: resumed run compiles from the step the uninterrupted one did, ``compile="auto"``)
+STEPS = "steps"
 
 
 def project_layer(w: Tensor) -> Tensor:
@@ -78,14 +86,14 @@ LAYER_Q = IndicatorQ(None)
 
 
 @functools.lru_cache(maxsize=None)
-def kernel(rule: UpdateRule) -> Callable:
+def kernel(rule: UpdateRule, proxies: bool = True) -> Callable:
     """The in-place step of ``rule`` on every layer of a group: ``run(params, grads, layers,
     hyper, weight_decay) -> proxies or None``.  ``layers[i]`` are the state fields of parameter
     ``i`` (the parameter itself where the rule's ``state_keys`` say None); each layer is one run
     (``R = 1``) of ``rule.step``, weight decay (``None`` for none) added to the gradient at the
     rule's float weights, as the batched trainer does; the new forward weights are written into
     the parameter and the other fields into the state.  Returns the rule's proxies summed over
-    the layers (``(1,)`` float64 tensors), None for a rule without them."""
+    the layers (``(1,)`` float64 tensors), None for a rule without them or where ``proxies`` is False."""
     keys = rule.state_keys
 
     def run(params: list[Tensor], grads: list[Tensor], layers: list[list[Tensor]], hyper: dict[str, Tensor],
@@ -96,7 +104,7 @@ def kernel(rule: UpdateRule) -> Callable:
             g = G.unsqueeze(0)
             g = decayed(g, rule.float_weights(state), weight_decay)
             new = rule.step(state, g, hyper, LAYER_Q)
-            part = rule.proxies(state, new, g, hyper)
+            part = rule.proxies(state, new, g, hyper) if proxies else None
             if part is not None:
                 prox = part if prox is None else tuple(a + b for a, b in zip(prox, part))
             for f, key, t in zip(fields, keys, new):
@@ -107,6 +115,54 @@ def kernel(rule: UpdateRule) -> Callable:
 
     run.__name__ = f"{rule.name}_kernel"
     return run
+
+
+def _write_changed(P: Tensor, fields: list[Tensor], keys: tuple, rule: UpdateRule, old, new) -> None:
+    """Write the fields of the rule state ``new`` that are not those of ``old`` (the same tensor objects:
+    a half that left a field as it was) into the optimiser state, and the forward weights into ``P``."""
+    for f, key, a, b in zip(fields, keys, old, new):
+        if key is not None and b is not a:
+            f.copy_(b.squeeze(0))
+    if rule.forward_weights(new) is not rule.forward_weights(old):
+        P.copy_(rule.forward_weights(new).squeeze(0))
+
+
+@functools.lru_cache(maxsize=None)
+def staged_kernels(rule: UpdateRule) -> tuple[Callable, Callable]:
+    """The in-place step of a rule declared in two halves around its projection onto Q
+    (:meth:`stam.rules.UpdateRule.before_projection`), as two kernels: ``first(params, grads, layers,
+    hyper, weight_decay) -> scales`` runs the first half on every layer, writes the fields it made new
+    and returns each layer's scale of Proj_Q, ``mean |point|`` (:func:`stam.quantize.block_scales`);
+    ``second(params, layers, scales, hyper)`` projects the point with those scales
+    (:func:`stam.quantize.scaled_signs`) and writes the rest of the step.  The numbers are :func:`kernel`'s
+    (the same operations on the same values); compiled, each kernel is one loop per layer, so the first
+    half's results are written where the state keeps them instead of being computed twice: STAM reads
+    6 and writes 4 tensors per entry this way, against 8 and 4 in one kernel (the projection's reduction
+    needs a whole layer before any entry of V can be written)."""
+    keys = rule.state_keys
+
+    def first(params: list[Tensor], grads: list[Tensor], layers: list[list[Tensor]], hyper: dict[str, Tensor],
+              weight_decay: Tensor | None) -> list[Tensor]:
+        scales = []
+        for P, G, fields in zip(params, grads, layers):
+            state = rule.state_type(*(f.unsqueeze(0) for f in fields))
+            g = decayed(G.unsqueeze(0), rule.float_weights(state), weight_decay)
+            half = rule.before_projection(state, g, hyper)
+            scales.append(block_scales(rule.projection_point(half, hyper), None))
+            _write_changed(P, fields, keys, rule, state, half)
+        return scales
+
+    def second(params: list[Tensor], layers: list[list[Tensor]], scales: list[Tensor], hyper: dict[str, Tensor]) -> None:
+        for P, fields, s in zip(params, layers, scales):
+            half = rule.state_type(*(f.unsqueeze(0) for f in fields))
+            new = rule.after_projection(half, scaled_signs(rule.projection_point(half, hyper), s), hyper)
+            _write_changed(P, fields, keys, rule, half, new)
+
+    first.__name__, second.__name__ = f"{rule.name}_first_half", f"{rule.name}_second_half"
+    # inductor's own options: each half is one loop per layer that stores what it computes (with
+    # COMPILE_OPTIONS' recomputation the first half's reduction and its stores become two loops)
+    first.compile_options = second.compile_options = {}
+    return first, second
 
 
 def _step_of(lr: float, power: float) -> float:
@@ -179,18 +235,22 @@ class RuleOptimizer(torch.optim.Optimizer):
     makes one class per rule (``stam.dnn.optim.STAM``, ...), with the rule's constructor
     arguments.  Every hyperparameter lives in ``param_groups`` and may change between steps;
     ``state_dict()`` / ``load_state_dict()`` round-trip exactly, and a run resumed from them (with
-    its scheduler's) takes the uninterrupted run's steps.  A rule whose step size is not ``lr``
+    its scheduler's) takes the uninterrupted run's steps (each quantised group counts its steps,
+    :data:`STEPS`, so it compiles from the same step).  A rule whose step size is not ``lr``
     (STAM: ``1/beta``) has ``lr`` linked to it in every group (:class:`StepLinkedGroup`: setting one
-    sets the other), so a ``torch.optim.lr_scheduler`` drives it as it drives SGD, down to ``lr = 0``.  A rule that has stationarity proxies gets ``stationarity_proxies()``,
-    the last step's."""
+    sets the other), so a ``torch.optim.lr_scheduler`` drives it as it drives SGD, down to ``lr = 0``.  A rule that has stationarity proxies gets ``proxies=`` and
+    ``stationarity_proxies()``, the last step's (with ``proxies=True``)."""
 
     rule: UpdateRule
 
-    def __init__(self, params, compile: bool | str = "auto", **hyper):
+    def __init__(self, params, compile: bool | str = "auto", proxies: bool = False, **hyper):
         self.rule.check(hyper)
         if compile not in (True, False, "auto"):
             raise ValueError(f"compile must be True, False or 'auto', got {compile!r}")
+        if proxies not in (True, False):
+            raise ValueError(f"proxies must be True or False, got {proxies!r}")
         self._compile = compile
+        self._proxies = proxies
         self._last_step: list[tuple[Tensor, Tensor]] = []  # per quantised group: the rule's proxies
         super().__init__(params, {**hyper, **self.rule.group_defaults, "quantize": True})
 
@@ -218,7 +278,7 @@ class RuleOptimizer(torch.optim.Optimizer):
     def _hyper(self, group: dict, like: Tensor) -> dict[str, Tensor]:
         """The group's hyperparameters as the batched step takes them: ``(1,)`` tensors (float64;
         bool for a flag) on ``like``'s device, the rule's :meth:`~stam.rules.UpdateRule.group_hyper` added."""
-        values = {k: v for k, v in group.items() if k not in ("params", "quantize", "weight_decay")
+        values = {k: v for k, v in group.items() if k not in ("params", "quantize", "weight_decay", STEPS)
                   and isinstance(v, (int, float))}
         values.update(self.rule.group_hyper(group))
         return {k: torch.tensor([v], dtype=torch.bool if isinstance(v, bool) else torch.float64, device=like.device)
@@ -273,14 +333,24 @@ class RuleOptimizer(torch.optim.Optimizer):
         return loss
 
     def _quantized_step(self, group: dict) -> None:
+        """One step of a quantised group: the rule's halves as two compiled kernels where the step is
+        compiled, the rule declares halves and no proxies are kept (:func:`staged_kernels`), else
+        :func:`kernel`, compiled or eager.  Counts the group's steps (:data:`STEPS`)."""
         params = group["params"]
         hyper = self._hyper(group, params[0])
         self._init_state(group)
         wd = hyper_tensor(group["weight_decay"], params[0]) if group.get("weight_decay") else None
-        prox = self._run(kernel(self.rule), group, [p.detach() for p in params], self._grads(params), self._layers(params),
-                         hyper, wd)
-        if prox is not None:
-            self._last_step.append(prox)
+        weights, grads, layers = [p.detach() for p in params], self._grads(params), self._layers(params)
+        compiled = self._wants_compile(group)
+        if compiled and self.rule.halves and not self._proxies:
+            first, second = staged_kernels(self.rule)
+            scales = self._run(first, compiled, weights, grads, layers, hyper, wd)
+            self._run(second, self._compile is not False, weights, layers, scales, hyper)  # (False: compiling failed)
+        else:
+            prox = self._run(kernel(self.rule, self._proxies), compiled, weights, grads, layers, hyper, wd)
+            if prox is not None:
+                self._last_step.append(prox)
+        group[STEPS] = group.get(STEPS, 0) + 1
 
     def _float_step(self, group: dict) -> None:
         """The rule's float step, ``p <- p - lr (g + wd p)`` (STAM: ``lr = 1/beta``), over the
@@ -302,23 +372,27 @@ class RuleOptimizer(torch.optim.Optimizer):
         trainer."""
         return [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
 
-    def _run(self, kernel: Callable, group: dict, *args):
-        """Run ``kernel(*args)``, compiled where enabled (see the module docstring)."""
-        if self._wants_compile(group):
-            compiled = _COMPILED.get(kernel)
-            if compiled is None:
-                compiled = _COMPILED[kernel] = torch.compile(kernel, fullgraph=True, dynamic=False, options=COMPILE_OPTIONS)
+    def _run(self, kernel: Callable, compiled: bool, *args):
+        """Run ``kernel(*args)``, compiled by ``torch.compile`` where ``compiled`` (see the module docstring)."""
+        if compiled:
+            fn = _COMPILED.get(kernel)
+            if fn is None:
+                fn = _COMPILED[kernel] = torch.compile(kernel, fullgraph=True, dynamic=False,
+                                                       options=getattr(kernel, "compile_options", COMPILE_OPTIONS))
             try:
-                return compiled(*args)
+                return fn(*args)
             except _compile_errors() as exc:  # no compiler/Triton here: the same kernel, eager
                 warn(f"{type(self).__name__}: torch.compile unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
-                     "running the update eagerly", stacklevel=3)
+                     "running the update eagerly", stacklevel=4)
                 self._compile = False
         return kernel(*args)
 
     def _wants_compile(self, group: dict) -> bool:
+        """Whether this step of ``group`` is compiled: always (``compile=True``), never (False) or, for
+        ``"auto"``, from the group's step :func:`stam.compiling.compile_after_steps` on (its first steps
+        eager: a first step takes as long as an eager one, never a compilation)."""
         if self._compile == "auto":
-            return sum(p.numel() for p in group["params"]) >= AUTO_COMPILE_MIN_NUMEL
+            return group.get(STEPS, 0) >= compile_after_steps(sum(p.numel() for p in group["params"]))
         return bool(self._compile)
 
     def load_state_dict(self, state_dict):
@@ -404,6 +478,9 @@ def _stationarity_proxies(self) -> dict[str, Tensor]:
     quantised parameters together (``z`` combines groups as the norm of the stacked
     differences).  0-d float64 tensors on the parameters' device, computed within the step, so
     reading them costs no host synchronisation; ``float()`` them to read."""
+    if not self._proxies:
+        raise RuntimeError(f"stationarity_proxies(): {type(self).__name__} keeps them where it is built with "
+                           "proxies=True (they cost a pass over the weights every step)")
     if not self._last_step:
         raise RuntimeError("stationarity_proxies(): no step has been taken yet")
     grad_sq, z_sq = (sum(v).reshape(()) for v in zip(*self._last_step))
@@ -415,6 +492,11 @@ def _group_method(name: str):
         getattr(self.rule, name)(self.param_groups)
 
     return method
+
+
+def has_proxies(rule: UpdateRule) -> bool:
+    """Whether ``rule`` has stationarity proxies (STAM): its optimiser then takes ``proxies=``."""
+    return type(rule).proxies is not UpdateRule.proxies
 
 
 @functools.lru_cache(maxsize=None)
@@ -429,22 +511,23 @@ def optimizer_class(rule: UpdateRule) -> type:
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature([inspect.Parameter("self", kind), inspect.Parameter("params", kind),
                              *(inspect.Parameter(n, kind, default=d) for n, d in args),
-                             inspect.Parameter("compile", kind, default="auto")])
+                             inspect.Parameter("compile", kind, default="auto"),
+                             *([inspect.Parameter("proxies", kind, default=False)] if has_proxies(rule) else [])])
 
     def __init__(self, *a, **kw):
         bound = sig.bind(self, *a, **kw)
         bound.apply_defaults()
         values = dict(bound.arguments)
         del values["self"]
-        params, compile = values.pop("params"), values.pop("compile")
-        RuleOptimizer.__init__(self, params, compile, **values)
+        params, compile, proxies = values.pop("params"), values.pop("compile"), values.pop("proxies", False)
+        RuleOptimizer.__init__(self, params, compile, proxies, **values)
 
     __init__.__signature__ = sig
     name = rule.optimizer_name or f"{rule.label or rule.name}Optimizer"
     body = {"rule": rule, "__init__": __init__, "__module__": "stam.dnn.optim",
             "__doc__": f"{rule.label}, {rule.equation}: :class:`stam.dnn.optim_common.RuleOptimizer` of the update rule "
                        f"{type(rule).__module__}.RULE ({type(rule).__doc__ or ''})".strip()}
-    if type(rule).proxies is not UpdateRule.proxies:  # a rule with stationarity proxies (STAM)
+    if has_proxies(rule):
         body["stationarity_proxies"] = _stationarity_proxies
     for m in rule.group_methods:
         body[m] = _group_method(m)
@@ -495,5 +578,5 @@ def _substituted(pairs: list[tuple[Tensor, Tensor]]):
                 p.copy_(s)
 
 
-__all__ = ["RuleOptimizer", "StepLinkedGroup", "optimizer_class", "kernel", "LAYER_Q", "project_layer", "hyper_tensor",
+__all__ = ["RuleOptimizer", "StepLinkedGroup", "optimizer_class", "has_proxies", "kernel", "staged_kernels", "STEPS", "LAYER_Q", "project_layer", "hyper_tensor",
            "check_hyper"]

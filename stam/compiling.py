@@ -15,6 +15,27 @@ from stam.io import folder_lock
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
 AUTO_COMPILE_MIN_NUMEL = 1 << 20
 
+#: what compiling a network's update costs once, in seconds (``torch.compile`` of the optimiser's kernels
+#: for VGG-11 on 2 CPU cores with a cold cache; ``benchmarks/dnn_optim_speed.py`` measures it)
+COMPILE_COST_S = 60.0
+#: what an eager step loses against the compiled one, in seconds per quantised entry (STAM, the slowest
+#: rule eagerly: about 110 ms per step on VGG-11's 9.2 M entries, one CPU thread; same benchmark)
+EAGER_LOSS_S_PER_ENTRY = 1.2e-8
+
+
+def compile_after_steps(numel: int) -> float:
+    """The step from which ``compile="auto"`` compiles the update of a parameter group of ``numel``
+    quantised entries: the first at which the time the eager steps have lost reaches what compiling
+    costs (:data:`COMPILE_COST_S` over ``numel`` :data:`EAGER_LOSS_S_PER_ENTRY` per step).  The rule of
+    renting skis until their price is spent: whatever the length of the run, its update costs at most
+    twice what the better of "always eager" and "compile at once" would have, and the first step is
+    never a compilation.  A count of steps, not a clock, so a run is the same numbers every time
+    (its steps before this one eager, the rest compiled); ``inf`` for an empty group."""
+    import math
+
+    return math.ceil(COMPILE_COST_S / (numel * EAGER_LOSS_S_PER_ENTRY)) if numel > 0 else math.inf
+
+
 #: Inductor options of the kernels.  The steps are memory-bound; by default inductor stores an
 #: intermediate with several consumers (e.g. ``y^{t+1}``, read by the reduction of the projection
 #: and by the write-back) in a full-size temporary, which costs more than recomputing it (and on

@@ -97,15 +97,21 @@ def block_scales(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int
     return blocks.sums(flat.abs()) / blocks.counts.to(flat.dtype)
 
 
+def scaled_signs(v: Tensor, s: Tensor) -> Tensor:
+    """``s sign(v)`` for one block per run (``block_ids=None``): :func:`project_Q` of ``v`` given its scales
+    ``s = block_scales(v, None)`` (``(R, 1)``), sign(0) = +1 (``copysign(s, v + 0.0)``: adding +0.0 turns
+    -0.0 into +0.0).  The projection's one elementwise pass once its one reduction is known (the
+    ``torch.optim`` form takes the two in separate passes, :func:`stam.dnn.optim_common.staged_kernels`)."""
+    return torch.copysign(s.view(-1, *([1] * (v.dim() - 1))).expand_as(v), v + 0.0)
+
+
 def project_Q(v: Tensor, block_ids: "Tensor | Blocks | None", num_blocks: int | None = None) -> Tensor:
     """Euclidean projection of each run's ``v`` (shape ``(R, n)``) onto Q (eq. (0411)).
 
     The signs are ``copysign(s, v + 0.0)``: adding +0.0 turns -0.0 into +0.0, so sign(0) = +1
     exactly as ``v >= 0`` would give, at a fraction of the cost of ``torch.where`` on CPU."""
     if block_ids is None:
-        s = block_scales(v, None)
-        mag = s.view(-1, *([1] * (v.dim() - 1)))
-        return torch.copysign(mag.expand_as(v), v + 0.0)
+        return scaled_signs(v, block_scales(v, None))
     blocks = Blocks.of(block_ids, num_blocks)
     flat = v.reshape(v.shape[0], -1)
     if blocks.split and is_compiling():
@@ -140,4 +146,4 @@ def sign_changes(a: Tensor, b: Tensor) -> Tensor:
     return a != b
 
 
-__all__ = ["signs", "sign_changes", "SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "project_Q"]
+__all__ = ["signs", "sign_changes", "SPLIT_MAX_BLOCKS", "Blocks", "block_ids_from_sizes", "block_scales", "scaled_signs", "project_Q"]

@@ -87,12 +87,31 @@ def stam_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma:
     - eq. (algu): ``u^{t+1} = prox_F(2 x^{t+1} - z^t, gamma)``,
     - eq. (algz): ``z^{t+1} = z^t + (u^{t+1} - x^{t+1})``.
     """
-    y, x, _, z = state
+    half = stam_half_step(state, grad_G, ops, gamma, beta)  # eqs. (algy), (algx)
+    return stam_finish(half, ops.prox_F(stam_point(half), gamma))  # eqs. (algu), (algz)
+
+
+def stam_half_step(state: STAMState, grad_G: Tensor, ops: ThreeBlockOperators, gamma: Scalar, beta: Scalar) -> STAMState:
+    """The first half of :func:`stam_step`, up to its one prox of F: eq. (algy) and eq. (algx), the
+    state with ``y^{t+1}``, ``x^{t+1}`` new and ``u^t``, ``z^t`` as they were.  :func:`stam_point` of it
+    is what eq. (algu) takes the prox of, and :func:`stam_finish` completes the step.  (The
+    ``torch.optim`` form runs the halves as two passes over each layer, the layer's scale of Proj_Q
+    between them: :func:`stam.dnn.optim_common.staged_kernels`.)"""
+    y, x, u, z = state
     y1 = y_step(ops, x, y, grad_G, beta)  # eq. (algy)
     x1 = ops.prox_H(z, y1, gamma)  # eq. (algx)
-    u1 = ops.prox_F(_reflect(x1, z), gamma)  # eq. (algu)
-    z1 = _z_step(z, u1, x1)  # eq. (algz)
-    return STAMState(y1, x1, u1, z1)
+    return STAMState(y1, x1, u, z)
+
+
+def stam_point(half: STAMState) -> Tensor:
+    """``2 x^{t+1} - z^t``, the point eq. (algu) takes the prox of, from :func:`stam_half_step`'s state."""
+    return _reflect(half.x, half.z)
+
+
+def stam_finish(half: STAMState, u1: Tensor) -> STAMState:
+    """The step completed from :func:`stam_half_step`'s state and ``u^{t+1} = prox_F(stam_point(half),
+    gamma)`` (eq. (algu)): eq. (algz), ``z^{t+1} = z^t + (u^{t+1} - x^{t+1})``."""
+    return STAMState(half.y, half.x, u1, _z_step(half.z, u1, half.x))
 
 
 def _z_step(z: Tensor, u1: Tensor, x1: Tensor) -> Tensor:
@@ -216,5 +235,5 @@ def _descend(u: Tensor, grad: Tensor, lr: Scalar) -> Tensor:
     return u.add(grad, alpha=-lr)
 
 
-__all__ = ["BR_RHO", "Scalar", "ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "y_step", "as_batch_scalar", "decayed",
+__all__ = ["BR_RHO", "Scalar", "ThreeBlockOperators", "STAMState", "stam_init", "stam_step", "stam_half_step", "stam_point", "stam_finish", "y_step", "as_batch_scalar", "decayed",
            "QuantizedState", "psgd_step", "bc_step", "br_step", "br_relax"]

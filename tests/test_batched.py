@@ -72,7 +72,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     preset = presets.resolve(None, algo, data.name, overrides, "auto", epochs)
     torch.manual_seed(seed)
     net = build_model(model, data.num_classes, data.image_shape, width)
-    opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1))
+    opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1), proxies=True)
     gen, gen_aug = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
     fmt = batched.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
     log = []

@@ -81,18 +81,23 @@ def _hyper_schedule(opt, t):
 # runs beside all the others)
 
 
-def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules():
+@pytest.mark.parametrize("proxies", [False, True])
+def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules(proxies):
+    """Compiled, STAM's step is its two halves (two graphs, :func:`stam.dnn.optim_common.staged_kernels`),
+    or with proxies one kernel (one graph); either gives the eager iterates, schedules included,
+    without compiling again when the hyperparameters change."""
     torch._dynamo.reset()
     from torch._dynamo.utils import counters
 
     counters.clear()  # reset() keeps the counters of graphs compiled earlier in this process (other tests)
 
     ms = [mlp(14, torch.float32), mlp(14, torch.float32)]
-    opts = [MAKERS["stam"](groups(ms[0]), compile=False), MAKERS["stam"](groups(ms[1]), compile=True)]
+    opts = [MAKERS["stam"](groups(ms[0]), compile=False, proxies=proxies),
+            MAKERS["stam"](groups(ms[1]), compile=True, proxies=proxies)]
     for m, opt in zip(ms, opts):
         train(m, opt, 2)
     graphs = counters["stats"]["unique_graphs"]
-    assert graphs == 1  # one graph for the whole step (fullgraph: no breaks)
+    assert graphs == (1 if proxies else 2)  # fullgraph: no breaks
     for m, opt in zip(ms, opts):
         train(m, opt, 3, start=2, schedule=_hyper_schedule)  # new gamma, lam, beta: values only
     assert counters["stats"]["unique_graphs"] == graphs
@@ -100,8 +105,63 @@ def test_compiled_stam_agrees_with_eager_and_does_not_recompile_on_schedules():
         assert torch.allclose(p, q, rtol=1e-5, atol=1e-6)
         for k in opts[0].state.get(p, {}):
             assert torch.allclose(opts[0].state[p][k], opts[1].state[q][k], rtol=1e-5, atol=1e-6)
-    for k in ("grad", "z"):
-        assert torch.allclose(opts[0].stationarity_proxies()[k], opts[1].stationarity_proxies()[k], rtol=1e-4)
+    if proxies:
+        for k in ("grad", "z"):
+            assert torch.allclose(opts[0].stationarity_proxies()[k], opts[1].stationarity_proxies()[k], rtol=1e-4)
+    else:
+        with pytest.raises(RuntimeError, match="proxies=True"):
+            opts[1].stationarity_proxies()
+
+
+def test_stams_two_halves_are_its_one_kernel_bit_for_bit():
+    """The halves (first: eqs. (algy), (algx) and each layer's scale of Proj_Q; second: the projection and
+    eq. (algz)) run eagerly give exactly the numbers of the one kernel: the same operations on the same values."""
+    from stam.dnn.optim_common import kernel, staged_kernels
+
+    ms = [mlp(15, torch.float32), mlp(15, torch.float32)]
+    opts = [MAKERS["stam"](groups(m), compile=False) for m in ms]
+    first, second = staged_kernels(STAM.rule)
+    for t in range(4):
+        for m, opt in zip(ms, opts):
+            backward(m, t)
+        hyper = [opt._hyper(opt.param_groups[0], ms[0][0].weight) for opt in opts]
+        args = [([p.detach() for p in opt.param_groups[0]["params"]], [p.grad for p in opt.param_groups[0]["params"]],
+                 opt._layers(opt.param_groups[0]["params"])) for opt in opts]
+        with torch.no_grad():
+            kernel(STAM.rule, False)(*args[0], hyper[0], None)
+            second(args[1][0], args[1][2], first(*args[1], hyper[1], None), hyper[1])
+    for p, q in zip(ms[0][0].weight, ms[1][0].weight):
+        assert torch.equal(p, q)
+    for p, q in zip(opts[0].param_groups[0]["params"], opts[1].param_groups[0]["params"]):
+        for k in ("U", "V", "X"):
+            assert torch.equal(opts[0].state[p][k], opts[1].state[q][k]), k
+
+
+def test_auto_compiles_from_the_step_that_pays_and_a_resumed_run_does_the_same(monkeypatch):
+    """compile="auto": a group's steps before :func:`stam.compiling.compile_after_steps` of its size run
+    eagerly (a first step is never a compilation), the later ones compiled; the step count is saved with
+    the state, so a resumed run switches at the same step."""
+    from stam.compiling import compile_after_steps
+    from stam.dnn import optim_common
+
+    assert compile_after_steps(9_222_848) < 1000 < compile_after_steps(1 << 20)  # VGG-11 soon, small nets late
+    assert compile_after_steps(10_000) > 100_000 and compile_after_steps(0) == float("inf")
+    monkeypatch.setattr(optim_common, "compile_after_steps", lambda numel: 2)
+    seen = []
+    monkeypatch.setattr(optim_common.RuleOptimizer, "_run", lambda self, kernel, compiled, *a: (seen.append(compiled), kernel(*a))[1])
+    m = mlp(16)
+    opt = MAKERS["stam"](groups(m))
+    train(m, opt, 2)
+    saved = copy.deepcopy(opt.state_dict())
+    train(m, opt, 3, start=2)
+    assert seen == [False, False] + [True] * 6  # steps 0, 1 eager (one kernel); 2, 3, 4 compiled (two halves each)
+    assert opt.param_groups[0]["steps"] == 5 and "steps" not in opt.param_groups[1]
+    seen.clear()
+    m2 = mlp(16)
+    opt2 = MAKERS["stam"](groups(m2))
+    opt2.load_state_dict(saved)
+    train(m2, opt2, 3, start=2)
+    assert seen == [True] * 6
 
 
 @pytest.mark.parametrize("algo", ["bc", "br", "psgd"])
@@ -123,7 +183,7 @@ def test_compiled_bc_br_psgd_kernels_agree_with_eager(algo):
 
 def test_stam_is_eq_alg_stamm_by_hand_with_a_schedule_and_proxies():
     m = mlp()
-    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False, proxies=True)
     W = [m[0].weight.detach().clone(), m[2].weight.detach().clone()]
     b = [m[0].bias.detach().clone(), m[2].bias.detach().clone()]
     U = [w.clone() for w in W]  # start rule: U^0 = W^0, V^0 = X^0 = Proj_Q(W^0)
@@ -340,7 +400,11 @@ def test_bad_hyperparameters_and_parameters_are_rejected():
     with pytest.raises(ValueError, match="phase"):
         opt.step()
     with pytest.raises(RuntimeError, match="no step"):
-        STAM(groups(mlp(12)), gamma=1.0, lam=1.0, beta=1.0).stationarity_proxies()
+        STAM(groups(mlp(12)), gamma=1.0, lam=1.0, beta=1.0, proxies=True).stationarity_proxies()
+    with pytest.raises(ValueError, match="proxies must be True or False, got 'yes'"):
+        STAM(groups(mlp(12)), gamma=1.0, lam=1.0, beta=1.0, proxies="yes")
+    with pytest.raises(TypeError):  # a rule without proxies takes no proxies=
+        BinaryConnect(groups(mlp(12)), lr=0.1, proxies=True)
 
 
 # --------------------------------------------------------------------------- layouts, Q
@@ -428,10 +492,14 @@ def test_errors_of_a_compiled_kernel_at_run_time_are_not_hidden(monkeypatch):
     assert opt._compile is True
 
 
-def test_auto_compiles_only_large_groups():
+def test_auto_compiles_large_groups_only_and_never_at_the_first_step():
     small = STAM(groups(mlp(16)), gamma=1.0, lam=1.0, beta=1.0)
     assert not small._wants_compile(small.param_groups[0])
-    big = BinaryConnect([{"params": [torch.nn.Parameter(torch.zeros(1 << 20))]}], lr=1.0)
+    small.param_groups[0]["steps"] = 10_000
+    assert not small._wants_compile(small.param_groups[0])
+    big = BinaryConnect([{"params": [torch.nn.Parameter(torch.zeros(1 << 23))]}], lr=1.0)
+    assert not big._wants_compile(big.param_groups[0])  # its first step eager
+    big.param_groups[0]["steps"] = 1_000
     assert big._wants_compile(big.param_groups[0])
     assert copy.deepcopy(optim.OPTIMIZERS) == {"stam": STAM, "bc": BinaryConnect, "br": BinaryRelax, "psgd": PSGD}
 
@@ -565,7 +633,7 @@ def test_a_cosine_schedule_to_zero_freezes_the_y_step_and_keeps_the_proxies():
     """lr 0 (CosineAnnealingLR's eta_min 0): STAM takes no step in y (beta infinite; W and the float
     parameters stay), the Douglas-Rachford steps in x go on, and the gradient proxy is the gradient as it stands."""
     m = mlp(23)
-    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False, proxies=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=1, eta_min=0.0)
     backward(m, 0)
     opt.step()
@@ -604,7 +672,7 @@ def test_lr_and_beta_are_checked_where_they_are_set():
 
 def test_a_state_dict_that_is_not_this_optimisers_is_refused_and_nothing_loaded():
     m = mlp(25)
-    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False)
+    opt = STAM(groups(m), gamma=2.0, lam=0.7, beta=5.0, compile=False, proxies=True)
     train(m, opt, 1)
     good = opt.state_dict()
     before = copy.deepcopy(opt.state_dict())

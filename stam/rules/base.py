@@ -130,6 +130,29 @@ class UpdateRule:
         rule without them."""
         return None
 
+    # ------------------------------------------------------------------ the step in two halves (optional)
+    # A rule whose step projects onto Q once, in the middle, may declare the halves around that projection:
+    # :meth:`step` is then ``after_projection(half, Proj_Q(projection_point(half)))`` with ``half =
+    # before_projection(state, grad, hyper)``.  The ``torch.optim`` form runs them as two passes over each
+    # layer with the layer's scale of Proj_Q between them (:func:`stam.dnn.optim_common.staged_kernels`).
+    def before_projection(self, state, grad, hyper: dict):
+        """The state with every field that does not depend on the projection already new; None: the rule
+        declares no halves."""
+        return None
+
+    def projection_point(self, half, hyper: dict):
+        """The point the step projects onto Q, from :meth:`before_projection`'s state (elementwise)."""
+        raise NotImplementedError
+
+    def after_projection(self, half, projected, hyper: dict):
+        """The new state from :meth:`before_projection`'s state and the projection of :meth:`projection_point`."""
+        raise NotImplementedError
+
+    @property
+    def halves(self) -> bool:
+        """Whether the rule declares its step in two halves around its projection (:meth:`before_projection`)."""
+        return type(self).before_projection is not UpdateRule.before_projection
+
     # ------------------------------------------------------------------ the synthetic comparison
     def synthetic_start(self, U, F, lr):
         """The state at the start of a run of ``stam synthetic compare`` on ``min G(W) + I_Q(W)``

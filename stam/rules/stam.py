@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 from stam.rules.base import UpdateRule
-from stam.steps import STAMState, as_batch_scalar, stam_init, stam_step
+from stam.steps import STAMState, as_batch_scalar, stam_finish, stam_half_step, stam_init, stam_point, stam_step
 
 
 def _ops(lam, q=None) -> Composite:
@@ -88,6 +88,16 @@ class STAMRule(UpdateRule):
     def step(self, state, grad, hyper, q):
         r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
         return stam_step(state, grad, _ops(r("lam"), q), r("gamma"), r("beta"))
+
+    def before_projection(self, state, grad, hyper):
+        r = lambda k: as_batch_scalar(hyper[k], state.y)  # noqa: E731
+        return stam_half_step(state, grad, _ops(r("lam")), r("gamma"), r("beta"))
+
+    def projection_point(self, half, hyper):
+        return stam_point(half)
+
+    def after_projection(self, half, projected, hyper):
+        return stam_finish(half, projected)
 
     def forward_weights(self, state):
         return state.y
