@@ -43,6 +43,8 @@ GPU_WIDTH1 = f"{RESULTS}/gpu_width1_h200.json"
 BN_AUGMENT = f"{RESULTS}/bn_augment_cpu.json"
 #: ``stam pep`` at Theorem conv's admissible parameters (``benchmarks/pep_grid.py``): any proper lsc F, and convex F
 PEP_GRID = {"lsc": f"{RESULTS}/pep_grid_lsc.json", "convex": f"{RESULTS}/pep_grid.json"}
+#: the region search's speed and sizes (``benchmarks/lyapunov_region.py``)
+LYAPUNOV_BENCH = f"{RESULTS}/lyapunov_region_bench.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -448,6 +450,10 @@ def _pep_grid_block(res: Results) -> str:
     return (table.to_markdown() + f"\n\nEvery solve {', '.join(statuses)}; the bound exceeds the worst case by a factor "
             f"{lo(spare['lsc'])} for any proper lsc F ({lo(spare['convex'])} for convex F)."
             + "".join(f" (lambda = {r['lam']:g}, gamma = {r['gamma']:g} is not admissible: {r.get('note', '')}.)" for r in skipped)
+            + "".join(f" A longer horizon (`long`): lambda = {r['lam']:g}, gamma = {r['gamma']:g}, beta = {r['beta']:g}, "
+                      f"T = {r['T']}: ratio {r['ratio']:.3f} for any proper lsc F"
+                      + "".join(f", {c['ratio']:.3f} for convex F" for c in convex.get("long", []) if key(c) == key(r)) + "."
+                      for r in lsc.get("long", []) if r.get("ratio") is not None)
             + "\n\n"
             f"(`{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)")
 
@@ -481,6 +487,56 @@ def _pep_para_block(res: Results) -> str:
     return table.to_markdown() + "\n\n" + text + f"\n\n(`table_para` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
 
 
+def _pep_scan_block(res: Results) -> str:
+    """``gamma_lam_scan`` of the two grid files: where ``stam pep``'s worst case stops being finite, per horizon."""
+    from stam.figures.tables import Table, fmt
+
+    lsc, convex = res(PEP_GRID["lsc"]), res(PEP_GRID["convex"])
+    key = lambda r: (r["lam"], r["gamma_lam"], r["T"])  # noqa: E731
+    other = {key(r): r for r in convex["gamma_lam_scan"]}
+    Ts = sorted({r["T"] for r in lsc["gamma_lam_scan"]})
+    betas = sorted({r["beta"] for r in lsc["gamma_lam_scan"]})
+    cell = lambda r: ("\u2013" if r is None else "+\u221e" if r["status"] == "unbounded" else  # noqa: E731
+                      fmt(r["worst_case"]) if r["status"] == "optimal" else r["status"])
+    rows = []
+    for lam, gl in dict.fromkeys((r["lam"], r["gamma_lam"]) for r in lsc["gamma_lam_scan"]):
+        by_T = {r["T"]: r for r in lsc["gamma_lam_scan"] if (r["lam"], r["gamma_lam"]) == (lam, gl)}
+        rows.append([fmt(lam), fmt(gl)] + [f"{cell(by_T.get(T))} / {cell(other.get((lam, gl, T)))}" for T in Ts])
+    table = Table(f"Where stam pep's worst case stops being finite (beta = {' / '.join(f'{b:g}' for b in betas)}, "
+                  f"L1 = {lsc['L1']:g}, delta0 + M0'_T <= 1): any proper lsc F / convex F; +\u221e: the solver's "
+                  "certificate of unboundedness; another status: no number", ["lambda", "gamma*lambda"]
+                  + [f"T = {T}" for T in Ts], rows)
+    return table.to_markdown() + f"\n\n(`gamma_lam_scan` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
+
+
+def _lyapunov_bench_block(res: Results) -> str:
+    """The region benchmark: the default region's time, and by (N, b) one Lyapunov SDP with b-nice minibatches and the PEP's Gram matrix, by (N, b)."""
+    from stam.figures.tables import Table
+
+    d = res(LYAPUNOV_BENCH)
+    secs = lambda s: "not run" if s is None else f"{s:.2g} s"  # noqa: E731
+    rows = []
+    for r in d["sizes"]:
+        pep = r.get("pep") or {}
+        grams = " / ".join(str(pep[T]["gram"]) if T in pep else "\u2013" for T in ("1", "2"))
+        two = pep.get("2", {})
+        rows.append([str(r["N"]), str(r["b"]), str(r["branches"]), str(r["sdp_matrix"]), str(r["sdp_constraints"]),
+                     secs(r.get("sdp_s")), grams, secs(two.get("seconds")) if two.get("seconds") is not None
+                     else (f"not run (Gram {two['gram']})" if "gram" in two else "not run")])
+    table = Table("One Lyapunov SDP of the paper form with b-nice minibatches (K = C(N, b) branches), and stam pep's "
+                  "Gram matrix, the first of each shape in a process (building the cvxpy problem included)",
+                  ["N", "b", "branches K", "SDP matrix", "SDP inequalities", "SDP time", "PEP Gram, T = 1 / T = 2",
+                   "PEP time T = 2"], rows)
+    load = d.get("loadavg_before_after")
+    where = f"{d.get('machine', 'an unnamed machine')}" + (f", load average {load[0][0]:.1f} before and {load[1][0]:.1f} after the "
+                                                           "whole benchmark" if load else "")
+    speed = (f"The default region of `stam pep --region` ({len(d['rows'])} lambdas) in one process: {d['region_s']:.0f} s wall, "
+             f"{d['region_cpu_s']:.0f} s CPU; the slowest certification {d['slowest_sdp_s']:.2g} s (the first call in a process "
+             f"{d['first_call_s']:.2g} s more: importing cvxpy and sympy, building the first cvxpy problem). Standard: "
+             f"{d['standard']}: {'met' if d['meets_standard'] else 'NOT met'}.")
+    return (speed + "\n\n" + table.to_markdown() + f"\n\nMeasured on {where}.\n\n(`{LYAPUNOV_BENCH}`)")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -512,6 +568,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "band": _band_block,
     "pep-grid": _pep_grid_block,
     "pep-table-para": _pep_para_block,
+    "pep-gamma-lam-scan": _pep_scan_block,
+    "lyapunov-bench": _lyapunov_bench_block,
     "bn-augment": _bn_augment_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,
