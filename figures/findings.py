@@ -537,6 +537,62 @@ def _lyapunov_bench_block(res: Results) -> str:
     return (speed + "\n\n" + table.to_markdown() + f"\n\nMeasured on {where}.\n\n(`{LYAPUNOV_BENCH}`)")
 
 
+def _certificate_files(res: Results, kind: str) -> list[tuple[str, dict]]:
+    """The committed certificate files of one kind (``benchmarks/results/certificates/``), by name."""
+    return [(rel, res(rel)) for rel in (f"{CERTS}/{p.name}" for p in sorted((res.root / CERTS).glob("*.json")))
+            if res(rel).get("kind") == kind]
+
+
+def _certificates_block(res: Results) -> str:
+    """Every committed one-point certificate: its template, class, point, rate; and how 1/rho grows towards c_beta."""
+    from stam.figures.tables import Table
+    from stam.theory.family import numbers
+
+    rows, near = [], []
+    for rel, d in _certificate_files(res, "stam-lyapunov-certificate"):
+        p, f = d["parameters"], d["float"]
+        lam, beta, L1 = (_fraction(p[k]) for k in ("lam", "beta", "L1"))
+        c, c_beta = f["gamma*lam"], f["c_beta"]
+        c_dr = numbers(lam, beta, L1)["c_DR"]
+        where = "below c_DR" if c < c_dr else ("between c_DR and c_beta" if c < c_beta else "beyond c_beta")
+        name = rel.removeprefix(CERTS + "/")
+        template = "the family's instance" if name.startswith("family-") else d["template"]
+        gap = f"; c_beta - gamma*lambda = {c_beta - c:.2g}" if c < c_beta else f"; c_beta = {c_beta:.6g}"
+        rows.append([f"`{rel}`", template, d["f_class"], f"lambda = {p['lam']}, gamma = {p['gamma']}, beta = {p['beta']}, "
+                     f"L1 = {p['L1']}", f"{c:.6g} ({where}{gap})",
+                     f"{f['rho']:.6g}", f"{f['1/rho']:.4g}"])
+        if d["template"] == "general" and d["f_class"] == "lsc" and c_dr <= c < c_beta:
+            near.append(f["1/rho"] * (c_beta - c))
+    table = Table("The committed one-point certificates (`stam pep --certify`; each proven in exact arithmetic and "
+                  "re-proven by `stam pep --check FILE`)", ["file", "template", "class of F", "point (exact)",
+                                                             "gamma*lambda", "rho", "1/rho"], rows)
+    text = (f"Between c_DR and c_beta (general potential, any proper lsc F) 1/rho times c_beta - gamma*lambda lies between "
+            f"{min(near):.2g} and {max(near):.2g} at these {len(near)} points: 1/rho grows like 1/(c_beta - gamma*lambda), "
+            "measured at these points, not proven.") if near else ""
+    return table.to_markdown() + ("\n\n" + text if text else "") + f"\n\n(`{CERTS}/*.json`)"
+
+
+def _slices_block(res: Results) -> str:
+    """Every committed slice: the interval of gamma*lambda proven whole at one (lambda, beta, L1)."""
+    from stam.figures.tables import Table
+
+    rows = []
+    for rel, d in _certificate_files(res, "stam-lyapunov-certificate-slice"):
+        p = {k: _fraction(v) for k, v in d["parameters"].items()}
+        top = _fraction(d["gamma_lam_max"])
+        c_beta = 1 - p["lam"] / (2 * p["beta"] - p["L1"])
+        pieces = d["pieces"]
+        rows.append([f"`{rel}`", f"{p['lam']:g}, {p['beta']:g}, {p['L1']:g}",
+                     f"(0, {top:.6g}]", f"{c_beta:.6g}", f"{c_beta - top:.2g}", str(len(pieces)),
+                     f"{_fraction(pieces[-1]['rho']):.2g}"])
+    table = Table("The committed slices (`stam pep --certify --slice`): every gamma*lambda of the interval proven at one "
+                  "(lambda, beta, L1), below c_DR by the family, above it by pieces", ["file", "lambda, beta, L1",
+                                                                                     "every gamma*lambda in", "c_beta",
+                                                                                     "gap to c_beta", "pieces",
+                                                                                     "rho on the last piece"], rows)
+    return table.to_markdown() + f"\n\n(`{CERTS}/slice-*.json`)"
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -570,6 +626,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-table-para": _pep_para_block,
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
+    "certificates": _certificates_block,
+    "slices": _slices_block,
     "bn-augment": _bn_augment_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,
