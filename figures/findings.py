@@ -45,6 +45,10 @@ BN_AUGMENT = f"{RESULTS}/bn_augment_cpu.json"
 PEP_GRID = {"lsc": f"{RESULTS}/pep_grid_lsc.json", "convex": f"{RESULTS}/pep_grid.json"}
 #: the region search's speed and sizes (``benchmarks/lyapunov_region.py``)
 LYAPUNOV_BENCH = f"{RESULTS}/lyapunov_region_bench.json"
+#: the paper's protocol on digits (``benchmarks/dnn_train_digits.py``): Table para's settings, best test accuracy
+DIGITS_PAPER = f"{RESULTS}/dnn_train_digits.json"
+#: the whole training step's throughput of the three CIFAR networks on a CPU (``benchmarks/dnn_train_speed.py``)
+TRAIN_SPEED = f"{RESULTS}/dnn_train_speed_cpu.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -593,6 +597,46 @@ def _slices_block(res: Results) -> str:
     return table.to_markdown() + f"\n\n(`{CERTS}/slice-*.json`)"
 
 
+def _digits_paper_block(res: Results) -> str:
+    """The paper's protocol on digits: Table para's settings and a few others, the best test accuracy over epochs."""
+    from stam.figures.tables import Table
+
+    d = res(DIGITS_PAPER)
+    adm = d["admissible"]
+    rows = []
+    for r in d["rows"]:
+        extra = ", ".join(f"{k} {v:g}" for k, v in r["overrides"].items())
+        label = r["label"] + (f" ({r['preset']} with {extra})" if extra and "(" not in r["label"] else "")
+        rows.append([label, f"{r['best_binary_mean']:.1f} ± {r['best_binary_std']:.1f}",
+                     f"{r['best_float_mean']:.1f} ± {r['best_float_std']:.1f}", f"{r['seconds_mean']:.1f}"])
+    table = Table(f"The paper's protocol, not a fair comparison: {d['model'].upper()} on digits, {d['epochs']} epochs "
+                  f"(schedule scale {d['schedule_scale']:g}), {d['seeds']} seeds, no validation split, the best test "
+                  "accuracy over the epochs (selected on the test set), mean ± std in %",
+                  ["setting", "binary weights", "float weights", "wall time per run (s)"], rows)
+    ok = adm["check"]["admissible"]
+    return (table.to_markdown() + f"\n\n'STAM admissible': lambda {adm['lam']:g}, gamma {adm['gamma']:g} (gamma_max "
+            f"{adm['gamma_max']:.3g}), beta {adm['beta']:g} (beta_min {adm['beta_min']:.4g}): Theorem conv's hypotheses "
+            f"{'hold' if ok else 'fail'} there (`stam stepsize`). Measured on: {d['machine']}.\n\n(`{DIGITS_PAPER}`)")
+
+
+def _train_speed_block(res: Results) -> str:
+    """Throughput of the whole training step, float against STAM, per network, and 1000 epochs projected."""
+    from stam.dnn.catalog import MODELS
+    from stam.figures.tables import Table
+
+    d = res(TRAIN_SPEED)
+    by = {(r["model"], r["algo"]): r for r in d["rows"]}
+    rows = [[MODELS.get(m, m), f"{by[(m, 'float')]['images_per_s']:.1f}", f"{by[(m, 'stam')]['images_per_s']:.1f}",
+             f"{ratio:.2f}", f"{by[(m, 'stam')]['projected_1000_epochs_hours']:.0f} h"]
+            for m, ratio in d["ratio_float_over_stam"].items()]
+    table = Table(f"Training throughput on random CIFAR-shaped batches of {d['batch_size']} ({d['device_name']}; best of "
+                  f"{d['repeats']}; augmentation, forward, backward, optimiser step)",
+                  ["model", "float SGD (images/s)", "STAM (images/s)", "float / STAM",
+                   "1000 epochs with STAM, projected"], rows)
+    return (table.to_markdown() + f"\n\nTarget float / STAM <= {d['target_ratio']:g}: "
+            f"{'met' if d['meets_target'] else 'NOT met'}.\n\n(`{TRAIN_SPEED}`)")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -627,6 +671,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "digits-paper-protocol": _digits_paper_block,
+    "train-speed": _train_speed_block,
     "slices": _slices_block,
     "bn-augment": _bn_augment_block,
     "region": _region_block,
