@@ -54,6 +54,8 @@ SYNTHETIC_RATES = {name: f"{RESULTS}/synthetic_rates_{name}.json" for name in ("
 SYNTHETIC_OUR1 = f"{RESULTS}/synthetic_rates_binary_paper-our1.json"
 SYNTHETIC_COMPARE = (f"{RESULTS}/synthetic_compare_binary.json", f"{RESULTS}/synthetic_compare_binary_beta2.json",
                      f"{RESULTS}/synthetic_compare_sparse-mcp.json", f"{RESULTS}/synthetic_compare_cosine.json")
+#: ``stam pep``'s solve times for T = 1..10 at three settings (``benchmarks/pep_speed.py``)
+PEP_SPEED = f"{RESULTS}/pep_speed.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -701,6 +703,28 @@ def _synthetic_compare_block(res: Results) -> str:
     return table.to_markdown() + "\n\n(" + ", ".join(f"`{r}`" for r in SYNTHETIC_COMPARE) + ")"
 
 
+def _pep_speed_block(res: Results) -> str:
+    """``stam pep``'s solve time per horizon (the largest over the settings and repetitions), and the standard."""
+    from stam.figures.tables import Table
+
+    d = res(PEP_SPEED)
+    Ts = sorted({r["T"] for r in d["rows"]})
+    settings = sorted({(r["lam"], r["gamma"], r["beta"]) for r in d["rows"]})
+    rows = []
+    for T in Ts:
+        at = [r for r in d["rows"] if r["T"] == T]
+        rows.append([str(T), str(at[0]["gram_size"]), f"{max(r['median_s'] for r in at):.2g} s",
+                     f"{max(r['max_s'] for r in at):.2g} s", ", ".join(sorted({r['status'] for r in at}))])
+    table = Table(f"stam pep's SDP per horizon at {len(settings)} settings (lambda, gamma, beta) = "
+                  + "; ".join(f"({a:g}, {b:g}, {c:g})" for a, b, c in settings) + ", model building included",
+                  ["T", "Gram size", "median (slowest setting)", "slowest", "status"], rows)
+    lsc = res(PEP_GRID["lsc"]).get("long", [])
+    longer = "".join(f" A longer horizon (`long` of `{PEP_GRID['lsc']}`): T = {r['T']} took {r['seconds']:.2g} s." for r in lsc)
+    return (table.to_markdown() + f"\n\nThe first call in a process costs {d['first_call_s']:.2g} s more (importing PEPit, cvxpy "
+            f"and torch). Standard: {d['standard']}: {'met' if d['max_s'] < 10 and d['all_optimal'] else 'NOT met'} "
+            f"(slowest {d['max_s']:.2g} s).{longer} Measured on {d['machine']}.\n\n(`{PEP_SPEED}`)")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -735,6 +759,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "pep-speed": _pep_speed_block,
     "synthetic-rates": _synthetic_rates_block,
     "synthetic-our1": _synthetic_our1_block,
     "synthetic-compare": _synthetic_compare_block,
