@@ -56,6 +56,9 @@ SYNTHETIC_COMPARE = (f"{RESULTS}/synthetic_compare_binary.json", f"{RESULTS}/syn
                      f"{RESULTS}/synthetic_compare_sparse-mcp.json", f"{RESULTS}/synthetic_compare_cosine.json")
 #: ``stam pep``'s solve times for T = 1..10 at three settings (``benchmarks/pep_speed.py``)
 PEP_SPEED = f"{RESULTS}/pep_speed.json"
+#: the recorded ``stam demo`` (its steps' times) and the user's-problem benchmark (``benchmarks/user_problem.py``)
+DEMO = f"{RESULTS}/demo_2cores.json"
+USER_PROBLEM = f"{RESULTS}/user_problem.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -725,6 +728,38 @@ def _pep_speed_block(res: Results) -> str:
             f"(slowest {d['max_s']:.2g} s).{longer} Measured on {d['machine']}.\n\n(`{PEP_SPEED}`)")
 
 
+def _demo_time_block(res: Results) -> str:
+    """The recorded demo's wall time and its steps', slowest first."""
+    d = res(DEMO)
+    p = d["provenance"]
+    steps = sorted(d["steps"], key=lambda x: -x["seconds"])
+    return (f"`stam demo{' --quick' if d['quick'] else ''}` took {d['seconds']:.0f} s on {p.get('cpu', p.get('machine'))} "
+            f"({p.get('cpus', '?')} CPUs); its steps, slowest first: "
+            + ", ".join(f"{x['name']} {x['seconds']:.1f} s" for x in steps if x["seconds"] >= 0.05) + f".\n\n(`{DEMO}`)")
+
+
+def _user_problem_block(res: Results) -> str:
+    """The user's-problem benchmark: estimating the constants at n = N = 1e4, and an iteration's cost."""
+    from stam.figures.tables import Table
+
+    d = res(USER_PROBLEM)
+    e, it = d["estimation"], d["per_iteration"]
+    ok = lambda b: "met" if b else "NOT met"  # noqa: E731
+    rows = [[f"all estimates (`estimates()`) of the example at n = {e['n']:g}, N = {e['N']:g} ({e['dtype']})",
+             f"{e['seconds']:.1f} s (building the problem: {e['build_seconds']:.1f} s)", "-"],
+            ["every constant the theory needs (`constants_report()`)", f"{e['constants_seconds']:.1f} s",
+             f"< {e['target_seconds']:g} s: {ok(e['meets_target'])}"],
+            [f"one STAM iteration, {it['family']} family, n = {it['n']}, N = {it['N']}, b = {it['b']}, R = {it['R']}: "
+             "G composed by autograd (compiled) / hand-written `FiniteSumLoss`",
+             f"{1e3 * it['median_seconds']['composed']:.2f} ms / {1e3 * it['median_seconds']['hand']:.2f} ms (median; "
+             f"{it['ratio_median']:.2f}x)", f"<= {it['target_ratio']:g}x: {ok(it['meets_target'])}"],
+            ["the same, the composed G kept eager (`compile=False`)",
+             f"{1e3 * it['median_seconds']['composed_eager']:.2f} ms ({it['ratio_median_eager']:.2f}x)", "-"]]
+    table = Table(f"A user's problem ({d['threads']} torch threads; settings: {e['settings']})",
+                  ["what", "measured", "target"], rows)
+    return table.to_markdown() + f"\n\n(`{USER_PROBLEM}`)"
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -759,6 +794,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "demo-time": _demo_time_block,
+    "user-problem": _user_problem_block,
     "pep-speed": _pep_speed_block,
     "synthetic-rates": _synthetic_rates_block,
     "synthetic-our1": _synthetic_our1_block,
