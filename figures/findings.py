@@ -59,6 +59,8 @@ PEP_SPEED = f"{RESULTS}/pep_speed.json"
 #: the recorded ``stam demo`` (its steps' times) and the user's-problem benchmark (``benchmarks/user_problem.py``)
 DEMO = f"{RESULTS}/demo_2cores.json"
 USER_PROBLEM = f"{RESULTS}/user_problem.json"
+#: the theory layer's speed (``benchmarks/theory_speed.py``), and ``stam paper-check``'s measured beside it
+THEORY_SPEED = (f"{RESULTS}/theory_speed.json", f"{RESULTS}/theory_speed_paper_check.json")
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -760,6 +762,30 @@ def _user_problem_block(res: Results) -> str:
     return table.to_markdown() + f"\n\n(`{USER_PROBLEM}`)"
 
 
+def _theory_speed_block(res: Results) -> str:
+    """The theory layer's speed: ``stam stepsize``'s cold start, the numeric layer on 10^6 points, ``stam paper-check``."""
+    from stam.figures.tables import Table
+
+    base, check = (res(r) for r in THEORY_SPEED)
+    load = lambda d: f"load {d['machine']['loadavg_before'][0]:.1f} before"  # noqa: E731
+    cold, grid = base["stepsize_cold_start"], base["numeric_grid_1e6"]
+    imports = [m for m in ("torch", "sympy", "scipy") if cold.get(f"imports_{m}")]
+    pc = check["paper_check"]
+    rows = [[f"`stam stepsize ... --json` cold start, subprocess, median of {cold['repeats']}",
+             f"{cold['median_s']:.2f} s (bare `python -c pass`: {cold['python_startup_median_s']:.2f} s)", "< 1 s"],
+            ["modules `stam stepsize` imports of torch, sympy, scipy", ", ".join(imports) or "none of them", "no torch"],
+            [f"numeric layer, {grid['points']:.0e} (gamma, lambda) points: " + " / ".join(grid["median_s"]),
+             " / ".join(f"{v:.3f} s" for v in grid["median_s"].values()), "< 0.5 s"],
+            [f"`stam paper-check --json` ({pc['json_cold']['items']} items), derived from scratch ({load(check)})",
+             f"{pc['json_cold']['wall_s']:.1f} s wall, {pc['json_cold']['cpu_s']:.1f} s CPU", "< 10 s"],
+            ["`stam paper-check --brief`, derived from scratch / read back from its store",
+             f"{pc['brief_cold']['wall_s']:.1f} s / {pc['brief_stored']['wall_s']:.1f} s wall "
+             f"({pc['brief_cold']['cpu_s']:.1f} s / {pc['brief_stored']['cpu_s']:.1f} s CPU)", "< 10 s"]]
+    table = Table(f"The theory layer ({base['machine']['cpus']} CPUs; the first three rows at {load(base)})",
+                  ["what", "measured", "target"], rows)
+    return table.to_markdown() + "\n\n(" + ", ".join(f"`{r}`" for r in THEORY_SPEED) + ")"
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -794,6 +820,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "theory-speed": _theory_speed_block,
     "demo-time": _demo_time_block,
     "user-problem": _user_problem_block,
     "pep-speed": _pep_speed_block,
