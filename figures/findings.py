@@ -61,6 +61,8 @@ DEMO = f"{RESULTS}/demo_2cores.json"
 USER_PROBLEM = f"{RESULTS}/user_problem.json"
 #: the theory layer's speed (``benchmarks/theory_speed.py``), and ``stam paper-check``'s measured beside it
 THEORY_SPEED = (f"{RESULTS}/theory_speed.json", f"{RESULTS}/theory_speed_paper_check.json")
+#: the synthetic experiments' speed (``benchmarks/synthetic_speed.py``)
+SYNTHETIC_SPEED = f"{RESULTS}/synthetic_speed.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -786,6 +788,36 @@ def _theory_speed_block(res: Results) -> str:
     return table.to_markdown() + "\n\n(" + ", ".join(f"`{r}`" for r in THEORY_SPEED) + ")"
 
 
+def _synthetic_speed_block(res: Results) -> str:
+    """The synthetic experiments' speed: time per iteration over (n, R), growth in n and b, batching, one iteration."""
+    from stam.figures.tables import Table
+
+    d = res(SYNTHETIC_SPEED)
+    ns, Rs = sorted({r["n"] for r in d["grid"]}), sorted({r["R"] for r in d["grid"]})
+    at = {(r["n"], r["R"]): r["seconds_per_iter"] for r in d["grid"]}
+    t = lambda x: f"{1e3 * x:.3g} ms" if x < 1 else f"{x:.3g} s"  # noqa: E731
+    g0 = d["grid"][0]
+    table = Table(f"Time per iteration (best), b = {g0['b']}, N = {g0['N']}, problem {d['settings']['problem']}, "
+                  f"{d['settings']['dtype']}, {d['settings']['threads']} torch thread",
+                  ["n"] + [f"R = {R}" for R in Rs], [[f"{n:g}"] + [t(at[(n, R)]) if (n, R) in at else "skipped" for R in Rs]
+                                                      for n in ns])
+    gn, gb, bs, it = d["growth_n"], d["growth_b"], d["batched_vs_sequential"], d["iteration_vs_gradient"]
+    lines = [f"- growth in n (R = {gn['R']}, b = {gn['b']}): " + ", ".join(f"{1e9 * x:.1f}" for x in gn["seconds_per_unit"])
+             + f" ns per coordinate at n = {', '.join(f'{n:g}' for n in gn['n'])}; log-log slope {gn['slope']:.2f} "
+             f"({gn['slope_top_decade']:.2f} over the top decade), an affine fit within {100 * gn['affine_fit']['max_relative_residual']:.0f}%.",
+             f"- growth in b (n = {gb['n']:g}, R = {gb['R']}): " + ", ".join(f"{1e6 * x:.0f}" for x in gb["seconds_per_unit"])
+             + f" us per sampled row at b = {', '.join(map(str, gb['b']))}; slope {gb['slope']:.2f} "
+             f"({gb['slope_top_decade']:.2f} over the top decade).",
+             f"- one STAM iteration at n = {it['n']:g}, b = {it['b']}: {it['ratio']:.2f}x the stochastic gradient it "
+             f"contains (best times; {it['ratio_median']:.2f}x on medians), target {it['target']}.",
+             f"- batched against sequential at n = {bs['n']:g}, R = {bs['R']}: "
+             + "; ".join(f"{v['speedup']:.1f}x with {k} thread{'s' if k != '1' else ''} (quartiles {v.get('speedup_q1', 0):.1f}-"
+                         f"{v.get('speedup_q3', 0):.1f}, {v['rounds']} rounds)" for k, v in bs["by_threads"].items())
+             + f", target {bs['target']}."]
+    skipped = f"\n\nSkipped (memory): {d['skipped']}." if d.get("skipped") else ""
+    return table.to_markdown() + "\n\n" + "\n".join(lines) + skipped + f"\n\n(`{SYNTHETIC_SPEED}`)"
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -820,6 +852,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "synthetic-speed": _synthetic_speed_block,
     "theory-speed": _theory_speed_block,
     "demo-time": _demo_time_block,
     "user-problem": _user_problem_block,
