@@ -63,6 +63,10 @@ USER_PROBLEM = f"{RESULTS}/user_problem.json"
 THEORY_SPEED = (f"{RESULTS}/theory_speed.json", f"{RESULTS}/theory_speed_paper_check.json")
 #: the synthetic experiments' speed (``benchmarks/synthetic_speed.py``)
 SYNTHETIC_SPEED = f"{RESULTS}/synthetic_speed.json"
+#: the optimisers' step on VGG-11's parameters against torch.optim.SGD (``benchmarks/dnn_optim_speed.py``), and
+#: loading the JPEG copy of CIFAR-10 (``benchmarks/imagefolder_load.py``)
+OPTIM_SPEED = f"{RESULTS}/dnn_optim_speed_cpu_1thread.json"
+IMAGEFOLDER_LOAD = f"{RESULTS}/imagefolder_load.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -818,6 +822,34 @@ def _synthetic_speed_block(res: Results) -> str:
     return table.to_markdown() + "\n\n" + "\n".join(lines) + skipped + f"\n\n(`{SYNTHETIC_SPEED}`)"
 
 
+def _optim_speed_block(res: Results) -> str:
+    """The optimisers' step on VGG-11's parameters, against torch.optim.SGD's, and their state."""
+    from stam.figures.tables import Table
+
+    d = res(OPTIM_SPEED)
+    rows = [[r["description"], f"{r['step_ms_median']:.3g}"] + [f"{r['ratio_to'][k]:.2f}" for k in ("sgd", "sgd_momentum", "sgd_nowd")]
+            + [f"{r['state_bytes_per_quantized_param']:.0f}"] for r in d["rows"].values()]
+    table = Table(f"Optimiser step on the parameters of {d['model']} ({d['params_total']:,} parameters, "
+                  f"{d['params_quantized']:,} quantised; {d['device']}, {d['threads']} thread, torch {d['torch']}, "
+                  f"{d['rounds']} interleaved rounds; ratios are medians of per-round ratios)",
+                  ["optimiser", "step (ms, median)", "/ SGD", "/ SGD momentum 0.9", "/ SGD without weight decay",
+                   "state bytes per quantised parameter"], rows)
+    return table.to_markdown() + f"\n\n(`{OPTIM_SPEED}`)"
+
+
+def _imagefolder_block(res: Results) -> str:
+    """Loading the JPEG copy of CIFAR-10: the first load, and every load after it from the cache."""
+    d = res(IMAGEFOLDER_LOAD)
+    c, dl = d["cached_load_s"], d["data_load_from_cache_s"]
+    return (f"{d['images']['train'] + d['images']['test']:,} images in a {d['archive']['bytes'] / 1e6:.0f} MB archive "
+            f"({d['source']['note']}), on {d['machine']}, load average {d['load_average_before']['first'][0]:.1f} "
+            f"before: the first load (read in memory, check, decode, cache) {d['first_load_s']:.1f} s with "
+            f"{d['workers']} processes, {d['first_load_serial_s']:.1f} s with one; a load from the cache "
+            f"{c['median']:.2f} s (median of {len(c['all'])}, the slowest {max(c['all']):.2f} s), checksums of archive and "
+            f"arrays ({d['cache_bytes'] / 1e6:.0f} MB) included; `stam.dnn.data.load` from the cache {dl['median']:.1f} s. "
+            f"Standard: {d['standard']}: {'met' if d['meets_standard'] else 'NOT met'}.\n\n(`{IMAGEFOLDER_LOAD}`)")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -852,6 +884,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "optim-speed": _optim_speed_block,
+    "imagefolder-load": _imagefolder_block,
     "synthetic-speed": _synthetic_speed_block,
     "theory-speed": _theory_speed_block,
     "demo-time": _demo_time_block,
