@@ -864,6 +864,29 @@ def _imagefolder_block(res: Results) -> str:
             f"Standard: {d['standard']}: {'met' if d['meets_standard'] else 'NOT met'}.\n\n(`{IMAGEFOLDER_LOAD}`)")
 
 
+def _gpu_speed_block(res: Results) -> str:
+    """The paper's width on one GPU: throughput per algorithm, the targets, STAM's update and the peak memory."""
+    from stam.figures.tables import Table
+
+    g = res(GPU_WIDTH1)
+    s, tp, up, tg = g["settings"], g["throughput"], g["update"], g["targets"]
+    label = {k: v["label"] for k, v in g["summary"].items()}
+    rows = [[label.get(a, a), f"{tp[a]['images_per_s']:,.0f}", f"{tp[a]['run_epoch_s']:.2f} s"] for a in s["algos"] if a in tp]
+    table = Table(f"VGG-11 at width {_width(s['width'])}, batch {s['batch_size']}, seeds {', '.join(map(str, s['seeds']))} "
+                  f"{'as one wide network' if s.get('batch_seeds') else 'one after the other'}, "
+                  f"{'bf16' if s.get('bf16') else 'float32'}, on one {g['device']['name']} (torch {g['device']['torch']})",
+                  ["algorithm", "images/s", "epoch of one run"], rows)
+    met = lambda t: f"{t['value']:.2f} against {t['target']:g}: {'met' if t['met'] else 'NOT met'}"  # noqa: E731
+    return (table.to_markdown() + f"\n\nSTAM's images/s over Float's {met(tg['stam_over_float_images_per_s'])}; a STAM "
+            f"epoch of one run in seconds {met(tg['stam_run_epoch_s'])}. "
+            f"STAM's update on {up['parameters'] / 1e6:.1f} M parameters ({up['runs']} runs): {up['stam_ms']:.2f} ms "
+            f"{'compiled' if up.get('stam_compiled') else 'eager'} ({up['stam_eager_ms']:.2f} ms eager) against "
+            f"{up['torch_sgd_momentum_ms']:.2f} ms for torch.optim.SGD with momentum ({up['stam_over_sgd']:.1f}x); peak GPU "
+            f"memory {g['memory']['peak_bytes'] / 2**30:.2f} GiB; the probe: {g['probe']['float32_R1_ms']:.1f} ms a step of one "
+            f"network (float32), {g['probe']['wide_R2_ms']:.1f} ms for two side by side. The whole run took "
+            f"{g['seconds']['total']:.0f} s.\n\n(`{GPU_WIDTH1}`)")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -898,6 +921,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "gpu-speed": _gpu_speed_block,
     "optim-speed": _optim_speed_block,
     "imagefolder-load": _imagefolder_block,
     "synthetic-speed": _synthetic_speed_block,
