@@ -69,6 +69,8 @@ SYNTHETIC_SPEED = f"{RESULTS}/synthetic_speed.json"
 #: loading the JPEG copy of CIFAR-10 (``benchmarks/imagefolder_load.py``)
 OPTIM_SPEED = f"{RESULTS}/dnn_optim_speed_cpu_1thread.json"
 IMAGEFOLDER_LOAD = f"{RESULTS}/imagefolder_load.json"
+#: many small digits trainings as one computation, on a CPU and a GPU (``benchmarks/dnn_batched_speed.py``)
+BATCHED_SPEED = (f"{RESULTS}/dnn_batched_speed_h100.json", f"{RESULTS}/dnn_batched_speed_cpu.json")
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -887,6 +889,30 @@ def _gpu_speed_block(res: Results) -> str:
             f"{g['seconds']['total']:.0f} s.\n\n(`{GPU_WIDTH1}`)")
 
 
+def _batched_speed_block(res: Results) -> str:
+    """R digits trainings batched as one computation against one after the other, per device and algorithm."""
+    from stam.figures.tables import Table
+
+    rows, notes = [], []
+    for rel in BATCHED_SPEED:
+        d = res(rel)
+        dev = d["device_name"] or f"{d['device'].upper()} ({d['threads']} threads)"
+        for algo, r in d["results"].items():
+            rows.append([dev, algo.upper(),
+                         f"{r['speedup']:.1f}x (R = {r['R']})", f"{r['ms_per_run_epoch_sequential']:.3g}, "
+                         f"{r['ms_per_run_epoch_batched']:.3g}, {r['ms_per_run_epoch_R64']:.3g}"])
+        pr = d["projections"]
+        notes.append(f"{dev}: the default digits map {pr['stam_map_digits_default_s']:.0f} s, the default `stam tune` "
+                     f"{pr['stam_tune_default_s']:.0f} s")
+    table = Table("The MLP's trainings batched (R runs as stacked tensors, one compiled update) against one after the "
+                  "other", ["device", "algorithm", "batched vs one after the other", "ms per run-epoch: sequential, "
+                                                                                  "batched R = 16, R = 64"], rows)
+    note = res(BATCHED_SPEED[0])["projections"].get("note", "")
+    return (table.to_markdown() + "\n\n" + (note[:1].upper() + note[1:] if note else "Projected") + ": " + "; ".join(notes)
+            + ".\n\n("
+            + ", ".join(f"`{r}`" for r in BATCHED_SPEED) + ")")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -921,6 +947,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "pep-gamma-lam-scan": _pep_scan_block,
     "lyapunov-bench": _lyapunov_bench_block,
     "certificates": _certificates_block,
+    "batched-speed": _batched_speed_block,
     "gpu-speed": _gpu_speed_block,
     "optim-speed": _optim_speed_block,
     "imagefolder-load": _imagefolder_block,
