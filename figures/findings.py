@@ -31,6 +31,8 @@ from stam.errors import UsageError, require
 #: the results the findings are computed from, relative to the repository
 RESULTS = "benchmarks/results"
 BAND = f"{RESULTS}/pep_band.json"
+#: where the band's bisections in gamma*lambda start (``benchmarks/pep_band.py`` passes it; the file does not record it)
+BAND_LO = 0.05
 REGION = f"{RESULTS}/lyapunov_region.json"
 DIGITS_TUNE = f"{RESULTS}/tune_digits_default_2cores.json"
 DIGITS_MAP = f"{RESULTS}/map_digits_default_2cores.json"
@@ -43,6 +45,32 @@ GPU_WIDTH1 = f"{RESULTS}/gpu_width1_h200.json"
 BN_AUGMENT = f"{RESULTS}/bn_augment_cpu.json"
 #: ``stam pep`` at Theorem conv's admissible parameters (``benchmarks/pep_grid.py``): any proper lsc F, and convex F
 PEP_GRID = {"lsc": f"{RESULTS}/pep_grid_lsc.json", "convex": f"{RESULTS}/pep_grid.json"}
+#: the region search's speed and sizes (``benchmarks/lyapunov_region.py``)
+LYAPUNOV_BENCH = f"{RESULTS}/lyapunov_region_bench.json"
+#: the paper's protocol on digits (``benchmarks/dnn_train_digits.py``): Table para's settings, best test accuracy
+DIGITS_PAPER = f"{RESULTS}/dnn_train_digits.json"
+#: the whole training step's throughput of the three CIFAR networks on a CPU (``benchmarks/dnn_train_speed.py``)
+TRAIN_SPEED = f"{RESULTS}/dnn_train_speed_cpu.json"
+#: ``stam synthetic run --problem NAME --out ...`` and ``stam synthetic compare`` at their defaults, per problem
+SYNTHETIC_RATES = {name: f"{RESULTS}/synthetic_rates_{name}.json" for name in ("binary", "sparse-l1", "sparse-mcp", "cosine")}
+SYNTHETIC_OUR1 = f"{RESULTS}/synthetic_rates_binary_paper-our1.json"
+SYNTHETIC_COMPARE = (f"{RESULTS}/synthetic_compare_binary.json", f"{RESULTS}/synthetic_compare_binary_beta2.json",
+                     f"{RESULTS}/synthetic_compare_sparse-mcp.json", f"{RESULTS}/synthetic_compare_cosine.json")
+#: ``stam pep``'s solve times for T = 1..10 at three settings (``benchmarks/pep_speed.py``)
+PEP_SPEED = f"{RESULTS}/pep_speed.json"
+#: the recorded ``stam demo`` (its steps' times) and the user's-problem benchmark (``benchmarks/user_problem.py``)
+DEMO = f"{RESULTS}/demo_2cores.json"
+USER_PROBLEM = f"{RESULTS}/user_problem.json"
+#: the theory layer's speed (``benchmarks/theory_speed.py``), and ``stam paper-check``'s measured beside it
+THEORY_SPEED = (f"{RESULTS}/theory_speed.json", f"{RESULTS}/theory_speed_paper_check.json")
+#: the synthetic experiments' speed (``benchmarks/synthetic_speed.py``)
+SYNTHETIC_SPEED = f"{RESULTS}/synthetic_speed.json"
+#: the optimisers' step on VGG-11's parameters against torch.optim.SGD (``benchmarks/dnn_optim_speed.py``), and
+#: loading the JPEG copy of CIFAR-10 (``benchmarks/imagefolder_load.py``)
+OPTIM_SPEED = f"{RESULTS}/dnn_optim_speed_cpu_1thread.json"
+IMAGEFOLDER_LOAD = f"{RESULTS}/imagefolder_load.json"
+#: many small digits trainings as one computation, on a CPU and a GPU (``benchmarks/dnn_batched_speed.py``)
+BATCHED_SPEED = (f"{RESULTS}/dnn_batched_speed_h100.json", f"{RESULTS}/dnn_batched_speed_cpu.json")
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -147,7 +175,7 @@ def _beyond(res: Results) -> tuple[str, str]:
     claim = ("Between c_DR and c_beta (full gradient, any proper lsc F bounded below) only the general potential "
              "V = aG + bF + xi'P xi certifies, whose numerator V_0 - b Phi^inf - (a - b) G^inf is not Theorem conv's: "
              f"proven for every gamma*lambda of an interval on {len(SLICES)} slices (lambda, beta, L1), and at sampled "
-             f"points elsewhere (a bisection from 0.05, {'/'.join(map(str, solves))} points per beta, lambda = L1 = "
+             f"points elsewhere (a bisection from {BAND_LO:g}, {'/'.join(map(str, solves))} points per beta, lambda = L1 = "
              f"{band['lam']:g}; the closest c_beta - {min(gaps):.1e}; 1/rho at the largest point {inv}); b-nice minibatches "
              "(b = 1, N = " + " or ".join(map(str, mini)) + ", Theorem conv's numerator): sampled points only"
              + (f", nothing certified at beta = {', '.join(f'{b:g}' for b in none)}" if none else ""))
@@ -346,7 +374,19 @@ def _band_block(res: Results) -> str:
     from stam.figures.tables import band_table, history_table
 
     band = res(BAND)
-    return history_table(band).to_markdown() + "\n\n" + band_table(band).to_markdown() + f"\n\n(`{BAND}`)"
+    hist = band["history"]
+    inv = [1 / r["rho"] for r in hist if r.get("rho")]
+    Ns = sorted({r["N"] for r in hist if r.get("N")})
+    bs = sorted({r.get("b", 1) for r in hist if r.get("N")})
+    scope = ("Scope: full gradient in the rows without N, b-nice minibatches (N = " + " or ".join(map(str, Ns))
+             + ", b = " + " or ".join(map(str, bs)) + ") in the others; any proper lsc F; the paper "
+             "potential's bound has Theorem conv's numerator delta0 + M0'_T, the general potential's V_0 - b Phi^inf - "
+             f"(a - b) G^inf, which needs F bounded below; each row a bisection in gamma*lambda from {BAND_LO:g} of at "
+             f"most {max(r['solves'] for r in hist)} SDP solves (lambda = {band['lam']:g}, L1 = {band.get('L1', 1.0):g}): "
+             "certificates at the points tried, not a family covering the interval; the constant 1/rho at the largest "
+             f"point certified ranges from {min(inv):.3g} to {max(inv):.4g}.")
+    return (history_table(band).to_markdown() + "\n\n" + scope + "\n\n" + band_table(band).to_markdown()
+            + f"\n\n(`{BAND}`)")
 
 
 def _region_block(res: Results) -> str:
@@ -448,6 +488,10 @@ def _pep_grid_block(res: Results) -> str:
     return (table.to_markdown() + f"\n\nEvery solve {', '.join(statuses)}; the bound exceeds the worst case by a factor "
             f"{lo(spare['lsc'])} for any proper lsc F ({lo(spare['convex'])} for convex F)."
             + "".join(f" (lambda = {r['lam']:g}, gamma = {r['gamma']:g} is not admissible: {r.get('note', '')}.)" for r in skipped)
+            + "".join(f" A longer horizon (`long`): lambda = {r['lam']:g}, gamma = {r['gamma']:g}, beta = {r['beta']:g}, "
+                      f"T = {r['T']}: ratio {r['ratio']:.3f} for any proper lsc F"
+                      + "".join(f", {c['ratio']:.3f} for convex F" for c in convex.get("long", []) if key(c) == key(r)) + "."
+                      for r in lsc.get("long", []) if r.get("ratio") is not None)
             + "\n\n"
             f"(`{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)")
 
@@ -481,6 +525,394 @@ def _pep_para_block(res: Results) -> str:
     return table.to_markdown() + "\n\n" + text + f"\n\n(`table_para` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
 
 
+def _pep_scan_block(res: Results) -> str:
+    """``gamma_lam_scan`` of the two grid files: where ``stam pep``'s worst case stops being finite, per horizon."""
+    from stam.figures.tables import Table, fmt
+
+    lsc, convex = res(PEP_GRID["lsc"]), res(PEP_GRID["convex"])
+    key = lambda r: (r["lam"], r["gamma_lam"], r["T"])  # noqa: E731
+    other = {key(r): r for r in convex["gamma_lam_scan"]}
+    Ts = sorted({r["T"] for r in lsc["gamma_lam_scan"]})
+    betas = sorted({r["beta"] for r in lsc["gamma_lam_scan"]})
+    cell = lambda r: ("\u2013" if r is None else "+\u221e" if r["status"] == "unbounded" else  # noqa: E731
+                      fmt(r["worst_case"]) if r["status"] == "optimal" else r["status"])
+    rows = []
+    for lam, gl in dict.fromkeys((r["lam"], r["gamma_lam"]) for r in lsc["gamma_lam_scan"]):
+        by_T = {r["T"]: r for r in lsc["gamma_lam_scan"] if (r["lam"], r["gamma_lam"]) == (lam, gl)}
+        rows.append([fmt(lam), fmt(gl)] + [f"{cell(by_T.get(T))} / {cell(other.get((lam, gl, T)))}" for T in Ts])
+    table = Table(f"Where stam pep's worst case stops being finite (beta = {' / '.join(f'{b:g}' for b in betas)}, "
+                  f"L1 = {lsc['L1']:g}, delta0 + M0'_T <= 1): any proper lsc F / convex F; +\u221e: the solver's "
+                  "certificate of unboundedness; another status: no number", ["lambda", "gamma*lambda"]
+                  + [f"T = {T}" for T in Ts], rows)
+    return table.to_markdown() + f"\n\n(`gamma_lam_scan` of `{PEP_GRID['lsc']}`, `{PEP_GRID['convex']}`)"
+
+
+def _lyapunov_bench_block(res: Results) -> str:
+    """The region benchmark: the default region's time, and by (N, b) one Lyapunov SDP with b-nice minibatches and the PEP's Gram matrix, by (N, b)."""
+    from stam.figures.tables import Table
+
+    d = res(LYAPUNOV_BENCH)
+    secs = lambda s: "not run" if s is None else f"{s:.2g} s"  # noqa: E731
+    rows = []
+    for r in d["sizes"]:
+        pep = r.get("pep") or {}
+        grams = " / ".join(str(pep[T]["gram"]) if T in pep else "\u2013" for T in ("1", "2"))
+        two = pep.get("2", {})
+        rows.append([str(r["N"]), str(r["b"]), str(r["branches"]), str(r["sdp_matrix"]), str(r["sdp_constraints"]),
+                     secs(r.get("sdp_s")), grams, secs(two.get("seconds")) if two.get("seconds") is not None
+                     else (f"not run (Gram {two['gram']})" if "gram" in two else "not run")])
+    table = Table("One Lyapunov SDP of the paper form with b-nice minibatches (K = C(N, b) branches), and stam pep's "
+                  "Gram matrix, the first of each shape in a process (building the cvxpy problem included)",
+                  ["N", "b", "branches K", "SDP matrix", "SDP inequalities", "SDP time", "PEP Gram, T = 1 / T = 2",
+                   "PEP time T = 2"], rows)
+    load = d.get("loadavg_before_after")
+    where = f"{d.get('machine', 'an unnamed machine')}" + (f", load average {load[0][0]:.1f} before and {load[1][0]:.1f} after the "
+                                                           "whole benchmark" if load else "")
+    speed = (f"The default region of `stam pep --region` ({len(d['rows'])} lambdas) in one process: {d['region_s']:.0f} s wall, "
+             f"{d['region_cpu_s']:.0f} s CPU; the slowest certification {d['slowest_sdp_s']:.2g} s (the first call in a process "
+             f"{d['first_call_s']:.2g} s more: importing cvxpy and sympy, building the first cvxpy problem). Standard: "
+             f"{d['standard']}: {'met' if d['meets_standard'] else 'NOT met'}.")
+    return (speed + "\n\n" + table.to_markdown() + f"\n\nMeasured on {where}.\n\n(`{LYAPUNOV_BENCH}`)")
+
+
+def _certificate_files(res: Results, kind: str) -> list[tuple[str, dict]]:
+    """The committed certificate files of one kind (``benchmarks/results/certificates/``), by name."""
+    return [(rel, res(rel)) for rel in (f"{CERTS}/{p.name}" for p in sorted((res.root / CERTS).glob("*.json")))
+            if res(rel).get("kind") == kind]
+
+
+def _certificates_block(res: Results) -> str:
+    """Every committed one-point certificate: its template, class, point, rate; and how 1/rho grows towards c_beta."""
+    from stam.figures.tables import Table
+    from stam.theory.family import numbers
+
+    rows, near = [], []
+    for rel, d in _certificate_files(res, "stam-lyapunov-certificate"):
+        p, f = d["parameters"], d["float"]
+        lam, beta, L1 = (_fraction(p[k]) for k in ("lam", "beta", "L1"))
+        c, c_beta = f["gamma*lam"], f["c_beta"]
+        c_dr = numbers(lam, beta, L1)["c_DR"]
+        where = "below c_DR" if c < c_dr else ("between c_DR and c_beta" if c < c_beta else "beyond c_beta")
+        name = rel.removeprefix(CERTS + "/")
+        template = "the family's instance" if name.startswith("family-") else d["template"]
+        gap = f"; c_beta - gamma*lambda = {c_beta - c:.2g}" if c < c_beta else f"; c_beta = {c_beta:.6g}"
+        rows.append([f"`{rel}`", template, d["f_class"], f"lambda = {p['lam']}, gamma = {p['gamma']}, beta = {p['beta']}, "
+                     f"L1 = {p['L1']}", f"{c:.6g} ({where}{gap})",
+                     f"{f['rho']:.6g}", f"{f['1/rho']:.4g}"])
+        if d["template"] == "general" and d["f_class"] == "lsc" and c_dr <= c < c_beta:
+            near.append(f["1/rho"] * (c_beta - c))
+    table = Table("The committed one-point certificates (`stam pep --certify`; each proven in exact arithmetic and "
+                  "re-proven by `stam pep --check FILE`)", ["file", "template", "class of F", "point (exact)",
+                                                             "gamma*lambda", "rho", "1/rho"], rows)
+    text = (f"Between c_DR and c_beta (general potential, any proper lsc F) 1/rho times c_beta - gamma*lambda lies between "
+            f"{min(near):.2g} and {max(near):.2g} at these {len(near)} points: 1/rho grows like 1/(c_beta - gamma*lambda), "
+            "measured at these points, not proven.") if near else ""
+    return table.to_markdown() + ("\n\n" + text if text else "") + f"\n\n(`{CERTS}/*.json`)"
+
+
+def _slices_block(res: Results) -> str:
+    """Every committed slice: the interval of gamma*lambda proven whole at one (lambda, beta, L1)."""
+    from stam.figures.tables import Table
+
+    rows = []
+    for rel, d in _certificate_files(res, "stam-lyapunov-certificate-slice"):
+        p = {k: _fraction(v) for k, v in d["parameters"].items()}
+        top = _fraction(d["gamma_lam_max"])
+        c_beta = 1 - p["lam"] / (2 * p["beta"] - p["L1"])
+        pieces = d["pieces"]
+        rows.append([f"`{rel}`", f"{p['lam']:g}, {p['beta']:g}, {p['L1']:g}",
+                     f"(0, {top:.6g}]", f"{c_beta:.6g}", f"{c_beta - top:.2g}", str(len(pieces)),
+                     f"{_fraction(pieces[-1]['rho']):.2g}"])
+    table = Table("The committed slices (`stam pep --certify --slice`): every gamma*lambda of the interval proven at one "
+                  "(lambda, beta, L1), below c_DR by the family, above it by pieces", ["file", "lambda, beta, L1",
+                                                                                     "every gamma*lambda in", "c_beta",
+                                                                                     "gap to c_beta", "pieces",
+                                                                                     "rho on the last piece"], rows)
+    return table.to_markdown() + f"\n\n(`{CERTS}/slice-*.json`)"
+
+
+def _digits_paper_block(res: Results) -> str:
+    """The paper's protocol on digits: Table para's settings and a few others, the best test accuracy over epochs."""
+    from stam.figures.tables import Table
+
+    d = res(DIGITS_PAPER)
+    adm = d["admissible"]
+    rows = []
+    for r in d["rows"]:
+        extra = ", ".join(f"{k} {v:g}" for k, v in r["overrides"].items())
+        label = r["label"] + (f" ({r['preset']} with {extra})" if extra and "(" not in r["label"] else "")
+        rows.append([label, f"{r['best_binary_mean']:.1f} ± {r['best_binary_std']:.1f}",
+                     f"{r['best_float_mean']:.1f} ± {r['best_float_std']:.1f}", f"{r['seconds_mean']:.1f}"])
+    table = Table(f"The paper's protocol, not a fair comparison: {d['model'].upper()} on digits, {d['epochs']} epochs "
+                  f"(schedule scale {d['schedule_scale']:g}), {d['seeds']} seeds, no validation split, the best test "
+                  "accuracy over the epochs (selected on the test set), mean ± std in %",
+                  ["setting", "binary weights", "float weights", "wall time per run (s)"], rows)
+    ok = adm["check"]["admissible"]
+    return (table.to_markdown() + f"\n\n'STAM admissible': lambda {adm['lam']:g}, gamma {adm['gamma']:g} (gamma_max "
+            f"{adm['gamma_max']:.3g}), beta {adm['beta']:g} (beta_min {adm['beta_min']:.4g}): Theorem conv's hypotheses "
+            f"{'hold' if ok else 'fail'} there (`stam stepsize`). Measured on: {d['machine']}.\n\n(`{DIGITS_PAPER}`)")
+
+
+def _train_speed_block(res: Results) -> str:
+    """Throughput of the whole training step, float against STAM, per network, and 1000 epochs projected."""
+    from stam.dnn.catalog import MODELS
+    from stam.figures.tables import Table
+
+    d = res(TRAIN_SPEED)
+    by = {(r["model"], r["algo"]): r for r in d["rows"]}
+    rows = [[MODELS.get(m, m), f"{by[(m, 'float')]['images_per_s']:.1f}", f"{by[(m, 'stam')]['images_per_s']:.1f}",
+             f"{ratio:.2f}", f"{by[(m, 'stam')]['projected_1000_epochs_hours']:.0f} h"]
+            for m, ratio in d["ratio_float_over_stam"].items()]
+    table = Table(f"Training throughput on random CIFAR-shaped batches of {d['batch_size']} ({d['device_name']}; best of "
+                  f"{d['repeats']}; augmentation, forward, backward, optimiser step)",
+                  ["model", "float SGD (images/s)", "STAM (images/s)", "float / STAM",
+                   "1000 epochs with STAM, projected"], rows)
+    return (table.to_markdown() + f"\n\nTarget float / STAM <= {d['target_ratio']:g}: "
+            f"{'met' if d['meets_target'] else 'NOT met'}.\n\n(`{TRAIN_SPEED}`)")
+
+
+def _synthetic_rates_block(res: Results) -> str:
+    """Theorem conv's bound against the measured min_t E S_t of ``stam synthetic run``'s default runs, per problem."""
+    from stam.figures.tables import Table
+
+    rows, se, bad, holds = [], [], 0, True
+    for name, rel in SYNTHETIC_RATES.items():
+        d = res(rel)
+        ratios = [r["ratio"] for r in d["rows"] if r.get("ratio") is not None]
+        holds &= all(x >= 1 for x in ratios)
+        se += [r["S_min_se"] / r["S_min_mean"] for r in d["rows"] if r.get("S_min_mean")]
+        bad += sum(r.get("nonfinite", 0) for r in d["rows"])
+        grid = d["params"]["T_grid"]
+        rows.append([name, f"{d['params']['gamma']:.3g}", f"{min(ratios):.3g} .. {max(ratios):.0f}",
+                     f"{d['slope']:.2f} / {d['slope_tail']:.2f}", f"{d['bound_slope']:.2f} / {d['bound_slope_tail']:.2f}",
+                     f"{grid[0]}..{grid[-1]}, {d['params']['R']} seeds"])
+    table = Table("Theorem conv against STAM, `stam synthetic run --problem NAME` at its defaults (full-gradient S_t, "
+                  "b-nice minibatches): bound / measured min_t E S_t over the horizons, fitted log-log slopes",
+                  ["problem", "gamma", "bound / measured (min .. max over T)",
+                   "slope of min_t E S_t (whole grid / upper half)", "slope of the bound (whole / upper half)",
+                   "horizons"], rows)
+    return (table.to_markdown() + f"\n\nThe bound {'holds' if holds else 'FAILS'} at every horizon of every problem "
+            f"(evidence at these runs, not a certificate); runs diverged: {bad}; the standard error of every estimate is "
+            f"at most {100 * max(se):.2g}% of it.\n\n(" + ", ".join(f"`{r}`" for r in SYNTHETIC_RATES.values()) + ")")
+
+
+def _synthetic_our1_block(res: Results) -> str:
+    """What E S_t does at Table para's Our1 constants, outside the theorem: it rises before it falls."""
+    import math
+
+    d = res(SYNTHETIC_OUR1)
+    det = max(d["details"], key=lambda x: x["T"])
+    t, S = det["t"], det["S_mean"]
+    top = max(range(len(S)), key=lambda k: S[k] if math.isfinite(S[k]) else -math.inf)
+    below = next((t[k] for k in range(top, len(S)) if math.isfinite(S[k]) and S[k] < S[0]), None)
+    p = d["params"]
+    return (f"At Table para's Our1 constants (`--preset {p.get('preset')}`, gamma = {p['gamma']:g}; T = {det['T']}, "
+            f"{p['R']} seeds), E S_t rises from {S[0]:.3g} at t = 0 to {S[top]:.3g} at t = {t[top]} and first falls "
+            "below its start at t = " + (f"{below}" if below is not None else "none up to T") + " (at the steps "
+            f"evaluated).\n\n(`{SYNTHETIC_OUR1}`)")
+
+
+def _synthetic_compare_block(res: Results) -> str:
+    """``stam synthetic compare`` at an equal budget of sample gradients: each method's final S and losses."""
+    from stam.figures.tables import Table, fmt
+
+    rows = []
+    for rel in SYNTHETIC_COMPARE:
+        d = res(rel)
+        p = d["params"]
+        where = f"{d['problem']}, 1/beta = {p['step']:.2g} ({'theory' if p['beta_rule'].startswith('theory') else 'given'})"
+        rows += [[where, r["method"], str(r["iterations"]), str(r["grad_evals"])]
+                 + [fmt(r.get(k)) for k in ("final_S", "objective", "quantised_objective")] for r in d["rows"]]
+    table = Table("`stam synthetic compare` at an equal budget of sample gradients (R = 8 runs each): S and the "
+                  "objective of the three-block model at each method's output, the robust loss at its binary weights",
+                  ["problem, y-step", "method", "iterations", "sample gradients", "final S", "objective", "quantised"],
+                  rows)
+    return table.to_markdown() + "\n\n(" + ", ".join(f"`{r}`" for r in SYNTHETIC_COMPARE) + ")"
+
+
+def _pep_speed_block(res: Results) -> str:
+    """``stam pep``'s solve time per horizon (the largest over the settings and repetitions), and the standard."""
+    from stam.figures.tables import Table
+
+    d = res(PEP_SPEED)
+    Ts = sorted({r["T"] for r in d["rows"]})
+    settings = sorted({(r["lam"], r["gamma"], r["beta"]) for r in d["rows"]})
+    rows = []
+    for T in Ts:
+        at = [r for r in d["rows"] if r["T"] == T]
+        rows.append([str(T), str(at[0]["gram_size"]), f"{max(r['median_s'] for r in at):.2g} s",
+                     f"{max(r['max_s'] for r in at):.2g} s", ", ".join(sorted({r['status'] for r in at}))])
+    table = Table(f"stam pep's SDP per horizon at {len(settings)} settings (lambda, gamma, beta) = "
+                  + "; ".join(f"({a:g}, {b:g}, {c:g})" for a, b, c in settings) + ", model building included",
+                  ["T", "Gram size", "median (slowest setting)", "slowest", "status"], rows)
+    lsc = res(PEP_GRID["lsc"]).get("long", [])
+    longer = "".join(f" A longer horizon (`long` of `{PEP_GRID['lsc']}`): T = {r['T']} took {r['seconds']:.2g} s." for r in lsc)
+    return (table.to_markdown() + f"\n\nThe first call in a process costs {d['first_call_s']:.2g} s more (importing PEPit, cvxpy "
+            f"and torch). Standard: {d['standard']}: {'met' if d['max_s'] < 10 and d['all_optimal'] else 'NOT met'} "
+            f"(slowest {d['max_s']:.2g} s).{longer} Measured on {d['machine']}.\n\n(`{PEP_SPEED}`)")
+
+
+def _demo_time_block(res: Results) -> str:
+    """The recorded demo's wall time and its steps', slowest first."""
+    d = res(DEMO)
+    p = d["provenance"]
+    steps = sorted(d["steps"], key=lambda x: -x["seconds"])
+    return (f"`stam demo{' --quick' if d['quick'] else ''}` took {d['seconds']:.0f} s on {p.get('cpu', p.get('machine'))} "
+            f"({p.get('cpus', '?')} CPUs); its steps, slowest first: "
+            + ", ".join(f"{x['name']} {x['seconds']:.1f} s" for x in steps if x["seconds"] >= 0.05) + f".\n\n(`{DEMO}`)")
+
+
+def _user_problem_block(res: Results) -> str:
+    """The user's-problem benchmark: estimating the constants at n = N = 1e4, and an iteration's cost."""
+    from stam.figures.tables import Table
+
+    d = res(USER_PROBLEM)
+    e, it = d["estimation"], d["per_iteration"]
+    ok = lambda b: "met" if b else "NOT met"  # noqa: E731
+    rows = [[f"all estimates (`estimates()`) of the example at n = {e['n']:g}, N = {e['N']:g} ({e['dtype']})",
+             f"{e['seconds']:.1f} s (building the problem: {e['build_seconds']:.1f} s)", "-"],
+            ["every constant the theory needs (`constants_report()`)", f"{e['constants_seconds']:.1f} s",
+             f"< {e['target_seconds']:g} s: {ok(e['meets_target'])}"],
+            [f"one STAM iteration, {it['family']} family, n = {it['n']}, N = {it['N']}, b = {it['b']}, R = {it['R']}: "
+             "G composed by autograd (compiled) / hand-written `FiniteSumLoss`",
+             f"{1e3 * it['median_seconds']['composed']:.2f} ms / {1e3 * it['median_seconds']['hand']:.2f} ms (median; "
+             f"{it['ratio_median']:.2f}x)", f"<= {it['target_ratio']:g}x: {ok(it['meets_target'])}"],
+            ["the same, the composed G kept eager (`compile=False`)",
+             f"{1e3 * it['median_seconds']['composed_eager']:.2f} ms ({it['ratio_median_eager']:.2f}x)", "-"]]
+    table = Table(f"A user's problem ({d['threads']} torch threads; settings: {e['settings']})",
+                  ["what", "measured", "target"], rows)
+    return table.to_markdown() + f"\n\n(`{USER_PROBLEM}`)"
+
+
+def _theory_speed_block(res: Results) -> str:
+    """The theory layer's speed: ``stam stepsize``'s cold start, the numeric layer on 10^6 points, ``stam paper-check``."""
+    from stam.figures.tables import Table
+
+    base, check = (res(r) for r in THEORY_SPEED)
+    load = lambda d: f"load {d['machine']['loadavg_before'][0]:.1f} before"  # noqa: E731
+    cold, grid = base["stepsize_cold_start"], base["numeric_grid_1e6"]
+    imports = [m for m in ("torch", "sympy", "scipy") if cold.get(f"imports_{m}")]
+    pc = check["paper_check"]
+    rows = [[f"`stam stepsize ... --json` cold start, subprocess, median of {cold['repeats']}",
+             f"{cold['median_s']:.2f} s (bare `python -c pass`: {cold['python_startup_median_s']:.2f} s)", "< 1 s"],
+            ["modules `stam stepsize` imports of torch, sympy, scipy", ", ".join(imports) or "none of them", "no torch"],
+            [f"numeric layer, {grid['points']:.0e} (gamma, lambda) points: " + " / ".join(grid["median_s"]),
+             " / ".join(f"{v:.3f} s" for v in grid["median_s"].values()), "< 0.5 s"],
+            [f"`stam paper-check --json` ({pc['json_cold']['items']} items), derived from scratch ({load(check)})",
+             f"{pc['json_cold']['wall_s']:.1f} s wall, {pc['json_cold']['cpu_s']:.1f} s CPU", "< 10 s"],
+            ["`stam paper-check --brief`, derived from scratch / read back from its store",
+             f"{pc['brief_cold']['wall_s']:.1f} s / {pc['brief_stored']['wall_s']:.1f} s wall "
+             f"({pc['brief_cold']['cpu_s']:.1f} s / {pc['brief_stored']['cpu_s']:.1f} s CPU)", "< 10 s"]]
+    table = Table(f"The theory layer ({base['machine']['cpus']} CPUs; the first three rows at {load(base)})",
+                  ["what", "measured", "target"], rows)
+    return table.to_markdown() + "\n\n(" + ", ".join(f"`{r}`" for r in THEORY_SPEED) + ")"
+
+
+def _synthetic_speed_block(res: Results) -> str:
+    """The synthetic experiments' speed: time per iteration over (n, R), growth in n and b, batching, one iteration."""
+    from stam.figures.tables import Table
+
+    d = res(SYNTHETIC_SPEED)
+    ns, Rs = sorted({r["n"] for r in d["grid"]}), sorted({r["R"] for r in d["grid"]})
+    at = {(r["n"], r["R"]): r["seconds_per_iter"] for r in d["grid"]}
+    t = lambda x: f"{1e3 * x:.3g} ms" if x < 1 else f"{x:.3g} s"  # noqa: E731
+    g0 = d["grid"][0]
+    table = Table(f"Time per iteration (best), b = {g0['b']}, N = {g0['N']}, problem {d['settings']['problem']}, "
+                  f"{d['settings']['dtype']}, {d['settings']['threads']} torch thread",
+                  ["n"] + [f"R = {R}" for R in Rs], [[f"{n:g}"] + [t(at[(n, R)]) if (n, R) in at else "skipped" for R in Rs]
+                                                      for n in ns])
+    gn, gb, bs, it = d["growth_n"], d["growth_b"], d["batched_vs_sequential"], d["iteration_vs_gradient"]
+    lines = [f"- growth in n (R = {gn['R']}, b = {gn['b']}): " + ", ".join(f"{1e9 * x:.1f}" for x in gn["seconds_per_unit"])
+             + f" ns per coordinate at n = {', '.join(f'{n:g}' for n in gn['n'])}; log-log slope {gn['slope']:.2f} "
+             f"({gn['slope_top_decade']:.2f} over the top decade), an affine fit within {100 * gn['affine_fit']['max_relative_residual']:.0f}%.",
+             f"- growth in b (n = {gb['n']:g}, R = {gb['R']}): " + ", ".join(f"{1e6 * x:.0f}" for x in gb["seconds_per_unit"])
+             + f" us per sampled row at b = {', '.join(map(str, gb['b']))}; slope {gb['slope']:.2f} "
+             f"({gb['slope_top_decade']:.2f} over the top decade).",
+             f"- one STAM iteration at n = {it['n']:g}, b = {it['b']}: {it['ratio']:.2f}x the stochastic gradient it "
+             f"contains (best times; {it['ratio_median']:.2f}x on medians), target {it['target']}.",
+             f"- batched against sequential at n = {bs['n']:g}, R = {bs['R']}: "
+             + "; ".join(f"{v['speedup']:.1f}x with {k} thread{'s' if k != '1' else ''} (quartiles {v.get('speedup_q1', 0):.1f}-"
+                         f"{v.get('speedup_q3', 0):.1f}, {v['rounds']} rounds)" for k, v in bs["by_threads"].items())
+             + f", target {bs['target']}."]
+    skipped = f"\n\nSkipped (memory): {d['skipped']}." if d.get("skipped") else ""
+    return table.to_markdown() + "\n\n" + "\n".join(lines) + skipped + f"\n\n(`{SYNTHETIC_SPEED}`)"
+
+
+def _optim_speed_block(res: Results) -> str:
+    """The optimisers' step on VGG-11's parameters, against torch.optim.SGD's, and their state."""
+    from stam.figures.tables import Table
+
+    d = res(OPTIM_SPEED)
+    rows = [[r["description"], f"{r['step_ms_median']:.3g}"] + [f"{r['ratio_to'][k]:.2f}" for k in ("sgd", "sgd_momentum", "sgd_nowd")]
+            + [f"{r['state_bytes_per_quantized_param']:.0f}"] for r in d["rows"].values()]
+    table = Table(f"Optimiser step on the parameters of {d['model']} ({d['params_total']:,} parameters, "
+                  f"{d['params_quantized']:,} quantised; {d['device']}, {d['threads']} thread, torch {d['torch']}, "
+                  f"{d['rounds']} interleaved rounds; ratios are medians of per-round ratios)",
+                  ["optimiser", "step (ms, median)", "/ SGD", "/ SGD momentum 0.9", "/ SGD without weight decay",
+                   "state bytes per quantised parameter"], rows)
+    return table.to_markdown() + f"\n\n(`{OPTIM_SPEED}`)"
+
+
+def _imagefolder_block(res: Results) -> str:
+    """Loading the JPEG copy of CIFAR-10: the first load, and every load after it from the cache."""
+    d = res(IMAGEFOLDER_LOAD)
+    c, dl = d["cached_load_s"], d["data_load_from_cache_s"]
+    return (f"{d['images']['train'] + d['images']['test']:,} images in a {d['archive']['bytes'] / 1e6:.0f} MB archive "
+            f"({d['source']['note']}), on {d['machine']}, load average {d['load_average_before']['first'][0]:.1f} "
+            f"before: the first load (read in memory, check, decode, cache) {d['first_load_s']:.1f} s with "
+            f"{d['workers']} processes, {d['first_load_serial_s']:.1f} s with one; a load from the cache "
+            f"{c['median']:.2f} s (median of {len(c['all'])}, the slowest {max(c['all']):.2f} s), checksums of archive and "
+            f"arrays ({d['cache_bytes'] / 1e6:.0f} MB) included; `stam.dnn.data.load` from the cache {dl['median']:.1f} s. "
+            f"Standard: {d['standard']}: {'met' if d['meets_standard'] else 'NOT met'}.\n\n(`{IMAGEFOLDER_LOAD}`)")
+
+
+def _gpu_speed_block(res: Results) -> str:
+    """The paper's width on one GPU: throughput per algorithm, the targets, STAM's update and the peak memory."""
+    from stam.figures.tables import Table
+
+    g = res(GPU_WIDTH1)
+    s, tp, up, tg = g["settings"], g["throughput"], g["update"], g["targets"]
+    label = {k: v["label"] for k, v in g["summary"].items()}
+    rows = [[label.get(a, a), f"{tp[a]['images_per_s']:,.0f}", f"{tp[a]['run_epoch_s']:.2f} s"] for a in s["algos"] if a in tp]
+    table = Table(f"VGG-11 at width {_width(s['width'])}, batch {s['batch_size']}, seeds {', '.join(map(str, s['seeds']))} "
+                  f"{'as one wide network' if s.get('batch_seeds') else 'one after the other'}, "
+                  f"{'bf16' if s.get('bf16') else 'float32'}, on one {g['device']['name']} (torch {g['device']['torch']})",
+                  ["algorithm", "images/s", "epoch of one run"], rows)
+    met = lambda t: f"{t['value']:.2f} against {t['target']:g}: {'met' if t['met'] else 'NOT met'}"  # noqa: E731
+    return (table.to_markdown() + f"\n\nSTAM's images/s over Float's {met(tg['stam_over_float_images_per_s'])}; a STAM "
+            f"epoch of one run in seconds {met(tg['stam_run_epoch_s'])}. "
+            f"STAM's update on {up['parameters'] / 1e6:.1f} M parameters ({up['runs']} runs): {up['stam_ms']:.2f} ms "
+            f"{'compiled' if up.get('stam_compiled') else 'eager'} ({up['stam_eager_ms']:.2f} ms eager) against "
+            f"{up['torch_sgd_momentum_ms']:.2f} ms for torch.optim.SGD with momentum ({up['stam_over_sgd']:.1f}x); peak GPU "
+            f"memory {g['memory']['peak_bytes'] / 2**30:.2f} GiB; the probe: {g['probe']['float32_R1_ms']:.1f} ms a step of one "
+            f"network (float32), {g['probe']['wide_R2_ms']:.1f} ms for two side by side. The whole run took "
+            f"{g['seconds']['total']:.0f} s.\n\n(`{GPU_WIDTH1}`)")
+
+
+def _batched_speed_block(res: Results) -> str:
+    """R digits trainings batched as one computation against one after the other, per device and algorithm."""
+    from stam.figures.tables import Table
+
+    rows, notes = [], []
+    for rel in BATCHED_SPEED:
+        d = res(rel)
+        dev = d["device_name"] or f"{d['device'].upper()} ({d['threads']} threads)"
+        for algo, r in d["results"].items():
+            rows.append([dev, algo.upper(),
+                         f"{r['speedup']:.1f}x (R = {r['R']})", f"{r['ms_per_run_epoch_sequential']:.3g}, "
+                         f"{r['ms_per_run_epoch_batched']:.3g}, {r['ms_per_run_epoch_R64']:.3g}"])
+        pr = d["projections"]
+        notes.append(f"{dev}: the default digits map {pr['stam_map_digits_default_s']:.0f} s, the default `stam tune` "
+                     f"{pr['stam_tune_default_s']:.0f} s")
+    table = Table("The MLP's trainings batched (R runs as stacked tensors, one compiled update) against one after the "
+                  "other", ["device", "algorithm", "batched vs one after the other", "ms per run-epoch: sequential, "
+                                                                                  "batched R = 16, R = 64"], rows)
+    note = res(BATCHED_SPEED[0])["projections"].get("note", "")
+    return (table.to_markdown() + "\n\n" + (note[:1].upper() + note[1:] if note else "Projected") + ": " + "; ".join(notes)
+            + ".\n\n("
+            + ", ".join(f"`{r}`" for r in BATCHED_SPEED) + ")")
+
+
 def _bn_augment_block(res: Results) -> str:
     from stam.dnn.catalog import MODELS
     from stam.dnn.tunetext import label
@@ -512,6 +944,24 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "band": _band_block,
     "pep-grid": _pep_grid_block,
     "pep-table-para": _pep_para_block,
+    "pep-gamma-lam-scan": _pep_scan_block,
+    "lyapunov-bench": _lyapunov_bench_block,
+    "certificates": _certificates_block,
+    "batched-speed": _batched_speed_block,
+    "gpu-speed": _gpu_speed_block,
+    "optim-speed": _optim_speed_block,
+    "imagefolder-load": _imagefolder_block,
+    "synthetic-speed": _synthetic_speed_block,
+    "theory-speed": _theory_speed_block,
+    "demo-time": _demo_time_block,
+    "user-problem": _user_problem_block,
+    "pep-speed": _pep_speed_block,
+    "synthetic-rates": _synthetic_rates_block,
+    "synthetic-our1": _synthetic_our1_block,
+    "synthetic-compare": _synthetic_compare_block,
+    "digits-paper-protocol": _digits_paper_block,
+    "train-speed": _train_speed_block,
+    "slices": _slices_block,
     "bn-augment": _bn_augment_block,
     "region": _region_block,
     "gpu-width1": _gpu_block,

@@ -549,14 +549,19 @@ def test_readme_is_the_front_door():
 
 
 def test_the_demo_time_is_the_recorded_one():
-    """docs/figures.md and ``stam demo --help`` give the full demo's time of the run recorded in
-    ``benchmarks/results/demo_2cores.json`` (issue 37: the README said 135 s, --help 'about 2.5 minutes')."""
+    """docs/benchmarks.md (its generated block demo-time, which docs/figures.md and docs/install.md link to) and
+    ``stam demo --help`` give the full demo's time of the run recorded in ``benchmarks/results/demo_2cores.json``
+    (the README once said 135 s, --help 'about 2.5 minutes')."""
     import json
 
     from stam.cli import build_parser
+    from stam.figures.findings import BEGIN, END
 
     seconds = json.loads((ROOT / "benchmarks/results/demo_2cores.json").read_text(encoding="utf-8"))["seconds"]
-    assert f"{seconds:.0f} s" in (ROOT / "docs/figures.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs/benchmarks.md").read_text(encoding="utf-8")
+    block = page.split(BEGIN.format("demo-time"), 1)[1].split(END.format("demo-time"), 1)[0]
+    assert f"took {seconds:.0f} s" in block
+    assert all("benchmarks.md#demo" in (ROOT / "docs" / p).read_text(encoding="utf-8") for p in ("figures.md", "install.md"))
     demo = next(a for a in build_parser()._subparsers._group_actions).choices["demo"]
     assert f"{seconds / 60:.0f} minutes on 2 CPU cores" in " ".join(demo.description.split())
 
@@ -668,6 +673,67 @@ def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
     assert "STAM - BC -3.3 [-4.8, -1.8] points" in readme and "STAM is below BC" in readme
     outside = lambda text: re.sub(r"<!-- findings:begin ([\w-]+) -->.*?<!-- findings:end \1 -->", "", text, flags=re.S)  # noqa: E731
     assert all(outside(p.read_text(encoding="utf-8")) == outside(text) for p, text in before.items())
+
+
+def test_the_studies_and_benchmarks_blocks_follow_their_files(tmp_path):
+    """The band study's worst-case tables, the region benchmark's sizes and the certificates' table are generated: a
+    changed worst case of pep_grid.json, a changed region time and a changed rate of a committed certificate fail the
+    check, naming those blocks, until ``--write``."""
+    import json
+
+    repo = _copy_repository(tmp_path)
+    grid = repo / "benchmarks/results/pep_grid.json"
+    data = json.loads(grid.read_text(encoding="utf-8"))
+    row = next(r for r in data["gamma_lam_scan"] if r["status"] == "optimal")
+    row["worst_case"] *= 2
+    grid.write_text(json.dumps(data), encoding="utf-8")
+    bench = repo / "benchmarks/results/lyapunov_region_bench.json"
+    data = json.loads(bench.read_text(encoding="utf-8"))
+    data["region_s"] += 100
+    bench.write_text(json.dumps(data), encoding="utf-8")
+    cert = repo / "benchmarks/results/certificates/general-lsc-lam1-gamma0.946-beta10.json"
+    data = json.loads(cert.read_text(encoding="utf-8"))
+    data["float"]["1/rho"] *= 2
+    cert.write_text(json.dumps(data), encoding="utf-8")
+    rc, out = run_stam(["findings", "--check", "--root", str(repo)])
+    named = {ln.split(": block ")[0].removeprefix("stam findings: ") + ":" + ln.split(": block ")[1].split()[0] for ln in out}
+    assert rc == 1 and named == {"docs/studies/band.md:pep-gamma-lam-scan", "docs/benchmarks.md:lyapunov-bench",
+                                 "docs/certificates.md:certificates"}, out
+    assert run_stam(["findings", "--write", "--root", str(repo)])[0] == 0
+    assert run_stam(["findings", "--check", "--root", str(repo)]) == (0, [])
+
+
+#: the reference pages: how to use each command and what it prints, the method and its limits; no record of runs
+REFERENCE = ("pep.md", "theory.md", "certificates.md", "methods-theory.md", "synthetic.md", "networks.md", "figures.md",
+             "practice.md")
+CHRONICLE = re.compile(r"\bissues? #?\d+|\b20\d\d-\d\d-\d\d|\buntil 20\d\d|\b(first|second|third) (run|sitting)\b|"
+                       r"\bsittings?\b|\bthis time\b|\bearlier (run|version)s?\b|\bat load \d|\bload average", re.I)
+
+
+def test_reference_pages_hold_no_chronicle():
+    """A reference page says how to use a command and what it prints, not how the runs went: no issue numbers, no
+    dates of runs, no sittings, loads or earlier runs (the studies under docs/studies/ keep what was replaced)."""
+    assert CHRONICLE.search("the rule until 2026-11-29") and CHRONICLE.search("see issue 35")
+    bad = []
+    for name in REFERENCE:
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        bad += [f"docs/{name}: {m.group(0)!r}" for m in CHRONICLE.finditer(text)
+                if not text[max(0, m.start() - 8):m.start()].endswith("oneDNN ")]  # another project's issue tracker
+    assert not bad, bad
+
+
+def test_pep_reference_states_no_finding():
+    """docs/pep.md opens with one complete `stam pep` run and one `stam pep --region` run, each output checked by its
+    test, and holds no table of results: no generated block and no Markdown table outside its examples (the findings
+    are the band study's generated tables)."""
+    text = (ROOT / "docs" / "pep.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.*)$", text, re.M)
+    assert headings[:2] == ["One `stam pep` run", "One `stam pep --region` run"], headings
+    assert "findings:begin" not in text
+    outside = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    assert not re.search(r"^\|.*\|$", outside, re.M)
+    first = next(b for b in BLOCKS if b.path.name == "pep.md")
+    assert [c.text.split()[:2] for c in first.commands()] == [["stam", "pep"]] and first.directives.get("test-match")
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -196,7 +196,7 @@ def test_worst_case_shrinks_with_T_and_free_start_is_no_better():
 def test_worst_case_scales_like_the_problem():
     """Scaling G, H, F by s (L1 -> s L1, lam -> s lam, gamma -> gamma/s, beta -> s beta) leaves the
     iterates unchanged, multiplies S_t by s^2 and delta0 + M0'_T by s: the worst case by s.
-    (Theorem conv's conditions are not invariant: K1 mixes gamma with 1, see docs/readme/pep.md.)"""
+    (Theorem conv's conditions are not invariant: K1 mixes gamma with 1, see docs/studies/band.md.)"""
     lam, gamma, beta = PARAMS[0]
     s = 2.0
     scaled = pep.stam_pep(s * lam, gamma / s, s * beta, 2, L1=s)
@@ -205,7 +205,7 @@ def test_worst_case_scales_like_the_problem():
 
 
 def test_minibatch_noise_changes_the_worst_case_at_small_beta():
-    """docs/pep.md's stochastic examples: at beta = 250 (T = 2, N = 3, b = 1) the worst case is the deterministic
+    """docs/pep.md's stochastic example and its reading: at beta = 250 (T = 2, N = 3, b = 1) the worst case is the deterministic
     one (the y-step hardly moves; the worst instance spends its budget on M0'_T); at beta = 1 the noise costs."""
     from stam.theory.pep import stam_pep
 

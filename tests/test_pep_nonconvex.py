@@ -491,7 +491,7 @@ def same_rate(c, stored_rho: float) -> bool:
 
 @pytest.mark.parametrize("name, row", [("pep_grid_lsc.json", 16), ("pep_grid.json", 16), ("pep_grid_lsc.json", 4)])
 def test_stored_pep_grid_rows_are_recomputed(name, row):
-    """docs/pep.md's tables come from these files: a row of each, recomputed, gives the stored worst case."""
+    """docs/studies/band.md's generated tables come from these files: a row of each, recomputed, gives the stored worst case."""
     import json
 
     data = json.loads((RESULTS / name).read_text())

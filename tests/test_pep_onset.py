@@ -97,7 +97,7 @@ class _V:
 
 
 def test_onset_by_horizon_moves_up_with_T_only_at_small_beta():
-    """The band's table (docs/pep.md): at beta = 1000 the onset stays c* at T = 1, 2; at beta = 10 it is c* at T = 1
+    """The band per horizon (docs/studies/band.md): at beta = 1000 the onset stays c* at T = 1, 2; at beta = 10 it is c* at T = 1
     and higher at T = 2 (the y-block moves)."""
     pytest.importorskip("PEPit")
     from stam.theory.onset import onset_by_horizon
