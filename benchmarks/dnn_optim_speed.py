@@ -1,5 +1,5 @@
 """Optimiser step time of STAM, BinaryConnect, BinaryRelax and PSGD against torch.optim.SGD on the
-parameters of the CIFAR VGG-11 (issue 4, section 5), and bytes of optimiser state per parameter.
+parameters of the CIFAR VGG-11, and bytes of optimiser state per parameter.
 
 Only the ``step()`` is timed: the gradients are fixed random tensors (no forward/backward).  The
 parameters are those of ``stam train``'s CIFAR VGG-11 (:func:`stam.dnn.models.build_model`, in
@@ -59,7 +59,7 @@ def optimizers(device: torch.device) -> dict[str, tuple[str, callable]]:
         "sgd": ("torch.optim.SGD, foreach, lr 5e-4, weight decay 1e-7, no momentum (the paper's PSGD/BC/BR settings)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, weight_decay=wd, foreach=True)),
         "sgd_nowd": ("torch.optim.SGD, foreach, lr 5e-4, no weight decay, no momentum (the cheapest possible step)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, foreach=True)),
         "sgd_momentum": ("torch.optim.SGD, foreach, lr 5e-4, momentum 0.9, weight decay 1e-7", lambda gs: torch.optim.SGD(flat(gs), lr=lr, momentum=0.9, weight_decay=wd, foreach=True)),
-        "sgd_momentum_nowd": ("torch.optim.SGD as a torch user builds it: lr 5e-4, momentum 0.9, no weight decay (issue 62's yardstick)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, momentum=0.9)),
+        "sgd_momentum_nowd": ("torch.optim.SGD as a torch user builds it: lr 5e-4, momentum 0.9, no weight decay (the yardstick of the speed goal)", lambda gs: torch.optim.SGD(flat(gs), lr=lr, momentum=0.9)),
         "stam": ("STAM, compiled (its two halves, one pass over each layer each), gamma 8, lam 0.5, beta 1e3 (Our1/Our3 at epoch 1)", lambda gs: make("stam", gs, **stam, compile=True)),
         "stam_proxies": ("STAM, compiled, proxies=True: step + stationarity_proxies() (one kernel)", lambda gs: _with_proxies(make("stam", gs, **stam, compile=True, proxies=True))),
         "bc": ("BinaryConnect, compiled, lr 5e-4, weight decay 1e-7", lambda gs: make("bc", gs, lr=lr, weight_decay=wd, compile=True)),

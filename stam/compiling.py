@@ -15,12 +15,12 @@ from stam.io import folder_lock
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
 AUTO_COMPILE_MIN_NUMEL = 1 << 20
 
-#: what compiling a network's update costs once, in seconds (``torch.compile`` of the optimiser's kernels
-#: for VGG-11 on 2 CPU cores with a cold cache; ``benchmarks/dnn_optim_speed.py`` measures it)
-COMPILE_COST_S = 60.0
+#: what compiling a network's update costs once, in seconds (``torch.compile`` of STAM's two halves for
+#: VGG-11's parameters on a 2-core CPU with an empty inductor cache: 32 s; ``benchmarks/dnn_optim_speed.py --cold``)
+COMPILE_COST_S = 30.0
 #: what an eager step loses against the compiled one, in seconds per quantised entry (STAM, the slowest
-#: rule eagerly: about 110 ms per step on VGG-11's 9.2 M entries, one CPU thread; same benchmark)
-EAGER_LOSS_S_PER_ENTRY = 1.2e-8
+#: rule eagerly: 169 against 40 ms per step on VGG-11's 9.2 M entries, one CPU thread; same benchmark)
+EAGER_LOSS_S_PER_ENTRY = 1.4e-8
 
 
 def compile_after_steps(numel: int) -> float:
