@@ -23,6 +23,7 @@ names the file and the field:
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import math
 import os
@@ -78,6 +79,17 @@ def _feed(h, obj) -> None:
 
 
 def _key_digest(key) -> bytes:
+    """The SHA-256 of a dict key's canonical stream (a string's or an int's remembered: the same few
+    keys recur in every epoch's record, and a checkpoint hashes every record)."""
+    if type(key) in (str, int):
+        return _plain_key_digest(type(key), key)
+    h = hashlib.sha256()
+    _feed(h, key)
+    return h.digest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_key_digest(cls: type, key) -> bytes:
     h = hashlib.sha256()
     _feed(h, key)
     return h.digest()
