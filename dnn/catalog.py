@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 from stam import rules
-from stam.datasets import DATASET_NAMES, DATASETS
 from stam.registry import load, lookup
 
 
@@ -207,5 +206,5 @@ def sweep_settings(dataset: str, given) -> dict:
     return {k: d[k] if getattr(given, k, None) is None else getattr(given, k) for k in ("model", "width", "batch_size", "epochs")}
 
 
-__all__ = ["sweep_settings", "Algorithm", "algorithms", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
+__all__ = ["sweep_settings", "Algorithm", "algorithms", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "SWEEP_DEFAULTS",
            "CIFAR_TRAIN_IMAGES", "VAL_FRACTION", "BN_IMAGES", "BN_SEED", "BN_AUGMENT", "BN_AUGMENT_SEED", "BN_MAX_SHARE", "bn_images_used", "bn_protocol", "bn_augmented", "chance_level", "at_chance"]

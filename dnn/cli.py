@@ -48,11 +48,11 @@ def _build_train(p) -> None:
 
 
 def _build_table(t) -> None:
-    from stam.dnn.catalog import DATASET_NAMES as DATASETS
+    from stam.datasets import DATASET_NAMES
 
     t.add_argument("runs_dir", metavar="RUNS_DIR")
     t.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
-    t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
+    t.add_argument("--dataset", choices=DATASET_NAMES, help="only this data set (default: every one found)")
     t.add_argument("--time", action="store_true", help="add the mean wall time per run")
     t.add_argument("--paper-metric", action="store_true",
                    help="the paper's metric: the best test accuracy over the epochs (the epoch selected on the test set; "

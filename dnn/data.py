@@ -48,7 +48,8 @@ from torch import Tensor
 from stam.dnn import imagefolder
 from stam.datasets import AUGMENTED
 from stam.dnn.bnstats import bn_subset
-from stam.dnn.catalog import BN_AUGMENT, BN_AUGMENT_SEED, BN_IMAGES, DATASET_NAMES, VAL_FRACTION  # declared once, in the catalog
+from stam.datasets import DATASET_NAMES
+from stam.dnn.catalog import BN_AUGMENT, BN_AUGMENT_SEED, BN_IMAGES, VAL_FRACTION  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
 

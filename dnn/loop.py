@@ -19,7 +19,7 @@ from stam.dnn import catalog, optim
 from stam.dnn.bnstats import even_batches, reestimated
 from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES
 from stam.dnn import data as data_mod
-from stam.dnn.optim import project_layer
+from stam.dnn.optim_common import project_layer
 from stam.errors import UsageError
 
 

@@ -61,7 +61,7 @@ from stam.dnn.presets import paper_presets
 from stam.theory import audit, lyapunov, numeric, pep
 from stam.theory.items import PAPER_CHECK
 from stam.figures.demo_text import (DIGITS_GOOD, HEADLINE_KEYS, audit_brief, audit_headline, digits_map_brief,
-                                    digits_map_headline, map_brief, printed_name, region_brief, region_headline,
+                                    digits_map_headline, map_brief, region_brief, region_headline,
                                     region_reach, tune_brief, tune_budget)
 
 MARKER = ".stam-demo"

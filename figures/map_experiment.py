@@ -478,12 +478,13 @@ def _synthetic_map(params: MapParams, p: _Plan) -> dict:
 
 def _network_map(params: MapParams, p: _Plan) -> dict:
     """The network map (:func:`digits_map`): its task, memory and work checked before any training."""
-    from stam.dnn import batched, sweep
     from stam.dnn import epochs as ep
+    from stam.dnn import sweep
+    from stam.dnn.compiled import runs_per_job
 
     net = params.network()  # the data set's sweep defaults filled in: what every job trains, its spec()
     task = sweep.task_spec(net.dataset, net.model, net.width, net.data_dir)
-    chunk = batched.runs_per_job(net.model, sweep.job_device())
+    chunk = runs_per_job(net.model, sweep.job_device())
     sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)  # before a model is built
     sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
     cells = len(p.gammas) * len(p.lams) * len(p.betas) * (params.n_seeds or DIGITS_SEEDS)

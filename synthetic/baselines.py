@@ -43,7 +43,7 @@ from tqdm import tqdm
 from stam.rules import rule as update_rule
 from stam.steps import stam_step
 from stam.io import bar_disable
-from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
+from stam.synthetic.methods import METHODS, REGISTRY, method
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
 from stam.theory import numeric
@@ -178,4 +178,4 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method", "run_method", "compare", "format_table", "theory_beta"]
+__all__ = [ "REGISTRY", "METHODS", "method", "run_method", "compare", "format_table", "theory_beta"]

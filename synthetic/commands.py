@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import math
 import sys
 from pathlib import Path
@@ -108,8 +107,6 @@ def _default_run_work() -> float:
 def _check_work(args, R: int, T_grid) -> float:
     """Refuse, before any work, a rate experiment above :data:`WORK_LIMIT` times the default
     run's work unless ``--force``; the work, in those units."""
-    from stam.synthetic.rates import geometric_grid
-
     times = _run_work(R, T_grid, args.b, args.n) / _default_run_work()
     require(args.force or times <= WORK_LIMIT,
             f"--R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} at --b {args.b}, --n {args.n} are about "
@@ -233,7 +230,8 @@ def rates_experiment(params: RunParams) -> RatesRun:
     every flag checked, the rate experiment run and written; nothing printed (:func:`run_command` prints)."""
     import dataclasses
 
-    from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
+    from stam.synthetic.rates import geometric_grid, run_rates
+    from stam.theory.numeric import Inadmissible
 
     if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
@@ -268,7 +266,7 @@ def rates_experiment(params: RunParams) -> RatesRun:
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, step_sizes=step_sizes, seed=args.seed, progress=args.progress)
-    except (InadmissibleError, ValueError) as exc:
+    except (Inadmissible, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
         result["params"]["preset"] = args.preset

@@ -57,7 +57,6 @@ from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, 
                           POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, holds, increasing, ordered)
 from stam.theory import numeric
 from stam.theory.numeric import LABELLED, StepSizes
-from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
 from stam.theory.pep import PEP_ROW
 from stam.theory.settings import no_other
 
@@ -329,5 +328,5 @@ RATES = ResultType(
     files="rates-*.json", writer="stam synthetic run", csv=ROW_KEYS, title=_rates_title)
 
 
-__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "InadmissibleError", "ROW_KEYS", "RATES",
+__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "ROW_KEYS", "RATES",
            "RATES_ROW", "MAX_HORIZON"]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.steps import QuantizedState, bc_step, br_relax, br_step, psgd_step
-from stam.dnn import batched, catalog, presets, sweep, tune
+from stam.dnn import batched, catalog, compiled, presets, sweep, tune
 from stam.dnn import tunetext
 from stam.dnn import tunestats
 from stam.dnn import tunespace
@@ -188,7 +188,7 @@ def test_compiled_update_is_the_flat_update_layer_by_layer(task, algo):
     gen = torch.Generator().manual_seed(1)
     gw = [torch.randn(st[0].shape, generator=gen) for st in tr.state]
     gf = torch.randn(tr.floats.shape, generator=gen)
-    flat = batched.update(tr.rule, tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs, proxies=True)
+    flat = compiled.update(tr.rule, tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs, proxies=True)
     comp = update_fn(algo, True, True)(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs)
     for a, b in zip(flat[0][0], comp[0][0]):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)

@@ -786,7 +786,7 @@ def test_a_map_of_many_cells_is_drawn_with_one_artist_per_kind_and_panel():
     cost grows with the cells only through the mesh."""
     import matplotlib.pyplot as plt
 
-    from stam.figures.convergence_map import plot_map
+    from stam.figures.map_figure import plot_map
 
     obj = _valid_files()["map.json"]
     row = obj["rows"][0]

@@ -20,6 +20,7 @@ from stam.theory import sdp
 from stam.theory import templates  # noqa: E402
 from stam.theory import pep  # noqa: E402
 from stam.theory import pepsolve
+from stam.theory.params import DEFAULT_F_CLASS
 
 
 @functools.lru_cache(maxsize=None)
@@ -279,7 +280,7 @@ def test_cli_classes_match_the_library():
 
     # STAM's classes (the library's), and F = 0, which the baselines' PEPs take too (stam pep --algo)
     assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(pep.F_CLASSES)] == pep.F_CLASSES
-    assert action.default == pep.DEFAULT_F_CLASS
+    assert action.default == DEFAULT_F_CLASS
 
 
 @pytest.mark.parametrize("argv", [

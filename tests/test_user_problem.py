@@ -338,7 +338,7 @@ def test_map_takes_a_function_of_lambda(tmp_path, capsys):
                                                                [r["beta"] for r in rows])
     assert all(r["metric"] is not None for r in rows)
     # its H is the user's: no quadratic-coupling overlays or words
-    from stam.figures.convergence_map import map_caption, summary_line
+    from stam.figures.map_experiment import map_caption, summary_line
 
     assert result["params"]["coupling"] != "(lambda/2)||x - y||^2"
     assert "1/sqrt(5)" not in summary_line(result) and "1/\u221a5" not in map_caption(result)

@@ -63,7 +63,8 @@ from stam.io import provenance
 from stam.theory import numeric
 from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REGION_RTOL, REGION_SAMPLING, SCAN_MAX_STEPS,
                                 SCAN_RATIO, RegionParams)
-from stam.theory.pep import DEFAULT_F_CLASS, F_CLASSES, GAMMA_L1_MIN, check_f_class, stam_pep, validate_sampling
+from stam.theory.params import DEFAULT_F_CLASS
+from stam.theory.pep import F_CLASSES, GAMMA_L1_MIN, check_f_class, stam_pep, validate_sampling
 from stam.theory.sdp import RHO_MIN, Certificate, search
 from stam.theory.sdpproof import NUMERICAL_ONLY, prove
 from stam.theory.settings import GammaScan, ProblemClass, SdpOptions, no_other

@@ -91,7 +91,7 @@ from stam.steps import stam_init, stam_step
 from stam.errors import require
 from stam.io import provenance
 from stam.operators import Composite, QuadraticCoupling
-from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
+from stam.theory.params import F_CLASSES
 # the solve and its outcome (stam.theory.pepsolve)
 from stam.theory.pepsolve import PEPResult, evaluated, finite_or_none, solve
 from stam.theory.settings import ProblemClass, no_other
@@ -559,5 +559,4 @@ PEP_SWEEP = ResultType(
     params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
 
 
-__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES",
-           "DEFAULT_F_CLASS", "prox_function_class", "ProxOracle", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]
+__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES", "prox_function_class", "ProxOracle", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]

@@ -13,10 +13,12 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from stam.errors import UsageError, positive_float, positive_int, require
+from stam.errors import UsageError, require
 from stam.registry import experiment
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from stam.theory.params import CertifyParams, CheckParams, FamilyParams, PepParams, RegionParams
 
 # (the toolkit's modules below are imported where they are used: registering ``stam pep`` for ``stam --help``

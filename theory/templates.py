@@ -94,7 +94,8 @@ import numpy as np
 from stam.steps import stam_init, stam_step
 from stam.errors import require
 from stam.theory import numeric
-from stam.theory.pep import DEFAULT_F_CLASS, minibatches
+from stam.theory.params import DEFAULT_F_CLASS
+from stam.theory.pep import minibatches
 from stam.theory.sdp import RHO_MIN, Certificate, search
 from stam.theory.sdpstep import Basis, Interp, OneStep, Piece, f_pair, scaled, smooth_pair, sq
 

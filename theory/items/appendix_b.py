@@ -10,7 +10,6 @@ import sympy as sp
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.chainsearch import runs_search
 from stam.theory.statementsearch import statement_search_result
 from stam.theory.items.common import SEED, premise_witness, rounded, stationarity_terms
 from stam.theory.stamruns import iterate_search, pretty, run_counterexample, run_stam

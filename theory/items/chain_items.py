@@ -87,7 +87,6 @@ def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> boo
     from fractions import Fraction
 
     from stam.steps import stam_init, stam_step
-    from stam.theory import lyapunov as ly
     from stam.theory import templates
     from stam.theory import sdpstep
     from stam.theory import rational as rq

@@ -11,7 +11,6 @@ from stam.theory import chain
 from stam.theory import constants as k
 from stam.theory import numeric as num
 from stam.theory import symbols as s
-from stam.theory.chainsearch import runs_search
 from stam.theory.statementsearch import statement_search_result
 from stam.theory.items.common import SEED, rounded, es_lemma_instance, premise_witness
 from stam.theory.stamruns import chain_counterexample, pretty

@@ -8,7 +8,7 @@ import sympy as sp
 
 from stam.theory import chain
 from stam.theory.items.common import SEED, rounded
-from stam.theory.items.declare import Gap, Occurrence, Result, item
+from stam.theory.items.declare import Gap, Result, item
 
 
 def step_result(printed, derived, rule: str, elsewhere=(), gap: Gap | None = None, seed: int = SEED,
@@ -50,4 +50,4 @@ def declare_steps(steps, module_name: str):
         item(label, covers=covers)(fn)
 
 
-__all__ = ["step_result", "identity_result", "declare_steps", "Occurrence"]
+__all__ = ["step_result", "identity_result", "declare_steps"]
