@@ -44,7 +44,7 @@ from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_grou
 from stam.dnn.params import COMPILE_MODE, TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
-from stam.theory.numeric import check, quadratic_coupling
+from stam.theory.symbolic.numeric import check, quadratic_coupling
 
 #: an upper bound of :func:`stam.dnn.models.relative_cost` at width 1 for every model and data set (ResNet-18 on
 #: CIFAR: 3.6; the cost grows at most like width^2 above 1); tested against every model
@@ -65,7 +65,7 @@ class Diverged(RuntimeError):
 # --------------------------------------------------------------------------- the theorem
 
 def theorem_status(algo: str, hyper: dict) -> dict | None:
-    """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.numeric``);
+    """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.symbolic.numeric``);
     conditions that need constants unknown for a network (L1, A, C) are listed as unknown; None for
     an algorithm the theorem is not about (:attr:`stam.dnn.catalog.Algorithm.theorem`)."""
     if not catalog.algorithm(algo).theorem:

@@ -4,18 +4,18 @@ A pipeline of library calls: each step calls the toolkit's functions (an experim
 parameters through its parameters object and its run), gets their results as values and writes them
 with the same writers the commands use (so every file it leaves is the file the command would write):
 
-1. the paper audit (:func:`stam.theory.audit.findings`, the file of ``stam paper-check --out``),
+1. the paper audit (:func:`stam.theory.papercheck.audit.findings`, the file of ``stam paper-check --out``),
 2. a synthetic rate experiment on the default problem at admissible parameters and (full demo
    only) at the paper's Our1 parameters (``stam synthetic run``: :func:`stam.synthetic.commands.rates_experiment`
    of a :class:`~stam.synthetic.params.RunParams`), and the baselines at an equal gradient budget
    (``stam synthetic compare``: :func:`~stam.synthetic.commands.compare_experiment`),
 3. admissible step sizes for that problem, from the constants the experiment recorded
-   (:func:`stam.theory.numeric.recommend`, as ``stam stepsize``),
+   (:func:`stam.theory.symbolic.numeric.recommend`, as ``stam stepsize``),
 4. the exact worst case of deterministic STAM for the paper's class (any proper lsc F) for a few T
-   (:func:`stam.theory.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
-   (:func:`stam.theory.numeric.admissible_parameters`), and the certified region by automated
+   (:func:`stam.theory.worstcase.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
+   (:func:`stam.theory.symbolic.numeric.admissible_parameters`), and the certified region by automated
    Lyapunov search for that class, full and minibatch gradients, with convex F beside it
-   (:func:`stam.theory.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
+   (:func:`stam.theory.worstcase.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
 5. the convergence map of the synthetic problem over (gamma, lambda) (``stam map --problem``:
    :func:`stam.figures.map_experiment.run` of a :class:`~stam.figures.map_experiment.MapParams`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
@@ -58,8 +58,10 @@ from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS
 from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid
 from stam.dnn.presets import paper_presets
-from stam.theory import audit, lyapunov, numeric, pep
-from stam.theory.items import PAPER_CHECK
+from stam.theory.papercheck import audit
+from stam.theory.worstcase import lyapunov, pep
+from stam.theory.symbolic import numeric
+from stam.theory.papercheck.items import PAPER_CHECK
 from stam.figures.demo_text import (DIGITS_GOOD, HEADLINE_KEYS, audit_brief, audit_headline, digits_map_brief,
                                     digits_map_headline, map_brief, region_brief, region_headline,
                                     region_reach, tune_brief, tune_budget)
@@ -209,7 +211,7 @@ class Demo:
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
-        from stam.theory import stepsize
+        from stam.theory.symbolic import stepsize
 
         if self.rates is None:
             step.status = "missing"
@@ -253,9 +255,9 @@ class Demo:
 
     def facts_region(self) -> tuple[float | None, float | None]:
         """(certified, refuted) for the brief: the PEP's refutation quoted at the closed-form T = 1
-        onset (1 + sqrt(3))/2 of :func:`stam.theory.onset.t1_onset` where every refuted bracket of the search holds
+        onset (1 + sqrt(3))/2 of :func:`stam.theory.worstcase.onset.t1_onset` where every refuted bracket of the search holds
         it (the search only brackets it), else the search's own bracket end."""
-        from stam.theory.onset import t1_onset_value
+        from stam.theory.worstcase.onset import t1_onset_value
 
         cert, refuted = self.facts.get("certified"), self.facts.get("refuted")
         brackets = [(r["refuted"]["lo"] or 0.0, r["refuted"]["hi"], r["lam"]) for r in self.region_result["rows"]

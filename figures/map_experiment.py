@@ -140,7 +140,7 @@ TRAINS_AT = 50.0  # percent
 
 def _side(row) -> bool:
     """Below the curve gamma lambda = 1/sqrt(5)?"""
-    from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
+    from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
     return row["gamma"] * row["lam"] < GAMMA_LAMBDA_LIMIT
 

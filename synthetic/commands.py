@@ -204,10 +204,10 @@ class RatesRun(NamedTuple):
 
 
 def _rates_steps(args: RunParams):
-    """``stam synthetic run``'s step sizes (:class:`stam.theory.numeric.StepSizes`) and the problem's
+    """``stam synthetic run``'s step sizes (:class:`stam.theory.symbolic.numeric.StepSizes`) and the problem's
     lambda (``extra``), from --preset (the paper's lambda, gamma, beta) or --gamma/--beta/--lam, each
     combination checked."""
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
@@ -231,7 +231,7 @@ def rates_experiment(params: RunParams) -> RatesRun:
     import dataclasses
 
     from stam.synthetic.rates import geometric_grid, run_rates
-    from stam.theory.numeric import Inadmissible
+    from stam.theory.symbolic.numeric import Inadmissible
 
     if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
@@ -312,7 +312,7 @@ def compare_experiment(params: CompareParams) -> CompareRun:
     checked, run and written; returns the ``synthetic-compare`` result, the problem and the file written."""
     from stam.synthetic.baselines import compare
     from stam.synthetic.methods import COMPARE
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     stem = f"compare-{_stem_name(params)}"
     out = check_out_dir(params.out)
@@ -425,7 +425,7 @@ def sweep_job(spec: dict) -> dict:
     import torch
 
     from stam.synthetic.rates import run_rates
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     torch.set_num_threads(1)
     with _guarded(spec["problem"], "--problems"):  # a user's problem failing: one line naming its file

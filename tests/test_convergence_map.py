@@ -28,8 +28,8 @@ from stam.synthetic.convergence_map import MAP, ROW_KEYS, admissible_flags, log_
 
 def validate_map(obj):
     return MAP.validate(obj, "map.json")
-from stam.theory import numeric
-from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
+from stam.theory.symbolic import numeric
+from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
 GAMMA_IN, LAM = 0.05, 1.0  # inside the theorem's region: 5 (0.05)^2 + 4 (0.05) < 1
 

@@ -31,7 +31,7 @@ def _module(cmd):
 
 def test_the_experiments_are_found():
     modules = {_module(cmd).__name__ for cmd in WITH_PARAMS}
-    assert {"stam.theory.audit", "stam.theory.stepsize", "stam.theory.pep_cli", "stam.synthetic.commands",
+    assert {"stam.theory.papercheck.audit", "stam.theory.symbolic.stepsize", "stam.theory.pep_cli", "stam.synthetic.commands",
             "stam.dnn.train", "stam.dnn.tune", "stam.figures.map_experiment"} <= modules
 
 

@@ -599,7 +599,7 @@ def fuzz_plot(argv):
         probe(argv, root, "plot")
 
 
-# -- the store of stam paper-check (stam.theory.store) ------------------------------------------------------
+# -- the store of stam paper-check (stam.theory.papercheck.store) ------------------------------------------------------
 
 _STORE: dict = {}
 
@@ -634,7 +634,7 @@ def _cache_dir(where: str):
 
 
 def _sealed(obj):
-    from stam.theory.store import store_digest
+    from stam.theory.papercheck.store import store_digest
 
     if isinstance(obj, dict) and "digest" in obj:
         obj["digest"] = store_digest(obj)
@@ -649,7 +649,7 @@ def fuzz_paper_check_store(data):
     what refuses them), or a link, a folder, a pipe or a huge file in its place: the run ends well, and
     prints what it prints with the store off unless the store is still one the toolkit reads (sealed
     and of its type: a deliberate edit, read back as it is)."""
-    from stam.theory.store import STORE_MAX_BYTES, read_store
+    from stam.theory.papercheck.store import STORE_MAX_BYTES, read_store
 
     store = _store()
     draw = data.draw

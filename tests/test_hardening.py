@@ -87,9 +87,9 @@ def test_output_locations_are_checked_before_any_work(argv, needle, places, caps
     import stam.figures.report
     import stam.synthetic.baselines
     import stam.synthetic.rates
-    import stam.theory.audit  # imported first: a module imported under the patch would keep the stand-in
+    import stam.theory.papercheck.audit  # imported first: a module imported under the patch would keep the stand-in
 
-    for module, name in ((stam.theory.audit, "findings"), (stam.synthetic.rates, "run_rates"),
+    for module, name in ((stam.theory.papercheck.audit, "findings"), (stam.synthetic.rates, "run_rates"),
                          (stam.synthetic.baselines, "compare"), (stam.figures.report, "load_results")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("worked before checking the output location"))
     before = sorted(places.rglob("*"))
@@ -208,7 +208,7 @@ def test_pep_above_the_size_limit_is_refused_with_size_and_limit(capsys):
 
 def test_gram_size_estimate_is_the_size_of_the_pep_built():
     pytest.importorskip("PEPit")
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
     from stam.theory.pep_cli import gram_size
 
     for T, free in ((1, False), (3, False), (2, True)):
@@ -298,7 +298,7 @@ def test_a_closed_pipe_ends_quietly_with_status_141():
 
 def test_a_bug_is_one_line_and_status_1_and_the_traceback_on_request(monkeypatch, capsys):
     """An unexpected exception (a bug, not a user's mistake) never shows a traceback unless asked."""
-    import stam.theory.stepsize as S
+    import stam.theory.symbolic.stepsize as S
     from stam.cli import main
 
     def bug(args):

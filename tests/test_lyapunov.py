@@ -1,4 +1,4 @@
-"""Automated Lyapunov search (stam.theory.lyapunov, `stam pep --region`): known answers first,
+"""Automated Lyapunov search (stam.theory.worstcase.lyapunov, `stam pep --region`): known answers first,
 then STAM against Theorem conv, against `stam pep`, and along simulated runs."""
 
 import functools
@@ -16,9 +16,9 @@ pytest.importorskip("cvxpy")
 
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
-from stam.theory import lyapunov as ly  # noqa: E402
-from stam.theory import sdp
-from stam.theory import templates
+from stam.theory.worstcase import lyapunov as ly  # noqa: E402
+from stam.theory.worstcase import sdp
+from stam.theory.worstcase import templates
 
 
 # ----------------------------------------------------------------------------- known answers
@@ -83,7 +83,7 @@ ADMISSIBLE = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0)]
 
 @pytest.mark.parametrize("lam,gamma,beta", ADMISSIBLE)
 def test_where_theorem_conv_holds_the_paper_form_is_certified_with_a_better_constant(lam, gamma, beta):
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     assert pep.paper_bound(lam, gamma, beta, 1)["admissible"]
     paper = ly.certify_stam(lam, gamma, beta, template="paper")
@@ -99,7 +99,7 @@ def test_where_theorem_conv_holds_the_paper_form_is_certified_with_a_better_cons
 @pytest.mark.parametrize("lam,gamma,beta", [(1.0, 0.1, 250.0), (0.5, 1.6, 1000.0), (4.0, 0.2, 50.0)])
 def test_paper_form_certificate_bounds_stam_pep(lam, gamma, beta):
     """Both use delta0 + M0'_T: a paper-form certificate is an upper bound of the exact worst case."""
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     c = ly.certify_stam(lam, gamma, beta, template="paper")
     assert c.certified
@@ -110,7 +110,7 @@ def test_paper_form_certificate_bounds_stam_pep(lam, gamma, beta):
 
 @pytest.mark.parametrize("lam,gamma,beta", [(1.0, 1.6, 250.0), (0.5, 8.0, 1000.0)])
 def test_where_stam_pep_is_unbounded_no_paper_form_certificate_exists(lam, gamma, beta):
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     assert pep.stam_pep(lam, gamma, beta, 1).status == "unbounded"
     c = ly.certify_stam(lam, gamma, beta, template="paper")
@@ -234,7 +234,7 @@ def test_api_rejects_bad_constants():
 
 
 def test_module_imports_neither_torch_nor_pepit():
-    code = ("import sys; from stam.theory import lyapunov as ly; c = ly.certify_stam(1.0, 0.1, 250.0); "
+    code = ("import sys; from stam.theory.worstcase import lyapunov as ly; c = ly.certify_stam(1.0, 0.1, 250.0); "
             "assert c.certified; assert 'torch' not in sys.modules and 'PEPit' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 

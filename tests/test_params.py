@@ -170,7 +170,7 @@ def _experiments(tmp_path):
     """(parameters, how a run resolves them, how many cells, the non-job fields tried) of each sweep."""
     from stam.figures.map_experiment import MapParams
     from stam.synthetic.params import SweepParams
-    from stam.theory import lyapunov
+    from stam.theory.worstcase import lyapunov
     from stam.theory.params import RegionParams
 
     return {

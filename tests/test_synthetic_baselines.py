@@ -77,7 +77,7 @@ def test_step_sizes_object_and_keywords_run_the_same(problem, fields):
     """run_rates and compare pass the rule's arguments through: one StepSizes or its fields by keyword (the
     old calls) give the same result, wall times aside; compare runs any pair (allow_inadmissible set)."""
     from stam.synthetic.rates import run_rates
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     same = dict(R=2, seed=1, progress=False)
     assert run_rates(problem, [3, 8], step_sizes=StepSizes(**fields), **same) == run_rates(problem, [3, 8], **fields, **same)

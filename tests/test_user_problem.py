@@ -71,7 +71,7 @@ def _composed_cosine(p):
 
 def _run(p, T=25, R=3, seed=5):
     c = p.theory_constants()
-    gamma = 0.5 * float(__import__("stam.theory.numeric", fromlist=["gamma_max"]).gamma_max(c))
+    gamma = 0.5 * float(__import__("stam.theory.symbolic.numeric", fromlist=["gamma_max"]).gamma_max(c))
     state = p.start(R, gamma)
     gen = torch.Generator().manual_seed(seed)
     beta = as_batch_scalar(torch.full((R,), 50.0, dtype=torch.float64), state.y)

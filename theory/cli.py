@@ -8,7 +8,7 @@ from stam.registry import experiment
 
 
 def _paper_check(args) -> int:
-    from stam.theory.audit import text
+    from stam.theory.papercheck.audit import text
     from stam.theory.params import PaperCheckParams
 
     params = PaperCheckParams.from_args(args)
@@ -17,7 +17,7 @@ def _paper_check(args) -> int:
 
 
 def _stepsize(args) -> int:
-    from stam.theory.stepsize import StepsizeParams, text
+    from stam.theory.symbolic.stepsize import StepsizeParams, text
 
     params = StepsizeParams.from_args(args)
     print(text(params, args.run(params)))
@@ -54,11 +54,11 @@ def _build_paper_check(p) -> None:
     from stam.theory.params import PaperCheckParams
 
     add_arguments(p, PaperCheckParams)
-    p.set_defaults(func=_paper_check, run=experiment("stam.theory.audit"))
+    p.set_defaults(func=_paper_check, run=experiment("stam.theory.papercheck.audit"))
 
 
 def _build_stepsize(s) -> None:
-    from stam.theory.stepsize import add_arguments
+    from stam.theory.symbolic.stepsize import add_arguments
 
     add_arguments(s)
-    s.set_defaults(func=_stepsize, run=experiment("stam.theory.stepsize"))
+    s.set_defaults(func=_stepsize, run=experiment("stam.theory.symbolic.stepsize"))
