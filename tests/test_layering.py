@@ -323,6 +323,28 @@ def layer_violations(g: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
+def practice_ties(g: dict[str, set[str]]) -> dict[str, list[str]]:
+    """module of ``stam.synthetic`` -> the modules of ``stam.dnn`` it imports, its ``cli.py`` included (the command
+    line of a peer is no way round: the networks' presets reach ``stam synthetic run`` through ``stam.cli``)."""
+    out = {}
+    for m, targets in g.items():
+        if m.startswith("stam.synthetic"):
+            bad = sorted(t for t in targets if t == "stam.dnn" or t.startswith("stam.dnn."))
+            if bad:
+                out[m] = bad
+    return out
+
+
+def test_the_practice_tie_finder_finds_them():
+    g = {"stam.synthetic.cli": {"stam.dnn.presets", "stam.synthetic.params"}, "stam.synthetic.rates": {"stam.dnn"},
+         "stam.dnn.cli": {"stam.synthetic.convergence_map"}, "stam.cli": {"stam.dnn.presets"}}
+    assert practice_ties(g) == {"stam.synthetic.cli": ["stam.dnn.presets"], "stam.synthetic.rates": ["stam.dnn"]}
+
+
+def test_synthetic_imports_nothing_of_dnn_not_even_in_its_command_line():
+    assert practice_ties(full_graph()) == {}
+
+
 #: imports across layers allowed as exceptions: none (result files are read through their types in
 #: the core, :mod:`stam.results`)
 LAYER_ALLOWED = {}
