@@ -48,11 +48,12 @@ DIGITS = {"float": {"lr": 0.05, "momentum": 0.9}, "stam": {"gamma": 8.0, "lam": 
 
 def digits_round(algos, epochs: int, tmp: str, k: int, compile: str = "auto") -> dict:
     """One round: each algorithm's whole run (``stam train --compile compile``), training seconds (``summary.json``)."""
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     out = {}
     for algo in algos:
-        res = run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=DIGITS[algo], epochs=epochs, batch_size=32,
+        res = train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=DIGITS[algo], epochs=epochs, batch_size=32,
                               schedule_scale="auto", out=f"{tmp}/{algo}-{compile}-{k}", echo=False, progress=False,
                               device="cpu", compile=compile))
         out[algo] = res.summary["seconds"]

@@ -50,14 +50,15 @@ def one_run(job: dict) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     out = Path(job["out"])
     if (out / "summary.json").is_file():
         return json.loads((out / "summary.json").read_text())
     cfg = TrainConfig(model=job["model"], dataset="digits", preset=job["preset"], epochs=job["epochs"], seed=job["seed"],
                       overrides=job["overrides"], schedule_scale="auto", out=str(out), progress=False, echo=False, label=job["label"])
-    return run(cfg).summary
+    return train(cfg).summary
 
 
 def _stats(v: list[float]) -> tuple[float, float]:

@@ -1,5 +1,5 @@
 """The parameters of the network experiments, each one frozen dataclass (:mod:`stam.params`):
-``stam train`` (:class:`TrainConfig`, run by :func:`stam.dnn.train.run`) and ``stam tune``
+``stam train`` (:class:`TrainConfig`, run by :func:`stam.dnn.train.train`) and ``stam tune``
 (:class:`TuneParams`, run by :func:`stam.dnn.tune.run_tune`).  Each field declares its flag, its type,
 its default and its help once; the command lines (:mod:`stam.dnn.cli`), the library calls and the
 job specifications read them here.  Imports no torch (``stam --help`` reads these declarations).

@@ -22,7 +22,7 @@ fixed training images (:meth:`stam.dnn.batched.Trainer.statistics`; 0 = the stat
 trained); the binary accuracy with the training's own statistics is kept in each record as a
 diagnostic (``val_acc_binary_as_trained``, or ``test_acc_binary_as_trained`` without a validation
 split).  An accuracy at or below chance is flagged in the epoch line and the closing words.
-The one library entry is ``run(cfg: TrainConfig) -> Trained`` (:func:`run`).
+The one library entry is ``train(cfg: TrainConfig) -> Trained`` (:func:`train`).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Trained(NamedTuple):
     trainer: batched.Trainer  # its weights in every form (Trainer.weights, Trainer.module) and its state
 
 
-def run(cfg: TrainConfig) -> Trained:
+def train(cfg: TrainConfig) -> Trained:
     """Train as ``cfg`` says (``stam train``'s one library entry; ``cfg.checksums``: see :func:`stam.dnn.data.load_cifar`).
     Raises :class:`Diverged` when the loss stops being finite (the last checkpoint stays; the
     message calls it good only if its content hash verifies)."""

@@ -104,10 +104,6 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
     return result, out / (result_stem(params.dataset) + ".json")
 
 
-#: the name ``stam tune``'s run had (``stam.dnn.tune.run``)
-run = run_tune
-
-
 def plan(params: TuneParams, chunk: int, spaces: dict | None = None) -> dict:
     """The whole protocol as data: the trial configurations of every algorithm and the job specs
     of the trial stage (chunks of at most ``chunk`` trials, one batched training each), each job's

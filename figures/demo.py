@@ -17,12 +17,12 @@ with the same writers the commands use (so every file it leaves is the file the 
    Lyapunov search for that class, full and minibatch gradients, with convex F beside it
    (:func:`stam.theory.worstcase.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
 5. the convergence map of the synthetic problem over (gamma, lambda) (``stam map --problem``:
-   :func:`stam.figures.map_experiment.run` of a :class:`~stam.figures.map_experiment.MapParams`),
+   :func:`stam.figures.map_experiment.make_map` of a :class:`~stam.figures.map_experiment.MapParams`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
    for STAM, BC, BR, PSGD and float, chosen on validation data, numbers from fresh seeds, the
    paper's settings as labelled rows,
 7. the convergence map on digits (``stam map --dataset digits``, the same run),
-8. training curves (:func:`stam.dnn.train.run`) of STAM and BC at their tuned settings and of
+8. training curves (:func:`stam.dnn.train.train`) of STAM and BC at their tuned settings and of
    STAM at a theorem-admissible setting, with the sign flips of their binary weights,
 9. the report (:func:`stam.figures.report.build_report`): ``OUT/report.html``.
 
@@ -52,7 +52,7 @@ from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.figures import report
 from stam.figures.map_experiment import MapParams, summary_line
-from stam.figures.map_experiment import run as map_run
+from stam.figures.map_experiment import make_map
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS
@@ -222,7 +222,7 @@ class Demo:
         flags = {"L1": c["L1"], "L2": c["L2"], "L3": c["L3"], "L4": c["L4"], "L5": c["L5"], "l": c["l"],
                  "A": c["A"], "C": c["C"], "delta0": max(d0["delta0"], 0.0), "M0": max(d0["M0_prime"], 0.0),
                  "eps": self.cfg.eps}
-        rec = stepsize.run(stepsize.StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
+        rec = stepsize.stepsize(stepsize.StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
         step.outputs.append(numeric.STEPSIZE.write({
             "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec},
             self.stage / "stepsize.json"))
@@ -275,7 +275,7 @@ class Demo:
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``), with the region's lines."""
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
-        result, paths, _ = map_run(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+        result, paths, _ = make_map(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
                                              iterations=self.cfg.map_iterations, n_seeds=seeds, progress=self.progress,
                                              out=str(self.stage / "map"), region=self._region_file()))
         step.outputs.append(paths[0])
@@ -304,7 +304,7 @@ class Demo:
         """Where STAM's binary network trains on digits, beside the theorem (``stam map --dataset digits``)."""
         g, l, betas, seeds = self.cfg.digits_map_grid
         # the data set's sweep defaults (the MLP, batch size 32: MapParams.network), as stam map --dataset digits
-        data, paths, _ = map_run(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+        data, paths, _ = make_map(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
                                            n_seeds=seeds, epochs=self.cfg.epochs, progress=self.progress,
                                            out=str(self.stage / "map-digits"), region=self._region_file()))
         step.outputs.append(paths[0])
@@ -328,11 +328,12 @@ class Demo:
         return runs
 
     def train(self, step: Step) -> None:
-        from stam.dnn.train import TrainConfig, run
+        from stam.dnn.params import TrainConfig
+        from stam.dnn.train import train
 
         runs = self.stage / "runs"
         for name, settings in self.training_runs():
-            run(TrainConfig(model=self.cfg.model, dataset="digits", epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
+            train(TrainConfig(model=self.cfg.model, dataset="digits", epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
                             schedule_scale="auto", echo=False, progress=self.progress, out=str(runs / name), **settings))
         step.outputs.append(runs)
 

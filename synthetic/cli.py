@@ -8,34 +8,32 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
 from __future__ import annotations
 
-from stam.registry import experiment
-
 
 def _run(args):
     """``stam synthetic run``: a paper's preset named by ``--preset`` is read from the presets ``stam.cli`` hands
     to :func:`register` (the networks' declarations: synthetic imports nothing of dnn), and handed to the synthetic
     run as its (lambda, gamma, beta)."""
-    from stam.synthetic import commands
+    from stam.synthetic.commands import rates_experiment, rates_text
     from stam.synthetic.params import RunParams
 
     values = args.paper_presets[args.preset] if args.preset else None
-    print(commands.rates_text(args.run(RunParams.from_args(args, preset_values=values))))
+    print(rates_text(rates_experiment(RunParams.from_args(args, preset_values=values))))
     return 0
 
 
 def _compare(args):
-    from stam.synthetic import commands
+    from stam.synthetic.commands import compare_experiment, compare_text
     from stam.synthetic.params import CompareParams
 
-    print(commands.compare_text(args.run(CompareParams.from_args(args))))
+    print(compare_text(compare_experiment(CompareParams.from_args(args))))
     return 0
 
 
 def _sweep(args):
-    from stam.synthetic import commands
+    from stam.synthetic.commands import sweep_experiment, sweep_text
     from stam.synthetic.params import SweepParams
 
-    text = commands.sweep_text(args.run(SweepParams.from_args(args)))
+    text = sweep_text(sweep_experiment(SweepParams.from_args(args)))
     if text:  # (a sweep of no jobs writes nothing)
         print(text)
     return 0
@@ -75,7 +73,7 @@ def _build_run(run, paper_presets: str | None) -> None:
 
     presets = load(paper_presets)() if paper_presets else {}
     add_arguments(run, RunParams, more={"preset": {"choices": tuple(presets)}})
-    run.set_defaults(func=_run, paper_presets=presets, run=experiment("stam.synthetic.commands"))
+    run.set_defaults(func=_run, paper_presets=presets)
 
 
 def _build_compare(cmp_) -> None:
@@ -83,7 +81,7 @@ def _build_compare(cmp_) -> None:
     from stam.synthetic.params import CompareParams
 
     add_arguments(cmp_, CompareParams)
-    cmp_.set_defaults(func=_compare, run=experiment("stam.synthetic.commands"))
+    cmp_.set_defaults(func=_compare)
 
 
 def _build_sweep(sw) -> None:
@@ -91,4 +89,4 @@ def _build_sweep(sw) -> None:
     from stam.synthetic.params import SweepParams
 
     add_arguments(sw, SweepParams)
-    sw.set_defaults(func=_sweep, run=experiment("stam.synthetic.commands"))
+    sw.set_defaults(func=_sweep)

@@ -1,8 +1,9 @@
 """The experiments of ``stam synthetic run|compare|sweep`` and their handlers (imported lazily by
-:mod:`stam.synthetic.cli`).  The one library entry is :func:`run`, ``run(params)`` with the parameters of
-one of the three (:class:`~stam.synthetic.params.RunParams`, :class:`~stam.synthetic.params.CompareParams`,
-:class:`~stam.synthetic.params.SweepParams`), returning its result (:class:`RatesRun`, :class:`CompareRun`,
-:class:`SweepRun`); the handlers ``*_command`` print it and return the exit status.
+:mod:`stam.synthetic.cli`).  Each command has one library entry taking its parameters and
+returning its result: :func:`rates_experiment` (:class:`~stam.synthetic.params.RunParams` -> :class:`RatesRun`),
+:func:`compare_experiment` (:class:`~stam.synthetic.params.CompareParams` -> :class:`CompareRun`),
+:func:`sweep_experiment` (:class:`~stam.synthetic.params.SweepParams` -> :class:`SweepRun`); the handlers
+``*_command`` print it and return the exit status.
 
 Every user mistake becomes a :class:`stam.errors.UsageError` (one line, exit status 2); results
 are written atomically (:mod:`stam.io`), so an interrupted command leaves no half-written file.
@@ -507,14 +508,3 @@ def sweep_command(params: SweepParams) -> int:
     if text:
         print(text)
     return 0
-
-
-#: each experiment of this module: its parameters' class -> its run
-EXPERIMENTS = {RunParams: rates_experiment, CompareParams: compare_experiment, SweepParams: sweep_experiment}
-
-
-def run(params: RunParams | CompareParams | SweepParams) -> RatesRun | CompareRun | SweepRun:
-    """The one library entry of ``stam synthetic run|compare|sweep``: the experiment of ``params``'s class
-    (:data:`EXPERIMENTS`) run, checked and written; its result returned, nothing printed but a sweep's count of
-    jobs."""
-    return EXPERIMENTS[type(params)](params)

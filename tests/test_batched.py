@@ -107,10 +107,11 @@ def test_stam_train_follows_the_torch_optim_classes_step_for_step(tmp_path, algo
     classes: same start, same minibatches, same update, same BatchNorm; the losses, the binary and
     float test accuracies and STAM's stationarity proxies of every epoch agree."""
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     epochs = 2
-    run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
+    train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
                     schedule_scale="auto", val_fraction=None, out=str(tmp_path / "r"), echo=False, progress=False, device="cpu"))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
     data = data_mod.load("digits")
@@ -127,14 +128,15 @@ def test_the_trainer_follows_the_torch_optim_classes_for_every_model(tmp_path, m
     from test_dnn_data import write_fake_cifar
 
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     cifar = model in ("vgg11", "vgg16", "resnet18")
     dataset = "cifar10" if cifar else "digits"
     sums = write_fake_cifar(tmp_path, "cifar10", n=12) if cifar else None
     data = data_mod.split_validation(data_mod.load(dataset, tmp_path, checksums=sums), 0.2, 0)
     epochs, bs = 2, 16
-    run(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
+    train(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
                     seed=3, schedule_scale="auto", val_fraction=0.2, data_dir=str(tmp_path), out=str(tmp_path / "r"), echo=False,
                     progress=False, device="cpu", checksums=sums))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
@@ -371,13 +373,14 @@ def test_float_with_the_standard_recipe_and_a_scheduled_step_follows_torch_optim
     overrides as they are) are the hand-written torch.optim.SGD loop, epoch for epoch; STAM with its
     scheduled 1/beta likewise."""
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     data = data_mod.load("digits")
     for algo in ("float", "stam"):
         over = tune.sample_trials(algo, 1, 0, schedule="warmup-cosine", recipe_name="standard")[0]
         out = tmp_path / algo
-        run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
+        train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
                         val_fraction=None, out=str(out), echo=False, progress=False, device="cpu"))
         log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         _close_logs(log, _hand_loop(algo, "mlp", 1.0, data, over, 2, 64, 0), len(data.test_y))

@@ -722,7 +722,7 @@ def _real_run() -> Path:
         from stam.dnn import train as T
 
         tmp = Path(tempfile.mkdtemp(prefix="stam-fuzz-ckpt-"))
-        T.run(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
+        T.train(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
                             progress=False, echo=False))
         _CHECKPOINT["dir"] = tmp / "run"
     return _CHECKPOINT["dir"]

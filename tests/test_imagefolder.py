@@ -535,12 +535,12 @@ def test_resume_refuses_other_data(tmp_path, cache):
     path, _ = small(tmp_path, "tar", n_train=2)
     cfg = T.TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
                         out=str(tmp_path / "run"), progress=False, echo=False)
-    T.run(cfg)
+    T.train(cfg)
     other, _ = small(tmp_path, "zip", n_train=2)
     from dataclasses import replace
 
     with pytest.raises(UsageError, match=r"the data was image-folder \(SHA-256 [0-9a-f]{12}\.\.\.\), now image-folder"):
-        T.run(replace(cfg, data_dir=str(other), epochs=2, resume=True))
+        T.train(replace(cfg, data_dir=str(other), epochs=2, resume=True))
 
 
 def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
@@ -551,14 +551,14 @@ def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
 
     cfg = T.TrainConfig(model="mlp", dataset="digits", algo="bc", epochs=1, batch_size=256, out=str(tmp_path / "run"),
                         progress=False, echo=False)
-    T.run(cfg)
+    T.train(cfg)
     path = tmp_path / "run" / "checkpoint.pt"
     ckpt = torch.load(path, weights_only=True)
     del ckpt["config"]["data_source"]  # as a checkpoint written before data_source existed
     torch.save(checkpoint.seal({k: ckpt[k] for k in checkpoint.HASHED}), path)
     from dataclasses import replace
 
-    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+    summary = T.train(replace(cfg, epochs=2, resume=True)).summary
     assert summary["epochs"] == 2 and summary["data_source"]["kind"] == "scikit-learn"
     assert torch.load(path, weights_only=True)["config"]["data_source"]["kind"] == "scikit-learn"
 
@@ -575,7 +575,7 @@ def test_a_cifar_run_from_before_the_augmented_rule_resumes_under_its_own_rule(t
     path, _ = small(tmp_path, "tar", n_train=2)
     cfg = T.TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
                         out=str(tmp_path / "run"), progress=False, echo=False, bn_augment=False)
-    assert T.run(cfg).summary["bn_augment"] is False
+    assert T.train(cfg).summary["bn_augment"] is False
     ck = tmp_path / "run" / "checkpoint.pt"
     ckpt = torch.load(ck, weights_only=True)
     del ckpt["config"]["bn_augment"]  # as a checkpoint written before the rule existed
@@ -583,10 +583,10 @@ def test_a_cifar_run_from_before_the_augmented_rule_resumes_under_its_own_rule(t
     from dataclasses import replace
 
     with pytest.raises(UsageError, match=r"bn_augment was False, now True \(a run evaluated on unaugmented .* pass --bn-unaugmented\)"):
-        T.run(replace(cfg, bn_augment=True, epochs=2, resume=True))
-    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+        T.train(replace(cfg, bn_augment=True, epochs=2, resume=True))
+    summary = T.train(replace(cfg, epochs=2, resume=True)).summary
     assert summary["epochs"] == 2 and summary["bn_augment"] is False
-    fresh = T.run(replace(cfg, bn_augment=True, out=str(tmp_path / "new"))).summary
+    fresh = T.train(replace(cfg, bn_augment=True, out=str(tmp_path / "new"))).summary
     assert fresh["bn_augment"] is True
     assert "cropped and flipped once, as the training sees them" in T.closing_text(fresh, tmp_path / "new")
     assert ", unaugmented" in T.closing_text(summary, tmp_path / "run")

@@ -139,10 +139,10 @@ def _region_cells(params, monkeypatch):
 
 
 def _map_cells(params, monkeypatch):
-    """The job specs of ``stam map --dataset`` with ``params`` (its run, stam.figures.map_experiment.run; the data
+    """The job specs of ``stam map --dataset`` with ``params`` (its run, stam.figures.map_experiment.make_map; the data
     set is not loaded)."""
     from stam.dnn import sweep
-    from stam.figures.map_experiment import run
+    from stam.figures.map_experiment import make_map
 
     monkeypatch.setattr(sweep, "check_task", lambda task: None)
     monkeypatch.setattr(sweep, "train_size", lambda task: 100)
@@ -150,7 +150,7 @@ def _map_cells(params, monkeypatch):
     monkeypatch.setattr(sweep, "check_memory", lambda *a: None)
     monkeypatch.setattr(sweep, "run_jobs", _capture)
     with pytest.raises(_Captured) as got:
-        run(params)
+        make_map(params)
     return got.value.specs
 
 

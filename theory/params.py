@@ -207,7 +207,7 @@ class RegionParams(Params):
 class PaperCheckParams(Params):
     """``stam paper-check``'s parameters: the output format (``json``, ``brief``, ``as_printed``), the
     files it writes beside (``out``, ``corrected``) and the paper whose labels are counted (``paper``, a
-    LaTeX file; None: the bundled copy).  The run is :func:`stam.theory.papercheck.audit.run`."""
+    LaTeX file; None: the bundled copy).  The run is :func:`stam.theory.papercheck.audit.paper_check`."""
 
     json: bool = arg("--json", action="store_true", default=False,
                      help="print a JSON list of {label, printed, derived, verdict, counterexample, covers, gap, elsewhere, "

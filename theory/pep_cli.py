@@ -1,9 +1,10 @@
 """``stam pep``: the exact worst case of STAM (performance estimation; F of a chosen class, the full
 gradient or b-nice minibatches) beside
 Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
-the PEP refutes the theorem's form (:mod:`stam.theory.worstcase.lyapunov`).  The one library entry is
-``run(params)`` (:func:`run`: :func:`run_pep` of a ``PepParams``, :func:`run_region` of a ``RegionParams``), the
-result returned; the handler prints it.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
+the PEP refutes the theorem's form (:mod:`stam.theory.worstcase.lyapunov`).  Each mode has one library entry
+taking its parameters, the result returned: :func:`run_pep` (a ``PepParams``), :func:`run_region` (``--region``, a
+``RegionParams``), :func:`run_certify`, :func:`run_check`, :func:`run_family` (``--certify``, ``--check``,
+``--family``); the handler calls it and prints the result.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from stam.errors import UsageError, require
-from stam.registry import experiment
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -205,7 +205,7 @@ def _pep(args) -> int:
     stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     params = PepParams.from_args(args)
-    result = args.run(params)
+    result = run_pep(params)
     if params.json:
         print(dumps(result))
     elif "algo" in result:  # stam.theory.worstcase.methods_pep
@@ -391,7 +391,7 @@ def _region(args) -> int:
                       f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted'], certified=False):>15}   "
                       f"{_theorem_cell(row['theorem']) if cls == f_class else '-':>12}", flush=True)
 
-    result = args.run(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))
+    result = run_region(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))
     if args.json:
         print(dumps(result))
     else:
@@ -494,9 +494,10 @@ def _certificates(args) -> int:
         stray = [f for f in ("T", "sweep_T", "N", "b") if getattr(args, f) is not None]
         require(not stray, f"--certify takes no {', '.join('--' + f.replace('_', '-') for f in stray)} "
                 "(one point, full gradient)")
-    cls = {"certify": CertifyParams, "check": CheckParams, "family": FamilyParams}[mode]
+    cls, entry = {"certify": (CertifyParams, run_certify), "check": (CheckParams, run_check),
+                  "family": (FamilyParams, run_family)}[mode]
     params = cls.from_args(args)
-    result = args.run(params)
+    result = entry(params)
     if args.json:
         print(dumps({k: v for k, v in result.items() if k != "proved"}, indent=2))
     else:
@@ -559,20 +560,6 @@ def family_text(result: dict) -> str:
     return family.text(result)
 
 
-def run(params: PepParams | RegionParams | CertifyParams | CheckParams | FamilyParams) -> dict:
-    """The one library entry of ``stam pep``: :func:`run_region` for :class:`~stam.theory.params.RegionParams`
-    (``--region``), :func:`run_certify`, :func:`run_check`, :func:`run_family` for ``--certify``, ``--check``,
-    ``--family``, :func:`run_pep` for :class:`~stam.theory.params.PepParams`; the result, nothing printed but
-    :func:`run_region`'s estimate of a long search."""
-    from stam.theory.params import CertifyParams, CheckParams, FamilyParams, RegionParams
-
-    for cls, entry in ((RegionParams, run_region), (CertifyParams, run_certify), (CheckParams, run_check),
-                       (FamilyParams, run_family)):
-        if isinstance(params, cls):
-            return entry(params)
-    return run_pep(params)
-
-
 def _handler(args) -> int:
     try:
         return _pep(args)
@@ -618,5 +605,4 @@ def _build(p) -> None:
         for f in flagged(cls):
             if f.name in CERTIFICATE_ONLY:
                 add_field(c, f.name, f)
-    p.set_defaults(func=_handler, params_modes={"region": RegionParams, **modes},
-                   run=experiment("stam.theory.pep_cli"))  # --region, --certify, ...: the other experiments
+    p.set_defaults(func=_handler, params_modes={"region": RegionParams, **modes})  # --region, --certify, ...

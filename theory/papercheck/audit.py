@@ -9,7 +9,7 @@ the stated class, for iterates on an actual STAM run, and the right form is prin
 ``unproven`` (a witness satisfies every premise the proof step uses but is not reachable, and a
 stated search over actual runs found no counterexample), ``gap`` (the proof uses something the
 paper does not state) or ``failed to derive``; each names its evidence kind.
-This module holds the command's one library entry, ``run(params) -> PaperCheck``, and its output
+This module holds the command's one library entry, ``paper_check(params) -> PaperCheck``, and its output
 (:func:`text`); the machinery the items share (tiny STAM runs, seeded
 searches, rounding, display) is :mod:`stam.theory.symbolic.stamruns`.
 """
@@ -421,7 +421,7 @@ def check_outputs(params) -> None:
 
 @dataclass(frozen=True)
 class PaperCheck:
-    """What :func:`run` returns: the findings ``items``, the ``coverage`` of the paper's labelled displays,
+    """What :func:`paper_check` returns: the findings ``items``, the ``coverage`` of the paper's labelled displays,
     the paper's text ``tex`` and the assumption ``counter`` they were rendered with (:func:`text` prints them)."""
 
     items: tuple
@@ -430,7 +430,7 @@ class PaperCheck:
     counter: str
 
 
-def run(params: PaperCheckParams) -> PaperCheck:
+def paper_check(params: PaperCheckParams) -> PaperCheck:
     """``stam paper-check`` as a library call (this module's one entry; its parameters:
     :class:`stam.theory.params.PaperCheckParams`): the outputs checked, the result and the corrected
     statements written where asked; the findings returned, nothing printed (:func:`text` is the output)."""

@@ -5,8 +5,8 @@ recommended ``gamma`` (the admissible gamma that minimises the bound on T of The
 conv-rate), ``K1 K2 K3 M L``, ``beta_min`` with the binding condition and ``T_min``; with
 ``--gamma`` alone the same at that gamma; with ``--gamma --beta [--T]`` it checks that
 configuration.  Corrected constants by default (``--as-printed``: the paper's printed forms).
-One unit: its parameters (:class:`StepsizeParams`, the command's flags), its run (:func:`run`, the
-one library entry: ``run(params) -> Stepsize``) and its text output (:func:`text`); the result (``stam demo``'s ``stepsize.json``) is
+One unit: its parameters (:class:`StepsizeParams`, the command's flags), its run (:func:`stepsize`, the
+one library entry: ``stepsize(params) -> Stepsize``) and its text output (:func:`text`); the result (``stam demo``'s ``stepsize.json``) is
 :data:`stam.theory.symbolic.numeric.STEPSIZE`.  Imports numpy and :mod:`stam.theory.symbolic.numeric` only, and only
 when it runs (registering ``stam stepsize`` for ``stam --help`` imports neither).
 """
@@ -48,7 +48,7 @@ SETTING = "a given configuration"
 class StepsizeParams(Params):
     """``stam stepsize``'s parameters (:mod:`stam.params`): the constants (a problem file, or
     Assumption ass2 and one group of ES constants), those of Theorem conv-rate, and a setting to check.
-    Every field is None (not given) by default: which of them are given decides what :func:`run` does."""
+    Every field is None (not given) by default: which of them are given decides what :func:`stepsize` does."""
 
     problem: str | None = arg("--problem", default=None, metavar="FILE.py:NAME",
                               help="take every constant from a problem object (stam.synthetic.api.compose, or a function "
@@ -331,7 +331,7 @@ def _recommend(params: StepsizeParams, c) -> dict:
 
 
 class Stepsize(NamedTuple):
-    """What :func:`run` returns: the ``answer`` (the check of the setting, :func:`is_check`, or the
+    """What :func:`stepsize` returns: the ``answer`` (the check of the setting, :func:`is_check`, or the
     recommendation; with the problem's ``constants`` report where ``--problem`` gave them), the constants
     ``c`` it was computed from and that ``report`` (else None)."""
 
@@ -340,7 +340,7 @@ class Stepsize(NamedTuple):
     report: dict | None
 
 
-def run(params: StepsizeParams) -> Stepsize:
+def stepsize(params: StepsizeParams) -> Stepsize:
     """``stam stepsize`` as a library call (this module's one entry): the answer as values, nothing
     printed (:func:`text` is the command's output)."""
     c, report = constants_of(params)

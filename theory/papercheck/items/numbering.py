@@ -330,4 +330,4 @@ def _key(number: str):
 
 
 __all__ = ["Printed", "printed_numbers", "printed_text", "theorem_environments", "undeclared_environments",
-           "dependence_note", "CLASS_THEOREMS", "UNDECLARED_COUNTERS"]
+           "dependence_note", "CLASS_THEOREMS"]
