@@ -15,7 +15,7 @@ momentum).
   images/s; and the update alone (every layer in one call of the algorithm's batched rule, on
   fixed random gradients), best of ``--step-repeats``, eager and, at the ``--compile-widths``,
   compiled with ``torch.compile`` as ``stam train`` compiles it for long runs of large networks
-  (:func:`stam.dnn.batched.compile_pays`; the first, compiling call is not timed).  Algorithms in
+  (:func:`stam.dnn.compiled.compile_pays`; the first, compiling call is not timed).  Algorithms in
   alternation, best of ``--repeats``; the compiled updates and ``torch.optim.SGD`` (momentum)
   alternate over ``--compile-rounds`` rounds, and their ratio is the median of the per-round
   ratios (robust to a load that all share).

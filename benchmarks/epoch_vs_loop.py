@@ -10,7 +10,7 @@ network (``build_model``), start (``torch.manual_seed``), data, minibatches, cro
 - ``plain``: training pass, then the accuracy on the validation and test splits in evaluation mode
   (what such a loop reports: its forward weights, with their own statistics);
 - ``plain, channels_last``: the same, with the network and its inputs in channels_last (what
-  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.batched.image_layout`);
+  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.compiled.image_layout`);
 - ``plain, same evaluation``: the same training pass (channels_last, as ``stam train``), then what
   ``stam train`` evaluates, written by hand: the float weights and the binary weights (Proj_Q of each quantised layer, eq. (eq01)), each
   with BatchNorm statistics re-estimated on the same subset (:func:`stam.dnn.bnstats.reestimated`),

@@ -602,7 +602,4 @@ select_epoch = ep.select_epoch
 
 
 __all__ = ["Task", "Config", "Net", "Trainer", "TrainerOptions", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
-           "reestimate_bn", "bn_inputs",
-           "compile_pays", "keep_freed_memory", "image_layout",
-           # moved to stam.dnn.compiled and stam.dnn.wide, still read here
-           "COMPILE_MODES", "Layout", "chunks"]
+           "reestimate_bn", "bn_inputs"]

@@ -184,5 +184,5 @@ RUN_LOG = ResultType(
     files="log.jsonl", writer="stam train --out DIR", lines=True, line_rules=(increasing("lines", "epoch"),), found=False)
 
 
-__all__ = ["DATA_SOURCE", "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "BN_IMAGES_RAN", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
+__all__ = [ "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "BN_IMAGES_RAN", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
            "PAPER_IMAGE_PASSES"]

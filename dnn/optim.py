@@ -62,5 +62,4 @@ def make(algo: str, params, **hyper) -> RuleOptimizer:
     return optimizer_class(known[algo])(params, **hyper)
 
 
-__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "RuleOptimizer", "OPTIMIZERS", "make",
-           "optimizer_class"]
+__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "OPTIMIZERS", "make"]

@@ -23,7 +23,7 @@ ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=t
 KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
 
 
-#: ``stam train --compile``: how the update runs (:data:`stam.dnn.batched.COMPILE_MODES`, by these names)
+#: ``stam train --compile``: how the update runs (:data:`stam.dnn.compiled.COMPILE_MODES`, by these names)
 COMPILE_MODE = {"auto": "auto", "on": True, "off": False, "aot": "aot"}
 COMPILE_CHOICES = tuple(COMPILE_MODE)
 

@@ -536,4 +536,4 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 
-__all__ = ["TrainConfig", "Trained", "run", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]
+__all__ = [ "Trained", "train", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]

@@ -478,6 +478,5 @@ TUNE = ResultType(
     files="tune-*.json", writer="stam tune")
 
 
-__all__ = ["transferred", "TRANSFER_KEYS", "search_difficulty", "read_map", "halving_rungs", "promote", "rung_jobs",
-           "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "summarise", "counted",
-           "format_table", "result_stem", "data_source"]
+__all__ = ["transferred", "TRANSFER_KEYS", "rung_jobs",
+           "TUNE", "FINAL_SEED0", "tune", "plan", "result_stem"]

@@ -80,7 +80,7 @@ def map_brief(data: dict) -> str:
 
 def tune_budget(result: dict) -> str:
     """``8 trials, 12 epochs``: the budget of a tuning, which its numbers are not comparable without."""
-    from stam.dnn.tune import counted
+    from stam.dnn.tunestats import counted
 
     return f"{counted(result['params']['trials'], 'trials')}, {counted(result['params']['epochs'], 'epochs')}"
 

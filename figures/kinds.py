@@ -49,4 +49,4 @@ def __getattr__(attr: str):
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-__all__ = ["FigureKind", "FIGURES", "MODULES", "NAMES", "figure_kind", "figure_kinds"]
+__all__ = [ "FIGURES", "MODULES", "NAMES", "figure_kind", "figure_kinds"]

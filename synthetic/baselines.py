@@ -178,4 +178,4 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = [ "REGISTRY", "METHODS", "method", "run_method", "compare", "format_table", "theory_beta"]
+__all__ = [ "run_method", "compare", "format_table", "theory_beta"]

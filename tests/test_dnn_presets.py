@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from stam.dnn import presets as P
 from stam.dnn.catalog import NAMES
 from stam.errors import UsageError
+from stam.dnn import tunespace
 
 
 def our3_reference(e):
@@ -165,7 +166,7 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
     assert isinstance(a.rule, UpdateRule)  # its batched form (maps, tuning)
     preset = P.table()["presets"][P.default_preset(name, "cifar10")]
     assert preset["algo"] == name and set(preset["hyper"]) == set(a.hyper)
-    assert tune.search_space(name)  # declared in presets.json
+    assert tunespace.search_space(name)  # declared in presets.json
     args = build_parser().parse_args(["train", "--algo", name, "--model", "mlp", "--dataset", "digits"])
     assert args.algo == name
     with pytest.raises(KeyError, match="choose one of: stam, bc, br, psgd, float"):

@@ -12,6 +12,7 @@ import torch
 from stam.cli import main
 from stam.dnn import train as T
 from stam.errors import UsageError
+from stam.dnn.params import TrainConfig
 
 ALGOS = ["float", "stam", "bc", "br", "psgd"]
 
@@ -19,7 +20,7 @@ ALGOS = ["float", "stam", "bc", "br", "psgd"]
 def cfg(tmp_path, name="run", **kw):
     base = dict(model="mlp", dataset="digits", algo="float", epochs=2, out=str(tmp_path / name), progress=False, echo=False)
     base.update(kw)
-    return T.TrainConfig(**base)
+    return TrainConfig(**base)
 
 
 def _log(path):
@@ -488,10 +489,10 @@ def test_a_run_without_a_live_bar_speaks_at_start_and_every_minute(tmp_path, cap
 
     monkeypatch.setattr(T, "HEARTBEAT_S", 0.0)
     cfg = dict(model="mlp", dataset="digits", preset="our3", epochs=1, batch_size=64, schedule_scale="auto", device="cpu")
-    T.train(T.TrainConfig(**cfg, out=str(tmp_path / "a")))
+    T.train(TrainConfig(**cfg, out=str(tmp_path / "a")))
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("stam train: Our3 on MLP (width 1), digits, 1,294 training images; epochs 1..1 of 21 steps")
     assert "re-estimated for the evaluated weights" in err[0]
     assert any(line.startswith("stam train: epoch 1/1, step 21/21, loss ") for line in err)
-    T.train(T.TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
+    T.train(TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("stam train:")]

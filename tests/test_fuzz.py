@@ -55,6 +55,7 @@ from hypothesis import strategies as st
 from stam.cli import build_parser, main
 from stam.cliargs import ListArg
 from stam.errors import finite_float, nonneg_float, positive_float, positive_int, seed_int
+from stam.dnn.params import TrainConfig
 from json_edits import paths, set_at
 
 LONG = int(os.environ.get("STAM_FUZZ_EXAMPLES", "0") or 0)
@@ -722,7 +723,7 @@ def _real_run() -> Path:
         from stam.dnn import train as T
 
         tmp = Path(tempfile.mkdtemp(prefix="stam-fuzz-ckpt-"))
-        T.train(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
+        T.train(TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
                             progress=False, echo=False))
         _CHECKPOINT["dir"] = tmp / "run"
     return _CHECKPOINT["dir"]

@@ -572,6 +572,7 @@ def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkey
 USER_BASE = """
 import torch
 from stam.synthetic.problems import make_problem
+from stam.dnn import tunespace
 
 
 class Wrapped:
@@ -754,7 +755,7 @@ def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_pa
         path.write_text(json.dumps(raw))
         spaces = tune.read_spaces(str(path))
         assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
-        assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
+        assert tunespace.sample_trials("br", 4, 0, spaces) == tunespace.sample_trials("br", 4, 0, None)
     key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.steps:BR_RHO"}}]')
     assert value[0]["decay"]["factor"] == BR_RHO
 

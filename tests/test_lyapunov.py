@@ -64,8 +64,8 @@ def test_the_lower_bound_is_imposed():
     verification finds it positive definite off its null directions, and the same point with P made indefinite
     (the potential unbounded below) is no certificate."""
     lam, gamma, beta = 1.0, 0.5, 50.0
-    step = ly.stam_step_sdp(lam, gamma, beta, f_class="convex")
-    c = ly.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
+    step = templates.stam_step_sdp(lam, gamma, beta, f_class="convex")
+    c = sdp.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
     assert c.certified and c.residual["lower_min_eig"] > 0
     lay = sdp.layout(step, True)
     names = lay["names"]
@@ -418,8 +418,8 @@ def test_a_region_with_a_store_makes_no_temporary_folder(small_region, tmp_path,
 # ----------------------------------------------------------------------------- certified means proven (issue 39)
 def _exact_step(lam, gamma, beta, template, f_class, N=1, b=1):
     if (N, b) != (1, 1):
-        return ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b, exact=True)
-    return ly.stam_step_sdp(lam, gamma, beta, template=template, f_class=f_class, exact=True)
+        return templates.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b, exact=True)
+    return templates.stam_step_sdp(lam, gamma, beta, template=template, f_class=f_class, exact=True)
 
 
 PROOF_POINTS = [(1.0, 0.9, 1000.0, "paper", "lsc", 1, 1), (1.0, 0.9, 1000.0, "general", "lsc", 1, 1),

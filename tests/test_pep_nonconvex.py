@@ -21,6 +21,7 @@ from stam.theory.worstcase import templates  # noqa: E402
 from stam.theory.worstcase import pep  # noqa: E402
 from stam.theory.worstcase import pepsolve
 from stam.theory.params import DEFAULT_F_CLASS
+from stam.theory.params import F_CLASSES
 
 
 @functools.lru_cache(maxsize=None)
@@ -134,7 +135,7 @@ def test_one_sample_reproduces_the_deterministic_certificate(lam, gamma, beta, f
     enumerated step has one branch, the exact gradient; the rate equals the deterministic one."""
     det = cert(lam, gamma, beta, "paper", f_class)
     for N, b in ((1, 1), (2, 2)):
-        c = ly.search(ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b))
+        c = sdp.search(templates.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b))
         assert c.status == "optimal" and det.status == "optimal"
         assert c.certified == det.certified
         assert c.details["solver_rho"] == pytest.approx(det.details["solver_rho"], rel=1e-4, abs=1e-9)
@@ -279,7 +280,7 @@ def test_cli_classes_match_the_library():
     from stam.theory.params import METHOD_F_CLASSES
 
     # STAM's classes (the library's), and F = 0, which the baselines' PEPs take too (stam pep --algo)
-    assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(pep.F_CLASSES)] == pep.F_CLASSES
+    assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(F_CLASSES)] == F_CLASSES
     assert action.default == DEFAULT_F_CLASS
 
 
@@ -475,7 +476,7 @@ def solver_accuracy(value: float, solver: str = "CLARABEL") -> float:
     ``max(1, |objective|)`` (:data:`stam.theory.worstcase.pepsolve.SOLVER_DEFAULTS`), so each reported value lies within that of
     the optimum, and two within twice it.  A stored number is a regression guard, not a definition: the last
     digits move with the machine (BLAS, threads), 1.4e-6 and 1.3e-5 relative on another of this kind (issue 37).
-    The objective of :func:`stam.theory.worstcase.lyapunov.search` is ``rho`` itself (below 1, so the bound is absolute
+    The objective of :func:`stam.theory.worstcase.sdp.search` is ``rho`` itself (below 1, so the bound is absolute
     there); of a PEP the worst case."""
     assert solver == "CLARABEL", f"the stored numbers were solved by Clarabel, not {solver}"
     tol = pepsolve.SOLVER_DEFAULTS[solver]

@@ -63,8 +63,8 @@ from stam.io import provenance
 from stam.theory.symbolic import numeric
 from stam.theory.params import (REFUTE_BETAS, REFUTE_TS, REGION_GAMMA_RANGE, REGION_RTOL, REGION_SAMPLING, SCAN_MAX_STEPS,
                                 SCAN_RATIO, RegionParams)
-from stam.theory.params import DEFAULT_F_CLASS
-from stam.theory.worstcase.pep import F_CLASSES, GAMMA_L1_MIN, check_f_class, stam_pep, validate_sampling
+from stam.theory.params import DEFAULT_F_CLASS, F_CLASSES
+from stam.theory.worstcase.pep import GAMMA_L1_MIN, check_f_class, stam_pep, validate_sampling
 from stam.theory.worstcase.sdp import RHO_MIN, Certificate, search
 from stam.theory.worstcase.sdpproof import NUMERICAL_ONLY, prove
 from stam.theory.settings import GammaScan, ProblemClass, SdpOptions, no_other
@@ -619,6 +619,5 @@ REGION = ResultType(
     files="region.json", writer="stam pep --region --out FILE")
 
 
-__all__ = ["BRACKET", "REGION_ROW", "REGION", "REGION_GAMMA_MIN", "REGION_SCALE_MAX", "Certificate", "search", "stam_step_sdp", "stam_step_sdp_sampled",
-           "F_CLASSES", "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region",
+__all__ = ["BRACKET", "REGION_ROW", "REGION", "REGION_GAMMA_MIN", "REGION_SCALE_MAX", "certify_stam", "certified_gamma", "refuted_gamma", "theorem_region", "region_row", "region",
            "compute_region", "region_specs", "resolved"]

@@ -559,4 +559,4 @@ PEP_SWEEP = ResultType(
     params=lambda d: {k: d.get(k) for k in ("lam", "gamma", "beta")})
 
 
-__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "PEPResult", "solve", "gradient_descent_pep", "stam_pep", "F_CLASSES", "prox_function_class", "ProxOracle", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]
+__all__ = ["PEP_ROW", "PEP_SWEEP", "GAMMA_L1_MIN", "UNIT_STEP_BELOW", "gradient_descent_pep", "stam_pep", "prox_function_class", "ProxOracle", "minibatches", "gram_size", "paper_bound", "compare", "pep_sweep", "validate_sampling"]

@@ -79,7 +79,7 @@ def step_network_proof(label: str, lam: float, gamma: float, beta: float) -> boo
     for every STAM step of the network coupling ``H = (lam/2)||x - y||^2``, every ``L1``-smooth ``G`` and every proper
     lsc ``F``, at these parameters (network constants of ``stam.theory.symbolic.constants``: ``L2* = L4* = lam``, ``l = -lam``),
     proven in exact rational arithmetic: one step is run by the project's ``stam_init``/``stam_step`` on the exact
-    coefficient basis of :func:`stam.theory.worstcase.lyapunov.stam_step_sdp` (``y^t - z^{t-1}``, the gradients, the
+    coefficient basis of :func:`stam.theory.worstcase.templates.stam_step_sdp` (``y^t - z^{t-1}``, the gradients, the
     subgradients; ``y^{t+1} - y^t`` free), the printed gap is written as a quadratic form plus ``-(F(u^{t+1}) - F(u^t))``,
     and the u-step's inequality (eq. (eq261): ``F(u^{t+1}) + ||u^{t+1} - v^{t+1}||^2/(2 gamma) <= F(u^t) + ||u^t -
     v^{t+1}||^2/(2 gamma)``) with multiplier 1 cancels the function values; the form that remains must be positive
