@@ -304,7 +304,7 @@ def test_a_bug_is_one_line_and_status_1_and_the_traceback_on_request(monkeypatch
     def bug(args):
         raise KeyError("oops\nsecond line")
 
-    monkeypatch.setattr(S, "run", bug)
+    monkeypatch.setattr(S, "stepsize", bug)
     monkeypatch.delenv("STAM_TRACEBACK", raising=False)
     assert main(["stepsize", "--quadratic-coupling", "1"]) == 1
     err = capsys.readouterr().err
