@@ -15,7 +15,7 @@ momentum).
   images/s; and the update alone (every layer in one call of the algorithm's batched rule, on
   fixed random gradients), best of ``--step-repeats``, eager and, at the ``--compile-widths``,
   compiled with ``torch.compile`` as ``stam train`` compiles it for long runs of large networks
-  (:func:`stam.dnn.batched.compile_pays`; the first, compiling call is not timed).  Algorithms in
+  (:func:`stam.dnn.compiled.compile_pays`; the first, compiling call is not timed).  Algorithms in
   alternation, best of ``--repeats``; the compiled updates and ``torch.optim.SGD`` (momentum)
   alternate over ``--compile-rounds`` rounds, and their ratio is the median of the per-round
   ratios (robust to a load that all share).
@@ -48,11 +48,12 @@ DIGITS = {"float": {"lr": 0.05, "momentum": 0.9}, "stam": {"gamma": 8.0, "lam": 
 
 def digits_round(algos, epochs: int, tmp: str, k: int, compile: str = "auto") -> dict:
     """One round: each algorithm's whole run (``stam train --compile compile``), training seconds (``summary.json``)."""
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     out = {}
     for algo in algos:
-        res = run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=DIGITS[algo], epochs=epochs, batch_size=32,
+        res = train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=DIGITS[algo], epochs=epochs, batch_size=32,
                               schedule_scale="auto", out=f"{tmp}/{algo}-{compile}-{k}", echo=False, progress=False,
                               device="cpu", compile=compile))
         out[algo] = res.summary["seconds"]

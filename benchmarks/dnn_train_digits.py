@@ -7,7 +7,7 @@ Our2, Our3, for STAM with a theorem-admissible configuration, and for a tuned fl
 (outside the paper), each with ``--seeds`` seeds; prints and writes the table (mean and sample
 std of the best binary test accuracy, of the best float test accuracy, wall time per run).
 
-The admissible configuration comes from ``stam.theory.numeric`` (as ``stam stepsize`` does): for
+The admissible configuration comes from ``stam.theory.symbolic.numeric`` (as ``stam stepsize`` does): for
 the coupling ``--lam``, gamma minimises the smallest admissible beta, 2 K2/K1, over
 (0, gamma_max), and beta = 1.01 * 2 K2/K1 at that gamma; ``check`` must call it admissible (the
 conditions that need a network's unknown L1, A, C cannot be checked and are not).
@@ -32,7 +32,7 @@ PAPER = ["float", "psgd", "bc", "br", "our1", "our2", "our3"]
 def admissible_config(lam: float) -> dict:
     import numpy as np
 
-    from stam.theory.numeric import K1, K2, check, gamma_max, quadratic_coupling
+    from stam.theory.symbolic.numeric import K1, K2, check, gamma_max, quadratic_coupling
 
     c = quadratic_coupling(lam)
     grid = np.linspace(1e-4, 0.999, 20000) * float(gamma_max(c))
@@ -50,14 +50,15 @@ def one_run(job: dict) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     out = Path(job["out"])
     if (out / "summary.json").is_file():
         return json.loads((out / "summary.json").read_text())
     cfg = TrainConfig(model=job["model"], dataset="digits", preset=job["preset"], epochs=job["epochs"], seed=job["seed"],
                       overrides=job["overrides"], schedule_scale="auto", out=str(out), progress=False, echo=False, label=job["label"])
-    return run(cfg).summary
+    return train(cfg).summary
 
 
 def _stats(v: list[float]) -> tuple[float, float]:

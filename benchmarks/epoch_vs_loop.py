@@ -1,7 +1,7 @@
 """An epoch of ``stam train`` against a plain torch loop of the same network, data and evaluation
 (issue 35, point 7; target: at most 1.1x on this CPU).
 
-``stam train`` (:func:`stam.dnn.train.run`, everything an epoch does: augmentation, the training
+``stam train`` (:func:`stam.dnn.train.train`, everything an epoch does: augmentation, the training
 pass, BatchNorm statistics re-estimated for the binary and for the float weights, the binary and
 float accuracies on the validation and test splits, the as-trained diagnostic, the sign flips and
 the checkpoint) is timed against two plain loops written with ``torch.optim.SGD`` on the same
@@ -10,7 +10,7 @@ network (``build_model``), start (``torch.manual_seed``), data, minibatches, cro
 - ``plain``: training pass, then the accuracy on the validation and test splits in evaluation mode
   (what such a loop reports: its forward weights, with their own statistics);
 - ``plain, channels_last``: the same, with the network and its inputs in channels_last (what
-  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.batched.image_layout`);
+  ``stam train`` uses on a CPU for one run, :func:`stam.dnn.compiled.image_layout`);
 - ``plain, same evaluation``: the same training pass (channels_last, as ``stam train``), then what
   ``stam train`` evaluates, written by hand: the float weights and the binary weights (Proj_Q of each quantised layer, eq. (eq01)), each
   with BatchNorm statistics re-estimated on the same subset (:func:`stam.dnn.bnstats.reestimated`),
@@ -72,7 +72,7 @@ def stam_train_epochs(data, algo: str, epochs: int, bs: int, width: float, bn_im
     train._save, train.data_mod.load = timed_save, (lambda *a, **k: data)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            run = train.run(TrainConfig(model="vgg11", width=width, dataset="cifar10", algo=algo, epochs=epochs, batch_size=bs,
+            run = train.train(TrainConfig(model="vgg11", width=width, dataset="cifar10", algo=algo, epochs=epochs, batch_size=bs,
                                         out=str(Path(tmp) / "run"), echo=False, progress=False, device="cpu",
                                         bn_images=bn_images, **kw))
             records = [json.loads(line) for line in (Path(tmp) / "run" / "log.jsonl").read_text().splitlines()]
@@ -181,7 +181,7 @@ def accuracy_check(epochs: int) -> dict:
         try:
             for algo, over in ACCURACY_OVERRIDES.items():
                 with tempfile.TemporaryDirectory() as tmp:
-                    run = train.run(TrainConfig(model="cnn", dataset="digits", algo=algo, overrides=over, epochs=epochs,
+                    run = train.train(TrainConfig(model="cnn", dataset="digits", algo=algo, overrides=over, epochs=epochs,
                                                 batch_size=32, schedule_scale="auto", out=str(Path(tmp) / "r"), echo=False,
                                                 progress=False, device="cpu", bf16=bf16))
                     log = [json.loads(line) for line in (Path(tmp) / "r" / "log.jsonl").read_text().splitlines()]

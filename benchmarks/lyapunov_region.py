@@ -1,4 +1,4 @@
-"""Wall time of the default certified region (``stam pep --region``, stam.theory.lyapunov.region).
+"""Wall time of the default certified region (``stam pep --region``, stam.theory.worstcase.lyapunov.region).
 
 Standards (issues 15, 22): each Lyapunov SDP under 5 s on 2 cores for the template sizes used (a 5 x 5
 matrix inequality, plus a 3 x 3 for the lower bound; with minibatches (2 + N + K(N+1)) square, K =
@@ -36,8 +36,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from stam.io import emit_json, provenance
-    from stam.theory import lyapunov, pep
-    from stam.theory import templates
+    from stam.theory.worstcase import lyapunov, pep
+    from stam.theory.worstcase import templates
     from stam.theory.params import RegionParams
 
     lams = [float(v) for v in args.lams.split(",")] if args.lams else list(lyapunov.REGION_LAMS)

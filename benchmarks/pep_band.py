@@ -1,12 +1,12 @@
 """The band of docs/pep.md ("Closing the band") as a stored result: for each beta and horizon T, where stam pep
-(any proper lsc F, lambda = 1, L1 = 1, delta0 + M0'_T <= 1) turns unbounded (stam.theory.onset.onset_by_horizon,
+(any proper lsc F, lambda = 1, L1 = 1, delta0 + M0'_T <= 1) turns unbounded (stam.theory.worstcase.onset.onset_by_horizon,
 bisection to 1e-3 on [0.9, 1.6]), for the full gradient and for b-nice minibatches (--sampled N b T..., the
-stochastic PEP, horizons up to stam.theory.onset.MAX_GRAM points); the largest gamma*lambda certified and proven by
-the potentials with history of stam.theory.history (k-step conditions, quadratic forms over past iterates) and by the
+stochastic PEP, horizons up to stam.theory.worstcase.onset.MAX_GRAM points); the largest gamma*lambda certified and proven by
+the potentials with history of stam.theory.worstcase.history (k-step conditions, quadratic forms over past iterates) and by the
 one-step minibatch template, per beta (--no-history leaves them out); the threshold c_beta of the 2-cycle that ends
-every O(1/T) bound (stam.theory.onset.two_cycle); and the certified gamma*lambda of a stored region (stam pep
+every O(1/T) bound (stam.theory.worstcase.onset.two_cycle); and the certified gamma*lambda of a stored region (stam pep
 --region: the largest a one-step potential certifies at every lambda of it).  Writes a ``pep-band`` result
-(stam.theory.onset.PEP_BAND) that ``stam plot pep-band FILE`` draws:
+(stam.theory.worstcase.onset.PEP_BAND) that ``stam plot pep-band FILE`` draws:
 
     .venv/bin/python benchmarks/pep_band.py --out benchmarks/results/pep_band.json
 
@@ -26,7 +26,7 @@ def certified_from_region(path: Path) -> float | None:
     """The largest gamma*lambda certified at every lambda of the ``lyapunov-region`` file ``path`` (what
     ``stam demo`` quotes: :func:`stam.figures.demo.region_reach`)."""
     from stam.figures.demo import region_reach
-    from stam.theory.lyapunov import REGION as REGION_TYPE
+    from stam.theory.worstcase.lyapunov import REGION as REGION_TYPE
 
     return region_reach(REGION_TYPE.read(path))[0]
 
@@ -45,8 +45,8 @@ def main(argv=None) -> int:
                     "gamma*lambda is drawn (default: benchmarks/results/lyapunov_region.json)")
     ap.add_argument("--out", type=Path, help="write the pep-band result here (else print it)")
     args = ap.parse_args(argv)
-    from stam.theory.history import history_rows
-    from stam.theory.onset import PEP_BAND, band
+    from stam.theory.worstcase.history import history_rows
+    from stam.theory.worstcase.onset import PEP_BAND, band
 
     groups = [g for g in (args.sampled if args.sampled is not None else [[2, 1, 1, 2, 3], [3, 1, 1, 2]]) if g]
     if any(len(g) < 3 for g in groups):

@@ -32,7 +32,7 @@ F_CLASS = "convex"
 
 
 def _row(lam, gamma, beta, T, **extra):
-    from stam.theory.pep import compare
+    from stam.theory.worstcase.pep import compare
 
     r = compare(lam, gamma, beta, T, f_class=F_CLASS)
     d = r["details"]
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     F_CLASS = args.F
 
     from stam.io import atomic_write_json, provenance
-    from stam.theory import numeric
+    from stam.theory.symbolic import numeric
 
     admissible = []
     for lam in (0.1, 1.0, 4.0):

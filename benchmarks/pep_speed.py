@@ -1,4 +1,4 @@
-"""Wall time of one STAM PEP solve (stam.theory.pep.stam_pep) for T = 1..10 on the CPU.
+"""Wall time of one STAM PEP solve (stam.theory.worstcase.pep.stam_pep) for T = 1..10 on the CPU.
 
 Standard (issue 6): every SDP solves in under 10 s for T <= 10.  Each (params, T) is solved
 ``--repeat`` times (fresh PEP each time, model building included); the JSON gives the median and
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     from stam.io import emit_json, provenance
 
     start = time.perf_counter()
-    from stam.theory.pep import stam_pep
+    from stam.theory.worstcase.pep import stam_pep
 
     stam_pep(*PARAMS[0], 1)  # imports PEPit, cvxpy, torch (stam.steps) and warms cvxpy up
     first_call_s = time.perf_counter() - start

@@ -25,7 +25,7 @@ function-local imports alike.
   module defines it (``stam.algorithm``, later ``stam.steps``), training STAM on digits with the MLP for one epoch;
 - ``stam tune`` -> its result file: the first ``ResultType.write`` of the ``tune`` type (one trial of STAM,
   one epoch, two fresh seeds, on digits);
-- ``stam paper-check`` -> a verdict: the first call of ``verdict`` in ``stam.theory.items``;
+- ``stam paper-check`` -> a verdict: the first call of ``verdict`` in ``stam.theory.papercheck.items``;
 - ``stam pep --region`` -> a certificate: the first call of ``certify_stam`` in ``stam.theory`` (one lambda,
   one beta, four gammas).
 
@@ -73,7 +73,7 @@ PATHS = {
         ["tune", "--dataset", "digits", "--model", "mlp", "--algos", "stam", "--trials", "1", "--n-seeds", "2",
          "--epochs", "1", "--no-paper", "--no-progress", "--workers", "1", "-o", "{tmp}/tune"],
         ("write",), "stam.results", "tune"),
-    "stam paper-check -> a verdict": (["paper-check"], ("verdict",), "stam.theory.items", None),
+    "stam paper-check -> a verdict": (["paper-check"], ("verdict",), "stam.theory.papercheck.items", None),
     "stam pep --region -> a certificate": (
         ["pep", "--region", "--lams", "1", "--betas", "10", "--gamma-range", "0.01:1:4", "--workers", "1",
          "-o", "{tmp}/region.json"],

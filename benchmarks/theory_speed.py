@@ -48,7 +48,7 @@ def grid(repeats: int) -> dict:
     """K1, K3, M, admissibility and T_min on a 1000 x 1000 grid of (gamma, lambda)."""
     import numpy as np
 
-    from stam.theory import numeric as n
+    from stam.theory.symbolic import numeric as n
 
     gam = np.geomspace(1e-4, 1.0, 1000)[:, None]
     lam = np.geomspace(1e-2, 10.0, 1000)[None, :]

@@ -78,8 +78,9 @@ from stam.dnn import bnstats, distributed, epochs as ep
 from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES, VAL_FRACTION
 from stam.dnn import data as data_mod
 from stam.dnn.models import build_model, param_groups
-from stam.dnn.compiled import (COMPILE_MODES, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES, aot_update_fn, compile_pays,
-                               image_layout, keep_freed_memory, remake, rule, runs_per_job, update, update_fn)
+from stam.dnn.compiled import (COMPILE_MODES, aot_update_fn, compile_pays, image_layout, keep_freed_memory, remake,
+                               update_fn)
+from stam.rules import rule
 from stam.dnn.wide import Layout, WideNet, chunks, stack_runs, widen
 
 #: the update and its compiled forms moved to :mod:`stam.dnn.compiled`; their old names here
@@ -601,7 +602,4 @@ select_epoch = ep.select_epoch
 
 
 __all__ = ["Task", "Config", "Net", "Trainer", "TrainerOptions", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
-           "reestimate_bn", "bn_inputs",
-           "compile_pays", "runs_per_job", "keep_freed_memory", "image_layout",
-           # moved to stam.dnn.compiled and stam.dnn.wide, still read here
-           "rule", "update", "COMPILE_MODES", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "Layout", "chunks"]
+           "reestimate_bn", "bn_inputs"]

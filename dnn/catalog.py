@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 from stam import rules
-from stam.datasets import DATASET_NAMES, DATASETS
 from stam.registry import load, lookup
 
 
@@ -37,14 +36,20 @@ class Algorithm:
 
     rule: rules.UpdateRule
 
-    def __getattr__(self, key):  # name, label, equation, color, marker, hyper, fixed, schedule_only, binary, theorem
-        if key.startswith("__") or key == "rule":
-            raise AttributeError(key)
-        return getattr(self.rule, key)
-
-    @property
-    def step(self) -> tuple:
-        return self.rule.step_size
+    # its rule's declaration, read where it is declared (:class:`stam.rules.base.UpdateRule`), one property each
+    name = property(lambda self: self.rule.name, doc="its rule's name (``--algo``)")
+    label = property(lambda self: self.rule.label, doc="its rule's label in tables and figures")
+    equation = property(lambda self: self.rule.equation, doc="its rule's equation of the paper")
+    color = property(lambda self: self.rule.color, doc="its rule's colour in figures")
+    marker = property(lambda self: self.rule.marker, doc="its rule's marker in figures")
+    hyper = property(lambda self: self.rule.hyper, doc="the hyperparameters its schedule sets")
+    fixed = property(lambda self: self.rule.fixed, doc="constructor arguments it always gets")
+    schedule_only = property(lambda self: self.rule.schedule_only, doc="keys of ``hyper`` that are no constructor arguments")
+    binary = property(lambda self: self.rule.binary, doc="it trains binary weights")
+    theorem = property(lambda self: self.rule.theorem, doc="Theorem conv's conditions apply to it")
+    search_space = property(lambda self: self.rule.search_space, doc="its search space for ``stam tune``")
+    paper_preset = property(lambda self: self.rule.paper_preset, doc="the preset ``stam train --algo NAME`` runs")
+    step = property(lambda self: self.rule.step_size, doc="the hyperparameter that is its step size, and its power")
 
     def optimizer_class(self):
         """Its ``torch.optim.Optimizer`` (imports torch): the generic optimiser built from its rule
@@ -52,10 +57,6 @@ class Algorithm:
         name when asked, as the handlers of commands are: the optimiser's module reaches this
         catalog (through :mod:`stam.dnn.bnstats`)."""
         return load("stam.dnn.optim_common:optimizer_class")(self.rule)
-
-    def batched_rule(self) -> rules.UpdateRule:
-        """Its batched form: the rule itself."""
-        return self.rule
 
     def constructor_args(self, hyper: dict) -> dict:
         """The optimiser's keyword arguments from the hyperparameters of the first epoch."""
@@ -207,5 +208,5 @@ def sweep_settings(dataset: str, given) -> dict:
     return {k: d[k] if getattr(given, k, None) is None else getattr(given, k) for k in ("model", "width", "batch_size", "epochs")}
 
 
-__all__ = ["sweep_settings", "Algorithm", "algorithms", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "DATASETS", "DATASET_NAMES", "SWEEP_DEFAULTS",
+__all__ = ["sweep_settings", "Algorithm", "algorithms", "ALGORITHMS", "NAMES", "algorithm", "MODELS", "MODEL_NAMES", "SWEEP_DEFAULTS",
            "CIFAR_TRAIN_IMAGES", "VAL_FRACTION", "BN_IMAGES", "BN_SEED", "BN_AUGMENT", "BN_AUGMENT_SEED", "BN_MAX_SHARE", "bn_images_used", "bn_protocol", "bn_augmented", "chance_level", "at_chance"]

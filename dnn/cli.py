@@ -6,8 +6,6 @@ level: each command's flags are added (their parameters imported) when it is par
 
 from __future__ import annotations
 
-from stam.registry import experiment
-
 
 def register(subparsers) -> None:
     """Add this area's subcommands to ``stam``'s subparsers."""
@@ -44,15 +42,15 @@ def _build_train(p) -> None:
     from stam.params import add_arguments
 
     add_arguments(p, TrainConfig)
-    p.set_defaults(func=_train, run=experiment("stam.dnn.train"))
+    p.set_defaults(func=_train)
 
 
 def _build_table(t) -> None:
-    from stam.dnn.catalog import DATASET_NAMES as DATASETS
+    from stam.datasets import DATASET_NAMES
 
     t.add_argument("runs_dir", metavar="RUNS_DIR")
     t.add_argument("--latex", action="store_true", help="LaTeX instead of Markdown")
-    t.add_argument("--dataset", choices=DATASETS, help="only this data set (default: every one found)")
+    t.add_argument("--dataset", choices=DATASET_NAMES, help="only this data set (default: every one found)")
     t.add_argument("--time", action="store_true", help="add the mean wall time per run")
     t.add_argument("--paper-metric", action="store_true",
                    help="the paper's metric: the best test accuracy over the epochs (the epoch selected on the test set; "
@@ -65,7 +63,7 @@ def _build_tune(u) -> None:
     from stam.params import add_arguments
 
     add_arguments(u, TuneParams)
-    u.set_defaults(func=_tune, run=experiment("stam.dnn.tune"))
+    u.set_defaults(func=_tune)
 
 
 def add_task_args(p, dataset_default: str | None = "digits") -> None:
@@ -82,18 +80,17 @@ def add_task_args(p, dataset_default: str | None = "digits") -> None:
 
 
 def _tune(args) -> int:
-    from stam.dnn import tune
     from stam.dnn import tunestats
-    from stam.dnn.params import TuneParams
-
-    from stam.dnn.params import refuse_data_dir
+    from stam.dnn.params import TuneParams, refuse_data_dir
+    from stam.dnn.tune import run_tune
+    from stam.dnn.tunetext import format_table
 
     refuse_data_dir(args.data_dir, args.dataset)
     map_type = None
     if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
         from stam.synthetic.convergence_map import MAP as map_type
-    result, path = args.run(TuneParams.from_args(args, map_type=map_type))
-    print(tune.format_table(result))
+    result, path = run_tune(TuneParams.from_args(args, map_type=map_type))
+    print(format_table(result))
     for line in tunestats.difficulty_lines(result):
         print(f"Search difficulty: {line}")
     print(f"Results: {path}")
@@ -110,12 +107,12 @@ def _train(args) -> int:
             print(f"{name:14s} {entry['algo']:6s} {entry['source']}")
         return 0
     from stam.dnn.params import TrainConfig, refuse_data_dir
-    from stam.dnn.train import Diverged
+    from stam.dnn.train import Diverged, train
 
     refuse_data_dir(args.data_dir, args.dataset)
 
     try:
-        args.run(TrainConfig.from_args(args))
+        train(TrainConfig.from_args(args))
     except Diverged as exc:
         print(f"stam: error: {exc}", file=sys.stderr)
         return 1

@@ -19,15 +19,10 @@ from torch import Tensor
 
 from stam.steps import decayed
 from stam.compiling import compiled_or_eager, is_compiling
-from stam.dnn import catalog
 from stam.compiling import AUTO_COMPILE_MIN_NUMEL, COMPILE_OPTIONS
+from stam.rules import rule
 from stam.rules.base import UpdateRule
 from stam.operators import IndicatorQ
-
-
-def rule(name: str) -> UpdateRule:
-    """The batched rule of algorithm ``name`` (``KeyError`` naming the known ones)."""
-    return catalog.algorithm(name).batched_rule()
 
 
 def update(rule: UpdateRule, states: list, floats: Tensor, fmom: Tensor, grads_w: list[Tensor], grad_f: Tensor,
@@ -231,5 +226,5 @@ def remake(like, tensors: list):
     """A rule state of ``like``'s type (a NamedTuple or a tuple) from its tensors."""
     return like._make(tensors) if hasattr(like, "_make") else type(like)(tensors)
 
-__all__ = ["rule", "update", "update_fn", "aot_update_fn", "COMPILE_MODES", "compile_pays", "runs_per_job", "image_layout",
+__all__ = [ "update", "update_fn", "aot_update_fn", "COMPILE_MODES", "compile_pays", "runs_per_job", "image_layout",
            "keep_freed_memory", "MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "remake"]

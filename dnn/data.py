@@ -48,9 +48,12 @@ from torch import Tensor
 from stam.dnn import imagefolder
 from stam.datasets import AUGMENTED
 from stam.dnn.bnstats import bn_subset
-from stam.dnn.catalog import BN_AUGMENT, BN_AUGMENT_SEED, BN_IMAGES, DATASET_NAMES, VAL_FRACTION  # declared once, in the catalog
+from stam.datasets import DATASET_NAMES
+from stam.dnn.catalog import BN_AUGMENT, BN_AUGMENT_SEED, BN_IMAGES, VAL_FRACTION  # declared once, in the catalog
 from stam.errors import UsageError
 from stam.io import atomic_path
+from stam.dnn import imagecache
+from stam.dnn import imageread
 
 SOURCE_URL = "https://www.cs.toronto.edu/~kriz/"
 
@@ -71,9 +74,9 @@ class CifarLayout:
     copy_stem: str  # the name of an image collection of this data set in --data-dir (STEM.tar.gz, STEM/, ...)
 
     @property
-    def expect(self) -> imagefolder.Expect:
+    def expect(self) -> imageread.Expect:
         """What an image collection of this data set must hold: these classes, 3x32x32 RGB images."""
-        return imagefolder.Expect(self.classes, (3, 32, 32), self.title)
+        return imageread.Expect(self.classes, (3, 32, 32), self.title)
 
 
 #: ``label_names`` of CIFAR-10's ``batches.meta`` (label 0..9)
@@ -235,7 +238,7 @@ def _md5(data: bytes) -> str:
 
 
 def _copy_names(layout: CifarLayout) -> str:
-    first, *rest = imagefolder.ARCHIVE_SUFFIXES
+    first, *rest = imageread.ARCHIVE_SUFFIXES
     return f"{layout.copy_stem}{first} (or {', '.join(rest)}) or the folder {layout.copy_stem}/"
 
 
@@ -350,7 +353,7 @@ def image_collection(name: str, data_dir: str | Path) -> Path | None:
     return data_dir if imagefolder.is_collection_dir(data_dir) else None
 
 
-def load_image_folder(path: str | Path, name: str, expect: imagefolder.Expect = imagefolder.Expect(), device="cpu",
+def load_image_folder(path: str | Path, name: str, expect: imageread.Expect = imageread.Expect(), device="cpu",
                       cache_dir: str | Path | None = None, augment: bool | None = None) -> ImageData:
     """The image collection at ``path`` (:func:`stam.dnn.imagefolder.read`: decoded once, then from
     the cache) as the data set ``name``; ``expect`` its classes and image shape; ``augment``:
@@ -402,7 +405,7 @@ def load_cifar(name: str, data_dir: str | Path, download: bool = False, device="
         files = _read_folder(folder, layout, checksums, name)
     manifest = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(files.items())}
     if used == "archive":
-        where = {"file": layout.archive, "sha256": imagefolder.sha256_file(archive), "hash_of": "archive"}
+        where = {"file": layout.archive, "sha256": imagecache.sha256_file(archive), "hash_of": "archive"}
     else:  # the SHA-256 of the manifest's lines "member<TAB>sha256"
         lines = "".join(f"{k}\t{v}\n" for k, v in manifest.items())
         where = {"file": f"{layout.folder}/", "sha256": hashlib.sha256(lines.encode()).hexdigest(), "hash_of": "folder manifest"}
@@ -518,4 +521,4 @@ def load(name: str, data_dir: str | Path = "data", download: bool = False, devic
 
 
 __all__ = ["ImageData", "load", "split_validation", "load_cifar", "load_digits", "load_image_folder", "image_collection",
-           "CIFAR10_CLASSES", "CIFAR100_CLASSES", "augment", "bn_images", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS", "DATASET_NAMES"]
+           "CIFAR10_CLASSES", "CIFAR100_CLASSES", "augment", "bn_images", "RestrictedUnpickler", "safe_unpickle", "OFFICIAL_MD5", "CIFAR_LAYOUTS"]

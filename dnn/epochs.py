@@ -12,8 +12,8 @@ import math
 from stam.datasets import DATA_SOURCE
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.dnn.presets import paper_epochs
-from stam.results import (BOOL, BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, INT_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
-                          NUM_OR_NULL, PCT_OR_NULL, POS, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
+from stam.results import (BOOL, BOOL_OR_NULL, COUNT_OR_NULL, DICT_OR_NULL, EPOCHS, EPOCHS_OR_NULL, WIDTH, FRAC_OR_NULL, LIST, NAME, NONNEG_OR_NULL,
+                          NUM_OR_NULL, PCT_OR_NULL, POSINT, POSINT_OR_NULL, PROVENANCE, STR, STR_OR_NULL, ResultType,
                           Schema, holds, increasing)
 
 #: image passes of the paper's run: 1000 epochs of CIFAR's 50,000 training images (Section 3.2)
@@ -184,5 +184,5 @@ RUN_LOG = ResultType(
     files="log.jsonl", writer="stam train --out DIR", lines=True, line_rules=(increasing("lines", "epoch"),), found=False)
 
 
-__all__ = ["DATA_SOURCE", "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "BN_IMAGES_RAN", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
+__all__ = [ "RUN_SUMMARY", "RUN_CONFIG", "RUN_LOG", "BN_IMAGES_RAN", "steps_per_epoch", "select_epoch", "diverged", "check_work", "SignFlips", "flush_denormal", "WORK_LIMIT_IMAGES",
            "PAPER_IMAGE_PASSES"]

@@ -367,5 +367,4 @@ def _decode_collection(src: Path, got, expect: Expect, limits: Limits, workers: 
     return arrays, classes, info
 
 
-__all__ = ["read", "find", "sha256_file", "is_collection_dir", "archive_kind", "default_cache_dir", "Collection", "Expect", "Limits",
-           "SPLITS", "IMAGE_SUFFIXES", "ARCHIVE_SUFFIXES", "CACHE_FORMAT", "CIFAR10_JPEG_SHA256"]
+__all__ = ["read", "find", "is_collection_dir", "default_cache_dir", "Collection", "CACHE_FORMAT", "CIFAR10_JPEG_SHA256"]

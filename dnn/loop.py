@@ -19,8 +19,7 @@ from stam.dnn import catalog, optim
 from stam.dnn.bnstats import even_batches, reestimated
 from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES
 from stam.dnn import data as data_mod
-from stam.dnn.optim import project_layer
-from stam.dnn.optim_common import has_proxies
+from stam.dnn.optim_common import has_proxies, project_layer
 from stam.errors import UsageError
 
 
@@ -37,7 +36,7 @@ def make_optimizer(algo: str, groups: list[dict], hyper: dict, proxies: bool = F
         raise UsageError(exc.args[0]) from None
     if not a.binary:
         return a.optimizer_class()(groups, **a.constructor_args(hyper))
-    keep = {"proxies": True} if proxies and has_proxies(a.batched_rule()) else {}
+    keep = {"proxies": True} if proxies and has_proxies(a.rule) else {}
     return optim.make(algo, groups, **a.constructor_args(hyper), **keep)
 
 

@@ -44,7 +44,7 @@ Constructors (the rule's ``arguments``)::
 from __future__ import annotations
 
 from stam import rules
-from stam.dnn.optim_common import RuleOptimizer, optimizer_class, project_layer
+from stam.dnn.optim_common import RuleOptimizer, optimizer_class
 
 #: Algorithm name (as in ``stam train --algo``) -> quantising optimiser class, one per binary
 #: update rule of :mod:`stam.rules` (float SGD is torch.optim.SGD).
@@ -65,5 +65,4 @@ def make(algo: str, params, **hyper) -> RuleOptimizer:
     return optimizer_class(known[algo])(params, **hyper)
 
 
-__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "RuleOptimizer", "OPTIMIZERS", "make",
-           "optimizer_class", "project_layer"]
+__all__ = ["STAM", "BinaryConnect", "BinaryRelax", "PSGD", "OPTIMIZERS", "make"]

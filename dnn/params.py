@@ -1,5 +1,5 @@
 """The parameters of the network experiments, each one frozen dataclass (:mod:`stam.params`):
-``stam train`` (:class:`TrainConfig`, run by :func:`stam.dnn.train.run`) and ``stam tune``
+``stam train`` (:class:`TrainConfig`, run by :func:`stam.dnn.train.train`) and ``stam tune``
 (:class:`TuneParams`, run by :func:`stam.dnn.tune.run_tune`).  Each field declares its flag, its type,
 its default and its help once; the command lines (:mod:`stam.dnn.cli`), the library calls and the
 job specifications read them here.  Imports no torch (``stam --help`` reads these declarations).
@@ -23,7 +23,7 @@ ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=t
 KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
 
 
-#: ``stam train --compile``: how the update runs (:data:`stam.dnn.batched.COMPILE_MODES`, by these names)
+#: ``stam train --compile``: how the update runs (:data:`stam.dnn.compiled.COMPILE_MODES`, by these names)
 COMPILE_MODE = {"auto": "auto", "on": True, "off": False, "aot": "aot"}
 COMPILE_CHOICES = tuple(COMPILE_MODE)
 

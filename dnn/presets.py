@@ -50,7 +50,6 @@ from functools import lru_cache
 from importlib import resources
 
 from stam.dnn.catalog import ALGORITHMS, algorithm
-from stam.dnn.catalog import NAMES as ALGOS
 from stam.errors import MAX_EPOCHS, UsageError
 from stam.registry import load
 
@@ -415,4 +414,4 @@ def paper_presets() -> dict:
     return out
 
 
-__all__ = ["step_schedules", "recipes", "shape_multiplier", "PAPER_PRESET_NAMES", "paper_presets", "ALGOS", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "named_constants", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]
+__all__ = ["step_schedules", "recipes", "shape_multiplier", "PAPER_PRESET_NAMES", "paper_presets", "ALGO_HYPER", "Preset", "resolve", "value_at", "check_spec", "parse_override", "named_constants", "names", "paper_epochs", "paper_batch_size", "columns", "algorithm_order", "paper_results", "table", "default_preset"]

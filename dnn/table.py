@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from stam.dnn import catalog, presets
-from stam.dnn.catalog import DATASET_NAMES, MODEL_NAMES, at_chance, bn_protocol
-from stam.datasets import CLASSES
+from stam.datasets import CLASSES, DATASET_NAMES, DATASETS
+from stam.dnn.catalog import MODEL_NAMES, at_chance, bn_protocol
 from stam.dnn.catalog import MODELS as DISPLAY_NAMES
 from stam.errors import UsageError
 from stam.dnn.epochs import RUN_SUMMARY
@@ -127,7 +127,7 @@ def _dataset_title(dataset: str, copies: set) -> str:
     """The data set part of a title; ``copies`` the values of :func:`jpeg_copy` of its runs."""
     title = DATASET_TITLES.get(dataset, dataset)
     if copies == {True}:
-        name = catalog.DATASETS.get(dataset, dataset)
+        name = DATASETS.get(dataset, dataset)
         title = title.replace(name, name + JPEG_MARK[:-1] + ", not the official pixels)", 1)
         note = "the paper's numbers are on the official images" if presets.paper_results().get(dataset) else ""
     elif copies == {False, True}:

@@ -22,7 +22,7 @@ fixed training images (:meth:`stam.dnn.batched.Trainer.statistics`; 0 = the stat
 trained); the binary accuracy with the training's own statistics is kept in each record as a
 diagnostic (``val_acc_binary_as_trained``, or ``test_acc_binary_as_trained`` without a validation
 split).  An accuracy at or below chance is flagged in the epoch line and the closing words.
-The one library entry is ``run(cfg: TrainConfig) -> Trained`` (:func:`run`).
+The one library entry is ``train(cfg: TrainConfig) -> Trained`` (:func:`train`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_grou
 from stam.dnn.params import COMPILE_MODE, TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
-from stam.theory.numeric import check, quadratic_coupling
+from stam.theory.symbolic.numeric import check, quadratic_coupling
 
 #: an upper bound of :func:`stam.dnn.models.relative_cost` at width 1 for every model and data set (ResNet-18 on
 #: CIFAR: 3.6; the cost grows at most like width^2 above 1); tested against every model
@@ -65,7 +65,7 @@ class Diverged(RuntimeError):
 # --------------------------------------------------------------------------- the theorem
 
 def theorem_status(algo: str, hyper: dict) -> dict | None:
-    """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.numeric``);
+    """Theorem conv's conditions for the STAM hyperparameters in force (``stam.theory.symbolic.numeric``);
     conditions that need constants unknown for a network (L1, A, C) are listed as unknown; None for
     an algorithm the theorem is not about (:attr:`stam.dnn.catalog.Algorithm.theorem`)."""
     if not catalog.algorithm(algo).theorem:
@@ -97,7 +97,7 @@ class Trained(NamedTuple):
     trainer: batched.Trainer  # its weights in every form (Trainer.weights, Trainer.module) and its state
 
 
-def run(cfg: TrainConfig) -> Trained:
+def train(cfg: TrainConfig) -> Trained:
     """Train as ``cfg`` says (``stam train``'s one library entry; ``cfg.checksums``: see :func:`stam.dnn.data.load_cifar`).
     Raises :class:`Diverged` when the loss stops being finite (the last checkpoint stays; the
     message calls it good only if its content hash verifies)."""
@@ -536,4 +536,4 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 
-__all__ = ["TrainConfig", "Trained", "run", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]
+__all__ = [ "Trained", "train", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]

@@ -44,7 +44,7 @@ from stam.errors import UsageError
 from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import DATA_SOURCE
-from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT,
+from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POSINT,
                           POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown as _shown)
 # the public names of the search, its numbers and its text, importable from here as when they lived here
 
@@ -77,8 +77,8 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
     returns the result and the path of its JSON file.  ``params.map_type``: the result type of ``params.map``
     (:func:`stam.dnn.tunestats.read_map`), needed when a map is given."""
     map_type = params.map_type
-    from stam.dnn import batched
     from stam.dnn import epochs as ep
+    from stam.dnn.compiled import runs_per_job
     from stam.dnn.sweep import check_memory, check_task, job_device, train_size, work_cost
     from stam.io import check_out_dir
 
@@ -88,7 +88,7 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
     out = out_path(params)
     check_out_dir(out, "--out")
     task = params.task()
-    chunk = batched.runs_per_job(params.model, job_device())
+    chunk = runs_per_job(params.model, job_device())
     plan(params, chunk, spaces)  # every usage error before any work
     check_memory(task, params.batch_size, chunk, job_device(), params.force)  # before a model is built
     check_task(task, params.val_fraction, params.split_seed)  # the data set, the model, the split: one line before any work
@@ -102,10 +102,6 @@ def run_tune(params: TuneParams) -> tuple[dict, Path]:
                   f"{params.n_seeds} seeds) x {params.epochs} epochs", params.force, cost=work_cost(task))
     result = tune(params, chunk=chunk, spaces=spaces, map_type=map_type, read=(map_result, source))
     return result, out / (result_stem(params.dataset) + ".json")
-
-
-#: the name ``stam tune``'s run had (``stam.dnn.tune.run``)
-run = run_tune
 
 
 def plan(params: TuneParams, chunk: int, spaces: dict | None = None) -> dict:
@@ -482,6 +478,5 @@ TUNE = ResultType(
     files="tune-*.json", writer="stam tune")
 
 
-__all__ = ["transferred", "TRANSFER_KEYS", "search_difficulty", "read_map", "halving_rungs", "promote", "rung_jobs",
-           "TUNE", "search_space", "sample_trials", "FINAL_SEED0", "tune", "plan", "summarise", "counted",
-           "format_table", "result_stem", "data_source"]
+__all__ = ["transferred", "TRANSFER_KEYS", "rung_jobs",
+           "TUNE", "FINAL_SEED0", "tune", "plan", "result_stem"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from stam.datasets import CLASSES
 from stam.dnn import catalog
-from stam.dnn.catalog import DATASETS, MODELS, algorithm
+from stam.datasets import DATASETS
+from stam.dnn.catalog import MODELS, algorithm
 from stam.dnn.params import TuneParams
 from stam.dnn.tunespace import halving_rungs, recipe
 from stam.dnn.tunestats import budget_note, counted, paired_differences, paired_lines, paired_text

@@ -12,7 +12,7 @@ and l = -lambda), the step sizes that Theorem conv and Theorem conv-rate admit:
   paper uses, the region where all conditions of Theorem conv-rate hold (beta above the largest
   of its three lower bounds), with the paper's (gamma, beta) schedules marked.
 
-All numbers come from ``stam.theory.numeric`` (corrected constants); the constants a network
+All numbers come from ``stam.theory.symbolic.numeric`` (corrected constants); the constants a network
 does not reveal (L1, the ES constants A and C, delta0 + M0', eps) are set by the caller and
 printed in the figure.
 """
@@ -28,7 +28,7 @@ from stam.dnn import presets as P
 from stam.dnn.catalog import CIFAR_TRAIN_IMAGES
 from stam.figures.declare import declare_figure
 from stam.figures.style import ADMISSIBLE_COLOR, PAPER_COLOR, legend_below, new_figure
-from stam.theory import numeric
+from stam.theory.symbolic import numeric
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ CERTIFIED_COLOR, CONVEX_COLOR, REFUTED_COLOR = "#0072B2", "#009E73", "#D55E00"
 
 
 def region_edges(region: dict, gamma_min: float, gamma_max: float) -> dict:
-    """The edges of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) per lambda, at the
+    """The edges of a ``lyapunov-region`` result (:func:`stam.theory.worstcase.lyapunov.region`) per lambda, at the
     lower ends of the brackets: ``general`` (clipped to the axis), ``paper``, ``sampled`` and ``convex``
     (the general template for convex F; None when absent) the certified gammas, ``refuted`` the refuted
     one (nan: none)."""
@@ -327,7 +327,7 @@ def draw_region_lines(ax, region: dict, gamma_min: float, gamma_max: float, lege
 
 
 def draw_lyapunov_region(ax, region: dict, gamma_min: float, gamma_max: float) -> None:
-    """Two zones of a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`) in the
+    """Two zones of a ``lyapunov-region`` result (:func:`stam.theory.worstcase.lyapunov.region`) in the
     (gamma, lambda) panel, at the lower ends of the brackets, for the result's class of ``F``
     (``f_class``; a file without it is convex F): *certified* (a Lyapunov function of the general
     template proves the rate O(1/T): gamma up to the certified ``lo``), with the limit of the

@@ -1,11 +1,11 @@
 """The band between certified and refuted (issue 39, point 1): for each horizon ``T`` (and ``beta``) of a
-``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, written by ``benchmarks/pep_band.py``), the values of
+``pep-band`` result (:data:`stam.theory.worstcase.onset.PEP_BAND`, written by ``benchmarks/pep_band.py``), the values of
 ``gamma*lambda`` where a potential certifies STAM (any proper lsc F; per beta the best potential with history of
-:mod:`stam.theory.history` where the result has them), where no ``O(1/T)`` bound holds (the 2-periodic run of
-:func:`stam.theory.onset.two_cycle`, from ``c_beta``), where the PEP at that horizon is unbounded under ``delta0 +
+:mod:`stam.theory.worstcase.history` where the result has them), where no ``O(1/T)`` bound holds (the 2-periodic run of
+:func:`stam.theory.worstcase.onset.two_cycle`, from ``c_beta``), where the PEP at that horizon is unbounded under ``delta0 +
 M0'_T <= 1`` (a bound of Theorem conv's form, eq. (con-inequality), with ``M0'_T`` refuted), and what is left open
 between them; the full gradient, each minibatch sampling and the potentials with history side by side, with the
-T = 1 onset ``(1 + sqrt 3)/2`` in closed form (:func:`stam.theory.onset.t1_onset`)."""
+T = 1 onset ``(1 + sqrt 3)/2`` in closed form (:func:`stam.theory.worstcase.onset.t1_onset`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from stam.figures.admissible import CERTIFIED_COLOR, REFUTED_COLOR
 from stam.figures.declare import declare_figure
 from stam.figures.style import GREY, legend_below, new_figure
 
-#: the closed-form T = 1 onset (1 + sqrt 3)/2 (stam.theory.onset.t1_onset, derived in sympy; its float here
+#: the closed-form T = 1 onset (1 + sqrt 3)/2 (stam.theory.worstcase.onset.t1_onset, derived in sympy; its float here
 #: so that drawing imports no sympy)
 C_STAR = (1 + math.sqrt(3)) / 2
 OPEN_COLOR = "#E6E6E6"
@@ -50,7 +50,7 @@ def _caption(results) -> str:
 def _groups(data):
     """The panels: the full gradient, each minibatch sampling, the potentials with history; each a list of
     ``(label, segments)``."""
-    from stam.theory.onset import band_segments, history_segments
+    from stam.theory.worstcase.onset import band_segments, history_segments
 
     groups: dict = {}
     for d in data:
@@ -72,8 +72,8 @@ def _groups(data):
 def draw(results, nc=None):
     """The figure kind ``pep-band`` (:mod:`stam.figures.kinds`): one panel for the full gradient, one per minibatch
     sampling and one for the potentials with history, side by side; one bar per (beta, T) of every ``pep-band``
-    result (its zones from :func:`stam.theory.onset.band_segments`) or per potential
-    (:func:`stam.theory.onset.history_segments`)."""
+    result (its zones from :func:`stam.theory.worstcase.onset.band_segments`) or per potential
+    (:func:`stam.theory.worstcase.onset.history_segments`)."""
     data = [r.data for r in results["pep-band"]]
     if not data:
         raise ValueError("no pep-band result to draw (benchmarks/pep_band.py --out FILE writes one)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from stam.errors import positive_float, positive_int, require
-from stam.registry import Names, experiment, handler
+from stam.registry import Names
 
 
 def _figure_kinds() -> tuple:
@@ -60,6 +60,26 @@ def _plot(args) -> int:
     print(png)
     print(pdf)
     return 0
+
+
+def _map(args) -> int:
+    """``stam map``: the parameters of the command line, :func:`stam.figures.map_experiment.make_map`, the table on
+    stdout."""
+    from stam.dnn.params import refuse_data_dir
+    from stam.figures.map_experiment import MapParams, format_map, make_map, summary_line
+
+    refuse_data_dir(args.data_dir, args.dataset or "digits", synthetic=args.problem is not None)
+    result, paths, elapsed = make_map(MapParams.from_args(args))
+    print(format_map(result))
+    print(summary_line(result) + f"; {elapsed:.1f} s")
+    print(f"wrote {', '.join(map(str, paths[:3]))} and {paths[3]}")
+    return 0
+
+
+def _findings(args) -> int:
+    from stam.figures.findings import findings_command
+
+    return findings_command(args)
 
 
 def _demo(args) -> int:
@@ -140,8 +160,7 @@ def _build_map(p) -> None:
     from stam.params import add_arguments
 
     add_arguments(p, MapParams)  # digits: the trainings are jobs in DIR/jobs (resumable), here or on a Dask cluster
-    # (map_command calls the module's run itself)
-    p.set_defaults(func=handler("stam.figures.map_experiment:map_command"), run=experiment("stam.figures.map_experiment"))
+    p.set_defaults(func=_map)
 
 
 def _build_findings(p) -> None:
@@ -150,4 +169,4 @@ def _build_findings(p) -> None:
     g.add_argument("--check", action="store_true", help="exit 1 naming each generated block that differs")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="the repository whose pages and results to use (default: the checkout this package runs from)")
-    p.set_defaults(func=handler("stam.figures.findings:findings_command"))
+    p.set_defaults(func=_findings)

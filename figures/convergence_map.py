@@ -2,21 +2,15 @@
 ``lyapunov-region`` one): its caption and its draw function, read from the result types.
 
 The drawing itself is :mod:`stam.figures.map_figure`; the experiment that makes a map, ``stam map``
-(its parameters, its run, its result in words), is :mod:`stam.figures.map_experiment`.  The names they
-held here before (``run``, ``map_command``, ``digits_map``, ``write_outputs``, ``format_map``,
-``summary_line``, ``summary``, ``map_caption``, ``plot_map``, ...) stay importable from here.
+(its parameters, its run, its result in words), is :mod:`stam.figures.map_experiment`.
 """
 
 from __future__ import annotations
 
 from stam.figures.declare import declare_figure
-from stam.figures.map_experiment import (TRAINS_AT, MapRun, digits_map, format_map, map_caption, map_command, read_region,
-                                         run, summary, summary_line, write_outputs)
-from stam.figures.map_figure import (CMAP_FRACTION, CMAP_HIGHER_BETTER, CMAP_LOWER_BETTER, cell_edges, plot_map,
-                                     problem_name)
+from stam.figures.map_experiment import map_caption
+from stam.figures.map_figure import plot_map
 from stam.synthetic import convergence_map as CM
-
-_edges = cell_edges  # the earlier name of the cell edges (tests/test_convergence_map.py)
 
 
 def region_caption(region: dict) -> str:
@@ -64,6 +58,4 @@ def draw(results, nc=None):
     return plot_map([r.data for r in results["convergence-map"]], nc, regions=[r.data for r in results["lyapunov-region"]])
 
 
-__all__ = ["draw", "caption", "region_caption", "run", "map_command", "MapRun", "digits_map", "write_outputs", "read_region",
-           "format_map", "summary_line", "summary", "map_caption", "plot_map", "problem_name", "TRAINS_AT",
-           "CMAP_LOWER_BETTER", "CMAP_HIGHER_BETTER", "CMAP_FRACTION"]
+__all__ = ["draw", "caption", "region_caption"]

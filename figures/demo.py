@@ -4,25 +4,25 @@ A pipeline of library calls: each step calls the toolkit's functions (an experim
 parameters through its parameters object and its run), gets their results as values and writes them
 with the same writers the commands use (so every file it leaves is the file the command would write):
 
-1. the paper audit (:func:`stam.theory.audit.findings`, the file of ``stam paper-check --out``),
+1. the paper audit (:func:`stam.theory.papercheck.audit.findings`, the file of ``stam paper-check --out``),
 2. a synthetic rate experiment on the default problem at admissible parameters and (full demo
    only) at the paper's Our1 parameters (``stam synthetic run``: :func:`stam.synthetic.commands.rates_experiment`
    of a :class:`~stam.synthetic.params.RunParams`), and the baselines at an equal gradient budget
    (``stam synthetic compare``: :func:`~stam.synthetic.commands.compare_experiment`),
 3. admissible step sizes for that problem, from the constants the experiment recorded
-   (:func:`stam.theory.numeric.recommend`, as ``stam stepsize``),
+   (:func:`stam.theory.symbolic.numeric.recommend`, as ``stam stepsize``),
 4. the exact worst case of deterministic STAM for the paper's class (any proper lsc F) for a few T
-   (:func:`stam.theory.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
-   (:func:`stam.theory.numeric.admissible_parameters`), and the certified region by automated
+   (:func:`stam.theory.worstcase.pep.pep_sweep`) at the parameters of the one admissible-parameter rule
+   (:func:`stam.theory.symbolic.numeric.admissible_parameters`), and the certified region by automated
    Lyapunov search for that class, full and minibatch gradients, with convex F beside it
-   (:func:`stam.theory.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
+   (:func:`stam.theory.worstcase.lyapunov.compute_region` of a :class:`stam.theory.params.RegionParams`),
 5. the convergence map of the synthetic problem over (gamma, lambda) (``stam map --problem``:
-   :func:`stam.figures.map_experiment.run` of a :class:`~stam.figures.map_experiment.MapParams`),
+   :func:`stam.figures.map_experiment.make_map` of a :class:`~stam.figures.map_experiment.MapParams`),
 6. the equal-budget comparison on digits (:func:`stam.dnn.tune.tune`): the same number of trials
    for STAM, BC, BR, PSGD and float, chosen on validation data, numbers from fresh seeds, the
    paper's settings as labelled rows,
 7. the convergence map on digits (``stam map --dataset digits``, the same run),
-8. training curves (:func:`stam.dnn.train.run`) of STAM and BC at their tuned settings and of
+8. training curves (:func:`stam.dnn.train.train`) of STAM and BC at their tuned settings and of
    STAM at a theorem-admissible setting, with the sign flips of their binary weights,
 9. the report (:func:`stam.figures.report.build_report`): ``OUT/report.html``.
 
@@ -52,16 +52,18 @@ from stam.dnn import catalog
 from stam.errors import UsageError
 from stam.figures import report
 from stam.figures.map_experiment import MapParams, summary_line
-from stam.figures.map_experiment import run as map_run
+from stam.figures.map_experiment import make_map
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS
 from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid
 from stam.dnn.presets import paper_presets
-from stam.theory import audit, lyapunov, numeric, pep
-from stam.theory.items import PAPER_CHECK
+from stam.theory.papercheck import audit
+from stam.theory.worstcase import lyapunov, pep
+from stam.theory.symbolic import numeric
+from stam.theory.papercheck.items import PAPER_CHECK
 from stam.figures.demo_text import (DIGITS_GOOD, HEADLINE_KEYS, audit_brief, audit_headline, digits_map_brief,
-                                    digits_map_headline, map_brief, printed_name, region_brief, region_headline,
+                                    digits_map_headline, map_brief, region_brief, region_headline,
                                     region_reach, tune_brief, tune_budget)
 
 MARKER = ".stam-demo"
@@ -209,7 +211,7 @@ class Demo:
 
     def stepsize(self, step: Step) -> None:
         """The step sizes the theory admits for the synthetic problem (``stam stepsize``)."""
-        from stam.theory import stepsize
+        from stam.theory.symbolic import stepsize
 
         if self.rates is None:
             step.status = "missing"
@@ -220,7 +222,7 @@ class Demo:
         flags = {"L1": c["L1"], "L2": c["L2"], "L3": c["L3"], "L4": c["L4"], "L5": c["L5"], "l": c["l"],
                  "A": c["A"], "C": c["C"], "delta0": max(d0["delta0"], 0.0), "M0": max(d0["M0_prime"], 0.0),
                  "eps": self.cfg.eps}
-        rec = stepsize.run(stepsize.StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
+        rec = stepsize.stepsize(stepsize.StepsizeParams(**flags))[0]  # the recommendation of stam stepsize with these flags
         step.outputs.append(numeric.STEPSIZE.write({
             "kind": "stepsize", "provenance": provenance(), "params": {"problem": self.rates["problem"], **flags}, **rec},
             self.stage / "stepsize.json"))
@@ -253,9 +255,9 @@ class Demo:
 
     def facts_region(self) -> tuple[float | None, float | None]:
         """(certified, refuted) for the brief: the PEP's refutation quoted at the closed-form T = 1
-        onset (1 + sqrt(3))/2 of :func:`stam.theory.onset.t1_onset` where every refuted bracket of the search holds
+        onset (1 + sqrt(3))/2 of :func:`stam.theory.worstcase.onset.t1_onset` where every refuted bracket of the search holds
         it (the search only brackets it), else the search's own bracket end."""
-        from stam.theory.onset import t1_onset_value
+        from stam.theory.worstcase.onset import t1_onset_value
 
         cert, refuted = self.facts.get("certified"), self.facts.get("refuted")
         brackets = [(r["refuted"]["lo"] or 0.0, r["refuted"]["hi"], r["lam"]) for r in self.region_result["rows"]
@@ -273,7 +275,7 @@ class Demo:
     def convergence_map(self, step: Step) -> None:
         """The convergence map of the synthetic problem (``stam map --problem``), with the region's lines."""
         (g, l, betas, seeds), problem = self.cfg.map_grid, self.cfg.synthetic_problem
-        result, paths, _ = map_run(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+        result, paths, _ = make_map(MapParams(problem=problem, gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
                                              iterations=self.cfg.map_iterations, n_seeds=seeds, progress=self.progress,
                                              out=str(self.stage / "map"), region=self._region_file()))
         step.outputs.append(paths[0])
@@ -302,7 +304,7 @@ class Demo:
         """Where STAM's binary network trains on digits, beside the theorem (``stam map --dataset digits``)."""
         g, l, betas, seeds = self.cfg.digits_map_grid
         # the data set's sweep defaults (the MLP, batch size 32: MapParams.network), as stam map --dataset digits
-        data, paths, _ = map_run(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
+        data, paths, _ = make_map(MapParams(dataset="digits", gammas=log_grid(*g), lams=log_grid(*l), betas=list(betas),
                                            n_seeds=seeds, epochs=self.cfg.epochs, progress=self.progress,
                                            out=str(self.stage / "map-digits"), region=self._region_file()))
         step.outputs.append(paths[0])
@@ -326,11 +328,12 @@ class Demo:
         return runs
 
     def train(self, step: Step) -> None:
-        from stam.dnn.train import TrainConfig, run
+        from stam.dnn.params import TrainConfig
+        from stam.dnn.train import train
 
         runs = self.stage / "runs"
         for name, settings in self.training_runs():
-            run(TrainConfig(model=self.cfg.model, dataset="digits", epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
+            train(TrainConfig(model=self.cfg.model, dataset="digits", epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
                             schedule_scale="auto", echo=False, progress=self.progress, out=str(runs / name), **settings))
         step.outputs.append(runs)
 

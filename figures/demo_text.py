@@ -4,8 +4,8 @@ they are printed in.  :mod:`stam.figures.demo` re-exports every name."""
 
 from __future__ import annotations
 
-from stam.theory.items import VERDICTS
-from stam.theory.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
+from stam.theory.papercheck.items import VERDICTS
+from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
 
 
 def audit_headline(items: list, cov: dict) -> str:
@@ -64,7 +64,7 @@ def region_reach(result: dict) -> tuple[float | None, float | None]:
 def region_brief(cert, refuted) -> str:
     text = ("Certified region: nothing certified" if cert is None else
             f"Certified region (lsc F, points scanned): certified up to gamma*lambda = {cert:.2f}")
-    # the 2-periodic run of stam.theory.onset.two_cycle refutes every O(1/T) bound from c_beta < 1 (exactly)
+    # the 2-periodic run of stam.theory.worstcase.onset.two_cycle refutes every O(1/T) bound from c_beta < 1 (exactly)
     return text + ("; O(1/T) refuted from 1 - lambda/(2 beta - L1)" + (f", PEP at T = 1 from {refuted:.4g}"
                                                                        if refuted is not None else ""))
 
@@ -80,7 +80,7 @@ def map_brief(data: dict) -> str:
 
 def tune_budget(result: dict) -> str:
     """``8 trials, 12 epochs``: the budget of a tuning, which its numbers are not comparable without."""
-    from stam.dnn.tune import counted
+    from stam.dnn.tunestats import counted
 
     return f"{counted(result['params']['trials'], 'trials')}, {counted(result['params']['epochs'], 'epochs')}"
 
@@ -114,7 +114,7 @@ def _reach(rows, part, rows_of=lambda r: r) -> list:
 
 
 def region_headline(result: dict) -> str:
-    """The answers of issue 22 in words, from a ``lyapunov-region`` result (:func:`stam.theory.lyapunov.region`):
+    """The answers of issue 22 in words, from a ``lyapunov-region`` result (:func:`stam.theory.worstcase.lyapunov.region`):
     up to which gamma*lambda a potential of the paper's form certifies STAM for the paper's class (full gradient,
     minibatches), whether any one-step potential reaches gamma*lambda = 1.5 (where the digits network trains),
     where the PEP refutes the theorem's form (with the finite-horizon M0'_T), whether Theorem conv's own

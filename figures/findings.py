@@ -14,7 +14,7 @@ repository's pages only), ``--check`` names each block that differs from what th
 A rerun changes a result file; ``stam findings --write`` then changes the pages.
 
 Scope words (what is proven, and how): the band's numbers are those of ``benchmarks/results/pep_band.json``
-(``benchmarks/pep_band.py``: bisections of ``stam.theory.history.history_reach``, each point certified by an
+(``benchmarks/pep_band.py``: bisections of ``stam.theory.worstcase.history.history_reach``, each point certified by an
 SDP and proven in exact rational arithmetic, lambda = L1 = 1): certificates at the points a bisection tried,
 not a family covering the interval."""
 
@@ -134,7 +134,7 @@ def _reach(rows: dict) -> str:
 
 
 def _family(res: Results) -> tuple[str, str]:
-    from stam.theory.family import numbers
+    from stam.theory.worstcase.family import numbers
 
     inst = res(FAMILY_INSTANCE)
     band = res(BAND)
@@ -333,7 +333,7 @@ def conclusion(res: Results) -> str:
     digits, cifar, m = _paired(res(DIGITS_TUNE)), _paired(res(CIFAR_TUNE)), _map_stats(res)
     trains = (f"reaches {TRAINS:.0f}% only at gamma*lambda >= {min(m['trains']):.2g} ({len(m['trains'])} of {m['cells']} "
               f"cells): the two regions {m['meet']}" if m["trains"] else f"reaches {TRAINS:.0f}% nowhere")
-    from stam.theory.family import numbers
+    from stam.theory.worstcase.family import numbers
 
     band = res(BAND)
     c_dr = " / ".join(f"{numbers(band['lam'], b, band.get('L1', 1.0))['c_DR']:.4f}" for b in sorted(gen))
@@ -584,7 +584,7 @@ def _certificate_files(res: Results, kind: str) -> list[tuple[str, dict]]:
 def _certificates_block(res: Results) -> str:
     """Every committed one-point certificate: its template, class, point, rate; and how 1/rho grows towards c_beta."""
     from stam.figures.tables import Table
-    from stam.theory.family import numbers
+    from stam.theory.worstcase.family import numbers
 
     rows, near = [], []
     for rel, d in _certificate_files(res, "stam-lyapunov-certificate"):

@@ -19,7 +19,7 @@ To add a figure: write ``draw(results, nc) -> matplotlib Figure`` in a module of
 
 from __future__ import annotations
 
-from stam.figures.declare import DECLARED, FigureKind, declare_figure
+from stam.figures.declare import DECLARED, FigureKind
 from stam.registry import declared, lookup
 
 #: the modules that declare figure kinds, in the order of the report (they import
@@ -49,4 +49,4 @@ def __getattr__(attr: str):
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
-__all__ = ["FigureKind", "FIGURES", "MODULES", "NAMES", "declare_figure", "figure_kind", "figure_kinds"]
+__all__ = [ "FIGURES", "MODULES", "NAMES", "figure_kind", "figure_kinds"]

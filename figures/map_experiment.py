@@ -1,5 +1,5 @@
 """``stam map``, the convergence map, as one unit: its parameters (:class:`MapParams`, the command's
-flags), its run (:func:`run`, a library call taking them and returning a :class:`MapRun`), the map of a
+flags), its run (:func:`make_map`, a library call taking them and returning a :class:`MapRun`), the map of a
 network (:func:`digits_map`) and the result in words (:func:`format_map`, the table ``stam map`` prints;
 :func:`summary_line`; :func:`map_caption`, the figure's caption).
 
@@ -140,7 +140,7 @@ TRAINS_AT = 50.0  # percent
 
 def _side(row) -> bool:
     """Below the curve gamma lambda = 1/sqrt(5)?"""
-    from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
+    from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
     return row["gamma"] * row["lam"] < GAMMA_LAMBDA_LIMIT
 
@@ -378,7 +378,7 @@ def _user_builder(spec: str, seed: int):
 
 
 class MapRun(NamedTuple):
-    """What :func:`run` returns: the ``convergence-map`` result (as written to ``paths[0]``), the four
+    """What :func:`make_map` returns: the ``convergence-map`` result (as written to ``paths[0]``), the four
     files written (``.json``, ``.csv``, ``.png``, ``.pdf``) and the seconds the map ran."""
 
     result: dict
@@ -478,12 +478,13 @@ def _synthetic_map(params: MapParams, p: _Plan) -> dict:
 
 def _network_map(params: MapParams, p: _Plan) -> dict:
     """The network map (:func:`digits_map`): its task, memory and work checked before any training."""
-    from stam.dnn import batched, sweep
     from stam.dnn import epochs as ep
+    from stam.dnn import sweep
+    from stam.dnn.compiled import runs_per_job
 
     net = params.network()  # the data set's sweep defaults filled in: what every job trains, its spec()
     task = sweep.task_spec(net.dataset, net.model, net.width, net.data_dir)
-    chunk = batched.runs_per_job(net.model, sweep.job_device())
+    chunk = runs_per_job(net.model, sweep.job_device())
     sweep.check_memory(task, net.batch_size, chunk, sweep.job_device(), params.force)  # before a model is built
     sweep.check_task(task)  # a missing or broken data set, a model that cannot take it: one line before any work
     cells = len(p.gammas) * len(p.lams) * len(p.betas) * (params.n_seeds or DIGITS_SEEDS)
@@ -492,7 +493,7 @@ def _network_map(params: MapParams, p: _Plan) -> dict:
     return digits_map(params, p.gammas, p.lams, p.betas, store=p.out / "jobs", task=task, chunk=chunk)
 
 
-def run(params: MapParams) -> MapRun:
+def make_map(params: MapParams) -> MapRun:
     """``stam map`` as a library call: validate everything (:func:`plan`), run the map (synthetic or a
     network), write JSON + CSV + PNG + PDF (:func:`write_outputs`); returns the result, the four paths and
     the seconds it ran (:class:`MapRun`, a tuple of the three)."""
@@ -507,19 +508,7 @@ def run(params: MapParams) -> MapRun:
     return MapRun(result, write_outputs(result, p.out, p.stem, p.regions), elapsed)
 
 
-def map_command(args) -> int:
-    """``stam map``: the parameters of the command line, :func:`run`, the table on stdout."""
-    from stam.dnn.params import refuse_data_dir
-
-    refuse_data_dir(args.data_dir, args.dataset or "digits", synthetic=args.problem is not None)
-    result, paths, elapsed = run(MapParams.from_args(args))
-    print(format_map(result))
-    print(summary_line(result) + f"; {elapsed:.1f} s")
-    print(f"wrote {', '.join(map(str, paths[:3]))} and {paths[3]}")
-    return 0
-
-
-__all__ = ["MapParams", "MapRun", "run", "plan", "map_command", "digits_map", "write_outputs", "read_region", "format_map",
+__all__ = ["MapParams", "MapRun", "make_map", "plan", "digits_map", "write_outputs", "read_region", "format_map",
            "summary_line", "summary", "map_caption", "TRAINS_AT", "MAX_POINTS", "GRID_LIMITS", "grid_float", "POSITIVE_LIST",
            "MAP_RANGE", "DIGITS_SEEDS", "DIGITS_BETAS", "SYNTHETIC_SEED", "SYNTHETIC_GROWTH", "SYNTHETIC_THREADS",
            "SYNTHETIC_WORK_LIMIT"]

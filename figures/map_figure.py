@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from stam.synthetic import convergence_map as CM
-from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
+from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
 #: colour maps (perceptually uniform, colour-vision-deficiency safe)
 CMAP_LOWER_BETTER = "cividis_r"
@@ -40,7 +40,7 @@ CMAP_FRACTION = "viridis"
 #: ``gamma lambda`` up to which STAM is certified for the paper's class (any proper lsc F) with
 #: H = (lambda/2)||x - y||^2: the paper's potential ``delta_t + M_t`` (Lemma conv-lemma) is
 #: ``Phi(u^t, y^t) - G^inf + (gamma/2)(1 - gamma lambda)||r_t||^2``, bounded below exactly when
-#: ``gamma lambda <= 1`` (:mod:`stam.theory.templates`), and ``stam pep --region`` certifies it up
+#: ``gamma lambda <= 1`` (:mod:`stam.theory.worstcase.templates`), and ``stam pep --region`` certifies it up
 #: to gamma lambda = 0.99-1.00 at every lambda from 0.01 to 31.6
 #: (``benchmarks/results/lyapunov_region.json``, docs/pep.md)
 PAPER_CLASS_GAMMA_LAMBDA = 1.0

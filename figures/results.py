@@ -28,7 +28,9 @@ def _producers() -> tuple:
     from stam import jobs
     from stam.dnn import epochs, imagefolder, sweep, tune
     from stam.synthetic import convergence_map, methods, rates
-    from stam.theory import items, lyapunov, numeric, onset, pep, store
+    from stam.theory.papercheck import items, store
+    from stam.theory.worstcase import lyapunov, onset, pep
+    from stam.theory.symbolic import numeric
 
     return (items, numeric, rates, methods, pep, epochs, convergence_map, tune, lyapunov, onset, sweep, imagefolder,
             jobs, store)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from stam.dnn.table import build, to_markdown
 from stam.dnn.tunetext import table
 from stam.figures.results import finite
-from stam.theory.mathml import sanitize
+from stam.theory.symbolic.mathml import sanitize
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -59,7 +59,7 @@ class Table:
     """A caption, a header and rows of already formatted cells.  ``details`` maps (row, column)
     to longer text that the HTML rendering shows folded under the cell (``<details>``, no
     JavaScript); ``math`` maps (row, column) to the cell as MathML (sanitised by
-    :func:`stam.theory.mathml.sanitize`), which the HTML rendering shows in the cell, with the
+    :func:`stam.theory.symbolic.mathml.sanitize`), which the HTML rendering shows in the cell, with the
     cell's text as a copyable fold; Markdown and LaTeX show the cell only.  ``fold``: ``(first row, summary)``:
     the HTML rendering shows the rows from ``first row`` on folded under ``summary`` (a second table in a
     ``<details>``; the audit's ok items), Markdown and LaTeX show every row; ``css``: the HTML table's class."""
@@ -267,7 +267,7 @@ def region_table(region: dict) -> Table:
                "/(ρT) ≤ (δ₀ + M₀')/(ρT), so it holds for the printed theorem; 'refuted': "
                "stam pep unbounded under δ₀ + M₀'_T ≤ 1 (first T + 1 merits), which refutes a bound "
                "of the theorem's form with M₀'_T, not the printed one with M₀'; every certificate proven in exact rational "
-               "arithmetic (stam.theory.rational; a file written before that was verified in floating point only); "
+               "arithmetic (stam.theory.worstcase.rational; a file written before that was verified in floating point only); "
                "'?': the bracket's end had a solver rate that failed the verification or the exact proof; '*': sought "
                "from the first certified γ up")
     return Table(caption, header, rows)
@@ -371,8 +371,8 @@ def table_kind(name: str, sources: tuple, section: str):
 
 @table_kind("paper-check", ("paper-check",), "paper-check")
 def paper_check_parts(results, nc) -> list:
-    from stam.theory.items import VERDICTS
-    from stam.theory.items.coverage import coverage_text
+    from stam.theory.papercheck.items import VERDICTS
+    from stam.theory.papercheck.items.coverage import coverage_text
 
     parts = []
     for i, r in enumerate(results):
@@ -429,11 +429,11 @@ def region_parts(results, nc) -> list:
 
 
 def band_table(band: dict) -> Table:
-    """A ``pep-band`` result (:data:`stam.theory.onset.PEP_BAND`, ``benchmarks/pep_band.py``) per (sampling, beta, T):
+    """A ``pep-band`` result (:data:`stam.theory.worstcase.onset.PEP_BAND`, ``benchmarks/pep_band.py``) per (sampling, beta, T):
     up to where a potential certifies STAM, the open band, from where no ``O(1/T)`` bound holds (the 2-cycle of
-    :func:`stam.theory.onset.two_cycle`) and from where the PEP of that horizon is unbounded (the zones of
-    :func:`stam.theory.onset.band_segments`, which the figure ``pep-band`` draws)."""
-    from stam.theory.onset import band_segments
+    :func:`stam.theory.worstcase.onset.two_cycle`) and from where the PEP of that horizon is unbounded (the zones of
+    :func:`stam.theory.worstcase.onset.band_segments`, which the figure ``pep-band`` draws)."""
+    from stam.theory.worstcase.onset import band_segments
 
     def zone(seg):
         return "\u2013" if seg is None else f"[{fmt(seg[0], 5)}, {fmt(seg[1], 5)})"
@@ -451,15 +451,15 @@ def band_table(band: dict) -> Table:
                f"[{fmt(band['gamma_lam_range'][0], 3)}, {fmt(band['gamma_lam_range'][1], 3)}]): certified by a potential"
                + (" (per \u03b2, the best proven in the table of potentials with history)" if band.get("history") else
                   f"{' (' + band['certified_from'] + ')' if band.get('certified_from') else ''}")
-               + "; no O(1/T): a 2-periodic run with S_t constant (stam.theory.onset.two_cycle, exact); refuted: "
+               + "; no O(1/T): a 2-periodic run with S_t constant (stam.theory.worstcase.onset.two_cycle, exact); refuted: "
                "the PEP of horizon T unbounded, no bound of Theorem conv's form with M\u2080'_T")
     return Table(caption, ["sampling", "\u03b2", "T", "certified", "open", "no O(1/T) bound", "refuted"], rows)
 
 
 def history_table(band: dict) -> Table:
-    """The ``history`` rows of a ``pep-band`` result (:mod:`stam.theory.history`): per potential and beta, the
+    """The ``history`` rows of a ``pep-band`` result (:mod:`stam.theory.worstcase.history`): per potential and beta, the
     largest ``gamma*lam`` certified and proven, the first point not, and the 2-cycle's threshold there."""
-    from stam.theory.onset import sampling
+    from stam.theory.worstcase.onset import sampling
 
     cyc = {c["beta"]: c["threshold"] for c in band.get("cycles") or []}
     rows = []
@@ -471,7 +471,7 @@ def history_table(band: dict) -> Table:
                      "\u2013" if h["fails"] is None else fmt(h["fails"], 6),
                      "\u2013" if not h.get("rho") else fmt(1 / h["rho"], 4),
                      "\u2013" if h["beta"] not in cyc else fmt(cyc[h["beta"]], 6)])
-    return Table("Potentials with history (stam.theory.history; k-step decrease conditions, a quadratic form over the "
+    return Table("Potentials with history (stam.theory.worstcase.history; k-step decrease conditions, a quadratic form over the "
                  "last h + 1 iterates in the general template): the largest \u03b3\u03bb certified and proven in "
                  "exact arithmetic (a bisection: every point tried below it certified too), the first not certified, "
                  "the constant 1/\u03c1 of the bound at the largest, and the threshold from which STAM has a 2-periodic "

@@ -29,6 +29,13 @@ from stam.errors import UsageError, one_line_warnings
 #: (Each registers its own commands; ``stam --help`` lists them.)
 COMMAND_MODULES = ("stam.figures.cli", "stam.theory.cli", "stam.synthetic.cli", "stam.dnn.cli", "stam.theory.pep_cli")
 
+#: What the command line hands an area's ``register`` beside the subparsers: one area's declaration that another's
+#: command takes, as a ``"module:function"`` reference (imported when that command is built).  The paper's STAM
+#: presets ``{"paper-our1": (lam, gamma, beta), ...}`` are declared with the networks
+#: (:func:`stam.dnn.presets.paper_presets`) and taken by ``stam synthetic run --preset``: wired here, above both
+#: areas, so that synthetic imports nothing of dnn.
+WIRING = {"stam.synthetic.cli": {"paper_presets": "stam.dnn.presets:paper_presets"}}
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad flag gives one line (``stam: error: ...``) and status 2.
@@ -77,7 +84,7 @@ def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stam {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        importlib.import_module(name).register(sub, **WIRING.get(name, {}))
     if not lazy:
         _complete_all(parser)
     return parser

@@ -8,7 +8,7 @@ Together they give the four updates of eq. (alg:stamm) as derived from Algorithm
 W-update using ``x^t``; see ``stam paper-check``).
 
 Like :mod:`stam.steps`, this module imports no array library: ``QuadraticCoupling`` and
-``Composite`` work on torch tensors, numpy arrays and PEPit expressions alike (``stam.theory.pep``
+``Composite`` work on torch tensors, numpy arrays and PEPit expressions alike (``stam.theory.worstcase.pep``
 uses them without torch); ``IndicatorQ`` imports :mod:`stam.quantize` (torch) when it is built.
 """
 
@@ -61,7 +61,7 @@ class QuadraticCoupling:
         gl = gamma * self.lam
         if hasattr(z, "lerp"):  # a torch tensor: one pass instead of three
             return z.lerp(y, gl / (1 + gl))
-        return (z + gl * y) / (1 + gl)  # any other arithmetic type (PEPit expressions in stam.theory.pep)
+        return (z + gl * y) / (1 + gl)  # any other arithmetic type (PEPit expressions in stam.theory.worstcase.pep)
 
 
 @dataclass

@@ -24,41 +24,6 @@ def load(ref: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-def handler(ref: str):
-    """A subcommand handler that imports ``"module:function"`` only when the command runs (so that
-    registering the subcommands, ``stam --help`` included, imports nothing heavy)."""
-
-    def run(args):
-        return load(ref)(args)
-
-    run.__qualname__ = f"handler({ref!r})"
-    return run
-
-
-class experiment:
-    """An experiment's run, ``module.run(params)``, imported only when called: what a command's parser declares
-    as its ``run`` (``parser.set_defaults(run=experiment(module))``) and its handler calls with the parameters;
-    ``module`` names the module (every experiment module has one entry, ``run(params)``).  Equal when the
-    module is (no dataclass: ``stam --help`` imports no more than it did)."""
-
-    __slots__ = ("module",)
-
-    def __init__(self, module: str):
-        self.module = module
-
-    def __call__(self, params):
-        return load(f"{self.module}:run")(params)
-
-    def __eq__(self, other):
-        return isinstance(other, experiment) and other.module == self.module
-
-    def __hash__(self):
-        return hash(self.module)
-
-    def __repr__(self):
-        return f"experiment({self.module!r})"
-
-
 def declared(modules: Sequence[str], found: dict) -> tuple:
     """The declarations registered in ``found`` (name -> declaration, each with its ``module``) once
     ``modules`` are imported (importing them declares them), in the order of their modules in
@@ -92,4 +57,4 @@ class Names(_Sequence):
         return f"Names({', '.join(self._all())})"
 
 
-__all__ = ["lookup", "load", "handler", "experiment", "declared", "Names"]
+__all__ = ["lookup", "load", "declared", "Names"]

@@ -353,13 +353,13 @@ def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: boo
 def theorem_check(problem, T_grid=(10, 40, 160, 640), R: int = 16, gamma_fraction: float = 0.5, seed: int = 0,
                   progress: bool = False) -> dict:
     """From a problem to Theorem conv's verdict in one call: the labelled constants, the admissible
-    ``(gamma, beta)`` of the one rule (:func:`stam.theory.numeric.admissible_parameters`), ``R`` runs
+    ``(gamma, beta)`` of the one rule (:func:`stam.theory.symbolic.numeric.admissible_parameters`), ``R`` runs
     of STAM (batched seeds) per horizon and ``min_t E S_t`` against the theorem's bound
     (:func:`stam.synthetic.rates.run_rates`).  Returns ``{"holds", "certified", "estimated",
     "min_ratio", "summary", "constants", "result"}``: ``holds`` says that bound >= min_t E S_t at
     every horizon; where ``estimated`` names constants, the bound rests on estimates."""
     from stam.synthetic.rates import run_rates
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     result = run_rates(problem, list(T_grid), R=R, step_sizes=StepSizes(gamma_fraction=gamma_fraction), seed=seed,
                        progress=progress)
@@ -386,7 +386,7 @@ def missing_methods(obj, proto) -> list[str]:
 def check_problem(problem, where: str, R: int = 2) -> None:
     """A problem of one's own (``where``: how to name it, ``--problem 'FILE.py:NAME'``) tried once
     before any work, the same way for every command that loads one: its constants (a dict; the
-    theory's constants finite, lambda's ``L2*`` >= 0, which :class:`stam.theory.numeric.Constants`
+    theory's constants finite, lambda's ``L2*`` >= 0, which :class:`stam.theory.symbolic.numeric.Constants`
     checks), then the start of ``R`` runs and, at it, each operator STAM and the measure call:
     a tensor of the right shape with finite values (``S`` and its parts >= 0).  Anything else is one
     :class:`stam.errors.UsageError` line naming the method and what was wrong."""
@@ -433,10 +433,10 @@ class _Probe:
 
 
 def _checked_constants(probe: _Probe):
-    """The problem's ``theory_constants()`` as :class:`stam.theory.numeric.Constants` (finite, lambda's
+    """The problem's ``theory_constants()`` as :class:`stam.theory.symbolic.numeric.Constants` (finite, lambda's
     ``L2*`` >= 0), its ``constants_report()`` and ``constants()`` dicts checked on the way, in the order
     and with the words of ``stam stepsize --problem``."""
-    from stam.theory import numeric
+    from stam.theory.symbolic import numeric
 
     c = probe.call("theory_constants")
     probe.returns("constants_report", probe.call("constants_report"), dict, "a dict")
@@ -444,7 +444,7 @@ def _checked_constants(probe: _Probe):
     try:
         return numeric.Constants(L1=c.L1, L2=c.L2, L3=c.L3, L4=c.L4, L5=c.L5, l=c.l, A=c.A, C=c.C)
     except AttributeError:
-        probe.fail(f"theory_constants() returned {type(c).__name__}, not stam.theory.numeric.Constants")
+        probe.fail(f"theory_constants() returned {type(c).__name__}, not stam.theory.symbolic.numeric.Constants")
     except (ValueError, TypeError) as exc:  # a constant nan, inf or negative (a negative lambda: L2* < 0)
         probe.fail(f"its constants: {exc}")
 
@@ -454,7 +454,7 @@ def _trial_gamma(c) -> float:
     positive number, else ``1e-3``."""
     import math
 
-    from stam.theory import numeric
+    from stam.theory.symbolic import numeric
 
     try:
         gmax = float(numeric.gamma_max(c))

@@ -43,17 +43,17 @@ from tqdm import tqdm
 from stam.rules import rule as update_rule
 from stam.steps import stam_step
 from stam.io import bar_disable
-from stam.synthetic.methods import METHODS, QUANTISATION_METHODS, REGISTRY, Method, method
+from stam.synthetic.methods import METHODS, REGISTRY, method
 from stam.synthetic.problems import ThreeBlockProblem
 from stam.synthetic.sampling import Sampling
-from stam.theory import numeric
-from stam.theory.numeric import StepSizes
+from stam.theory.symbolic import numeric
+from stam.theory.symbolic.numeric import StepSizes
 from stam.theory.settings import no_other
 
 
 def theory_beta(problem: ThreeBlockProblem, T: int, gamma: float) -> float:
     """``max{sqrt((L+M) A T), 2 K2/K1}`` (Theorem conv-rate, no eps) for this problem's sampling:
-    the beta of :func:`stam.theory.numeric.admissible_parameters`."""
+    the beta of :func:`stam.theory.symbolic.numeric.admissible_parameters`."""
     return numeric.admissible_parameters(problem.theory_constants(), T,
                                          step_sizes=StepSizes(gamma=gamma, allow_inadmissible=True)).beta
 
@@ -131,8 +131,8 @@ def run_method(problem: ThreeBlockProblem, name: str, budget: int, R: int, gamma
 def compare(problem: ThreeBlockProblem, budget: int, R: int = 8, *, step_sizes: StepSizes | None = None, seed: int = 0,
             methods=None, progress: bool = True, **fields) -> dict:
     """All applicable methods at an equal budget; the ``synthetic-compare`` result dict.  STAM's (gamma, beta):
-    ``step_sizes`` (a :class:`~stam.theory.numeric.StepSizes`, or its fields ``gamma``, ``beta``,
-    ``gamma_fraction`` by keyword) by the one rule :func:`stam.theory.numeric.admissible_parameters` at STAM's
+    ``step_sizes`` (a :class:`~stam.theory.symbolic.numeric.StepSizes`, or its fields ``gamma``, ``beta``,
+    ``gamma_fraction`` by keyword) by the one rule :func:`stam.theory.symbolic.numeric.admissible_parameters` at STAM's
     ``T = budget // b``; any pair is run (``allow_inadmissible`` is set: the result says whether Theorem conv
     applies)."""
     step_sizes = dataclasses.replace(StepSizes.of(step_sizes, fields), allow_inadmissible=True)
@@ -178,4 +178,4 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Method", "REGISTRY", "METHODS", "QUANTISATION_METHODS", "method", "run_method", "compare", "format_table", "theory_beta"]
+__all__ = [ "run_method", "compare", "format_table", "theory_beta"]

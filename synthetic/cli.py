@@ -8,53 +8,54 @@ the handlers live in :mod:`stam.synthetic.commands`, which imports torch when a 
 
 from __future__ import annotations
 
-from stam.registry import experiment
-
 
 def _run(args):
-    """``stam synthetic run``: a paper's preset named by ``--preset`` is read here, in the command
-    line's layer (the presets are the networks' declarations, :mod:`stam.dnn.presets`), and handed
-    to the synthetic run as its (lambda, gamma, beta)."""
-    from stam.dnn.presets import paper_presets
-    from stam.synthetic import commands
+    """``stam synthetic run``: a paper's preset named by ``--preset`` is read from the presets ``stam.cli`` hands
+    to :func:`register` (the networks' declarations: synthetic imports nothing of dnn), and handed to the synthetic
+    run as its (lambda, gamma, beta)."""
+    from stam.synthetic.commands import rates_experiment, rates_text
     from stam.synthetic.params import RunParams
 
-    values = paper_presets()[args.preset] if args.preset else None
-    print(commands.rates_text(args.run(RunParams.from_args(args, preset_values=values))))
+    values = args.paper_presets[args.preset] if args.preset else None
+    print(rates_text(rates_experiment(RunParams.from_args(args, preset_values=values))))
     return 0
 
 
 def _compare(args):
-    from stam.synthetic import commands
+    from stam.synthetic.commands import compare_experiment, compare_text
     from stam.synthetic.params import CompareParams
 
-    print(commands.compare_text(args.run(CompareParams.from_args(args))))
+    print(compare_text(compare_experiment(CompareParams.from_args(args))))
     return 0
 
 
 def _sweep(args):
-    from stam.synthetic import commands
+    from stam.synthetic.commands import sweep_experiment, sweep_text
     from stam.synthetic.params import SweepParams
 
-    text = commands.sweep_text(args.run(SweepParams.from_args(args)))
+    text = sweep_text(sweep_experiment(SweepParams.from_args(args)))
     if text:  # (a sweep of no jobs writes nothing)
         print(text)
     return 0
 
 
-def register(subparsers) -> None:
-    """Add ``stam synthetic run|compare|sweep`` (built when parsed: ``build=``)."""
+def register(subparsers, paper_presets: str | None = None) -> None:
+    """Add ``stam synthetic run|compare|sweep`` (built when parsed: ``build=``).  ``paper_presets``: a
+    ``"module:function"`` reference to the paper's presets ``--preset`` takes (``{"paper-our1": (lam, gamma, beta),
+    ...}``), read when ``synthetic run`` is built; ``stam.cli`` hands the networks' (:data:`stam.cli.WIRING`), so that
+    synthetic imports nothing of dnn; without one ``--preset`` takes none."""
     subparsers.add_parser("synthetic", help="synthetic three-block problems: rates, baselines, sweeps",
-                          description="Synthetic problems with known constants (stam.synthetic).", build=_build)
+                          description="Synthetic problems with known constants (stam.synthetic).",
+                          build=lambda top: _build(top, paper_presets))
 
 
-def _build(top) -> None:
+def _build(top, paper_presets: str | None) -> None:
     sub = top.add_subparsers(dest="synthetic_command", metavar="SUBCOMMAND", parser_class=type(top))
     top.set_defaults(func=lambda args: top.print_help() or 2)
 
     sub.add_parser("run", help="STAM for T on a geometric grid against Theorem conv",
                    description="Rate experiment: min_t E S_t and the bound of Theorem conv for each T.",
-                   build=_build_run)
+                   build=lambda run: _build_run(run, paper_presets))
     sub.add_parser("compare", help="STAM vs SPRING-SGD, deterministic STAM (and PSGD/BC/BR) at equal budget",
                    description="Baselines with equal budgets of stochastic gradient evaluations.",
                    build=_build_compare)
@@ -65,13 +66,14 @@ def _build(top) -> None:
                    build=_build_sweep)
 
 
-def _build_run(run) -> None:
-    from stam.dnn.presets import PAPER_PRESET_NAMES
+def _build_run(run, paper_presets: str | None) -> None:
     from stam.params import add_arguments
+    from stam.registry import load
     from stam.synthetic.params import RunParams
 
-    add_arguments(run, RunParams, more={"preset": {"choices": tuple(f"paper-{n}" for n in PAPER_PRESET_NAMES)}})
-    run.set_defaults(func=_run, run=experiment("stam.synthetic.commands"))
+    presets = load(paper_presets)() if paper_presets else {}
+    add_arguments(run, RunParams, more={"preset": {"choices": tuple(presets)}})
+    run.set_defaults(func=_run, paper_presets=presets)
 
 
 def _build_compare(cmp_) -> None:
@@ -79,7 +81,7 @@ def _build_compare(cmp_) -> None:
     from stam.synthetic.params import CompareParams
 
     add_arguments(cmp_, CompareParams)
-    cmp_.set_defaults(func=_compare, run=experiment("stam.synthetic.commands"))
+    cmp_.set_defaults(func=_compare)
 
 
 def _build_sweep(sw) -> None:
@@ -87,4 +89,4 @@ def _build_sweep(sw) -> None:
     from stam.synthetic.params import SweepParams
 
     add_arguments(sw, SweepParams)
-    sw.set_defaults(func=_sweep, run=experiment("stam.synthetic.commands"))
+    sw.set_defaults(func=_sweep)

@@ -1,8 +1,9 @@
 """The experiments of ``stam synthetic run|compare|sweep`` and their handlers (imported lazily by
-:mod:`stam.synthetic.cli`).  The one library entry is :func:`run`, ``run(params)`` with the parameters of
-one of the three (:class:`~stam.synthetic.params.RunParams`, :class:`~stam.synthetic.params.CompareParams`,
-:class:`~stam.synthetic.params.SweepParams`), returning its result (:class:`RatesRun`, :class:`CompareRun`,
-:class:`SweepRun`); the handlers ``*_command`` print it and return the exit status.
+:mod:`stam.synthetic.cli`).  Each command has one library entry taking its parameters and
+returning its result: :func:`rates_experiment` (:class:`~stam.synthetic.params.RunParams` -> :class:`RatesRun`),
+:func:`compare_experiment` (:class:`~stam.synthetic.params.CompareParams` -> :class:`CompareRun`),
+:func:`sweep_experiment` (:class:`~stam.synthetic.params.SweepParams` -> :class:`SweepRun`); the handlers
+``*_command`` print it and return the exit status.
 
 Every user mistake becomes a :class:`stam.errors.UsageError` (one line, exit status 2); results
 are written atomically (:mod:`stam.io`), so an interrupted command leaves no half-written file.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import math
 import sys
 from pathlib import Path
@@ -108,8 +108,6 @@ def _default_run_work() -> float:
 def _check_work(args, R: int, T_grid) -> float:
     """Refuse, before any work, a rate experiment above :data:`WORK_LIMIT` times the default
     run's work unless ``--force``; the work, in those units."""
-    from stam.synthetic.rates import geometric_grid
-
     times = _run_work(R, T_grid, args.b, args.n) / _default_run_work()
     require(args.force or times <= WORK_LIMIT,
             f"--R {R} runs of {len(T_grid)} horizons up to --T-max {args.T_max} at --b {args.b}, --n {args.n} are about "
@@ -207,10 +205,10 @@ class RatesRun(NamedTuple):
 
 
 def _rates_steps(args: RunParams):
-    """``stam synthetic run``'s step sizes (:class:`stam.theory.numeric.StepSizes`) and the problem's
+    """``stam synthetic run``'s step sizes (:class:`stam.theory.symbolic.numeric.StepSizes`) and the problem's
     lambda (``extra``), from --preset (the paper's lambda, gamma, beta) or --gamma/--beta/--lam, each
     combination checked."""
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     extra = {}
     gamma, beta, allow = args.gamma, args.beta, args.allow_inadmissible
@@ -233,7 +231,8 @@ def rates_experiment(params: RunParams) -> RatesRun:
     every flag checked, the rate experiment run and written; nothing printed (:func:`run_command` prints)."""
     import dataclasses
 
-    from stam.synthetic.rates import InadmissibleError, geometric_grid, run_rates
+    from stam.synthetic.rates import geometric_grid, run_rates
+    from stam.theory.symbolic.numeric import Inadmissible
 
     if params.quick:
         given = [flag for flag, key in (("--T-min", "T_min"), ("--T-max", "T_max"), ("--T-points", "T_points"))
@@ -268,7 +267,7 @@ def rates_experiment(params: RunParams) -> RatesRun:
     try:
         with _guarded(args.problem), _user_limits(f"--R {R} runs of {len(T_grid)} horizons at n = {args.n}"):
             result = run_rates(problem, T_grid, R=R, step_sizes=step_sizes, seed=args.seed, progress=args.progress)
-    except (InadmissibleError, ValueError) as exc:
+    except (Inadmissible, ValueError) as exc:
         raise UsageError(str(exc)) from None
     if args.preset:
         result["params"]["preset"] = args.preset
@@ -314,7 +313,7 @@ def compare_experiment(params: CompareParams) -> CompareRun:
     checked, run and written; returns the ``synthetic-compare`` result, the problem and the file written."""
     from stam.synthetic.baselines import compare
     from stam.synthetic.methods import COMPARE
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     stem = f"compare-{_stem_name(params)}"
     out = check_out_dir(params.out)
@@ -427,7 +426,7 @@ def sweep_job(spec: dict) -> dict:
     import torch
 
     from stam.synthetic.rates import run_rates
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     torch.set_num_threads(1)
     with _guarded(spec["problem"], "--problems"):  # a user's problem failing: one line naming its file
@@ -509,14 +508,3 @@ def sweep_command(params: SweepParams) -> int:
     if text:
         print(text)
     return 0
-
-
-#: each experiment of this module: its parameters' class -> its run
-EXPERIMENTS = {RunParams: rates_experiment, CompareParams: compare_experiment, SweepParams: sweep_experiment}
-
-
-def run(params: RunParams | CompareParams | SweepParams) -> RatesRun | CompareRun | SweepRun:
-    """The one library entry of ``stam synthetic run|compare|sweep``: the experiment of ``params``'s class
-    (:data:`EXPERIMENTS`) run, checked and written; its result returned, nothing printed but a sweep's count of
-    jobs."""
-    return EXPERIMENTS[type(params)](params)

@@ -38,7 +38,7 @@ columns :data:`ROW_KEYS`)::
                              user's problem (params.coupling) at the constants of its H,
                ... source-specific extras (synthetic: S_0, S_min)}, ...]}
 
-``admissible`` is :func:`stam.theory.numeric.check` ``(gamma, beta,
+``admissible`` is :func:`stam.theory.symbolic.numeric.check` ``(gamma, beta,
 quadratic_coupling(lam))["admissible"]`` without ``T`` and ``eps``: the conditions of Theorem
 conv, which involve only L2*, L5*, l and beta, so the constants a network does not reveal (L1,
 A, C) play no part (the admissible-region figure leaves them out of its (gamma, lambda) panel
@@ -77,7 +77,7 @@ from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH
                           NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT, PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file,
                           distinct, holds, one_of, shown as _shown)
 from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
-from stam.theory import numeric
+from stam.theory.symbolic import numeric
 
 KIND = "convergence-map"
 SOURCES = ("synthetic", *DATASET_NAMES)

@@ -52,8 +52,8 @@ from stam.synthetic.families import FAMILIES, SIZE, family
 from stam.synthetic.losses import LOGISTIC, ROBUST, FiniteSumLoss
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator
 from stam.synthetic.sampling import Sampling
-from stam.theory import numeric
-from stam.theory.numeric import Constants, es_lemma
+from stam.theory.symbolic import numeric
+from stam.theory.symbolic.numeric import Constants, es_lemma
 
 
 @dataclasses.dataclass
@@ -216,7 +216,7 @@ class ThreeBlockProblem:
         return dict(self._constants)
 
     def theory_constants(self):
-        """The :class:`stam.theory.numeric.Constants` of this problem and sampling."""
+        """The :class:`stam.theory.symbolic.numeric.Constants` of this problem and sampling."""
         c = self._constants
         return Constants(L1=c["L1"], L2=c["L2"], L3=c["L3"], L4=c["L4"], L5=c["L5"], l=c["l"], A=c["A"], C=c["C"])
 

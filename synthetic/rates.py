@@ -6,12 +6,12 @@ start from the problem's ``y^0`` by the start rule of :mod:`stam.steps`) are adv
 ``R * len(T_grid)`` rows; rows are ordered by horizon and the batch shrinks as horizons end, so
 the whole experiment is ``max(T_grid)`` vectorised steps (never a Python loop over runs).
 
-Parameters (default): ``gamma = gamma_fraction * gamma_max`` (:func:`stam.theory.numeric.gamma_max`,
+Parameters (default): ``gamma = gamma_fraction * gamma_max`` (:func:`stam.theory.symbolic.numeric.gamma_max`,
 i.e. ``K1 > 0`` and ``[(L2*)^2 + (L5*)^2] gamma^2 <= 1``; any gamma is also checked against the
 problem's own limits, e.g. ``gamma < theta`` for MCP), and for each T ``beta = max{sqrt((L+M) A T), 2 K2/K1}``, the
-lower bounds of Theorem conv-rate without eps (:func:`stam.theory.numeric.beta_lower_bounds`).
+lower bounds of Theorem conv-rate without eps (:func:`stam.theory.symbolic.numeric.beta_lower_bounds`).
 Explicit ``gamma``/``beta`` are checked against Theorem conv's hypotheses
-(:func:`stam.theory.numeric.check`); if they fail, the run needs ``allow_inadmissible`` and its
+(:func:`stam.theory.symbolic.numeric.check`); if they fail, the run needs ``allow_inadmissible`` and its
 rows carry ``admissible = False`` and ``bound = None``.
 
 Recorded per horizon T (rules):
@@ -36,7 +36,7 @@ Recorded per horizon T (rules):
 - ``M_0' = mean over seeds of (M_0 - min_{0 <= t <= T} M_t)``, ``M_t`` of Lemma conv-lemma evaluated
   at every step.  (The paper takes the infimum over all t >= 0; the proof of Theorem conv for
   horizon T only needs ``M_t' >= 0`` for ``0 <= t <= T``, which this finite-horizon rule gives.)
-- ``bound`` = right-hand side of Theorem conv (:func:`stam.theory.numeric.theorem_rhs`) with the
+- ``bound`` = right-hand side of Theorem conv (:func:`stam.theory.symbolic.numeric.theorem_rhs`) with the
   problem's constants, when Theorem conv's hypotheses hold; ``ratio = bound / S_min_mean``.
 - ``slope`` / ``bound_slope``: least-squares slopes of ``log S_min_mean`` / ``log bound`` against
   ``log T`` over the grid; ``slope_tail`` / ``bound_slope_tail`` the same over its upper half (the
@@ -55,10 +55,9 @@ from stam.steps import as_batch_scalar, stam_step
 from stam.io import bar_disable
 from stam.results import (BOOL, COUNT_OR_NULL, DICT, DICT_OR_NULL, FIN_OR_NULL, LIST, NONEMPTY_LIST, NONNEG_OR_NULL, POS, POS_OR_NULL,
                           POSINT, PROVENANCE, STR, STR_OR_NULL, ANY, ResultType, Schema, below, holds, increasing, ordered)
-from stam.theory import numeric
-from stam.theory.numeric import LABELLED, StepSizes
-from stam.theory.numeric import Inadmissible as InadmissibleError  # the rule's error, under its old name here
-from stam.theory.pep import PEP_ROW
+from stam.theory.symbolic import numeric
+from stam.theory.symbolic.numeric import LABELLED, StepSizes
+from stam.theory.worstcase.pep import PEP_ROW
 from stam.theory.settings import no_other
 
 if TYPE_CHECKING:  # torch is imported where the experiment runs, so that reading a result needs none
@@ -95,7 +94,7 @@ def eval_schedule(T_grid: list[int], dense: int = 16, ratio: float = 1.1) -> lis
 
 def choose_parameters(problem: ThreeBlockProblem, T_grid, *, step_sizes: StepSizes | None = None, **fields):
     """``(gamma, betas, admissible, info)``: the step sizes for each horizon, by the one rule
-    :func:`stam.theory.numeric.admissible_parameters` given ``step_sizes`` (a :class:`~stam.theory.numeric.StepSizes`,
+    :func:`stam.theory.symbolic.numeric.admissible_parameters` given ``step_sizes`` (a :class:`~stam.theory.symbolic.numeric.StepSizes`,
     or its fields by keyword), and the problem's own limits on gamma."""
     step_sizes = StepSizes.of(step_sizes, fields)
     no_other(fields, "choose_parameters")
@@ -140,7 +139,7 @@ def run_rates(problem: ThreeBlockProblem, T_grid, R: int = 16, *, step_sizes: St
               progress: bool = True, **fields) -> dict:
     """Run the experiment of the module docstring; returns the ``synthetic-rates`` result dict
     (without ``provenance``, which the writer adds): the step sizes by the one rule
-    (:func:`choose_parameters`; ``step_sizes``, a :class:`~stam.theory.numeric.StepSizes`, or its fields
+    (:func:`choose_parameters`; ``step_sizes``, a :class:`~stam.theory.symbolic.numeric.StepSizes`, or its fields
     ``gamma``, ``beta``, ``gamma_fraction``, ``allow_inadmissible`` by keyword), every horizon and seed in one
     batch (:func:`_simulate`), a row per horizon (:func:`_rows`), the parameters and constants they were run
     with, the slopes."""
@@ -329,5 +328,5 @@ RATES = ResultType(
     files="rates-*.json", writer="stam synthetic run", csv=ROW_KEYS, title=_rates_title)
 
 
-__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "InadmissibleError", "ROW_KEYS", "RATES",
+__all__ = ["run_rates", "choose_parameters", "geometric_grid", "eval_schedule", "ROW_KEYS", "RATES",
            "RATES_ROW", "MAX_HORIZON"]

@@ -28,7 +28,7 @@ from hypothesis.errors import NoSuchExample
 from stam.steps import stam_step
 from stam.synthetic.families import NAMES
 from stam.synthetic.problems import make_problem
-from stam.theory import numeric
+from stam.theory.symbolic import numeric
 
 
 @st.composite
@@ -44,7 +44,7 @@ def problems(draw, families=NAMES, max_n: int = 6, max_N: int = 12):
 
 @st.composite
 def parameters(draw, problem, T: int, admissible: bool = True):
-    """``(gamma, beta)``: by the one rule :func:`stam.theory.numeric.admissible_parameters` at a drawn
+    """``(gamma, beta)``: by the one rule :func:`stam.theory.symbolic.numeric.admissible_parameters` at a drawn
     fraction of gamma_max (admissible), or with beta cut below its bound by a drawn factor
     (deliberately inadmissible)."""
     fraction = draw(st.floats(0.05, 0.95))

@@ -5,7 +5,7 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-# stam paper-check stores what it derived (stam.theory.audit.stored_findings); tests that patch the audit
+# stam paper-check stores what it derived (stam.theory.papercheck.audit.stored_findings); tests that patch the audit
 # must see it recomputed, so the store is off unless a test turns it on (tests/test_theory_audit.py)
 os.environ["STAM_CACHE_DIR"] = "off"
 

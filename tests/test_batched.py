@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.steps import QuantizedState, bc_step, br_relax, br_step, psgd_step
-from stam.dnn import batched, catalog, presets, sweep, tune
+from stam.dnn import batched, catalog, compiled, presets, sweep, tune
 from stam.dnn import tunetext
 from stam.dnn import tunestats
 from stam.dnn import tunespace
@@ -20,6 +20,7 @@ from stam.dnn.compiled import update_fn
 from stam.errors import UsageError
 from stam.operators import IndicatorQ
 from stam.quantize import project_Q
+from stam.dnn import wide
 
 OVERRIDES = {"stam": {"gamma": 1.0, "lam": 2.0, "beta": 20.0}, "bc": {"lr": 0.05}, "br": {"lr": 0.05},
              "psgd": {"lr": 0.05}, "float": {"lr": 0.05}}
@@ -74,7 +75,7 @@ def _hand_loop(algo, model, width, data, overrides, epochs, bs, seed, keep_float
     net = build_model(model, data.num_classes, data.image_shape, width)
     opt = loop.make_optimizer(algo, param_groups(net, keep_float), preset.at(1), proxies=True)
     gen, gen_aug = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
-    fmt = batched.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
+    fmt = compiled.image_layout("cpu", data.train_x.dim(), 1)  # the trainer's layout: the same arithmetic
     log = []
     for epoch in range(1, epochs + 1):
         loop.apply_hyper(opt, algo, preset.at(epoch))
@@ -107,10 +108,11 @@ def test_stam_train_follows_the_torch_optim_classes_step_for_step(tmp_path, algo
     classes: same start, same minibatches, same update, same BatchNorm; the losses, the binary and
     float test accuracies and STAM's stationarity proxies of every epoch agree."""
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     epochs = 2
-    run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
+    train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
                     schedule_scale="auto", val_fraction=None, out=str(tmp_path / "r"), echo=False, progress=False, device="cpu"))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
     data = data_mod.load("digits")
@@ -127,14 +129,15 @@ def test_the_trainer_follows_the_torch_optim_classes_for_every_model(tmp_path, m
     from test_dnn_data import write_fake_cifar
 
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     cifar = model in ("vgg11", "vgg16", "resnet18")
     dataset = "cifar10" if cifar else "digits"
     sums = write_fake_cifar(tmp_path, "cifar10", n=12) if cifar else None
     data = data_mod.split_validation(data_mod.load(dataset, tmp_path, checksums=sums), 0.2, 0)
     epochs, bs = 2, 16
-    run(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
+    train(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
                     seed=3, schedule_scale="auto", val_fraction=0.2, data_dir=str(tmp_path), out=str(tmp_path / "r"), echo=False,
                     progress=False, device="cpu", checksums=sums))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
@@ -188,7 +191,7 @@ def test_compiled_update_is_the_flat_update_layer_by_layer(task, algo):
     gen = torch.Generator().manual_seed(1)
     gw = [torch.randn(st[0].shape, generator=gen) for st in tr.state]
     gf = torch.randn(tr.floats.shape, generator=gen)
-    flat = batched.update(tr.rule, tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs, proxies=True)
+    flat = compiled.update(tr.rule, tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs, proxies=True)
     comp = update_fn(algo, True, True)(tr.state, tr.floats, tr.fmom, gw, gf, hyper, tr.qs)
     for a, b in zip(flat[0][0], comp[0][0]):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
@@ -221,9 +224,9 @@ def test_select_epoch_uses_validation_and_the_earliest_tie():
 def test_trials_fill_the_declared_space_and_contain_the_papers_setting(algo):
     """The trials are the algorithm's own hyperparameters (what every consumer reads), and their
     coordinates (STAM: the step 1/beta, gamma*lambda, lambda/beta) fill the declared log ranges."""
-    space = tune.search_space(algo)
-    trials = tune.sample_trials(algo, 16, seed=3)
-    assert trials == tune.sample_trials(algo, 16, seed=3) and trials != tune.sample_trials(algo, 16, seed=4)
+    space = tunespace.search_space(algo)
+    trials = tunespace.sample_trials(algo, 16, seed=3)
+    assert trials == tunespace.sample_trials(algo, 16, seed=3) and trials != tunespace.sample_trials(algo, 16, seed=4)
     assert all(list(t) == [h for h in presets.ALGO_HYPER[algo] if h in t] for t in trials)  # its own names, in its order
     value = lambda v: v[0]["value"] if isinstance(v, list) else v  # noqa: E731
     paper = tunespace.to_coordinates(space, presets.resolve(None, algo, "cifar10").at(1))
@@ -243,23 +246,23 @@ def test_trials_fill_the_declared_space_and_contain_the_papers_setting(algo):
 def test_stams_space_is_its_step_its_coupling_and_its_pull():
     """STAM with F = I_Q depends on (gamma, lam, beta) only through 1/beta, gamma*lam and lam/beta
     (eqs. (algy), (algx)): its space samples these, the step on BC's lr range."""
-    space = tune.search_space("stam")
+    space = tunespace.search_space("stam")
     assert tunespace.coordinates(space) == {"step": {"beta": -1}, "gamma_lam": {"gamma": 1, "lam": 1},
                                        "lam_over_beta": {"lam": 1, "beta": -1}}
-    assert space["step"]["log_uniform"] == tune.search_space("bc")["lr"]["log_uniform"]
+    assert space["step"]["log_uniform"] == tunespace.search_space("bc")["lr"]["log_uniform"]
     assert space["lam_over_beta"]["log_uniform"][1] <= 1.0
     # the CIFAR-10 (gamma, lambda) map's working band, gamma*lambda in [3, 30] and lambda/beta in [0.01, 0.3],
     # lies inside with a margin; the digits map's signs move from gamma*lambda = 1.5
     (gl_lo, gl_hi), (pull_lo, pull_hi) = space["gamma_lam"]["log_uniform"], space["lam_over_beta"]["log_uniform"]
     assert gl_lo <= 1.5 and gl_hi >= 30 and pull_lo <= 0.01 and pull_hi >= 0.3
-    t = tune.sample_trials("stam", 1, seed=0)[0]
+    t = tunespace.sample_trials("stam", 1, seed=0)[0]
     assert set(t) == {"gamma", "lam", "beta"}
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.floats(1e-4, 1.0), st.floats(1.0, 1e3), st.floats(1e-4, 1.0))
 def test_the_map_back_inverts_the_coordinates(step, gl, pull):
-    space = tune.search_space("stam")
+    space = tunespace.search_space("stam")
     h = tunespace.to_hyper("stam", space, {"step": step, "gamma_lam": gl, "lam_over_beta": pull})
     assert math.isclose(1 / h["beta"], step, rel_tol=1e-9) and math.isclose(h["gamma"] * h["lam"], gl, rel_tol=1e-9)
     assert math.isclose(h["lam"] / h["beta"], pull, rel_tol=1e-9)
@@ -305,9 +308,9 @@ def test_the_working_fraction_from_the_trials_uses_one_bar_for_all():
     slow = [{"algo": "stam", "trials": [{"score": 40.0}, {"score": 38.0}, {"score": 10.0}]}, {"algo": "bc", "trials": [{"score": 60.0}]}]
     got = tunestats.trial_fraction(slow)  # STAM below the common bar (54) everywhere, yet 2 of 3 trials near its own best
     assert got["stam"]["fraction"] == 0 and got["stam"]["own_fraction"] == pytest.approx(2 / 3)
-    assert tune.search_difficulty(slow, 4)["stam"]["trials"]["own_find"] == pytest.approx(1 - (1 / 3) ** 4)
+    assert tunestats.search_difficulty(slow, 4)["stam"]["trials"]["own_find"] == pytest.approx(1 - (1 / 3) ** 4)
     got = tunestats.trial_fraction(algos)
-    d = tune.search_difficulty(algos, 4)
+    d = tunestats.search_difficulty(algos, 4)
     assert d["bc"]["trials"]["find"] == 1 - 0.5**4 and d["bc"]["map"] is None
     # Float's float-weight accuracy is another network's: it never sets the binary methods' bar
     with_float = algos + [{"algo": "float", "trials": [{"score": 99.0}, {"score": 80.0}]}]
@@ -342,27 +345,27 @@ def test_warmup_cosine_by_hand_and_one_family_for_every_step():
     E = 20
     steps = {}
     for algo in catalog.NAMES:
-        trial = tune.sample_trials(algo, 1, 0, schedule="warmup-cosine")[0]
+        trial = tunespace.sample_trials(algo, 1, 0, schedule="warmup-cosine")[0]
         p = presets.resolve(None, algo, "digits", trial, "auto", E)
         key, power = catalog.algorithm(algo).step
         steps[algo] = [p.at(e)[key] ** power for e in range(1, E + 1)]
         m = [presets.shape_multiplier(shape, (e - 0.5) * 1000 / E) for e in range(1, E + 1)]
         assert all(math.isclose(s / steps[algo][1], mm / m[1], rel_tol=1e-9) for s, mm in zip(steps[algo], m)), algo
     assert m[0] == 0.5 and 1 > m[1] > m[2] > m[-1] > 0  # a run of 20 epochs: epoch 1 at half the step, then the decay
-    const = tune.sample_trials("stam", 1, 0)[0]
+    const = tunespace.sample_trials("stam", 1, 0)[0]
     assert all(isinstance(v, float) for v in const.values())  # the default keeps the sampled step constant
 
 
 def test_recipes_and_schedules_are_declared_once_and_checked():
     assert set(presets.step_schedules()) >= {"constant", "warmup-cosine"} and presets.step_schedules()["constant"] is None
     assert presets.recipes()["standard"] == {"float": {"momentum": 0.9, "weight_decay": 5e-4}}
-    trials = tune.sample_trials("float", 3, 0, recipe_name="standard")
+    trials = tunespace.sample_trials("float", 3, 0, recipe_name="standard")
     assert all(t["momentum"] == 0.9 and t["weight_decay"] == 5e-4 for t in trials)
-    assert tune.sample_trials("bc", 3, 0, recipe_name="standard") == tune.sample_trials("bc", 3, 0)
+    assert tunespace.sample_trials("bc", 3, 0, recipe_name="standard") == tunespace.sample_trials("bc", 3, 0)
     with pytest.raises(UsageError, match="--schedule 'cosine'"):
-        tune.sample_trials("bc", 1, 0, schedule="cosine")
+        tunespace.sample_trials("bc", 1, 0, schedule="cosine")
     with pytest.raises(UsageError, match="does not sample"):
-        tune.sample_trials("stam", 1, 0, {"stam": {"gamma": {"log_uniform": [1, 2]}, "lam": {"log_uniform": [1, 2]}}},
+        tunespace.sample_trials("stam", 1, 0, {"stam": {"gamma": {"log_uniform": [1, 2]}, "lam": {"log_uniform": [1, 2]}}},
                            schedule="warmup-cosine")
 
 
@@ -371,26 +374,27 @@ def test_float_with_the_standard_recipe_and_a_scheduled_step_follows_torch_optim
     overrides as they are) are the hand-written torch.optim.SGD loop, epoch for epoch; STAM with its
     scheduled 1/beta likewise."""
     from stam.dnn import data as data_mod
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
     data = data_mod.load("digits")
     for algo in ("float", "stam"):
-        over = tune.sample_trials(algo, 1, 0, schedule="warmup-cosine", recipe_name="standard")[0]
+        over = tunespace.sample_trials(algo, 1, 0, schedule="warmup-cosine", recipe_name="standard")[0]
         out = tmp_path / algo
-        run(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
+        train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
                         val_fraction=None, out=str(out), echo=False, progress=False, device="cpu"))
         log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         _close_logs(log, _hand_loop(algo, "mlp", 1.0, data, over, 2, 64, 0), len(data.test_y))
 
 
 def test_halving_rungs_and_promotion_by_hand():
-    assert tune.halving_rungs(16, 30, 3) == [(16, 3), (6, 10), (2, 30)]  # 168 trial epochs instead of 480
-    assert tune.halving_rungs(8, 30, 3) == [(8, 10), (3, 30)]
-    assert tune.halving_rungs(2, 2, 2) == [(2, 1), (1, 2)] and tune.halving_rungs(5, 1, 2) == [(5, 1)]
-    assert tune.promote([50.0, None, 70.0, 70.0, float("nan")], 2) == [2, 3]  # ties to the earlier trial
-    assert tune.promote([None, 10.0], 2) == [0, 1]
+    assert tunespace.halving_rungs(16, 30, 3) == [(16, 3), (6, 10), (2, 30)]  # 168 trial epochs instead of 480
+    assert tunespace.halving_rungs(8, 30, 3) == [(8, 10), (3, 30)]
+    assert tunespace.halving_rungs(2, 2, 2) == [(2, 1), (1, 2)] and tunespace.halving_rungs(5, 1, 2) == [(5, 1)]
+    assert tunespace.promote([50.0, None, 70.0, 70.0, float("nan")], 2) == [2, 3]  # ties to the earlier trial
+    assert tunespace.promote([None, 10.0], 2) == [0, 1]
     with pytest.raises(UsageError, match="at least 2"):
-        tune.halving_rungs(4, 4, 1)
+        tunespace.halving_rungs(4, 4, 1)
 
 
 def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
@@ -417,7 +421,7 @@ def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
     for a in result["algorithms"]:
         first_rung = [t["rung_scores"][0] for t in a["trials"]]
         promoted = [i for i, t in enumerate(a["trials"]) if t["rung"] == 1]
-        assert promoted == tune.promote(first_rung, 2)
+        assert promoted == tunespace.promote(first_rung, 2)
         assert all(t["epochs"] == (2 if t["rung"] else 1) and len(t["rung_scores"]) == t["rung"] + 1 for t in a["trials"])
         assert a["best"]["rung"] == 1 and a["best"]["score"] == max(a["trials"][i]["score"] for i in promoted)
     d = result["search_difficulty"]
@@ -436,11 +440,11 @@ def test_tune_with_halving_promotes_on_validation_and_resumes(tmp_path, capsys):
 
 
 def test_summarise_gives_the_t_interval():
-    s = tune.summarise([90.0, 91.0, 92.0, 93.0, 94.0, None])
+    s = tunestats.summarise([90.0, 91.0, 92.0, 93.0, 94.0, None])
     assert s["n"] == 5 and s["mean"] == 92.0
     assert math.isclose(s["ci95"][1] - 92.0, 2.776445 * math.sqrt(2.5) / math.sqrt(5), rel_tol=1e-5)
-    assert tune.summarise([98.0, 99.0, 100.0])["ci95"][1] == 100.0  # an accuracy's interval stays in [0, 100]
-    two = tune.summarise([94.4, 94.4, 95.0])  # fewer than 3 distinct values: no interval (it would be degenerate)
+    assert tunestats.summarise([98.0, 99.0, 100.0])["ci95"][1] == 100.0  # an accuracy's interval stays in [0, 100]
+    two = tunestats.summarise([94.4, 94.4, 95.0])  # fewer than 3 distinct values: no interval (it would be degenerate)
     assert two["ci95"] is None and two["n"] == 3 and two["std"] > 0
 
 
@@ -458,7 +462,7 @@ def test_paired_differences_match_seeds_not_positions(accs, rnd):
     got = tunestats.paired_differences(result)
     assert [(d["a"], d["b"]) for d in got] == [("stam", "bc"), ("stam", "br")]
     for d, k in zip(got, (1, 2)):
-        want = tune.summarise([a[0] - a[k] for a in accs], bounds=(-100.0, 100.0))
+        want = tunestats.summarise([a[0] - a[k] for a in accs], bounds=(-100.0, 100.0))
         assert d["seeds"] == len(accs) and d["mean"] == pytest.approx(want["mean"], abs=1e-9)
         assert (d["ci95"] is None) == (want["ci95"] is None)
     lines = tunestats.paired_lines(result)
@@ -466,7 +470,7 @@ def test_paired_differences_match_seeds_not_positions(accs, rnd):
 
 
 def test_paired_differences_appear_under_the_table_and_in_the_headline():
-    fin = lambda accs: {"seeds": [1000, 1001, 1002], "test_acc": accs, "diverged": 0, **tune.summarise(accs)}  # noqa: E731
+    fin = lambda accs: {"seeds": [1000, 1001, 1002], "test_acc": accs, "diverged": 0, **tunestats.summarise(accs)}  # noqa: E731
     result = {"params": {"epochs": 30, "trials": 16, "seeds": 3, "batch_size": 128}, "paper_rows": [], "dataset": "cifar10",
               "model": "vgg11", "width": 0.125,
               "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
@@ -474,7 +478,7 @@ def test_paired_differences_appear_under_the_table_and_in_the_headline():
     d = tunestats.paired_differences(result)  # differences 1, 2, 4: mean 7/3, std sqrt(7/3), t(0.975, 2) = 4.302653
     assert len(d) == 1 and d[0]["mean"] == pytest.approx(7 / 3)
     assert d[0]["ci95"][1] - d[0]["mean"] == pytest.approx(4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6)
-    assert tune.format_table(result).splitlines()[-1] == tunestats.paired_lines(result)[0]
+    assert tunetext.format_table(result).splitlines()[-1] == tunestats.paired_lines(result)[0]
     assert tunetext.headline(result).endswith(f"; paired {tunestats.paired_text(d[0])}")
     assert "+2.3 [" in tunestats.paired_text(d[0])
 
@@ -482,7 +486,7 @@ def test_paired_differences_appear_under_the_table_and_in_the_headline():
 def test_the_paper_rows_are_paired_too_after_the_tuned_pairs():
     """The paper's own protocol answers its question too: each STAM paper row (Our1-3) against BC's and
     BR's paper rows, matched by seed, under the tuned pairs (the headline keeps the tuned pairs)."""
-    fin = lambda accs, seeds=(1000, 1001, 1002): {"seeds": list(seeds), "test_acc": accs, "diverged": 0, **tune.summarise(accs)}  # noqa: E731
+    fin = lambda accs, seeds=(1000, 1001, 1002): {"seeds": list(seeds), "test_acc": accs, "diverged": 0, **tunestats.summarise(accs)}  # noqa: E731
     result = {"params": {"epochs": 30, "trials": 16, "seeds": 3, "batch_size": 128}, "dataset": "cifar10",
               "model": "vgg11", "width": 0.125,
               "algorithms": [{"algo": "stam", "label": "STAM", "trials": [], "final": fin([50.0, 52.0, 55.0])},
@@ -495,7 +499,7 @@ def test_the_paper_rows_are_paired_too_after_the_tuned_pairs():
     assert [(x["a"], x["b"], x.get("paper", False)) for x in d] == [("stam", "bc", False), ("stam", "bc", True)]
     assert d[1]["mean"] == pytest.approx(((40 - 38) + (41 - 30) + (45 - 36)) / 3)  # by seed, not by position
     assert tunestats.paired_text(d[1]).startswith("Our3 \u2212 BC, paper settings, +7.3 [")
-    lines = tune.format_table(result).splitlines()
+    lines = tunetext.format_table(result).splitlines()
     assert lines[-2:] == tunestats.paired_lines(result) and lines[-1].startswith("Paired difference Our3")
     assert "Our3" not in tunetext.headline(result)
 
@@ -522,7 +526,7 @@ def test_bad_search_spaces_are_usage_errors(space, message):
     from stam.errors import UsageError
 
     with pytest.raises(UsageError, match=message):
-        tune.sample_trials("stam", 4, 0, space)
+        tunespace.sample_trials("stam", 4, 0, space)
 
 
 def test_tune_end_to_end_resumes_without_rerunning(tmp_path, capsys):
@@ -946,8 +950,8 @@ def test_quantised_weights_in_several_flat_chunks_train_as_in_one(task, monkeypa
     assert len(tr.qlays) == len(tr.net.quantised) > 1
     many = batched.train_batched(cfgs, task, 2, 64, compile=False)
     assert [r["log"] for r in one] == [r["log"] for r in many]
-    assert batched.chunks(["a", "b", "c"], [10, 10, 10], 1, 80) == [["a", "b"], ["c"]]
-    assert batched.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone
+    assert wide.chunks(["a", "b", "c"], [10, 10, 10], 1, 80) == [["a", "b"], ["c"]]
+    assert wide.chunks(["a", "b"], [100, 1], 1, 8) == [["a"], ["b"]]  # a layer larger than the limit: alone
 
 
 def test_a_trainers_options_are_one_object_and_its_keywords_change_fields(task):
@@ -975,8 +979,8 @@ def test_a_trainers_options_are_one_object_and_its_keywords_change_fields(task):
 
 def test_tuning_text_counts_agree_in_number():
     """A 1-epoch tuning says "1 epoch", not "1 epochs" (headline, table caption and budget note)."""
-    assert tune.counted(1, "epochs") == "1 epoch" and tune.counted(2, "epochs") == "2 epochs"
-    assert tune.counted(1, "fresh seeds") == "1 fresh seed"
+    assert tunestats.counted(1, "epochs") == "1 epoch" and tunestats.counted(2, "epochs") == "2 epochs"
+    assert tunestats.counted(1, "fresh seeds") == "1 fresh seed"
     prm = {"epochs": 1, "trials": 2, "seeds": 1, "batch_size": 32}
     assert "(1 epoch, 2 trials, 1 seed;" in tunestats.budget_note(prm)
 
@@ -988,8 +992,8 @@ def test_a_cpu_trainer_keeps_freed_memory_for_reuse():
     import platform
 
     expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    assert batched.keep_freed_memory() is expected
-    assert batched.keep_freed_memory() is expected  # once per process, the same answer
+    assert compiled.keep_freed_memory() is expected
+    assert compiled.keep_freed_memory() is expected  # once per process, the same answer
 
 
 def test_long_training_work_is_said_before_it_starts(capsys):

@@ -231,9 +231,10 @@ def test_the_optimisers_and_the_own_loop_helper_use_the_same_rule(task):
 
 
 def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
-    from stam.dnn.train import TrainConfig, run
+    from stam.dnn.params import TrainConfig
+    from stam.dnn.train import train
 
-    run(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=2, batch_size=64,
+    train(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=2, batch_size=64,
                     schedule_scale="auto", out=str(tmp_path / "r"), echo=False, progress=False, device="cpu", bn_images=700))
     cfg = json.loads((tmp_path / "r" / "config.json").read_text())
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
@@ -242,7 +243,7 @@ def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
     assert all(0 <= r["val_acc_binary_as_trained"] <= 100 and r["test_acc_binary_as_trained"] is None for r in log)
     assert 0 <= summary["sign_ever"] <= 1
     # Float has no binary network: its running statistics are its float network's, so no diagnostic
-    run(TrainConfig(model="mlp", dataset="digits", algo="float", overrides={}, epochs=1, batch_size=64,
+    train(TrainConfig(model="mlp", dataset="digits", algo="float", overrides={}, epochs=1, batch_size=64,
                     schedule_scale="auto", out=str(tmp_path / "f"), echo=False, progress=False, device="cpu", bn_images=700))
     flog = [json.loads(line) for line in (tmp_path / "f" / "log.jsonl").read_text().splitlines()]
     assert [r["val_acc_binary_as_trained"] for r in flog] == [None] and 0 <= flog[0]["val_acc_float"] <= 100
@@ -250,7 +251,7 @@ def test_train_records_the_protocol_and_the_as_trained_diagnostic(tmp_path):
     from stam.errors import UsageError
 
     with pytest.raises(UsageError, match="bn_images was 700, now 2500"):
-        run(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=3, batch_size=64,
+        train(TrainConfig(model="mlp", dataset="digits", algo="stam", overrides=OVER["stam"], epochs=3, batch_size=64,
                         schedule_scale=summary["schedule_scale"], out=str(tmp_path / "r"), echo=False, progress=False,
                         device="cpu", resume=True))
 

@@ -1,5 +1,5 @@
 """Certificates as artifacts (issue 59): ``stam pep --certify`` writes a proven certificate as exact rationals,
-``stam pep --check FILE`` re-proves it with the independent checker (:mod:`stam.theory.certcheck`, which imports no
+``stam pep --check FILE`` re-proves it with the independent checker (:mod:`stam.theory.worstcase.certcheck`, which imports no
 module of the toolkit), an altered or malformed file fails with one line, the region points to its certificates,
 and the committed certificates the docs cite hold."""
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from test_pep_cli import run  # stam's command line: (exit code, stdout, stderr)
-from stam.theory import certcheck
-from stam.theory.certificates import certify_point, text
+from stam.theory.worstcase import certcheck
+from stam.theory.worstcase.certificates import certify_point, text
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "results" / "certificates"
@@ -240,7 +240,7 @@ def test_semidefinite_is_exact():
 
 
 def test_the_checker_imports_no_module_of_the_toolkit():
-    tree = ast.parse((ROOT / "theory" / "certcheck.py").read_text())
+    tree = ast.parse((ROOT / "theory" / "worstcase" / "certcheck.py").read_text())
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert names <= {"__future__", "hashlib", "json", "re", "fractions"}, names
@@ -283,7 +283,7 @@ def test_family_prints_the_theorem_and_proves_it(capsys):
 
 
 def test_a_family_whose_proof_fails_exits_1(capsys, monkeypatch):
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     monkeypatch.setattr(family, "P11", family.P11 * 2)  # another potential: its identities fail
     code, out, _ = run(["pep", "--family"], capsys)
@@ -297,8 +297,8 @@ def test_a_family_whose_proof_fails_exits_1(capsys, monkeypatch):
 def test_every_instance_of_the_family_passes_the_independent_checker(lam, L1, excess, frac):
     """The theorem at rational points inside its set (2 beta = L1 + lam + excess, c below c_DR), each instance checked
     exactly by the checker that shares nothing with the symbolic proof but the paper's equations."""
-    from stam.theory import family
-    from stam.theory.certificates import family_document
+    from stam.theory.worstcase import family
+    from stam.theory.worstcase.certificates import family_document
 
     beta = (L1 + lam + excess) / 2
     c_dr = float(family.C_DR.subs({family.lam: lam, family.beta: beta, family.L1: L1}))
@@ -315,7 +315,7 @@ def test_beyond_c_dr_the_dual_vector_refutes_every_paper_potential_numerically()
     import numpy as np
     import sympy
 
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     sub = {family.lam: 1, family.beta: 10, family.L1: 1, family.c: sympy.Rational(94, 100)}
     (_, Aa), (_, Ab), (_, I12), (_, I34) = family.paper_parts()
@@ -336,7 +336,7 @@ def test_beyond_c_dr_the_dual_vector_refutes_every_paper_potential_numerically()
 def test_the_family_reaches_c_dr_and_not_beyond():
     import sympy
 
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     sub = {family.lam: 1, family.beta: 10, family.L1: 1}
     c_dr = family.C_DR.subs(sub)
@@ -349,7 +349,7 @@ def test_the_rate_law_of_the_family():
     """1/rho* ~ 2 e(c_DR) / (c_DR |q'(c_DR)| (c_DR - c)) near the reach, ~ 2/gamma near 0 (the docstring's law)."""
     import sympy
 
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     sub = {family.lam: 1, family.beta: 10, family.L1: 1}
     c_dr = family.C_DR.subs(sub)
@@ -365,7 +365,7 @@ def test_the_rate_law_of_the_family():
 def test_the_family_matches_the_solvers_optimum_where_both_apply():
     """At lam = 1, beta = 10 the SDP of the paper template (free weights and multipliers) finds the family's rate,
     not more, up to the verification's share (measured: rho = 0.0403 at c = 0.9, family 0.0401)."""
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     cert, doc = certify_point("1", "0.9", "10", template="paper")
     rho_family = float(family.RHO_STAR.subs({family.lam: 1, family.beta: 10, family.L1: 1, family.c: Fraction(9, 10)}))
@@ -378,7 +378,7 @@ SLICE = COMMITTED / "slice-lam1-beta10-to0.947358.json"
 
 def prove_file(path: Path):
     """``stam pep --check``'s dispatch: a slice or a one-point certificate."""
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     text_ = path.read_text()
     return family.check_slice(text_) if certcheck.load(text_)["kind"] == family.SLICE_KIND else certcheck.check(text_)
@@ -387,7 +387,7 @@ def prove_file(path: Path):
 def test_a_slice_reaches_within_1_1e5_of_c_beta_and_each_piece_holds_on_its_interval_only():
     import sympy
 
-    from stam.theory import family
+    from stam.theory.worstcase import family
 
     doc = json.loads(SLICE.read_text())
     c_beta = Fraction(18, 19)

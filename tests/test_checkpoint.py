@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from stam.cli import main
 from stam.dnn import checkpoint
 from stam.dnn import train as T
+from stam.dnn.params import TrainConfig
 
 ARGV = ["train", "--model", "mlp", "--dataset", "digits", "--algo", "stam", "--epochs", "2", "--seed", "3",
         "--no-progress", "--quiet"]
@@ -24,7 +25,7 @@ ARGV = ["train", "--model", "mlp", "--dataset", "digits", "--algo", "stam", "--e
 def good_run(tmp_path_factory):
     """A real 1-epoch STAM run on digits (model, optimiser state U, V, X, sign-flip state)."""
     out = tmp_path_factory.mktemp("ckpt") / "run"
-    T.run(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, seed=3, out=str(out), progress=False, echo=False))
+    T.train(TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, seed=3, out=str(out), progress=False, echo=False))
     return out
 
 
@@ -173,7 +174,7 @@ def test_a_valid_checkpoint_is_sealed_and_resumes(good_run, tmp_path):
     assert ckpt["format"] == checkpoint.FORMAT and set(ckpt) == {*checkpoint.KEYS, "sha256"}
     assert ckpt["sha256"] == {k: checkpoint.digest(ckpt[k]) for k in checkpoint.HASHED}
     assert [tuple(r) for r in ckpt["log"]] == [T.RECORD_KEYS]  # the records the structure check expects
-    res = T.run(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=2, seed=3, out=str(out), resume=True,
+    res = T.train(TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=2, seed=3, out=str(out), resume=True,
                               progress=False, echo=False))
     assert res.summary["epochs"] == 2 and [r["epoch"] for r in map(json.loads, (out / "log.jsonl").read_text().splitlines())] == [1, 2]
     assert checkpoint.verified_epoch(out / "checkpoint.pt") == (2, "")
@@ -192,10 +193,10 @@ def test_divergence_calls_the_checkpoint_good_only_if_its_hash_verifies(tmp_path
 
     monkeypatch.setattr(checkpoint, "write", write_then_damage)
     blow_up = [{"from": 1, "value": 0.1}, {"from": 2, "value": 1e30}]
-    cfg = T.TrainConfig(model="mlp", dataset="digits", algo="float", epochs=3, out=str(tmp_path / "run"), progress=False,
+    cfg = TrainConfig(model="mlp", dataset="digits", algo="float", epochs=3, out=str(tmp_path / "run"), progress=False,
                         echo=False, overrides={"lr": blow_up})
     with pytest.raises(T.Diverged) as info:
-        T.run(cfg)
+        T.train(cfg)
     msg = str(info.value)
     assert "good" not in msg and "\n" not in msg and "became" in msg and "in epoch 2" in msg
     assert "cannot be trusted: its field model does not match the SHA-256 stored with it" in msg and "the file is corrupt" in msg

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from stam.cli import main
 from stam.errors import UsageError
-from stam.figures.convergence_map import _edges, format_map, map_caption, plot_map, summary
+from stam.figures.map_experiment import format_map, map_caption, summary
+from stam.figures.map_figure import cell_edges, plot_map
 from stam.figures.results import load_results
 from stam.results import rows_csv
 from stam.synthetic.convergence_map import MAP, ROW_KEYS, admissible_flags, log_grid, run_map, write_map
@@ -27,8 +28,8 @@ from stam.synthetic.convergence_map import MAP, ROW_KEYS, admissible_flags, log_
 
 def validate_map(obj):
     return MAP.validate(obj, "map.json")
-from stam.theory import numeric
-from stam.theory.numeric import GAMMA_LAMBDA_LIMIT
+from stam.theory.symbolic import numeric
+from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
 GAMMA_IN, LAM = 0.05, 1.0  # inside the theorem's region: 5 (0.05)^2 + 4 (0.05) < 1
 
@@ -92,7 +93,7 @@ def test_log_grid_and_cell_edges(lo, ratio, n):
     if len(grid) > 1:
         assert grid[-1] == hi
         assert all(a < b for a, b in zip(grid, grid[1:]))
-    edges = _edges(sorted(set(grid)))
+    edges = cell_edges(sorted(set(grid)))
     assert all(edges[i] < v < edges[i + 1] for i, v in enumerate(sorted(set(grid))))
 
 

@@ -195,7 +195,7 @@ def test_a_missing_optional_extra_is_reported_not_hidden(tmp_path, capsys, short
     def no_pepit(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'PEPit'", name="PEPit")
 
-    monkeypatch.setattr("stam.theory.pep.pep_sweep", no_pepit)
+    monkeypatch.setattr("stam.theory.worstcase.pep.pep_sweep", no_pepit)
     out = tmp_path / "d"
     assert main(["demo", "--quick", "--no-progress", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -211,9 +211,9 @@ def test_a_missing_optional_extra_is_reported_not_hidden(tmp_path, capsys, short
 
 def test_an_import_error_that_is_not_a_missing_extra_is_a_failure(tmp_path, capsys, short_plan, monkeypatch):
     def broken(*args, **kwargs):
-        raise ImportError("cannot import name 'x' from 'stam.theory.numeric'", name="stam.theory.numeric")
+        raise ImportError("cannot import name 'x' from 'stam.theory.symbolic.numeric'", name="stam.theory.symbolic.numeric")
 
-    monkeypatch.setattr("stam.theory.pep.pep_sweep", broken)
+    monkeypatch.setattr("stam.theory.worstcase.pep.pep_sweep", broken)
     assert main(["demo", "--quick", "--no-progress", "-o", str(tmp_path / "d")]) == 1
     assert "exact worst case (PEP) raised ImportError: cannot import name 'x'" in capsys.readouterr().out
 

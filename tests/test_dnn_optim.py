@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.steps import STAMState, stam_init, stam_step
-from stam.dnn import optim
+from stam.dnn import optim, optim_common
 from stam.dnn.optim import PSGD, STAM, BinaryConnect, BinaryRelax
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling
 from stam.quantize import block_ids_from_sizes, project_Q
@@ -420,7 +420,7 @@ def test_layerwise_projection_equals_block_projection(shape, seed, zeros):
         v[v.abs() < 0.5] = 0.0  # sign(0) = +1
     ref = project_Q(v.reshape(2, -1), torch.zeros(v[0].numel(), dtype=torch.long), 1).reshape(v.shape)
     assert torch.allclose(project_Q(v, None), ref, **TOL)
-    assert torch.allclose(optim.project_layer(v[0]), ref[0], **TOL)
+    assert torch.allclose(optim_common.project_layer(v[0]), ref[0], **TOL)
 
 
 @pytest.mark.parametrize("algo", list(MAKERS))

@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stam.dnn import presets as P
+from stam.dnn.catalog import NAMES
 from stam.errors import UsageError
+from stam.dnn import tunespace
 
 
 def our3_reference(e):
@@ -60,7 +62,7 @@ def test_cifar100_variant_and_br_switch():
 
 def test_every_preset_is_valid_and_sourced():
     for name, entry in P.table()["presets"].items():
-        assert entry["algo"] in P.ALGOS and entry["source"]
+        assert entry["algo"] in NAMES and entry["source"]
         for key, spec in entry["hyper"].items():
             assert key in P.ALGO_HYPER[entry["algo"]]
             P.check_spec(key, spec)
@@ -161,10 +163,10 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
     assert issubclass(a.optimizer_class(), torch.optim.Optimizer)
     from stam.rules.base import UpdateRule
 
-    assert isinstance(a.batched_rule(), UpdateRule)  # its batched form (maps, tuning)
+    assert isinstance(a.rule, UpdateRule)  # its batched form (maps, tuning)
     preset = P.table()["presets"][P.default_preset(name, "cifar10")]
     assert preset["algo"] == name and set(preset["hyper"]) == set(a.hyper)
-    assert tune.search_space(name)  # declared in presets.json
+    assert tunespace.search_space(name)  # declared in presets.json
     args = build_parser().parse_args(["train", "--algo", name, "--model", "mlp", "--dataset", "digits"])
     assert args.algo == name
     with pytest.raises(KeyError, match="choose one of: stam, bc, br, psgd, float"):
@@ -176,4 +178,4 @@ def test_table_columns_and_algorithm_order_come_from_the_presets_file():
     presets: stam table and the training figure read it there (no second list)."""
     assert P.columns() == ["Float", "PSGD", "BC", "BR", "Our1", "Our2", "Our3"]
     assert P.algorithm_order() == ["float", "psgd", "bc", "br", "stam"]
-    assert set(P.algorithm_order()) == set(P.ALGOS)
+    assert set(P.algorithm_order()) == set(NAMES)

@@ -12,6 +12,7 @@ import torch
 from stam.cli import main
 from stam.dnn import train as T
 from stam.errors import UsageError
+from stam.dnn.params import TrainConfig
 
 ALGOS = ["float", "stam", "bc", "br", "psgd"]
 
@@ -19,7 +20,7 @@ ALGOS = ["float", "stam", "bc", "br", "psgd"]
 def cfg(tmp_path, name="run", **kw):
     base = dict(model="mlp", dataset="digits", algo="float", epochs=2, out=str(tmp_path / name), progress=False, echo=False)
     base.update(kw)
-    return T.TrainConfig(**base)
+    return TrainConfig(**base)
 
 
 def _log(path):
@@ -64,9 +65,9 @@ def test_resume_is_exact(tmp_path, algo):
     kw = dict(algo=algo, schedule_scale={"stam": 1 / 80, "br": 1 / 250}.get(algo, 1.0), seed=3)
     if algo == "float":
         kw["overrides"] = {"lr": 0.05, "momentum": 0.9}
-    straight = T.run(cfg(tmp_path, "a", **kw))
-    T.run(cfg(tmp_path, "b", **{**kw, "epochs": 1}))
-    resumed = T.run(cfg(tmp_path, "b", **kw, resume=True))
+    straight = T.train(cfg(tmp_path, "a", **kw))
+    T.train(cfg(tmp_path, "b", **{**kw, "epochs": 1}))
+    resumed = T.train(cfg(tmp_path, "b", **kw, resume=True))
     for (k, v), (k2, v2) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
         assert k == k2 and torch.equal(v, v2), k
     from stam.dnn.checkpoint import digest
@@ -84,7 +85,7 @@ def test_resume_is_exact(tmp_path, algo):
 
 
 def test_log_and_summary_contents(tmp_path):
-    res = T.run(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
+    res = T.train(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
     (rec,) = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert set(rec) >= {"epoch", "train_loss", "train_acc", "test_acc_binary", "test_acc_float", "hyper", "proxy_grad", "proxy_z", "theorem", "seconds"}
     assert rec["hyper"] == {"lr": 0.1, "momentum": 0.0, "weight_decay": 1e-7} and rec["theorem"] is None
@@ -101,7 +102,7 @@ def test_binary_accuracy_of_float_baseline_uses_projected_weights(tmp_path):
     (0411)), in the trainer and in a loop of one's own; the network it returns holds float weights."""
     from stam.dnn import loop, models
 
-    res = T.run(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
+    res = T.train(cfg(tmp_path, epochs=1, overrides={"lr": 0.1}))
     w = res.trainer.weights("float")["net.1.weight"][0]
     b = res.trainer.weights("binary")["net.1.weight"][0]
     assert torch.all(b.abs() == b.abs()[0, 0]) and torch.equal(b >= 0, w >= 0) and torch.allclose(b.abs()[0, 0], w.abs().mean())
@@ -118,7 +119,7 @@ def test_binary_accuracy_of_float_baseline_uses_projected_weights(tmp_path):
 def test_nan_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
     blow_up = [{"from": 1, "value": 0.1}, {"from": 2, "value": 1e30}]
     with pytest.raises(T.Diverged, match=r"became (nan|inf) in epoch 2.*last good checkpoint \(epoch 1\)"):
-        T.run(cfg(tmp_path, epochs=3, overrides={"lr": blow_up}))
+        T.train(cfg(tmp_path, epochs=3, overrides={"lr": blow_up}))
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert ckpt["epoch"] == 1 and all(torch.isfinite(v).all() for v in ckpt["model"].values() if v.is_floating_point())
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged in epoch 2"
@@ -165,13 +166,13 @@ def test_more_user_mistakes_are_one_line_and_write_nothing(tmp_path, capsys):
 
 
 def test_resume_refuses_another_kind_of_device(tmp_path):
-    T.run(cfg(tmp_path, epochs=1))
+    T.train(cfg(tmp_path, epochs=1))
     path = tmp_path / "run" / "checkpoint.pt"
     ckpt = torch.load(path, weights_only=True)
     ckpt["config"]["device"] = "cuda:0"
     torch.save(ckpt, path)
     with pytest.raises(UsageError, match="the run was on cuda:0, this process is on cpu"):
-        T.run(cfg(tmp_path, epochs=2, resume=True))
+        T.train(cfg(tmp_path, epochs=2, resume=True))
 
 
 def test_weights_broken_by_the_last_step_of_an_epoch_stop_the_run(tmp_path, monkeypatch):
@@ -189,14 +190,14 @@ def test_weights_broken_by_the_last_step_of_an_epoch_stop_the_run(tmp_path, monk
 
     monkeypatch.setattr(batched.Trainer, "train_epoch", epoch_then_break)
     with pytest.raises(T.Diverged, match=r"weights or optimiser state became non-finite in epoch 2.*checkpoint \(epoch 1\)"):
-        T.run(cfg(tmp_path, algo="bc", epochs=3, batch_size=2048))
+        T.train(cfg(tmp_path, algo="bc", epochs=3, batch_size=2048))
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     assert ckpt["epoch"] == 1 and all(torch.isfinite(v).all() for v in ckpt["model"].values() if v.is_floating_point())
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "diverged in epoch 2"
 
 
 def test_bf16_autocast_trains_on_the_cpu(tmp_path):
-    res = T.run(cfg(tmp_path, algo="stam", preset="our3", epochs=1, bf16=True))
+    res = T.train(cfg(tmp_path, algo="stam", preset="our3", epochs=1, bf16=True))
     (rec,) = _log(tmp_path / "run")
     assert res.summary["status"] == "completed" and rec["train_loss"] == rec["train_loss"] and 0 <= rec["test_acc_binary"] <= 100
     assert all(p.dtype == torch.float32 for p in res.model.parameters())  # autocast: weights and state stay float32
@@ -212,16 +213,16 @@ def _rc(argv):
 
 
 def test_existing_run_needs_resume_and_same_settings(tmp_path):
-    T.run(cfg(tmp_path, epochs=1))
+    T.train(cfg(tmp_path, epochs=1))
     with pytest.raises(UsageError, match="already holds a run"):
-        T.run(cfg(tmp_path, epochs=1))
+        T.train(cfg(tmp_path, epochs=1))
     with pytest.raises(UsageError, match="seed was 0, now 5"):
-        T.run(cfg(tmp_path, epochs=2, seed=5, resume=True))
-    T.run(cfg(tmp_path, "auto", epochs=1, algo="stam", schedule_scale="auto"))
+        T.train(cfg(tmp_path, epochs=2, seed=5, resume=True))
+    T.train(cfg(tmp_path, "auto", epochs=1, algo="stam", schedule_scale="auto"))
     with pytest.raises(UsageError, match=r"schedule_scale was 0.001, now 0.002 \(--schedule-scale auto follows --epochs: pass "
                                          r"--schedule-scale 0.001 to keep"):
-        T.run(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale="auto", resume=True))
-    assert T.run(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale=0.001, resume=True)).summary["epochs"] == 2
+        T.train(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale="auto", resume=True))
+    assert T.train(cfg(tmp_path, "auto", epochs=2, algo="stam", schedule_scale=0.001, resume=True)).summary["epochs"] == 2
 
 
 def test_cli_train_and_table(tmp_path, capsys):
@@ -250,8 +251,9 @@ def test_ddp_two_gloo_processes_hold_identical_weights(tmp_path):
     script.write_text(textwrap.dedent(f"""
         import os, torch
         torch.set_num_threads(1)
-        from stam.dnn.train import TrainConfig, run
-        res = run(TrainConfig(model="mlp", dataset="digits", algo="float", epochs=1, overrides={{"lr": 0.1, "momentum": 0.9}},
+        from stam.dnn.params import TrainConfig
+        from stam.dnn.train import train
+        res = train(TrainConfig(model="mlp", dataset="digits", algo="float", epochs=1, overrides={{"lr": 0.1, "momentum": 0.9}},
                               out={str(tmp_path / "ddp")!r}, progress=False, echo=False, device="cpu"))
         torch.save(res.trainer.state_dict()["model"], {str(tmp_path)!r} + f"/rank{{os.environ['RANK']}}.pt")
         assert res.summary["world_size"] == 2
@@ -278,9 +280,10 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
     script.write_text(textwrap.dedent(f"""
         import json, os, sys, torch
         torch.set_num_threads(1)
-        from stam.dnn.train import TrainConfig, run
+        from stam.dnn.params import TrainConfig
+        from stam.dnn.train import train
         name, epochs, resume = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "resume"
-        res = run(TrainConfig(model="cnn", dataset="cifar10", preset="our3", epochs=epochs, batch_size=10,
+        res = train(TrainConfig(model="cnn", dataset="cifar10", preset="our3", epochs=epochs, batch_size=10,
                               schedule_scale=1 / 80, data_dir={str(tmp_path)!r}, out={str(tmp_path)!r} + "/" + name,
                               resume=resume, progress=False, echo=False, device="cpu",
                               checksums=json.loads({json.dumps(json.dumps(sums))})))
@@ -304,8 +307,8 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
 
 
 def test_stam_logs_proxies_and_theorem_check(tmp_path):
-    T.run(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1))
-    T.run(cfg(tmp_path, "adm", algo="stam", epochs=1, overrides={"lam": 1.0, "gamma": 0.0954, "beta": 220.0}))
+    T.train(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1))
+    T.train(cfg(tmp_path, "adm", algo="stam", epochs=1, overrides={"lam": 1.0, "gamma": 0.0954, "beta": 220.0}))
     (paper,) = _log(tmp_path / "paper")
     (adm,) = _log(tmp_path / "adm")
     assert paper["proxy_grad"] > 0 and paper["proxy_z"] > 0
@@ -321,7 +324,7 @@ def test_keep_float_and_fake_cifar_with_augmentation(tmp_path):
     sums = write_fake_cifar(tmp_path, "cifar10", n=8)
     c = cfg(tmp_path, "c", model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=16, data_dir=str(tmp_path),
             keep_float=("first", "last"), checksums=sums)
-    res = T.run(c)
+    res = T.train(c)
     conf = json.loads((tmp_path / "c" / "config.json").read_text())
     assert conf["params"]["quantized"] == 3 * 3 * 32 * 64  # only the second conv: first conv and classifier kept float
     assert conf["train_size"] == 30 and conf["val_size"] == 10 and set(conf["data_manifest_sha256"]) == {k for k in sums if "/" in k}
@@ -361,9 +364,9 @@ def test_split_is_the_same_across_training_seeds_and_recorded(tmp_path, monkeypa
         return seen[-1]
 
     monkeypatch.setattr(D, "split_validation", spy)
-    T.run(cfg(tmp_path, "s0", epochs=1, seed=0, batch_size=128))
-    T.run(cfg(tmp_path, "s1", epochs=1, seed=1, batch_size=128))
-    T.run(cfg(tmp_path, "p1", epochs=1, seed=0, split_seed=1, batch_size=128))
+    T.train(cfg(tmp_path, "s0", epochs=1, seed=0, batch_size=128))
+    T.train(cfg(tmp_path, "s1", epochs=1, seed=1, batch_size=128))
+    T.train(cfg(tmp_path, "p1", epochs=1, seed=0, split_seed=1, batch_size=128))
     assert torch.equal(seen[0].val_x, seen[1].val_x) and torch.equal(seen[0].train_y, seen[1].train_y)  # --seed: same split
     assert not torch.equal(seen[0].val_x, seen[2].val_x)  # --split-seed: another split
     c = {n: json.loads((tmp_path / n / "config.json").read_text()) for n in ("s0", "s1", "p1")}
@@ -373,13 +376,13 @@ def test_split_is_the_same_across_training_seeds_and_recorded(tmp_path, monkeypa
     assert c["s0"]["val_size"] + c["s0"]["train_size"] == 1437
     assert c["s0"]["val_size"] == c["s1"]["val_size"] == c["p1"]["val_size"]
     with pytest.raises(UsageError, match="split_seed was 1, now 0"):
-        T.run(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=0, resume=True))
+        T.train(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=0, resume=True))
     with pytest.raises(UsageError, match="val_fraction"):
-        T.run(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=1, val_fraction=None, resume=True))
+        T.train(cfg(tmp_path, "p1", epochs=2, seed=0, split_seed=1, val_fraction=None, resume=True))
 
 
 def test_no_val_trains_on_everything_and_selects_nothing(tmp_path):
-    res = T.run(cfg(tmp_path, epochs=1, val_fraction=None))
+    res = T.train(cfg(tmp_path, epochs=1, val_fraction=None))
     (rec,) = _log(tmp_path / "run")
     assert rec["val_acc_binary"] is None and rec["val_acc_float"] is None
     c = json.loads((tmp_path / "run" / "config.json").read_text())
@@ -403,7 +406,7 @@ def test_selection_rule_is_the_earliest_argmax_of_validation_accuracy():
 
 
 def test_real_two_epoch_run_selects_on_validation(tmp_path):
-    res = T.run(cfg(tmp_path, algo="bc", epochs=2, batch_size=64))
+    res = T.train(cfg(tmp_path, algo="bc", epochs=2, batch_size=64))
     log = _log(tmp_path / "run")
     vals = [r["val_acc_binary"] for r in log]
     sel = vals.index(max(vals))
@@ -431,12 +434,12 @@ def test_sign_flips_equal_a_recomputation_from_saved_weights(tmp_path, algo):
     from stam.quantize import signs
 
     kw = dict(algo=algo, batch_size=64, seed=1)
-    first = T.run(cfg(tmp_path, epochs=1, **kw))
+    first = T.train(cfg(tmp_path, epochs=1, **kw))
     ckpt = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=True)
     init = ckpt["signs"]["init"]
     binary = lambda res: [res.trainer.weights("binary")[n][0].clone() for n in res.trainer.net.quantised]  # noqa: E731
     w1 = binary(first)
-    second = T.run(cfg(tmp_path, epochs=2, resume=True, **kw))
+    second = T.train(cfg(tmp_path, epochs=2, resume=True, **kw))
     w2 = binary(second)
     log = _log(tmp_path / "run")
     r1, r2 = log[0]["sign_flips"], log[1]["sign_flips"]
@@ -458,7 +461,7 @@ def test_sign_flips_equal_a_recomputation_from_saved_weights(tmp_path, algo):
 
 def test_no_sign_flips_when_the_optimiser_does_not_move_the_weights(tmp_path):
     """Plain SGD with lr = 1e-30 (0 is refused) leaves the float32 weights, hence their signs, where they started."""
-    res = T.run(cfg(tmp_path, algo="float", epochs=2, batch_size=64, overrides={"lr": 1e-30}))
+    res = T.train(cfg(tmp_path, algo="float", epochs=2, batch_size=64, overrides={"lr": 1e-30}))
     assert all(res.trainer.weights("float")[n].abs().min() > 1e-20 for n in res.trainer.net.quantised)
     for r in _log(tmp_path / "run"):
         f = r["sign_flips"]
@@ -468,13 +471,13 @@ def test_no_sign_flips_when_the_optimiser_does_not_move_the_weights(tmp_path):
 def test_a_crash_between_checkpoint_and_log_is_repaired_on_resume(tmp_path):
     """The checkpoint commits an epoch: a log left short by a kill after it, and the temporary of a
     killed checkpoint write, are repaired when the run is resumed (issue 12, item 6)."""
-    T.run(cfg(tmp_path, epochs=2, batch_size=128))
+    T.train(cfg(tmp_path, epochs=2, batch_size=128))
     log_path = tmp_path / "run" / "log.jsonl"
     full = log_path.read_text()
     log_path.write_text(full.splitlines(keepends=True)[0])  # as if killed before the log was rewritten
     (tmp_path / "run" / ".checkpoint.pt.abc123.tmp").write_bytes(b"half a checkpoint")
     (tmp_path / "run" / ".log.jsonl.def456.tmp").write_text("half a log")
-    res = T.run(cfg(tmp_path, epochs=2, batch_size=128, resume=True))  # nothing left to train
+    res = T.train(cfg(tmp_path, epochs=2, batch_size=128, resume=True))  # nothing left to train
     assert log_path.read_text() == full and res.summary["epochs"] == 2
     assert not [p for p in (tmp_path / "run").iterdir() if p.name.startswith(".")]
 
@@ -486,10 +489,10 @@ def test_a_run_without_a_live_bar_speaks_at_start_and_every_minute(tmp_path, cap
 
     monkeypatch.setattr(T, "HEARTBEAT_S", 0.0)
     cfg = dict(model="mlp", dataset="digits", preset="our3", epochs=1, batch_size=64, schedule_scale="auto", device="cpu")
-    T.run(T.TrainConfig(**cfg, out=str(tmp_path / "a")))
+    T.train(TrainConfig(**cfg, out=str(tmp_path / "a")))
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("stam train: Our3 on MLP (width 1), digits, 1,294 training images; epochs 1..1 of 21 steps")
     assert "re-estimated for the evaluated weights" in err[0]
     assert any(line.startswith("stam train: epoch 1/1, step 21/21, loss ") for line in err)
-    T.run(T.TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
+    T.train(TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("stam train:")]

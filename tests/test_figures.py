@@ -288,10 +288,10 @@ def test_practice_without_proxies_is_an_error(tmp_path):
         TR.plot_practice([load_results([d])["train-run"][0].data])
 
 
-# -- figure 2: admissible region (uses stam.theory.numeric and the stam.dnn presets) ---------------
+# -- figure 2: admissible region (uses stam.theory.symbolic.numeric and the stam.dnn presets) ---------------
 
 from stam.figures import admissible as ADM  # noqa: E402
-from stam.theory import numeric  # noqa: E402
+from stam.theory.symbolic import numeric  # noqa: E402
 
 
 def test_paper_stages_come_from_the_presets():

@@ -1,4 +1,4 @@
-"""The store of ``stam paper-check`` (:mod:`stam.theory.store`): read back only when it is what this
+"""The store of ``stam paper-check`` (:mod:`stam.theory.papercheck.store`): read back only when it is what this
 toolkit wrote (its result type, every registered item, sealed by its digest, a regular readable file
 of a sane size); anything else is derived anew and replaced, with output byte-identical to a run
 with the store off, nothing on stderr, never a traceback.  Every store here lives under tmp_path
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from stam.cli import main
 from stam.errors import UsageError
-from stam.theory import audit
-from stam.theory import store as fstore
+from stam.theory.papercheck import audit
+from stam.theory.papercheck import store as fstore
 from json_edits import paths, set_at
 
 MODES = {"brief": ["--brief"], "table": [], "json": ["--json"]}
@@ -119,7 +119,7 @@ def test_the_store_is_its_result_type_and_is_written_through_it(tmp_path):
     from stam.figures.results import result_type
 
     rt = result_type("paper-check-store")
-    assert rt is fstore.FINDINGS_STORE and not rt.found and rt.module == "stam.theory.store"
+    assert rt is fstore.FINDINGS_STORE and not rt.found and rt.module == "stam.theory.papercheck.store"
     name, data = valid_store()
     obj = rt.read(place(tmp_path))
     assert obj["kind"] == "paper-check-store" and name == f"paper-check-{obj['key']}.json"

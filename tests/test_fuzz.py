@@ -55,6 +55,7 @@ from hypothesis import strategies as st
 from stam.cli import build_parser, main
 from stam.cliargs import ListArg
 from stam.errors import finite_float, nonneg_float, positive_float, positive_int, seed_int
+from stam.dnn.params import TrainConfig
 from json_edits import paths, set_at
 
 LONG = int(os.environ.get("STAM_FUZZ_EXAMPLES", "0") or 0)
@@ -599,7 +600,7 @@ def fuzz_plot(argv):
         probe(argv, root, "plot")
 
 
-# -- the store of stam paper-check (stam.theory.store) ------------------------------------------------------
+# -- the store of stam paper-check (stam.theory.papercheck.store) ------------------------------------------------------
 
 _STORE: dict = {}
 
@@ -634,7 +635,7 @@ def _cache_dir(where: str):
 
 
 def _sealed(obj):
-    from stam.theory.store import store_digest
+    from stam.theory.papercheck.store import store_digest
 
     if isinstance(obj, dict) and "digest" in obj:
         obj["digest"] = store_digest(obj)
@@ -649,7 +650,7 @@ def fuzz_paper_check_store(data):
     what refuses them), or a link, a folder, a pipe or a huge file in its place: the run ends well, and
     prints what it prints with the store off unless the store is still one the toolkit reads (sealed
     and of its type: a deliberate edit, read back as it is)."""
-    from stam.theory.store import STORE_MAX_BYTES, read_store
+    from stam.theory.papercheck.store import STORE_MAX_BYTES, read_store
 
     store = _store()
     draw = data.draw
@@ -722,7 +723,7 @@ def _real_run() -> Path:
         from stam.dnn import train as T
 
         tmp = Path(tempfile.mkdtemp(prefix="stam-fuzz-ckpt-"))
-        T.run(T.TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
+        T.train(TrainConfig(model="mlp", dataset="digits", algo="stam", epochs=1, batch_size=256, out=str(tmp / "run"),
                             progress=False, echo=False))
         _CHECKPOINT["dir"] = tmp / "run"
     return _CHECKPOINT["dir"]

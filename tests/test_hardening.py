@@ -87,9 +87,9 @@ def test_output_locations_are_checked_before_any_work(argv, needle, places, caps
     import stam.figures.report
     import stam.synthetic.baselines
     import stam.synthetic.rates
-    import stam.theory.audit  # imported first: a module imported under the patch would keep the stand-in
+    import stam.theory.papercheck.audit  # imported first: a module imported under the patch would keep the stand-in
 
-    for module, name in ((stam.theory.audit, "findings"), (stam.synthetic.rates, "run_rates"),
+    for module, name in ((stam.theory.papercheck.audit, "findings"), (stam.synthetic.rates, "run_rates"),
                          (stam.synthetic.baselines, "compare"), (stam.figures.report, "load_results")):
         monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("worked before checking the output location"))
     before = sorted(places.rglob("*"))
@@ -208,7 +208,7 @@ def test_pep_above_the_size_limit_is_refused_with_size_and_limit(capsys):
 
 def test_gram_size_estimate_is_the_size_of_the_pep_built():
     pytest.importorskip("PEPit")
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
     from stam.theory.pep_cli import gram_size
 
     for T, free in ((1, False), (3, False), (2, True)):
@@ -298,13 +298,13 @@ def test_a_closed_pipe_ends_quietly_with_status_141():
 
 def test_a_bug_is_one_line_and_status_1_and_the_traceback_on_request(monkeypatch, capsys):
     """An unexpected exception (a bug, not a user's mistake) never shows a traceback unless asked."""
-    import stam.theory.stepsize as S
+    import stam.theory.symbolic.stepsize as S
     from stam.cli import main
 
     def bug(args):
         raise KeyError("oops\nsecond line")
 
-    monkeypatch.setattr(S, "run", bug)
+    monkeypatch.setattr(S, "stepsize", bug)
     monkeypatch.delenv("STAM_TRACEBACK", raising=False)
     assert main(["stepsize", "--quadratic-coupling", "1"]) == 1
     err = capsys.readouterr().err
@@ -572,6 +572,7 @@ def test_a_failing_tune_leaves_the_previous_pair(tuned, tmp_path, capsys, monkey
 USER_BASE = """
 import torch
 from stam.synthetic.problems import make_problem
+from stam.dnn import tunespace
 
 
 class Wrapped:
@@ -754,7 +755,7 @@ def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_pa
         path.write_text(json.dumps(raw))
         spaces = tune.read_spaces(str(path))
         assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
-        assert tune.sample_trials("br", 4, 0, spaces) == tune.sample_trials("br", 4, 0, None)
+        assert tunespace.sample_trials("br", 4, 0, spaces) == tunespace.sample_trials("br", 4, 0, None)
     key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.steps:BR_RHO"}}]')
     assert value[0]["decay"]["factor"] == BR_RHO
 
@@ -786,7 +787,7 @@ def test_a_map_of_many_cells_is_drawn_with_one_artist_per_kind_and_panel():
     cost grows with the cells only through the mesh."""
     import matplotlib.pyplot as plt
 
-    from stam.figures.convergence_map import plot_map
+    from stam.figures.map_figure import plot_map
 
     obj = _valid_files()["map.json"]
     row = obj["rows"][0]

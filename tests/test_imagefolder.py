@@ -25,6 +25,9 @@ from stam.cli import main
 from stam.dnn import data as D
 from stam.dnn import imagefolder as I
 from stam.errors import UsageError
+from stam.dnn import imagecache
+from stam.dnn import imageread
+from stam.dnn.params import TrainConfig
 from test_dnn_data import cifar_server  # noqa: F401  (a fixture: a local server of a fake official archive)
 
 REAL = Path(__file__).resolve().parents[2] / "shared/data/cifar10-jpeg.tar.gz"
@@ -193,13 +196,13 @@ def test_small_collection_in_every_container(tmp_path, cache, kind, fmt):
     assert c.source["kind"] == ("jpeg-copy" if fmt == "JPEG" else "image-folder") and c.source["formats"] == [fmt]
     assert c.source["hash_of"] == ("folder manifest" if kind == "folder" else "archive")
     if kind != "folder":
-        assert c.source["sha256"] == I.sha256_file(path)
+        assert c.source["sha256"] == imagecache.sha256_file(path)
 
 
 def test_without_a_top_level_folder_and_in_greyscale(tmp_path, cache):
     members, expected = collection(classes=("b", "a", "c"), root="", size=8, channels=1)
     path = write(tmp_path / "grey.zip", members, "zip")
-    c = I.read(path, I.Expect(), cache_dir=cache)
+    c = I.read(path, imageread.Expect(), cache_dir=cache)
     assert c.classes == ("a", "b", "c") and c.train_x.shape == (6, 1, 8, 8)
     assert np.array_equal(c.train_x, expected["train"][0]) and c.source["note"] == "PNG images"
 
@@ -209,7 +212,7 @@ def test_mixed_formats_and_a_cifar100_class_named_train(tmp_path, cache):
     members, _ = collection(classes=classes, root="r")
     jpeg, _ = collection(classes=classes, root="r", fmt="JPEG")
     members.update({k.replace("0000.jpg", "extra.jpg"): v for k, v in jpeg.items() if k.endswith("0000.jpg")})
-    c = I.read(write(tmp_path / "c.tar", members, "tar"), I.Expect(), cache_dir=cache)
+    c = I.read(write(tmp_path / "c.tar", members, "tar"), imageread.Expect(), cache_dir=cache)
     assert c.classes == ("apple", "train") and len(c.train_x) == 6 and c.source["formats"] == ["JPEG", "PNG"]
     assert c.source["kind"] == "image-folder" and c.source["note"].startswith("JPEG and PNG images")
 
@@ -323,7 +326,7 @@ def test_a_damaged_or_foreign_cache_entry_is_rebuilt_never_trusted(tmp_path, cac
 
 def test_a_fifo_or_a_link_as_the_entrys_lock_never_blocks(tmp_path, cache, decodes, no_hang):
     path, expected = small(tmp_path)
-    lock = cache / "imagefolder" / f"{I.sha256_file(path)}.lock"
+    lock = cache / "imagefolder" / f"{imagecache.sha256_file(path)}.lock"
     lock.parent.mkdir(parents=True)
     os.mkfifo(lock)
     assert np.array_equal(I.read(path, CIFAR10, cache_dir=cache).train_x, expected["train"][0])
@@ -356,9 +359,9 @@ def test_a_killed_runs_temporaries_in_an_entry_are_removed_by_the_next_run(tmp_p
 def test_a_cache_entry_not_meeting_the_expectation_is_not_used(tmp_path, cache, decodes):
     members, _ = collection(classes=("a", "b"), root="", size=16)
     path = write(tmp_path / "x.tar", members, "tar")
-    I.read(path, I.Expect(), cache_dir=cache)
+    I.read(path, imageread.Expect(), cache_dir=cache)
     with pytest.raises(UsageError, match="is 16x16 pixels; expected 32x32"):  # decoded again, refused by name
-        I.read(path, I.Expect(shape=(3, 32, 32)), cache_dir=cache)
+        I.read(path, imageread.Expect(shape=(3, 32, 32)), cache_dir=cache)
     assert len(decodes) == 3  # train and test, then train again (refused)
 
 
@@ -419,7 +422,7 @@ def test_data_dir_rule_official_wins_then_the_named_copy_then_the_folder_itself(
     sums = write_fake_cifar(d)  # the official archive beside it wins
     official = D.load("cifar10", d, checksums=sums)
     assert official.source["kind"] == "official" and official.source["file"] == "cifar-10-python.tar.gz"
-    assert official.source["sha256"] == I.sha256_file(d / "cifar-10-python.tar.gz")
+    assert official.source["sha256"] == imagecache.sha256_file(d / "cifar-10-python.tar.gz")
     assert D.load("cifar10", d / "cifar-10-python.tar.gz", checksums=sums).source["kind"] == "official"  # named directly
     folder, _ = small(tmp_path, "folder", stem="plain", root="")
     assert D.load("cifar10", folder).source["file"] == "plain/"  # a folder holding train/ and test/
@@ -459,7 +462,7 @@ def test_a_copy_with_other_classes_is_refused_for_cifar(tmp_path, cache):
     with pytest.raises(UsageError, match=r"class folders do not match: missing 'airplane', .*CIFAR-10 needs exactly "
                                          r"airplane, automobile, .*truck \(labels 0..9 in that order\)"):
         D.load("cifar10", path)
-    assert I.read(path, I.Expect(), cache_dir=cache).classes == ("cat", "dog")  # a collection in its own right
+    assert I.read(path, imageread.Expect(), cache_dir=cache).classes == ("cat", "dog")  # a collection in its own right
 
 
 # --------------------------------------------------------------------------- stam train and stam table
@@ -481,7 +484,7 @@ def test_stam_train_on_a_small_jpeg_copy_records_the_source_and_the_table_marks_
     summary = json.loads((out / "summary.json").read_text())
     assert config["data_source"] == summary["data_source"]
     source = summary["data_source"]
-    assert source["kind"] == "jpeg-copy" and source["sha256"] == I.sha256_file(path) and source["file"] == "cifar10-jpeg.tar.gz"
+    assert source["kind"] == "jpeg-copy" and source["sha256"] == imagecache.sha256_file(path) and source["file"] == "cifar10-jpeg.tar.gz"
     assert source["note"] == "JPEG copy of CIFAR-10 (quality 95, 4:2:0 chroma subsampling), not the official pixels"
     assert config["data_manifest_sha256"] == {"cifar10-jpeg.tar.gz": source["sha256"]} and config["train_size"] == 20
     capsys.readouterr()
@@ -533,14 +536,14 @@ def test_resume_refuses_other_data(tmp_path, cache):
     from stam.dnn import train as T
 
     path, _ = small(tmp_path, "tar", n_train=2)
-    cfg = T.TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
+    cfg = TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
                         out=str(tmp_path / "run"), progress=False, echo=False)
-    T.run(cfg)
+    T.train(cfg)
     other, _ = small(tmp_path, "zip", n_train=2)
     from dataclasses import replace
 
     with pytest.raises(UsageError, match=r"the data was image-folder \(SHA-256 [0-9a-f]{12}\.\.\.\), now image-folder"):
-        T.run(replace(cfg, data_dir=str(other), epochs=2, resume=True))
+        T.train(replace(cfg, data_dir=str(other), epochs=2, resume=True))
 
 
 def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
@@ -549,16 +552,16 @@ def test_a_checkpoint_from_before_data_source_still_resumes(tmp_path, cache):
     from stam.dnn import checkpoint
     from stam.dnn import train as T
 
-    cfg = T.TrainConfig(model="mlp", dataset="digits", algo="bc", epochs=1, batch_size=256, out=str(tmp_path / "run"),
+    cfg = TrainConfig(model="mlp", dataset="digits", algo="bc", epochs=1, batch_size=256, out=str(tmp_path / "run"),
                         progress=False, echo=False)
-    T.run(cfg)
+    T.train(cfg)
     path = tmp_path / "run" / "checkpoint.pt"
     ckpt = torch.load(path, weights_only=True)
     del ckpt["config"]["data_source"]  # as a checkpoint written before data_source existed
     torch.save(checkpoint.seal({k: ckpt[k] for k in checkpoint.HASHED}), path)
     from dataclasses import replace
 
-    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+    summary = T.train(replace(cfg, epochs=2, resume=True)).summary
     assert summary["epochs"] == 2 and summary["data_source"]["kind"] == "scikit-learn"
     assert torch.load(path, weights_only=True)["config"]["data_source"]["kind"] == "scikit-learn"
 
@@ -573,9 +576,9 @@ def test_a_cifar_run_from_before_the_augmented_rule_resumes_under_its_own_rule(t
     from stam.dnn import train as T
 
     path, _ = small(tmp_path, "tar", n_train=2)
-    cfg = T.TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
+    cfg = TrainConfig(model="cnn", dataset="cifar10", algo="bc", epochs=1, batch_size=8, data_dir=str(path),
                         out=str(tmp_path / "run"), progress=False, echo=False, bn_augment=False)
-    assert T.run(cfg).summary["bn_augment"] is False
+    assert T.train(cfg).summary["bn_augment"] is False
     ck = tmp_path / "run" / "checkpoint.pt"
     ckpt = torch.load(ck, weights_only=True)
     del ckpt["config"]["bn_augment"]  # as a checkpoint written before the rule existed
@@ -583,10 +586,10 @@ def test_a_cifar_run_from_before_the_augmented_rule_resumes_under_its_own_rule(t
     from dataclasses import replace
 
     with pytest.raises(UsageError, match=r"bn_augment was False, now True \(a run evaluated on unaugmented .* pass --bn-unaugmented\)"):
-        T.run(replace(cfg, bn_augment=True, epochs=2, resume=True))
-    summary = T.run(replace(cfg, epochs=2, resume=True)).summary
+        T.train(replace(cfg, bn_augment=True, epochs=2, resume=True))
+    summary = T.train(replace(cfg, epochs=2, resume=True)).summary
     assert summary["epochs"] == 2 and summary["bn_augment"] is False
-    fresh = T.run(replace(cfg, bn_augment=True, out=str(tmp_path / "new"))).summary
+    fresh = T.train(replace(cfg, bn_augment=True, out=str(tmp_path / "new"))).summary
     assert fresh["bn_augment"] is True
     assert "cropped and flipped once, as the training sees them" in T.closing_text(fresh, tmp_path / "new")
     assert ", unaugmented" in T.closing_text(summary, tmp_path / "run")
@@ -744,8 +747,8 @@ def test_hostile_or_broken_input_is_one_line_exit_2_and_writes_nothing(tmp_path,
 def test_limits_stop_bombs_while_reading(tmp_path, cache, which):
     members, _ = collection(n_train=1, n_test=1)
     total = sum(map(len, members.values())) // 2
-    limits = {"members": I.Limits(members=15, pixels=1024), "total": I.Limits(total_bytes=total, pixels=1024),
-              "file": I.Limits(file_bytes=50, pixels=1024)}[which]
+    limits = {"members": imageread.Limits(members=15, pixels=1024), "total": imageread.Limits(total_bytes=total, pixels=1024),
+              "file": imageread.Limits(file_bytes=50, pixels=1024)}[which]
     fragment = {"members": "more than 15 members", "total": f"(expands? to more|is larger) than {total} bytes",
                 "file": "more than the 50 an image"}[which]
     for kind in ("tar.gz", "zip", "folder"):
@@ -765,11 +768,11 @@ def test_a_gzip_bomb_stops_at_the_bound(tmp_path, cache):
         for _ in range(64):
             f.write(b"\0" * (1 << 20))
     with pytest.raises(UsageError, match="the archive expands to more than 1048576 bytes"):
-        I.read(path, I.Expect(), cache_dir=cache, limits=I.Limits(total_bytes=1 << 20))
+        I.read(path, imageread.Expect(), cache_dir=cache, limits=imageread.Limits(total_bytes=1 << 20))
 
 
 def test_cifar_limits_follow_the_image_size():
-    lim = I.Limits.for_shape((3, 32, 32))
+    lim = imageread.Limits.for_shape((3, 32, 32))
     assert lim.pixels == 1024 and lim.file_bytes == 64 * 1024 + 16 * 3072 and lim.members >= 60_023
 
 
@@ -827,7 +830,7 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     printed = capsys.readouterr().out
     result = json.loads((out / "tune-cifar10.json").read_text())
     assert (result["dataset"], result["model"], result["width"]) == ("cifar10", "vgg11", 0.0625)
-    assert result["data_source"]["kind"] == "jpeg-copy" and result["data_source"]["sha256"] == I.sha256_file(path)
+    assert result["data_source"]["kind"] == "jpeg-copy" and result["data_source"]["sha256"] == imagecache.sha256_file(path)
     assert printed.startswith("CIFAR-10 (JPEG copy), VGG-11 at width 0.0625 (1 epoch, batch 8)")
     assert tunetext.headline(result).startswith(f"[{tunestats.budget_note(result['params'])}] CIFAR-10 (JPEG copy), VGG-11 at width 0.0625, equal budget")
     assert "tune-cifar10.json" in printed and (out / "tune-cifar10.md").is_file()

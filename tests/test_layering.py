@@ -1,5 +1,5 @@
 """The import graph of the toolkit, read from the source (module-level and function-local imports
-alike, every folder of the tree, ``theory/items/`` included; string imports too: a ``"pkg.mod"`` or
+alike, every folder of the tree, ``theory/papercheck/items/`` included; string imports too: a ``"pkg.mod"`` or
 ``"pkg.mod:attr"`` literal naming a toolkit module, an ``importlib.import_module`` call): the core
 ``stam`` imports and names no subpackage, ``stam.theory`` imports no torch and none of the practice half, no two modules import
 each other, directly or through others, no module imports a module of a higher layer or of a peer
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"stam": "stam", "stam.rules": "stam/rules", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
+PACKAGES = {"stam": "stam", "stam.rules": "stam/rules", "stam.theory": "theory", "stam.theory.symbolic": "theory/symbolic",
+            "stam.theory.worstcase": "theory/worstcase", "stam.theory.papercheck": "theory/papercheck", "stam.theory.papercheck.items": "theory/papercheck/items", "stam.synthetic": "synthetic",
             "stam.dnn": "dnn", "stam.figures": "figures"}
 SUBPACKAGES = tuple(p for p in PACKAGES if p not in ("stam", "stam.rules"))  # the update rules are core
 
@@ -322,6 +323,28 @@ def layer_violations(g: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
+def practice_ties(g: dict[str, set[str]]) -> dict[str, list[str]]:
+    """module of ``stam.synthetic`` -> the modules of ``stam.dnn`` it imports, its ``cli.py`` included (the command
+    line of a peer is no way round: the networks' presets reach ``stam synthetic run`` through ``stam.cli``)."""
+    out = {}
+    for m, targets in g.items():
+        if m.startswith("stam.synthetic"):
+            bad = sorted(t for t in targets if t == "stam.dnn" or t.startswith("stam.dnn."))
+            if bad:
+                out[m] = bad
+    return out
+
+
+def test_the_practice_tie_finder_finds_them():
+    g = {"stam.synthetic.cli": {"stam.dnn.presets", "stam.synthetic.params"}, "stam.synthetic.rates": {"stam.dnn"},
+         "stam.dnn.cli": {"stam.synthetic.convergence_map"}, "stam.cli": {"stam.dnn.presets"}}
+    assert practice_ties(g) == {"stam.synthetic.cli": ["stam.dnn.presets"], "stam.synthetic.rates": ["stam.dnn"]}
+
+
+def test_synthetic_imports_nothing_of_dnn_not_even_in_its_command_line():
+    assert practice_ties(full_graph()) == {}
+
+
 #: imports across layers allowed as exceptions: none (result files are read through their types in
 #: the core, :mod:`stam.results`)
 LAYER_ALLOWED = {}
@@ -329,12 +352,12 @@ LAYER_ALLOWED = {}
 
 def test_the_layer_rule_finds_what_it_must():
     g = {"stam.algorithm": {"stam.dnn.catalog"}, "stam.synthetic.methods": {"stam.dnn.catalog", "stam.algorithm"},
-         "stam.theory.items.common": {"stam.theory.numeric", "stam.algorithm"}, "stam.figures.style": {"stam.dnn.catalog"},
+         "stam.theory.papercheck.items.common": {"stam.theory.symbolic.numeric", "stam.algorithm"}, "stam.figures.style": {"stam.dnn.catalog"},
          "stam.dnn.tune": {"stam.figures.results"}, "stam.synthetic.cli": {"stam.dnn.presets", "stam.figures.kinds"},
          "stam.figures.demo": {"stam.dnn.cli"}}
     assert layer_violations(g) == {"stam.algorithm": ["stam.dnn.catalog"], "stam.synthetic.methods": ["stam.dnn.catalog"],
                                    "stam.dnn.tune": ["stam.figures.results"], "stam.figures.demo": ["stam.dnn.cli"]}
-    assert layer("stam.theory.items.common") == (1, "stam.theory") and layer("stam.theory.cli") == (4, "cli")
+    assert layer("stam.theory.papercheck.items.common") == (1, "stam.theory") and layer("stam.theory.cli") == (4, "cli")
 
 
 def test_no_module_imports_a_higher_layer_or_a_peer():
@@ -344,6 +367,64 @@ def test_no_module_imports_a_higher_layer_or_a_peer():
 def test_no_module_names_a_higher_layer_or_a_peer_by_string():
     """A ``"module:attr"`` reference, a list of module names, an ``importlib`` call: the same layers."""
     assert layer_violations(full_graph()) == LAYER_ALLOWED
+
+
+#: The rooms of ``stam.theory``, lowest first (each sub-package's docstring says what lives there): the floor (the
+#: package's own modules: the commands' parameters :mod:`stam.theory.params` and the shared settings
+#: :mod:`stam.theory.settings`), the formulas ``symbolic``, the worst cases and certificates ``worstcase``, the paper
+#: audit ``papercheck`` (its items included), and on top the command plumbing: ``stam.theory.cli`` and
+#: ``stam.theory.pep_cli`` (the handlers, which import the experiments they run).  A module of theory imports its
+#: own room and the rooms below it, never one above.
+THEORY_ROOMS = ("stam.theory", "stam.theory.symbolic", "stam.theory.worstcase", "stam.theory.papercheck", "commands")
+THEORY_COMMANDS = ("stam.theory.cli", "stam.theory.pep_cli")
+
+
+def room(module: str) -> int:
+    """The rank of a module of ``stam.theory`` in :data:`THEORY_ROOMS` (0: the floor)."""
+    if module in THEORY_COMMANDS:
+        return THEORY_ROOMS.index("commands")
+    for rank, pkg in reversed(list(enumerate(THEORY_ROOMS[1:-1], start=1))):
+        if module == pkg or module.startswith(pkg + "."):
+            return rank
+    assert module == "stam.theory" or module.startswith("stam.theory."), module
+    return 0
+
+
+def room_violations(g: dict[str, set[str]]) -> dict[str, list[str]]:
+    """module of theory -> the modules of theory it imports from a room above its own."""
+    out = {}
+    for m, targets in g.items():
+        if m.startswith("stam.theory"):
+            bad = sorted(t for t in targets if t.startswith("stam.theory") and room(t) > room(m))
+            if bad:
+                out[m] = bad
+    return out
+
+
+def test_the_room_rule_finds_what_it_must():
+    g = {"stam.theory.params": {"stam.theory.papercheck.items.numbering"},
+         "stam.theory.symbolic.numeric": {"stam.theory.settings", "stam.theory.worstcase.pep"},
+         "stam.theory.worstcase.lyapunov": {"stam.theory.symbolic.numeric", "stam.theory.worstcase.sdp"},
+         "stam.theory.papercheck.items.appendix_b": {"stam.theory.worstcase.lyapunov", "stam.theory.pep_cli"},
+         "stam.theory.pep_cli": {"stam.theory.papercheck.audit"}, "stam.dnn.train": {"stam.theory.pep_cli"}}
+    assert room_violations(g) == {"stam.theory.params": ["stam.theory.papercheck.items.numbering"],
+                                  "stam.theory.symbolic.numeric": ["stam.theory.worstcase.pep"],
+                                  "stam.theory.papercheck.items.appendix_b": ["stam.theory.pep_cli"]}
+    assert [room(m) for m in ("stam.theory", "stam.theory.settings", "stam.theory.symbolic.chain",
+                              "stam.theory.worstcase", "stam.theory.papercheck.items", "stam.theory.cli")] == [0, 0, 1, 2, 3, 4]
+
+
+def test_every_module_of_theory_is_in_a_room_and_every_room_has_modules():
+    theory = [m for m in MODULES if m.startswith("stam.theory")]
+    floor = sorted(m for m in theory if room(m) == 0)
+    assert floor == ["stam.theory", "stam.theory.params", "stam.theory.settings"]
+    assert {room(m) for m in theory} == set(range(len(THEORY_ROOMS)))
+    for pkg in THEORY_ROOMS[1:-1]:
+        assert (MODULES[pkg].read_text(encoding="utf-8").lstrip().startswith('"""')), f"{pkg}: no docstring"
+
+
+def test_no_arrow_back_up_between_the_rooms_of_theory():
+    assert room_violations(full_graph()) == {}
 
 
 #: private names imported across modules OUTSIDE stam.theory, left to the agents who own those areas
@@ -363,7 +444,7 @@ def test_every_package_folder_is_scanned():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     declared = dict(re.findall(r'"(stam(?:\.\w+)*)" = "([\w/]+)"', pyproject.split("package-dir")[1].split("\n")[0]))
     assert declared == PACKAGES
-    assert any(m.startswith("stam.theory.items.") for m in MODULES)
+    assert any(m.startswith("stam.theory.papercheck.items.") for m in MODULES)
 
 
 def test_no_private_name_is_imported_across_modules():

@@ -1,4 +1,4 @@
-"""Automated Lyapunov search (stam.theory.lyapunov, `stam pep --region`): known answers first,
+"""Automated Lyapunov search (stam.theory.worstcase.lyapunov, `stam pep --region`): known answers first,
 then STAM against Theorem conv, against `stam pep`, and along simulated runs."""
 
 import functools
@@ -16,9 +16,9 @@ pytest.importorskip("cvxpy")
 
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
-from stam.theory import lyapunov as ly  # noqa: E402
-from stam.theory import sdp
-from stam.theory import templates
+from stam.theory.worstcase import lyapunov as ly  # noqa: E402
+from stam.theory.worstcase import sdp
+from stam.theory.worstcase import templates
 
 
 # ----------------------------------------------------------------------------- known answers
@@ -64,8 +64,8 @@ def test_the_lower_bound_is_imposed():
     verification finds it positive definite off its null directions, and the same point with P made indefinite
     (the potential unbounded below) is no certificate."""
     lam, gamma, beta = 1.0, 0.5, 50.0
-    step = ly.stam_step_sdp(lam, gamma, beta, f_class="convex")
-    c = ly.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
+    step = templates.stam_step_sdp(lam, gamma, beta, f_class="convex")
+    c = sdp.search(step, free_P=True, order=("a", "b"), rho_min=ly.rate_floor(beta))
     assert c.certified and c.residual["lower_min_eig"] > 0
     lay = sdp.layout(step, True)
     names = lay["names"]
@@ -83,7 +83,7 @@ ADMISSIBLE = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0)]
 
 @pytest.mark.parametrize("lam,gamma,beta", ADMISSIBLE)
 def test_where_theorem_conv_holds_the_paper_form_is_certified_with_a_better_constant(lam, gamma, beta):
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     assert pep.paper_bound(lam, gamma, beta, 1)["admissible"]
     paper = ly.certify_stam(lam, gamma, beta, template="paper")
@@ -99,7 +99,7 @@ def test_where_theorem_conv_holds_the_paper_form_is_certified_with_a_better_cons
 @pytest.mark.parametrize("lam,gamma,beta", [(1.0, 0.1, 250.0), (0.5, 1.6, 1000.0), (4.0, 0.2, 50.0)])
 def test_paper_form_certificate_bounds_stam_pep(lam, gamma, beta):
     """Both use delta0 + M0'_T: a paper-form certificate is an upper bound of the exact worst case."""
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     c = ly.certify_stam(lam, gamma, beta, template="paper")
     assert c.certified
@@ -110,7 +110,7 @@ def test_paper_form_certificate_bounds_stam_pep(lam, gamma, beta):
 
 @pytest.mark.parametrize("lam,gamma,beta", [(1.0, 1.6, 250.0), (0.5, 8.0, 1000.0)])
 def test_where_stam_pep_is_unbounded_no_paper_form_certificate_exists(lam, gamma, beta):
-    from stam.theory import pep
+    from stam.theory.worstcase import pep
 
     assert pep.stam_pep(lam, gamma, beta, 1).status == "unbounded"
     c = ly.certify_stam(lam, gamma, beta, template="paper")
@@ -234,7 +234,7 @@ def test_api_rejects_bad_constants():
 
 
 def test_module_imports_neither_torch_nor_pepit():
-    code = ("import sys; from stam.theory import lyapunov as ly; c = ly.certify_stam(1.0, 0.1, 250.0); "
+    code = ("import sys; from stam.theory.worstcase import lyapunov as ly; c = ly.certify_stam(1.0, 0.1, 250.0); "
             "assert c.certified; assert 'torch' not in sys.modules and 'PEPit' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -418,8 +418,8 @@ def test_a_region_with_a_store_makes_no_temporary_folder(small_region, tmp_path,
 # ----------------------------------------------------------------------------- certified means proven (issue 39)
 def _exact_step(lam, gamma, beta, template, f_class, N=1, b=1):
     if (N, b) != (1, 1):
-        return ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b, exact=True)
-    return ly.stam_step_sdp(lam, gamma, beta, template=template, f_class=f_class, exact=True)
+        return templates.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b, exact=True)
+    return templates.stam_step_sdp(lam, gamma, beta, template=template, f_class=f_class, exact=True)
 
 
 PROOF_POINTS = [(1.0, 0.9, 1000.0, "paper", "lsc", 1, 1), (1.0, 0.9, 1000.0, "general", "lsc", 1, 1),

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
-from stam.theory import methods_pep, methods_region  # noqa: E402
+from stam.theory.worstcase import methods_pep, methods_region  # noqa: E402
 from test_pep_cli import run  # noqa: E402  (stam's main in-process: exit code, stdout, stderr)
 
 
@@ -131,7 +131,7 @@ def test_every_refuting_run_is_below_the_pep(algo, f_class, lam):
 
 
 def test_stam_theory_measure_is_theorem_convs_S_t():
-    """STAM's declared measure, with g_F(u^t) = (x^t - z^t)/gamma, is the S_t of stam.theory.pep (g_F = (v - u)/gamma
+    """STAM's declared measure, with g_F(u^t) = (x^t - z^t)/gamma, is the S_t of stam.theory.worstcase.pep (g_F = (v - u)/gamma
     recorded at the proximal step), on a numeric run with F = I_{-1,1}."""
     import numpy as np
 

@@ -139,10 +139,10 @@ def _region_cells(params, monkeypatch):
 
 
 def _map_cells(params, monkeypatch):
-    """The job specs of ``stam map --dataset`` with ``params`` (its run, stam.figures.convergence_map.run; the data
+    """The job specs of ``stam map --dataset`` with ``params`` (its run, stam.figures.map_experiment.make_map; the data
     set is not loaded)."""
     from stam.dnn import sweep
-    from stam.figures.convergence_map import run
+    from stam.figures.map_experiment import make_map
 
     monkeypatch.setattr(sweep, "check_task", lambda task: None)
     monkeypatch.setattr(sweep, "train_size", lambda task: 100)
@@ -150,7 +150,7 @@ def _map_cells(params, monkeypatch):
     monkeypatch.setattr(sweep, "check_memory", lambda *a: None)
     monkeypatch.setattr(sweep, "run_jobs", _capture)
     with pytest.raises(_Captured) as got:
-        run(params)
+        make_map(params)
     return got.value.specs
 
 
@@ -168,9 +168,9 @@ def _sweep_cells(params, monkeypatch, capsys):
 
 def _experiments(tmp_path):
     """(parameters, how a run resolves them, how many cells, the non-job fields tried) of each sweep."""
-    from stam.figures.params import MapParams
+    from stam.figures.map_experiment import MapParams
     from stam.synthetic.params import SweepParams
-    from stam.theory import lyapunov
+    from stam.theory.worstcase import lyapunov
     from stam.theory.params import RegionParams
 
     return {

@@ -1,4 +1,4 @@
-"""Performance estimation of deterministic STAM (stam.theory.pep, `stam pep`).  T <= 3 throughout."""
+"""Performance estimation of deterministic STAM (stam.theory.worstcase.pep, `stam pep`).  T <= 3 throughout."""
 
 import functools
 import json
@@ -17,7 +17,8 @@ pytest.importorskip("cvxpy")
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.operators import Composite, QuadraticCoupling  # noqa: E402
-from stam.theory import numeric, pep  # noqa: E402
+from stam.theory.symbolic import numeric
+from stam.theory.worstcase import pep  # noqa: E402
 
 #: (lam, gamma, beta) with a finite worst case; the first two satisfy Theorem conv's conditions (L1 = 1).
 PARAMS = [(1.0, 0.1, 250.0), (2.0, 0.05, 330.0), (0.5, 0.2, 50.0)]
@@ -207,7 +208,7 @@ def test_worst_case_scales_like_the_problem():
 def test_minibatch_noise_changes_the_worst_case_at_small_beta():
     """docs/pep.md's stochastic example and its reading: at beta = 250 (T = 2, N = 3, b = 1) the worst case is the deterministic
     one (the y-step hardly moves; the worst instance spends its budget on M0'_T); at beta = 1 the noise costs."""
-    from stam.theory.pep import stam_pep
+    from stam.theory.worstcase.pep import stam_pep
 
     for beta, more in ((250.0, False), (1.0, True)):
         sampled = stam_pep(1.0, 0.1, beta, 2, N=3, b=1)

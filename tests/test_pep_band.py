@@ -1,5 +1,5 @@
 """The band between certified and refuted (issue 39, point 1): the ``pep-band`` result
-(stam.theory.onset.PEP_BAND, band, band_segments), the figure ``stam plot pep-band`` drawn from a stored
+(stam.theory.worstcase.onset.PEP_BAND, band, band_segments), the figure ``stam plot pep-band`` drawn from a stored
 result, and the committed result of benchmarks/pep_band.py against the closed-form T = 1 onset."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 from stam.cli import main  # noqa: E402
 from stam.errors import UsageError  # noqa: E402
 from stam.figures.results import load_results  # noqa: E402
-from stam.theory.onset import PEP_BAND, band, band_segments  # noqa: E402
+from stam.theory.worstcase.onset import PEP_BAND, band, band_segments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 C_STAR = (1 + math.sqrt(3)) / 2
@@ -130,7 +130,7 @@ def test_the_committed_result_is_the_table_of_docs_pep():
     T = 1 row of each beta bracket the closed-form onset within the bisection's tolerance; the certified value is
     what the stored region gives (stam demo's region_reach)."""
     from stam.figures.demo import region_reach
-    from stam.theory.lyapunov import REGION
+    from stam.theory.worstcase.lyapunov import REGION
 
     data = PEP_BAND.read(ROOT / "benchmarks" / "results" / "pep_band.json")
     tol = data["tol"]
@@ -144,11 +144,11 @@ def test_the_committed_result_is_the_table_of_docs_pep():
 
 def test_the_committed_result_closes_the_band():
     """The committed result's additions (issue 39, point 1): minibatch horizons whose T = 1 onset is (1 + sqrt 3)/2;
-    at every beta the 2-cycle's threshold c_beta (exact, stam.theory.onset.cycle_threshold) with no potential
+    at every beta the 2-cycle's threshold c_beta (exact, stam.theory.worstcase.onset.cycle_threshold) with no potential
     certified at or above it, and the general template certified to within two bisection steps of it."""
     from fractions import Fraction
 
-    from stam.theory.onset import cycle_threshold, sampling
+    from stam.theory.worstcase.onset import cycle_threshold, sampling
 
     data = PEP_BAND.read(ROOT / "benchmarks" / "results" / "pep_band.json")
     tol = data["tol"]
@@ -199,7 +199,7 @@ def test_segments_and_tables_with_history_minibatches_and_the_cycle(tmp_path):
     2-cycle's threshold 18/19 to the bracket no O(1/T) bound holds; the figure draws three panels side by side."""
     from stam.figures.band import draw
     from stam.figures.tables import band_parts
-    from stam.theory.onset import history_segments
+    from stam.theory.worstcase.onset import history_segments
 
     PEP_BAND.write(WIDE, tmp_path / "wide.json")
     segs = band_segments(PEP_BAND.read(tmp_path / "wide.json"))

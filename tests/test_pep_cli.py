@@ -11,8 +11,8 @@ pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
 from stam.cli import main  # noqa: E402
-from stam.theory import pep  # noqa: E402
-from stam.theory import pepsolve
+from stam.theory.worstcase import pep  # noqa: E402
+from stam.theory.worstcase import pepsolve
 
 ADMISSIBLE = ["--lam", "1", "--gamma", "0.1", "--beta", "250"]
 
@@ -152,7 +152,7 @@ def test_help_does_not_import_pepit_cvxpy_or_torch():
         "p = stam.cli.build_parser(); p.format_help()\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "    p.parse_args(['pep', '--help'])\n"
-        "print(sorted(m for m in ('PEPit', 'cvxpy', 'torch', 'stam.theory.pep') if m in sys.modules))"
+        "print(sorted(m for m in ('PEPit', 'cvxpy', 'torch', 'stam.theory.worstcase.pep') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,6 +1,6 @@
-"""Closing the band (issue 39, point 1): potentials with history (stam.theory.history: k-step decrease conditions,
+"""Closing the band (issue 39, point 1): potentials with history (stam.theory.worstcase.history: k-step decrease conditions,
 quadratic forms over past iterates), proven in exact arithmetic below the threshold c_beta, and the exact 2-periodic
-run of STAM (stam.theory.onset.two_cycle) that ends every O(1/T) bound from c_beta on; the minibatch PEP's onset."""
+run of STAM (stam.theory.worstcase.onset.two_cycle) that ends every O(1/T) bound from c_beta on; the minibatch PEP's onset."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.errors import UsageError
-from stam.theory.history import certify_history, stam_window_sdp
-from stam.theory.onset import cycle_threshold, onset_by_horizon, two_cycle
+from stam.theory.worstcase.history import certify_history, stam_window_sdp
+from stam.theory.worstcase.onset import cycle_threshold, onset_by_horizon, two_cycle
 
 C_STAR = (1 + math.sqrt(3)) / 2
 
@@ -46,7 +46,7 @@ def test_the_two_cycle_is_a_run_of_stam_from_the_threshold_on(beta, lam, L1, abo
 def test_the_cycle_bounds_the_free_start_pep_below_at_every_horizon():
     """At gamma*lam = 1 > c_10 = 18/19 the PEP of stam pep --free-start (the orbit is a run from its own start) is at
     least S / delta0 at T = 1, 2, 4: the worst case does not decay, so T W(T) grows like T."""
-    from stam.theory.pep import stam_pep
+    from stam.theory.worstcase.pep import stam_pep
 
     run = two_cycle(1, 1, 10)
     floor = float(run["S"] / run["delta0"])
@@ -74,8 +74,8 @@ def test_no_history_certificate_above_the_threshold(template, k, h):
 
 
 def test_one_step_window_is_the_one_step_search():
-    """k = 1, h = 0 is the one-step search of stam.theory.lyapunov (the same rate, both templates)."""
-    from stam.theory.lyapunov import certify_stam
+    """k = 1, h = 0 is the one-step search of stam.theory.worstcase.lyapunov (the same rate, both templates)."""
+    from stam.theory.worstcase.lyapunov import certify_stam
 
     for template in ("paper", "general"):
         a = certify_stam(1.0, 0.9, 10.0, template=template)

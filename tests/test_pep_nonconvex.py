@@ -1,5 +1,5 @@
 """The paper's own problem class (issue 22): nonconvex F through its proximal step, and stochastic
-STAM through the enumerated minibatches of one step (stam.theory.pep, stam.theory.lyapunov)."""
+STAM through the enumerated minibatches of one step (stam.theory.worstcase.pep, stam.theory.worstcase.lyapunov)."""
 
 import functools
 import itertools
@@ -15,11 +15,13 @@ pytest.importorskip("cvxpy")
 
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
-from stam.theory import lyapunov as ly  # noqa: E402
-from stam.theory import sdp
-from stam.theory import templates  # noqa: E402
-from stam.theory import pep  # noqa: E402
-from stam.theory import pepsolve
+from stam.theory.worstcase import lyapunov as ly  # noqa: E402
+from stam.theory.worstcase import sdp
+from stam.theory.worstcase import templates  # noqa: E402
+from stam.theory.worstcase import pep  # noqa: E402
+from stam.theory.worstcase import pepsolve
+from stam.theory.params import DEFAULT_F_CLASS
+from stam.theory.params import F_CLASSES
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,7 +135,7 @@ def test_one_sample_reproduces_the_deterministic_certificate(lam, gamma, beta, f
     enumerated step has one branch, the exact gradient; the rate equals the deterministic one."""
     det = cert(lam, gamma, beta, "paper", f_class)
     for N, b in ((1, 1), (2, 2)):
-        c = ly.search(ly.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b))
+        c = sdp.search(templates.stam_step_sdp_sampled(lam, gamma, beta, f_class=f_class, N=N, b=b))
         assert c.status == "optimal" and det.status == "optimal"
         assert c.certified == det.certified
         assert c.details["solver_rho"] == pytest.approx(det.details["solver_rho"], rel=1e-4, abs=1e-9)
@@ -156,7 +158,7 @@ def test_minibatch_noise_needs_the_growth_term(monkeypatch):
     c = cert(lam, gamma, beta, "paper", "lsc", 2, 1)
     assert c.status == "optimal" and c.certified
     assert 0 < c.details["kappa"] <= templates.growth_cap(lam, beta, 1.0, 2, 1) * c.rho * (1 + 1e-3) + 1e-9
-    monkeypatch.setattr(templates, "GROWTH_PER_RATE", 0.0)  # read where it is declared (stam.theory.templates)
+    monkeypatch.setattr(templates, "GROWTH_PER_RATE", 0.0)  # read where it is declared (stam.theory.worstcase.templates)
     c0 = ly.certify_stam(lam, gamma, beta, template="paper", f_class="lsc", N=2, b=1)
     assert c0.status == "optimal" and not c0.certified
     r1, r2 = worst(lam, gamma, beta, 2, "lsc"), worst(lam, gamma, beta, 2, "lsc", 2, 1)
@@ -278,8 +280,8 @@ def test_cli_classes_match_the_library():
     from stam.theory.params import METHOD_F_CLASSES
 
     # STAM's classes (the library's), and F = 0, which the baselines' PEPs take too (stam pep --algo)
-    assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(pep.F_CLASSES)] == pep.F_CLASSES
-    assert action.default == pep.DEFAULT_F_CLASS
+    assert tuple(action.choices) == METHOD_F_CLASSES and METHOD_F_CLASSES[:len(F_CLASSES)] == F_CLASSES
+    assert action.default == DEFAULT_F_CLASS
 
 
 @pytest.mark.parametrize("argv", [
@@ -364,7 +366,7 @@ def test_theorem_conv_region_is_certified_for_the_papers_class(lam, N, b):
     """Inside Theorem conv's hypotheses (gamma < gamma_max, beta = ceil(2 K2/K1)) the paper form is
     certified for any proper lsc F, with 1/rho <= 2 beta (the theorem's constant is >= 2 beta) and, with
     minibatches, a noise floor kappa/rho below the theorem's 2 (L+M) A / beta."""
-    from stam.theory import numeric
+    from stam.theory.symbolic import numeric
 
     c = numeric.quadratic_coupling(lam, L1=1.0)
     for frac in (0.5, 0.95):
@@ -411,7 +413,7 @@ def test_small_lambda_spurious_certificates_are_gone():
 @given(lam=st.floats(0.005, 0.05), gamma_lam=st.floats(0.05, 1.2), beta=st.sampled_from([10.0, 1e3, 1e5]),
        template=st.sampled_from(["general", "paper"]))
 def test_small_lambda_certificates_hold_along_binary_runs(lam, gamma_lam, beta, template):
-    """Every certificate at small lambda is verified (:func:`stam.theory.sdp.verify`): along actual STAM runs
+    """Every certificate at small lambda is verified (:func:`stam.theory.worstcase.sdp.verify`): along actual STAM runs
     with binary Q its one-step inequality holds (to floating-point rounding of the runs, 1e-6 of rho S)."""
     c = ly.certify_stam(lam, gamma_lam / lam, beta, template=template, f_class="lsc")
     assert c.status == "optimal"
@@ -471,10 +473,10 @@ RESULTS = __import__("pathlib").Path(__file__).parents[1] / "benchmarks" / "resu
 def solver_accuracy(value: float, solver: str = "CLARABEL") -> float:
     """How far two solves of one SDP may report its optimum apart, from the solver's own stopping rule: Clarabel
     stops when the duality gap of the objective is below ``tol_gap_abs`` or below ``tol_gap_rel`` times
-    ``max(1, |objective|)`` (:data:`stam.theory.pepsolve.SOLVER_DEFAULTS`), so each reported value lies within that of
+    ``max(1, |objective|)`` (:data:`stam.theory.worstcase.pepsolve.SOLVER_DEFAULTS`), so each reported value lies within that of
     the optimum, and two within twice it.  A stored number is a regression guard, not a definition: the last
     digits move with the machine (BLAS, threads), 1.4e-6 and 1.3e-5 relative on another of this kind (issue 37).
-    The objective of :func:`stam.theory.lyapunov.search` is ``rho`` itself (below 1, so the bound is absolute
+    The objective of :func:`stam.theory.worstcase.sdp.search` is ``rho`` itself (below 1, so the bound is absolute
     there); of a PEP the worst case."""
     assert solver == "CLARABEL", f"the stored numbers were solved by Clarabel, not {solver}"
     tol = pepsolve.SOLVER_DEFAULTS[solver]
@@ -483,7 +485,7 @@ def solver_accuracy(value: float, solver: str = "CLARABEL") -> float:
 
 def same_rate(c, stored_rho: float) -> bool:
     """A proven rate recomputed: the certificate's is ``(1 - share)`` times the solver's optimal rate for the first
-    share of :data:`stam.theory.sdp.VERIFY_SHARES` at which the verification passes (which share that is can
+    share of :data:`stam.theory.worstcase.sdp.VERIFY_SHARES` at which the verification passes (which share that is can
     move with the solver's last digits), and the solver's optimum is known to :func:`solver_accuracy`."""
     tol = solver_accuracy(stored_rho, c.solver)
     return any(abs((1 - s) * c.details["solver_rho"] - stored_rho) <= tol for s in sdp.VERIFY_SHARES)

@@ -1,4 +1,4 @@
-"""The onset of unboundedness of `stam pep` at T = 1 in closed form (stam.theory.onset, issue 39): derived in sympy
+"""The onset of unboundedness of `stam pep` at T = 1 in closed form (stam.theory.worstcase.onset, issue 39): derived in sympy
 from the PEP's own structure, checked against the SDP at several beta (small ones included) and along a run."""
 
 import math
@@ -8,8 +8,8 @@ import pytest
 import sympy as sp
 
 from stam.steps import stam_init, stam_step
-from stam.theory.onset import t1_onset, t1_onset_value
-from stam.theory.pep import merit_of
+from stam.theory.worstcase.onset import t1_onset, t1_onset_value
+from stam.theory.worstcase.pep import merit_of
 
 C_STAR = (1 + math.sqrt(3)) / 2
 
@@ -31,7 +31,7 @@ def test_the_sdp_switches_at_the_closed_form(beta, lam, L1):
     """stam pep at T = 1 (any proper lsc F): a finite worst case 1 % below c* / lam, unbounded 1 % above, at every
     beta (1 and 10 included: the T = 1 onset does not move at small beta)."""
     pytest.importorskip("PEPit")
-    from stam.theory.pep import stam_pep
+    from stam.theory.worstcase.pep import stam_pep
 
     below = stam_pep(lam, 0.99 * C_STAR / lam, beta, 1, L1=L1)
     above = stam_pep(lam, 1.01 * C_STAR / lam, beta, 1, L1=L1)
@@ -100,7 +100,7 @@ def test_onset_by_horizon_moves_up_with_T_only_at_small_beta():
     """The band per horizon (docs/studies/band.md): at beta = 1000 the onset stays c* at T = 1, 2; at beta = 10 it is c* at T = 1
     and higher at T = 2 (the y-block moves)."""
     pytest.importorskip("PEPit")
-    from stam.theory.onset import onset_by_horizon
+    from stam.theory.worstcase.onset import onset_by_horizon
 
     big = onset_by_horizon((1, 2), 1e3, tol=2e-3)
     small = onset_by_horizon((1, 2), 10.0, tol=2e-3)

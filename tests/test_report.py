@@ -14,6 +14,7 @@ from test_figures import compare_fixture, paper_check_fixture, rates_fixture, wr
 
 from stam.cli import main
 from stam.figures import tables as T
+from stam.figures.declare import declare_figure
 from stam.figures.report import SECTIONS, build_report
 
 
@@ -218,7 +219,7 @@ def test_figure_kinds_are_declared_at_their_draw_functions_in_the_reports_order(
         def draw(results, nc=None):
             return None
         draw.__module__ = "somewhere.else"
-        kinds.declare_figure("rates", sources=(), section="rates", caption="", help="rates ()")(draw)
+        declare_figure("rates", sources=(), section="rates", caption="", help="rates ()")(draw)
     assert kinds.figure_kind("rates").module == "stam.figures.rates"
 
 

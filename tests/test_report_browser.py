@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stam.cli import main
-from stam.theory.mathml import MATHML_NS, broken_names, mathml, structure_errors
+from stam.theory.symbolic.mathml import MATHML_NS, broken_names, mathml, structure_errors
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: a script added to a copy of the report (the report itself runs none): the widths of the page

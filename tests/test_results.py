@@ -23,7 +23,8 @@ from stam.figures.results import MODULES, classify, result_type, result_types
 from stam.results import ResultType, Schema
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"stam": "stam", "stam.theory": "theory", "stam.theory.items": "theory/items", "stam.synthetic": "synthetic",
+FOLDERS = {"stam": "stam", "stam.theory": "theory", "stam.theory.symbolic": "theory/symbolic",
+            "stam.theory.worstcase": "theory/worstcase", "stam.theory.papercheck": "theory/papercheck", "stam.theory.papercheck.items": "theory/papercheck/items", "stam.synthetic": "synthetic",
            "stam.dnn": "dnn", "stam.figures": "figures"}
 
 
@@ -49,8 +50,8 @@ def test_the_types_are_declared_once_each_where_their_producer_is():
     names = [t.name for t in result_types()]
     assert len(names) == len(set(names))
     where = {t.name: t.module for t in result_types()}
-    assert where["synthetic-rates"] == "stam.synthetic.rates" and where["lyapunov-region"] == "stam.theory.lyapunov"
-    assert where["pep-sweep"] == "stam.theory.pep" and where["convergence-map"] == "stam.synthetic.convergence_map"
+    assert where["synthetic-rates"] == "stam.synthetic.rates" and where["lyapunov-region"] == "stam.theory.worstcase.lyapunov"
+    assert where["pep-sweep"] == "stam.theory.worstcase.pep" and where["convergence-map"] == "stam.synthetic.convergence_map"
     assert where["tune"] == "stam.dnn.tune" and where["network-job"] == "stam.dnn.sweep"
     with pytest.raises(ValueError, match="declared twice"):
         ResultType("pep-sweep", Schema(), module="somewhere.else")
@@ -196,7 +197,7 @@ def test_values_the_types_let_through_are_refused_naming_the_file_and_field(tmp_
 
 
 def test_mathml_nested_3000_deep_is_shown_as_text_not_a_recursion_error():
-    from stam.theory.mathml import MAX_DEPTH, sanitize
+    from stam.theory.symbolic.mathml import MAX_DEPTH, sanitize
 
     deep = lambda n: "<math>" + "<mrow>" * n + "<mi>x</mi>" + "</mrow>" * n + "</math>"  # noqa: E731
     assert sanitize(deep(3000)) is None  # (the caller shows it as text)

@@ -1,4 +1,4 @@
-"""The methods of `stam synthetic compare` (stam.synthetic.baselines.REGISTRY): each runner is the
+"""The methods of `stam synthetic compare` (stam.synthetic.methods.REGISTRY): each runner is the
 shared step of stam.steps in a loop, at the budget it declares."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import torch
 
 from stam.steps import QuantizedState, bc_step, br_step, psgd_step, stam_step
 from stam.synthetic import baselines
+from stam.synthetic.methods import QUANTISATION_METHODS
 from stam.synthetic.problems import make_problem
+from stam.synthetic import methods
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +58,14 @@ def test_the_deterministic_method_spends_the_budget_on_full_gradients(problem):
 
 
 def test_registry_declares_names_and_needs(problem):
-    assert baselines.METHODS == tuple(m.name for m in baselines.REGISTRY)
-    assert set(baselines.QUANTISATION_METHODS) == {"psgd", "bc", "br"}
+    assert methods.METHODS == tuple(m.name for m in methods.REGISTRY)
+    assert set(QUANTISATION_METHODS) == {"psgd", "bc", "br"}
     from stam.registry import load
 
-    assert all(callable(load(m.runner)) for m in baselines.REGISTRY)  # every declared runner exists
+    assert all(callable(load(m.runner)) for m in methods.REGISTRY)  # every declared runner exists
     from stam.dnn import catalog
 
-    assert all(baselines.method(n).label == catalog.algorithm(n).label for n in baselines.QUANTISATION_METHODS)
+    assert all(methods.method(n).label == catalog.algorithm(n).label for n in QUANTISATION_METHODS)
     sparse = make_problem("sparse-l1", n=5, N=12, b=3, seed=0, dtype=torch.float64)
     with pytest.raises(ValueError, match="bc needs F = I_Q"):
         baselines.run_method(sparse, "bc", 30, 1, 0.3, 40.0)
@@ -76,7 +78,7 @@ def test_step_sizes_object_and_keywords_run_the_same(problem, fields):
     """run_rates and compare pass the rule's arguments through: one StepSizes or its fields by keyword (the
     old calls) give the same result, wall times aside; compare runs any pair (allow_inadmissible set)."""
     from stam.synthetic.rates import run_rates
-    from stam.theory.numeric import StepSizes
+    from stam.theory.symbolic.numeric import StepSizes
 
     same = dict(R=2, seed=1, progress=False)
     assert run_rates(problem, [3, 8], step_sizes=StepSizes(**fields), **same) == run_rates(problem, [3, 8], **fields, **same)

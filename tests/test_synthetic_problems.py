@@ -225,7 +225,7 @@ def test_estimator_unbiased_and_second_moment_by_enumeration(N, b, replacement):
     v = s.weights(idx)
     assert torch.allclose(v.mean(0), torch.ones(N, dtype=torch.float64))  # E v_i = 1
     assert torch.allclose((v**2).mean(0), torch.full((N,), s.second_moment(), dtype=torch.float64))
-    from stam.theory.numeric_generated import ev2_nice, ev2_replacement
+    from stam.theory.symbolic.numeric_generated import ev2_nice, ev2_replacement
 
     assert s.second_moment() == pytest.approx((ev2_replacement if replacement else ev2_nice)(N, b))
     for name in ("binary", "sparse-l1"):

@@ -19,7 +19,7 @@ from stam.synthetic.couplings import CosineCoupling, LinearCoupling, Quadratic
 from stam.synthetic.penalties import MCP, L1Norm, QuantizedIndicator, min_partition
 from stam.synthetic.problems import make_problem
 from stam.synthetic.rates import run_rates
-from stam.theory import numeric
+from stam.theory.symbolic import numeric
 
 f64 = dict(dtype=torch.float64)
 

@@ -1,4 +1,4 @@
-"""The adversarial search of stam.theory.chainsearch and stam.theory.statementsearch (issue 23, point 2): its non-quadratic couplings
+"""The adversarial search of stam.theory.papercheck.chainsearch and stam.theory.papercheck.statementsearch (issue 23, point 2): its non-quadratic couplings
 are what they claim (gradients derived in sympy, exact constants, an x-step that is the argmin),
 its runs are runs of stam.steps.stam_step, the derived chain holds on every run of every class
 (so the quantities are right), and it covers the classes it names."""
@@ -9,11 +9,12 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import numeric as num
-from stam.theory import problemclasses as PC
-from stam.theory import statementsearch as SS
-from stam.theory import chain, chainsearch
-from stam.theory import items as I
+from stam.theory.symbolic import numeric as num
+from stam.theory.papercheck import problemclasses as PC
+from stam.theory.papercheck import statementsearch as SS
+from stam.theory.symbolic import chain
+from stam.theory.papercheck import chainsearch
+from stam.theory.papercheck import items as I
 
 KINDS = sorted(PC.PHI)
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from stam.cli import main
-from stam.theory import audit
-from stam.theory.items import common
-from stam.theory import stamruns
-from stam.theory import numeric as n
+from stam.theory.papercheck import audit
+from stam.theory.papercheck.items import common
+from stam.theory.symbolic import stamruns
+from stam.theory.symbolic import numeric as n
 
 EXPECTED = {
     "eq101 (Lemma es-lemma A, C)": "false", "Lemma ES-GH (gh-es)": "ok", "k1 vs eq36 (K1)": "ok",
@@ -177,8 +177,8 @@ def test_brief_counts_and_names_the_kinds(capsys):
 
 
 def test_adversarial_search_finds_a_step_that_is_false_on_runs():
-    """The search of stam.theory.chainsearch finds eq25 (false on actual runs) and none for eq36."""
-    from stam.theory import chainsearch
+    """The search of stam.theory.papercheck.chainsearch finds eq25 (false on actual runs) and none for eq36."""
+    from stam.theory.papercheck import chainsearch
 
     hit = chainsearch.search("eq25")
     assert hit["found"] is not None and hit["found"]["evidence"] == "run"
@@ -225,10 +225,10 @@ def test_source_key_follows_the_sources(tmp_path, monkeypatch):
     key = audit.source_key()
     assert key == audit.source_key() and len(key) == 24
     root = tmp_path / "theory"
-    shutil.copytree(Path(audit.__file__).resolve().parent, root, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(audit, "__file__", str(root / "audit.py"))
+    shutil.copytree(Path(audit.__file__).resolve().parents[1], root, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(audit, "__file__", str(root / "papercheck" / "audit.py"))
     assert audit.source_key() == key  # the same sources, elsewhere
-    f = root / "items" / "section2.py"
+    f = root / "papercheck" / "items" / "section2.py"
     f.write_text(f.read_text() + "\n# changed\n")
     assert audit.source_key() != key
 

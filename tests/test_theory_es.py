@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from stam.theory import audit
-from stam.theory.items import common
-from stam.theory import numeric as n
+from stam.theory.papercheck import audit
+from stam.theory.papercheck.items import common
+from stam.theory.symbolic import numeric as n
 
 fl = dict(allow_nan=False, allow_infinity=False)
 vec = lambda d, lo=-5, hi=5: arrays(np.float64, d, elements=st.floats(lo, hi, **fl))  # noqa: E731

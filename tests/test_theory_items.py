@@ -1,4 +1,4 @@
-"""The audit as items (stam.theory.items): every registered item is tested against its known
+"""The audit as items (stam.theory.papercheck.items): every registered item is tested against its known
 verdict (as PEPit's examples are tested against their known bounds), the verdict is the one rule
 applied to what the item returns, a broken derivation is reported and never crashes the command,
 coverage is counted in the paper's source, the corrected statements are written atomically, and
@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stam.cli import main
-from stam.theory import audit, chain
-from stam.theory.items import common
-from stam.theory import constants as k
-from stam.theory import corrected as corr
-from stam.theory import items as I
-from stam.theory.items import coverage as cov
-from stam.theory.mathml import mathml, sanitize
+from stam.theory.papercheck import audit
+from stam.theory.symbolic import chain
+from stam.theory.papercheck.items import common
+from stam.theory.symbolic import constants as k
+from stam.theory.papercheck import corrected as corr
+from stam.theory.papercheck import items as I
+from stam.theory.papercheck.items import coverage as cov
+from stam.theory.symbolic.mathml import mathml, sanitize
 
 #: every item and its known verdict
 KNOWN = {
@@ -401,10 +402,10 @@ def test_corrected_statements_define_their_symbols(tmp_path, capsys):
             assert sym in part, (name, sym)
     tex = (out / "corrected.tex").read_text()
     assert r"\text{A, C (what they are)} &= \text{any constants" in tex
-    from stam.theory.items.numbering import printed_numbers
+    from stam.theory.papercheck.items.numbering import printed_numbers
 
     nums = printed_numbers(cov.read_paper())
-    from stam.theory.corrected import md_text, tex_text
+    from stam.theory.papercheck.corrected import md_text, tex_text
 
     assert md_text(f"{nums['conv-lemma'].text} in the paper's printed numbering") in md
     assert tex_text(f"{nums['conv'].text} in the paper") in tex
@@ -420,8 +421,8 @@ def test_eq25_fails_on_runs_only_below_minus_lam_plus_one_over_two():
     the paper's l = L2* = lam the same run satisfies it.  The note says so."""
     import numpy as np
 
-    from stam.theory import symbols as s
-    from stam.theory.items.chain_items import eq25_network
+    from stam.theory.symbolic import symbols as s
+    from stam.theory.papercheck.items.chain_items import eq25_network
 
     net = eq25_network()
     assert net["same"] and sp.simplify(net["threshold"] + (s.lam + 1) / 2) == 0
@@ -464,7 +465,7 @@ def test_eq36_eq39_hold_for_the_network_coupling(label, monkeypatch):
     """The printed eq36 and eq39 (verdict 'unproven' for the general H) are proven for H = (lam/2)||x-y||^2 at 6
     points each by an exact one-step certificate (the u-step's inequality, multiplier 1); a much stronger print (the
     gap less 10 X or 10 Y: at lambda 1, gamma 0.1 the prints hold with some room) is not."""
-    from stam.theory.items.chain_items import step_network, step_network_proof
+    from stam.theory.papercheck.items.chain_items import step_network, step_network_proof
 
     r = EVALUATED[label].result
     net = r.network_result()

@@ -14,8 +14,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import audit
-from stam.theory.mathml import (ACCENTS, ARITY, MATHML_NS, latex, latex_name, mathml, sanitize,
+from stam.theory.papercheck import audit
+from stam.theory.symbolic.mathml import (ACCENTS, ARITY, MATHML_NS, latex, latex_name, mathml, sanitize,
                                 structure_errors)
 
 NS = f"{{{MATHML_NS}}}"

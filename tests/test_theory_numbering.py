@@ -1,4 +1,4 @@
-"""The paper's printed numbering (stam.theory.items.numbering), computed from the LaTeX source as
+"""The paper's printed numbering (stam.theory.papercheck.items.numbering), computed from the LaTeX source as
 LaTeX numbers it: on small sources whose numbers follow from the rules of article, amsmath and
 jmlr2e.sty, and on every label of the paper against independent, cruder counts of its source."""
 
@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory.items import coverage as cov
-from stam.theory.items.numbering import (CLASS_THEOREMS, UNDECLARED_COUNTERS, dependence_note, printed_numbers,
-                                         printed_text, theorem_environments, undeclared_environments)
+from stam.theory.papercheck.items import coverage as cov
+from stam.theory.papercheck.items.numbering import (CLASS_THEOREMS, dependence_note, printed_numbers, printed_text,
+                                                    theorem_environments, undeclared_environments)
+from stam.theory.params import UNDECLARED_COUNTERS
 
 PAPER = cov.read_paper()
 NUMS = printed_numbers(PAPER)

@@ -1,4 +1,4 @@
-"""The numeric layer (stam.theory.numeric): generated from the sympy expressions, vectorised,
+"""The numeric layer (stam.theory.symbolic.numeric): generated from the sympy expressions, vectorised,
 and consistent with the conditions it reports."""
 
 import math
@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import numeric as n
+from stam.theory.symbolic import numeric as n
 
 finite = dict(allow_nan=False, allow_infinity=False)
 
 
 def test_generated_module_is_up_to_date():
-    from stam.theory import codegen
+    from stam.theory.symbolic import codegen
 
-    assert codegen.TARGET.read_text(encoding="utf-8") == codegen.render(), "run python -m stam.theory.codegen"
+    assert codegen.TARGET.read_text(encoding="utf-8") == codegen.render(), "run python -m stam.theory.symbolic.codegen"
 
 
 def test_network_specialisation_values():

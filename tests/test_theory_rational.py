@@ -1,4 +1,4 @@
-"""Exact rational linear algebra (stam.theory.rational), the ground of the proofs of stam.theory.lyapunov.prove:
+"""Exact rational linear algebra (stam.theory.worstcase.rational), the ground of the proofs of stam.theory.worstcase.lyapunov.prove:
 property tests against sympy's exact arithmetic and against constructions whose answer is known."""
 
 from fractions import Fraction
@@ -8,7 +8,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import rational as rq
+from stam.theory.worstcase import rational as rq
 
 small = st.integers(-6, 6)
 

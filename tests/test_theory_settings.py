@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stam.theory import history, lyapunov, numeric, onset, pep, statementsearch
+from stam.theory.worstcase import history, lyapunov, onset, pep
+from stam.theory.symbolic import numeric
+from stam.theory.papercheck import statementsearch
 from stam.theory.settings import Bisection, ProblemClass, SdpOptions, Settings, no_other
-from stam.theory.statementsearch import StatementBudget  # noqa: F401 (a Settings declared there)
+from stam.theory.papercheck.statementsearch import StatementBudget  # noqa: F401 (a Settings declared there)
 
 #: every typed setting of stam.theory (declared beside what reads it: the modules imported above)
 SETTINGS = tuple(sorted(Settings.__subclasses__(), key=lambda c: c.__name__))

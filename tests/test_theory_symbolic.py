@@ -1,4 +1,4 @@
-"""The sympy derivations (stam.theory.chain, stam.theory.constants) and the numeric layer
+"""The sympy derivations (stam.theory.symbolic.chain, stam.theory.symbolic.constants) and the numeric layer
 generated from them."""
 
 import itertools
@@ -10,11 +10,11 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import chain, codegen
-from stam.theory import constants as k
-from stam.theory import numeric as n
-from stam.theory import numeric_generated as g
-from stam.theory import symbols as s
+from stam.theory.symbolic import chain, codegen
+from stam.theory.symbolic import constants as k
+from stam.theory.symbolic import numeric as n
+from stam.theory.symbolic import numeric_generated as g
+from stam.theory.symbolic import symbols as s
 
 
 def test_algebraic_identities_of_appendix_a():
@@ -117,7 +117,7 @@ pos = st.floats(0.01, 5, allow_nan=False)
 @given(gamma=st.floats(1e-3, 0.2), L2=pos, L4=pos, dl=pos, L=pos, A=pos, C=pos, M=pos, d0=pos, M0=pos,
        eps=st.floats(1e-2, 1), beta=st.floats(1, 1e3), T=st.integers(1, 10**4))
 def test_numeric_layer_equals_symbolic(gamma, L2, L4, dl, L, A, C, M, d0, M0, eps, beta, T):
-    """The generated numpy code (stam.theory.numeric_generated) equals the sympy expressions
+    """The generated numpy code (stam.theory.symbolic.numeric_generated) equals the sympy expressions
     evaluated independently (mpmath, 30 digits) at random points."""
     import mpmath
 

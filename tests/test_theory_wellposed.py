@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.theory import audit
-from stam.theory.items import numbering
-from stam.theory.items.coverage import read_paper
-from stam.theory.stamruns import scaled_binary_projection
+from stam.theory.papercheck import audit
+from stam.theory.papercheck.items import numbering
+from stam.theory.papercheck.items.coverage import read_paper
+from stam.theory.symbolic.stamruns import scaled_binary_projection
 
 Q_GAP = "gap: Q of eq01 not closed (s_i in (0, inf))"
 L1_GAP = "gap: (a1) has no L1 for a network loss"

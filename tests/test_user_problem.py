@@ -71,7 +71,7 @@ def _composed_cosine(p):
 
 def _run(p, T=25, R=3, seed=5):
     c = p.theory_constants()
-    gamma = 0.5 * float(__import__("stam.theory.numeric", fromlist=["gamma_max"]).gamma_max(c))
+    gamma = 0.5 * float(__import__("stam.theory.symbolic.numeric", fromlist=["gamma_max"]).gamma_max(c))
     state = p.start(R, gamma)
     gen = torch.Generator().manual_seed(seed)
     beta = as_batch_scalar(torch.full((R,), 50.0, dtype=torch.float64), state.y)
@@ -338,7 +338,7 @@ def test_map_takes_a_function_of_lambda(tmp_path, capsys):
                                                                [r["beta"] for r in rows])
     assert all(r["metric"] is not None for r in rows)
     # its H is the user's: no quadratic-coupling overlays or words
-    from stam.figures.convergence_map import map_caption, summary_line
+    from stam.figures.map_experiment import map_caption, summary_line
 
     assert result["params"]["coupling"] != "(lambda/2)||x - y||^2"
     assert "1/sqrt(5)" not in summary_line(result) and "1/\u221a5" not in map_caption(result)

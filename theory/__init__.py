@@ -2,4 +2,4 @@
 sympy from their defining conditions, a vectorised numeric layer generated from them, the
 paper audit (``stam paper-check``), admissible step sizes (``stam stepsize``) and exact worst
 cases by performance estimation (``stam pep``) and the region certified by automated Lyapunov
-search (``stam pep --region``, :mod:`stam.theory.lyapunov`).  Imports no torch."""
+search (``stam pep --region``, :mod:`stam.theory.worstcase.lyapunov`).  Imports no torch."""

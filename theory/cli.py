@@ -4,23 +4,21 @@ when they run; ``stam stepsize`` never imports sympy or torch)."""
 
 from __future__ import annotations
 
-from stam.registry import experiment
-
 
 def _paper_check(args) -> int:
-    from stam.theory.audit import text
+    from stam.theory.papercheck.audit import paper_check, text
     from stam.theory.params import PaperCheckParams
 
     params = PaperCheckParams.from_args(args)
-    print(text(params, args.run(params)))
+    print(text(params, paper_check(params)))
     return 0
 
 
 def _stepsize(args) -> int:
-    from stam.theory.stepsize import StepsizeParams, text
+    from stam.theory.symbolic.stepsize import StepsizeParams, stepsize, text
 
     params = StepsizeParams.from_args(args)
-    print(text(params, args.run(params)))
+    print(text(params, stepsize(params)))
     return 0
 
 
@@ -54,11 +52,11 @@ def _build_paper_check(p) -> None:
     from stam.theory.params import PaperCheckParams
 
     add_arguments(p, PaperCheckParams)
-    p.set_defaults(func=_paper_check, run=experiment("stam.theory.audit"))
+    p.set_defaults(func=_paper_check)
 
 
 def _build_stepsize(s) -> None:
-    from stam.theory.stepsize import add_arguments
+    from stam.theory.symbolic.stepsize import add_arguments
 
     add_arguments(s)
-    s.set_defaults(func=_stepsize, run=experiment("stam.theory.stepsize"))
+    s.set_defaults(func=_stepsize)

@@ -1,10 +1,10 @@
 """The parameters of ``stam pep --region`` as one frozen dataclass (:mod:`stam.params`): every field
 declares its flag, type, default and help once; the command line (:mod:`stam.theory.pep_cli`) adds
 the flags from here, the run (:func:`stam.theory.pep_cli.run_region`, a library call taking the
-object) and the search (:func:`stam.theory.lyapunov.compute_region`) read it, and the job of each
+object) and the search (:func:`stam.theory.worstcase.lyapunov.compute_region`) read it, and the job of each
 lambda is ``{**params.spec(), "lam": lam}`` (with the job's kind and the search's version).
 Imports nothing heavy (no numpy: ``stam pep --help`` stays fast); the two grids computed with numpy,
-:data:`stam.theory.lyapunov.REGION_LAMS` and ``REGION_BETAS``, are the defaults of ``lams`` and
+:data:`stam.theory.worstcase.lyapunov.REGION_LAMS` and ``REGION_BETAS``, are the defaults of ``lams`` and
 ``betas`` given as None.  A single PEP's (``stam pep`` without ``--region``), :class:`PepParams`, are
 here too (its run :func:`stam.theory.pep_cli.run_pep`; the flags both share are the field factories
 :func:`L1_arg`, :func:`f_class_arg`, :func:`N_arg`, :func:`b_arg`, :func:`solver_arg`, :func:`force_arg`,
@@ -21,9 +21,13 @@ from stam.cliargs import ListArg, RangeArg, out_arg
 from stam.errors import positive_float, positive_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
-from stam.theory.items.numbering import UNDECLARED_COUNTERS  # light: the choices of --assumption-counter
 
-#: defaults of the search (:func:`stam.theory.lyapunov.region`): gamma searched on [1e-4, 1e4] (log
+#: how an environment the paper's source uses but never declares is counted (the choices of
+#: ``--assumption-counter``; :func:`stam.theory.papercheck.items.numbering.printed_numbers`, ``undeclared=``):
+#: the \\newtheorem line assumed for it
+UNDECLARED_COUNTERS = {"own": r"\newtheorem{ENV}{Name}", "theorem": r"\newtheorem{ENV}[theorem]{Name}"}
+
+#: defaults of the search (:func:`stam.theory.worstcase.lyapunov.region`): gamma searched on [1e-4, 1e4] (log
 #: bisection to a ratio of 1 + REGION_RTOL), the refutation at T = 1, 2 with its betas, the sampled
 #: gradient of the ``sampled`` column (N = 2, b = 1: G = (G_1 + G_2)/2, minibatches of one, two branches)
 REGION_GAMMA_RANGE = (1e-4, 1e4)
@@ -35,11 +39,11 @@ REGION_SAMPLING = (2, 1)
 #: range is scanned by a larger ratio: the default 1e-4 .. 1e4 takes 101 steps of 1.2).
 SCAN_RATIO = 1.2
 SCAN_MAX_STEPS = 110
-#: the classes of ``F`` the PEP reaches through its proximal step (:mod:`stam.theory.pep`, which reads
+#: the classes of ``F`` the PEP reaches through its proximal step (:mod:`stam.theory.worstcase.pep`, which reads
 #: them here, so that ``stam pep --help`` imports no PEP): the paper's class first, the default
 F_CLASSES = ("lsc", "indicator", "convex")
 DEFAULT_F_CLASS = "lsc"
-#: ``stam pep --algo NAME`` (:mod:`stam.theory.methods_pep`) also takes F = 0 (``--F zero``); its normalisations
+#: ``stam pep --algo NAME`` (:mod:`stam.theory.worstcase.methods_pep`) also takes F = 0 (``--F zero``); its normalisations
 #: (``--initial``) and its measures (``--measure``: each method's own, or one common to all)
 METHOD_F_CLASSES = F_CLASSES + ("zero",)
 INITIALS = ("gap", "last-gap", "objective")
@@ -119,7 +123,7 @@ class PepParams(Params):
     class of F and the gradient (``L1``, ``f_class``, ``N``/``b``: None, the full gradient), the solver, and
     whether the text is JSON.  Every field is its flag; ``lam``, ``gamma``, ``beta`` and one of ``T``,
     ``sweep_T`` are required (None here so that the command line names what is missing).  The run is
-    :func:`stam.theory.pep_cli.run_pep` (the PEP of :func:`stam.theory.pep.stam_pep` beside Theorem conv)."""
+    :func:`stam.theory.pep_cli.run_pep` (the PEP of :func:`stam.theory.worstcase.pep.stam_pep` beside Theorem conv)."""
 
     lam: float | None = lam_arg()
     gamma: float | None = gamma_arg()
@@ -158,7 +162,7 @@ class PepParams(Params):
 class RegionParams(Params):
     """``stam pep --region``'s parameters: the class of F and the gradient (``L1``, ``f_class``,
     ``N``/``b`` or ``sampling``), the grids of the search (``lams``, ``betas``, ``gamma_range``; None:
-    the defaults of :mod:`stam.theory.lyapunov`), its library-only settings, where it writes and how it
+    the defaults of :mod:`stam.theory.worstcase.lyapunov`), its library-only settings, where it writes and how it
     runs.  The fields marked ``job`` decide a lambda's row (:meth:`spec`); ``lams`` are the cells."""
 
     L1: float = L1_arg()
@@ -181,7 +185,7 @@ class RegionParams(Params):
     scheduler: str | None = scheduler_arg()  # the toolkit's one job engine (stam.jobs): the lambdas are its jobs
     workers: int | None = workers_arg(None, help="the lambdas in N local processes (default: 2 where 2 CPUs are visible, "
                                       "else 1; the result is the same); not with --scheduler")
-    # library-only (stam.theory.lyapunov.region's arguments), part of every job
+    # library-only (stam.theory.worstcase.lyapunov.region's arguments), part of every job
     rtol: float = arg(default=REGION_RTOL, job=True)
     refute_Ts: tuple = arg(default=REFUTE_TS, job=True)
     refute_betas: tuple = arg(default=REFUTE_BETAS, job=True)
@@ -203,7 +207,7 @@ class RegionParams(Params):
 class PaperCheckParams(Params):
     """``stam paper-check``'s parameters: the output format (``json``, ``brief``, ``as_printed``), the
     files it writes beside (``out``, ``corrected``) and the paper whose labels are counted (``paper``, a
-    LaTeX file; None: the bundled copy).  The run is :func:`stam.theory.audit.run`."""
+    LaTeX file; None: the bundled copy).  The run is :func:`stam.theory.papercheck.audit.paper_check`."""
 
     json: bool = arg("--json", action="store_true", default=False,
                      help="print a JSON list of {label, printed, derived, verdict, counterexample, covers, gap, elsewhere, "
@@ -233,7 +237,7 @@ class CertifyParams(Params):
     the decimals typed are the exact rationals the proof is made at), ``L1``, the class of F, the ``template`` of the
     potential, the solver, where the certificate is written (``out``; default
     ``certificate-<template>-lam<..>-gamma<..>-beta<..>.json`` in the working folder) and whether the text is JSON.  The
-    run is :func:`stam.theory.pep_cli.run_certify` (:func:`stam.theory.certificates.certify_point`)."""
+    run is :func:`stam.theory.pep_cli.run_certify` (:func:`stam.theory.worstcase.certificates.certify_point`)."""
 
     certify: bool = arg("--certify", action="store_true", default=False,
                         help="certify one point (--lam --gamma --beta; full gradient) with a Lyapunov function, prove it "
@@ -257,7 +261,7 @@ class CertifyParams(Params):
 @dataclass(frozen=True)
 class CheckParams(Params):
     """``stam pep --check FILE``'s parameters: the certificate file.  The run is :func:`stam.theory.pep_cli.run_check`
-    (the independent checker :mod:`stam.theory.certcheck`)."""
+    (the independent checker :mod:`stam.theory.worstcase.certcheck`)."""
 
     check: str | None = arg("--check", nargs="?", const="", default=None, metavar="FILE",
                             help="re-verify a certificate file with the independent exact checker (shares no code with "
@@ -268,7 +272,7 @@ class CheckParams(Params):
 @dataclass(frozen=True)
 class FamilyParams(Params):
     """``stam pep --family``'s parameters.  The run is :func:`stam.theory.pep_cli.run_family` (the closed-form
-    certificate family of :mod:`stam.theory.family`, proven symbolically)."""
+    certificate family of :mod:`stam.theory.worstcase.family`, proven symbolically)."""
 
     family: bool = arg("--family", action="store_true", default=False,
                        help="print the closed-form certificate family (the theorem) and prove it symbolically (sympy)")

@@ -1,9 +1,10 @@
 """``stam pep``: the exact worst case of STAM (performance estimation; F of a chosen class, the full
 gradient or b-nice minibatches) beside
 Theorem conv's bound; ``stam pep --region``: where a Lyapunov function certifies the rate and where
-the PEP refutes the theorem's form (:mod:`stam.theory.lyapunov`).  The one library entry is
-``run(params)`` (:func:`run`: :func:`run_pep` of a ``PepParams``, :func:`run_region` of a ``RegionParams``), the
-result returned; the handler prints it.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
+the PEP refutes the theorem's form (:mod:`stam.theory.worstcase.lyapunov`).  Each mode has one library entry
+taking its parameters, the result returned: :func:`run_pep` (a ``PepParams``), :func:`run_region` (``--region``, a
+``RegionParams``), :func:`run_certify`, :func:`run_check`, :func:`run_family` (``--certify``, ``--check``,
+``--family``); the handler calls it and prints the result.  Registering imports nothing heavy; PEPit and cvxpy load when it runs."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import sys
 
 from typing import TYPE_CHECKING
 
-from stam.errors import UsageError, positive_float, positive_int, require
-from stam.registry import experiment
+from stam.errors import UsageError, require
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from stam.theory.params import CertifyParams, CheckParams, FamilyParams, PepParams, RegionParams
 
 # (the toolkit's modules below are imported where they are used: registering ``stam pep`` for ``stam --help``
@@ -29,10 +31,10 @@ MAX_SWEEP_WORK = 4.0
 
 
 def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
-    """Points of the PEP of :func:`stam.theory.pep.stam_pep` for horizon ``T`` (its Gram matrix is
-    this size; :func:`stam.theory.pep.gram_size`, which imports nothing heavy): ``2T + 2`` for the
+    """Points of the PEP of :func:`stam.theory.worstcase.pep.stam_pep` for horizon ``T`` (its Gram matrix is
+    this size; :func:`stam.theory.worstcase.pep.gram_size`, which imports nothing heavy): ``2T + 2`` for the
     full gradient, one more for a free ``z^{-1}``; with minibatches it grows like ``C(N, b)^T``."""
-    from stam.theory.pep import gram_size as size
+    from stam.theory.worstcase.pep import gram_size as size
 
     return size(T, N=N, b=b, free_start=free_start)
 
@@ -87,7 +89,7 @@ def _admissible_note(row: dict) -> str:
 
 
 def _method_text(f_class: str, N: int, b: int) -> str:
-    from stam.theory.pep import F_CLASS_TEXT
+    from stam.theory.worstcase.pep import F_CLASS_TEXT
 
     grad = "full gradient" if (N, b) == (1, 1) else f"b-nice minibatches N={N} b={b}"
     return f"STAM ({grad}; {F_CLASS_TEXT[f_class]})"
@@ -147,21 +149,21 @@ def check_sampling(N: int | None, b: int | None) -> None:
     require((N is None) == (b is None),
             "give --N and --b together (the sampled gradient: G = (1/N) sum G_i, minibatches of b)")
     if N is not None:
-        from stam.theory.pep import MAX_N
+        from stam.theory.worstcase.pep import MAX_N
 
         require(N <= MAX_N, f"--N {N} must be at most {MAX_N} (every one of the C(N, b) minibatches is enumerated)")
         require(b <= N, f"--b {b} must be at most --N {N}")
 
 
 def run_pep(params: PepParams) -> dict:
-    """``stam pep`` (a single PEP) as a library call: the worst case of :func:`stam.theory.pep.compare` at
+    """``stam pep`` (a single PEP) as a library call: the worst case of :func:`stam.theory.worstcase.pep.compare` at
     ``params.T`` (the row, with ``lam``, ``gamma``, ``beta``, ``L1`` in front), or of each horizon of
-    ``params.sweep_T`` (:func:`stam.theory.pep.pep_sweep`: the ``pep-sweep`` result, written to ``params.out``).
+    ``params.sweep_T`` (:func:`stam.theory.worstcase.pep.pep_sweep`: the ``pep-sweep`` result, written to ``params.out``).
     Refused before any work: a missing ``lam``/``gamma``/``beta``, both or neither of ``T`` and ``sweep_T``, a
     PEP or a sweep above the size limits without ``force`` (:func:`_check_size`), ``out`` with a single horizon
     or missing with a sweep."""
     from stam.io import check_out_file
-    from stam.theory import methods_pep, pep
+    from stam.theory.worstcase import methods_pep, pep
 
     if methods_pep.is_method_pep(params):  # another update rule, F = 0, a normalisation or measure named
         return methods_pep.run_params(params)
@@ -203,11 +205,11 @@ def _pep(args) -> int:
     stray = [f for f in REGION_ONLY if getattr(args, f) is not None]
     require(not stray, f"{', '.join('--' + f.replace('_', '-') for f in stray)}: only with --region")
     params = PepParams.from_args(args)
-    result = args.run(params)
+    result = run_pep(params)
     if params.json:
         print(dumps(result))
-    elif "algo" in result:  # stam.theory.methods_pep
-        from stam.theory.methods_pep import text
+    elif "algo" in result:  # stam.theory.worstcase.methods_pep
+        from stam.theory.worstcase.methods_pep import text
 
         print(text(result))
     elif params.sweep_T is None:
@@ -245,14 +247,14 @@ REGION_NOTES = (
     "refuted: stam pep unbounded under delta0 + M0'_T <= 1 (the first T + 1 merits): no bound of Theorem conv's form "
     "with M0'_T; the printed theorem's M0' (all t) is not refuted by it. Certificates bound min_t S_t by "
     "(delta0 + M0'_T)/(rho T) <= (delta0 + M0')/(rho T). At T = 1 the onset is exactly gamma*lambda = (1+sqrt(3))/2 = "
-    "1.366 for every beta and L1 (stam.theory.onset)",
+    "1.366 for every beta and L1 (stam.theory.worstcase.onset)",
     "Theorem conv: the paper form at 0.5 and 0.99 gamma_max with the theorem's beta = ceil(2 K2/K1), full gradient and "
     "sampled; yes (c): certified with 1/rho <= c beta (the theorem's constant is >= 2 beta)",
 )
 
 
 def _theorem_cell(theorem: dict) -> str:
-    """``yes (1.01)`` when Theorem conv's region is certified (:func:`stam.theory.lyapunov.theorem_region`:
+    """``yes (1.01)`` when Theorem conv's region is certified (:func:`stam.theory.worstcase.lyapunov.theorem_region`:
     the largest ``1/(rho beta)``), else ``no`` with the number of points certified."""
     if theorem["certified"]:
         return f"yes ({theorem['max_inv_rho_beta']:.3f})"
@@ -282,10 +284,10 @@ def region_work_s(n_lams: int, n_betas: int, sampling, gamma_range=None) -> floa
     :data:`REGION_S_PER_LAMBDA`): per lambda :data:`REGION_S_PER_LAMBDA` plus :data:`REGION_S_PER_BETA`
     per beta, the betas' part in proportion to the gammas the scan steps through (a ``--gamma-range
     LO:HI:N`` finer than the default factor 1.2: ``log 1.2 / log ratio`` times as many,
-    :func:`stam.theory.lyapunov.gamma_scan_ratio`), all of it times the cube of the sampled branches
+    :func:`stam.theory.worstcase.lyapunov.gamma_scan_ratio`), all of it times the cube of the sampled branches
     C(N, b) against the default's 2 (an SDP's time grows about so with its size; docs/benchmarks.md's
     table of sizes)."""
-    from stam.theory.lyapunov import gamma_scan_ratio
+    from stam.theory.worstcase.lyapunov import gamma_scan_ratio
     from stam.theory.params import SCAN_RATIO
 
     branches = math.comb(int(sampling[0]), int(sampling[1]))
@@ -308,13 +310,13 @@ def region_store(out) -> "Path":
 
 def run_region(params: RegionParams) -> dict:
     """``stam pep --region`` as a library call: the certified and the refuted region
-    (:func:`stam.theory.lyapunov.compute_region`) of ``params``, its lambdas jobs in the store
+    (:func:`stam.theory.worstcase.lyapunov.compute_region`) of ``params``, its lambdas jobs in the store
     :func:`region_store` of ``params.out`` (a rerun with the same parameters reuses them), refused above
     :data:`MAX_REGION_WORK_S` unless ``params.force`` and announced on stderr from :data:`REGION_SAY_S`;
     writes the ``lyapunov-region`` file ``params.out`` and returns it (``params.progress``: called with each row;
     ``params.bar``: the job engine's progress bar)."""
     from stam.io import check_out_file
-    from stam.theory import lyapunov
+    from stam.theory.worstcase import lyapunov
 
     require(params.out is not None, "--region writes a result file: give --out FILE.json")
     check_out_file(params.out, "--out")
@@ -340,13 +342,13 @@ def run_region(params: RegionParams) -> dict:
 
 
 def region_certificate_files(result: dict, out, solver: str | None = None) -> list[str]:
-    """The certificates of a region's brackets (:func:`stam.theory.certificates.region_certificates`: the last
+    """The certificates of a region's brackets (:func:`stam.theory.worstcase.certificates.region_certificates`: the last
     certified gamma of each, proven again at its decimal) in the folder ``FILE-certificates`` beside ``out``; their
     paths relative to the result file's folder, for its ``certificates`` list."""
     import os
     from pathlib import Path
 
-    from stam.theory.certificates import region_certificates
+    from stam.theory.worstcase.certificates import region_certificates
 
     out = Path(out)
     paths = region_certificates(result, out.with_name(out.stem + "-certificates"), solver)
@@ -361,8 +363,8 @@ def _region(args) -> int:
     from stam.io import dumps
     from stam.theory.params import RegionParams
 
-    if args.algo != "stam":  # PSGD, BC, BR: their verdicts (stam.theory.methods_region)
-        from stam.theory.methods_region import run_cli
+    if args.algo != "stam":  # PSGD, BC, BR: their verdicts (stam.theory.worstcase.methods_region)
+        from stam.theory.worstcase.methods_region import run_cli
 
         return run_cli(args)
     require(args.f_class != "zero", "--region of STAM: --F lsc, indicator or convex (F = 0: --algo psgd, bc or br)")
@@ -389,7 +391,7 @@ def _region(args) -> int:
                       f"{_fmt_bracket(part['paper']):>17}   {sampled:>17}   {_fmt_bracket(part['refuted'], certified=False):>15}   "
                       f"{_theorem_cell(row['theorem']) if cls == f_class else '-':>12}", flush=True)
 
-    result = args.run(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))
+    result = run_region(dataclasses.replace(params, progress=show, bar=sys.stderr.isatty()))
     if args.json:
         print(dumps(result))
     else:
@@ -401,11 +403,11 @@ def _region(args) -> int:
 
 # -- certificates as artifacts (issue 59): --certify, --check, --family ---------------------------------------------
 def run_certify(params: CertifyParams) -> dict:
-    """``stam pep --certify``: the certificate of one point (:func:`stam.theory.certificates.certify_point`), written
-    to ``params.out`` (default :func:`stam.theory.certificates.file_name` in the working folder) when proven.  Returns
+    """``stam pep --certify``: the certificate of one point (:func:`stam.theory.worstcase.certificates.certify_point`), written
+    to ``params.out`` (default :func:`stam.theory.worstcase.certificates.file_name` in the working folder) when proven.  Returns
     ``{"certified", "rho", "status", "reason", "file", "certificate"}``."""
     from stam.io import check_out_file
-    from stam.theory import certificates
+    from stam.theory.worstcase import certificates
 
     missing = [name for name in ("lam", "gamma", "beta") if getattr(params, name) is None]
     require(not missing, f"--certify needs {', '.join('--' + m for m in missing)} (one point)")
@@ -428,10 +430,10 @@ def run_certify(params: CertifyParams) -> dict:
 
 
 def _certify_slice(params: CertifyParams) -> dict:
-    """``stam pep --certify --slice``: :func:`stam.theory.certificates.certify_slice`, written (default name
-    ``slice-lam<..>-beta<..>-to<..>.json``) and proven again by :func:`stam.theory.family.check_slice`."""
+    """``stam pep --certify --slice``: :func:`stam.theory.worstcase.certificates.certify_slice`, written (default name
+    ``slice-lam<..>-beta<..>-to<..>.json``) and proven again by :func:`stam.theory.worstcase.family.check_slice`."""
     from stam.io import dumps
-    from stam.theory import certificates, family
+    from stam.theory.worstcase import certificates, family
 
     require(params.template == "general", "--slice certifies with the general potential; drop --template paper")
     require(params.f_class == "lsc", "--slice is for any proper lsc F (--F lsc), the largest class")
@@ -445,16 +447,16 @@ def _certify_slice(params: CertifyParams) -> dict:
 
 
 def run_check(params: CheckParams) -> dict:
-    """``stam pep --check FILE``: the independent checker (:func:`stam.theory.certcheck.check`) on one file.
+    """``stam pep --check FILE``: the independent checker (:func:`stam.theory.worstcase.certcheck.check`) on one file.
     Returns ``{"file", "proven", "reason", "proved"}``; a file that is no certificate is a usage error."""
     from stam.io import read_input_text
-    from stam.theory import certcheck
+    from stam.theory.worstcase import certcheck
 
     require(bool(params.check), "--check needs a FILE (a certificate written by stam pep --certify or --region)")
     text = read_input_text(params.check, max_bytes=certcheck.MAX_BYTES)
     try:
         if certcheck.load(text).get("kind") == "stam-lyapunov-certificate-slice":
-            from stam.theory import family
+            from stam.theory.worstcase import family
 
             proved = family.check_slice(text)
             return {"file": params.check, "proven": True, "reason": None, "proved": None,
@@ -470,8 +472,8 @@ def run_check(params: CheckParams) -> dict:
 
 def run_family(params: FamilyParams) -> dict:
     """``stam pep --family``: the closed-form certificate family and its symbolic proof
-    (:func:`stam.theory.family.prove_family`)."""
-    from stam.theory import family
+    (:func:`stam.theory.worstcase.family.prove_family`)."""
+    from stam.theory.worstcase import family
 
     return family.prove_family()
 
@@ -492,9 +494,10 @@ def _certificates(args) -> int:
         stray = [f for f in ("T", "sweep_T", "N", "b") if getattr(args, f) is not None]
         require(not stray, f"--certify takes no {', '.join('--' + f.replace('_', '-') for f in stray)} "
                 "(one point, full gradient)")
-    cls = {"certify": CertifyParams, "check": CheckParams, "family": FamilyParams}[mode]
+    cls, entry = {"certify": (CertifyParams, run_certify), "check": (CheckParams, run_check),
+                  "family": (FamilyParams, run_family)}[mode]
     params = cls.from_args(args)
-    result = args.run(params)
+    result = entry(params)
     if args.json:
         print(dumps({k: v for k, v in result.items() if k != "proved"}, indent=2))
     else:
@@ -523,7 +526,7 @@ def certify_text(result: dict) -> str:
 
 def check_text(result: dict) -> str:
     """What ``stam pep --check FILE`` prints."""
-    from stam.theory.certcheck import BASIS
+    from stam.theory.worstcase.certcheck import BASIS
 
     if not result["proven"]:
         return f"not proven: {result['file']}: {result['reason']}"
@@ -551,24 +554,10 @@ def check_text(result: dict) -> str:
 
 
 def family_text(result: dict) -> str:
-    """What ``stam pep --family`` prints (:func:`stam.theory.family.text`)."""
-    from stam.theory import family
+    """What ``stam pep --family`` prints (:func:`stam.theory.worstcase.family.text`)."""
+    from stam.theory.worstcase import family
 
     return family.text(result)
-
-
-def run(params: PepParams | RegionParams | CertifyParams | CheckParams | FamilyParams) -> dict:
-    """The one library entry of ``stam pep``: :func:`run_region` for :class:`~stam.theory.params.RegionParams`
-    (``--region``), :func:`run_certify`, :func:`run_check`, :func:`run_family` for ``--certify``, ``--check``,
-    ``--family``, :func:`run_pep` for :class:`~stam.theory.params.PepParams`; the result, nothing printed but
-    :func:`run_region`'s estimate of a long search."""
-    from stam.theory.params import CertifyParams, CheckParams, FamilyParams, RegionParams
-
-    for cls, entry in ((RegionParams, run_region), (CertifyParams, run_certify), (CheckParams, run_check),
-                       (FamilyParams, run_family)):
-        if isinstance(params, cls):
-            return entry(params)
-    return run_pep(params)
 
 
 def _handler(args) -> int:
@@ -602,7 +591,7 @@ def _build(p) -> None:
 
     add_arguments(p, PepParams)  # a single PEP's flags, the ones --region shares among them (the same factories)
     g = p.add_argument_group("--region: the (gamma, lambda) region where a Lyapunov function certifies the rate O(1/T) "
-                             "(stam.theory.lyapunov) and where this PEP is unbounded")
+                             "(stam.theory.worstcase.lyapunov) and where this PEP is unbounded")
     g.add_argument("--region", action="store_true",
                    help="for each lambda, the largest gamma with a Lyapunov certificate (best beta of a grid; bisection "
                    "bracket) and the smallest gamma where the PEP is unbounded; writes a lyapunov-region file (--out)")
@@ -616,5 +605,4 @@ def _build(p) -> None:
         for f in flagged(cls):
             if f.name in CERTIFICATE_ONLY:
                 add_field(c, f.name, f)
-    p.set_defaults(func=_handler, params_modes={"region": RegionParams, **modes},
-                   run=experiment("stam.theory.pep_cli"))  # --region, --certify, ...: the other experiments
+    p.set_defaults(func=_handler, params_modes={"region": RegionParams, **modes})  # --region, --certify, ...

@@ -1,15 +1,15 @@
 """The settings that the worst cases and the certificates of STAM share, each one frozen dataclass declared
 once (issue 38, point 4: a typed object where a function took the same group of keywords as its neighbours):
 
-- :class:`ProblemClass`: the class of problems a PEP (:func:`stam.theory.pep.stam_pep`) or a Lyapunov SDP
-  (:func:`stam.theory.lyapunov.certify_stam`, :func:`stam.theory.history.certify_history`) is over: ``G``
+- :class:`ProblemClass`: the class of problems a PEP (:func:`stam.theory.worstcase.pep.stam_pep`) or a Lyapunov SDP
+  (:func:`stam.theory.worstcase.lyapunov.certify_stam`, :func:`stam.theory.worstcase.history.certify_history`) is over: ``G``
   ``L1``-smooth (Assumption ass2 (a1)), ``G = (1/N) sum_i G_i`` with b-nice minibatches (``N = b = 1``: the full
   gradient), ``F`` of ``f_class`` reached through its proximal step eq. (algu), ``H = (lam/2)||x - y||^2``;
 - :class:`SdpOptions`: how a Lyapunov SDP is solved and counted (the solver, its options, the smallest rate);
-- :class:`GammaScan`: where :func:`stam.theory.lyapunov.certified_gamma` searches gamma (the range, the scan's
+- :class:`GammaScan`: where :func:`stam.theory.worstcase.lyapunov.certified_gamma` searches gamma (the range, the scan's
   ratio, the bisection's tolerance);
-- :class:`Bisection`: the bisection in ``gamma*lam`` of :func:`stam.theory.onset.onset_by_horizon` and
-  :func:`stam.theory.history.history_reach` (at ``lam``, ``G`` ``L1``-smooth, on ``[lo, hi]`` to ``tol``).
+- :class:`Bisection`: the bisection in ``gamma*lam`` of :func:`stam.theory.worstcase.onset.onset_by_horizon` and
+  :func:`stam.theory.worstcase.history.history_reach` (at ``lam``, ``G`` ``L1``-smooth, on ``[lo, hi]`` to ``tol``).
 
 A function that takes one of them takes its fields by keyword too (the keyword form of before:
 ``stam_pep(lam, gamma, beta, T, L1=2.0, f_class="convex")`` is ``stam_pep(lam, gamma, beta, T,
@@ -64,9 +64,9 @@ class ProblemClass(Settings):
 
 @dataclass(frozen=True)
 class SdpOptions(Settings):
-    """How a Lyapunov SDP is solved (:func:`stam.theory.sdp.search`): ``solver`` (None: Clarabel, then SCS),
-    ``solver_options`` (a solver's name -> cvxpy options over :data:`stam.theory.pepsolve.SOLVER_DEFAULTS`) and the
-    smallest rate a certificate counts with (``rho_min``; None: :func:`stam.theory.lyapunov.rate_floor`)."""
+    """How a Lyapunov SDP is solved (:func:`stam.theory.worstcase.sdp.search`): ``solver`` (None: Clarabel, then SCS),
+    ``solver_options`` (a solver's name -> cvxpy options over :data:`stam.theory.worstcase.pepsolve.SOLVER_DEFAULTS`) and the
+    smallest rate a certificate counts with (``rho_min``; None: :func:`stam.theory.worstcase.lyapunov.rate_floor`)."""
 
     solver: str | None = None
     solver_options: dict | None = None
@@ -75,7 +75,7 @@ class SdpOptions(Settings):
 
 @dataclass(frozen=True)
 class GammaScan(Settings):
-    """Where :func:`stam.theory.lyapunov.certified_gamma` searches gamma: ``gamma_range`` ``(lo, hi)`` or ``(lo,
+    """Where :func:`stam.theory.worstcase.lyapunov.certified_gamma` searches gamma: ``gamma_range`` ``(lo, hi)`` or ``(lo,
     hi, n)`` (n gammas, geometrically spaced: that fixes the scan's ratio), the scan's ``scan_ratio`` and the log
     bisection's ``rtol`` (defaults: those of ``stam pep --region``, :mod:`stam.theory.params`)."""
 

@@ -167,7 +167,7 @@ class UpdateRule:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the theory form (stam pep --algo)
-    #: its parameters in the theory (``stam pep --algo NAME``, :mod:`stam.theory.methods_pep`), each with its
+    #: its parameters in the theory (``stam pep --algo NAME``, :mod:`stam.theory.worstcase.methods_pep`), each with its
     #: flag's name there; None: the rule has no theory form.  The theory form is the rule's step in terms of
     #: the oracles only: the full gradient of G at :meth:`forward_weights` and the proximal step ``q.prox_F(v,
     #: gamma)`` of F (the coupling, where it has one, is affine and needs no oracle)
