@@ -228,3 +228,21 @@ def test_digest_changes_with_every_bit_and_not_with_dict_order(shape_dtype, seed
     assert checkpoint.digest(t.reshape(-1)) != checkpoint.digest(t) != checkpoint.digest(t.float() if dtype != torch.float32 else t.double())
     assert checkpoint.digest([1, 2]) != checkpoint.digest((1, 2)) != checkpoint.digest([1.0, 2.0])
     assert checkpoint.digest(0.1) != checkpoint.digest(0.1 + 2**-56) and checkpoint.digest(True) != checkpoint.digest(1)
+
+
+def test_the_log_digest_is_the_digest_of_the_log_while_records_change_under_it():
+    """A checkpoint per epoch hashes the run's log with its records' bytes remembered
+    (:func:`stam.dnn.checkpoint.log_digest`): the value is :func:`digest`'s, for a growing log, a record
+    changed in place (a number, a nested list, a NaN added) and a record replaced by an equal one."""
+    log = []
+    for epoch in range(1, 8):
+        log.append({"epoch": epoch, "loss": 1.0 / epoch, "hyper": {"gamma": 0.5, "beta": [1, 2.0]}, "flips": None})
+        assert checkpoint.log_digest(log) == checkpoint.digest(log)
+    log[2]["loss"] = 7.0
+    log[3]["hyper"]["beta"].append(3)
+    log[4]["nan"] = float("nan")
+    log[5] = dict(log[5])
+    assert checkpoint.log_digest(log) == checkpoint.digest(log)
+    assert checkpoint.log_digest(log[:3]) == checkpoint.digest(log[:3]) != checkpoint.digest(log)
+    sealed = checkpoint.seal({k: ([] if k == "log" else 0) for k in checkpoint.HASHED} | {"log": log})
+    assert sealed["sha256"]["log"] == checkpoint.digest(log)
