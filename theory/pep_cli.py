@@ -361,7 +361,7 @@ def _region(args) -> int:
     from stam.io import dumps
     from stam.theory.params import RegionParams
 
-    if args.algo != "stam":  # PSGD, BC, BR: their verdicts (stam.theory.methods_region)
+    if args.algo != "stam" or args.measure == "common":  # PSGD, BC, BR; every method on the common measure
         from stam.theory.methods_region import run_cli
 
         return run_cli(args)
