@@ -94,7 +94,14 @@ def draw(results, nc=None):
     if not regions or not steps:
         raise ValueError("the figure methods needs a methods-regions file (benchmarks/methods_regions.py) and a "
                          "methods-steps file (benchmarks/methods_steps.py)")
-    regions, steps = regions[0], steps[0]
+    try:
+        return _draw(regions[0], steps[0])
+    except (KeyError, IndexError, TypeError, StopIteration) as exc:  # a file that passed its type but not this figure
+        raise ValueError(f"{results['methods-regions'][0].path} or {results['methods-steps'][0].path}: not the "
+                         f"methods-regions and methods-steps files this toolkit writes ({type(exc).__name__}: {exc})") from None
+
+
+def _draw(regions: dict, steps: dict):
     entries = steps["methods"]
     fig, axes = new_figure(len(entries), 1, panel_size=(3.3, 3.5))
     for ax, entry in zip(axes[0], entries):

@@ -47,8 +47,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from stam.results import (DICT, DICT_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, POS, POS_OR_NULL, PROVENANCE, STR,
-                          ResultType, Schema)
+from stam.results import (BOOL, DICT, DICT_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG, POS, POS_OR_NULL,
+                          PROVENANCE, STR, STR_OR_NULL, ResultType, Schema)
 from stam.theory.params import METHOD_F_CLASSES
 
 #: the step sizes h = gamma L1 at which each refuting run is computed and shown
@@ -587,17 +587,31 @@ def regions_result(stam_region: dict, stam_region_path: str, L1=1, lam=1, rho_gr
             "methods": methods, "stam_natural": stam_natural(stam_region, stam_region_path)}
 
 
+#: one verdict of a method for one class of F (:func:`compact`): intervals ``[lo, hi]``, ``hi`` null when unbounded
+VERDICT = Schema(required={"f_class": STR, "certified": LIST_OR_NULL, "refuted": LIST, "verdict": STR},
+                 optional={"runs": ("count",), "runs_held": BOOL, "proof": STR_OR_NULL, "refutation": STR_OR_NULL,
+                           "refutation_below": STR_OR_NULL, "undetermined": STR_OR_NULL},
+                 items={"certified": NONNEG, "refuted": LIST})
 METHODS_REGIONS = ResultType(
     "methods-regions", Schema(required={"methods": NONEMPTY_LIST, "L1": POS, "stam_natural": DICT},
                               optional={"kind": STR, "provenance": DICT_OR_NULL, "lam": POS, "units": STR,
                                         "normalisations": DICT, "common_measure": STR},
                               each={"methods": Schema(required={"algo": NAME, "label": STR, "common": LIST},
-                                                      optional={"natural": LIST_OR_NULL, "rho": POS_OR_NULL})},
-                              inner={"provenance": PROVENANCE}),
+                                                      optional={"natural": LIST_OR_NULL, "rho": POS_OR_NULL},
+                                                      each={"common": VERDICT, "natural": VERDICT})},
+                              inner={"provenance": PROVENANCE,
+                                     "stam_natural": Schema(
+                                         required={"classes": NONEMPTY_LIST, "source": STR, "L1": POS},
+                                         optional={"lams": LIST, "measure": STR, "refuted_means": STR},
+                                         each={"classes": Schema(required={"f_class": STR, "certified_gamma_lam": LIST_OR_NULL,
+                                                                           "refuted_gamma_lam": LIST_OR_NULL},
+                                                                 items={"certified_gamma_lam": POS,
+                                                                        "refuted_gamma_lam": POS})})}),
     files="methods_regions.json", writer="python benchmarks/methods_regions.py")
 
 
 __all__ = ["RUN_HS", "RUN_STEPS", "INSTANCES", "certificate", "gradient_descent_last_gap", "refuting_run", "verdict", "region",
            "text", "jsonable", "run_cli", "growing_lambda_limit", "growing_lambda_run", "FIXED_OUTPUT", "fixed_point_instance",
            "common_measure", "fixed_point_start", "STAM_RUN_BETA", "common_refuting_run", "FIXED_WHY", "verdict_common",
-           "NORMALISATIONS", "verdict_line", "SUMMARY_CLASSES", "compact", "stam_natural", "regions_result", "METHODS_REGIONS"]
+           "NORMALISATIONS", "verdict_line", "SUMMARY_CLASSES", "compact", "stam_natural", "regions_result", "VERDICT",
+           "METHODS_REGIONS"]
