@@ -6,7 +6,7 @@ and the trained accuracy of the ``methods-steps`` sweep (``benchmarks/methods_st
 axis is ``gamma lam`` (its region's, dimensionless: ``gamma lam`` is unchanged when G is scaled); PSGD's, BC's and
 BR's is ``h = lr L^``, ``L^`` the sweep's curvature estimate (:func:`stam.dnn.stepsweep.curvature`), a local
 curvature at the start and not the class's ``L1``.  The shading is the natural measure's verdict (green: certified,
-red hatched: refuted; none: not determined); the strip along the top the common measure's.
+orange hatched: refuted; none: not determined); the strip along the top the common measure's.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def caption(results) -> str:
     """The caption of the figure kind ``methods``: the sweep's protocol, the axes, the verdicts' sources."""
     steps = [r.data for r in results["methods-steps"]]
     text = ("Theory beside practice for the four methods, per panel one method along its step: shaded, the natural "
-            "measure's verdict for F the indicator of a set (the network's F) — green certified, red hatched refuted by a "
+            "measure's verdict for F the indicator of a set (the network's F) — green certified, orange hatched refuted by a "
             "run, blank not determined; the strip along the top, the common measure's (the proximal-gradient residual of "
             "G + F at the binary output); dots, the mean test accuracy of the binary weights on digits (bars: min and "
             "max over seeds; × at the bottom: a diverged seed; near chance without divergence, the share of binary weights "
