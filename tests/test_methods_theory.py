@@ -287,3 +287,28 @@ def test_the_committed_regions_file_is_what_the_code_gives():
     for a, b in zip(committed["methods"], fresh["methods"]):
         assert a["natural"] == b["natural"] and a["common"] == b["common"]
     assert committed["stam_natural"] == json.loads(json.dumps(fresh["stam_natural"]))
+
+
+@pytest.mark.parametrize("h", [Fraction(1, 3), Fraction(1), Fraction(19, 10)])
+@pytest.mark.parametrize("lam", [None, Fraction(1, 2), Fraction(3)])
+def test_the_certificates_are_exact_identities(h, lam):
+    """The certified regions' certificates (descent lemma; BR's mirror descent), checked coefficient by coefficient in
+    exact rationals: claim - sum of multipliers x inequalities = 0 in the scalars dG, S, DD, gg (gradient descent: S
+    and DD substituted by gamma^2 gg), the multipliers >= 0, and the rate summed over T steps is certificate()."""
+    L1 = Fraction(3, 2)
+    m = methods_region.certificate_multipliers(h, L1, lam)
+    gamma = h / L1
+    # each inequality as coefficients of (dG, S, DD, gg)
+    descent = {"dG": 1, "S": 1 / gamma, "DD": -L1 / 2, "gg": 0}
+    strong = {"dG": 0, "S": -1, "DD": 1, "gg": 0}
+    cocoercive = {"dG": 0, "S": -1, "DD": 0, "gg": gamma ** 2 / (1 + (lam or 0))}
+    claim = {"dG": 1, "S": 0, "DD": 0, "gg": m["rho"]}
+    residual = {k: claim[k] - m["descent"] * descent[k] - m["strong"] * strong[k] - m["cocoercive"] * cocoercive[k]
+                for k in claim}
+    if m["substitute"]:  # gradient descent: S = gamma^2 gg, DD = gamma^2 gg
+        residual["gg"] += sum(residual[k] * c for k, c in m["substitute"].items())
+        residual["S"] = residual["DD"] = 0
+    assert all(v == 0 for v in residual.values()), residual
+    assert min(m["descent"], m["strong"], m["cocoercive"], m["rho"]) >= 0
+    T = 7
+    assert 1 / (T * m["rho"]) == methods_region.certificate(h, T, L1, lam or 0)

@@ -140,6 +140,29 @@ def certificate(h: Fraction, T: int, L1: Fraction = Fraction(1), lam: Fraction =
     return 2 * L1 * (1 + lam) / (T * h * (2 - h))
 
 
+def certificate_multipliers(h, L1=1, lam=None) -> dict:
+    """The certificate of :func:`certificate` as multipliers of the class's inequalities, exact, for one step with
+    ``D = w^{t+1} - w^t``, ``g = grad G(w^t)`` and (BR) ``S = <U^{t+1} - U^t, D> = -gamma <g, D>``, each written
+    ``q <= 0`` in the scalars ``dG = G(w^{t+1}) - G(w^t)``, ``S``, ``DD = ||D||^2``, ``gg = ||g||^2``:
+
+    - ``descent``: ``dG + S/gamma - (L1/2) DD <= 0`` (the descent lemma of an L1-smooth G; gradient descent: ``D = -gamma
+      g``, ``S = gamma^2 gg = DD``);
+    - ``strong``: ``DD - S <= 0`` (BR: its mirror map h is 1-strongly convex);
+    - ``cocoercive``: ``gamma^2 gg/(1 + lam) - S <= 0`` (BR: h is ``(1 + lam)``-smooth).
+
+    The claim ``dG + rho gg <= 0``, ``rho = gamma (1 - h/2)/(1 + lam)`` (``lam = None``: gradient descent, 0), minus the
+    multipliers' sum of the inequalities is identically zero (a test checks it coefficient by coefficient), and the
+    multipliers are >= 0 for ``0 < h < 2``: summed over ``t < T`` it is :func:`certificate`."""
+    h, L1 = Fraction(h), Fraction(L1)
+    gamma = h / L1
+    if lam is None:  # S = DD = gamma^2 gg: one inequality
+        return {"rho": gamma * (1 - h / 2), "descent": Fraction(1), "strong": Fraction(0), "cocoercive": Fraction(0),
+                "substitute": {"S": gamma ** 2, "DD": gamma ** 2}}
+    lam = Fraction(lam)
+    return {"rho": gamma * (1 - h / 2) / (1 + lam), "descent": Fraction(1), "strong": L1 / 2,
+            "cocoercive": (1 - h / 2) / gamma, "substitute": None}
+
+
 def gradient_descent_last_gap(h, n: int, L1=1) -> Fraction:
     """``4 L1 / (n h (4 - h))``, for ``0 < h = gamma L1 <= 1``: a bound on ``min_{0<=t<=n} ||grad G(x^t)||^2`` of ``n``
     steps of gradient descent under ``G(x^0) - G(x^n) <= 1`` (PEPit's gradient-descent example; at ``h = 1`` its
@@ -610,7 +633,7 @@ METHODS_REGIONS = ResultType(
     files="methods_regions.json", writer="python benchmarks/methods_regions.py")
 
 
-__all__ = ["RUN_HS", "RUN_STEPS", "INSTANCES", "certificate", "gradient_descent_last_gap", "refuting_run", "verdict", "region",
+__all__ = ["RUN_HS", "RUN_STEPS", "INSTANCES", "certificate", "certificate_multipliers", "gradient_descent_last_gap", "refuting_run", "verdict", "region",
            "text", "jsonable", "run_cli", "growing_lambda_limit", "growing_lambda_run", "FIXED_OUTPUT", "fixed_point_instance",
            "common_measure", "fixed_point_start", "STAM_RUN_BETA", "common_refuting_run", "FIXED_WHY", "verdict_common",
            "NORMALISATIONS", "verdict_line", "SUMMARY_CLASSES", "compact", "stam_natural", "regions_result", "VERDICT",
