@@ -77,12 +77,19 @@ def log_grid(lo: float, hi: float, n: int) -> list[float]:
         raise ValueError(f"need 0 < LO <= HI and N >= 1, got {lo}, {hi}, {n}")
     if n == 1 or lo == hi:
         return [float(lo)]
-    r = math.log(hi / lo) / (n - 1)
-    grid = [float(lo * math.exp(r * i)) if 0 < i < n - 1 else float(lo if i == 0 else hi) for i in range(n)]
+    ratio = hi / lo
+    r = (math.log(ratio) if math.isfinite(ratio) else math.log(hi) - math.log(lo)) / (n - 1)
+    grid = [float(lo if i == 0 else hi if i == n - 1 else _geometric(lo, r, i)) for i in range(n)]
     if any(a >= b for a, b in zip(grid, grid[1:])):
         raise ValueError(f"{lo!r}..{hi!r} holds fewer than {n} distinct floating-point values spaced geometrically; "
                          "give a wider range or fewer points")
     return grid
+
+
+def _geometric(lo: float, r: float, i: int) -> float:
+    """``lo e^(r i)``, through logarithms where ``e^(r i)`` alone overflows (a range over hundreds of decades)."""
+    value = lo * math.exp(r * i) if r * i < 700 else math.inf
+    return value if math.isfinite(value) else math.exp(math.log(lo) + r * i)
 
 
 class RangeArg:

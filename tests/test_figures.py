@@ -137,7 +137,7 @@ def test_readers_classify_every_result_format(tmp_path):
     res = load_results([tmp_path])
     assert {k: len(v) for k, v in res.by_kind.items()} == {
         "paper-check": 1, "stepsize": 1, "synthetic-rates": 2, "synthetic-compare": 1, "pep-sweep": 1, "train-run": 8,
-        "convergence-map": 0, "tune": 0, "lyapunov-region": 0, "pep-band": 0}
+        "convergence-map": 0, "tune": 0, "lyapunov-region": 0, "pep-band": 0, "methods-regions": 0, "methods-steps": 0}
     pc = res["paper-check"][0]
     assert isinstance(pc.data, list) and pc.provenance["versions"]["stam"]
     rates = [r for r in res["synthetic-rates"] if r.data["problem"] == "regression"][0]
