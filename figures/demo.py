@@ -56,7 +56,8 @@ from stam.figures.map_experiment import make_map
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS
-from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS, log_grid
+from stam.cliargs import log_grid
+from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS
 from stam.dnn.presets import paper_presets
 from stam.theory.papercheck import audit
 from stam.theory.worstcase import lyapunov, pep

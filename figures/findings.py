@@ -96,6 +96,9 @@ FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
 #: the slices: every gamma*lambda of an interval proven at one (lambda, beta, L1) (``stam pep --certify --slice``)
 SLICES = (f"{CERTS}/slice-lam1-beta10-to0.947358.json", f"{CERTS}/slice-lam1-beta3-to0.7999.json",
           f"{CERTS}/slice-lam3-beta10-to0.8418.json")
+#: the four methods' verdicts (``benchmarks/methods_regions.py``) and their steps swept on digits (``benchmarks/methods_steps.py``)
+METHODS_REGIONS = f"{RESULTS}/methods_regions.json"
+METHODS_STEPS = f"{RESULTS}/methods_steps_digits.json"
 #: a cell of the committed digits map "trains" from this binary validation accuracy on (below it, the float
 #: BatchNorm parameters around the initial signs reach 84%)
 TRAINS = 90.0
@@ -241,6 +244,102 @@ def _digits_map(res: Results) -> tuple[str, str]:
     return claim, number
 
 
+def _trains(entry: dict) -> tuple[list, float, str]:
+    """The axis values of a method's sweep where it trains (mean test accuracy >= TRAINS, no seed diverged), its tuned
+    value and the axis' name (:func:`stam.figures.methods.axis_values`)."""
+    from stam.figures.methods import axis_values
+
+    xs, tuned, _ = axis_values(entry)
+    name = "gamma*lambda" if entry["algo"] == "stam" else "h = lr L^"
+    return [x for x, r in zip(xs, entry["rows"]) if r["mean"] is not None and r["mean"] >= TRAINS and not r["diverged"]], \
+        tuned, name
+
+
+def _span(xs: list) -> str:
+    return "nowhere tried" if not xs else (f"{min(xs):.2g}" if len(xs) == 1 else f"{min(xs):.2g}-{max(xs):.2g}")
+
+
+def _certified_where(regions: dict, algo: str) -> str:
+    """Where ``algo`` is certified for F an indicator (the network's) on its natural measure, in its axis' units."""
+    from stam.figures.methods import theory_ranges
+
+    cert, ref = theory_ranges(regions, algo)["natural"]
+    unit = "gamma*lambda" if algo == "stam" else "h"
+    text = " and ".join(f"{unit} < {b:.3g}" if not a else f"{a:.3g} < {unit} < {b:.3g}" for a, b in cert) or "nowhere"
+    if ref and ref[0][0] == 0:
+        text += " (refuted at every step)"
+    elif ref:
+        text += f" (refuted from {ref[0][0]:.3g}" + (", finite horizon)" if algo == "stam" else ")")
+    return text
+
+
+def _certified_short(regions: dict, algo: str) -> str:
+    """``< 2``, ``nowhere``: where ``algo`` is certified (natural measure, F an indicator), in its axis' units."""
+    from stam.figures.methods import theory_ranges
+
+    cert, _ = theory_ranges(regions, algo)["natural"]
+    return " and ".join(f"< {b:.2g}" if not a else f"{a:.2g}-{b:.2g}" for a, b in cert) or "nowhere"
+
+
+def _methods(res: Results) -> tuple[str, str]:
+    regions, steps = res(METHODS_REGIONS), res(METHODS_STEPS)
+    by = {m["algo"]: m for m in steps["methods"]}
+    name = lambda label: label.replace(", lam fixed", " (lambda fixed)").replace(  # noqa: E731
+        ", lam x 1.02 per step", " (lambda grown)")
+    indicator = [(name(m["label"]), next(v for v in m["common"] if v["f_class"] == "indicator")) for m in regions["methods"]]
+    refuted_common = [n for n, v in indicator if v["refuted"] and v["refuted"][0][0] == 0]
+    undetermined = [n for n, v in indicator if v["certified"] is None and not v["refuted"]]
+    claim = ("Each method of the practice table, certified where and trained where, F the indicator of a set (the "
+             "network's): on its own measure exact certificates or exact refuting runs (PSGD's certificate is about G "
+             "alone; STAM's are Lyapunov certificates of Theorem conv's measure), beside the mean binary test accuracy "
+             "on digits over its tuned step scaled by powers of ten (PSGD, BC, BR: h = lr L^, L^ a curvature estimated "
+             "at the start, not a bound; protocol in docs/methods-theory.md). On the common measure (the "
+             "proximal-gradient residual of G + F at the binary output) none is certified for such F: "
+             f"{', '.join(refuted_common)} refuted by fixed-point runs"
+             + (f"; {', '.join(undetermined)} not determined" if undetermined else ""))
+    parts = []
+    for algo, label in (("stam", "STAM"), ("psgd", "PSGD"), ("bc", "BC"), ("br", "BR")):
+        xs, tuned, name = _trains(by[algo])
+        unit = "gamma*lambda" if algo == "stam" else "h"
+        parts.append(f"{label} {unit} {_certified_short(regions, algo)} / {_span(xs)} ({tuned:.2g})")
+    return claim, f"certified / trains at >= {TRAINS:.0f}% (tuned): " + "; ".join(parts)
+
+
+def _methods_block(res: Results) -> str:
+    """The four methods' verdicts per class of F and measure, and where each trains on digits (docs/methods-theory.md)."""
+    from stam.figures.methods import axis_values
+
+    regions, steps = res(METHODS_REGIONS), res(METHODS_STEPS)
+    classes = ("zero", "convex", "indicator", "lsc")
+    head = {"zero": "F = 0", "convex": "F convex", "indicator": "F an indicator", "lsc": "any lsc F"}
+    lines = ["| method | measure | " + " | ".join(head[c] for c in classes) + " |", "|---|---|" + "---|" * len(classes)]
+    stam_nat = {c["f_class"]: c for c in regions["stam_natural"]["classes"]}
+    for m in regions["methods"]:
+        for measure in ("natural", "common"):
+            if m[measure] is None:  # STAM's natural verdicts: its Lyapunov region (stam pep --region)
+                lsc = stam_nat.get("lsc")
+                conv = stam_nat.get("convex")
+                cell = lambda c: (f"certified gamma*lambda < {c['certified_gamma_lam'][0]:.3g}" if c and  # noqa: E731
+                                  c["certified_gamma_lam"] else "not searched") + (
+                    f"; refuted (finite horizon) from {c['refuted_gamma_lam'][1]:.3g}" if c and c.get("refuted_gamma_lam") else "")
+                cells = ["not searched", cell(conv) + " (some one-step potential)", cell(lsc) + " (as lsc)", cell(lsc)]
+            else:
+                by = {v["f_class"]: v for v in m[measure]}
+                cells = [by[c]["verdict"].replace("gamma L1", "h") for c in classes]
+            lines.append(f"| {m['label']} | {measure} | " + " | ".join(_cell(c) for c in cells) + " |")
+    lines += ["", "| method | axis | tuned | certified (natural, F an indicator) | trains (>= "
+              f"{TRAINS:.0f}%, no seed diverged) | mean test accuracy per step (x 10^-3 ... 10^3) |", "|---|---|---|---|---|---|"]
+    for entry in steps["methods"]:
+        xs, tuned, name = _trains(entry)
+        _, _, label = axis_values(entry)
+        accs = " / ".join("div." if r["diverged"] == steps["seeds"] else (f"{r['mean']:.1f}" + ("*" if r["diverged"] else ""))
+                          for r in entry["rows"])
+        lines.append(f"| {entry['algo'].upper()} | {label} | {tuned:.3g} | {_certified_where(regions, entry['algo'])} | "
+                     f"{_span(xs)} | {accs} |")
+    return ("\n".join(lines) + f"\n\nSweep: {steps['protocol']} (`*`: a seed diverged; `div.`: every seed diverged).\n\n"
+            f"(`{METHODS_REGIONS}`, `{METHODS_STEPS}`, STAM's natural verdicts from `{regions['stam_natural']['source']}`)")
+
+
 def _paired(result: dict, a: str = "stam", b: str = "bc") -> dict:
     from stam.dnn.tunestats import paired_differences
 
@@ -298,13 +397,17 @@ class Finding:
     sources: tuple
     command: str
     state: Callable[[Results], tuple[str, str]]
+    #: whether the README's table (at most 6 rows) shows it; every finding has its block ``finding-ID`` either way
+    table: bool = True
 
 
 FINDINGS = (
     Finding("family", (FAMILY_INSTANCE, BAND), "stam pep --family", _family),
     Finding("beyond-family", (*SLICES, BAND), "stam pep --check " + SLICES[0], _beyond),
     Finding("refuted", (BAND,), "python benchmarks/pep_band.py --out " + BAND, _band_refuted),
-    Finding("digits-map", (DIGITS_MAP, BAND), "stam map", _digits_map),
+    Finding("digits-map", (DIGITS_MAP, BAND), "stam map", _digits_map, table=False),  # the methods row holds its STAM part
+    Finding("methods", (METHODS_REGIONS, METHODS_STEPS, REGION),
+            "python benchmarks/methods_regions.py; python benchmarks/methods_steps.py", _methods),
     Finding("digits-tuned", (DIGITS_TUNE,), "stam tune", _digits_tuned),
     Finding("cifar10-tuned", (CIFAR_TUNE, *CIFAR_TRANSFERS.values()),
             "python benchmarks/cifar10_study.py --budget deciding-augmented", _cifar_tuned),
@@ -323,7 +426,7 @@ def findings_rows(res: Results) -> list[list[str]]:
     """One row per finding of :data:`FINDINGS`: claim (with its scope), number, the command that reproduces it, the
     result files (under ``benchmarks/results/``)."""
     rows = []
-    for f in FINDINGS:
+    for f in (f for f in FINDINGS if f.table):
         claim, number = f.state(res)
         rows.append([claim, number, f.command, ", ".join(s.removeprefix(RESULTS + "/") for s in f.sources)])
     return rows
@@ -981,7 +1084,7 @@ def _met(ok) -> str:
     return "met" if ok else "NOT met"
 
 
-def _span(values, fmt: str = ".2f") -> str:
+def _spread(values, fmt: str = ".2f") -> str:
     """``lo-hi`` of ``values`` (one value: itself)."""
     lo, hi = min(values), max(values)
     return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
@@ -1059,7 +1162,7 @@ def _epoch_vs_loop_block(res: Results) -> str:
 
     d = res(EPOCH_VS_LOOP)
     rounds, b = d["rounds"], d["breakdown"]
-    span = lambda k: _span([r[k] for r in rounds])  # noqa: E731
+    span = lambda k: _spread([r[k] for r in rounds])  # noqa: E731
     table = Table(f"An epoch of `stam train` ({d['algo']}, {_net(d['model'])} at width {_width(d['width'])}, batch "
                   f"{d['batch_size']}, every count of a CIFAR-10 epoch scaled by {d['scale']:g}: {d['train_images']:,} "
                   f"training, {d['val_images']:,} validation, {d['test_images']:,} test, {d['bn_images']:,} BatchNorm images, "
@@ -1192,7 +1295,7 @@ def _algo_cost_block(res: Results) -> str:
     build = dig["digits_compile_aot"]["first_run_build_wall_s"]
     st = start["rows"]
     lines = ["- Targets: " + "; ".join(f"{k}: {_met(v)}" for k, v in met.items()) + ".",
-             f"- `--compile aot`: the first run builds the package in {_span(build.values(), '.0f')} s of wall time "
+             f"- `--compile aot`: the first run builds the package in {_spread(build.values(), '.0f')} s of wall time "
              "(`first_run_build_wall_s`); every later process loads it.",
              "- A fresh `stam train` process on digits reaches its first training step in "
              + ", ".join(f"{x['first_step_s_median']:.2f} s ({a})" for a, x in st.items())
@@ -1201,6 +1304,15 @@ def _algo_cost_block(res: Results) -> str:
              + ("no scikit-learn, no scipy and no sympy" if not any(x["imports_sklearn"] or x["imports_scipy"] or x["imports_sympy"]
                                                                  for x in st.values()) else "scikit-learn, scipy or sympy") + "."]
     return table.to_markdown() + "\n\n" + "\n".join(lines) + f"\n\n(`{ALGO_COST}`, `{ALGO_COST_DIGITS}`, `{TRAIN_START}`)"
+
+
+def _methods_steps_time_block(res: Results) -> str:
+    """The digits step sweep of the four methods: its size and each method's seconds, as the file records them."""
+    d = res(METHODS_STEPS)
+    per = sorted(d["methods"], key=lambda m: -m["seconds"])
+    return (f"{len(d['multiples'])} step multiples x {d['seeds']} seeds x {d['epochs']} epochs per method as one batched "
+            "job; each method's `seconds` in the file: " + ", ".join(f"{m['algo'].upper()} {m['seconds']:.0f} s" for m in per)
+            + f" ({sum(m['seconds'] for m in per) / 60:.0f} minutes in all).\n\n(`{METHODS_STEPS}`)")
 
 
 #: every generated block a page may hold, by name
@@ -1245,6 +1357,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "memory-estimate": _memory_estimate_block,
     "onednn-channels-last": _onednn_block,
     "algo-cost": _algo_cost_block,
+    "methods-table": _methods_block,
+    "methods-steps-time": _methods_steps_time_block,
     **{f"finding-{f.id}": _finding_block(f) for f in FINDINGS},
 }
 

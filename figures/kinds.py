@@ -25,7 +25,7 @@ from stam.registry import declared, lookup
 #: the modules that declare figure kinds, in the order of the report (they import
 #: :mod:`stam.figures.declare`, never this module: no cycle, string imports counted)
 MODULES = ("stam.figures.admissible", "stam.figures.rates", "stam.figures.convergence_map", "stam.figures.band",
-           "stam.figures.tuning", "stam.figures.training")
+           "stam.figures.tuning", "stam.figures.training", "stam.figures.methods")
 
 
 def figure_kinds() -> tuple:

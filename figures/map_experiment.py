@@ -285,7 +285,7 @@ def summary_line(data: dict) -> str:
 def _values(params, name: str, default) -> list[float]:
     """``--NAMEs`` (a list, parsed by :class:`stam.cliargs.ListArg`), else ``--NAME-range``
     (``(lo, hi, n)`` from :class:`stam.cliargs.RangeArg`) as its log grid, else ``default``'s."""
-    from stam.synthetic.convergence_map import log_grid
+    from stam.cliargs import log_grid
 
     listed, ranged = getattr(params, f"{name}s"), getattr(params, f"{name}_range")
     if listed is not None:

@@ -53,7 +53,8 @@ INTROS = {
     "tuning": "STAM, BC, BR, PSGD and float SGD tuned with the same budget on validation data, then re-run on fresh seeds.",
     "training": "Training curves of individual runs: train accuracy, test accuracy with binary and with float "
                 "weights, and where the runs logged it the share of binary weights whose sign ever flipped.",
-    "practice": "The same (gamma, lambda) plane for a binary network: where it trains, and where the theorem holds.",
+    "practice": "The same (gamma, lambda) plane for a binary network: where it trains, and where the theorem holds; and each "
+                "of STAM, PSGD, BC and BR along its own step, its certified and refuted ranges beside its trained accuracy.",
     "accuracy": "The best test accuracy of every training run, laid out like the paper's tables.",
     "runs": "Every result file shown on this page, with the versions and parameters that made it.",
 }

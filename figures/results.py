@@ -26,14 +26,14 @@ def _producers() -> tuple:
     now; each is light: no torch, sympy or matplotlib at module level).  A module that declares a new type
     is added here once (a test finds every ``ResultType(...)`` of the tree and checks its module is here)."""
     from stam import jobs
-    from stam.dnn import epochs, imagefolder, sweep, tune
+    from stam.dnn import epochs, imagefolder, stepsweep, sweep, tune
     from stam.synthetic import convergence_map, methods, rates
     from stam.theory.papercheck import items, store
-    from stam.theory.worstcase import lyapunov, onset, pep
+    from stam.theory.worstcase import lyapunov, methods_region, onset, pep
     from stam.theory.symbolic import numeric
 
-    return (items, numeric, rates, methods, pep, epochs, convergence_map, tune, lyapunov, onset, sweep, imagefolder,
-            jobs, store)
+    return (items, numeric, rates, methods, pep, epochs, convergence_map, tune, lyapunov, methods_region, stepsweep, onset,
+            sweep, imagefolder, jobs, store)
 
 
 def __getattr__(attr: str):

@@ -489,6 +489,59 @@ def band_parts(results, nc) -> list:
     return parts
 
 
+#: the classes of F of a methods-regions result, as its table heads them
+_F_HEADS = {"zero": "F = 0", "convex": "F convex", "indicator": "F an indicator", "lsc": "any lsc F"}
+
+
+def methods_regions_table(regions: dict) -> Table:
+    """Every method's verdict per class of F and measure (a ``methods-regions`` result); STAM's natural ones from the
+    ``lyapunov-region`` result it names (certified and refuted gamma*lambda, the smallest and largest over its
+    lambdas)."""
+    rows = []
+    for m in regions["methods"]:
+        for measure in ("natural", "common"):
+            if m.get(measure) is None:
+                by = {c["f_class"]: c for c in regions["stam_natural"]["classes"]}
+
+                def cell(c):
+                    if not c or not c["certified_gamma_lam"]:
+                        return "not searched"
+                    text = f"certified gamma*lambda < {c['certified_gamma_lam'][0]:.3g}"
+                    return text + (f"; refuted (finite horizon) from {c['refuted_gamma_lam'][-1]:.3g}"
+                                   if c.get("refuted_gamma_lam") else "")
+                cells = [cell(by.get(c)) for c in _F_HEADS]
+            else:
+                by = {v["f_class"]: v["verdict"] for v in m[measure]}
+                cells = [by.get(c, "-") for c in _F_HEADS]
+            rows.append([m["label"], measure, *cells])
+    return Table("Where each method is certified and where a run refutes it (h = gamma L1; STAM: gamma*lambda; "
+                 "natural: each method's own measure, common: the proximal-gradient residual of G + F at its binary "
+                 "output)", ["method", "measure", *_F_HEADS.values()], rows)
+
+
+def methods_steps_table(steps: dict) -> Table:
+    """Each method's mean test accuracy over its step sweep (a ``methods-steps`` result)."""
+    mults = steps["multiples"]
+    rows = []
+    for m in steps["methods"]:
+        cells = ["diverged" if r["diverged"] == steps["seeds"] or r["mean"] is None else
+                 f"{r['mean']:.1f}" + (" (a seed diverged)" if r["diverged"] else "") for r in m["rows"]]
+        rows.append([m["algo"].upper(), m["step_key"], fmt(m["curvature"], 3), *cells])
+    return Table(f"Mean test accuracy (%, binary weights) with each tuned step times a factor: {steps['protocol']}",
+                 ["method", "step", "L^ (curvature at the start)", *[f"x {x:g}" for x in mults]], rows)
+
+
+@table_kind("methods", ("methods-regions", "methods-steps"), "practice")
+def methods_parts(results, nc) -> list:
+    parts: list = []
+    for i, r in enumerate(results):
+        if r.kind == "methods-regions":
+            parts.append((f"methods-regions-{i}", methods_regions_table(r.data)))
+        else:
+            parts.append((f"methods-steps-{i}", methods_steps_table(r.data)))
+    return parts
+
+
 @table_kind("compare", ("synthetic-compare",), "compare")
 def compare_parts(results, nc) -> list:
     return [(f"compare-{r.data.get('problem', r.path.stem)}", compare_table(r.data)) for r in results]

@@ -70,8 +70,23 @@ def text_item(text: str) -> str:
     return text
 
 
+def log_grid(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` values from ``lo`` to ``hi``, geometrically spaced, increasing (``n = 1``: ``[lo]``); a ValueError
+    where the range holds fewer than ``n`` such floating-point values."""
+    if not (0 < lo <= hi and math.isfinite(hi)) or n < 1:
+        raise ValueError(f"need 0 < LO <= HI and N >= 1, got {lo}, {hi}, {n}")
+    if n == 1 or lo == hi:
+        return [float(lo)]
+    r = math.log(hi / lo) / (n - 1)
+    grid = [float(lo * math.exp(r * i)) if 0 < i < n - 1 else float(lo if i == 0 else hi) for i in range(n)]
+    if any(a >= b for a, b in zip(grid, grid[1:])):
+        raise ValueError(f"{lo!r}..{hi!r} holds fewer than {n} distinct floating-point values spaced geometrically; "
+                         "give a wider range or fewer points")
+    return grid
+
+
 class RangeArg:
-    """argparse type: ``LO:HI:N``, N values from LO to HI geometrically spaced (a log grid), with
+    """argparse type: ``LO:HI:N``, N values from LO to HI geometrically spaced (a log grid, :func:`log_grid`), with
     finite LO, HI > 0, LO <= HI and ``min_points <= N <= max_points``; returns ``(lo, hi, n)``."""
 
     def __init__(self, example: str, *, max_points: int, min_points: int = 1, bounds: tuple[float, float] | None = None):
@@ -97,6 +112,10 @@ class RangeArg:
         if not self.min_points <= n <= self.max_points:
             raise argparse.ArgumentTypeError(f"{text!r}: N = {n} points; N must be between {self.min_points} and "
                                              f"{self.max_points}")
+        try:
+            log_grid(lo, hi, n)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
         return lo, hi, n
 
 

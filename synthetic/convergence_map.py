@@ -70,6 +70,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from stam.cliargs import log_grid
 from stam.steps import as_batch_scalar, stam_step
 from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network map trains on, and their record
 from stam.io import bar_disable, provenance
@@ -91,16 +92,6 @@ ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "val_acc_fl
 #: (:mod:`stam.synthetic.families`, light, so that ``stam map --help`` prints them)
 DEFAULT_GAMMAS, DEFAULT_LAMS, DEFAULT_BETAS = MAP_GAMMAS, MAP_LAMS, MAP_BETAS
 DEFAULT_ITERATIONS, DEFAULT_SEEDS, GROWTH = MAP_ITERATIONS, MAP_SEEDS, MAP_GROWTH
-
-
-def log_grid(lo: float, hi: float, n: int) -> list[float]:
-    """``n`` values from ``lo`` to ``hi``, geometrically spaced (``n = 1``: ``[lo]``)."""
-    if not (0 < lo <= hi and math.isfinite(hi)) or n < 1:
-        raise ValueError(f"need 0 < LO <= HI and N >= 1, got {lo}, {hi}, {n}")
-    if n == 1 or lo == hi:
-        return [float(lo)]
-    r = math.log(hi / lo) / (n - 1)
-    return [float(lo * math.exp(r * i)) if 0 < i < n - 1 else float(lo if i == 0 else hi) for i in range(n)]
 
 
 #: ``params["coupling"]`` of a map: the built-in families' H (the overlays of the figure and the
@@ -395,5 +386,5 @@ def _synthetic_result(m: SyntheticMap, instance, rows: list[dict]) -> dict:
     }
 
 
-__all__ = ["run_map", "SyntheticMap", "MAP", "MAP_FORMAT", "write_map", "admissible_flags", "log_grid",
+__all__ = ["run_map", "SyntheticMap", "MAP", "MAP_FORMAT", "write_map", "admissible_flags",
            "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS"]

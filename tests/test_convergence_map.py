@@ -23,7 +23,8 @@ from stam.figures.map_experiment import format_map, map_caption, summary
 from stam.figures.map_figure import cell_edges, plot_map
 from stam.figures.results import load_results
 from stam.results import rows_csv
-from stam.synthetic.convergence_map import MAP, ROW_KEYS, admissible_flags, log_grid, run_map, write_map
+from stam.cliargs import log_grid
+from stam.synthetic.convergence_map import MAP, ROW_KEYS, admissible_flags, run_map, write_map
 
 
 def validate_map(obj):
@@ -88,7 +89,11 @@ def test_admissible_flags_match_check_on_random_points():
 @given(st.floats(1e-6, 1e3), st.floats(1.0, 1e4), st.integers(1, 40))
 def test_log_grid_and_cell_edges(lo, ratio, n):
     hi = lo * ratio
-    grid = log_grid(lo, hi, n)
+    try:
+        grid = log_grid(lo, hi, n)
+    except ValueError as exc:  # only where the floats between lo and hi are too few for n increasing values
+        assert "fewer than" in str(exc) and hi <= lo * (1 + 4 * n * 2.0**-52)
+        return
     assert grid[0] == lo and len(grid) == (1 if lo == hi else n)
     if len(grid) > 1:
         assert grid[-1] == hi
@@ -507,3 +512,16 @@ def test_a_map_of_one_lambda_is_a_strip_with_its_values_and_gamma_lambda_written
     written = sorted(t.get_text() for t in ax.texts if t.get_text())
     assert written == sorted(f"{r['metric']:.1f}" for r in d["rows"] if r["beta"] == 100.0 and r["metric"] is not None)
     assert any("\u03b3\u03bb" in a.get_xlabel() for a in ax.child_axes)
+
+
+def test_a_range_too_narrow_for_its_points_is_one_line_not_a_grid_with_repeats(tmp_path, capsys):
+    """1.0..1.0000000000000002 holds no third floating-point value: log_grid refuses it (it gave a
+    repeated value), and so does stam map with that range, in one line."""
+    with pytest.raises(ValueError, match="fewer than 3 distinct"):
+        log_grid(1.0, 1.0000000000000002, 3)
+    assert log_grid(1.0, 1.0000000000000002, 2) == [1.0, 1.0000000000000002]
+    with pytest.raises(SystemExit) as exc:  # argparse's check of --gamma-range
+        main(["map", "--dataset", "digits", "--gamma-range", "1:1.0000000000000002:3", "-o", str(tmp_path / "m")])
+    code, err = exc.value.code, capsys.readouterr().err
+    assert code == 2 and "fewer than 3 distinct" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m").exists()

@@ -483,6 +483,21 @@ def valid_files() -> dict[str, object]:
         "band.json": {"kind": "pep-band", "lam": 1.0, "L1": 1.0, "gamma_lam_range": [0.9, 1.6], "certified": 0.99,
                       "rows": [{"T": 1, "beta": 10.0, "lo": 1.365, "hi": 1.367}, {"T": 5, "beta": 10.0, "lo": 1.6,
                                                                                 "hi": None}]},
+        "methods-regions.json": {
+            "kind": "methods-regions", "L1": 1.0,
+            "methods": [{"algo": "psgd", "label": "PSGD",
+                         "natural": [{"f_class": "indicator", "certified": [0.0, 2.0], "refuted": [[2.0, None]],
+                                      "verdict": "certified"}],
+                         "common": [{"f_class": "indicator", "certified": None, "refuted": [[0.0, None]],
+                                     "verdict": "none"}]}],
+            "stam_natural": {"source": "region.json", "L1": 1.0,
+                             "classes": [{"f_class": "lsc", "certified_gamma_lam": [0.99, 1.0],
+                                          "refuted_gamma_lam": [1.3, 1.4]}]}},
+        "methods-steps.json": {
+            "kind": "methods-steps", "multiples": [0.1, 1.0], "seeds": 1, "epochs": 1, "protocol": "tiny",
+            "methods": [{"algo": "psgd", "step_key": "lr", "tuned": {"lr": 0.5}, "curvature": 5.0,
+                         "rows": [{"multiple": m, "lr": 0.5 * m, "test_acc": [80.0], "diverged_epoch": [None], "mean": 80.0,
+                                   "min": 80.0, "max": 80.0, "diverged": 0} for m in (0.1, 1.0)]}]},
         "run/log.jsonl": [{"epoch": e, "train_loss": 1.0 / e, "train_acc": 50.0, "test_acc_binary": 50.0 + e,
                            "test_acc_float": 55.0, "hyper": {"gamma": 0.1, "lam": 1.0, "beta": 100.0},
                            "proxy_grad": 1.0 / e, "proxy_z": 0.5 / e, "theorem": {"admissible": True},
@@ -494,7 +509,8 @@ def valid_files() -> dict[str, object]:
 PLOT_KIND = {"rates.json": "rates", "pep.json": "rates", "map.json": "map", "tune.json": "admissible",
              "region.json": "admissible", "run/summary.json": "training", "run/config.json": "training",
              "run/log.jsonl": "practice", "compare.json": "admissible", "paper-check.json": "admissible",
-             "stepsize.json": "admissible", "band.json": "pep-band"}
+             "stepsize.json": "admissible", "band.json": "pep-band", "methods-regions.json": "methods",
+             "methods-steps.json": "methods"}
 WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(), st.sampled_from(HOSTILE),
                   st.lists(st.integers(), max_size=2), st.dictionaries(st.sampled_from(["a", "T"]), st.integers(), max_size=2))
 

@@ -399,7 +399,7 @@ def test_the_files_the_writers_make_pass_the_sense_checks(tmp_path, capsys):
     found = load_results([tmp_path])
     assert sorted(k for k, v in found.by_kind.items() if v) == sorted(
         ["synthetic-rates", "pep-sweep", "synthetic-compare", "paper-check", "stepsize", "train-run", "convergence-map",
-         "tune", "lyapunov-region", "pep-band"])
+         "tune", "lyapunov-region", "pep-band", "methods-regions", "methods-steps"])
 
 
 @pytest.mark.parametrize("data", [b'{"kind": "synthetic-rates", "rows": []}', bytes(range(256)) * 4,

@@ -78,7 +78,9 @@ def test_refuting_runs_hold_and_can_fail():
     assert all(r["held"] for r in br["runs"]) and br["runs"][0]["bound"] == Fraction(1, 8)
     # at h = 1 gradient descent converges: the same run does not stay above its bound
     assert not methods_region.refuting_run("psgd", "gd", Fraction(1))["held"]
-    assert methods_region.verdict("br", "convex", rho=Fraction(51, 50))["refuted"] is None  # said, not guessed
+    grown = methods_region.verdict("br", "convex", rho=Fraction(51, 50))  # refuted below h* and from 2, not between
+    assert grown["certified"] is None and grown["refuted"] == [2, None] and grown["undetermined"]
+    assert 0 < grown["refuted_below"] < Fraction(1, 10) and all(r["held"] for r in grown["runs"])
 
 
 def test_region_cli_all_three(capsys):
@@ -166,3 +168,147 @@ def test_br_convex_certificate_bounds_the_pep(h, lam, T):
     v = methods_region.verdict("br", "convex", lam=Fraction(str(lam)))
     assert v["certified"] == [0, 2] and all(r["held"] for r in v["runs"])
     assert methods_region.verdict("br", "convex", rho=Fraction(51, 50))["certified"] is None  # a growing lam: not claimed
+
+
+# -- the common measure and BR's growing lambda (issue 60, point 1) ------------------------------------------------
+
+def _proj(kind, v):
+    """Q's projection written again here, coordinate by coordinate: {-1, 1} (ties to 1) or [-1, 1]."""
+    return [(Fraction(1) if c >= 0 else Fraction(-1)) if kind == "pm1" else max(Fraction(-1), min(Fraction(1), c)) for c in v]
+
+
+def _replay(algo, kind, h, lam):
+    """The fixed-point run of methods_region replayed from the paper's equations, independently of stam.steps and of
+    the rules: the start, one step, and the common measure at the output.  Returns (start, after one step, output,
+    R(output), G(output))."""
+    inst = methods_region.fixed_point_instance(1, lam if algo == "stam" else 1)
+    A, c = inst["A"], list(inst["c"])
+    grad = lambda w: [sum(A[i][j] * (w[j] - c[j]) for j in range(2)) for i in range(2)]  # noqa: E731
+    G = lambda w: sum((w[i] - c[i]) * A[i][j] * (w[j] - c[j]) for i in range(2) for j in range(2)) / 2  # noqa: E731
+    u = [Fraction(1), Fraction(-1)]
+    if algo == "psgd":  # eq. (alg:PSGD): U <- U - gamma grad G(U), output Proj_Q(U)
+        gamma = Fraction(h)
+        start = [list(c)]
+        after = [[a - gamma * g for a, g in zip(c, grad(c))]]
+        out = _proj(kind, after[0])
+    elif algo == "br":  # eq. (alg:BR), lam fixed: W~ = (lam Proj(U) + U)/(lam + 1), U <- U - gamma grad G(W~)
+        gamma, lam = Fraction(h), Fraction(lam)
+        U = [ci * (lam + 1) - lam * ui for ci, ui in zip(c, u)]
+        W = [(lam * p + a) / (lam + 1) for p, a in zip(_proj(kind, U), U)]
+        U1 = [a - gamma * g for a, g in zip(U, grad(W))]
+        start, after, out = [U], [U1], _proj(kind, U1)
+    else:  # Algorithm 1 with H = (lam/2)||x - y||^2, F = I_Q: eqs. (algy), (algx), (algu), (algz)
+        lam, beta = Fraction(lam), Fraction(4)
+        gamma = Fraction(h) / lam
+        y = list(inst["W"])
+        z_prev = [a + gamma * lam * (a - b) for a, b in zip(u, y)]
+        x = [(zp + gamma * lam * yy) / (1 + gamma * lam) for zp, yy in zip(z_prev, y)]
+        uu = _proj(kind, [2 * a - b for a, b in zip(x, z_prev)])
+        z = [zp + a - b for zp, a, b in zip(z_prev, uu, x)]
+        y1 = [yy - (g + lam * (yy - xx)) / beta for yy, g, xx in zip(y, grad(y), x)]
+        x1 = [(zz + gamma * lam * a) / (1 + gamma * lam) for zz, a in zip(z, y1)]
+        u1 = _proj(kind, [2 * a - b for a, b in zip(x1, z)])
+        z1 = [zz + a - b for zz, a, b in zip(z, u1, x1)]
+        start, after, out = [y, x, uu, z], [y1, x1, u1, z1], u1
+    p = _proj(kind, [a - g for a, g in zip(out, grad(out))])  # prox_{F/L1}(w - grad G(w)/L1), L1 = 1
+    R = sum((a - b) ** 2 for a, b in zip(out, p))
+    return start, after, out, R, G(out)
+
+
+@pytest.mark.parametrize("algo", ["psgd", "br", "stam"])
+@pytest.mark.parametrize("f_class, kind", [("indicator", "pm1"), ("lsc", "pm1"), ("convex", "box")])
+def test_common_measure_refutations_replayed(algo, f_class, kind):
+    """PSGD, BR (lam fixed) and STAM have no certified region on the common measure for F an indicator, any lsc F or
+    F convex: each run holds, and replayed from the paper's equations here (no stam.steps, no rule) its first step
+    returns the start exactly, its output is u = (1, -1) and R(u) = 4 L1^2 > 0 with G(u) > 0, the ratio the run states."""
+    lam = Fraction(1, 10) if algo == "stam" else Fraction(1)
+    v = methods_region.verdict_common(algo, f_class, lam=lam)
+    assert v["certified"] is None and v["refuted"] == [0, None] and len(v["runs"]) == len(methods_region.RUN_HS)
+    for r in v["runs"]:
+        assert r["held"] and r["fixed"]
+        start, after, out, R, Gu = _replay(algo, kind, r["h"], lam)
+        assert after == start and out == [1, -1] and R == 4 and Gu > 0
+        assert r["bound"] == R / Gu and all(x == R / Gu for x in r["ratios"])
+
+
+def test_the_fixed_point_run_can_fail():
+    """Away from its fixed point (PSGD started elsewhere) the same check fails: the verdict's "held" is computed."""
+    inst = methods_region.fixed_point_instance()
+    q = methods_region._Exact1D("pm1")
+    from stam.rules import rule
+
+    state = rule("psgd").theory_start(inst["c"] + methods_region._Vec((1, 0)), {"gamma": Fraction(1, 2)}, q)
+    after = rule("psgd").theory_step(state, methods_region._grad(inst, state.w), {"gamma": Fraction(1, 2)}, q, 0)
+    assert after.u != state.u
+
+
+def test_common_measure_undetermined_and_certified_where_said():
+    assert methods_region.verdict_common("bc", "indicator")["refuted"] is None  # said, not guessed
+    assert methods_region.verdict_common("br", "lsc", rho=Fraction(51, 50))["undetermined"]
+    assert methods_region.verdict_common("stam", "zero")["undetermined"]
+    for algo in ("psgd", "bc", "br"):
+        v = methods_region.verdict_common(algo, "zero")
+        assert v["certified"] == [0, 2] and all(r["held"] for r in v["runs"])
+
+
+def test_growing_lambda_limit_is_the_exact_maximum():
+    lam, rho = Fraction(1), Fraction(51, 50)
+    hstar = methods_region.growing_lambda_limit(lam, rho)
+    values = [t / (lam * rho ** t + 1) for t in range(200)]
+    assert max(values) == 1 / hstar
+    run = methods_region.growing_lambda_run(hstar / 2, 1, lam, rho)
+    assert run["held"] and run["bound"] == 2 * (1 - Fraction(1, 2)) ** 2
+    assert not methods_region.growing_lambda_run(hstar * 2, 1, lam, rho, steps=4)["held"]  # no bound claimed there
+
+
+def test_region_cli_common_measure(capsys):
+    for algo in ("psgd", "bc", "br", "stam"):
+        code, out, err = run(["pep", "--region", "--algo", algo, "--measure", "common", "--json"], capsys)
+        assert code == 0, err
+        result = json.loads(out)
+        assert result["measure_name"] == "common" and len(result["verdicts"]) == 4
+    code, out, err = run(["pep", "--region", "--algo", "stam", "--measure", "common", "--lam", "0.1"], capsys)
+    assert "every gamma, lam, beta > 0" in out and "free z^{-1}" in out
+    code, out, err = run(["pep", "--region", "--algo", "stam", "--measure", "common", "--beta", "2"], capsys)
+    assert code == 2 and "--beta" in err
+
+
+def test_the_committed_regions_file_is_what_the_code_gives():
+    """benchmarks/results/methods_regions.json is regions_result of the committed STAM region, verdict for verdict."""
+    from pathlib import Path
+
+    from stam.theory.worstcase.lyapunov import REGION
+
+    root = Path(__file__).resolve().parents[1]
+    committed = methods_region.METHODS_REGIONS.read(root / "benchmarks/results/methods_regions.json")
+    src = committed["stam_natural"]["source"]
+    fresh = methods_region.regions_result(REGION.read(root / src), src)
+    assert [m["label"] for m in committed["methods"]] == [m["label"] for m in fresh["methods"]]
+    for a, b in zip(committed["methods"], fresh["methods"]):
+        assert a["natural"] == b["natural"] and a["common"] == b["common"]
+    assert committed["stam_natural"] == json.loads(json.dumps(fresh["stam_natural"]))
+
+
+@pytest.mark.parametrize("h", [Fraction(1, 3), Fraction(1), Fraction(19, 10)])
+@pytest.mark.parametrize("lam", [None, Fraction(1, 2), Fraction(3)])
+def test_the_certificates_are_exact_identities(h, lam):
+    """The certified regions' certificates (descent lemma; BR's mirror descent), checked coefficient by coefficient in
+    exact rationals: claim - sum of multipliers x inequalities = 0 in the scalars dG, S, DD, gg (gradient descent: S
+    and DD substituted by gamma^2 gg), the multipliers >= 0, and the rate summed over T steps is certificate()."""
+    L1 = Fraction(3, 2)
+    m = methods_region.certificate_multipliers(h, L1, lam)
+    gamma = h / L1
+    # each inequality as coefficients of (dG, S, DD, gg)
+    descent = {"dG": 1, "S": 1 / gamma, "DD": -L1 / 2, "gg": 0}
+    strong = {"dG": 0, "S": -1, "DD": 1, "gg": 0}
+    cocoercive = {"dG": 0, "S": -1, "DD": 0, "gg": gamma ** 2 / (1 + (lam or 0))}
+    claim = {"dG": 1, "S": 0, "DD": 0, "gg": m["rho"]}
+    residual = {k: claim[k] - m["descent"] * descent[k] - m["strong"] * strong[k] - m["cocoercive"] * cocoercive[k]
+                for k in claim}
+    if m["substitute"]:  # gradient descent: S = gamma^2 gg, DD = gamma^2 gg
+        residual["gg"] += sum(residual[k] * c for k, c in m["substitute"].items())
+        residual["S"] = residual["DD"] = 0
+    assert all(v == 0 for v in residual.values()), residual
+    assert min(m["descent"], m["strong"], m["cocoercive"], m["rho"]) >= 0
+    T = 7
+    assert 1 / (T * m["rho"]) == methods_region.certificate(h, T, L1, lam or 0)

@@ -187,7 +187,7 @@ def test_the_figure_registry_is_consistent():
         assert callable(fk.draw) and fk.module == fk.draw.__module__ and fk.module in kinds.MODULES
         assert isinstance(fk.caption, str) or callable(fk.caption)
         assert fk.help.startswith(fk.name + " ("), fk
-    assert len(set(kinds.NAMES)) == len(kinds.FIGURES) == 7
+    assert len(set(kinds.NAMES)) == len(kinds.FIGURES) == 8
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "plot" in a.choices)
     plot = sub.choices["plot"]
     kind = next(a for a in plot._actions if a.dest == "kind")

@@ -138,7 +138,8 @@ class PepParams(Params):
                               "(G + F)(w^0) - inf G - inf F <= 1 at the first binary output")
     measure: str = arg("--measure", choices=MEASURES, default="natural",
                        help="natural = each method's own stationarity measure (default), common = the proximal-gradient "
-                       "residual of G + F with step 1/L1 at the binary weights it outputs (docs/methods-theory.md)")
+                       "residual of G + F with step 1/L1 at the binary weights it outputs (docs/methods-theory.md); with --region "
+                       "--algo NAME the verdicts on it (every method, STAM too)")
     sweep_T: list | None = arg("--sweep-T", type=ListArg(positive_int, "horizons (integers >= 1)", "1,2,3"), default=None,
                                metavar="N1,N2,...", help="several horizons; writes a pep-sweep result file (--out)")
     L1: float = L1_arg()

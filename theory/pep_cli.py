@@ -363,7 +363,7 @@ def _region(args) -> int:
     from stam.io import dumps
     from stam.theory.params import RegionParams
 
-    if args.algo != "stam":  # PSGD, BC, BR: their verdicts (stam.theory.worstcase.methods_region)
+    if args.algo != "stam" or args.measure == "common":  # PSGD, BC, BR; every method on the common measure
         from stam.theory.worstcase.methods_region import run_cli
 
         return run_cli(args)
