@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-history", action="store_true", help="leave out the potentials with history")
     ap.add_argument("--workers", type=int, default=1, help="processes for the bisections (default 1)")
     ap.add_argument("--tol", type=float, default=1e-3)
+    ap.add_argument("--history-lo", type=float, default=0.05, help="where the bisections of the potentials with history "
+                    "start in gamma*lambda (default 0.05; recorded in the result as history_lo)")
     ap.add_argument("--region", type=Path, default=REGION, help="the lyapunov-region file whose certified "
                     "gamma*lambda is drawn (default: benchmarks/results/lyapunov_region.json)")
     ap.add_argument("--out", type=Path, help="write the pep-band result here (else print it)")
@@ -54,9 +56,11 @@ def main(argv=None) -> int:
     sampled = [(g[0], g[1], g[2:]) for g in groups]
     cert = certified_from_region(args.region)
     history = None if args.no_history else history_rows(
-        betas=args.betas, tol=args.tol, lo=0.05, sampled=sorted({(N, b) for N, b, _ in sampled}), workers=args.workers)
+        betas=args.betas, tol=args.tol, lo=args.history_lo, sampled=sorted({(N, b) for N, b, _ in sampled}), workers=args.workers)
     result = band(args.Ts, args.betas, cert, tol=args.tol, sampled=sampled, history=history, workers=args.workers,
                   certified_from=f"stam pep --region ({args.region.name}, any proper lsc F)")
+    if history is not None:
+        result["history_lo"] = args.history_lo
     if args.out is not None:
         PEP_BAND.write(result, args.out)
     print(json.dumps(result, indent=1))

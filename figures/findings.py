@@ -14,7 +14,7 @@ repository's pages only), ``--check`` names each block that differs from what th
 A rerun changes a result file; ``stam findings --write`` then changes the pages.
 
 Scope words (what is proven, and how): the band's numbers are those of ``benchmarks/results/pep_band.json``
-(``benchmarks/pep_band.py``: bisections of ``stam.theory.worstcase.history.history_reach``, each point certified by an
+(``benchmarks/pep_band.py``: bisections of ``stam.theory.worstcase.history.history_reach`` from its ``history_lo``, each point certified by an
 SDP and proven in exact rational arithmetic, lambda = L1 = 1): certificates at the points a bisection tried,
 not a family covering the interval."""
 
@@ -31,8 +31,6 @@ from stam.errors import UsageError, require
 #: the results the findings are computed from, relative to the repository
 RESULTS = "benchmarks/results"
 BAND = f"{RESULTS}/pep_band.json"
-#: where the band's bisections in gamma*lambda start (``benchmarks/pep_band.py`` passes it; the file does not record it)
-BAND_LO = 0.05
 REGION = f"{RESULTS}/lyapunov_region.json"
 DIGITS_TUNE = f"{RESULTS}/tune_digits_default_2cores.json"
 DIGITS_MAP = f"{RESULTS}/map_digits_default_2cores.json"
@@ -71,6 +69,27 @@ OPTIM_SPEED = f"{RESULTS}/dnn_optim_speed_cpu_1thread.json"
 IMAGEFOLDER_LOAD = f"{RESULTS}/imagefolder_load.json"
 #: many small digits trainings as one computation, on a CPU and a GPU (``benchmarks/dnn_batched_speed.py``)
 BATCHED_SPEED = (f"{RESULTS}/dnn_batched_speed_h100.json", f"{RESULTS}/dnn_batched_speed_cpu.json")
+#: the one trainer with R runs of VGG-11/8 as one wide network, 1 and 2 threads (``benchmarks/dnn_batched_cifar.py``)
+BATCHED_CIFAR = (f"{RESULTS}/dnn_batched_cifar_cpu_1thread.json", f"{RESULTS}/dnn_batched_cifar_cpu_2threads.json")
+#: an epoch of ``stam train`` against plain loops (``benchmarks/epoch_vs_loop.py``)
+EPOCH_VS_LOOP = f"{RESULTS}/epoch_vs_loop_cpu.json"
+#: the BatchNorm rule's cost (``benchmarks/bn_reestimate_cost.py``) and its subset's size (``benchmarks/bn_subset_size.py``)
+BN_COST = f"{RESULTS}/bn_reestimate_cost_cpu.json"
+BN_SUBSET = f"{RESULTS}/bn_subset_size_cpu.json"
+#: float training of the study's network in a plain loop (``benchmarks/float_ceiling.py``)
+FLOAT_CEILING = f"{RESULTS}/float_ceiling_cpu.json"
+#: the memory estimate of a sweep against measured peaks (``benchmarks/memory_estimate.py``)
+MEMORY_ESTIMATE = f"{RESULTS}/memory_estimate_cpu.json"
+#: oneDNN's channels-last kernel with and without the guard (``benchmarks/onednn_channels_last.py``)
+ONEDNN = f"{RESULTS}/onednn_channels_last_cpu.json"
+#: what each algorithm costs in the trainer (``benchmarks/dnn_algo_cost.py``: VGG-11 and digits; digits alone with
+#: ``--skip-vgg``), and how fast ``stam train`` starts (``benchmarks/train_start.py``)
+ALGO_COST = f"{RESULTS}/dnn_algo_cost_cpu.json"
+ALGO_COST_DIGITS = f"{RESULTS}/dnn_algo_cost_digits_cpu.json"
+TRAIN_START = f"{RESULTS}/train_start.json"
+#: the deciding CIFAR-10 study's time on one H200 (``benchmarks/gpu_cifar10_study.sh``: its calls) and on a CPU
+DECIDING_GPU = f"{RESULTS}/cifar10_deciding_h200"
+DECIDING_CPU = f"{RESULTS}/cifar10_deciding_cpu/study.json"
 CERTS = f"{RESULTS}/certificates"
 #: an instance of the closed-form family (``stam pep --family``; checked by ``stam pep --check``)
 FAMILY_INSTANCE = f"{CERTS}/family-lsc-lam1-gamma0.9-beta10.json"
@@ -178,7 +197,7 @@ def _beyond(res: Results) -> tuple[str, str]:
     claim = ("Between c_DR and c_beta (full gradient, any proper lsc F bounded below) only the general potential "
              "V = aG + bF + xi'P xi certifies, whose numerator V_0 - b Phi^inf - (a - b) G^inf is not Theorem conv's: "
              f"proven for every gamma*lambda of an interval on {len(SLICES)} slices (lambda, beta, L1), and at sampled "
-             f"points elsewhere (a bisection from {BAND_LO:g}, {'/'.join(map(str, solves))} points per beta, lambda = L1 = "
+             f"points elsewhere (a bisection from {band['history_lo']:g}, {'/'.join(map(str, solves))} points per beta, lambda = L1 = "
              f"{band['lam']:g}; the closest c_beta - {min(gaps):.1e}; 1/rho at the largest point {inv}); b-nice minibatches "
              "(b = 1, N = " + " or ".join(map(str, mini)) + ", Theorem conv's numerator): sampled points only"
              + (f", nothing certified at beta = {', '.join(f'{b:g}' for b in none)}" if none else ""))
@@ -484,7 +503,7 @@ def _band_block(res: Results) -> str:
     scope = ("Scope: full gradient in the rows without N, b-nice minibatches (N = " + " or ".join(map(str, Ns))
              + ", b = " + " or ".join(map(str, bs)) + ") in the others; any proper lsc F; the paper "
              "potential's bound has Theorem conv's numerator delta0 + M0'_T, the general potential's V_0 - b Phi^inf - "
-             f"(a - b) G^inf, which needs F bounded below; each row a bisection in gamma*lambda from {BAND_LO:g} of at "
+             f"(a - b) G^inf, which needs F bounded below; each row a bisection in gamma*lambda from {band['history_lo']:g} of at "
              f"most {max(r['solves'] for r in hist)} SDP solves (lambda = {band['lam']:g}, L1 = {band.get('L1', 1.0):g}): "
              "certificates at the points tried, not a family covering the interval; the constant 1/rho at the largest "
              f"point certified ranges from {min(inv):.3g} to {max(inv):.4g}.")
@@ -1054,6 +1073,248 @@ def _bn_augment_block(res: Results) -> str:
     return table.to_markdown() + f"\n\n(`{BN_AUGMENT}`)"
 
 
+# --------------------------------------------------------------------------- the trainer's speed (docs/benchmarks.md)
+
+def _net(name: str) -> str:
+    """A network's name as the pages write it."""
+    return {"vgg11": "VGG-11", "vgg16": "VGG-16", "resnet18": "ResNet-18", "mlp": "MLP", "cnn": "CNN"}.get(name, name)
+
+
+def _met(ok) -> str:
+    return "met" if ok else "NOT met"
+
+
+def _spread(values, fmt: str = ".2f") -> str:
+    """``lo-hi`` of ``values`` (one value: itself)."""
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
+
+
+def _load(values) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
+def _deciding_time_block(res: Results) -> str:
+    """The deciding study's calls on one GPU (their times, as ``benchmarks/gpu_cifar10_study.sh`` logged them), its run-epochs
+    from its tuning's protocol, and the CPU's sittings of the same tuning."""
+    from stam.io import read_input_text
+
+    root = res.root
+    device = read_input_text(root / DECIDING_GPU / "device.txt", f"{DECIDING_GPU}/device.txt").strip()
+    calls = read_input_text(root / DECIDING_GPU / "times.txt", f"{DECIDING_GPU}/times.txt").strip().splitlines()
+    p = res(f"{DECIDING_GPU}/tune/tune-cifar10.json")["params"]
+    cpu = res(DECIDING_CPU)
+    parts = [x for x in cpu["sittings"] if x["part"] == "tune" and not x.get("paper_rows")]
+    timed = [x["seconds"] for x in parts if x["seconds"] is not None]
+    untimed = sum(1 for x in parts if x["seconds"] is None)
+    lines = [f"- On one {device} (`{DECIDING_GPU}/times.txt`, {len(calls)} calls of the script): " + "; ".join(calls) + ".",
+             f"- The tuning's protocol ({len(p['algos'])} algorithms, {p['trials']} trials halved by {p['halving']}, "
+             f"{p['epochs']} epochs, {p['seeds']} paired seeds; {_net(p['model'])} at width {_width(p['width'])}): "
+             f"{len(p['algos'])} x {p['seeds']} x {p['epochs']} = {len(p['algos']) * p['seeds'] * p['epochs']:,} final "
+             "run-epochs besides the trials'.",
+             f"- The same tuning on the 2-core CPU (`{DECIDING_CPU}`, two jobs side by side): {len(parts)} sittings, "
+             f"{sum(timed):,.0f} s in the {len(timed)} timed" + (f", {untimed} not timed" if untimed else "")
+             + "; " + "; ".join(f"{x['algos']}: " + ("not timed" if x["seconds"] is None else f"{x['seconds']:,.0f} s")
+                               for x in parts) + "."]
+    return "\n".join(lines) + f"\n\n(`{DECIDING_GPU}/`, `{DECIDING_CPU}`)"
+
+
+def _batched_cifar_block(res: Results) -> str:
+    """R = 8 runs of VGG-11/8 as one wide network against one after the other, and the trainer with R = 1 against a
+    hand-written ``torch.optim`` loop; where the time goes, and the bound it sets."""
+    from stam.figures.tables import Table
+
+    rows, notes, files = [], [], []
+    for rel in BATCHED_CIFAR:
+        d = res(rel)
+        r, b = d["results"], d["results"]["breakdown"]
+        one = {a: r[f"{a}, one seed (tuning trials)"] for a in ("stam", "bc")}
+        fresh = {a: r[f"{a}, R seeds (fresh-seed runs)"] for a in ("stam", "bc")}
+        loop = {a: r[f"{a}, R = 1 vs torch.optim loop"] for a in ("stam", "bc")}
+        R = one["stam"]["R"]
+        rows.append([str(d["threads"]),
+                     ", ".join(f"{a.upper()} {x['speedup']:.2f}x ({x['batched_s']:.1f} s against {x['sequential_s']:.1f} s)"
+                               for a, x in one.items()),
+                     ", ".join(f"{a.upper()} {x['speedup']:.2f}x" for a, x in fresh.items()),
+                     ", ".join(f"{x['ratio']:.2f} ({a.upper()})" for a, x in loop.items())])
+        notes.append(f"{d['threads']} thread{'s' if d['threads'] != 1 else ''}: the network's forward and backward passes "
+                     f"and the evaluation {100 * b['network_share_R1']:.0f}% of a training ({b['algo'].upper()}, R = 1); the "
+                     f"wide network of {R} runs {b['wide_over_R_single']:.2f}x the {R} networks one after the other; so at most "
+                     f"{b['max_speedup_if_overhead_vanished']:.2f}x faster batched even if all else vanished")
+        files.append(rel)
+    d = res(BATCHED_CIFAR[0])
+    table = Table(f"{_net(d['model'])} at width {_width(d['width'])}, batch {d['batch_size']}, {d['n_train']:,} training "
+                  f"images a run ({d['note']}), R = {R}",
+                  ["threads", f"R = {R} batched / one after the other: one seed (tuning trials)", "R seeds (fresh-seed runs)",
+                   "R = 1 trainer / `torch.optim` loop"], rows)
+    best = max(x["speedup"] for rel in BATCHED_CIFAR for k, x in res(rel)["results"].items() if "speedup" in x)
+    worst_loop = max(x["ratio"] for rel in BATCHED_CIFAR for k, x in res(rel)["results"].items() if k.endswith("loop"))
+    return (table.to_markdown() + "\n\n" + "\n".join(f"- {n}." for n in notes)
+            + f"\n- Targets: batched at least 1.5x at R = {R}: {_met(best >= 1.5)} (at most {best:.2f}x); R = 1 at most "
+            f"1.1x of the `torch.optim` loop: {_met(worst_loop <= 1.1)} (at most {worst_loop:.2f})."
+            + "\n\n(" + ", ".join(f"`{r}`" for r in files) + ")")
+
+
+def _epoch_vs_loop_block(res: Results) -> str:
+    """An epoch of ``stam train`` against plain loops (medians of per-round ratios), where its time goes, the layouts'
+    and bf16's training pass, and the digits CNN's accuracies under each."""
+    from stam.figures.tables import Table
+
+    d = res(EPOCH_VS_LOOP)
+    rounds, b = d["rounds"], d["breakdown"]
+    span = lambda k: _spread([r[k] for r in rounds])  # noqa: E731
+    table = Table(f"An epoch of `stam train` ({d['algo']}, {_net(d['model'])} at width {_width(d['width'])}, batch "
+                  f"{d['batch_size']}, every count of a CIFAR-10 epoch scaled by {d['scale']:g}: {d['train_images']:,} "
+                  f"training, {d['val_images']:,} validation, {d['test_images']:,} test, {d['bn_images']:,} BatchNorm images, "
+                  f"{d['steps']} steps; {len(rounds)} rounds, {d['threads']} thread, load {d['load_1min_before']:.1f} before, "
+                  f"{d['load_1min_after']:.1f} after)",
+                  [f"`stam train` epoch ({span('stam_train_s')} s) over", "ratio (median; the rounds)"],
+                  [["a plain loop with the same evaluation, written by hand, channels_last as `stam train`",
+                    f"**{d['median_ratio_to_same_evaluation']:.2f}** ({span('ratio_to_same_evaluation')}): target at most "
+                    f"{d['target_ratio']:g}, {_met(d['meets_target'])}"],
+                   ["a plain loop evaluating its own network on validation and test, contiguous (the default layout)",
+                    f"{d['median_ratio_to_plain']:.2f} ({span('ratio_to_plain')})"],
+                   ["the same plain loop in channels_last",
+                    f"{d['median_ratio_to_plain_channels_last']:.2f} ({span('ratio_to_plain_channels_last')})"]])
+    v = d["variants"]
+    acc = d["accuracy_digits_cnn"]
+    lines = [f"- Where the time goes (the parts alone): training pass {b['training_pass_s']:.2f} s; evaluation "
+             f"{b['evaluation_s']:.2f} s (binary weights {b['evaluate_binary_s']:.2f}, float weights {b['evaluate_float_s']:.2f}, "
+             f"the as-trained diagnostic {b['as_trained_val_s']:.2f}), of which each BatchNorm re-estimation "
+             f"{b['reestimate_s']:.3f} s; sign flips {b['sign_flips_s']:.3f} s.",
+             "- The training pass against float32 contiguous: " + ", ".join(f"{k} {x['over_float32']:.2f}x" for k, x in v.items()
+                                                                           if k != "float32") + ".",
+             "- `stam train` of the CNN on digits, test accuracy (%) at the validation-selected epoch: "
+             + "; ".join(f"{k}: " + ", ".join(f"{a.upper() if a != 'float' else 'Float'} {x['selected_test_acc']:.1f}"
+                                              for a, x in run.items()) for k, run in acc.items()) + "."]
+    return table.to_markdown() + "\n\n" + "\n".join(lines) + f"\n\n(`{EPOCH_VS_LOOP}`)"
+
+
+def _bn_cost_block(res: Results) -> str:
+    """The BatchNorm rule's cost against a training epoch, and what a subset of the training set moves on digits."""
+    from stam.figures.tables import Table
+
+    c, s = res(BN_COST), res(BN_SUBSET)
+    lines = [f"- {_net(r['model'])}{'' if r['width'] == 1 else ' at width ' + _width(r['width'])} (batch {r['batch_size']}, "
+             f"{r['bn_images_used']:,} of {r['train_images']:,} training images): a re-estimation "
+             f"{1e3 * r['reestimate_s']:.3g} ms (its forward passes alone {1e3 * r['forward_passes_s']:.3g} ms), two "
+             f"{100 * r['reestimate_share_of_epoch']:.1f}% of a {r['epoch_s']:.3g} s epoch: {_met(r['meets_target'])}"
+             for r in c["rows"]]
+    rows = [[f"{x['n']:,}" + (" (the default)" if x["n"] == s["default_images"] else ""),
+             f"{x['mean_abs_delta_points']:.2f}", f"{x['max_abs_delta_points']:.2f}", f"{x['mean_delta_points']:+.2f}",
+             f"{1e3 * s['reestimate_s'][str(x['n'])]:.2f}" if str(x["n"]) in s["reestimate_s"] else "-"] for x in s["by_size"]]
+    whole = max(int(n) for n in s["reestimate_s"])
+    table = Table(f"Digits: accuracy with statistics re-estimated on a subset against {s['reference']} ({s['seeds']} seeds, "
+                  f"after epochs {', '.join(map(str, s['evaluated_after']))}, binary and float weights, validation and test, "
+                  f"{s['subsets']} random subsets of each size, {sum(x['accuracies'] for x in s['by_size'][:1]):,} accuracies "
+                  "a size)",
+                  ["images", "mean |change| (points)", "largest |change|", "mean change (bias)", "re-estimation (ms)"], rows)
+    return ("Target: " + c["target"] + ".\n\n" + "\n".join(lines) + "\n\n" + table.to_markdown()
+            + f"\n\nOn the whole training set ({whole:,} images) a re-estimation takes {1e3 * s['reestimate_s'][str(whole)]:.2f} ms."
+            f"\n\n(`{BN_COST}`, `{BN_SUBSET}`)")
+
+
+def _float_ceiling_block(res: Results) -> str:
+    """Float training of the study's network in a plain loop: the last epoch's test accuracy three ways, per recipe."""
+    from stam.figures.tables import Table
+
+    d = res(FLOAT_CEILING)
+    rows = [[name, run["about"]] + [f"{run['log'][-1][k]:.1f}" for k in ("test_acc", "test_acc_reestimated",
+                                                                            "test_acc_reestimated_augmented")]
+            + [f"{run['best']:.1f}"] for name, run in d["runs"].items()]
+    table = Table(f"Test accuracy (%) at epoch {d['epochs']} of {_net(d['model'])} at width {_width(d['width'])} "
+                  f"({d['train_images']:,} training images of the JPEG copy, seed {d['seed']}, `torch.optim.SGD`)",
+                  ["recipe", "what it is", "running statistics", "re-estimated (unaugmented)",
+                   "re-estimated (cropped and flipped once)", "best epoch (running)"], rows)
+    return table.to_markdown() + f"\n\n(`{FLOAT_CEILING}`)"
+
+
+def _memory_estimate_block(res: Results) -> str:
+    """The estimate of a sweep's memory against measured peaks: the range of their ratio, the file's own fit, the spread
+    of two processes of one configuration and the share of the parameters' copies."""
+    d = res(MEMORY_ESTIMATE)
+    rows, fit = d["rows"], d["fit"]
+    spread = max(rows, key=lambda r: max(r["measured_each"]) / min(r["measured_each"]))
+    lo, hi = min(spread["measured_each"]), max(spread["measured_each"])
+    share = max(fit["param_copies"] * 4 * r["params"] * r["R"] / r["estimate"] for r in rows)
+    mib = 2**20
+    return (f"- {len(rows)} configurations ({_net(d['model'])}, {d['algo']}, {d['steps']} steps, {d['repeats']} "
+            f"processes each): estimate / measured from {d['ratio_min']:.2f} to {d['ratio_max']:.2f}; this run's own "
+            f"fit: {fit['fixed_bytes'] / mib:.1f} MiB and {fit['activation_copies']:.2f} copies of the activations "
+            f"({fit['param_copies']} of the parameters kept).\n"
+            f"- Two processes of one configuration differ by up to {100 * (hi / lo - 1):.0f}% ({lo / mib:.0f} and "
+            f"{hi / mib:.0f} MiB at width {_width(spread['width'])}, batch {spread['batch_size']}, R = {spread['R']}): "
+            "the allocator's pools, so no estimate is closer than that spread.\n"
+            f"- The parameters' copies are at most {100 * share:.0f}% of an estimate here: these runs hardly test them.\n\n"
+            f"(`{MEMORY_ESTIMATE}`)")
+
+
+def _onednn_block(res: Results) -> str:
+    """oneDNN's channels-last passes by guard, instruction set and threads: how many ended ok, wrong, crashed or hung."""
+    from collections import Counter
+
+    from stam.figures.tables import Table
+
+    d = res(ONEDNN)
+    cells = Counter()
+    for r in d["rows"]:
+        cells[(r["guarded"], r["onednn_max_isa"], r["threads"])] += 0
+        cells[(r["guarded"], r["onednn_max_isa"], r["threads"], r["outcome"].split(" (")[0])] += 1
+    keys = sorted({k for k in cells if len(k) == 3}, key=lambda k: (k[0], k[1], k[2]))
+    outcomes = [o for o in ("ok", "wrong", "crashed", "hung") if any(len(k) == 4 and k[3] == o for k in cells)]
+    rows = [["on" if g else "off", isa, str(t)] + [str(cells[(g, isa, t, o)]) for o in outcomes] for g, isa, t in keys]
+    pv = d["provenance"]
+    table = Table(f"Passes of ResNet-18 in channels-last by outcome ({pv['cpu']}, {pv['cpu_isa']}, oneDNN {pv['onednn']}, "
+                  f"torch {pv['versions']['torch']}; widths {', '.join(_width(w) for w in sorted({r['width'] for r in d['rows']}))})",
+                  ["guard", "oneDNN instruction set", "threads", *outcomes], rows)
+    return (table.to_markdown() + f"\n\nEvery guarded pass ok: {'yes' if d['guarded_all_ok'] else 'NO'}.\n\n(`{ONEDNN}`)")
+
+
+def _algo_cost_block(res: Results) -> str:
+    """Each algorithm's training time over float's in the one trainer (digits, eager and ahead of time; VGG-11 at its
+    widths; the compiled update against ``torch.optim.SGD``), the ahead-of-time build, and ``stam train``'s start."""
+    from stam.figures.tables import Table
+
+    full, dig, start = res(ALGO_COST), res(ALGO_COST_DIGITS), res(TRAIN_START)
+    algos = ("stam", "bc", "br", "psgd")
+    eager = [res(rel)["digits"]["rows"] for rel in (ALGO_COST, ALGO_COST_DIGITS)]
+    rows = [[f"digits MLP, {dig['digits']['epochs']} epochs, batch {dig['digits']['batch_size']}, training time / float "
+             "(eager: `--compile auto`; two runs)"] + [", ".join(f"{e[a]['ratio_to_float']:.2f}" for e in eager) for a in algos],
+            ["the same with `--compile aot` (packages built by an earlier run)"]
+            + [f"{dig['digits_compile_aot']['rows'][a]['ratio_to_float']:.2f}" for a in algos]]
+    widths = full["vgg11"]["widths"]
+    for w, cell in widths.items():
+        rows.append([f"VGG-11 width {_width(float(w))}, time per image / float"] + [f"{cell[a]['ratio_to_float']:.2f}" for a in algos])
+    inter = {w: c["compiled update, interleaved"] for w, c in widths.items() if "compiled update, interleaved" in c}
+    for w, c in inter.items():
+        rows.append([f"VGG-11 width {_width(float(w))}, the update alone compiled / `torch.optim.SGD` (momentum; "
+                     f"median of per-round ratios)"] + [f"{c[a]['median_ratio_to_torch_sgd_momentum']:.2f}" for a in algos])
+    table = Table(f"What each algorithm costs in the trainer, against float SGD with momentum in the same trainer "
+                  f"({full['threads']} torch thread)", ["", *(a.upper() for a in algos)], rows)
+    met = {**full["targets_met"], **dig["targets_met"]}
+    build = dig["digits_compile_aot"]["first_run_build_wall_s"]
+    st = start["rows"]
+    lines = ["- Targets: " + "; ".join(f"{k}: {_met(v)}" for k, v in met.items()) + ".",
+             f"- `--compile aot`: the first run builds the package in {_spread(build.values(), '.0f')} s of wall time "
+             "(`first_run_build_wall_s`); every later process loads it.",
+             "- A fresh `stam train` process on digits reaches its first training step in "
+             + ", ".join(f"{x['first_step_s_median']:.2f} s ({a})" for a, x in st.items())
+             + f", medians of {next(iter(st.values()))['repeats']} (target {start['target_first_step_s']:g} s: "
+             f"{_met(start['meets_target'])}); it imports "
+             + ("no scikit-learn, no scipy and no sympy" if not any(x["imports_sklearn"] or x["imports_scipy"] or x["imports_sympy"]
+                                                                 for x in st.values()) else "scikit-learn, scipy or sympy") + "."]
+    return table.to_markdown() + "\n\n" + "\n".join(lines) + f"\n\n(`{ALGO_COST}`, `{ALGO_COST_DIGITS}`, `{TRAIN_START}`)"
+
+
+def _methods_steps_time_block(res: Results) -> str:
+    """The digits step sweep of the four methods: its size and each method's seconds, as the file records them."""
+    d = res(METHODS_STEPS)
+    per = sorted(d["methods"], key=lambda m: -m["seconds"])
+    return (f"{len(d['multiples'])} step multiples x {d['seeds']} seeds x {d['epochs']} epochs per method as one batched "
+            "job; each method's `seconds` in the file: " + ", ".join(f"{m['algo'].upper()} {m['seconds']:.0f} s" for m in per)
+            + f" ({sum(m['seconds'] for m in per) / 60:.0f} minutes in all).\n\n(`{METHODS_STEPS}`)")
+
+
 #: every generated block a page may hold, by name
 BLOCKS: dict[str, Callable[[Results], str]] = {
     "findings": findings_table,
@@ -1088,7 +1349,16 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "gpu-width1": _gpu_block,
     "cifar10-earlier": _earlier_block,
     "float-probes": _float_block,
+    "cifar10-deciding-time": _deciding_time_block,
+    "batched-cifar": _batched_cifar_block,
+    "epoch-vs-loop": _epoch_vs_loop_block,
+    "bn-cost": _bn_cost_block,
+    "float-ceiling": _float_ceiling_block,
+    "memory-estimate": _memory_estimate_block,
+    "onednn-channels-last": _onednn_block,
+    "algo-cost": _algo_cost_block,
     "methods-table": _methods_block,
+    "methods-steps-time": _methods_steps_time_block,
     **{f"finding-{f.id}": _finding_block(f) for f in FINDINGS},
 }
 

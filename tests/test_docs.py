@@ -676,9 +676,11 @@ def test_a_changed_result_file_fails_the_check_until_write(tmp_path):
 
 
 def test_the_studies_and_benchmarks_blocks_follow_their_files(tmp_path):
-    """The band study's worst-case tables, the region benchmark's sizes and the certificates' table are generated: a
-    changed worst case of pep_grid.json, a changed region time and a changed rate of a committed certificate fail the
-    check, naming those blocks, until ``--write``."""
+    """The band study's worst-case tables, the region benchmark's sizes, the certificates' table and the memory
+    estimate's range are generated: a changed worst case of pep_grid.json, a changed region time, a changed rate of a
+    committed certificate, a changed ratio of memory_estimate_cpu.json and a changed start of pep_band.json's bisections
+    (``history_lo``) fail the check, naming those blocks, until
+    ``--write``."""
     import json
 
     repo = _copy_repository(tmp_path)
@@ -695,10 +697,20 @@ def test_the_studies_and_benchmarks_blocks_follow_their_files(tmp_path):
     data = json.loads(cert.read_text(encoding="utf-8"))
     data["float"]["1/rho"] *= 2
     cert.write_text(json.dumps(data), encoding="utf-8")
+    memory = repo / "benchmarks/results/memory_estimate_cpu.json"
+    data = json.loads(memory.read_text(encoding="utf-8"))
+    data["ratio_max"] += 1
+    memory.write_text(json.dumps(data), encoding="utf-8")
+    band = repo / "benchmarks/results/pep_band.json"  # where its bisections start: read from the file, not typed
+    data = json.loads(band.read_text(encoding="utf-8"))
+    data["history_lo"] *= 2
+    band.write_text(json.dumps(data), encoding="utf-8")
     rc, out = run_stam(["findings", "--check", "--root", str(repo)])
     named = {ln.split(": block ")[0].removeprefix("stam findings: ") + ":" + ln.split(": block ")[1].split()[0] for ln in out}
     assert rc == 1 and named == {"docs/studies/band.md:pep-gamma-lam-scan", "docs/benchmarks.md:lyapunov-bench",
-                                 "docs/certificates.md:certificates"}, out
+                                 "docs/certificates.md:certificates", "docs/benchmarks.md:memory-estimate",
+                                 "README.md:findings", "docs/studies/band.md:band",
+                                 "docs/studies/band.md:finding-beyond-family"}, out
     assert run_stam(["findings", "--write", "--root", str(repo)])[0] == 0
     assert run_stam(["findings", "--check", "--root", str(repo)]) == (0, [])
 

@@ -328,12 +328,13 @@ CYCLE_ROW = Schema(required={"beta": POS, "threshold": POS}, optional={"S": POS,
 
 #: :func:`band`: certified / open / refuted against ``gamma*lam`` for each horizon (issue 39, point 1); optional
 #: (files of before stay readable): rows of minibatch PEPs (``N``, ``b``), ``history`` (:data:`HISTORY_ROW`) and
-#: ``cycles`` (:data:`CYCLE_ROW`)
+#: ``cycles`` (:data:`CYCLE_ROW`), ``history_lo`` (where the bisections of ``history`` start in gamma*lambda)
 PEP_BAND = ResultType(
     "pep-band", Schema(required={"rows": NONEMPTY_LIST, "gamma_lam_range": LIST, "certified": POS_OR_NULL,
                                  "lam": POS, "L1": POS},
                        optional={"kind": STR, "tol": POS, "certified_from": STR, "seconds": NONNEG,
-                                 "provenance": DICT_OR_NULL, "history": LIST, "cycles": LIST},
+                                 "provenance": DICT_OR_NULL, "history": LIST, "cycles": LIST,
+                                 "history_lo": POS},
                        each={"rows": BAND_ROW, "history": HISTORY_ROW, "cycles": CYCLE_ROW},
                        inner={"provenance": PROVENANCE}, items={"gamma_lam_range": POS},
                        rules=(holds("gamma_lam_range", lambda o: len(o["gamma_lam_range"]) == 2
