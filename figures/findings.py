@@ -87,6 +87,8 @@ ONEDNN = f"{RESULTS}/onednn_channels_last_cpu.json"
 ALGO_COST = f"{RESULTS}/dnn_algo_cost_cpu.json"
 ALGO_COST_DIGITS = f"{RESULTS}/dnn_algo_cost_digits_cpu.json"
 TRAIN_START = f"{RESULTS}/train_start.json"
+#: a whole ``stam train`` on digits, STAM against Float, in fresh processes (``benchmarks/train_digits_cost.py``)
+TRAIN_DIGITS_COST = f"{RESULTS}/train_digits_cost.json"
 #: the deciding CIFAR-10 study's time on one H200 (``benchmarks/gpu_cifar10_study.sh``: its calls) and on a CPU
 DECIDING_GPU = f"{RESULTS}/cifar10_deciding_h200"
 DECIDING_CPU = f"{RESULTS}/cifar10_deciding_cpu/study.json"
@@ -1270,6 +1272,19 @@ def _onednn_block(res: Results) -> str:
     return (table.to_markdown() + f"\n\nEvery guarded pass ok: {'yes' if d['guarded_all_ok'] else 'NO'}.\n\n(`{ONEDNN}`)")
 
 
+def _train_digits_cost_block(res: Results) -> str:
+    """A whole ``stam train`` on digits: STAM's training over Float's, and what a process adds to its training."""
+    d = res(TRAIN_DIGITS_COST)
+    f, s, g = d["medians"]["float"], d["medians"]["stam"], d["goals"]
+    met = lambda key: "met" if d["meets"][key] else "not met"  # noqa: E731
+    cpu = d["provenance"].get("cpu") or d["provenance"].get("machine", "")
+    return (f"`{d['command']}`, one thread, {d['repeats']} processes of each alternating, medians ({cpu}; load average "
+            f"{d['loadavg_before'][0]:.1f} before): Float trains in {f['training_s']:.2f} s and STAM in {s['training_s']:.2f} s, "
+            f"{d['training_ratio']:.2f}x (goal at most {g['training_ratio']}x: {met('training_ratio')}); a process adds "
+            f"{f['overhead_s']:.2f} s (Float) and {s['overhead_s']:.2f} s (STAM) to its training (goal at most "
+            f"{g['process_overhead_s']:g} s: {met('process_overhead_s')}).\n\n(`{TRAIN_DIGITS_COST}`)")
+
+
 def _algo_cost_block(res: Results) -> str:
     """Each algorithm's training time over float's in the one trainer (digits, eager and ahead of time; VGG-11 at its
     widths; the compiled update against ``torch.optim.SGD``), the ahead-of-time build, and ``stam train``'s start."""
@@ -1332,6 +1347,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "batched-speed": _batched_speed_block,
     "gpu-speed": _gpu_speed_block,
     "optim-speed": _optim_speed_block,
+    "train-digits-cost": _train_digits_cost_block,
     "imagefolder-load": _imagefolder_block,
     "synthetic-speed": _synthetic_speed_block,
     "theory-speed": _theory_speed_block,
