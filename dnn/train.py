@@ -27,6 +27,7 @@ The one library entry is ``train(cfg: TrainConfig) -> Trained`` (:func:`train`).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -125,10 +126,19 @@ class Setup:
 
 @dataclass
 class Done:
-    """What the checkpoint commits: the records of the epochs done and their training time."""
+    """What the checkpoint commits: the records of the epochs done and their training time; when the last
+    checkpoint was written, and the payload of a later epoch's end not yet written (:func:`_commit`)."""
 
     records: list = field(default_factory=list)
     seconds: float = 0.0
+    saved_at: float = field(default_factory=time.monotonic)
+    pending: dict | None = None
+
+
+#: a checkpoint is written at the end of an epoch once this many seconds have passed since the last one (and at
+#: the last epoch, and when a run stops): a run of short epochs (digits: 0.07 s) does not spend its time writing
+#: checkpoints, and a stopped run loses no finished epoch (the last epoch's end is kept in memory until written)
+CHECKPOINT_EVERY_S = 5.0
 
 
 def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
@@ -154,6 +164,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
     except Diverged:
         raise
     except BaseException:
+        _flush(s, done)
         _unstart(s)
         raise
     summary = _summary(s.config, done.records, done.seconds, "completed")
@@ -367,11 +378,18 @@ def _record(s: Setup, epoch, hyper, result: batched.Epoch, acc_bin, acc_float, s
 
 
 def _commit(s: Setup, done: Done, record: dict) -> None:
-    """The epoch's commit point: the checkpoint (then the log, derived from it), the JSON line."""
+    """The epoch's commit point: the checkpoint (then the log, derived from it), the JSON line.  The checkpoint is
+    written at the last epoch and once :data:`CHECKPOINT_EVERY_S` have passed since the last one; otherwise the
+    epoch's end is kept in memory (:func:`_flush` writes it where the run stops: an interrupt, an error, a
+    divergence), so every finished epoch reaches the checkpoint either way."""
     done.records.append(record)
     done.seconds += record["seconds"]
     if s.ctx.main:
-        _save(s, done, record["epoch"])
+        if record["epoch"] == s.epochs or time.monotonic() - done.saved_at >= CHECKPOINT_EVERY_S:
+            _save(s, done, record["epoch"])
+            done.saved_at, done.pending = time.monotonic(), None
+        else:
+            done.pending = copy.deepcopy({**_payload(s, done, record["epoch"]), "log": list(done.records)})
         if s.cfg.echo:
             print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs, s.config), flush=True)
     distributed.barrier(s.ctx)
@@ -404,6 +422,14 @@ def _payload(s: Setup, done: Done, epoch: int) -> dict:
 def _save(s: Setup, done: Done, epoch: int) -> None:
     checkpoint.write(s.out / "checkpoint.pt", _payload(s, done, epoch))
     _write_log(s.out, done.records)
+
+
+def _flush(s: Setup, done: Done) -> None:
+    """Write the checkpoint of the last finished epoch where :func:`_commit` kept it in memory (a run that stops)."""
+    if s.ctx.main and done.pending is not None:
+        pending, done.pending = done.pending, None
+        checkpoint.write(s.out / "checkpoint.pt", pending)
+        _write_log(s.out, pending["log"])
 
 
 def _write_log(out, records) -> None:
@@ -522,6 +548,7 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
     """Write the summary of a diverged run and raise :class:`Diverged`; the checkpoint left is
     called good only if its content hash verifies."""
     path = s.out / "checkpoint.pt"
+    _flush(s, done)
     if not done.records:
         kept = "no epoch had completed, so there is no checkpoint"
     else:

@@ -496,3 +496,35 @@ def test_a_run_without_a_live_bar_speaks_at_start_and_every_minute(tmp_path, cap
     assert any(line.startswith("stam train: epoch 1/1, step 21/21, loss ") for line in err)
     T.train(TrainConfig(**cfg, out=str(tmp_path / "b"), progress=False))
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("stam train:")]
+
+
+def test_short_epochs_write_few_checkpoints_and_a_stopped_run_keeps_every_finished_epoch(tmp_path, monkeypatch):
+    """Checkpoints are written at the last epoch and once CHECKPOINT_EVERY_S has passed (a run of 0.07 s epochs
+    does not spend its time writing them); a run stopped in its epoch 4 (an interrupt) still has the checkpoint and
+    log of epoch 3, and resuming it gives the uninterrupted run's weights and log."""
+    from stam.dnn import batched, checkpoint
+
+    writes = []
+    real_write = checkpoint.write
+    monkeypatch.setattr(checkpoint, "write", lambda path, payload: (writes.append(payload["epoch"]), real_write(path, payload))[1])
+    monkeypatch.setattr(T, "CHECKPOINT_EVERY_S", 3600.0)
+    straight = T.train(cfg(tmp_path, "a", algo="stam", epochs=5, seed=4))
+    assert writes == [5]
+
+    real_epoch = batched.Trainer.train_epoch
+
+    def interrupted(self, epoch, *a, **k):
+        if epoch == 4:
+            raise KeyboardInterrupt
+        return real_epoch(self, epoch, *a, **k)
+
+    monkeypatch.setattr(batched.Trainer, "train_epoch", interrupted)
+    writes.clear()
+    with pytest.raises(KeyboardInterrupt):
+        T.train(cfg(tmp_path, "b", algo="stam", epochs=5, seed=4))
+    assert writes == [3] and len(_log(tmp_path / "b")) == 3
+    monkeypatch.setattr(batched.Trainer, "train_epoch", real_epoch)
+    resumed = T.train(cfg(tmp_path, "b", algo="stam", epochs=5, seed=4, resume=True))
+    for (k, v), (k2, v2) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert k == k2 and torch.equal(v, v2), k
+    assert _log(tmp_path / "a") == _log(tmp_path / "b")
