@@ -69,7 +69,9 @@ def stam_train_epochs(data, algo: str, epochs: int, bs: int, width: float, bn_im
         save(s, done, epoch)
         saves.append(time.perf_counter() - t0)
 
-    train._save, train.data_mod.load = timed_save, (lambda *a, **k: data)
+    every = train.CHECKPOINT_EVERY_S
+    # a checkpoint every epoch, as a run of CIFAR epochs (each longer than CHECKPOINT_EVERY_S) writes them
+    train._save, train.data_mod.load, train.CHECKPOINT_EVERY_S = timed_save, (lambda *a, **k: data), 0.0
     try:
         with tempfile.TemporaryDirectory() as tmp:
             run = train.train(TrainConfig(model="vgg11", width=width, dataset="cifar10", algo=algo, epochs=epochs, batch_size=bs,
@@ -77,8 +79,8 @@ def stam_train_epochs(data, algo: str, epochs: int, bs: int, width: float, bn_im
                                         bn_images=bn_images, **kw))
             records = [json.loads(line) for line in (Path(tmp) / "run" / "log.jsonl").read_text().splitlines()]
     finally:
-        train._save, train.data_mod.load = save, load
-    return [r["seconds"] + t for r, t in zip(records, saves)], run
+        train._save, train.data_mod.load, train.CHECKPOINT_EVERY_S = save, load, every
+    return [r["seconds"] + t for r, t in zip(records, saves, strict=True)], run
 
 
 def plain_epochs(data, algo: str, epochs: int, bs: int, width: float, bn_images: int, same_eval: bool,

@@ -21,7 +21,8 @@ An :class:`UpdateRule` is at the same time
   the checks of the values, the group's extra entries and methods.
 
 The batched trainer (:class:`stam.dnn.batched.Trainer`: ``stam train``, tuning, maps) and the
-generic optimiser both call :meth:`init`, :meth:`step` and :meth:`proxies`; nothing else in the
+generic optimiser both call :meth:`init`, :meth:`step` and :meth:`proxies` (the optimiser, compiled, the
+halves of a step declared around its projection instead, :meth:`before_projection`); nothing else in the
 toolkit names an algorithm.  The defaults fit a :class:`stam.steps.QuantizedState` ``(u, w)``: the
 forward pass at ``w``, the binary weights ``Proj_Q(u)``, the float weights ``u``, and SGD with
 ``lr`` on the float (non-quantised) parameters.  Weight decay, where the hyperparameters have it,
