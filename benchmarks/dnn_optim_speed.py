@@ -29,6 +29,7 @@ import torch
 
 from stam.dnn.models import build_model, param_groups
 from stam.dnn.optim import make
+from stam.dnn.optim_common import STEPS
 from stam.io import emit_json, provenance
 
 #: Hyperparameters at epoch 1 of Table para (lr 5e-4 and weight decay 1e-7 for the SGD family,
@@ -134,7 +135,7 @@ def auto_start(device: torch.device) -> dict:
     quantised = [g for g in opt.param_groups if g["quantize"]]
     after = compile_after_steps(sum(p.numel() for p in quantised[0]["params"]))
     for g in quantised:
-        g["steps"] = after  # on to the step that compiles
+        g[STEPS] = after  # on to the step that compiles
     t0 = time.perf_counter()
     opt.step()
     sync()

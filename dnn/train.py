@@ -389,7 +389,9 @@ def _commit(s: Setup, done: Done, record: dict) -> None:
             _save(s, done, record["epoch"])
             done.saved_at, done.pending = time.monotonic(), None
         else:
-            done.pending = copy.deepcopy({**_payload(s, done, record["epoch"]), "log": list(done.records)})
+            # the trainer's state copied (it moves on); the records are not (they never change once appended)
+            done.pending = {**copy.deepcopy(_payload(s, Done(), record["epoch"])), "log": list(done.records),
+                            "seconds": done.seconds}
         if s.cfg.echo:
             print(_json_line(record) if s.cfg.json else epoch_text(record, s.epochs, s.config), flush=True)
     distributed.barrier(s.ctx)

@@ -5,6 +5,7 @@ packages kept on disk (:func:`ahead_of_time`).  Imports no torch until used."""
 from __future__ import annotations
 
 import importlib
+import math
 import warnings
 from typing import Callable
 
@@ -31,8 +32,6 @@ def compile_after_steps(numel: int) -> float:
     twice what the better of "always eager" and "compile at once" would have, and the first step is
     never a compilation.  A count of steps, not a clock, so a run is the same numbers every time
     (its steps before this one eager, the rest compiled); ``inf`` for an empty group."""
-    import math
-
     return math.ceil(COMPILE_COST_S / (numel * EAGER_LOSS_S_PER_ENTRY)) if numel > 0 else math.inf
 
 

@@ -3,6 +3,7 @@ written out by hand; binary/float weight views; state_dict round trips; schedule
 groups; the compiled kernels against the eager ones."""
 
 import copy
+import os
 import io
 import warnings
 
@@ -695,3 +696,43 @@ def test_a_state_dict_that_is_not_this_optimisers_is_refused_and_nothing_loaded(
         after = opt.state_dict()
         assert after["param_groups"] == before["param_groups"]
         assert all(torch.equal(v, after["state"][i][k]) for i, st in before["state"].items() for k, v in st.items())
+
+
+_HALVES_CHILD = r"""
+import sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+torch.manual_seed(0)
+from stam.dnn.optim import STAM
+nets = [torch.nn.Sequential(torch.nn.Linear(40, 64), torch.nn.Tanh(), torch.nn.Linear(64, 10)) for _ in range(2)]
+nets[1].load_state_dict(nets[0].state_dict())
+opts = [STAM([{"params": [n[0].weight, n[2].weight]}, {"params": [n[0].bias, n[2].bias], "quantize": False}],
+             gamma=2.0, lam=0.7, beta=5.0, compile=c) for n, c in zip(nets, (False, True))]
+g = torch.Generator().manual_seed(1)
+for t in range(4):
+    x, y = torch.randn(32, 40, generator=g), torch.randint(0, 10, (32,), generator=g)
+    for n, o in zip(nets, opts):
+        n.zero_grad()
+        torch.nn.functional.cross_entropy(n(x), y).backward()
+        o.step()
+worst = 0.0
+for p, q in zip(nets[0].parameters(), nets[1].parameters()):
+    pairs = [(p, q)] + [(opts[0].state[p][k], opts[1].state[q][k]) for k in opts[0].state.get(p, {})]
+    for a, b in pairs:
+        worst = max(worst, float(((a - b).abs() / (1e-6 + 1e-5 * b.abs())).max()))
+print(worst)
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stams_compiled_halves_give_the_eager_numbers_in_a_process_of_their_own(threads):
+    """The fused path (STAM's two compiled halves, inductor's C++ loops) against the eager step, with 1 and 2
+    threads, in a subprocess so that a native crash fails the test: within float32 rounding over 4 steps
+    (|a - b| <= 1e-6 + 1e-5 |b|, as the in-process comparison above)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    done = subprocess.run([sys.executable, "-c", _HALVES_CHILD, str(threads)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.strip().splitlines()[-1]) <= 1.0
