@@ -597,9 +597,5 @@ def train_batched(configs: list[Config], task: Task, epochs: int, batch_size: in
     return [{"log": logs[r], "diverged_epoch": diverged[r], "seconds": seconds / R} for r in range(R)]
 
 
-#: the epoch a run is judged by (:func:`stam.dnn.epochs.select_epoch`, shared with ``stam train``)
-select_epoch = ep.select_epoch
-
-
-__all__ = ["Task", "Config", "Net", "Trainer", "TrainerOptions", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched", "select_epoch",
+__all__ = ["Task", "Config", "Net", "Trainer", "TrainerOptions", "Epoch", "load_task", "digits_task", "init_net", "accuracy", "train_batched",
            "reestimate_bn", "bn_inputs"]

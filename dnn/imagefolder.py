@@ -35,13 +35,10 @@ import numpy as np
 
 from stam.dnn.imagecache import array_sha256, entry_lock, load_npy, manifest_sha256, sha256_file
 from stam.dnn.imageread import (ARCHIVE_SUFFIXES, IMAGE_SUFFIXES, SPLITS, Expect, Limits, archive_kind, decode_chunk,
-                                decode_spec, fail, jpeg_info, layout, read_members, safe_parts)
+                                decode_spec, fail, jpeg_info, layout, read_members)
 from stam.errors import UsageError, warn
 from stam.io import atomic_path
 from stam.results import COUNT, DICT, INT_OR_NULL, LIST, POSINT, STR, STR_OR_NULL, ResultType, Schema, holds
-
-#: the names these had when they lived here (tests read them so)
-_safe_parts = safe_parts
 
 CACHE_FORMAT = 1
 #: collections with at least this many images are decoded by a process pool

@@ -18,6 +18,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from stam.dnn import presets
 from stam.dnn.catalog import BN_IMAGES, VAL_FRACTION, algorithm
+from stam.dnn.epochs import select_epoch
 from stam.jobs import run_jobs
 from stam.results import FRAC_OR_NULL, LIST, NONNEG_OR_NULL, PCT_OR_NULL, POSINT_OR_NULL, ResultType, Schema
 
@@ -203,7 +204,7 @@ def run_job(spec: dict) -> dict:
     key = score_key(spec["algo"])
     out = []
     for res in results:
-        best = batched.select_epoch(res["log"], key)
+        best = select_epoch(res["log"], key)
         last = res["log"][-1] if res["log"] else None
         row = {"diverged_epoch": res["diverged_epoch"], "selected_epoch": best and best["epoch"],
                "score": best and best[key], "seconds": res["seconds"],

@@ -506,7 +506,7 @@ METRIC_NOTES = {
 }
 
 
-def select_epoch(records: list[dict], algo: str) -> dict | None:
+def selected_record(records: list[dict], algo: str) -> dict | None:
     """The record of the epoch with the best validation accuracy (binary weights; float weights for
     the float baseline), the earliest on ties; None without a validation set.  Selection on
     validation data only (the test accuracies are read at the epoch it returns)."""
@@ -515,7 +515,7 @@ def select_epoch(records: list[dict], algo: str) -> dict | None:
 
 def _selected(config, records) -> dict:
     """The validation-selected epoch and its accuracies (None without a validation set)."""
-    best = select_epoch(records, config["algo"])
+    best = selected_record(records, config["algo"])
     pick = lambda k: best and best[k]  # noqa: E731
     return {"selected_epoch": pick("epoch"), "selected_val_acc_binary": pick("val_acc_binary"),
             "selected_val_acc_float": pick("val_acc_float"), "selected_test_acc_binary": pick("test_acc_binary"),
@@ -565,4 +565,4 @@ def _diverged(s: Setup, done: Done, epoch: int, what: str):
     raise Diverged(f"{what}; stopped, {kept}. Lower the step size (lr, or raise beta) and retry")
 
 
-__all__ = [ "Trained", "train", "select_epoch", "Diverged", "theorem_status", "RECORD_KEYS"]
+__all__ = [ "Trained", "train", "selected_record", "Diverged", "theorem_status", "RECORD_KEYS"]

@@ -45,7 +45,7 @@ from stam.io import atomic_write_text, provenance, staged
 from stam.jobs import run_jobs
 from stam.datasets import DATA_SOURCE
 from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS, WIDTH, FRAC_OR_NULL, LIST, LIST_OR_NULL, NAME, NONEMPTY_LIST, NONNEG_OR_NULL, PCT_OR_NULL, POSINT,
-                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown as _shown)
+                          POSINT_OR_NULL, PROVENANCE, STR, ResultType, Schema, at_most, distinct, holds, shown)
 # the public names of the search, its numbers and its text, importable from here as when they lived here
 
 #: fresh seeds of the final runs start here (the trials use ``tune_seed``, default 0)
@@ -363,7 +363,7 @@ def _summary_of_values(final: dict):
         pairs = list(zip(got, exp)) if isinstance(got, list) and isinstance(exp, list) and len(got) == len(exp) else [(got, exp)]
         if not all(a is None and b is None or (a is not None and b is not None and
                                                 math.isclose(a, b, rel_tol=SUMMARY_TOL, abs_tol=SUMMARY_TOL)) for a, b in pairs):
-            return key, (f"is {_shown(got)}, but the {key} of its accuracies (test_acc) is {_shown(exp)}: the summary "
+            return key, (f"is {shown(got)}, but the {key} of its accuracies (test_acc) is {shown(exp)}: the summary "
                          "is computed from the values beside it")
     return None
 
@@ -388,7 +388,7 @@ def _schedules(obj):
     refused here, not formatted as a number in the table."""
     for key, spec in (obj.get("overrides") or {}).items():
         if isinstance(spec, bool) or not isinstance(spec, (int, float, list)):
-            return f"overrides.{key}", f"must be a number or a schedule (a list of pieces), not {_shown(spec)}"
+            return f"overrides.{key}", f"must be a number or a schedule (a list of pieces), not {shown(spec)}"
         try:
             presets.check_spec(key, spec)
         except UsageError as exc:
@@ -404,17 +404,17 @@ def _halving_derived(obj):
         return None
     eta = halving.get("eta")
     if isinstance(eta, bool) or not isinstance(eta, int) or not 2 <= eta <= 1000:
-        return "halving.eta", f"must be the reduction factor, an integer from 2 to 1000, not {_shown(eta)}"
+        return "halving.eta", f"must be the reduction factor, an integer from 2 to 1000, not {shown(eta)}"
     if not all(isinstance(prm.get(k), int) and not isinstance(prm.get(k), bool) for k in ("trials", "epochs")):
         return None  # params' own schema names it
     want = halving_rungs(prm["trials"], prm["epochs"], eta)
     rungs = [{"trials": n, "epochs": e} for n, e in want]
     if halving.get("rungs") != rungs:
         return "halving.rungs", (f"must be the rungs of factor {eta} for params.trials = {prm['trials']} and params.epochs = "
-                                 f"{prm['epochs']}, {json.dumps(rungs)}, not {_shown(halving.get('rungs'))}")
+                                 f"{prm['epochs']}, {json.dumps(rungs)}, not {shown(halving.get('rungs'))}")
     if "trial_epochs" in halving and halving["trial_epochs"] != sum(n * e for n, e in want):
         return "halving.trial_epochs", (f"must be {sum(n * e for n, e in want)}, the rungs' trials times epochs, not "
-                                        f"{_shown(halving['trial_epochs'])}")
+                                        f"{shown(halving['trial_epochs'])}")
     return None
 
 

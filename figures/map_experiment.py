@@ -430,8 +430,8 @@ def plan(params: MapParams) -> _Plan:
 
     source = "synthetic" if params.problem is not None else (params.dataset or "digits")
     user = source == "synthetic" and is_file_spec(params.problem)
-    if source == "synthetic" and not user and params.problem not in CM.MAP_PROBLEMS:
-        raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(CM.MAP_PROBLEMS)} "
+    if source == "synthetic" and not user and params.problem not in FAM.MAP_NAMES:
+        raise UsageError(f"--problem {params.problem!r} is not a problem the map runs; known: {', '.join(FAM.MAP_NAMES)} "
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     _refuse_other_flags(params, source)
     seed = SYNTHETIC_SEED if params.seed is None else params.seed

@@ -129,7 +129,7 @@ def increasing(list_key: str, key: str):
         values = [(i, r.get(key)) for i, r in enumerate(rows or []) if isinstance(r, dict) and _num(r.get(key))]
         for (_, a), (i, b) in zip(values, values[1:]):
             if not b > a:
-                return f"{list_key}[{i}].{key}", f"must increase strictly down the list ({_shown(b)} after {_shown(a)}: each once, in order)"
+                return f"{list_key}[{i}].{key}", f"must increase strictly down the list ({shown(b)} after {shown(a)}: each once, in order)"
         return None
     return rule
 
@@ -145,7 +145,7 @@ def distinct(list_key: str, *keys: str, what: str = ""):
                 continue
             cell = tuple(_key(row.get(k)) for k in keys)
             if cell in seen:
-                at = ", ".join(f"{k} = {_shown(row.get(k))}" for k in keys)
+                at = ", ".join(f"{k} = {shown(row.get(k))}" for k in keys)
                 return (f"{list_key}[{i}]", f"repeats {what or 'the row'} of {list_key}[{seen[cell]}] ({at}): "
                         "each is written once")
             seen[cell] = i
@@ -163,7 +163,7 @@ def ordered(lo: str, hi: str):
     def rule(obj):
         a, b = obj.get(lo), obj.get(hi)
         if _num(a) and _num(b) and not a <= b:
-            return hi, f"must be >= {lo} ({_shown(b)} < {_shown(a)})"
+            return hi, f"must be >= {lo} ({shown(b)} < {shown(a)})"
         return None
     return rule
 
@@ -174,7 +174,7 @@ def at_most(key: str, bound: str, what: str | None = None):
         a, b = obj.get(key), obj.get(bound)
         limit = len(b) if isinstance(b, list) else b
         if _num(a) and _num(limit) and not a <= limit:
-            return key, f"is {_shown(a)}, more than {what or bound} ({_shown(limit)})"
+            return key, f"is {shown(a)}, more than {what or bound} ({shown(limit)})"
         return None
     return rule
 
@@ -184,7 +184,7 @@ def below(key: str, bound: str):
     def rule(obj):
         a, b = obj.get(key), obj.get(bound)
         if _num(a) and _num(b) and not a < b:
-            return key, f"is {_shown(a)}, not below {bound} = {_shown(b)}"
+            return key, f"is {shown(a)}, not below {bound} = {shown(b)}"
         return None
     return rule
 
@@ -193,7 +193,7 @@ def one_of(key: str, allowed: tuple):
     """``obj[key]`` one of ``allowed`` where it is there (a source, a rule's kind)."""
     def rule(obj):
         if key in obj and obj[key] not in allowed:
-            return key, f"must be one of {', '.join(map(str, allowed))}, not {_shown(obj[key])}"
+            return key, f"must be one of {', '.join(map(str, allowed))}, not {shown(obj[key])}"
         return None
     return rule
 
@@ -248,7 +248,7 @@ def _json_type(value) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """What a value is, for a message: a number as itself (``1e+308``, ``nan``, ``-1``), a short
     string as itself, anything else by its JSON type."""
     if _num(value):
@@ -257,9 +257,6 @@ def _shown(value) -> str:
         return f"a string {value!r}"
     return _json_type(value)
 
-
-#: how a value is named in a message (public, for the rules a producer writes beside its type)
-shown = _shown
 
 
 def _types(types) -> str:
@@ -288,12 +285,12 @@ def validate(obj, schema: Schema, path: Path, where: str = "", line: int | None 
             fail(f"{where}{key}", "is missing")
     for key, types in {**schema.optional, **schema.required}.items():
         if key in obj and not any(_IS[t](obj[key]) for t in types):
-            fail(f"{where}{key}", f"must be {_types(types)}, not {_shown(obj[key])}")
+            fail(f"{where}{key}", f"must be {_types(types)}, not {shown(obj[key])}")
     for key, types in schema.items.items():
         if isinstance(obj.get(key), list):
             for i, item in enumerate(obj[key]):
                 if not any(_IS[t](item) for t in types):
-                    fail(f"{where}{key}[{i}]", f"must be {_types(types)}, not {_shown(item)}")
+                    fail(f"{where}{key}[{i}]", f"must be {_types(types)}, not {shown(item)}")
     for key, inner in schema.inner.items():
         if isinstance(obj.get(key), dict):
             validate(obj[key], inner, path, f"{where}{key}.", line)
@@ -435,7 +432,7 @@ class ResultType:
             version = obj.get("format", 1)
             if version != self.format:
                 if not _int(version) or version > self.format or version < 1:
-                    raise bad_file(path, "format", f"is {_shown(version)}; this toolkit reads {self.name} files of "
+                    raise bad_file(path, "format", f"is {shown(version)}; this toolkit reads {self.name} files of "
                                    f"format 1 to {self.format}", damaged=not _int(version))
                 if self.older is not None:
                     obj = self.older(obj, path, version)

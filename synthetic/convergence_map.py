@@ -76,7 +76,7 @@ from stam.datasets import DATA_SOURCE, DATASET_NAMES  # the data sets a network 
 from stam.io import bar_disable, provenance
 from stam.results import (BOOL, COUNT, DICT, DICT_OR_NULL, EPOCHS_OR_NULL, WIDTH_OR_NULL, FIN_OR_NULL, FRAC_OR_NULL, NONEMPTY_LIST,
                           NONNEG_OR_NULL, PCT_OR_NULL, POS, POSINT, PROVENANCE, STR, TEXT, ResultType, Schema, at_most, bad_file,
-                          distinct, holds, one_of, shown as _shown)
+                          distinct, holds, one_of, shown)
 from stam.synthetic.families import MAP_BETAS, MAP_GAMMAS, MAP_GROWTH, MAP_ITERATIONS, MAP_LAMS, MAP_NAMES, MAP_SEEDS
 from stam.theory.symbolic import numeric
 
@@ -84,8 +84,6 @@ KIND = "convergence-map"
 SOURCES = ("synthetic", *DATASET_NAMES)
 #: the metric of a map: E S_T for a synthetic problem, binary validation accuracy for a network
 METRICS = {src: "S_final" if src == "synthetic" else "val_acc_binary" for src in SOURCES}
-#: problem families with H = (lam/2)||x - y||^2 (so that the theorem's region is the one drawn)
-MAP_PROBLEMS = MAP_NAMES
 ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "val_acc_float", "val_acc_float_std", "diverged",
             "sign_ever_changed", "admissible", "S_0", "S_min")
 #: defaults of the synthetic map (`stam map --problem binary`): declared beside the families it runs
@@ -137,7 +135,7 @@ MAP_ROW = Schema(required={"gamma": POS, "lam": POS, "beta": POS, "seeds": POSIN
 def _metric_of_source(obj):
     want = METRICS.get(obj.get("source"))
     if want is not None and obj.get("metric") != want:
-        return "metric", f"must be {want!r} for source {obj['source']!r}, not {_shown(obj.get('metric'))}"
+        return "metric", f"must be {want!r} for source {obj['source']!r}, not {shown(obj.get('metric'))}"
     return None
 
 
@@ -149,7 +147,7 @@ def _percent_rows(obj):
         for key in ("metric", "metric_final", "metric_as_trained"):
             v = row.get(key)
             if v is not None and not 0 <= v <= 100:
-                return f"rows[{i}].{key}", f"must be a validation accuracy in percent, in [0, 100], not {_shown(v)}"
+                return f"rows[{i}].{key}", f"must be a validation accuracy in percent, in [0, 100], not {shown(v)}"
     return None
 
 
@@ -165,7 +163,7 @@ def _drawable_grid(obj):
                 continue
             ends = (1.5 * logs[0] - 0.5 * logs[1], 1.5 * logs[-1] - 0.5 * logs[-2])  # v0 - (mid0 - v0), likewise
             if not all(_LOG_TINY < e < _LOG_HUGE for e in ends):
-                return "rows", (f"holds {key}s at beta = {_shown(beta)} from {math.exp(logs[0]):g} to "
+                return "rows", (f"holds {key}s at beta = {shown(beta)} from {math.exp(logs[0]):g} to "
                                 f"{math.exp(logs[-1]):g}: the map's cells, half a log step beyond the ends, would reach "
                                 "beyond floating point")
     return None
@@ -223,7 +221,7 @@ def fixed_beta_rule(betas) -> tuple[dict, str]:
 @dataclass(frozen=True)
 class SyntheticMap:
     """The parameters of a synthetic map (:func:`run_map`), in the order of its positional arguments:
-    the ``problem`` (a family of :data:`MAP_PROBLEMS`, or the name of ``build``'s), the grid ``gammas`` x
+    the ``problem`` (a family of :data:`MAP_NAMES`, or the name of ``build``'s), the grid ``gammas`` x
     ``lams`` x ``betas`` (None: the default log grids), the horizon ``iterations`` (T), the ``seeds`` per
     cell (R) and the ``seed`` of the problem and the samples, the divergence factor ``growth``, the
     family's ``problem_kwargs``, ``device`` and ``dtype`` (None: float64); ``build``: for a problem
@@ -249,8 +247,8 @@ class SyntheticMap:
         ``ValueError`` naming a bad value."""
         import torch
 
-        if self.build is None and self.problem not in MAP_PROBLEMS:
-            raise ValueError(f"unknown problem {self.problem!r} for the map; known: {', '.join(MAP_PROBLEMS)}")
+        if self.build is None and self.problem not in MAP_NAMES:
+            raise ValueError(f"unknown problem {self.problem!r} for the map; known: {', '.join(MAP_NAMES)}")
         gammas = [float(g) for g in (self.gammas if self.gammas is not None else log_grid(*DEFAULT_GAMMAS))]
         lams = [float(v) for v in (self.lams if self.lams is not None else log_grid(*DEFAULT_LAMS))]
         betas = [float(b) for b in self.betas]
@@ -387,4 +385,4 @@ def _synthetic_result(m: SyntheticMap, instance, rows: list[dict]) -> dict:
 
 
 __all__ = ["run_map", "SyntheticMap", "MAP", "MAP_FORMAT", "write_map", "admissible_flags",
-           "fixed_beta_rule", "KIND", "ROW_KEYS", "MAP_PROBLEMS"]
+           "fixed_beta_rule", "KIND", "ROW_KEYS"]

@@ -17,6 +17,7 @@ from stam.dnn import tunetext
 from stam.dnn import tunestats
 from stam.dnn import tunespace
 from stam.dnn.compiled import update_fn
+from stam.dnn.epochs import select_epoch
 from stam.errors import UsageError
 from stam.operators import IndicatorQ
 from stam.quantize import project_Q
@@ -214,8 +215,8 @@ def test_compiled_update_equals_eager(task, algo):
 def test_select_epoch_uses_validation_and_the_earliest_tie():
     log = [{"epoch": 1, "val_acc_binary": 50.0}, {"epoch": 2, "val_acc_binary": 70.0}, {"epoch": 3, "val_acc_binary": 70.0},
            {"epoch": 4, "val_acc_binary": float("nan")}]
-    assert batched.select_epoch(log)["epoch"] == 2
-    assert batched.select_epoch([{"epoch": 1, "val_acc_binary": None}]) is None
+    assert select_epoch(log)["epoch"] == 2
+    assert select_epoch([{"epoch": 1, "val_acc_binary": None}]) is None
 
 
 # --------------------------------------------------------------------------- tuning
@@ -646,7 +647,7 @@ def test_tune_transfer_refuses_a_file_that_is_not_a_tuning(tmp_path, capsys, con
         f.write_text(content)
     assert main(["tune", "--transfer", str(f), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"stam: error: --transfer ") and bad in err[0], err
+    assert len(err) == 1 and err[0].startswith("stam: error: --transfer ") and bad in err[0], err
     assert not (tmp_path / "t").exists()
 
 

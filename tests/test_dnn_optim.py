@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stam.steps import STAMState, stam_init, stam_step
+from stam.steps import stam_init, stam_step
 from stam.dnn import optim, optim_common
 from stam.dnn.optim import PSGD, STAM, BinaryConnect, BinaryRelax
 from stam.operators import Composite, IndicatorQ, QuadraticCoupling

@@ -157,7 +157,7 @@ def test_each_algorithm_of_the_catalog_is_complete(name):
     import torch
 
     from stam.cli import build_parser
-    from stam.dnn import catalog, tune
+    from stam.dnn import catalog
 
     a = catalog.algorithm(name)
     assert issubclass(a.optimizer_class(), torch.optim.Optimizer)

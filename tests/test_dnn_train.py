@@ -138,7 +138,7 @@ def test_cli_one_line_errors(tmp_path, capsys):
         (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
         (["--algo", "float", "--batch-size", "1"], "at least 2 images per batch"),
         (["--algo", "br", "--set", "switch_epoch=0.5"], "must be an integer"),
-        *[(["--algo", "float", "--val-fraction", v], f"--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc", "0.9999")],
+        *[(["--algo", "float", "--val-fraction", v], "--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc", "0.9999")],
     ]
     for argv, match in cases:
         assert _rc(["train", "--model", "mlp", "--dataset", "digits", "--out", out, "--no-progress", *argv]) == 2
@@ -395,9 +395,9 @@ def test_no_val_trains_on_everything_and_selects_nothing(tmp_path):
 def test_selection_rule_is_the_earliest_argmax_of_validation_accuracy():
     log = [{"epoch": e, "val_acc_binary": vb, "val_acc_float": vf, "test_acc_binary": tb, "test_acc_float": tf}
            for e, vb, vf, tb, tf in [(1, 50, 90, 99, 10), (2, 70, 80, 60, 20), (3, 70, 95, 61, 30), (4, 60, 91, 98, 40)]]
-    assert T.select_epoch(log, "stam")["epoch"] == 2  # earliest of the tie 70, 70; not the test argmax (epoch 1)
-    assert T.select_epoch(log, "float")["epoch"] == 3  # the float baseline selects on val_acc_float
-    assert T.select_epoch([{**r, "val_acc_binary": None, "val_acc_float": None} for r in log], "bc") is None
+    assert T.selected_record(log, "stam")["epoch"] == 2  # earliest of the tie 70, 70; not the test argmax (epoch 1)
+    assert T.selected_record(log, "float")["epoch"] == 3  # the float baseline selects on val_acc_float
+    assert T.selected_record([{**r, "val_acc_binary": None, "val_acc_float": None} for r in log], "bc") is None
     config = {"model": "mlp", "dataset": "digits", "algo": "bc", "preset": "bc", "label": "BC", "seed": 0, "epochs": 4,
               "batch_size": 8, "schedule_scale": 1, "overrides": {}, "keep_float": [], "device": "cpu", "world_size": 1, "params": {}}
     s = T._summary(config, [{**r, "seconds": 1.0} for r in log], 4.0, "completed")

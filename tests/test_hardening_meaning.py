@@ -6,7 +6,6 @@ behind (6), library warnings reach the user as one line (7)."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 

@@ -27,6 +27,7 @@ from stam.dnn import imagefolder as I
 from stam.errors import UsageError
 from stam.dnn import imagecache
 from stam.dnn import imageread
+from stam.dnn.imageread import safe_parts
 from stam.dnn.params import TrainConfig
 from test_dnn_data import cifar_server  # noqa: F401  (a fixture: a local server of a fake official archive)
 
@@ -787,7 +788,7 @@ def test_member_names_never_escape(parts, prefix):
     name = prefix + "/".join(parts)
     escapes = name.startswith("/") or name[1:2] == ":" or ".." in name.split("/")
     try:
-        got = I._safe_parts(name, Path("x.tar"))
+        got = safe_parts(name, Path("x.tar"))
     except UsageError as exc:
         assert escapes and "\n" not in str(exc) and "refusing" in str(exc)
     else:
@@ -817,7 +818,6 @@ def test_tune_and_map_on_a_small_jpeg_copy_with_a_narrow_vgg(tmp_path, cache, ca
     """stam tune and stam map take any data set and model: a VGG-11 at width 1/16 on a small
     CIFAR-10 JPEG copy; the results record the data set, model, width and the copy they read,
     and the table, headline and map say so."""
-    from stam.dnn import tune
     from stam.dnn import tunestats
     from stam.dnn import tunetext
 

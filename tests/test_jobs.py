@@ -3,7 +3,6 @@ cluster (a LocalCluster on the loopback interface only)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket

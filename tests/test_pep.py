@@ -1,9 +1,6 @@
 """Performance estimation of deterministic STAM (stam.theory.worstcase.pep, `stam pep`).  T <= 3 throughout."""
 
 import functools
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +12,6 @@ pytest.importorskip("PEPit")
 pytest.importorskip("cvxpy")
 
 from stam.steps import stam_init, stam_step  # noqa: E402
-from stam.cli import main  # noqa: E402
 from stam.operators import Composite, QuadraticCoupling  # noqa: E402
 from stam.theory.symbolic import numeric
 from stam.theory.worstcase import pep  # noqa: E402

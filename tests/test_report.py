@@ -299,7 +299,7 @@ def test_the_report_leads_with_its_message_and_ends_with_provenance(tmp_path):
 
     copied = re.search(r'<figure data-copy-of="(fig-[\w-]+)"', head).group(1)
     assert text.count(f'<figure id="{copied}"') == 1  # the copy in the headline has no id of its own
-    assert all(f'<p class="intro">' in text[order[i] : order[i + 1] if i + 1 < len(order) else None]
+    assert all('<p class="intro">' in text[order[i] : order[i + 1] if i + 1 < len(order) else None]
                for i, (sid, _) in enumerate(SECTIONS) if sid in INTROS)
     assert "<details><summary>The " in text[order[-1]:]
 

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 

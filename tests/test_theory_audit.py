@@ -8,7 +8,6 @@ import pytest
 
 from stam.cli import main
 from stam.theory.papercheck import audit
-from stam.theory.papercheck.items import common
 from stam.theory.symbolic import stamruns
 from stam.theory.symbolic import numeric as n
 

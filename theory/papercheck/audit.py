@@ -363,8 +363,8 @@ def _as_printed_effect() -> str:
     """What the printed forms change in ``stam stepsize`` for a reference network setting."""
     c = num.quadratic_coupling(0.5, L1=1.0, A=1.0, C=0.1)
     a, b = num.recommend(c, 2.3, 0.0, 0.1), num.recommend(c, 2.3, 0.0, 0.1, as_printed=True)
-    rows = [f"Effect of the printed forms on stam stepsize (H = (0.5/2)||x-y||^2, L1=1, A=1, C=0.1, "
-            f"delta0+M0'=2.3, eps=0.1):", f"  {'':<10} {'derived':>14} {'as printed':>14}"]
+    rows = ["Effect of the printed forms on stam stepsize (H = (0.5/2)||x-y||^2, L1=1, A=1, C=0.1, "
+            "delta0+M0'=2.3, eps=0.1):", f"  {'':<10} {'derived':>14} {'as printed':>14}"]
     for key in ("gamma_max", "gamma", "K3", "M", "beta_min", "T_min"):
         rows.append(f"  {key:<10} {a[key]:>14.6g} {b[key]:>14.6g}")
     return "\n".join(rows)
