@@ -161,11 +161,11 @@ def transferred_settings(path: Path, algos) -> dict:
         raise UsageError(f"--settings {path}: no tuned setting for {', '.join(missing)}; it has {', '.join(best) or 'none'}")
     study = {k: tune["params"].get(k, tune.get(k)) for k in ("model", "width", "epochs", "batch_size", "trials", "seeds")}
     bn = tune.get("bn_images") or 0
-    return {"file": _shown(path), "study": study, "overrides": {a: best[a] for a in algos}, "provisional": not bn,
+    return {"file": _repo_relative(path), "study": study, "overrides": {a: best[a] for a in algos}, "provisional": not bn,
             "scored": catalog.bn_protocol(bn, None, catalog.bn_augmented(tune["params"]))}
 
 
-def _shown(path: Path) -> str:
+def _repo_relative(path: Path) -> str:
     return str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path)
 
 
@@ -213,7 +213,7 @@ def _from_job_store(store: Path, algos) -> dict:
                           "its best trial's validation score"
                           for a in algos}
     bn = first.get("bn_images") or 0
-    return {"file": _shown(store), "study": study, "overrides": best, "provisional": not bn,
+    return {"file": _repo_relative(store), "study": study, "overrides": best, "provisional": not bn,
             "scored": catalog.bn_protocol(bn, None, catalog.bn_augmented(first))}
 
 
