@@ -20,7 +20,7 @@ def graph():
 
 @pytest.fixture(scope="module")
 def measured(graph):
-    return paths.measure(graph)
+    return paths.measure(graph)  # runs each command (a small budget) to its target's first call: ~15 s
 
 
 def test_the_chain_finder_finds_the_shortest_chain_and_says_when_there_is_none():
@@ -37,7 +37,7 @@ def test_a_long_chain_is_measured_as_long():
     try:
         paths.PATHS.clear()
         paths.PATHS["stam x"] = ("h", "e", "t", "x's target", 5)
-        got = paths.measure(g)["stam x"]
+        got = paths.measure(g, stacks=False)["stam x"]
     finally:
         paths.PATHS.clear()
         paths.PATHS.update(saved)
@@ -52,6 +52,17 @@ def test_each_command_reaches_its_target_within_its_limit(cmd, measured, graph):
     assert all(b in graph[a] for a, b in zip(chain, chain[1:])), chain  # each step an import the reader sees
     assert len(chain) <= limit, f"{cmd}: {len(chain)} modules to {target} ({' -> '.join(chain)}), limit {limit}"
     assert measured[cmd]["reach"] >= len(chain)
+    stack, frames = measured[cmd]["stack"], measured[cmd]["frames"]
+    assert frames[0] == ["stam.cli", "main"] and frames[-1] == [target, paths.RUNS[cmd][0]], frames
+    assert stack == list(dict.fromkeys(m for m, _ in frames)) and handler in stack
+    assert len(stack) <= limit, f"{cmd}: {len(stack)} modules on the stack to {target} ({' -> '.join(stack)}), limit {limit}"
+    assert measured[cmd]["touched"] >= len(stack)
+
+
+def test_a_run_that_never_reaches_its_target_is_an_error(monkeypatch):
+    monkeypatch.setitem(paths.RUNS, "stam train", ("stam_step", ["--help"]))
+    with pytest.raises(RuntimeError, match=r"stam train ended \(exit 0\) without calling stam.steps.stam_step"):
+        paths.call_stack("stam train")
 
 
 def test_the_limits_are_the_issues():

@@ -146,7 +146,7 @@ _FIELDS = tuple(STORED_FINDING.required)
 
 def source_key() -> str:
     """A digest of everything the findings are computed from: the sources of :mod:`stam.theory`
-    (items included), :mod:`stam.steps` and :mod:`stam.steps`, the bundled paper, the seed and the versions of Python,
+    (items included), :mod:`stam.steps` and :mod:`stam.rules`, the bundled paper, the seed and the versions of Python,
     numpy, sympy and mpmath.  Any change to them gives another key, so a stored result is never stale."""
     import hashlib
     import sys
