@@ -10,12 +10,14 @@ momentum).
   for ``torch.compile``) and ``aot`` (the packages built first in a fresh cache by a one-epoch run
   in a process of its own, its wall time recorded, so that the timed runs load them as every
   later process does).
+  STAM as ``stam train`` runs it by default, without ``--proxies``.
 - **VGG-11** at each ``--widths``: ``--batches`` training steps of batch 128 on random uint8 images
   of CIFAR-10's shape (crops and flips on) through :meth:`stam.dnn.batched.Trainer.train_epoch`,
   images/s; and the update alone (every layer in one call of the algorithm's batched rule, on
   fixed random gradients), best of ``--step-repeats``, eager and, at the ``--compile-widths``,
   compiled with ``torch.compile`` as ``stam train`` compiles it for long runs of large networks
-  (:func:`stam.dnn.compiled.compile_pays`; the first, compiling call is not timed).  Algorithms in
+  (:func:`stam.dnn.compiled.compile_pays`; the first, compiling call is not timed); STAM with its stationarity
+  proxies on (the costlier form: ``stam train --proxies``).  Algorithms in
   alternation, best of ``--repeats``; the compiled updates and ``torch.optim.SGD`` (momentum)
   alternate over ``--compile-rounds`` rounds, and their ratio is the median of the per-round
   ratios (robust to a load that all share).
@@ -231,8 +233,10 @@ def main(argv=None) -> dict:
                    for v in vgg.values() if "update_compiled_ratio_to_torch_sgd_momentum" in v.get("stam", {}))}
     result = {"kind": "benchmark", "name": "dnn_algo_cost", "provenance": provenance(), "device": "cpu", "threads": args.threads,
               "cpus": os.cpu_count(), "loadavg_before": load, "digits": {"model": "mlp", "epochs": args.digits_epochs,
-              "batch_size": 32, "rows": digits, "compile": "auto (eager here: compile_pays)"},
-              "digits_compile_aot": {"model": "mlp", "epochs": args.digits_epochs, "batch_size": 32, **modes.get("aot", {})}, "vgg11": {"batch_size": 128, "batches": args.batches, "widths": vgg},
+              "batch_size": 32, "rows": digits, "compile": "auto (eager here: compile_pays)",
+              "stam_proxies": False},  # as stam train runs STAM without --proxies
+              "digits_compile_aot": {"model": "mlp", "epochs": args.digits_epochs, "batch_size": 32, **modes.get("aot", {})}, "vgg11": {"batch_size": 128, "batches": args.batches, "widths": vgg,
+              "stam_proxies": True},  # the trainer with STAM's proxies on, every step
               "targets_met": targets}
     emit_json(result, args.out)
     return result

@@ -151,7 +151,7 @@ RUN_KEYS = {"kind": STR, "status": STR, "model": NAME, "model_name": STR_OR_NULL
             "final_test_acc_binary": PCT_OR_NULL, "final_test_acc_float": PCT_OR_NULL, "provenance": DICT_OR_NULL,
             "selected_epoch": POSINT_OR_NULL, "selected_val_acc_binary": PCT_OR_NULL, "selected_val_acc_float": PCT_OR_NULL,
             "selected_test_acc_binary": PCT_OR_NULL, "selected_test_acc_float": PCT_OR_NULL, "data_source": DICT_OR_NULL,
-            "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "bn_augment": BOOL, "num_classes": POSINT_OR_NULL,
+            "width": WIDTH, "compile": STR_OR_NULL, "bn_images": COUNT_OR_NULL, "bn_augment": BOOL, "proxies": BOOL, "num_classes": POSINT_OR_NULL,
             "test_size": COUNT_OR_NULL, "train_size": COUNT_OR_NULL, "sign_ever": FRAC_OR_NULL}
 #: ``bn_images`` as a record states it: 0 (the statistics as trained) or at least 2 images; 1 gives no batch (nothing
 #: is re-estimated), so a record of it states a protocol that did not run (``--bn-images 1`` is refused)

@@ -161,6 +161,10 @@ class TrainConfig(Params):
     resume: bool = arg("--resume", action="store_true", default=False, help="continue the run in --out from its checkpoint")
     device: str = arg("--device", choices=("auto", "cpu", "cuda"), default="auto")
     bf16: bool = arg("--bf16", action="store_true", default=False, help="bf16 autocast for forward/backward")
+    proxies: bool = arg("--proxies", action="store_true", default=False,
+                        help="STAM only: log its stationarity proxies (Theorem conv's measure, each epoch's mean over "
+                        "its steps; the 'practice' figure draws them); they cost a further pass over the weights "
+                        "every step (on digits about a fifth of STAM's training time)")
     compile: str = arg("--compile", choices=COMPILE_CHOICES, default="auto",
                        help="the update: 'auto' compiles it (torch.compile) where the run is long enough to pay for "
                        "that, 'on' always, 'off' never; 'aot' (CPU): compiled ahead of time into a package kept in "

@@ -182,6 +182,8 @@ def _check_settings(cfg: TrainConfig, ctx) -> tuple[presets.Preset, int, int, Pa
     epochs = cfg.epochs or defaults["epochs"]
     batch_size = cfg.batch_size or defaults["batch_size"]
     preset = presets.resolve(cfg.preset, cfg.algo, cfg.dataset, cfg.overrides, cfg.schedule_scale, epochs)
+    if cfg.proxies and not catalog.algorithm(preset.algo).theorem:
+        raise UsageError(f"--proxies: {preset.algo} has no stationarity proxies; they are STAM's (--algo stam)")
     if batch_size % ctx.world:
         raise UsageError(f"--batch-size {batch_size} must be divisible by the number of processes ({ctx.world})")
     if batch_size // ctx.world < 2:
@@ -221,13 +223,13 @@ def _setup(cfg: TrainConfig, ctx, checksums) -> Setup:
     data_mod.check_fits(model, cfg.model, data)
     groups = param_groups(model, cfg.keep_float)
     options = batched.TrainerOptions(epochs, ctx=ctx, keep_float=cfg.keep_float, bf16=cfg.bf16,
-                                     proxies=catalog.algorithm(preset.algo).theorem, compile=COMPILE_MODE[cfg.compile],
+                                     proxies=cfg.proxies, compile=COMPILE_MODE[cfg.compile],
                                      eval_batch_size=cfg.eval_batch_size, bn_images=cfg.bn_images, bn_augment=cfg.bn_augment)
     trainer = batched.Trainer([batched.Config(preset, cfg.seed)], batched.Task(data, cfg.model, cfg.width), batch_size, options)
     config = {
         "model": cfg.model, "width": cfg.width, "dataset": cfg.dataset, "algo": preset.algo, "preset": preset.name, "label": cfg.label or preset.label,
         "epochs": epochs, "batch_size": batch_size, "seed": cfg.seed, "overrides": preset.overrides,
-        "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16, "compile": cfg.compile,
+        "schedule_scale": preset.schedule_scale, "keep_float": sorted(cfg.keep_float), "bf16": cfg.bf16, "proxies": cfg.proxies, "compile": cfg.compile,
         "hyper": preset.hyper, "device": str(device), "world_size": ctx.world,
         "params": {"total": count_params(model), "quantized": sum(p.numel() for g in groups if g["quantize"] for p in g["params"])},
         "data_manifest_sha256": data.manifest, "data_source": data.source or None, "train_size": len(data.train_x), "test_size": len(data.test_x),

@@ -335,7 +335,8 @@ class Demo:
         runs = self.stage / "runs"
         for name, settings in self.training_runs():
             train(TrainConfig(model=self.cfg.model, dataset="digits", epochs=self.cfg.epochs, batch_size=self.cfg.batch_size,
-                            schedule_scale="auto", echo=False, progress=self.progress, out=str(runs / name), **settings))
+                            schedule_scale="auto", echo=False, progress=self.progress, out=str(runs / name),
+                            proxies=settings["algo"] == "stam", **settings))  # STAM's proxies: the 'practice' figure
         step.outputs.append(runs)
 
     def report(self, step: Step) -> None:

@@ -213,7 +213,7 @@ def plot_practice(runs: list[dict]):
     """Figure 4: one panel per run that logged the stationarity proxies."""
     runs = sorted(stam_runs(runs), key=_sort_key)
     if not runs:
-        raise ValueError("no run logged STAM's stationarity proxies (proxy_grad, proxy_z)")
+        raise ValueError("no run logged STAM's stationarity proxies (proxy_grad, proxy_z): train STAM with --proxies")
     ncols = min(len(runs), 3)
     nrows = -(-len(runs) // ncols)
     fig, axes = new_figure(ncols, nrows, panel_size=(4.5, 4.6))

@@ -114,7 +114,8 @@ def test_stam_train_follows_the_torch_optim_classes_step_for_step(tmp_path, algo
 
     epochs = 2
     train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=64,
-                    schedule_scale="auto", val_fraction=None, out=str(tmp_path / "r"), echo=False, progress=False, device="cpu"))
+                    schedule_scale="auto", val_fraction=None, out=str(tmp_path / "r"), echo=False, progress=False, device="cpu",
+                    proxies=algo == "stam"))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
     data = data_mod.load("digits")
     _close_logs(log, _hand_loop(algo, "mlp", 1.0, data, OVERRIDES[algo], epochs, 64, 0), len(data.test_y))
@@ -140,7 +141,7 @@ def test_the_trainer_follows_the_torch_optim_classes_for_every_model(tmp_path, m
     epochs, bs = 2, 16
     train(TrainConfig(model=model, width=width, dataset=dataset, algo=algo, overrides=OVERRIDES[algo], epochs=epochs, batch_size=bs,
                     seed=3, schedule_scale="auto", val_fraction=0.2, data_dir=str(tmp_path), out=str(tmp_path / "r"), echo=False,
-                    progress=False, device="cpu", checksums=sums))
+                    progress=False, device="cpu", checksums=sums, proxies=algo == "stam"))
     log = [json.loads(line) for line in (tmp_path / "r" / "log.jsonl").read_text().splitlines()]
     _close_logs(log, _hand_loop(algo, model, width, data, OVERRIDES[algo], epochs, bs, 3), len(data.test_y))
     cfg = batched.Config(presets.resolve(None, algo, dataset, OVERRIDES[algo], "auto", epochs), 3)
@@ -383,7 +384,7 @@ def test_float_with_the_standard_recipe_and_a_scheduled_step_follows_torch_optim
         over = tunespace.sample_trials(algo, 1, 0, schedule="warmup-cosine", recipe_name="standard")[0]
         out = tmp_path / algo
         train(TrainConfig(model="mlp", dataset="digits", algo=algo, overrides=over, epochs=2, batch_size=64, schedule_scale="auto",
-                        val_fraction=None, out=str(out), echo=False, progress=False, device="cpu"))
+                        val_fraction=None, out=str(out), echo=False, progress=False, device="cpu", proxies=algo == "stam"))
         log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         _close_logs(log, _hand_loop(algo, "mlp", 1.0, data, over, 2, 64, 0), len(data.test_y))
 

@@ -138,6 +138,7 @@ def test_cli_one_line_errors(tmp_path, capsys):
         (["--algo", "float", "--schedule-scale", "-1"], "schedule-scale"),
         (["--algo", "float", "--batch-size", "1"], "at least 2 images per batch"),
         (["--algo", "br", "--set", "switch_epoch=0.5"], "must be an integer"),
+        (["--algo", "bc", "--proxies"], "--proxies: bc has no stationarity proxies"),
         *[(["--algo", "float", "--val-fraction", v], "--val-fraction") for v in ("0", "1", "-0.1", "nan", "abc", "0.9999")],
     ]
     for argv, match in cases:
@@ -306,12 +307,14 @@ def test_ddp_stam_with_augmentation_is_identical_across_ranks_and_resumes_exactl
     assert [r["hyper"]["lam"] for r in log] == [0.5, 4.0]  # a stage change of Our3 between the two epochs
 
 
-def test_stam_logs_proxies_and_theorem_check(tmp_path):
-    T.train(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1))
+def test_stam_logs_proxies_when_asked_and_the_theorem_check(tmp_path):
+    T.train(cfg(tmp_path, "paper", algo="stam", preset="our3", epochs=1, proxies=True))
     T.train(cfg(tmp_path, "adm", algo="stam", epochs=1, overrides={"lam": 1.0, "gamma": 0.0954, "beta": 220.0}))
     (paper,) = _log(tmp_path / "paper")
     (adm,) = _log(tmp_path / "adm")
     assert paper["proxy_grad"] > 0 and paper["proxy_z"] > 0
+    assert adm["proxy_grad"] is None and adm["proxy_z"] is None  # not asked for: not computed
+    assert json.loads((tmp_path / "paper" / "config.json").read_text())["proxies"] is True
     assert paper["theorem"]["admissible"] is False
     assert any(v["condition"].startswith("K1 > 0") for v in paper["theorem"]["violations"])  # gamma = 8 > gamma_max(0.5)
     assert adm["theorem"] == {"admissible": True, "violations": [], "unknown": []}

@@ -113,15 +113,20 @@ class STAMRule(UpdateRule):
 
     def proxies(self, state, new, grad, hyper):
         """``||grad L(W^t) + lam (W^t - U^t)||^2`` (the stochastic y-gradient of eq. (algy)) and
-        ``||X^{t+1} - X^t||^2 / gamma^2`` (eq. (algz)), per run, in float64."""
+        ``||X^{t+1} - X^t||^2 / gamma^2`` (eq. (algz)), per run, in float64 (the norms taken in float32).
+        One temporary for both: the y-gradient is formed in place in ``W^t - U^t`` (the same numbers as
+        ``grad + lam * (W - U)``: each operation is the same, addition and multiplication commutative)
+        and the difference of eq. (algz) is written over it; on the CPU's 84,480 weights of the digits
+        MLP, 86 us a step against 127 us with a temporary per operation."""
         import torch
 
         dims = tuple(range(1, grad.dim()))
-        norm = lambda t: torch.linalg.vector_norm(t, dim=dims).double()  # noqa: E731  (one pass each)
         # the y-gradient of eq. (algy) as it stands: also where beta is infinite (a scheduler's lr = 0, no step in y),
         # where beta (y^t - y^{t+1}) would be inf * 0
-        grad_y = grad + as_batch_scalar(hyper["lam"], grad) * (state.y - state.x)
-        return norm(grad_y) ** 2, (norm(new.z - state.z) / hyper["gamma"].double()) ** 2
+        work = torch.sub(state.y, state.x)
+        grad_y = torch.linalg.vector_norm(work.mul_(as_batch_scalar(hyper["lam"], grad)).add_(grad), dim=dims).double()
+        dz = torch.linalg.vector_norm(torch.sub(new.z, state.z, out=work), dim=dims).double()
+        return grad_y * grad_y, (dz / hyper["gamma"].double()) ** 2
 
 
 RULE = STAMRule()
