@@ -1,5 +1,5 @@
 import sys
 
-from stam.cli import main
+from stam.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

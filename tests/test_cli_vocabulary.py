@@ -221,3 +221,29 @@ def test_a_lazy_parser_parses_as_the_built_one(capsys):
         main(["plot", "nope", "-o", "f.png"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and all(repr(n) in err for n in NAMES)
+
+
+def test_the_console_entry_point_runs_main_and_freezes_what_is_alive_for_a_quick_exit(monkeypatch):
+    """``stam`` (the console script and ``python -m stam``) is :func:`stam.cli.console_main`: :func:`stam.cli.main`'s
+    exit code, then ``gc.freeze`` (the interpreter's last collection skips the frozen objects); ``main`` itself leaves
+    the collector alone, so code calling it in-process keeps collecting what it frees."""
+    import gc
+    import tomllib
+    from pathlib import Path
+
+    from stam import cli
+
+    root = Path(__file__).resolve().parents[1]
+    assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["stam"] == "stam.cli:console_main"
+    assert "console_main()" in (root / "stam" / "__main__.py").read_text()
+    monkeypatch.setattr(cli, "main", lambda: 7)
+    try:
+        gc.unfreeze()
+        assert cli.console_main() == 7 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    before = gc.get_freeze_count()
+    monkeypatch.undo()
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert gc.get_freeze_count() == before == 0
