@@ -28,6 +28,7 @@ import torch
 
 from stam.dnn import batched, data as data_mod, epochs as ep_mod, loop, presets
 from stam.dnn.models import build_model, param_groups
+from stam.dnn.wide import stack_runs
 from stam.io import emit_json, provenance
 
 OVERRIDES = {"stam": {"gamma": 8.0, "lam": 0.5, "beta": 20.0}, "bc": {"lr": 0.05}}
@@ -75,7 +76,7 @@ def forward_backward_s(cfgs, task, bs: int, steps: int, device) -> float:
     data = task.data
     x = data.normalise(data.train_x[:bs])
     if len(set(c.seed for c in cfgs)) > 1:
-        x = batched.stack_runs(x.unsqueeze(0).expand(len(cfgs), *x.shape).contiguous())
+        x = stack_runs(x.unsqueeze(0).expand(len(cfgs), *x.shape).contiguous())
     y = data.train_y[:bs].expand(len(cfgs), bs)
     weights = {n: w.detach().requires_grad_(True) for n, w in tr.weights("forward").items()}
 

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from stam import rules
+from stam.rules.base import UpdateRule
 from stam.registry import load, lookup
 
 
@@ -34,7 +35,7 @@ class Algorithm:
     ``1/beta``: ``("beta", -1)``), which ``stam tune --schedule`` shapes.  Its ``label``,
     ``equation``, ``color`` and ``marker`` are its rule's."""
 
-    rule: rules.UpdateRule
+    rule: UpdateRule
 
     # its rule's declaration, read where it is declared (:class:`stam.rules.base.UpdateRule`), one property each
     name = property(lambda self: self.rule.name, doc="its rule's name (``--algo``)")

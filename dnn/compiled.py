@@ -7,7 +7,6 @@ and glibc's malloc settings that let a pure update reuse the memory it frees (:f
 
 Each algorithm's batched update is its update rule (:class:`stam.rules.UpdateRule`, one module of
 :mod:`stam.rules`), found through :mod:`stam.dnn.catalog`; nothing here knows an algorithm.
-:mod:`stam.dnn.batched` re-exports every name.
 """
 
 from __future__ import annotations

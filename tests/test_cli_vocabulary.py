@@ -164,12 +164,13 @@ def test_the_one_pair_parses():
 def test_pep_region_range_scans_n_gammas():
     """``stam pep --region --gamma-range LO:HI:N``: N gammas from LO to HI, as ``stam map``'s ranges;
     without it the default scan (factors of 1.2) is unchanged."""
+    from stam.theory.params import REGION_GAMMA_RANGE, SCAN_RATIO
     from stam.theory.worstcase import lyapunov as ly
 
     seen = []
     lo, hi, calls = ly._first_gap(lambda g: seen.append(g) or True, 0.01, 100, 0.02, ly.gamma_scan_ratio((0.01, 100, 5)))
     assert hi is None and lo == 100 and seen == pytest.approx([0.01, 0.1, 1, 10, 100])
-    assert ly.gamma_scan_ratio(ly.REGION_GAMMA_RANGE) == ly.SCAN_RATIO
+    assert ly.gamma_scan_ratio(REGION_GAMMA_RANGE) == SCAN_RATIO
 
 
 @pytest.mark.parametrize("cmd", ["map", "tune"])

@@ -745,7 +745,7 @@ def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_pa
     resolves it: the same trials (so the same jobs) as the rules' own spaces, and so is a file holding those
     spaces as written out (a tune result's ``space``)."""
     from stam.steps import BR_RHO
-    from stam.dnn import presets, tune, tunespace
+    from stam.dnn import presets, tunespace
 
     raw = tunespace.declared_spaces()
     assert raw["br"]["lam"]["decay"]["factor"] == BR_RHO
@@ -753,7 +753,7 @@ def test_a_space_file_copied_from_the_presets_means_what_the_presets_mean(tmp_pa
     for factor in (BR_RHO, "stam.steps:BR_RHO"):
         raw["br"]["lam"]["decay"]["factor"] = factor
         path.write_text(json.dumps(raw))
-        spaces = tune.read_spaces(str(path))
+        spaces = tunespace.read_spaces(str(path))
         assert spaces["br"]["lam"]["decay"]["factor"] == BR_RHO
         assert tunespace.sample_trials("br", 4, 0, spaces) == tunespace.sample_trials("br", 4, 0, None)
     key, value = presets.parse_override('lam=[{"from": 1, "value": 1, "decay": {"factor": "stam.steps:BR_RHO"}}]')

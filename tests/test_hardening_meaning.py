@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from stam.errors import UsageError
+
 from test_hardening import one_line_error, run
 
 
@@ -320,7 +322,7 @@ def test_a_dask_run_without_a_worker_stops_within_its_bound(idle_scheduler, tmp_
 
     monkeypatch.setattr(jobs, "WORKER_WAIT_S", 1.0)
     start = time.monotonic()
-    with pytest.raises(jobs.UsageError, match=r"has had no worker for 1 s with 2 of 2 jobs left to run .* the 0 finished"):
+    with pytest.raises(UsageError, match=r"has had no worker for 1 s with 2 of 2 jobs left to run .* the 0 finished"):
         jobs.run_jobs(square, [{"x": x, "log": str(tmp_path / "log")} for x in (1, 2)], tmp_path / "store",
                       scheduler=idle_scheduler.scheduler_address, progress=False)
     assert time.monotonic() - start < 1.0 + 10  # the bound, and the connection's few seconds at most
@@ -339,7 +341,7 @@ def test_a_dask_run_whose_only_worker_leaves_stops_within_its_bound(tmp_path, ca
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         threading.Timer(1.5, lambda: cluster.scale(0)).start()
-        with pytest.raises(jobs.UsageError, match=r"has had no worker for 1 s with \d of 6 jobs left"):
+        with pytest.raises(UsageError, match=r"has had no worker for 1 s with \d of 6 jobs left"):
             jobs.run_jobs(slow_square, [{"x": x, "log": str(tmp_path / "log"), "sleep": 1.0} for x in range(6)],
                           tmp_path / "store", scheduler=cluster.scheduler_address, progress=False)
 

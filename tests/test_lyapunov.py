@@ -17,7 +17,7 @@ pytest.importorskip("cvxpy")
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
 from stam.theory.worstcase import lyapunov as ly  # noqa: E402
-from stam.theory.worstcase import sdp
+from stam.theory.worstcase import sdp, sdpproof
 from stam.theory.worstcase import templates
 
 
@@ -439,7 +439,7 @@ def test_every_certificate_is_proven_in_exact_arithmetic(point):
     assert c.certified and c.details["proof"]["exact"] is True
     step = _exact_step(lam, gamma, beta, template, f_class, N, b)
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
-    proof = ly.prove(step, c.point, free_P, order, step.growth[2] if step.growth else None, c.residual.get("near", ()))
+    proof = sdpproof.prove(step, c.point, free_P, order, step.growth[2] if step.growth else None, c.residual.get("near", ()))
     assert proof["proven"] and proof["rho"] == c.rho
     cols, lins, names, _, k, low = sdp.forms(step, free_P)
     x = [sp.Rational(v.numerator, v.denominator) for v in proof["x"]]
@@ -479,11 +479,11 @@ def test_a_point_off_the_certificate_is_not_proven(template):
     free_P, order = template == "general", (("a", "b") if template == "general" else None)
     names = sdp.forms(step, free_P)[2]
     up = [c.point[0] * 1.02] + c.point[1:]
-    r = ly.prove(step, up, free_P, order)
+    r = sdpproof.prove(step, up, free_P, order)
     assert not r["proven"] and "decrease form" in r["reason"]
     if template == "general":
         bent = [v - 10.0 if n == "P" and i == len(names) - 6 else v for i, (v, n) in enumerate(zip(c.point, names))]
-        assert not ly.prove(step, bent, free_P, order)["proven"]
+        assert not sdpproof.prove(step, bent, free_P, order)["proven"]
 
 
 def test_numerical_only_is_never_certified(monkeypatch):
@@ -494,14 +494,14 @@ def test_numerical_only_is_never_certified(monkeypatch):
     assert not c.certified and c.details["numerical_only"] and c.details["proof"] == {
         "exact": False, "seconds": c.details["proof"]["seconds"], "reason": "no"}
     part = ly.certified_gamma(1.0, "paper", betas=(100.0,), gamma_range=(0.4, 0.6))
-    assert part["lo"] is None and set(part["statuses"]) == {f"optimal, {ly.NUMERICAL_ONLY}"}
+    assert part["lo"] is None and set(part["statuses"]) == {f"optimal, {sdpproof.NUMERICAL_ONLY}"}
 
 
 def test_a_float_in_the_exact_forms_is_refused():
     """prove never takes a rounded coefficient as exact: a float among the forms makes the proof fail."""
     c = ly.certify_stam(1.0, 0.5, 100.0, template="paper")
     step = _exact_step(1.0, 0.5, 100.0, "paper", "lsc")
-    assert ly.prove(step, c.point)["proven"]
+    assert sdpproof.prove(step, c.point)["proven"]
     step.S[0, 0] = float(step.S[0, 0]) + 0.0
-    r = ly.prove(step, c.point)
+    r = sdpproof.prove(step, c.point)
     assert not r["proven"] and r["reason"] == "a float entered the exact forms"

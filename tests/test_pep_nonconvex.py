@@ -15,6 +15,7 @@ pytest.importorskip("cvxpy")
 
 from stam.steps import stam_init, stam_step  # noqa: E402
 from stam.cli import main  # noqa: E402
+from stam.theory.params import SCAN_MAX_STEPS  # noqa: E402
 from stam.theory.worstcase import lyapunov as ly  # noqa: E402
 from stam.theory.worstcase import sdp
 from stam.theory.worstcase import templates  # noqa: E402
@@ -388,7 +389,7 @@ def test_huge_sampling_or_range_is_refused_or_bounded(capsys):
     assert code == 2 and "at most 8" in err
     calls = []
     lo, hi, n = ly._first_gap(lambda g: calls.append(g) or True, 1e-300, 1e300, 0.02)
-    assert hi is None and lo == 1e300 and n <= ly.SCAN_MAX_STEPS + 2
+    assert hi is None and lo == 1e300 and n <= SCAN_MAX_STEPS + 2
 
 
 def test_gram_size_is_closed_form_for_huge_horizons():
