@@ -37,7 +37,7 @@ from stam.dnn.imagecache import array_sha256, entry_lock, load_npy, manifest_sha
 from stam.dnn.imageread import (ARCHIVE_SUFFIXES, IMAGE_SUFFIXES, SPLITS, Expect, Limits, archive_kind, decode_chunk,
                                 decode_spec, fail, jpeg_info, layout, read_members)
 from stam.errors import UsageError, warn
-from stam.io import atomic_path
+from stam.io import STALE_S, atomic_path
 from stam.results import COUNT, DICT, INT_OR_NULL, LIST, POSINT, STR, STR_OR_NULL, ResultType, Schema, holds
 
 CACHE_FORMAT = 1
@@ -207,15 +207,12 @@ CACHE_META = ResultType(
     files="CACHE/<sha256>/meta.json", writer="stam.dnn.imagefolder (the decoded-image cache)", found=False)
 
 
-#: the age (seconds) after which a temporary in a cache entry is a killed run's leftover, where no
-#: lock tells (another process writing the entry right now holds the entry's lock)
-STALE_S = 3600
 
 
 def _remove_leftovers(entry: Path, locked: bool) -> None:
     """Remove the temporaries a killed run left in the cache entry ``entry`` (``.train_x.npy.*.npy``,
     ``.meta.json.*.tmp``): all of them while this process holds the entry's lock (no other process
-    writes the entry then), else those older than :data:`STALE_S`."""
+    writes the entry then), else those older than :data:`stam.io.STALE_S`."""
     from stam.io import remove_stale_temporaries
 
     remove_stale_temporaries([entry / f"{key}.npy" for key in ARRAYS] + [entry / "meta.json"],

@@ -133,17 +133,16 @@ class MLP(nn.Module):
 
 
 #: The model names and how ``stam table`` and the README name them (declared in :mod:`stam.dnn.catalog`).
-MODEL_NAMES, DISPLAY_NAMES = _catalog.MODEL_NAMES, _catalog.MODELS
 
 
 def build_model(name: str, num_classes: int, image_shape: Sequence[int] = (3, 32, 32), width: float = 1.0) -> nn.Module:
-    """The network ``name`` (one of :data:`MODEL_NAMES`) for images of shape ``(C, H, W)``, every
+    """The network ``name`` (one of :data:`stam.dnn.catalog.MODEL_NAMES`) for images of shape ``(C, H, W)``, every
     layer's channels (hidden units for the MLP) scaled by ``width`` (1: the paper's networks;
     ``round(c * width)``, at least 1; the input and the classes are not scaled).  A network whose
     parameters alone (4 bytes each) exceed the machine's memory (:func:`memory_bytes`) is a one-line
     :class:`~stam.errors.UsageError` naming ``--width`` before anything is allocated (it was an
     allocator error after up to a minute)."""
-    if name in MODEL_NAMES and not _on_meta():
+    if name in _catalog.MODEL_NAMES and not _on_meta():
         n = count_params_meta(name, num_classes, image_shape, width)
         if 4.0 * n > memory_bytes("cpu"):
             from stam.errors import UsageError
@@ -234,7 +233,7 @@ def _build(name: str, num_classes: int, image_shape: Sequence[int], width: float
     elif name == "mlp":
         model = MLP(int(torch.Size(image_shape).numel()), num_classes, width=width)
     else:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_catalog.MODEL_NAMES)}")
     guard_channels_last(model)
     return model
 
@@ -275,4 +274,4 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-__all__ = ["scaled", "check_width", "VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "model_cost", "relative_cost", "memory_bytes", "REFERENCE_NETWORK", "MODEL_NAMES", "DISPLAY_NAMES", "VGG_PLANS"]
+__all__ = ["scaled", "check_width", "VGG", "ResNet18", "MLP", "BasicBlock", "build_model", "param_groups", "weight_layers", "count_params", "model_cost", "relative_cost", "memory_bytes", "REFERENCE_NETWORK", "VGG_PLANS"]

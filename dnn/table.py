@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 from stam.dnn import catalog, presets
 from stam.datasets import CLASSES, DATASET_NAMES, DATASETS
-from stam.dnn.catalog import MODEL_NAMES, at_chance, bn_protocol
-from stam.dnn.catalog import MODELS as DISPLAY_NAMES
+from stam.dnn.catalog import MODEL_NAMES, MODELS, at_chance, bn_protocol
 from stam.errors import UsageError
+from stam.io import latex_escape
 from stam.dnn.epochs import RUN_SUMMARY
 
 DATASET_TITLES = {"cifar10": "CIFAR-10 (Table cifar-res)", "cifar100": "CIFAR-100 (Table cifar100-res)", "digits": "digits (scikit-learn, 8x8)"}
@@ -171,7 +171,7 @@ def build(summaries: list[dict], dataset: str, with_time: bool = False, metric: 
     models = [(m, w) for m in MODEL_NAMES for w in widths[m]]  # the paper's width (1) first, then narrower networks
     rows = []
     for m, w in models:
-        row = [DISPLAY_NAMES[m] + ("" if w == 1.0 else f" (width {w:g})")]
+        row = [MODELS[m] + ("" if w == 1.0 else f" (width {w:g})")]
         for col in columns:
             key = ((m, w), col)
             ref = paper.get(m, {}).get(col[0]) if key in acc and w == 1.0 else None  # the paper's number only beside its width
@@ -239,15 +239,6 @@ def to_markdown(title: str, header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + esc(r) + " |" for r in rows]) + "\n"
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-          "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "–": "--"}
-
-
-def latex_escape(text: str) -> str:
-    """``text`` (labels come from the user's ``--label``) as LaTeX source."""
-    return "".join(_LATEX.get(ch, ch) for ch in text)
-
-
 def to_latex(title: str, header: list[str], rows: list[list[str]]) -> str:
     esc = latex_escape
     lines = [r"\begin{table}[htbp]", r"\centering", r"\begin{tabular}{|" + "|".join("c" * len(header)) + "|}", r"\hline",
@@ -276,4 +267,4 @@ def render(runs_dir: str | Path, latex: bool = False, dataset: str | None = None
     return text + (f"\n% {note}\n" if latex else f"\n_{note}._\n")
 
 
-__all__ = ["Skipped", "jpeg_copy", "markdown_cell", "METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "latex_escape", "to_markdown", "to_latex"]
+__all__ = ["Skipped", "jpeg_copy", "markdown_cell", "METRICS", "mean_std", "collect", "build", "render", "best_accuracy", "completed", "to_markdown", "to_latex"]

@@ -41,7 +41,7 @@ import torch
 from stam.dnn import batched, catalog, checkpoint, distributed, presets
 from stam.dnn import epochs as ep
 from stam.dnn import data as data_mod
-from stam.dnn.models import DISPLAY_NAMES, build_model, count_params, param_groups, relative_cost
+from stam.dnn.models import build_model, count_params, param_groups, relative_cost
 from stam.dnn.params import COMPILE_MODE, TrainConfig  # the parameters of a run, declared with their flags
 from stam.errors import UsageError
 from stam.io import bar_disable, check_out_dir, provenance, remove_stale_temporaries
@@ -150,7 +150,7 @@ def _run(cfg: TrainConfig, ctx, checksums) -> Trained:
         left = s.epochs - len(done.records)
         ep.announce_work(float(left) * len(s.data.train_x), f"--epochs {s.epochs} of {len(s.data.train_x):,} images")
     if ctx.main:
-        _speak(cfg, f"stam train: {s.config['label']} on {DISPLAY_NAMES[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
+        _speak(cfg, f"stam train: {s.config['label']} on {catalog.MODELS[cfg.model]} (width {cfg.width:g}), {s.data.name}, "
                     f"{len(s.data.train_x):,} training images; epochs {len(done.records) + 1}..{s.epochs} of "
                     f"{s.trainer.steps} steps; evaluation with {catalog.bn_protocol(cfg.bn_images, len(s.data.train_x), catalog.bn_augmented(s.config))}")
     _start(s, done)
@@ -529,7 +529,7 @@ def _summary(config, records, seconds_total, status) -> dict:
     best_float = max(records, key=lambda r: r["test_acc_float"], default=None)
     return {
         "kind": "train-run", "provenance": provenance(), "status": status,
-        "model": config["model"], "model_name": DISPLAY_NAMES[config["model"]], "width": config.get("width", 1.0),
+        "model": config["model"], "model_name": catalog.MODELS[config["model"]], "width": config.get("width", 1.0),
         "dataset": config["dataset"],
         "algo": config["algo"], "preset": config["preset"], "label": config["label"], "seed": config["seed"],
         "val_fraction": config.get("val_fraction"), "split_seed": config.get("split_seed"), **_selected(config, records),

@@ -57,7 +57,7 @@ from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenanc
 from stam.io import check_out_dir as usable
 from stam.synthetic.commands import COMPARE_DEFAULTS
 from stam.cliargs import log_grid
-from stam.synthetic.convergence_map import DEFAULT_GAMMAS, DEFAULT_LAMS
+from stam.synthetic.families import MAP_GAMMAS, MAP_LAMS
 from stam.dnn.presets import paper_presets
 from stam.theory.papercheck import audit
 from stam.theory.worstcase import lyapunov, pep
@@ -94,9 +94,9 @@ class DemoConfig:
     tune_seeds: int = 5
     tune_paper: bool = True  # the paper-settings rows
     # gammas, lams (LO, HI, N: the map's default ranges), betas, seeds
-    digits_map_grid: tuple = ((*DEFAULT_GAMMAS[:2], 6), (*DEFAULT_LAMS[:2], 6), (20.0,), 1)
+    digits_map_grid: tuple = ((*MAP_GAMMAS[:2], 6), (*MAP_LAMS[:2], 6), (20.0,), 1)
     admissible_lam: float = 1.0  # lambda of the theorem-admissible STAM run
-    map_grid: tuple = (DEFAULT_GAMMAS, DEFAULT_LAMS, (100.0, 1000.0), 2)  # gammas, lams, betas, seeds
+    map_grid: tuple = (MAP_GAMMAS, MAP_LAMS, (100.0, 1000.0), 2)  # gammas, lams, betas, seeds
     map_iterations: int = 500
 
     @staticmethod
@@ -106,7 +106,7 @@ class DemoConfig:
                               region_lams=(1.0,), region_betas=(100.0, 10000.0), region_gammas=(0.1, 10.0),
                               batch_size=64, tune_trials=2, tune_seeds=2, tune_paper=False,
                               digits_map_grid=((0.01, 10.0, 3), (0.1, 10.0, 3), (20.0,), 1),
-                              map_grid=((*DEFAULT_GAMMAS[:2], 5), (*DEFAULT_LAMS[:2], 5), (1000.0,), 2), map_iterations=100)
+                              map_grid=((*MAP_GAMMAS[:2], 5), (*MAP_LAMS[:2], 5), (1000.0,), 2), map_iterations=100)
         return DemoConfig()
 
 
@@ -468,7 +468,7 @@ class Demo:
         return text + (f" Illustration ({budget}, not a result): " + "; ".join(parts) + "." if parts else "")
 
 
-def check_out_dir(out) -> Path:
+def check_demo_out(out) -> Path:
     """OUT must be a usable folder location (:func:`stam.io.check_out_dir`: not a file, not under a
     file, writable) and new, empty, or an earlier demo's folder (never someone else's files)."""
     out = usable(out, "-o").absolute()
@@ -479,7 +479,7 @@ def check_out_dir(out) -> Path:
 
 
 def run_demo(out="stam-demo", quick: bool = False, progress: bool = True) -> int:
-    out = check_out_dir(out)
+    out = check_demo_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     demo = Demo(out, quick, progress)
     try:

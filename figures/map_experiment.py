@@ -48,7 +48,7 @@ def grid_float(text: str) -> float:
     return v
 
 
-POSITIVE_LIST = ListArg(grid_float, "numbers > 0 within [1e-12, 1e12]", "0.1,1,10", sort=True)
+GRID_LIST = ListArg(grid_float, "numbers > 0 within [1e-12, 1e12]", "0.1,1,10", sort=True)
 MAP_RANGE = RangeArg("0.001:30:8", max_points=MAX_POINTS, bounds=GRID_LIMITS)
 
 #: The default digits map: 64 cells (the 8 x 8 default grid) x 3 seeds x 60 epochs
@@ -77,15 +77,15 @@ class MapParams(Params):
                               "problem")
     dataset: str | None = arg("--dataset", choices=DATASET_NAMES, default=None, exclusive="source", job=True,
                               help="real data: digits (the default when --problem is not given), cifar10 or cifar100")
-    gammas: list | None = arg("--gammas", type=POSITIVE_LIST, default=None, metavar="G1,G2,...", exclusive="gamma",
+    gammas: list | None = arg("--gammas", type=GRID_LIST, default=None, metavar="G1,G2,...", exclusive="gamma",
                               help=f"gamma values (default: --gamma-range {_range(FAM.MAP_GAMMAS)})")
     gamma_range: tuple | None = arg("--gamma-range", type=MAP_RANGE, default=None, metavar="LO:HI:N", exclusive="gamma",
                                     help="N gammas from LO to HI, geometrically spaced")
-    lams: list | None = arg("--lams", type=POSITIVE_LIST, default=None, metavar="L1,L2,...", exclusive="lam",
+    lams: list | None = arg("--lams", type=GRID_LIST, default=None, metavar="L1,L2,...", exclusive="lam",
                             help=f"lambda values (default: --lam-range {_range(FAM.MAP_LAMS)})")
     lam_range: tuple | None = arg("--lam-range", type=MAP_RANGE, default=None, metavar="LO:HI:N", exclusive="lam",
                                   help="N lambdas from LO to HI, geometrically spaced")
-    betas: list | None = arg("--betas", type=POSITIVE_LIST, default=None, metavar="B1,B2,...",
+    betas: list | None = arg("--betas", type=GRID_LIST, default=None, metavar="B1,B2,...",
                              help=f"beta values, one panel each (default: synthetic {','.join(f'{b:g}' for b in FAM.MAP_BETAS)}; "
                              f"digits {','.join(f'{b:g}' for b in DIGITS_BETAS)})")
     iterations: int | None = arg("--iterations", type=positive_int, default=None,
@@ -426,8 +426,6 @@ def _refuse_other_flags(params: MapParams, source: str) -> None:
 def plan(params: MapParams) -> _Plan:
     """The map of ``params``, every flag checked (one line naming the bad one) and the defaults of its
     source filled in; reads the --region file and loads a user's problem (--problem FILE.py:NAME), writes nothing."""
-    from stam.synthetic import convergence_map as CM
-
     source = "synthetic" if params.problem is not None else (params.dataset or "digits")
     user = source == "synthetic" and is_file_spec(params.problem)
     if source == "synthetic" and not user and params.problem not in FAM.MAP_NAMES:
@@ -439,9 +437,9 @@ def plan(params: MapParams) -> _Plan:
     threads = SYNTHETIC_THREADS if params.threads is None else params.threads
     if source != "synthetic" and params.iterations is not None:
         raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
-    gammas = _values(params, "gamma", CM.DEFAULT_GAMMAS)
-    lams = _values(params, "lam", CM.DEFAULT_LAMS)
-    default_betas = CM.DEFAULT_BETAS if source == "synthetic" else DIGITS_BETAS
+    gammas = _values(params, "gamma", FAM.MAP_GAMMAS)
+    lams = _values(params, "lam", FAM.MAP_LAMS)
+    default_betas = FAM.MAP_BETAS if source == "synthetic" else DIGITS_BETAS
     betas = list(params.betas) if params.betas is not None else list(default_betas)
     if not growth > 1:
         raise UsageError(f"--growth {growth:g} must be > 1 (S_T > growth * S_0 counts as diverged)")
@@ -459,18 +457,18 @@ def _synthetic_map(params: MapParams, p: _Plan) -> dict:
 
     from stam.synthetic import convergence_map as CM
 
-    cells = len(p.gammas) * len(p.lams) * len(p.betas) * (params.n_seeds or CM.DEFAULT_SEEDS)
-    work = float(cells) * (params.iterations or CM.DEFAULT_ITERATIONS)
-    default = float(CM.DEFAULT_GAMMAS[2] * CM.DEFAULT_LAMS[2] * len(CM.DEFAULT_BETAS) * CM.DEFAULT_SEEDS * CM.DEFAULT_ITERATIONS)
+    cells = len(p.gammas) * len(p.lams) * len(p.betas) * (params.n_seeds or FAM.MAP_SEEDS)
+    work = float(cells) * (params.iterations or FAM.MAP_ITERATIONS)
+    default = float(FAM.MAP_GAMMAS[2] * FAM.MAP_LAMS[2] * len(FAM.MAP_BETAS) * FAM.MAP_SEEDS * FAM.MAP_ITERATIONS)
     if work > SYNTHETIC_WORK_LIMIT * default and not params.force:
-        raise UsageError(f"{cells} runs (grid x betas x seeds) x {params.iterations or CM.DEFAULT_ITERATIONS} iterations are "
+        raise UsageError(f"{cells} runs (grid x betas x seeds) x {params.iterations or FAM.MAP_ITERATIONS} iterations are "
                          f"{work / default:.3g} times the default map's work, above the limit of {SYNTHETIC_WORK_LIMIT}; "
                          "lower them or add --force")
     torch.set_num_threads(p.threads)
     try:
         with guard(params.problem) if p.user else contextlib.nullcontext():
-            return CM.run_map(CM.SyntheticMap(p.name, p.gammas, p.lams, p.betas, iterations=params.iterations or CM.DEFAULT_ITERATIONS,
-                                              seeds=params.n_seeds or CM.DEFAULT_SEEDS, seed=p.seed, growth=p.growth,
+            return CM.run_map(CM.SyntheticMap(p.name, p.gammas, p.lams, p.betas, iterations=params.iterations or FAM.MAP_ITERATIONS,
+                                              seeds=params.n_seeds or FAM.MAP_SEEDS, seed=p.seed, growth=p.growth,
                                               build=p.build), progress=params.progress)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -509,6 +507,6 @@ def make_map(params: MapParams) -> MapRun:
 
 
 __all__ = ["MapParams", "MapRun", "make_map", "plan", "digits_map", "write_outputs", "read_region", "format_map",
-           "summary_line", "summary", "map_caption", "TRAINS_AT", "MAX_POINTS", "GRID_LIMITS", "grid_float", "POSITIVE_LIST",
+           "summary_line", "summary", "map_caption", "TRAINS_AT", "MAX_POINTS", "GRID_LIMITS", "grid_float", "GRID_LIST",
            "MAP_RANGE", "DIGITS_SEEDS", "DIGITS_BETAS", "SYNTHETIC_SEED", "SYNTHETIC_GROWTH", "SYNTHETIC_THREADS",
            "SYNTHETIC_WORK_LIMIT"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from stam.dnn.table import build, to_markdown
 from stam.dnn.tunetext import table
 from stam.figures.results import finite
+from stam.io import latex_escape
 from stam.theory.symbolic.mathml import sanitize
 
 
@@ -41,17 +42,6 @@ def fmt(x, digits: int = 4) -> str:
     if isinstance(x, (list, dict)):
         return json.dumps(x, separators=(", ", ": "), default=str)
     return str(x)
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "\u00b1": r"$\pm$", "\u2013": "--", "\u2212": "-", "\u221e": r"$\infty$",
-}
-
-
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
 @dataclass

@@ -10,7 +10,7 @@ import warnings
 from typing import Callable
 
 from stam.errors import first_line, warn
-from stam.io import folder_lock
+from stam.io import STALE_S, folder_lock
 
 
 #: ``compile="auto"`` compiles a quantised group with at least this many entries.
@@ -114,8 +114,6 @@ def source_digest(modules) -> str:
 AOT_MIN_FREE = 256 << 20
 #: the entry inside a package (under its top folder) holding the key it was built for
 KEY_ENTRY = "stam/key"
-#: the age (seconds) after which a ``.stage-*`` file in the package folder is a killed build's leftover
-STALE_S = 3600
 
 
 def ahead_of_time(fn: Callable, example: tuple, key: str, what: str, options: dict | None = None) -> Callable:
@@ -179,7 +177,7 @@ def _build_package(fn: Callable, example: tuple, path, key: str, options: dict |
         def forward(self, *args):
             return fn(*args)
 
-    remove_stale_stages(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
+    remove_stale_builds(path.parent, older_than=0)  # every build holds this lock: a stage now is a killed one's
     if path.is_dir() and not path.is_symlink():  # a folder in the package's place: the rename could not replace it
         shutil.rmtree(path)
     free = shutil.disk_usage(path.parent).free
@@ -201,7 +199,7 @@ def _build_package(fn: Callable, example: tuple, path, key: str, options: dict |
             os.unlink(tmp)
 
 
-def remove_stale_stages(folder, older_than: float = STALE_S) -> list:
+def remove_stale_builds(folder, older_than: float = STALE_S) -> list:
     """Remove the ``.stage-*`` files of killed builds in the package folder ``folder``, those older
     than ``older_than`` seconds (default :data:`STALE_S`: a build takes a minute at most, so
     another process's build in progress is spared; 0 under the folder's lock, which every build
@@ -336,7 +334,7 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False, 
     remove_stale_extracts(path.parent)
     with folder_lock(path.parent, wait=False) as free:
         if free:  # no build in progress: every stage is a killed build's
-            remove_stale_stages(path.parent, older_than=0)
+            remove_stale_builds(path.parent, older_than=0)
     extract = tempfile.mkdtemp(prefix=f"{EXTRACT_PREFIX}{os.getpid()}-", dir=path.parent)
     saved = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = extract
@@ -363,5 +361,4 @@ def _load_package(path, what: str, key: str | None = None, quiet: bool = False, 
 
 
 __all__ = ["compile_errors", "compiled_or_eager", "is_compiling", "ahead_of_time", "source_digest", "package_key",
-           "remove_stale_stages", "remove_stale_extracts", "AOT_FOLDER", "AOT_MIN_FREE", "EXTRACT_PREFIX", "KEY_ENTRY",
-           "STALE_S"]
+           "remove_stale_builds", "remove_stale_extracts", "AOT_FOLDER", "AOT_MIN_FREE", "EXTRACT_PREFIX", "KEY_ENTRY"]

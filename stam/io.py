@@ -64,8 +64,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             os.close(dir_fd)
 
 
-#: the age (seconds) after which a temporary of :func:`atomic_path` in a shared folder (the cache)
-#: is a killed run's leftover: a write takes seconds, so another process's write in progress is spared
+#: the age (seconds) after which a leftover in a shared folder is a killed run's where no lock tells: a temporary of
+#: :func:`atomic_path` (the cache, a cache entry: a write takes seconds) or a ``.stage-*`` file of an ahead-of-time
+#: build (:mod:`stam.compiling`: a minute at most), so that another process's write in progress is spared
 STALE_S = 3600
 
 
@@ -414,3 +415,17 @@ def slug(text, used: set | None = None, default: str = "x", ext: str = "") -> st
         n += 1
     used.add(name)
     return name
+
+
+#: the characters LaTeX reads as commands, and the few non-ASCII ones the tables hold, as LaTeX source
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\u00b1": r"$\pm$", "\u2013": "--", "\u2212": "-", "\u221e": r"$\infty$",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` (a label may be the user's ``--label``) as LaTeX source: the tables of ``stam table`` and of the
+    report."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)

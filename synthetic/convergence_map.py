@@ -86,10 +86,6 @@ SOURCES = ("synthetic", *DATASET_NAMES)
 METRICS = {src: "S_final" if src == "synthetic" else "val_acc_binary" for src in SOURCES}
 ROW_KEYS = ("gamma", "lam", "beta", "seeds", "metric", "metric_std", "val_acc_float", "val_acc_float_std", "diverged",
             "sign_ever_changed", "admissible", "S_0", "S_min")
-#: defaults of the synthetic map (`stam map --problem binary`): declared beside the families it runs
-#: (:mod:`stam.synthetic.families`, light, so that ``stam map --help`` prints them)
-DEFAULT_GAMMAS, DEFAULT_LAMS, DEFAULT_BETAS = MAP_GAMMAS, MAP_LAMS, MAP_BETAS
-DEFAULT_ITERATIONS, DEFAULT_SEEDS, GROWTH = MAP_ITERATIONS, MAP_SEEDS, MAP_GROWTH
 
 
 #: ``params["coupling"]`` of a map: the built-in families' H (the overlays of the figure and the
@@ -232,11 +228,11 @@ class SyntheticMap:
     problem: str = "binary"
     gammas: object = None
     lams: object = None
-    betas: object = DEFAULT_BETAS
-    iterations: int = DEFAULT_ITERATIONS
-    seeds: int = DEFAULT_SEEDS
+    betas: object = MAP_BETAS
+    iterations: int = MAP_ITERATIONS
+    seeds: int = MAP_SEEDS
     seed: int = 0
-    growth: float = GROWTH
+    growth: float = MAP_GROWTH
     problem_kwargs: dict | None = None
     device: object = "cpu"
     dtype: object = None
@@ -249,8 +245,8 @@ class SyntheticMap:
 
         if self.build is None and self.problem not in MAP_NAMES:
             raise ValueError(f"unknown problem {self.problem!r} for the map; known: {', '.join(MAP_NAMES)}")
-        gammas = [float(g) for g in (self.gammas if self.gammas is not None else log_grid(*DEFAULT_GAMMAS))]
-        lams = [float(v) for v in (self.lams if self.lams is not None else log_grid(*DEFAULT_LAMS))]
+        gammas = [float(g) for g in (self.gammas if self.gammas is not None else log_grid(*MAP_GAMMAS))]
+        lams = [float(v) for v in (self.lams if self.lams is not None else log_grid(*MAP_LAMS))]
         betas = [float(b) for b in self.betas]
         for name, vals in (("gamma", gammas), ("lambda", lams), ("beta", betas)):
             if not vals or not all(math.isfinite(v) and v > 0 for v in vals):

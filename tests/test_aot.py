@@ -197,7 +197,7 @@ def test_a_killed_builds_stage_is_removed_by_the_next_build(tmp_path, monkeypatc
     assert not list(folder.glob(".stage-*"))
     young = folder / ".stage-young.pt2"
     young.write_bytes(b"")
-    assert compiling.remove_stale_stages(folder) == [] and young.exists()  # outside the lock: only old ones
+    assert compiling.remove_stale_builds(folder) == [] and young.exists()  # outside the lock: only old ones
 
 
 def test_a_full_disk_is_a_warning_before_the_package_writer_could_abort(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from stam.cli import main
 from stam.dnn import table
+from stam.io import latex_escape
 
 
 def summary(dataset, model, algo, preset, label, binary, flt, seed=0):
@@ -71,7 +72,7 @@ def test_short_and_diverged_runs_and_latex_escaping(tmp_path, capsys):
     assert main(["table", str(tmp_path), "--latex"]) == 0
     latex = capsys.readouterr().out
     assert r"A\&B\_\#1 \$x\$ \textasciitilde{}" in latex and "A&B" not in latex
-    assert table.latex_escape("50% ± 1") == r"50\% $\pm$ 1"
+    assert latex_escape("50% ± 1") == r"50\% $\pm$ 1"
 
 
 def test_default_is_the_validation_selected_epoch_and_the_paper_metric_is_labelled(tmp_path, capsys):

@@ -14,6 +14,7 @@ from test_figures import compare_fixture, paper_check_fixture, rates_fixture, wr
 
 from stam.cli import main
 from stam.figures import tables as T
+from stam.io import latex_escape
 from stam.figures.declare import declare_figure
 from stam.figures.report import SECTIONS, build_report
 
@@ -168,7 +169,7 @@ def test_other_tables_render():
     assert [r[0] for r in c.rows] == ["stam", "spring-sgd", "bc"]
     r = T.rates_table(rates_fixture())
     assert len(r.rows) == 5 and r.rows[-1][3] == "no"
-    assert T.latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
+    assert latex_escape("a_b & 50% {x}") == r"a\_b \& 50\% \{x\}"
     assert "|" not in T.Table("c", ["a|b"], [["x|y"]]).to_markdown().replace("\\|", "").replace("| ", "").replace(" |", "").replace("|---|", "")
 
 

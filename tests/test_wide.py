@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from stam.dnn import wide as W
-from stam.dnn.models import MODEL_NAMES, build_model, count_params
+from stam.dnn.catalog import MODEL_NAMES
+from stam.dnn.models import build_model, count_params
 
 SHAPES = {"mlp": (1, 8, 8), "cnn": (1, 8, 8), "vgg11": (3, 32, 32), "vgg16": (3, 32, 32), "resnet18": (3, 32, 32)}
 

@@ -127,7 +127,7 @@ def t1_onset_value() -> float:
 #: the largest Gram matrix of :func:`stam.theory.worstcase.pep.stam_pep` that :func:`onset_by_horizon` bisects on (the
 #: minibatch PEP grows like C(N, b)^T: N = 2, b = 1 has 30 points at T = 3, about 1.5 s a solve, and 62 at T = 4,
 #: a minute; N = 3 has 26 at T = 2 and 80 at T = 3, three minutes)
-MAX_GRAM = 32
+ONSET_MAX_GRAM = 32
 
 
 def onset_by_horizon(Ts, beta: float, *, bisection: Bisection | None = None, N: int = 1, b: int = 1,
@@ -136,17 +136,17 @@ def onset_by_horizon(Ts, beta: float, *, bisection: Bisection | None = None, N: 
     ``tol``) where :func:`stam.theory.worstcase.pep.stam_pep` (any proper lsc ``F``) turns unbounded, or ``hi`` None where it is
     bounded up to the given ``hi``.  Assumes one switch inside ``[lo, hi]`` (what the solves show).  ``N, b``: the
     stochastic PEP with b-nice minibatches of ``G = (1/N) sum_i G_i`` (the rows then carry ``N`` and ``b``); a horizon
-    whose PEP exceeds :data:`MAX_GRAM` points is refused (ValueError).  ``bisection``: ``lam``, ``L1``, ``lo``,
+    whose PEP exceeds :data:`ONSET_MAX_GRAM` points is refused (ValueError).  ``bisection``: ``lam``, ``L1``, ``lo``,
     ``hi``, ``tol``, ``solver`` (:class:`stam.theory.settings.Bisection`), its fields also by keyword."""
     from stam.theory.worstcase.pep import gram_size, stam_pep
 
     bis = Bisection.of(bisection, fields)
     no_other(fields, "onset_by_horizon")
     lam, L1, lo, hi, tol, solver = bis.lam, bis.L1, bis.lo, bis.hi, bis.tol, bis.solver
-    too_big = [T for T in Ts if gram_size(int(T), N, b) > MAX_GRAM]
+    too_big = [T for T in Ts if gram_size(int(T), N, b) > ONSET_MAX_GRAM]
     if too_big:
-        raise ValueError(f"T={too_big} with N={N}, b={b}: the PEP has more than {MAX_GRAM} points "
-                         f"(stam.theory.worstcase.pep.gram_size); allowed: T with gram_size(T, N, b) <= {MAX_GRAM}")
+        raise ValueError(f"T={too_big} with N={N}, b={b}: the PEP has more than {ONSET_MAX_GRAM} points "
+                         f"(stam.theory.worstcase.pep.gram_size); allowed: T with gram_size(T, N, b) <= {ONSET_MAX_GRAM}")
 
     def unbounded(c, T):
         return stam_pep(lam, c / lam, beta, T, L1=L1, solver=solver, N=N, b=b).status == "unbounded"
