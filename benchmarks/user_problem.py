@@ -2,7 +2,7 @@
 
 1. Estimating every constant (``ThreeBlockProblem.estimates()``: L1, L1^i, L2* .. L5*, l, H^inf,
    G^inf, the mean of G_i^inf; :mod:`stam.synthetic.estimate` at its default settings,
-   :meth:`~stam.synthetic.estimate.Settings.for_size`), then every constant the theory needs
+   :meth:`~stam.synthetic.estimate.EstimatorSettings.for_size`), then every constant the theory needs
    (``constants()``: adds the L-BFGS near-minimiser of G + H behind the bound of Delta^inf), of the
    issue's example ``G_i(y) = (1/2)(a_i^T y - b_i)^2 + 0.5 sum_j cos(y_j)`` (a
    :class:`~stam.synthetic.api.TorchFiniteSum`, autograd; the cosine term, the same for every

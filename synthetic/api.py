@@ -335,8 +335,8 @@ def compose(G, H, F, b: int, y0: Tensor, *, name: str = "user", replacement: boo
     (its value is the certified upper bound of ``(G+H)^inf`` in ``Delta^inf``; default 4, and 1
     where G's data has more than :data:`stam.synthetic.estimate.LARGE` numbers, since each start
     costs tens of passes over them); ``settings`` those of
-    the estimators (:class:`stam.synthetic.estimate.Settings`; default
-    :meth:`~stam.synthetic.estimate.Settings.for_size`)."""
+    the estimators (:class:`stam.synthetic.estimate.EstimatorSettings`; default
+    :meth:`~stam.synthetic.estimate.EstimatorSettings.for_size`)."""
     from stam.synthetic.problems import ThreeBlockProblem
 
     for block, proto, label in ((G, FiniteSum, "G"), (H, Coupling, "H"), (F, Penalty, "F")):

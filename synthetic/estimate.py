@@ -5,7 +5,7 @@ Every estimate here is a *lower* estimate of the true constant (a largest observ
 smallest observed function value used as the infimum): step sizes computed from it are **not
 certified**.  :class:`stam.synthetic.problems.ThreeBlockProblem` labels each constant it reports
 ``"certified"`` (a closed form the block derived) or ``"estimated (not a guarantee)"`` (this
-module), with the estimator and its :class:`Settings`.
+module), with the estimator and its :class:`EstimatorSettings`.
 
 Lipschitz constants of a gradient map ``g`` (``L1``, ``L1^i``, ``L2*``, ``L3*``; the cross
 constants ``L4*``, ``L5*`` are the norms of the mixed second derivatives):
@@ -43,7 +43,7 @@ CERTIFIED = "certified"
 
 
 @dataclass(frozen=True)
-class Settings:
+class EstimatorSettings:
     """What the estimators spend (each output states these)."""
 
     points: int = 8  # start points of the curvature search
@@ -60,10 +60,10 @@ class Settings:
         return ", ".join(f"{k}={v}" for k, v in asdict(self).items())
 
     @classmethod
-    def for_size(cls, n: int, N: int) -> "Settings":
+    def for_size(cls, n: int, N: int) -> "EstimatorSettings":
         """The default settings for the constants of ``G`` on ``R^n`` with ``N`` terms (H's are
         cheap and always get the full ones).  Up to :data:`LARGE` numbers in G's data (``n N``)
-        the full :class:`Settings`; above, where one full gradient costs a pass over ``n N``
+        the full :class:`EstimatorSettings`; above, where one full gradient costs a pass over ``n N``
         numbers, a lean profile with a fixed number of evaluations (about 130 rows of full
         gradients for ``L1``, 120 for ``G^inf``, 64 terms for ``L1^i`` and ``G_i^inf``), so
         estimation stays within seconds to a minute; every output states the settings it used.
@@ -75,7 +75,7 @@ class Settings:
                    min_steps=40)
 
 
-#: above this many numbers in G's data (``n N``), :meth:`Settings.for_size` gives the lean profile
+#: above this many numbers in G's data (``n N``), :meth:`EstimatorSettings.for_size` gives the lean profile
 LARGE = 2**22
 
 
@@ -106,7 +106,7 @@ def central_difference(g, p: Tensor, v: Tensor, ids: Tensor) -> Tensor:
     return (out[:R] - out[R:]) / (2 * h)
 
 
-def _line(points: Tensor, v: Tensor, settings: Settings, chosen: Tensor):
+def _line(points: Tensor, v: Tensor, settings: EstimatorSettings, chosen: Tensor):
     """The points ``p + t v`` for ``t`` in ``[-4, 4]`` (t-major) of the start points ``chosen``,
     their start ids and directions."""
     d = points.shape[1]
@@ -124,7 +124,7 @@ def _scan_max(best: Tensor, values: Tensor, ids: Tensor) -> Tensor:
     return best.scatter_reduce(0, ids, values, reduce="amax")
 
 
-def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=None, scan_all: bool = False) -> Tensor:
+def lipschitz(g, points: Tensor, settings: EstimatorSettings, gen: torch.Generator, gt=None, scan_all: bool = False) -> Tensor:
     """Per start point, the largest local Lipschitz ratio of ``g`` seen (module docstring).
 
     ``g(p, ids)`` maps ``(R, d)`` to ``(R, d')``, where row r belongs to start point ``ids[r]``
@@ -155,7 +155,7 @@ def lipschitz(g, points: Tensor, settings: Settings, gen: torch.Generator, gt=No
     return _scan_max(best, (both[:m] - both[m:]).norm(dim=1) / dist[:, 0], sids)
 
 
-def min_curvature(g, points: Tensor, sigma: Tensor, settings: Settings, gen: torch.Generator) -> Tensor:
+def min_curvature(g, points: Tensor, sigma: Tensor, settings: EstimatorSettings, gen: torch.Generator) -> Tensor:
     """Per start point, the smallest curvature ``v^T J v`` of the symmetric Jacobian of ``g`` seen
     (power iteration on ``sigma I - J``, ``sigma >= ||J||``, then a line scan); ``(K,)``."""
     K, d = points.shape
@@ -202,5 +202,5 @@ def value_and_grad(f: Callable[[Tensor], Tensor], grad: Callable[[Tensor], Tenso
     return lambda y: (f(y), grad(y))
 
 
-__all__ = ["Settings", "ESTIMATED", "CERTIFIED", "central_difference", "start_points", "lipschitz",
+__all__ = ["EstimatorSettings", "ESTIMATED", "CERTIFIED", "central_difference", "start_points", "lipschitz",
            "min_curvature", "minimise", "value_and_grad", "LARGE"]

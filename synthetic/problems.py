@@ -70,7 +70,7 @@ class ThreeBlockProblem:
     quantised: bool = False  # F = I_Q: report the quantised objective in comparisons
     params: dict = dataclasses.field(default_factory=dict)
     gh_starts: int = 1  # L-BFGS starts of the near-minimiser of G + H (y^0 first; more: random points)
-    settings: object = None  # stam.synthetic.estimate.Settings of the estimators (None: the defaults)
+    settings: object = None  # stam.synthetic.estimate.EstimatorSettings of the estimators (None: the defaults)
 
     # --- operators of stam.steps -------------------------------------------------------
     def grad_y_H(self, x: Tensor, y: Tensor) -> Tensor:
@@ -185,7 +185,7 @@ class ThreeBlockProblem:
     def constants_report(self) -> dict:
         """Every constant as ``{"value", "status", "how"}``; ``status`` is ``"certified"`` or
         ``"estimated (not a guarantee)"`` (then ``how`` names the estimator and ``settings`` its
-        settings, :class:`stam.synthetic.estimate.Settings`)."""
+        settings, :class:`stam.synthetic.estimate.EstimatorSettings`)."""
         return {k: dict(value=v, status=s, how=h, **({} if s == "certified" else {"settings": self.estimator_settings(k)}))
                 for k, (v, s, h) in self._labelled.items()}
 
@@ -271,10 +271,10 @@ _H_CONSTANTS = ("L2", "L3", "L4", "L5", "l", "H_inf")
 
 def _settings(problem, block: str = "G"):
     """The estimators' settings: the problem's own, else for G's constants
-    :meth:`~stam.synthetic.estimate.Settings.for_size` of its data and for H's the full ones."""
+    :meth:`~stam.synthetic.estimate.EstimatorSettings.for_size` of its data and for H's the full ones."""
     if problem.settings is not None:
         return problem.settings
-    return E.Settings.for_size(problem.G.n, problem.G.N) if block == "G" else E.Settings()
+    return E.EstimatorSettings.for_size(problem.G.n, problem.G.N) if block == "G" else E.EstimatorSettings()
 
 
 #: the constants :meth:`ThreeBlockProblem.estimates` estimates, and by what (stam.synthetic.estimate)

@@ -141,7 +141,7 @@ ATTAINED = {
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(NAMES), seed=st.integers(0, 10**6))
 def test_estimates_never_exceed_and_reach_the_certified_constants(profile, name, seed):
-    """Both profiles of Settings.for_size: the full one (small data) and the lean one (data above
+    """Both profiles of EstimatorSettings.for_size: the full one (small data) and the lean one (data above
     LARGE numbers: here LARGE is lowered, so a small instance, whose certified constants are at
     hand, takes the lean path for G's constants while H's keep the full settings)."""
     from unittest import mock
@@ -150,8 +150,8 @@ def test_estimates_never_exceed_and_reach_the_certified_constants(profile, name,
 
     p = make_problem(name, seed=seed, **SMALL)
     with mock.patch.object(E, "LARGE", 0 if profile == "lean" else E.LARGE):
-        assert (p.estimator_settings("L1") == E.Settings().describe()) == (profile == "full")
-        assert p.estimator_settings("L2") == E.Settings().describe()
+        assert (p.estimator_settings("L1") == E.EstimatorSettings().describe()) == (profile == "full")
+        assert p.estimator_settings("L2") == E.EstimatorSettings().describe()
         c, e = p.constants(), p.estimates()
     for k in ("L1", "L1_i_max", "L2", "L3", "L4", "L5"):
         assert e[k] <= c[k] * (1 + 1e-6) + 1e-9, (k, e[k], c[k])  # a lower estimate

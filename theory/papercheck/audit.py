@@ -32,7 +32,7 @@ from stam.theory.papercheck.store import STORED_FINDING, read_store, write_store
 
 
 @dataclass
-class Finding:
+class AuditFinding:
     """One evaluated item as reported: the first five fields are the JSON keys of old; the rest
     are added to the JSON (``covers``, ``gap``, ``elsewhere``, ``error``, MathML and LaTeX)."""
 
@@ -101,13 +101,13 @@ def _math(x) -> dict:
         return {}
 
 
-def finding(ev) -> Finding:
+def finding(ev) -> AuditFinding:
     """The reported form of one :class:`stam.theory.papercheck.items.Evaluated`."""
     from dataclasses import asdict
 
     it, res = ev.item, ev.result
     if res is None:
-        return Finding(it.label, "", "", ev.verdict, None, f"failed to derive: {ev.error}", it.covers,
+        return AuditFinding(it.label, "", "", ev.verdict, None, f"failed to derive: {ev.error}", it.covers,
                        error=ev.error)
     kind, ce = evidence(res)
     srch = res.search_result()
@@ -118,7 +118,7 @@ def finding(ev) -> Finding:
     if res.gap is not None:
         note = (note + " " if note else "") + f"Gap: uses {res.gap.uses}; stated: {res.gap.states}; " \
                f"closes it: {res.gap.closes}"
-    return Finding(it.label, res.printed, res.derived, ev.verdict, ce, note, it.covers, gap,
+    return AuditFinding(it.label, res.printed, res.derived, ev.verdict, ce, note, it.covers, gap,
                    [{"where": o.where, "agrees": bool(o.agrees), "printed": bool(o.printed)} for o in res.elsewhere],
                    evidence=kind, search=rounded(srch.as_json()) if srch is not None else None,
                    network=rounded(net.as_json()) if (net := res.network_result()) is not None else None,
@@ -132,7 +132,7 @@ def evaluated() -> tuple:
 
 
 @lru_cache(maxsize=None)
-def findings() -> tuple[Finding, ...]:
+def findings() -> tuple[AuditFinding, ...]:
     """All audited items, in the order of the paper (computed once per process; the searches are
     seeded with :data:`SEED`)."""
     return tuple(safe_finding(ev) for ev in evaluated())
@@ -178,7 +178,7 @@ def cache_file():
     return None if base is None else base / f"paper-check-{source_key()}.json"
 
 
-def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
+def stored_findings(with_math: bool = False) -> tuple[AuditFinding, ...]:
     """:func:`findings`, read from :func:`cache_file` when an earlier run stored them (with the
     MathML when ``with_math``), else computed and stored there atomically, replacing the stores of
     other sources (never when an item failed to derive).  Only a store
@@ -199,7 +199,7 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
                 remove_stale_files(path.parent, ".paper-check-*.json.*", older_than=0 if free else STALE_S)
         store = read_store(path, key)
         if store is not None and (store["with_math"] or not with_math):
-            return tuple(Finding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])
+            return tuple(AuditFinding(**{**row, "covers": tuple(row["covers"])}) for row in store["findings"])
     items = findings()
     if path is not None and all(f.verdict != "failed to derive" for f in items):
         if with_math:
@@ -219,13 +219,13 @@ def stored_findings(with_math: bool = False) -> tuple[Finding, ...]:
     return items
 
 
-def safe_finding(ev) -> Finding:
+def safe_finding(ev) -> AuditFinding:
     """:func:`finding`, or a ``failed to derive`` row if even reporting the item raises."""
     try:
         return finding(ev)
     except Exception as exc:  # noqa: BLE001 - one item must not stop the audit
         err = f"{type(exc).__name__}: {exc} (while reporting it)"
-        return Finding(ev.item.label, "", "", "failed to derive", None, f"failed to derive: {err}", ev.item.covers,
+        return AuditFinding(ev.item.label, "", "", "failed to derive", None, f"failed to derive: {err}", ev.item.covers,
                        error=err)
 
 

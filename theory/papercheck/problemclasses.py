@@ -137,7 +137,7 @@ class SmoothCoupling:
         return self._constants
 
 
-class QuadraticCoupling(DerivedCoupling):
+class DerivedQuadraticCoupling(DerivedCoupling):
     """The audit's derived ``(lam/2)||x - y||^2`` (x-step lambdified from sympy) with its value,
     ``grad_x H`` and constants ``L2* = ... = L5* = lam``, ``l = -lam``."""
 
@@ -172,7 +172,7 @@ def _smooth(kind):
 
 COUPLINGS = (
     CouplingClass("H = (lam/2)||x - y||^2 (L4* = lam in [0.05, 50])", (np.log(0.05),), (np.log(50.0),),
-                  lambda p: QuadraticCoupling(np.exp(p[:, 0]))),
+                  lambda p: DerivedQuadraticCoupling(np.exp(p[:, 0]))),
     CouplingClass("H = (lam/2)||x - y||^2 + kappa sum log cosh(alpha x_i + b y_i) (lam in [0, 5], kappa in [-10, 10], "
                   "alpha in [0.05, 3], b in [-5, 5])", (0.0, -10.0, np.log(0.05), -5.0), (5.0, 10.0, np.log(3.0), 5.0),
                   _smooth("log-cosh")),
@@ -181,5 +181,5 @@ COUPLINGS = (
 )
 
 
-__all__ = ["SETS", "GRADIENTS", "PHI", "coupling_derivatives", "SmoothCoupling", "QuadraticCoupling", "CouplingClass",
+__all__ = ["SETS", "GRADIENTS", "PHI", "coupling_derivatives", "SmoothCoupling", "DerivedQuadraticCoupling", "CouplingClass",
            "COUPLINGS"]

@@ -34,13 +34,13 @@ def _closed(required: dict, **kw) -> Schema:
     return Schema(required=required, rules=rules, **kw)
 
 
-#: the MathML and LaTeX of the printed and derived forms (:meth:`stam.theory.papercheck.audit.Finding.mathml`)
+#: the MathML and LaTeX of the printed and derived forms (:meth:`stam.theory.papercheck.audit.AuditFinding.mathml`)
 MATH_KEYS = ("printed_mathml", "printed_latex", "derived_mathml", "derived_latex")
 #: the search on actual runs as stored (:meth:`stam.theory.papercheck.items.Search.as_json`, rounded)
 _SEARCH = _closed({"method": STR, "classes": LIST, "instances": COUNT, "steps": COUNT, "found": DICT_OR_NULL,
                    "closest": DICT_OR_NULL},
                   items={"classes": STR}, inner={"closest": Schema(optional={"margin": NUM})})
-#: one finding as stored: every field of :class:`stam.theory.papercheck.audit.Finding` but its formulas, each of
+#: one finding as stored: every field of :class:`stam.theory.papercheck.audit.AuditFinding` but its formulas, each of
 #: the type the output needs; a verdict and an evidence kind of the audit's, never ``failed to
 #: derive`` (a run where an item failed is not stored)
 STORED_FINDING = _closed(
