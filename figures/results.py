@@ -18,6 +18,7 @@ from pathlib import Path
 
 from stam import results as _types
 from stam.errors import UsageError
+from stam.registry import lookup
 from stam.results import ResultType, read_json
 
 
@@ -48,17 +49,17 @@ def result_types() -> tuple:
     """Every declared result type (their modules, :data:`MODULES`, imported now), in the order of
     their modules in :data:`MODULES`, then of their declarations."""
     order = {m.__name__: i for i, m in enumerate(_producers())}
-    return tuple(sorted(_types.result_types(), key=lambda t: order.get(t.module, len(order))))
+    return tuple(sorted(_types.declared_so_far(), key=lambda t: order.get(t.module, len(order))))
 
 
 def result_type(name: str) -> ResultType:
     """The result type called ``name``; ``KeyError`` naming the known ones."""
-    return _types.result_type(name, result_types())
+    return lookup(result_types(), name, "result type")
 
 
 def classify(obj) -> ResultType | None:
     """The type of a parsed result file that readers find on their own, or None."""
-    return _types.classify(obj, result_types())
+    return _types.classify_among(obj, result_types())
 
 
 def kinds() -> tuple:

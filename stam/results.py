@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Callable
 
 from stam.errors import MAX_EPOCHS, MAX_WIDTH, UsageError
-from stam.registry import lookup
 
 # A type is a tuple of names of :data:`_IS`; each name says the JSON type AND the sense of the value
 # (finite, in range), so that a field is declared once, with its type, where the file's schema is.
@@ -494,26 +493,20 @@ class ResultType:
         return {path: text, **({path.with_suffix(".csv"): rows_csv(obj["rows"], self.csv)} if self.csv else {})}
 
 
-def result_types() -> tuple:
+def declared_so_far() -> tuple:
     """Every result type declared so far (the modules declaring them imported), in the order of their
-    declarations.  The reading layer (the report's reader) imports every producer first and orders
-    them as the report does."""
+    declarations.  The reading layer (:func:`stam.figures.results.result_types`) imports every producer
+    first and orders them as the report does."""
     return tuple(_REGISTRY.values())
 
 
-def result_type(name: str, types: tuple | None = None) -> ResultType:
-    """The result type called ``name`` among ``types`` (default :func:`result_types`: those declared
-    so far); ``KeyError`` naming the known ones."""
-    return lookup(result_types() if types is None else types, name, "result type")
-
-
-def classify(obj, types: tuple | None = None) -> ResultType | None:
-    """The type among ``types`` (default :func:`result_types`) of a parsed result file that readers find
-    on their own (``found``), or None."""
-    found = [t for t in (result_types() if types is None else types) if t.found]
+def classify_among(obj, types: tuple) -> ResultType | None:
+    """The type among ``types`` of a parsed result file that readers find on their own (``found``), or None
+    (:func:`stam.figures.results.classify` asks it of every declared type)."""
+    found = [t for t in types if t.found]
     return next((t for t in found if isinstance(obj, dict) and obj.get("kind") in (t.name, *t.aliases)), None) or \
         next((t for t in found if t.recognise is not None and t.recognise(obj)), None)
 
 
-__all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "result_types", "result_type", "classify", "validate", "read_json",
+__all__ = ["WIDTH", "WIDTH_OR_NULL", "EPOCHS", "EPOCHS_OR_NULL", "ResultType", "Schema", "PROVENANCE", "declared_so_far", "classify_among", "validate", "read_json",
            "read_jsonl", "rows_csv", "bad_file", "shown", "increasing", "distinct", "ordered", "at_most", "below", "one_of", "holds", "only", "each_row"]
