@@ -32,21 +32,21 @@ def test_closed_form_for_short_steps(h, n):
     """For h = gamma L <= 1 the PEP attains the bound 4 L / (n h (4 - h)) derived in methods_region (at h = 1 PEPit's
     4L/(3n))."""
     L = 2.0
-    row = methods_pep.run_method("psgd", n, {"gamma": h / L}, L1=L, f_class="zero", initial="last-gap")
+    row = methods_pep.pep_row("psgd", n, {"gamma": h / L}, L1=L, f_class="zero", initial="last-gap")
     bound = methods_region.gradient_descent_last_gap(Fraction(str(h)), n, Fraction(2))
     assert row["worst_case"] == pytest.approx(float(bound), rel=1e-5)
 
 
 def test_closed_form_stops_at_one():
     """Above h = 1 the short-step formula is no longer the worst case (it is exceeded)."""
-    row = methods_pep.run_method("psgd", 2, {"gamma": 1.5}, f_class="zero", initial="last-gap")
+    row = methods_pep.pep_row("psgd", 2, {"gamma": 1.5}, f_class="zero", initial="last-gap")
     assert row["worst_case"] > 1.2 * 4 / (2 * 1.5 * 2.5)
 
 
 @pytest.mark.parametrize("h, T", [(0.5, 2), (1.0, 3), (1.8, 2)])
 def test_descent_certificate_bounds_the_pep(h, T):
     """The exact descent-lemma certificate of methods_region bounds the PEP's worst case (gap normalisation)."""
-    row = methods_pep.run_method("psgd", T, {"gamma": h}, f_class="lsc")
+    row = methods_pep.pep_row("psgd", T, {"gamma": h}, f_class="lsc")
     cert = methods_region.certificate(Fraction(str(h)), T)
     assert row["status"] == "optimal"
     assert row["worst_case"] <= float(cert) * (1 + 1e-6)
@@ -56,17 +56,17 @@ def test_descent_certificate_bounds_the_pep(h, T):
 @pytest.mark.parametrize("algo, hyper", [("bc", {"gamma": 0.6}), ("br", {"gamma": 0.6, "lam": 2.0, "rho": 1.0})])
 def test_baselines_are_gradient_descent_when_F_is_zero(algo, hyper):
     """Built from their rules' theory forms, BC and BR with F = 0 give PSGD's worst case (gradient descent)."""
-    ref = methods_pep.run_method("psgd", 3, {"gamma": 0.6}, f_class="zero")
-    row = methods_pep.run_method(algo, 3, hyper, f_class="zero")
+    ref = methods_pep.pep_row("psgd", 3, {"gamma": 0.6}, f_class="zero")
+    row = methods_pep.pep_row(algo, 3, hyper, f_class="zero")
     assert row["worst_case"] == pytest.approx(ref["worst_case"], rel=1e-5)
 
 
 def test_bc_with_a_set_does_not_converge_on_its_measure():
     """BC with F the indicator of a closed set: the PEP's worst case stays at 2 L1 as T grows (the run of
     methods_region reaches it), while gradient descent's falls."""
-    values = [methods_pep.run_method("bc", T, {"gamma": 0.5}, f_class="indicator")["worst_case"] for T in (1, 3)]
+    values = [methods_pep.pep_row("bc", T, {"gamma": 0.5}, f_class="indicator")["worst_case"] for T in (1, 3)]
     assert values[0] == pytest.approx(2.0, rel=1e-4) and values[1] == pytest.approx(2.0, rel=1e-4)
-    gd = [methods_pep.run_method("psgd", T, {"gamma": 0.5}, f_class="indicator")["worst_case"] for T in (1, 3)]
+    gd = [methods_pep.pep_row("psgd", T, {"gamma": 0.5}, f_class="indicator")["worst_case"] for T in (1, 3)]
     assert gd[1] < 0.6 * gd[0]
 
 
@@ -113,7 +113,7 @@ def test_bad_input_is_one_line(argv, word, capsys, tmp_path, monkeypatch):
 
 def test_every_rule_has_a_theory_form_and_stam_runs():
     assert {r.name for r in methods_pep.theory_rules()} == {"psgd", "bc", "br", "stam"}
-    row = methods_pep.run_method("stam", 2, {"gamma": 0.5, "lam": 1.0, "beta": 4.0}, f_class="zero")
+    row = methods_pep.pep_row("stam", 2, {"gamma": 0.5, "lam": 1.0, "beta": 4.0}, f_class="zero")
     assert row["status"] == "optimal" and row["worst_case"] > 0
 
 
@@ -127,7 +127,7 @@ def test_every_refuting_run_is_below_the_pep(algo, f_class, lam):
     for r in v["runs"][:2]:
         hyper = {"gamma": float(r["h"]), "lam": float(lam), "rho": 1.0}
         hyper = {k: hyper[k] for k in methods_pep.theory_rule(algo).theory_params}
-        row = methods_pep.run_method(algo, 2, hyper, f_class=f_class)
+        row = methods_pep.pep_row(algo, 2, hyper, f_class=f_class)
         assert row["status"] == "optimal"
         assert row["worst_case"] >= float(min(r["ratios"][:3])) * (1 - 1e-4)
 
@@ -161,7 +161,7 @@ def test_stam_theory_measure_is_theorem_convs_S_t():
 def test_br_convex_certificate_bounds_the_pep(h, lam, T):
     """BR's relaxed phase with a convex F and lam fixed: the mirror-descent certificate 2 L1 (1 + lam)/(T h (2 - h))
     bounds the PEP's worst case of min_{t<=T} ||grad G(W~^t)||^2 (the min over t <= T-1 already)."""
-    row = methods_pep.run_method("br", T, {"gamma": h, "lam": lam, "rho": 1.0}, f_class="convex")
+    row = methods_pep.pep_row("br", T, {"gamma": h, "lam": lam, "rho": 1.0}, f_class="convex")
     cert = methods_region.certificate(Fraction(str(h)), T, lam=Fraction(str(lam)))
     assert row["status"] == "optimal"
     assert row["worst_case"] <= float(cert) * (1 + 1e-6)

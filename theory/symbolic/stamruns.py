@@ -121,7 +121,7 @@ class QuadraticOps(DerivedCoupling):
         return self.x_step(self.c, v, gamma, self.mu)
 
 
-def run_stam(inst: dict, T: int) -> dict:
+def quadratic_run(inst: dict, T: int) -> dict:
     """T steps of Algorithm 1 (deterministic gradient ``a (y - g0)``), run by the one STAM
     update :func:`stam.steps.stam_step` on numpy arrays from the start rule of
     :func:`stam.steps.stam_init`; returns arrays ``y, x, u, z`` of shape (T+1, R, n) and ``zm1``."""
@@ -192,7 +192,7 @@ def iterate_search(seed: int = SEED, R: int = 2000, T: int = 25) -> dict:
     chain gaps and the stationarity terms of eq. (eq403)/eq. (eq52)."""
     rng = np.random.default_rng(seed)
     inst = random_instances(R, rng)
-    tr = run_stam(inst, T)
+    tr = quadratic_run(inst, T)
     q = chain_quantities(inst, tr)
     return {"inst": inst, "traj": tr, "q": q, "gaps": chain_gaps(inst, q)}
 

@@ -143,7 +143,7 @@ def method_pep(algo: str, T: int, hyper: dict, *, L1: float = 1.0, f_class: str 
     return result
 
 
-def run_method(algo: str, T: int, hyper: dict, *, L1: float = 1.0, f_class: str = "lsc", initial: str = "gap",
+def pep_row(algo: str, T: int, hyper: dict, *, L1: float = 1.0, f_class: str = "lsc", initial: str = "gap",
                measure: str = "natural", solver: str | None = None) -> dict:
     """One row of ``stam pep --algo NAME``: :func:`method_pep` and what it measured; ``worst_case`` only when the
     solver's status is optimal (else ``unverified_value``)."""
@@ -168,7 +168,7 @@ INITIAL_TEXT = {"gap": "G(w^0) - inf G <= 1", "last-gap": "G(w^0) - G(w^T) <= 1"
 
 
 def text(row: dict) -> str:
-    """The row of :func:`run_method` as ``stam pep --algo NAME`` prints it."""
+    """The row of :func:`pep_row` as ``stam pep --algo NAME`` prints it."""
     from stam.rules import rule as rule_of
 
     rule = rule_of(row["algo"])
@@ -206,7 +206,7 @@ def is_method_pep(params) -> bool:
 
 
 def run_params(params) -> dict:
-    """``stam pep --algo NAME`` (a :class:`stam.theory.params.PepParams`) as a library call: :func:`run_method` at
+    """``stam pep --algo NAME`` (a :class:`stam.theory.params.PepParams`) as a library call: :func:`pep_row` at
     ``params.T``; refused before any work: a sweep, ``--out``, ``--N/--b``, ``--free-start`` (STAM's own PEP only),
     a parameter the rule has not, a Gram matrix above :data:`stam.theory.params.MAX_GRAM` without ``--force``."""
     from stam.theory.params import MAX_GRAM
@@ -234,7 +234,7 @@ def run_params(params) -> dict:
             f"[{COEFFICIENT_RANGE[0]:g}, {COEFFICIENT_RANGE[1]:g}], where the SDP solvers' tolerances (1e-7) still mean "
             "something; give values of ordinary size")
     try:
-        return run_method(rule.name, params.T, hyper, L1=params.L1, f_class=params.f_class,
+        return pep_row(rule.name, params.T, hyper, L1=params.L1, f_class=params.f_class,
                           initial=params.initial or "gap", measure=params.measure, solver=params.solver)
     except (ValueError, ArithmeticError) as exc:  # cvxpy refuses inf/nan data; SCS cannot set up such a problem
         text = str(exc)
@@ -245,4 +245,4 @@ def run_params(params) -> dict:
 
 
 __all__ = ["theory_rules", "theory_rule", "check_hyper", "check_choices",
-           "method_pep", "run_method", "COMMON_MEASURE_TEXT", "INITIAL_TEXT", "text", "is_method_pep", "run_params", "COEFFICIENT_RANGE"]
+           "method_pep", "pep_row", "COMMON_MEASURE_TEXT", "INITIAL_TEXT", "text", "is_method_pep", "run_params", "COEFFICIENT_RANGE"]

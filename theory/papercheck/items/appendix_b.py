@@ -12,7 +12,7 @@ from stam.theory.symbolic import numeric as num
 from stam.theory.symbolic import symbols as s
 from stam.theory.papercheck.statementsearch import statement_search_result
 from stam.theory.papercheck.items.common import SEED, premise_witness, rounded, stationarity_terms
-from stam.theory.symbolic.stamruns import iterate_search, pretty, run_counterexample, run_stam
+from stam.theory.symbolic.stamruns import iterate_search, pretty, run_counterexample, quadratic_run
 from stam.theory.papercheck.items.declare import Corrected, Gap, Network, Occurrence, Result, Tex, item
 from stam.theory.papercheck.items.steps import identity_result, step_result
 from stam.theory.papercheck.items.section2 import COMMON, constants_K
@@ -161,7 +161,7 @@ def eq52(seed: int = SEED) -> Result:
     r = int(np.argmax(np.where(np.isfinite(ratio), ratio, -1)))
     scale = float(f"{0.5 * min(ratio[r], 1.0):.1g}")
     one = {key: (v[r:r + 1] * (scale if key in ("g0", "c", "y0", "zm1") else 1.0)) for key, v in srch["inst"].items()}
-    tr = run_stam(one, 1)
+    tr = quadratic_run(one, 1)
     st1 = stationarity_terms({"inst": one, "traj": tr})
     lhs_printed = float(st1["grad_u"][0, 0] + np.sqrt(st1["dist2"][0, 0]))
     lhs_derived = float(st1["grad_u"][0, 0] + st1["dist2"][0, 0])
