@@ -88,7 +88,9 @@ def _tune(args) -> int:
     refuse_data_dir(args.data_dir, args.dataset)
     map_type = None
     if args.map is not None:  # the convergence map's type, given from above (a peer of stam.dnn declares it)
-        from stam.synthetic.convergence_map import MAP as map_type
+        from stam.synthetic.convergence_map import MAP
+
+        map_type = MAP
     result, path = run_tune(TuneParams.from_args(args, map_type=map_type))
     print(format_table(result))
     for line in tunestats.difficulty_lines(result):

@@ -43,7 +43,7 @@ import torch
 from torch import Tensor
 
 from stam.compiling import COMPILE_OPTIONS, compile_after_steps
-from stam.compiling import compile_errors as _compile_errors
+from stam.compiling import compile_errors
 from stam.errors import first_line, warn
 from stam.operators import IndicatorQ
 from stam.quantize import block_scales, project_Q, scaled_signs
@@ -381,7 +381,7 @@ class RuleOptimizer(torch.optim.Optimizer):
                                                        options=getattr(kernel, "compile_options", COMPILE_OPTIONS))
             try:
                 return fn(*args)
-            except _compile_errors() as exc:  # no compiler/Triton here: the same kernel, eager
+            except compile_errors() as exc:  # no compiler/Triton here: the same kernel, eager
                 warn(f"{type(self).__name__}: torch.compile unavailable ({type(exc).__name__}: {first_line(exc, 200)}); "
                      "running the update eagerly", stacklevel=4)
                 self._compile = False

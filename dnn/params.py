@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 from stam.cliargs import ListArg, choice, n_seeds_arg, out_arg
 from stam.dnn import presets
-from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES, BN_MAX_SHARE, MODEL_NAMES as MODELS, NAMES as ALGOS, VAL_FRACTION, sweep_settings
-from stam.datasets import BUNDLED, DATASET_NAMES as DATASETS
+from stam.dnn.catalog import BN_AUGMENT, BN_IMAGES, BN_MAX_SHARE, MODEL_NAMES, NAMES, VAL_FRACTION, sweep_settings
+from stam.datasets import BUNDLED, DATASET_NAMES
 from stam.errors import MAX_WIDTH, batch_int, epochs_int, integer, positive_int, seed_int
 from stam.jobs import scheduler_arg, workers_arg
 from stam.params import Params, arg
 
 #: ``--algos A,B,...`` (each once) and ``--keep-float first,last`` (or none)
-ALGOS_LIST = ListArg(choice(ALGOS), "algorithms", "stam,bc", unique=True, into=tuple)
+ALGOS_LIST = ListArg(choice(NAMES), "algorithms", "stam,bc", unique=True, into=tuple)
 KEEP_FLOAT_LIST = ListArg(choice(("first", "last")), "layers first, last", "first,last", none="none", into=tuple)
 
 
@@ -120,11 +120,11 @@ class TrainConfig(Params):
     """``stam train``'s parameters (one run); ``no_val``: the paper's protocol, ``val_fraction``
     becomes None (no validation set)."""
 
-    model: str = arg("--model", choices=MODELS, default="vgg11")
+    model: str = arg("--model", choices=MODEL_NAMES, default="vgg11")
     width: float = arg("--width", type=width_float, default=1.0, metavar="W",
                        help="channel-width multiplier of the network (default 1, the paper's; e.g. 0.125 fits a CPU)")
-    dataset: str = arg("--dataset", choices=DATASETS, default="cifar10")
-    algo: str | None = arg("--algo", choices=ALGOS, default=None, help="default: the algorithm of --preset")
+    dataset: str = arg("--dataset", choices=DATASET_NAMES, default="cifar10")
+    algo: str | None = arg("--algo", choices=NAMES, default=None, help="default: the algorithm of --preset")
     preset: str | None = arg("--preset", default=None,
                              help=f"{', '.join(presets.names())} (default: the paper's for --algo; see --list-presets)")
     list_presets: bool = arg("--list-presets", action="store_true", default=False,
@@ -193,11 +193,11 @@ class TrainConfig(Params):
 
 def dataset_arg(default: str | None = "digits"):
     """``--dataset`` of a sweep (tune, map)."""
-    return arg("--dataset", choices=DATASETS, default=default, help=f"default {default}", job=True)
+    return arg("--dataset", choices=DATASET_NAMES, default=default, help=f"default {default}", job=True)
 
 
 def model_arg():
-    return arg("--model", choices=MODELS, default=None, help="default: mlp on digits, vgg11 on CIFAR", job=True)
+    return arg("--model", choices=MODEL_NAMES, default=None, help="default: mlp on digits, vgg11 on CIFAR", job=True)
 
 
 def width_arg():
@@ -235,7 +235,7 @@ class TuneParams(Params):
     filled in when the object is made; :meth:`spec` (what every job of the tuning trains on, on
     what data, how long) holds the fields marked ``job``."""
 
-    algos: tuple = arg("--algos", type=ALGOS_LIST, default=ALGOS, metavar="A,B,...", help=f"default: {','.join(ALGOS)}")
+    algos: tuple = arg("--algos", type=ALGOS_LIST, default=NAMES, metavar="A,B,...", help=f"default: {','.join(NAMES)}")
     trials: int = arg("--trials", type=positive_int, default=16, help="trials per algorithm, the same for each (default 16)")
     n_seeds: int = n_seeds_arg(5, "fresh seeds for the final numbers (default 5, at least 2)")
     dataset: str = dataset_arg()

@@ -63,7 +63,7 @@ def curvature(algo: str, overrides: dict, seed: int = 0, iters: int = 20, val_fr
     from stam.dnn.catalog import VAL_FRACTION
     from stam.dnn.models import build_model, param_groups
     from stam.operators import IndicatorQ
-    from stam.rules import rule as rule_of
+    from stam import rules
 
     data = data_mod.load("digits")
     data = data_mod.split_validation(data, VAL_FRACTION if val_fraction is None else val_fraction, split_seed)
@@ -71,7 +71,7 @@ def curvature(algo: str, overrides: dict, seed: int = 0, iters: int = 20, val_fr
     model = build_model("mlp", data.num_classes, data.image_shape, 1.0)
     model.train()
     params = [p for g in param_groups(model) if g["quantize"] for p in g["params"]]
-    rule = rule_of(algo)
+    rule = rules.rule(algo)
     lam = overrides.get("lam")
     lam = lam[0]["value"] if isinstance(lam, list) else lam
     hyper = {k: v for k, v in {**overrides, "lam": lam}.items() if not isinstance(v, list)}

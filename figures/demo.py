@@ -54,7 +54,7 @@ from stam.figures import report
 from stam.figures.map_experiment import MapParams, summary_line
 from stam.figures.map_experiment import make_map
 from stam.io import atomic_write_json, atomic_write_text, bar_disable, provenance, slug
-from stam.io import check_out_dir as usable
+from stam.io import check_out_dir
 from stam.synthetic.commands import COMPARE_DEFAULTS
 from stam.cliargs import log_grid
 from stam.synthetic.families import MAP_GAMMAS, MAP_LAMS
@@ -471,7 +471,7 @@ class Demo:
 def check_demo_out(out) -> Path:
     """OUT must be a usable folder location (:func:`stam.io.check_out_dir`: not a file, not under a
     file, writable) and new, empty, or an earlier demo's folder (never someone else's files)."""
-    out = usable(out, "-o").absolute()
+    out = check_out_dir(out, "-o").absolute()
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
         raise UsageError(f"-o {out}: folder exists, is not empty and was not written by stam demo; "
                          "choose a new or empty folder")

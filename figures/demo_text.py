@@ -5,7 +5,7 @@ they are printed in.  :mod:`stam.figures.demo` re-exports every name."""
 from __future__ import annotations
 
 from stam.theory.papercheck.items import VERDICTS
-from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT as GAMMA_LAMBDA
+from stam.theory.symbolic.numeric import GAMMA_LAMBDA_LIMIT
 
 
 def audit_headline(items: list, cov: dict) -> str:
@@ -95,7 +95,7 @@ def tune_brief(result: dict) -> str:
 def digits_map_brief(data: dict, good: float = DIGITS_GOOD) -> str:
     rows = [r for r in data["rows"] if r.get("metric") is not None]
     trains = [r["gamma"] * r["lam"] for r in rows if r["metric"] >= good]
-    below = [r["metric"] for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA]
+    below = [r["metric"] for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA_LIMIT]
     text = (f"Digits map: the binary network trains (>= {good:.0f}%) in {len(trains)} of {len(data['rows'])} cells"
             + (f", all at gamma*lambda >= {min(trains):.2g}" if trains else ""))
     return text + (f"; below 1/sqrt(5) at most {max(below):.0f}%" if below else "")
@@ -162,7 +162,7 @@ def digits_map_headline(data: dict, good: float = 80.0, region: dict | None = No
     rows = [r for r in data["rows"] if r.get("metric") is not None]
     trains = [r for r in rows if r["metric"] >= good]
     inside = [r for r in rows if r.get("admissible")]
-    below = [r for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA]
+    below = [r for r in rows if r["gamma"] * r["lam"] < GAMMA_LAMBDA_LIMIT]
     text = f"Digits map ({len(data['rows'])} cells of (gamma, lambda), beta = {', '.join(f'{b:g}' for b in sorted({r['beta'] for r in data['rows']}))}): "
     text += f"binary validation accuracy >= {good:.0f}% in {len(trains)} cells"
     if trains:

@@ -60,7 +60,7 @@ DIGITS_BETAS = (20.0,)
 #: the most work a synthetic map does without --force: this many times the default map's (runs x iterations)
 SYNTHETIC_WORK_LIMIT = 50
 #: a synthetic map's defaults where a flag is not given
-SYNTHETIC_SEED, SYNTHETIC_GROWTH, SYNTHETIC_THREADS = 0, FAM.MAP_GROWTH, 1
+SYNTHETIC_SEED, SYNTHETIC_THREADS = 0, 1
 
 
 def _range(r) -> str:
@@ -106,7 +106,7 @@ class MapParams(Params):
     seed: int | None = arg("--seed", type=seed_int, default=None,
                            help=f"synthetic: seed of the instance and of the sampling (default {SYNTHETIC_SEED})")
     growth: float | None = arg("--growth", type=positive_float, default=None,
-                               help=f"synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default {SYNTHETIC_GROWTH:g})")
+                               help=f"synthetic: a seed with S_T > GROWTH * S_0 counts as diverged (default {FAM.MAP_GROWTH:g})")
     threads: int | None = arg("--threads", type=threads_int, default=None,
                               help=f"synthetic: torch CPU threads (default {SYNTHETIC_THREADS})")
     out: str = out_arg(default="results/map", help="output folder (default results/map)")
@@ -433,7 +433,7 @@ def plan(params: MapParams) -> _Plan:
                          "(the families with H = (lambda/2)||x - y||^2) or FILE.py:NAME (a function of lam)")
     _refuse_other_flags(params, source)
     seed = SYNTHETIC_SEED if params.seed is None else params.seed
-    growth = SYNTHETIC_GROWTH if params.growth is None else params.growth
+    growth = FAM.MAP_GROWTH if params.growth is None else params.growth
     threads = SYNTHETIC_THREADS if params.threads is None else params.threads
     if source != "synthetic" and params.iterations is not None:
         raise UsageError("--iterations is for --problem binary; a network map takes --epochs")
@@ -508,5 +508,5 @@ def make_map(params: MapParams) -> MapRun:
 
 __all__ = ["MapParams", "MapRun", "make_map", "plan", "digits_map", "write_outputs", "read_region", "format_map",
            "summary_line", "summary", "map_caption", "TRAINS_AT", "MAX_POINTS", "GRID_LIMITS", "grid_float", "GRID_LIST",
-           "MAP_RANGE", "DIGITS_SEEDS", "DIGITS_BETAS", "SYNTHETIC_SEED", "SYNTHETIC_GROWTH", "SYNTHETIC_THREADS",
+           "MAP_RANGE", "DIGITS_SEEDS", "DIGITS_BETAS", "SYNTHETIC_SEED", "SYNTHETIC_THREADS",
            "SYNTHETIC_WORK_LIMIT"]

@@ -40,7 +40,7 @@ import time
 import torch
 from tqdm import tqdm
 
-from stam.rules import rule as update_rule
+from stam import rules
 from stam.steps import stam_step
 from stam.io import bar_disable
 from stam.synthetic.methods import METHODS, REGISTRY, method
@@ -95,7 +95,7 @@ def run_rule(problem, iters, R, gamma, beta, gen, rule: str):
     ``U^0 = y^0`` and by its :meth:`~stam.rules.UpdateRule.synthetic_step` (its shared step of
     :mod:`stam.steps`, the gradient taken at its forward weights ``W``); its output is
     ``(Proj_Q(W^T), U^T)``."""
-    r = update_rule(rule)
+    r = rules.rule(rule)
     F, lr = problem.F, 1 / beta
     state = r.synthetic_start(problem.y0.expand(R, -1).clone(), F, lr)
     epoch = problem.sampling.N / problem.sampling.b

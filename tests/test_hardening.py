@@ -209,11 +209,10 @@ def test_pep_above_the_size_limit_is_refused_with_size_and_limit(capsys):
 def test_gram_size_estimate_is_the_size_of_the_pep_built():
     pytest.importorskip("PEPit")
     from stam.theory.worstcase import pep
-    from stam.theory.pep_cli import gram_size
 
     for T, free in ((1, False), (3, False), (2, True)):
         result = pep.stam_pep(1.0, 0.1, 250.0, T, free_start=free)
-        assert result.details["gram_size"] == gram_size(T, free), (T, free)
+        assert result.details["gram_size"] == pep.gram_size(T, free_start=free), (T, free)
 
 
 # -- 8. the report: names, attributes, labels --------------------------------------------------------------

@@ -56,7 +56,8 @@ def _build_paper_check(p) -> None:
 
 
 def _build_stepsize(s) -> None:
-    from stam.theory.symbolic.stepsize import add_arguments
+    from stam.params import add_arguments
+    from stam.theory.symbolic.stepsize import StepsizeParams
 
-    add_arguments(s)
+    add_arguments(s, StepsizeParams)
     s.set_defaults(func=_stepsize)

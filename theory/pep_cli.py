@@ -30,24 +30,16 @@ if TYPE_CHECKING:
 MAX_SWEEP_WORK = 4.0
 
 
-def gram_size(T: int, free_start: bool = False, N: int = 1, b: int = 1) -> int:
-    """Points of the PEP of :func:`stam.theory.worstcase.pep.stam_pep` for horizon ``T`` (its Gram matrix is
-    this size; :func:`stam.theory.worstcase.pep.gram_size`, which imports nothing heavy): ``2T + 2`` for the
-    full gradient, one more for a free ``z^{-1}``; with minibatches it grows like ``C(N, b)^T``."""
-    from stam.theory.worstcase.pep import gram_size as size
-
-    return size(T, N=N, b=b, free_start=free_start)
-
-
 def _check_size(params: PepParams) -> None:
     """Refuse, before any work, a PEP above :data:`MAX_GRAM` and a sweep above
     :data:`MAX_SWEEP_WORK` unless ``force``; a horizon listed twice is an error."""
     from stam.theory.params import MAX_GRAM
+    from stam.theory.worstcase.pep import gram_size
 
     T = params.T if params.T is not None else max(params.sweep_T)
     (N, b), free_start, sweep_T = params.sampling, params.free_start, params.sweep_T
-    size = gram_size(T, free_start, N, b)
-    Tmax = max([t for t in range(1, 25) if gram_size(t, free_start, N, b) <= MAX_GRAM], default=0)
+    size = gram_size(T, N=N, b=b, free_start=free_start)
+    Tmax = max([t for t in range(1, 25) if gram_size(t, N=N, b=b, free_start=free_start) <= MAX_GRAM], default=0)
     shown = "more than 2^64" if size == math.inf else f"{size} x {size}"
     sampled = "" if (N, b) == (1, 1) else f" with --N {N} --b {b}"
     require(params.force or size <= MAX_GRAM,
@@ -57,7 +49,7 @@ def _check_size(params: PepParams) -> None:
     if sweep_T is not None:
         twice = sorted({t for t in sweep_T if sweep_T.count(t) > 1})
         require(not twice, f"--sweep-T lists {', '.join(map(str, twice))} more than once; give each horizon once")
-        work = sum((gram_size(t, free_start, N, b) / MAX_GRAM) ** 4 for t in sweep_T)
+        work = sum((gram_size(t, N=N, b=b, free_start=free_start) / MAX_GRAM) ** 4 for t in sweep_T)
         require(params.force or work <= MAX_SWEEP_WORK,
                 f"--sweep-T with {len(sweep_T)} horizons up to T = {T} is about {work:.3g} times the largest single "
                 f"PEP allowed, above the limit {MAX_SWEEP_WORK:g}; give fewer or smaller horizons, or add --force")

@@ -13,7 +13,6 @@ when it runs (registering ``stam stepsize`` for ``stam --help`` imports neither)
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -21,7 +20,6 @@ from typing import NamedTuple
 from stam.errors import UsageError, finite_float, nonneg_float, positive_float, positive_int, require
 from stam.io import dumps
 from stam.params import Params, arg
-from stam.params import add_arguments as add_params
 from stam.userfile import call, load
 
 COUPLING_FLAGS = ("L2", "L3", "L4", "L5", "l")
@@ -94,11 +92,6 @@ class StepsizeParams(Params):
     as_printed: bool = arg("--as-printed", action="store_true", default=False,
                            help="use the paper's printed K3, threshold, es-lemma A, min{}")
     json: bool = arg("--json", action="store_true", default=False, help="print one JSON object")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``stam stepsize``'s flags, from :class:`StepsizeParams`."""
-    add_params(p, StepsizeParams)
 
 
 def _given(params, names) -> list[str]:

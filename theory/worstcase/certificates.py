@@ -132,10 +132,10 @@ def _piece_sdp(forms, c0: float, solver=None):
     import numpy as np
     import sympy as sp
 
-    from stam.theory.worstcase.family import c as csym
+    from stam.theory.worstcase import family
 
     M, W, syms = forms
-    f = sp.lambdify([csym, *syms], [M, W], "numpy")
+    f = sp.lambdify([family.c, *syms], [M, W], "numpy")
     zero = [0.0] * len(syms)
     base = [np.array(m, dtype=float) for m in f(c0, *zero)]
     parts = [[np.array(m, dtype=float) - b for m, b in zip(f(c0, *[float(i == j) for j in range(len(syms))]), base)]

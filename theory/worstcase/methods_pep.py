@@ -169,9 +169,9 @@ INITIAL_TEXT = {"gap": "G(w^0) - inf G <= 1", "last-gap": "G(w^0) - G(w^T) <= 1"
 
 def text(row: dict) -> str:
     """The row of :func:`pep_row` as ``stam pep --algo NAME`` prints it."""
-    from stam.rules import rule as rule_of
+    from stam import rules
 
-    rule = rule_of(row["algo"])
+    rule = rules.rule(row["algo"])
     params = " ".join(f"{k}={row[k]:g}" for k in rule.theory_params)
     F = {"zero": "F = 0", "lsc": "any proper lsc F", "indicator": "F the indicator of a closed set",
          "convex": "convex F"}[row["f_class"]]

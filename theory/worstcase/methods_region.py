@@ -185,11 +185,11 @@ def gradient_descent_last_gap(h, n: int, L1=1) -> Fraction:
 def refuting_run(algo: str, instance: str, h, L1=1, lam=1, rho=1, steps: int = RUN_STEPS) -> dict:
     """The run of the rule ``algo``'s theory form on the 1-D instance ``instance`` of :data:`INSTANCES`, exact:
     its measure over ``G(w^0) - inf G`` at each step, the bound it never goes below, and whether it held."""
-    from stam.rules import rule as rule_of
+    from stam import rules
 
     kind, c, x0, bound, why = INSTANCES[instance]
     L1, h = Fraction(L1), Fraction(h)
-    rule = rule_of(algo)
+    rule = rules.rule(algo)
     hyper = {"gamma": h / L1, "lam": Fraction(lam), "rho": Fraction(rho)}
     hyper = {k: hyper[k] for k in rule.theory_params}
     q = _Exact1D(kind)
@@ -267,11 +267,11 @@ def growing_lambda_run(h, L1=1, lam=1, rho=Fraction(51, 50), steps: int | None =
     """BR's relaxed phase with ``lam_t = lam rho^t`` on the run ``box`` (:func:`growing_lambda_limit`), exact, over
     ``steps`` steps (default: past the maximiser of ``t / (lam rho^t + 1)`` and twice as far): its ratios and the bound
     ``2 L1 (1 - h s)^2`` they never go below."""
-    from stam.rules import rule as rule_of
+    from stam import rules
 
     L1, h, lam, rho = Fraction(L1), Fraction(h), Fraction(lam), Fraction(rho)
     s = 1 / growing_lambda_limit(lam, rho)
-    rule = rule_of("br")
+    rule = rules.rule("br")
     hyper = {"gamma": h / L1, "lam": lam, "rho": rho}
     q = _Exact1D("box")
     state = rule.theory_start(Fraction(1), hyper, q)
@@ -335,9 +335,9 @@ def fixed_point_start(algo: str, inst: dict, hyper: dict, q):
     = u``); STAM from ``y^0 = W``, ``z^{-1} = u + gamma lam (u - W)`` (a free ``z^{-1}``, as ``stam pep --free-start``):
     ``x^0 = u``, ``u^0 = Proj_Q(u + gamma lam (W - u)) = u``, ``z^0 = z^{-1}``, and eq. (algy) keeps ``y = W`` since
     ``grad G(W) = lam (u - W)``.  BC has no such start (its fixed points have ``grad G(W~) = 0``: stationary)."""
-    from stam.rules import rule as rule_of
+    from stam import rules
 
-    rule = rule_of(algo)
+    rule = rules.rule(algo)
     if algo == "psgd":
         return rule.theory_start(inst["c"], hyper, q)
     if algo == "br":
@@ -363,10 +363,10 @@ def common_refuting_run(algo: str, kind: str, h, L1=1, lam=1, steps: int = RUN_S
     ``[-1, 1]^2`` ("box"), exact: the common measure over ``G(w^0) + F(w^0) - inf G - inf F`` at every step, whether
     the first step returned the start exactly (``fixed``: then the run stays there for every t) and held (every ratio
     ``>= R(u) / G(u)``, the output ``u`` at every step)."""
-    from stam.rules import rule as rule_of
+    from stam import rules
 
     L1, h, lam = Fraction(L1), Fraction(h), Fraction(lam)
-    rule = rule_of(algo)
+    rule = rules.rule(algo)
     if algo == "stam":
         hyper = {"gamma": h / lam, "lam": lam, "beta": STAM_RUN_BETA}
     else:

@@ -147,7 +147,6 @@ x0, x1, u0, u1, zm, z0, y0, y1 = sp.symbols("x0 x1 u0 u1 zm z0 y0 y1", real=True
 Ha, Hb, Fa, Fb = sp.symbols("Ha Hb Fa Fb", real=True)
 Hx = sp.Function("H_x")  # grad_x H
 z1 = z0 + u1 - x1  # eq. (algz)
-g = s.gamma
 
 
 @item("eq260 (strong convexity of the x-subproblem)", covers=("eq260",))
@@ -155,9 +154,9 @@ def eq260() -> Result:
     """The modulus of ``H(., y) + ||. - z||^2/(2 gamma)`` when ``H(., y) + (l/2)||.||^2`` is convex:
     its Hessian ``>= -l + 1/gamma`` (derived); valid while ``gamma l < 1``, which K1 > 0 implies."""
     x, z, c = sp.symbols("x z c", real=True)
-    hess = sp.diff(c * x**2 / 2 + (x - z) ** 2 / (2 * g), x, 2)  # c = d2H/dx2 >= -l
+    hess = sp.diff(c * x**2 / 2 + (x - z) ** 2 / (2 * s.gamma), x, 2)  # c = d2H/dx2 >= -l
     modulus = sp.simplify(hess.subs(c, -s.l))
-    printed = sp.Rational(1, 2) * (1 / g - s.l)
+    printed = sp.Rational(1, 2) * (1 / s.gamma - s.l)
     slack = sp.expand(k.gamma_threshold()["gamma_l_slack"])
     return Result(sp.Eq(sp.Symbol("mu/2"), printed, evaluate=False), sp.Eq(sp.Symbol("mu/2"), modulus / 2, evaluate=False),
                   None if sp.simplify(modulus / 2 - printed) == 0 else {"modulus": str(modulus)},
@@ -170,11 +169,11 @@ def pretty_slack(e) -> str:
 
 @item("eq261, eq262 (u-step minimality, sum)", covers=("eq261", "eq262"))
 def eq262() -> Result:
-    g260 = Ha + (z0 - x0) ** 2 / (2 * g) - (1 / g - s.l) * (x1 - x0) ** 2 / 2 - Hb - (z0 - x1) ** 2 / (2 * g)
-    g261 = Fa + (2 * x1 - u0 - z0) ** 2 / (2 * g) - Fb - (2 * x1 - u1 - z0) ** 2 / (2 * g)
-    printed = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * g) + (z0 - x0) ** 2 / (2 * g)
-               - (1 / g - s.l) * (x1 - x0) ** 2 / 2
-               - (Hb + Fb + (2 * x1 - u1 - z0) ** 2 / (2 * g) + (z0 - x1) ** 2 / (2 * g)))
+    g260 = Ha + (z0 - x0) ** 2 / (2 * s.gamma) - (1 / s.gamma - s.l) * (x1 - x0) ** 2 / 2 - Hb - (z0 - x1) ** 2 / (2 * s.gamma)
+    g261 = Fa + (2 * x1 - u0 - z0) ** 2 / (2 * s.gamma) - Fb - (2 * x1 - u1 - z0) ** 2 / (2 * s.gamma)
+    printed = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * s.gamma) + (z0 - x0) ** 2 / (2 * s.gamma)
+               - (1 / s.gamma - s.l) * (x1 - x0) ** 2 / 2
+               - (Hb + Fb + (2 * x1 - u1 - z0) ** 2 / (2 * s.gamma) + (z0 - x1) ** 2 / (2 * s.gamma)))
     return step_result(printed, g260 + g261, "eq260 + eq261 (eq261: u^{t+1} minimises the u-step, u^t is a candidate)")
 
 
@@ -185,11 +184,11 @@ def eq263() -> Result:
 
 @item("eq264 (eq262 with eq263)", covers=("eq264",))
 def eq264() -> Result:
-    g262 = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * g) + (z0 - x0) ** 2 / (2 * g) - (1 / g - s.l) * (x1 - x0) ** 2 / 2
-            - (Hb + Fb + (2 * x1 - u1 - z0) ** 2 / (2 * g) + (z0 - x1) ** 2 / (2 * g)))
-    printed = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * g) + (z0 - x0) ** 2 / (2 * g) - (x1 - z0) ** 2 / g
-               - (1 / g - s.l) * (x1 - x0) ** 2 / 2
-               - (Hb + Fb + (2 * x1 - u1 - z1) ** 2 / (2 * g) - (x1 - z1) ** 2 / (2 * g) - (u1 - x1) ** 2 / g))
+    g262 = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * s.gamma) + (z0 - x0) ** 2 / (2 * s.gamma) - (1 / s.gamma - s.l) * (x1 - x0) ** 2 / 2
+            - (Hb + Fb + (2 * x1 - u1 - z0) ** 2 / (2 * s.gamma) + (z0 - x1) ** 2 / (2 * s.gamma)))
+    printed = (Ha + Fa + (2 * x1 - u0 - z0) ** 2 / (2 * s.gamma) + (z0 - x0) ** 2 / (2 * s.gamma) - (x1 - z0) ** 2 / s.gamma
+               - (1 / s.gamma - s.l) * (x1 - x0) ** 2 / 2
+               - (Hb + Fb + (2 * x1 - u1 - z1) ** 2 / (2 * s.gamma) - (x1 - z1) ** 2 / (2 * s.gamma) - (u1 - x1) ** 2 / s.gamma))
     return identity_result(printed - g262, "eq264 - eq262 (both as gaps) with eq263 and (algz)")
 
 
@@ -210,15 +209,15 @@ def eq13() -> Result:
     eq21, eq22 (eq13 at t - 1) and eq15 (eq13 at t minus at t - 1) as identities."""
     x, zz, yy = sp.symbols("x zz yy", real=True)
     H = sp.Function("H")
-    stat = sp.diff(H(x, yy) + (x - zz) ** 2 / (2 * g), x)
+    stat = sp.diff(H(x, yy) + (x - zz) ** 2 / (2 * s.gamma), x)
     derived13 = stat.subs(sp.Derivative(H(x, yy), x), Hx(x, yy)).subs({x: x1, yy: y1, zz: z0})
-    printed13 = Hx(x1, y1) + (x1 - z0) / g
+    printed13 = Hx(x1, y1) + (x1 - z0) / s.gamma
     r = sp.expand(printed13 - derived13)
-    r21 = sp.expand(((z0 - x1) / g + s.l * x1) - (Hx(x1, y1) + s.l * x1)).subs(Hx(x1, y1), (z0 - x1) / g)
-    r22 = sp.expand(((zm - x0) / g + s.l * x0 + Hx(x0, y1) - Hx(x0, y0)) - (Hx(x0, y1) + s.l * x0)).subs(
-        Hx(x0, y0), (zm - x0) / g)
-    r15 = sp.expand((Hx(x1, y1) - Hx(x0, y0) + (x1 - z0) / g - (x0 - zm) / g)
-                    - (printed13 - (Hx(x0, y0) + (x0 - zm) / g)))
+    r21 = sp.expand(((z0 - x1) / s.gamma + s.l * x1) - (Hx(x1, y1) + s.l * x1)).subs(Hx(x1, y1), (z0 - x1) / s.gamma)
+    r22 = sp.expand(((zm - x0) / s.gamma + s.l * x0 + Hx(x0, y1) - Hx(x0, y0)) - (Hx(x0, y1) + s.l * x0)).subs(
+        Hx(x0, y0), (zm - x0) / s.gamma)
+    r15 = sp.expand((Hx(x1, y1) - Hx(x0, y0) + (x1 - z0) / s.gamma - (x0 - zm) / s.gamma)
+                    - (printed13 - (Hx(x0, y0) + (x0 - zm) / s.gamma)))
     total = sp.expand(r + r21 + r22 + r15)
     return identity_result(total, "eq13 (stationarity), eq21, eq22 (eq13 at t-1), eq15 (difference)")
 
@@ -227,9 +226,9 @@ def eq13() -> Result:
 def eq23() -> Result:
     """``<grad phi(x^{t+1}) - grad phi(x^t), x^{t+1} - x^t> >= 0`` for the convex
     ``phi = H(., y^{t+1}) + (l/2)||.||^2`` with the gradients of eq21, eq22; printed eq23 is that."""
-    d_phi1 = (z0 - x1) / g + s.l * x1
-    d_phi0 = (zm - x0) / g + s.l * x0 + Hx(x0, y1) - Hx(x0, y0)
-    printed = ((z0 - x1) / g + s.l * x1 - (zm - x0) / g - s.l * x0 - (Hx(x0, y1) - Hx(x0, y0))) * (x1 - x0)
+    d_phi1 = (z0 - x1) / s.gamma + s.l * x1
+    d_phi0 = (zm - x0) / s.gamma + s.l * x0 + Hx(x0, y1) - Hx(x0, y0)
+    printed = ((z0 - x1) / s.gamma + s.l * x1 - (zm - x0) / s.gamma - s.l * x0 - (Hx(x0, y1) - Hx(x0, y0))) * (x1 - x0)
     return identity_result(printed - (d_phi1 - d_phi0) * (x1 - x0), "eq23 is the monotonicity of grad phi")
 
 
@@ -243,9 +242,9 @@ def eq34() -> Result:
     """``z^t - z^{t-1} = gamma[(grad_x H(x^{t+1}, y^{t+1}) - grad_x H(x^t, y^{t+1})) + (grad_x H(x^t, y^{t+1})
     - grad_x H(x^t, y^t))] + (x^{t+1} - x^t)`` (eq31); the triangle inequality with (H-xlip) and
     (Hx-ylip) bounds each term: the coefficients are summed here."""
-    terms = [(g, s.L2 * chain.sx), (g, s.L4 * chain.sy), (1, chain.sx)]
+    terms = [(s.gamma, s.L2 * chain.sx), (s.gamma, s.L4 * chain.sy), (1, chain.sx)]
     bound = sp.expand(sum(abs_c * b for abs_c, b in terms))
-    printed = (1 + g * s.L2) * chain.sx + g * s.L4 * chain.sy
+    printed = (1 + s.gamma * s.L2) * chain.sx + s.gamma * s.L4 * chain.sy
     return step_result(sp.expand(printed) - sp.Symbol("n_z", nonnegative=True),
                        bound - sp.Symbol("n_z", nonnegative=True),
                        "triangle inequality on eq31, (H-xlip) with L2(y^{t+1}) <= L2*, (Hx-ylip) with L4(x^t) <= L4*")
@@ -257,10 +256,10 @@ def eq651() -> Result:
     the left side of eq264/eq265 is ``H(x^{t+1}, y^{t+1}) + M_{t+1}`` (with z^{t+1} by algz)."""
     F = sp.Function("F")
     x, u, z = x1, u1, z1
-    conv_lemma = F(u) + (2 * x - u - z) ** 2 / (2 * g) - (x - z) ** 2 / (2 * g) - (u - x) ** 2 / g  # Lemma conv-lemma
-    par2 = F(u) + (2 * x - u - z) ** 2 / (2 * g) - (x - z) ** 2 / (2 * g) - (u - x) ** 2 / g  # Lemma par2
-    e651 = F(u) + (2 * x - u - z) ** 2 / (2 * g) - (x - z) ** 2 / (2 * g) - (u - x) ** 2 / g  # eq651
-    lhs265 = Hb + F(u1) + (2 * x1 - u1 - z1) ** 2 / (2 * g) - (x1 - z1) ** 2 / (2 * g) - (u1 - x1) ** 2 / g
+    conv_lemma = F(u) + (2 * x - u - z) ** 2 / (2 * s.gamma) - (x - z) ** 2 / (2 * s.gamma) - (u - x) ** 2 / s.gamma  # Lemma conv-lemma
+    par2 = F(u) + (2 * x - u - z) ** 2 / (2 * s.gamma) - (x - z) ** 2 / (2 * s.gamma) - (u - x) ** 2 / s.gamma  # Lemma par2
+    e651 = F(u) + (2 * x - u - z) ** 2 / (2 * s.gamma) - (x - z) ** 2 / (2 * s.gamma) - (u - x) ** 2 / s.gamma  # eq651
+    lhs265 = Hb + F(u1) + (2 * x1 - u1 - z1) ** 2 / (2 * s.gamma) - (x1 - z1) ** 2 / (2 * s.gamma) - (u1 - x1) ** 2 / s.gamma
     total = sp.expand((conv_lemma - par2) + (par2 - e651) + (lhs265 - (Hb + e651)))
     return identity_result(total, "M_t as printed three times; Phi(x, u, z; y) = H(x, y) + M(x, u, z)")
 
@@ -300,11 +299,11 @@ def gap_u_step() -> Result:
     F it need not exist.  Witness: ``F(u) = -u^2`` (smooth, proper, lsc), gamma = 1: the objective's
     leading coefficient is negative (sympy), so it is unbounded below."""
     u, v = sp.symbols("u v", real=True)
-    obj = -(u**2) + (v - u) ** 2 / (2 * g)
+    obj = -(u**2) + (v - u) ** 2 / (2 * s.gamma)
     lead = sp.Poly(sp.expand(obj), u).LC()
-    at1 = lead.subs(g, 1)
+    at1 = lead.subs(s.gamma, 1)
     wit = {"F(u)": "-u^2", "leading coefficient in u": str(lead), "at gamma = 1": float(at1),
-           "inf over u (gamma = 1, v = 0)": str(sp.limit(obj.subs({g: 1, v: 0}), u, sp.oo))}
+           "inf over u (gamma = 1, v = 0)": str(sp.limit(obj.subs({s.gamma: 1, v: 0}), u, sp.oo))}
     return Result("u^{t+1} in argmin_u {F(u) + ||2x^{t+1} - z^t - u||^2/(2 gamma)} exists",
                   "F proper lower semicontinuous (Section 1) does not give a minimiser", None,
                   gap=Gap("a minimiser of the u-subproblem (eq. algu), used in eq261 and eq16",
