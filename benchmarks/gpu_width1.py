@@ -566,6 +566,7 @@ def main(argv=None) -> dict:
                      "batch_seeds": args.batch_seeds_on, "compile": args.compile_on, "eval_batch_size": args.eval_batch_size,
                      "bn_images": args.bn_images, "bn_augment": bool(bn_augment), "bn_statistics": bn_text, "val_fraction": VAL_FRACTION, "split_seed": 0,
                      "keep_float": [], "max_train": args.max_train},
+        "settings_from": {"file": tuned["file"], "study": tuned["study"], "provisional": tuned["provisional"]},
         "choices": [
             {"setting": "hyperparameters", "value": tuned["overrides"], "why": f"transferred: the chosen setting of each algorithm in "
              f"{tuned['file']} ({tuned['study']}), schedules mapped onto this run's epochs (schedule_scale auto); trials scored with "

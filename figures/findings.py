@@ -533,6 +533,20 @@ def _order(means: dict[str, float]) -> str:
     return " > ".join(f"{k} {v:.1f}" for k, v in sorted(means.items(), key=lambda kv: -kv[1]))
 
 
+def _settings_from(g: dict) -> tuple[str, int | None, int | None]:
+    """Where a width-1 run's settings came from: the tuning's file, its epochs and its trials per method (a file
+    written before ``settings_from`` existed says so in the text of its ``choices``)."""
+    if "settings_from" in g:
+        src = g["settings_from"]
+        trials = src["study"].get("trials")
+        return src["file"], src["study"].get("epochs"), (max(trials.values()) if isinstance(trials, dict) else trials)
+    why = next(c["why"] for c in g["choices"] if c["setting"] == "hyperparameters")
+    file = re.search(r" in (\S+?)(?:/tune/jobs|/jobs)? \(", why)
+    epochs, trials = re.search(r"'epochs': (\d+)", why), re.search(r"'trials': \{'\w+': (\d+)", why)
+    return (file.group(1) if file else "(see the file's choices)", int(epochs.group(1)) if epochs else None,
+            int(trials.group(1)) if trials else None)
+
+
 def _gpu_block(res: Results) -> str:
     g = res(GPU_WIDTH1)
     s = g["settings"]
@@ -542,8 +556,14 @@ def _gpu_block(res: Results) -> str:
     binary = {v["label"]: v["mean"] for k, v in g["summary"].items() if k != "float"}
     tuned = res(CIFAR_TUNE)
     narrow = {a["label"]: a["final"]["mean"] for a in tuned["algorithms"] if a["algo"] != "float"}
+    file, epochs, trials = _settings_from(g)
+    same = Path(file).parts[:3] == Path(CIFAR_TUNE).parts[:3]
+    source = (f"each method's chosen setting in `{file}`" + (f" (a {epochs}-epoch tuning" if epochs else " (a tuning")
+              + (f", {trials} trials per method)" if trials else ")")
+              + ("" if same else ", not the settings of the width-1/8 study quoted below"))
     return (f"VGG-11 at width {_width(s['width'])} on the JPEG copy of CIFAR-10, {s['epochs_done']} epochs, seeds "
-            f"{', '.join(map(str, s['seeds']))}, one {g['device']['name']}, settings transferred from width 1/8:\n\n"
+            f"{', '.join(map(str, s['seeds']))}, one {g['device']['name']}, settings transferred from width 1/8: "
+            f"{source}:\n\n"
             + "\n".join(lines) + f"\n\nThe binary methods in order: {_order(binary)} (at width 1/8, tuned, the study's "
             f"{tuned['params']['seeds']} seeds: {_order(narrow)}).\n\n(`{GPU_WIDTH1}`, `{CIFAR_TUNE}`)")
 

@@ -315,8 +315,8 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     bench, result = _gpu_width1(tmp_path, "--epochs", "2", "--seeds", "2", "--algos", "stam,bc,float")
     printed = capsys.readouterr().out
     assert printed.startswith("VGG-11 x0.0625 on CIFAR-10 (JPEG copy), CPU (dry run): 2 epochs (planned 2)")
-    assert set(result) == {"kind", "name", "provenance", "measured_on_gpu", "device", "data", "settings", "choices", "hyperparameters",
-                           "probe", "warm_up", "skipped", "runs", "summary", "throughput", "update", "memory", "targets", "seconds"}
+    assert set(result) == {"kind", "name", "provenance", "measured_on_gpu", "device", "data", "settings", "settings_from", "choices",
+                           "hyperparameters", "probe", "warm_up", "skipped", "runs", "summary", "throughput", "update", "memory", "targets", "seconds"}
     assert result["kind"] == "benchmark" and result["name"] == "gpu_width1" and result["measured_on_gpu"] is False
     assert set(result["device"]) == {"type", "name", "torch", "cuda", "cudnn"} and result["device"]["type"] == "cpu"
     assert {"torch", "python", "stam"} <= set(result["provenance"]["versions"]) and result["device"]["torch"]
@@ -330,6 +330,8 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     assert st["bn_augment"] is True  # CIFAR: the images as the training sees them
     # every setting labelled; the hyperparameters are the study's best trials, transferred
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
+    assert result["settings_from"]["file"] == "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json"
+    assert result["settings_from"]["study"]["epochs"] == 45 and result["settings_from"]["provisional"] is False
     # (the CIFAR-10 study the toolkit reports: its tuning's chosen settings, schedules mapped onto this run's 2 epochs)
     from stam.dnn import presets
     from stam.dnn.tune import TUNE

@@ -825,3 +825,19 @@ def test_every_anchor_link_between_the_pages_resolves():
             if anchor not in slugs:
                 bad.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
     assert not bad, bad
+
+
+def test_the_width1_block_says_where_its_settings_came_from():
+    """The width-1 row names the tuning its settings were transferred from: the committed H200 run's text (a file
+    written before ``settings_from``) and a new run's field alike; a source other than the quoted study says so."""
+    import json
+
+    from stam.figures import findings
+
+    old = json.loads((ROOT / findings.GPU_WIDTH1).read_text())
+    assert findings._settings_from(old) == ("benchmarks/results/cifar10_study_bn", 5, 4)
+    new = {**old, "settings_from": {"file": findings.CIFAR_TUNE, "study": {"epochs": 45, "trials": {"stam": 16, "bc": 16}},
+                                   "provisional": False}}
+    assert findings._settings_from(new) == (findings.CIFAR_TUNE, 45, 16)
+    block = findings._gpu_block(findings.Results(ROOT))
+    assert "`benchmarks/results/cifar10_study_bn` (a 5-epoch tuning, 4 trials per method), not the settings of" in block
