@@ -1,7 +1,7 @@
 """VGG-11 at the paper's width on CIFAR-10 in one short run on one GPU (issue 36).
 
 Trains VGG-11 at width 1 on the JPEG copy of CIFAR-10 with STAM, BC and Float (and BR and PSGD
-where the time allows), ``--seeds`` seeds each, through the toolkit's one trainer
+where the time allows), ``--seeds`` paired seeds each (default 3), through the toolkit's one trainer
 (:class:`stam.dnn.batched.Trainer`), for as many epochs as fit in ``--budget-s`` seconds of wall
 time counted from the start of this script (imports, decoding the JPEG copy, warm-up and
 compilation included); measures the training throughput of float and STAM, STAM's update against
@@ -33,7 +33,8 @@ algorithm: its timed epoch and evaluation, peak memory), ``skipped``, ``runs`` (
 seed: ``log``, one record per epoch with training loss and accuracy, validation and test accuracy
 with binary and float weights and the as-trained binary validation accuracy; ``diverged_epoch``,
 ``selected_epoch``, ``test_acc_selected``, ``test_acc_last``), ``summary`` (per algorithm: test
-accuracies at the selected epochs, mean, std, at chance), ``throughput`` (per algorithm: images/s,
+accuracies at the selected epochs, mean, std, at chance), ``paired`` (STAM - BC and STAM - BR matched by seed: mean,
+std and 95% t-interval, as ``stam tune`` states them), ``throughput`` (per algorithm: images/s,
 a run's epoch in seconds, per-epoch training and evaluation seconds), ``update`` (STAM's update
 as trained and eager, ``torch.optim.SGD`` with momentum, in ms, their ratio), ``memory`` (peak
 bytes), ``targets`` (the issue's, with the values measured) and ``seconds``.
@@ -90,6 +91,7 @@ from stam.dnn import data as data_mod  # noqa: E402
 from stam.dnn import epochs as ep  # noqa: E402
 from stam.dnn.catalog import VAL_FRACTION  # noqa: E402
 from stam.dnn.tune import TUNE  # noqa: E402
+from stam.dnn.tunestats import paired_differences, paired_text  # noqa: E402
 from stam.dnn.wide import stack_runs  # noqa: E402
 from stam.dnn.params import bn_images_int, width_float  # noqa: E402
 from stam.errors import UsageError, positive_float, positive_int  # noqa: E402
@@ -381,6 +383,15 @@ def summary(runs, num_classes: int, n_test: int) -> dict:
     return out
 
 
+def paired(summ: dict) -> list[dict]:
+    """STAM - BC and STAM - BR (:data:`stam.dnn.tunestats.PAIRED`), points of test accuracy at the selected epochs,
+    matched by seed (every algorithm trains the same seeds: the same initial draws, data order and augmentation),
+    with their mean, spread and 95% t-interval, as ``stam tune`` states its own
+    (:func:`stam.dnn.tunestats.paired_differences`)."""
+    finals = [{"algo": a, "final": {"seeds": s["seeds"], "test_acc": s["test_acc_selected"]}} for a, s in summ.items()]
+    return paired_differences({"algorithms": finals})
+
+
 # --------------------------------------------------------------------------- 6. the result
 
 def table(result: dict) -> str:
@@ -396,6 +407,9 @@ def table(result: dict) -> str:
         t = tp.get(algo)
         lines.append(f"{row['label']:<10} {mean:<24} {seeds:<22} {t['images_per_s'] if t else 0:>10.0f} "
                      f"{t['run_epoch_s'] if t else 0:>12.2f}")
+    for d in result["paired"]:
+        lines.append(f"paired over {d['seeds']} seeds: {paired_text(d)} points"
+                     + ("" if d.get("ci95") else " (no interval from fewer than 3 distinct values)"))
     if upd and "error" in upd:
         lines.append(f"STAM update not timed: {upd['error']}")
     elif upd:
@@ -430,7 +444,9 @@ def parse(argv):
     ap.add_argument("--epochs", type=int, default=None, help="fixed epochs (default: as many as fit the budget)")
     ap.add_argument("--min-epochs", type=int, default=8, help="drop BR and PSGD when fewer epochs fit with them (default 8)")
     ap.add_argument("--algos", default=",".join(ALGOS))
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="paired seeds, the same for every algorithm (default 3: the fewest that give STAM - BC and STAM - BR "
+                    "an interval)")
     ap.add_argument("--width", type=width_float, default=1.0)
     ap.add_argument("--model", choices=("vgg11", "vgg16", "resnet18"), default="vgg11",
                     help="the network (default vgg11, the tuned one; another model's settings are transferred, labelled so)")
@@ -590,7 +606,7 @@ def main(argv=None) -> dict:
         "hyperparameters": {g["algo"]: {"first_epoch": g["trainer"].configs[0].preset.at(1),
                                         "last_epoch": g["trainer"].configs[0].preset.at(epochs)} for g in groups},
         "probe": probe, "warm_up": warm, "skipped": skipped,
-        "runs": runs, "summary": summary(runs, data.num_classes, len(data.test_x)),
+        "runs": runs, "summary": (summ := summary(runs, data.num_classes, len(data.test_x))), "paired": paired(summ),
         "throughput": tp, "update": upd,
         "memory": {"peak_bytes": peak, "warm_up_peak_bytes": {a: w["peak_bytes"] for a, w in warm.items()}},
         "targets": {k: {"target": v, "value": x, "met": None if x is None else (x >= v if k.endswith("images_per_s") else x <= v),

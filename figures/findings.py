@@ -565,7 +565,18 @@ def _gpu_block(res: Results) -> str:
             f"{', '.join(map(str, s['seeds']))}, one {g['device']['name']}, settings transferred from width 1/8: "
             f"{source}:\n\n"
             + "\n".join(lines) + f"\n\nThe binary methods in order: {_order(binary)} (at width 1/8, tuned, the study's "
-            f"{tuned['params']['seeds']} seeds: {_order(narrow)}).\n\n(`{GPU_WIDTH1}`, `{CIFAR_TUNE}`)")
+            f"{tuned['params']['seeds']} seeds: {_order(narrow)})." + _paired_sentence(g.get("paired"))
+            + f"\n\n(`{GPU_WIDTH1}`, `{CIFAR_TUNE}`)")
+
+
+def _paired_sentence(paired: list | None) -> str:
+    """The width-1 run's paired differences (a run written before it recorded them: nothing)."""
+    from stam.dnn.tunestats import paired_text
+
+    if not paired:
+        return ""
+    return (" Paired by seed: " + "; ".join(f"{paired_text(d)} points over {d['seeds']} seeds"
+                                           + ("" if d.get("ci95") else " (no interval)") for d in paired) + ".")
 
 
 def _finding_block(f: Finding) -> Callable[[Results], str]:

@@ -316,7 +316,7 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("VGG-11 x0.0625 on CIFAR-10 (JPEG copy), CPU (dry run): 2 epochs (planned 2)")
     assert set(result) == {"kind", "name", "provenance", "measured_on_gpu", "device", "data", "settings", "settings_from", "choices",
-                           "hyperparameters", "probe", "warm_up", "skipped", "runs", "summary", "throughput", "update", "memory", "targets", "seconds"}
+                           "hyperparameters", "probe", "warm_up", "skipped", "runs", "summary", "paired", "throughput", "update", "memory", "targets", "seconds"}
     assert result["kind"] == "benchmark" and result["name"] == "gpu_width1" and result["measured_on_gpu"] is False
     assert set(result["device"]) == {"type", "name", "torch", "cuda", "cudnn"} and result["device"]["type"] == "cpu"
     assert {"torch", "python", "stam"} <= set(result["provenance"]["versions"]) and result["device"]["torch"]
@@ -332,6 +332,12 @@ def test_gpu_width1_dry_run_writes_the_documented_result(tmp_path, capsys):
     assert all(c["why"].startswith(("transferred", "chosen because", "given")) for c in result["choices"])
     assert result["settings_from"]["file"] == "benchmarks/results/cifar10_deciding_augmented_cpu/tune/tune-cifar10.json"
     assert result["settings_from"]["study"]["epochs"] == 45 and result["settings_from"]["provisional"] is False
+    # STAM - BC matched by seed (no BR in this run): the mean of the per-seed differences, no interval from 2 seeds
+    (d,) = result["paired"]
+    acc = {a: dict(zip(result["summary"][a]["seeds"], result["summary"][a]["test_acc_selected"])) for a in ("stam", "bc")}
+    assert (d["a"], d["b"], d["seeds"], d["ci95"]) == ("stam", "bc", 2, None)
+    assert d["mean"] == pytest.approx(sum(acc["stam"][s] - acc["bc"][s] for s in (0, 1)) / 2)
+    assert "paired over 2 seeds: STAM \u2212 BC" in printed
     # (the CIFAR-10 study the toolkit reports: its tuning's chosen settings, schedules mapped onto this run's 2 epochs)
     from stam.dnn import presets
     from stam.dnn.tune import TUNE

@@ -841,3 +841,14 @@ def test_the_width1_block_says_where_its_settings_came_from():
     assert findings._settings_from(new) == (findings.CIFAR_TUNE, 45, 16)
     block = findings._gpu_block(findings.Results(ROOT))
     assert "`benchmarks/results/cifar10_study_bn` (a 5-epoch tuning, 4 trials per method), not the settings of" in block
+
+
+def test_the_width1_block_states_paired_differences_where_the_run_has_them():
+    """A width-1 run written with ``paired`` (STAM - BC, STAM - BR by seed) has them in its row; the committed run,
+    written before, states none."""
+    from stam.figures import findings
+
+    assert findings._paired_sentence(None) == ""
+    d = {"a": "stam", "b": "bc", "seeds": 3, "mean": -4.0, "std": 1.0, "ci95": [-6.5, -1.5]}
+    assert findings._paired_sentence([d]) == " Paired by seed: STAM \u2212 BC -4.0 [-6.5, -1.5] points over 3 seeds."
+    assert "Paired by seed" not in findings._gpu_block(findings.Results(ROOT))
