@@ -46,15 +46,16 @@ PATHS = {
                           "a certificate, proven (`prove`)", 18),
 }
 
-#: command -> (the target's function, the arguments of the small run whose call stack is measured)
+#: command -> (the target's function, the arguments of the small run whose call stack is measured; one local worker, so
+#: that the jobs run in the process the hook watches)
 RUNS = {
     "stam train": ("stam_step", ["train", "--model", "mlp", "--dataset", "digits", "--preset", "our3", "--epochs", "1",
                                  "--out", "run"]),
     "stam tune": ("stam_step", ["tune", "--algos", "stam,bc", "--trials", "2", "--n-seeds", "2", "--epochs", "1",
-                                "--batch-size", "64", "--no-progress", "--out", "tune"]),
+                                "--batch-size", "64", "--no-progress", "--workers", "1", "--out", "tune"]),
     "stam paper-check": ("verdict", ["paper-check", "--brief"]),
     "stam pep --region": ("prove", ["pep", "--region", "--lams", "1", "--betas", "10", "--gamma-range", "0.1:0.5:2",
-                                    "--out", "region.json"]),
+                                    "--workers", "1", "--out", "region.json"]),
 }
 
 #: run in a fresh process as ``python -c HOOK RESULT MODULE FUNCTION ARG...``: ``stam ARG...`` under a profile hook
